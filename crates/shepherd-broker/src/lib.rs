@@ -1,0 +1,1 @@
+//! The broker: the single owner of a herd's runtime state.

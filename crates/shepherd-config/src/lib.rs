@@ -1,0 +1,1 @@
+//! What the user configured: agent definitions, approvals and settings files.

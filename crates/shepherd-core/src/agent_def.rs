@@ -1,0 +1,1 @@
+//! Agent definitions: parsing a Markdown file with YAML frontmatter into what a sheep is.

@@ -1,0 +1,1 @@
+//! Message envelopes between the shepherd and its sheep.

@@ -1,0 +1,1 @@
+//! The herd state machine: sheep, tasks, requests, inboxes and watchers.

@@ -1,0 +1,1 @@
+//! Sheep labels and display names (`<agent>: <label>`).

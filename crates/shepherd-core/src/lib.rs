@@ -1,0 +1,22 @@
+//! The pure heart of Shepherd.
+//!
+//! Everything a sheep, a task, a message or a note *is* lives here, as plain data and pure
+//! functions: ids, labels and display names, agent-definition parsing, the settings model, the
+//! herd state machine, message envelopes, note and `shepherd.md` rendering, and the broker wire
+//! protocol. Nothing in this crate touches the filesystem, spawns a process, reads the
+//! environment or looks at a clock: callers pass `now` and file contents in, and act on the
+//! values that come back. That is what makes every rule here testable without a terminal, an
+//! agent or a disk.
+
+pub mod agent_def;
+pub mod dirs;
+pub mod envelope;
+pub mod fieldnotes;
+pub mod herd;
+pub mod ids;
+pub mod label;
+pub mod protocol;
+pub mod settings;
+pub mod slug;
+pub mod task;
+pub mod time;

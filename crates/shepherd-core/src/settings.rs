@@ -1,0 +1,1 @@
+//! The settings model: keys, defaults, validation, layering and migration, without file I/O.

@@ -1,0 +1,1 @@
+//! Task states, settlement statuses and return codes.

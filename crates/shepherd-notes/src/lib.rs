@@ -1,0 +1,1 @@
+//! The fieldnotes store: the only code that writes under `.shepherd/sessions/`.

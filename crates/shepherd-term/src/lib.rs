@@ -1,0 +1,1 @@
+//! Terminal backends: where a sheep runs and how Shepherd sees it.

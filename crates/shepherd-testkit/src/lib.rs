@@ -1,0 +1,1 @@
+//! Test support for Shepherd's own tests. Never installed for users.
