@@ -1,1 +1,571 @@
-//! The broker wire protocol.
+//! The broker wire protocol: JSON lines over a Unix socket.
+//!
+//! A client sends `{"id", "method", "params"}` and gets `{"id", "result"}` or
+//! `{"id", "error": {"code", "message"}}`; the broker may also push `{"event", "data"}` lines
+//! (inbox items, supervisor commands) on a connection that subscribed. The first request on
+//! every connection is `hello`, which fixes the caller's role: the **parent** controls its herd,
+//! a **sheep** (with its capability token) may only talk for itself, an **observer** only reads,
+//! and a **supervisor** reports one sheep's process. Every front end — the CLI, the pi extension,
+//! later MCP — speaks exactly this, so they all behave alike.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::envelope::Delivery;
+use crate::herd::{InboxItem, SheepStatus, TaskReport};
+use crate::ids::{AgentId, MessageId, TaskId, WatcherId};
+use crate::task::{DoneStatus, TaskState};
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Method names.
+pub mod method {
+    /// Opens a session on a connection.
+    pub const HELLO: &str = "hello";
+    /// Parent: start a sheep.
+    pub const SPAWN: &str = "spawn";
+    /// Parent: hand a sheep a tracked task.
+    pub const DELEGATE: &str = "delegate";
+    /// Parent: message a sheep.
+    pub const MESSAGE: &str = "message";
+    /// Parent: register a durable watcher.
+    pub const WATCH: &str = "watch";
+    /// Parent or observer: wait on this connection for tasks to settle.
+    pub const WAIT: &str = "wait";
+    /// Parent or observer: one sheep's status, or all.
+    pub const STATUS: &str = "status";
+    /// Parent: close a sheep.
+    pub const CLOSE: &str = "close";
+    /// Parent or observer: the herd.
+    pub const HERD: &str = "herd";
+    /// Parent: drop records of sheep that are gone.
+    pub const PRUNE: &str = "prune";
+    /// Parent or observer: a sheep's recent output.
+    pub const READ: &str = "read";
+    /// Parent or sheep: push inbox items on this connection as they arrive.
+    pub const SUBSCRIBE: &str = "subscribe";
+    /// Parent or sheep: fetch inbox items, waiting up to a deadline.
+    pub const INBOX: &str = "inbox";
+    /// Parent or sheep: acknowledge inbox items.
+    pub const ACK: &str = "ack";
+    /// Sheep: message the parent or a herd-mate.
+    pub const TELL: &str = "tell";
+    /// Sheep: settle its task.
+    pub const DONE: &str = "done";
+    /// Sheep: report its run's lifecycle.
+    pub const REPORT: &str = "report";
+    /// Supervisor: the sheep's program runs.
+    pub const SUPERVISOR_STARTED: &str = "supervisor.started";
+    /// Supervisor: the sheep's program ended.
+    pub const SUPERVISOR_EXITED: &str = "supervisor.exited";
+    /// Anyone: the broker's own status.
+    pub const BROKER_STATUS: &str = "broker.status";
+    /// Parent: stop the broker (closing every sheep first).
+    pub const BROKER_STOP: &str = "broker.stop";
+}
+
+/// Push event names.
+pub mod event {
+    /// Inbox items for the subscribed participant (`data: {items}`).
+    pub const INBOX: &str = "inbox";
+    /// Broker → supervisor: end the sheep (`data: {graceMs}`).
+    pub const TERMINATE: &str = "terminate";
+    /// Broker → client: the broker is shutting down.
+    pub const SHUTDOWN: &str = "shutdown";
+}
+
+/// One request line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Echoed in the response.
+    pub id: u64,
+    /// The method name.
+    pub method: String,
+    /// Method parameters (an object; absent means `{}`).
+    #[serde(default)]
+    pub params: Value,
+}
+
+/// An error body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    /// Stable machine code.
+    pub code: String,
+    /// One human line.
+    pub message: String,
+}
+
+/// One line from the broker: a response (has `id`) or a push (has `event`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ServerLine {
+    /// The answer to a request.
+    Response {
+        /// The request's id.
+        id: u64,
+        /// Success value.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        /// Failure.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<WireError>,
+    },
+    /// Something the broker pushes unasked.
+    Push {
+        /// The event name.
+        event: String,
+        /// Its data.
+        #[serde(default)]
+        data: Value,
+    },
+}
+
+/// Who a connection speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The herd's owner.
+    Parent,
+    /// One sheep, proven by its token.
+    Sheep,
+    /// Read-only.
+    Observer,
+    /// The process supervising one sheep, proven by the sheep's token.
+    Supervisor,
+}
+
+/// `hello` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hello {
+    /// The caller's protocol version.
+    pub protocol: u32,
+    /// The role asked for.
+    pub role: Role,
+    /// For sheep and supervisors: the sheep's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// For sheep and supervisors: the capability token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Free-form client name (`cli`, `pi`, …), for diagnostics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// `hello` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloResult {
+    /// The broker's protocol version.
+    pub protocol: u32,
+    /// The broker's id (stable for its parent and project).
+    pub broker_id: String,
+    /// The parent identity the broker serves.
+    pub parent_identity: String,
+    /// The canonical project root.
+    pub project_root: String,
+    /// The role granted.
+    pub role: Role,
+}
+
+/// `spawn` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnParams {
+    /// The agent definition's exact name.
+    pub agent: String,
+    /// A short task-specific label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// `auto`, `headless`, `tmux` or `herdr` (default: the setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Working directory (default: the project root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `tab`, `pane_right`, `pane_down` or `workspace` (visible backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+    /// A model override (`provider/id`); refused when the runtime cannot honour it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// `spawn` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnResult {
+    /// The new sheep's id.
+    pub agent_id: AgentId,
+    /// Its agent definition.
+    pub agent: String,
+    /// Its label.
+    pub label: String,
+    /// `<agent>: <label>` or `<agent>`.
+    pub display_name: String,
+    /// The backend it runs on.
+    pub backend: String,
+    /// The parent's fieldnotes session directory, relative to the project (null when
+    /// fieldnotes are off).
+    pub fieldnote: Option<String>,
+}
+
+/// `delegate` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegateParams {
+    /// The sheep's agent id.
+    pub target: String,
+    /// The task text.
+    pub task: String,
+    /// Minutes (fractions allowed); default from settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Put the note in this named session (created or continued) instead of the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// How the note is registered in the session's flow: `single`, `parallel` or `chain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+/// `delegate` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegateResult {
+    /// The new task's id.
+    pub task_id: TaskId,
+    /// Its sheep.
+    pub agent_id: AgentId,
+    /// `running`.
+    pub state: TaskState,
+    /// The note (absolute).
+    pub note: Option<String>,
+    /// The note relative to the project root.
+    pub note_relative: Option<String>,
+    /// The session directory (absolute).
+    pub session: Option<String>,
+    /// The session directory relative to the project root.
+    pub session_relative: Option<String>,
+    /// The session's name.
+    pub session_name: Option<String>,
+    /// Whether the session existed before.
+    pub resumed: bool,
+}
+
+/// `message` and `tell` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageParams {
+    /// `shepherd`/`parent` or an agent id.
+    pub target: String,
+    /// The text.
+    pub message: String,
+    /// The task it concerns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// A conversation thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The message it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// Whether the sender waits for an answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expects_reply: bool,
+    /// `followUp` (default) or `steer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+}
+
+/// `message` and `tell` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageResult {
+    /// Always true: the message is queued.
+    pub accepted: bool,
+    /// Its id (answer it with `replyTo`).
+    pub message_id: MessageId,
+    /// Who receives it.
+    pub target_id: String,
+    /// How it will be delivered.
+    pub delivery: Delivery,
+    /// The task it was attributed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+    /// The tracked request it opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<MessageId>,
+    /// The task's state after delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_task_state: Option<TaskState>,
+}
+
+/// A list of ids: one string or an array (JSON-encoded arrays in a string are accepted too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IdList {
+    /// One id.
+    One(String),
+    /// Several ids.
+    Many(Vec<String>),
+}
+
+impl IdList {
+    /// The ids, decoding a string that holds a JSON array.
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::Many(ids) => ids,
+            Self::One(text) => {
+                let trimmed = text.trim();
+                if trimmed.starts_with('[')
+                    && let Ok(ids) = serde_json::from_str::<Vec<String>>(trimmed)
+                {
+                    return ids;
+                }
+                vec![trimmed.to_owned()]
+            }
+        }
+    }
+}
+
+/// `watch` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchParams {
+    /// Task ids.
+    pub id: IdList,
+}
+
+/// `watch` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchResult {
+    /// The watcher (absent when everything had already settled).
+    pub watcher_id: Option<WatcherId>,
+    /// The tasks, in the caller's order.
+    pub task_ids: Vec<TaskId>,
+    /// Tasks already settled.
+    pub completed: Vec<TaskReport>,
+    /// Tasks still open.
+    pub pending: Vec<TaskId>,
+}
+
+/// `wait` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitParams {
+    /// Task ids.
+    pub id: IdList,
+    /// How long to wait (ms); 0 answers at once.
+    #[serde(default)]
+    pub timeout_ms: u64,
+}
+
+/// `wait` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitResult {
+    /// Settled tasks, in the caller's order.
+    pub settled: Vec<TaskReport>,
+    /// Tasks still open when the wait ended.
+    pub pending: Vec<TaskId>,
+}
+
+/// Parameters naming one sheep.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdParams {
+    /// The agent id.
+    pub id: String,
+}
+
+/// `status` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusParams {
+    /// One agent id; absent means every sheep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// `herd` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HerdResult {
+    /// Every sheep that is not closed, in spawn order.
+    pub sheep: Vec<SheepStatus>,
+}
+
+/// `close` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseResult {
+    /// The sheep.
+    pub agent_id: AgentId,
+    /// Its display name.
+    pub display_name: String,
+    /// The task the close cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<TaskReport>,
+}
+
+/// `prune` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneResult {
+    /// Records dropped.
+    pub pruned: usize,
+    /// Records kept.
+    pub remaining: usize,
+}
+
+/// `read` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadParams {
+    /// An agent id, a display name or a pane id.
+    pub target: String,
+    /// How many lines (default 40).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u32>,
+    /// `visible`, `recent`, `recent-unwrapped` or `detection`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// `read` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadResult {
+    /// The target as resolved.
+    pub target: String,
+    /// The source read.
+    pub source: String,
+    /// Lines asked for.
+    pub lines: u32,
+    /// The text.
+    pub text: String,
+}
+
+/// `inbox` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxParams {
+    /// How long to wait for the first item (ms); 0 answers at once.
+    #[serde(default)]
+    pub wait_ms: u64,
+}
+
+/// `inbox` result, and the data of an `inbox` push.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboxResult {
+    /// Unacknowledged items, oldest first.
+    pub items: Vec<InboxItem>,
+}
+
+/// `ack` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckParams {
+    /// Acknowledge every item up to and including this sequence number.
+    pub seq: u64,
+}
+
+/// `done` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoneParams {
+    /// Completed, blocked or failed.
+    pub status: DoneStatus,
+    /// What was done, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The task (optional: inferred from the sheep's open task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+/// `done` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoneResult {
+    /// Always true when no error is returned.
+    pub accepted: bool,
+    /// The task settled.
+    pub task_id: TaskId,
+    /// Its state now.
+    pub status: TaskState,
+    /// Whether the task had already settled (the stored result stands).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
+    /// The task id the sheep named, when it named another one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supplied_task_id: Option<String>,
+}
+
+/// `report` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportParams {
+    /// `agent_start` or `run_settled`.
+    pub event: String,
+    /// For `run_settled`: pi's stop reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// For `run_settled`: the error that ended the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// For `run_settled`: the run's final assistant text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The sheep's session file, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+}
+
+/// `supervisor.started` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorStarted {
+    /// The sheep program's pid (also its process group).
+    pub pid: u32,
+    /// The supervisor's own pid.
+    pub supervisor_pid: u32,
+}
+
+/// `supervisor.exited` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorExited {
+    /// Exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Terminating signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Why, when the program could not even start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The end of its output.
+    #[serde(default)]
+    pub tail: String,
+}
+
+/// `broker.status` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerStatus {
+    /// The broker's id.
+    pub broker_id: String,
+    /// The parent identity it serves.
+    pub parent_identity: String,
+    /// The canonical project root.
+    pub project_root: String,
+    /// Its pid.
+    pub pid: u32,
+    /// Its socket.
+    pub socket: String,
+    /// Its journal.
+    pub journal: String,
+    /// When it started (ms).
+    pub started_at: i64,
+    /// Connected clients.
+    pub clients: usize,
+    /// Sheep still holding processes.
+    pub live_sheep: usize,
+    /// Open tasks.
+    pub open_tasks: usize,
+}

@@ -1,1 +1,150 @@
-//! The herd state machine: sheep, tasks, requests, inboxes and watchers.
+//! The herd state machine: sheep, tasks, tracked requests, inboxes and watchers.
+//!
+//! The broker owns one [`Herd`] per parent. Every change goes through a command here (spawn,
+//! delegate, message, done, close, tick, …) that validates against the current state and then
+//! records [`Event`]s through a [`Tx`]; [`Herd::apply`] is the only code that mutates state, and
+//! the broker journals the same events, so replaying the journal after a crash rebuilds exactly
+//! the state that was acknowledged. Nothing here does I/O or reads a clock: `now` (ms since the
+//! epoch) and freshly minted ids come in as arguments, and what must happen outside (deliver an
+//! inbox item, finalise a note, start a timer) is read back from the recorded events and the
+//! resulting state.
+
+mod apply;
+mod error;
+mod lifecycle;
+mod messaging;
+mod model;
+mod tick;
+mod view;
+mod watch;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::HerdError;
+pub use lifecycle::{
+    DelegateInput, NewSheep, admit, begin_close, closed, delegate, exited, failed_to_start,
+    finalized, launched, ready, settle, start_task,
+};
+pub use messaging::{
+    DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
+};
+pub use model::*;
+pub use tick::{HerdConfig, tick};
+pub use view::{SheepStatus, TaskView, ack};
+pub use watch::{WatchOutcome, watch};
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
+
+/// Most undelivered items one inbox keeps; older ones are dropped (and counted) beyond it.
+pub const MAX_INBOX_ITEMS: usize = 1000;
+
+/// Most message routing records kept for reply inference.
+pub const MAX_MESSAGE_RECORDS: usize = 10_000;
+
+/// The runtime state of one parent's herd.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Herd {
+    /// The 8-hex namespace in every id this herd mints.
+    pub namespace: String,
+    /// Sheep in spawn order.
+    pub sheep: IndexMap<AgentId, Sheep>,
+    /// Tasks in creation order.
+    pub tasks: IndexMap<TaskId, Task>,
+    /// Open tracked requests by message id.
+    pub requests: IndexMap<MessageId, Request>,
+    /// Routing facts of recent messages, for reply inference and relays.
+    pub messages: IndexMap<MessageId, MessageRecord>,
+    /// Every participant's inbox.
+    pub inboxes: BTreeMap<Participant, Inbox>,
+    /// Durable watchers.
+    pub watchers: IndexMap<WatcherId, Watcher>,
+    /// The last inbox sequence number handed out.
+    pub last_seq: u64,
+}
+
+/// A change in progress: commands validate first, then [`Tx::emit`] each event, which applies it
+/// at once and records it for the journal. [`Tx::finish`] flushes watcher notifications for
+/// tasks that became reportable during the change, coalesced per watcher.
+#[derive(Debug)]
+pub struct Tx<'a> {
+    herd: &'a mut Herd,
+    now: i64,
+    events: Vec<Event>,
+    newly_reportable: Vec<TaskId>,
+}
+
+impl<'a> Tx<'a> {
+    /// Starts a change at `now` (ms since the epoch).
+    pub fn new(herd: &'a mut Herd, now: i64) -> Self {
+        Self {
+            herd,
+            now,
+            events: Vec::new(),
+            newly_reportable: Vec::new(),
+        }
+    }
+
+    /// The state as changed so far.
+    pub fn herd(&self) -> &Herd {
+        self.herd
+    }
+
+    /// The time of this change.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// Applies `event` and records it.
+    pub fn emit(&mut self, event: Event) {
+        let was = reportable_tasks_of(&event, self.herd);
+        self.herd.apply(&event);
+        for task_id in was {
+            if self
+                .herd
+                .tasks
+                .get(&task_id)
+                .is_some_and(Task::is_reportable)
+            {
+                self.newly_reportable.push(task_id);
+            }
+        }
+        self.events.push(event);
+    }
+
+    /// Appends an item to `to`'s inbox.
+    pub fn enqueue(&mut self, to: Participant, payload: Payload) {
+        let item = InboxItem {
+            seq: self.herd.last_seq + 1,
+            at: self.now,
+            payload,
+        };
+        self.emit(Event::Enqueued { to, item });
+    }
+
+    /// Ends the change: notifies watchers of tasks that became reportable, and returns every
+    /// event recorded, in order.
+    pub fn finish(mut self) -> Vec<Event> {
+        watch::flush(&mut self);
+        self.events
+    }
+}
+
+/// Tasks an event may make reportable (settled with a final note), checked after it applies.
+fn reportable_tasks_of(event: &Event, herd: &Herd) -> Vec<TaskId> {
+    match event {
+        Event::TaskSettled { task_id, .. } | Event::TaskFinalized { task_id } => {
+            if herd.tasks.get(task_id).is_some_and(Task::is_reportable) {
+                Vec::new()
+            } else {
+                vec![task_id.clone()]
+            }
+        }
+        _ => Vec::new(),
+    }
+}

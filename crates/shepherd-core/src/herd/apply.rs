@@ -1,0 +1,201 @@
+//! [`Herd::apply`]: the only code that changes a herd. Commands decide; this applies what they
+//! decided, and the broker's journal replay applies the same events in the same order.
+
+use super::model::{Activity, Event, Phase, Task};
+use super::{Herd, MAX_INBOX_ITEMS, MAX_MESSAGE_RECORDS};
+use crate::task::TaskState;
+
+impl Herd {
+    /// Applies one event. Events referring to unknown sheep or tasks are ignored, so a journal
+    /// that outlived part of its state still replays.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::SheepCreated { sheep } => {
+                self.sheep.insert(sheep.id.clone(), (**sheep).clone());
+                self.inboxes
+                    .entry(super::Participant::Sheep(sheep.id.clone()))
+                    .or_default();
+            }
+            Event::SheepLaunched { agent_id, launch } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+                    sheep.launch = launch.clone();
+                }
+            }
+            Event::SheepReady { agent_id } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id)
+                    && sheep.phase == Phase::Starting
+                {
+                    sheep.phase = Phase::Ready;
+                }
+            }
+            Event::SheepActivity { agent_id, activity } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+                    sheep.activity = *activity;
+                }
+            }
+            Event::SheepFailed { agent_id, exit } | Event::SheepExited { agent_id, exit } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+                    sheep.phase = match event {
+                        Event::SheepFailed { .. } => Phase::Failed,
+                        _ if sheep.phase == Phase::Closing => Phase::Closing,
+                        _ => Phase::Exited,
+                    };
+                    sheep.activity = Activity::Idle;
+                    sheep.exit = Some(exit.clone());
+                }
+            }
+            Event::SheepClosing { agent_id } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+                    sheep.phase = Phase::Closing;
+                }
+            }
+            Event::SheepClosed { agent_id } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+                    sheep.phase = Phase::Closed;
+                    sheep.activity = Activity::Idle;
+                }
+                // Nothing will ever read a closed sheep's inbox again.
+                self.inboxes
+                    .remove(&super::Participant::Sheep(agent_id.clone()));
+            }
+            Event::TaskCreated { task } => {
+                if let Some(sheep) = self.sheep.get_mut(&task.agent_id) {
+                    sheep.active_task = Some(task.id.clone());
+                }
+                self.tasks.insert(task.id.clone(), (**task).clone());
+            }
+            Event::TaskStarted { task_id, note } => {
+                let mut agent = None;
+                if let Some(task) = self.tasks.get_mut(task_id)
+                    && task.state == TaskState::Created
+                {
+                    task.state = TaskState::Running;
+                    task.note.clone_from(note);
+                    agent = Some(task.agent_id.clone());
+                }
+                if let Some(sheep) = agent.and_then(|id| self.sheep.get_mut(&id)) {
+                    sheep.activity = Activity::Working;
+                }
+            }
+            Event::RequestOpened { request } => {
+                if let Some(task) = self.tasks.get_mut(&request.task_id)
+                    && !task.state.is_terminal()
+                {
+                    task.state = TaskState::Waiting;
+                    task.pending_request = Some(request.id.clone());
+                    task.waiting_since.get_or_insert(request.opened_at);
+                    self.requests.insert(request.id.clone(), request.clone());
+                }
+            }
+            Event::RequestResolved { request_id } => {
+                if let Some(request) = self.requests.shift_remove(request_id)
+                    && let Some(task) = self.tasks.get_mut(&request.task_id)
+                    && task.pending_request.as_ref() == Some(request_id)
+                {
+                    resume(task);
+                }
+            }
+            Event::TaskSettled { task_id, result } => self.settle(task_id, result),
+            Event::TaskFinalized { task_id } => {
+                if let Some(task) = self.tasks.get_mut(task_id) {
+                    task.finalized = true;
+                }
+            }
+            Event::MessageRecorded { message_id, record } => {
+                self.messages.insert(message_id.clone(), record.clone());
+                while self.messages.len() > MAX_MESSAGE_RECORDS {
+                    self.messages.shift_remove_index(0);
+                }
+            }
+            Event::Enqueued { to, item } => {
+                self.last_seq = self.last_seq.max(item.seq);
+                if let Some(inbox) = self.inbox_for(to) {
+                    inbox.items.push_back(item.clone());
+                    while inbox.items.len() > MAX_INBOX_ITEMS {
+                        inbox.items.pop_front();
+                        inbox.dropped += 1;
+                    }
+                }
+            }
+            Event::Acked { who, seq } => {
+                if let Some(inbox) = self.inboxes.get_mut(who) {
+                    while inbox.items.front().is_some_and(|item| item.seq <= *seq) {
+                        inbox.items.pop_front();
+                    }
+                }
+            }
+            Event::WatcherAdded { watcher } => {
+                if watcher.delivered.len() < watcher.task_ids.len() {
+                    self.watchers.insert(watcher.id.clone(), watcher.clone());
+                }
+            }
+            Event::WatcherDelivered {
+                watcher_id,
+                task_ids,
+            } => {
+                if let Some(watcher) = self.watchers.get_mut(watcher_id) {
+                    watcher.delivered.extend(task_ids.iter().cloned());
+                    if watcher.delivered.len() >= watcher.task_ids.len() {
+                        self.watchers.shift_remove(watcher_id);
+                    }
+                }
+            }
+            Event::StaleNotified { task_id } => {
+                if let Some(task) = self.tasks.get_mut(task_id) {
+                    task.stale_notified = true;
+                }
+            }
+            Event::Nudged { task_id } => {
+                if let Some(task) = self.tasks.get_mut(task_id) {
+                    task.nudges += 1;
+                }
+            }
+            Event::Escalated { task_id } => {
+                if let Some(task) = self.tasks.get_mut(task_id) {
+                    task.escalated = true;
+                }
+            }
+        }
+    }
+
+    fn inbox_for(&mut self, to: &super::Participant) -> Option<&mut super::Inbox> {
+        match to {
+            super::Participant::Parent => Some(self.inboxes.entry(to.clone()).or_default()),
+            super::Participant::Sheep(_) => self.inboxes.get_mut(to),
+        }
+    }
+
+    fn settle(&mut self, task_id: &super::TaskId, result: &super::TaskResult) {
+        let Some(task) = self.tasks.get_mut(task_id) else {
+            return;
+        };
+        if task.state.is_terminal() {
+            return;
+        }
+        task.state = result.status;
+        task.result = Some(result.clone());
+        task.pending_request = None;
+        task.waiting_since = None;
+        task.stale_notified = false;
+        task.finalized = task.note.is_none();
+        let agent_id = task.agent_id.clone();
+        self.requests
+            .retain(|_, request| &request.task_id != task_id);
+        if let Some(sheep) = self.sheep.get_mut(&agent_id) {
+            if sheep.active_task.as_ref() == Some(task_id) {
+                sheep.active_task = None;
+            }
+            sheep.last_outcome = Some(result.status);
+        }
+    }
+}
+
+/// A task whose last question was answered goes back to running; its waiting episode ends.
+fn resume(task: &mut Task) {
+    task.pending_request = None;
+    task.waiting_since = None;
+    task.stale_notified = false;
+    if task.state == TaskState::Waiting {
+        task.state = TaskState::Running;
+    }
+}

@@ -1,0 +1,405 @@
+//! Sheep and task lifecycle commands: admit, launch, ready, exit, close, delegate, settle.
+
+use serde_json::Value;
+
+use super::error::HerdError;
+use super::model::{Activity, Event, ExitInfo, NoteLink, Payload, Phase, Sheep, Task, TaskResult};
+use super::{Herd, Tx};
+use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
+use crate::ids::{AgentId, MessageId, Participant, TaskId};
+use crate::task::TaskState;
+
+/// What the broker knows about a sheep it is about to launch.
+#[derive(Debug, Clone)]
+pub struct NewSheep {
+    /// A freshly minted id.
+    pub id: AgentId,
+    /// The agent definition's name.
+    pub agent: String,
+    /// The validated label (empty for none).
+    pub label: String,
+    /// The backend that will run it.
+    pub backend: String,
+    /// `command` or `pi`.
+    pub runtime: String,
+    /// Its working directory.
+    pub cwd: String,
+    /// sha256 (hex) of its capability token.
+    pub token_digest: String,
+}
+
+/// A task the parent hands to a sheep.
+#[derive(Debug, Clone)]
+pub struct DelegateInput {
+    /// A freshly minted task id.
+    pub task_id: TaskId,
+    /// The target as the caller wrote it.
+    pub target: String,
+    /// The task text.
+    pub description: String,
+    /// How long the task may take (ms).
+    pub timeout_ms: i64,
+}
+
+impl Herd {
+    /// Looks up a sheep by the id text a caller passed.
+    pub fn sheep_by_text(&self, text: &str) -> Result<&Sheep, HerdError> {
+        AgentId::parse(text)
+            .and_then(|id| self.sheep.get(&id))
+            .ok_or_else(|| HerdError::unknown_agent_id(text))
+    }
+
+    /// Looks up a task by the id text a caller passed.
+    pub fn task_by_text(&self, text: &str) -> Result<&Task, HerdError> {
+        TaskId::parse(text)
+            .and_then(|id| self.tasks.get(&id))
+            .ok_or_else(|| HerdError::unknown_task(text))
+    }
+
+    /// Refuses a non-empty display name another live sheep already carries.
+    pub fn check_unique_display_name(&self, agent: &str, label: &str) -> Result<(), HerdError> {
+        if label.is_empty() {
+            return Ok(());
+        }
+        let wanted = format!("{agent}: {label}");
+        if self
+            .sheep
+            .values()
+            .any(|s| s.holds_resources() && s.display_name() == wanted)
+        {
+            return Err(HerdError::new(
+                "duplicate_label",
+                format!("Duplicate agent label \"{wanted}\"."),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Admits a new sheep in the `starting` phase.
+pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
+    tx.herd()
+        .check_unique_display_name(&new.agent, &new.label)?;
+    let sheep = Sheep {
+        id: new.id,
+        agent: new.agent,
+        label: new.label,
+        backend: new.backend,
+        runtime: new.runtime,
+        cwd: new.cwd,
+        token_digest: new.token_digest,
+        created_at: tx.now(),
+        phase: Phase::Starting,
+        activity: Activity::Idle,
+        working_since: None,
+        active_task: None,
+        last_outcome: None,
+        exit: None,
+        launch: Value::Null,
+    };
+    tx.emit(Event::SheepCreated {
+        sheep: Box::new(sheep),
+    });
+    Ok(())
+}
+
+/// Records where the backend placed a sheep.
+pub fn launched(tx: &mut Tx<'_>, agent_id: &AgentId, launch: Value) {
+    tx.emit(Event::SheepLaunched {
+        agent_id: agent_id.clone(),
+        launch,
+    });
+}
+
+/// Marks a starting sheep ready.
+pub fn ready(tx: &mut Tx<'_>, agent_id: &AgentId) {
+    if tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .is_some_and(|s| s.phase == Phase::Starting)
+    {
+        tx.emit(Event::SheepReady {
+            agent_id: agent_id.clone(),
+        });
+    }
+}
+
+/// Marks a sheep that never became ready as failed.
+pub fn failed_to_start(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
+    if tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .is_some_and(|s| s.phase == Phase::Starting)
+    {
+        tx.emit(Event::SheepFailed {
+            agent_id: agent_id.clone(),
+            exit,
+        });
+    }
+}
+
+/// Records that a sheep's process ended. An open task fails with the exit status and the tail
+/// of its output; a sheep without a task is reported to the parent.
+pub fn exited(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
+    let Some(sheep) = tx.herd().sheep.get(agent_id) else {
+        return;
+    };
+    if matches!(sheep.phase, Phase::Closed | Phase::Exited | Phase::Failed) {
+        return;
+    }
+    if sheep.phase == Phase::Starting {
+        failed_to_start(tx, agent_id, exit);
+        return;
+    }
+    let closing = sheep.phase == Phase::Closing;
+    let display = sheep.display_name();
+    let active = sheep.active_task.clone();
+    tx.emit(Event::SheepExited {
+        agent_id: agent_id.clone(),
+        exit: exit.clone(),
+    });
+    if closing {
+        return;
+    }
+    let mut error = format!("{display} {} before the task completed.", exit.describe());
+    if !exit.tail.is_empty() {
+        error.push_str("\n--- last output ---\n");
+        error.push_str(&exit.tail);
+    }
+    match active {
+        Some(task_id) => settle(tx, &task_id, TaskState::Failed, None, None, Some(error)),
+        None => {
+            let text = format!("{display} ({agent_id}) {}.", exit.describe());
+            tx.enqueue(
+                Participant::Parent,
+                Payload::Notice(super::Notice {
+                    notice: super::NoticeKind::SheepExited,
+                    text,
+                    agent_id: Some(agent_id.clone()),
+                    task_id: None,
+                }),
+            );
+        }
+    }
+}
+
+/// Starts closing a sheep: its open task is cancelled (rc 130). Returns false when the sheep
+/// is already closed.
+pub fn begin_close(tx: &mut Tx<'_>, agent_id: &AgentId) -> bool {
+    let Some(sheep) = tx.herd().sheep.get(agent_id) else {
+        return false;
+    };
+    if sheep.phase == Phase::Closed {
+        return false;
+    }
+    if let Some(task_id) = sheep.active_task.clone() {
+        settle(
+            tx,
+            &task_id,
+            TaskState::Cancelled,
+            None,
+            None,
+            Some("Agent was closed.".into()),
+        );
+    }
+    if tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .is_some_and(|s| s.phase != Phase::Closing)
+    {
+        tx.emit(Event::SheepClosing {
+            agent_id: agent_id.clone(),
+        });
+    }
+    true
+}
+
+/// Finishes a close once the sheep's processes are confirmed gone.
+pub fn closed(tx: &mut Tx<'_>, agent_id: &AgentId) {
+    if tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .is_some_and(|s| s.phase != Phase::Closed)
+    {
+        tx.emit(Event::SheepClosed {
+            agent_id: agent_id.clone(),
+        });
+    }
+}
+
+/// Accepts a task for a sheep: validates the target and the text and creates the task in
+/// state `created`. The broker then reserves its note and calls [`start_task`].
+pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdError> {
+    envelope::check_task(&input.description)
+        .map_err(|err| HerdError::new(err.code(), err.to_string()))?;
+    let sheep = tx.herd().sheep_by_text(&input.target)?;
+    match sheep.phase {
+        Phase::Ready => {}
+        Phase::Starting => {
+            return Err(HerdError::new(
+                "agent_not_ready",
+                format!(
+                    "{} ({}) is still starting; delegate once spawn has returned.",
+                    sheep.display_name(),
+                    sheep.id
+                ),
+            ));
+        }
+        Phase::Exited | Phase::Failed => {
+            return Err(HerdError::closed(
+                &sheep.display_name(),
+                sheep.id.as_str(),
+                "has exited",
+            ));
+        }
+        Phase::Closing | Phase::Closed => {
+            return Err(HerdError::closed(
+                &sheep.display_name(),
+                sheep.id.as_str(),
+                "is closed",
+            ));
+        }
+    }
+    if let Some(active) = &sheep.active_task {
+        return Err(HerdError::new(
+            "active_task",
+            format!(
+                "{} ({}) already has an open task {active}; wait for it to settle (shepherd watch) \
+                 or close the sheep before delegating again.",
+                sheep.display_name(),
+                sheep.id
+            ),
+        ));
+    }
+    if input.timeout_ms <= 0 {
+        return Err(HerdError::new(
+            "invalid_timeout",
+            "Delegated task timeout must be a positive number of minutes.",
+        ));
+    }
+    let task = Task {
+        id: input.task_id.clone(),
+        agent_id: sheep.id.clone(),
+        description: input.description,
+        state: TaskState::Created,
+        created_at: tx.now(),
+        started_at: None,
+        deadline_at: tx.now().saturating_add(input.timeout_ms),
+        waiting_since: None,
+        pending_request: None,
+        stale_notified: false,
+        note: None,
+        result: None,
+        finalized: false,
+        nudges: 0,
+        escalated: false,
+    };
+    tx.emit(Event::TaskCreated {
+        task: Box::new(task),
+    });
+    Ok(input.task_id)
+}
+
+/// Hands a created task to its sheep: records its note and queues the task envelope, whose
+/// content is the task text followed by the fieldnotes context block.
+pub fn start_task(
+    tx: &mut Tx<'_>,
+    task_id: &TaskId,
+    note: Option<NoteLink>,
+    message_id: MessageId,
+    content: String,
+) -> Result<(), HerdError> {
+    let task = tx
+        .herd()
+        .tasks
+        .get(task_id)
+        .ok_or_else(|| HerdError::unknown_task(task_id.as_str()))?;
+    if task.state != TaskState::Created {
+        return Err(HerdError::new(
+            "invalid_transition",
+            format!(
+                "Task {task_id} is {}; only a created task can start.",
+                task.state.as_str()
+            ),
+        ));
+    }
+    let agent_id = task.agent_id.clone();
+    tx.emit(Event::TaskStarted {
+        task_id: task_id.clone(),
+        note,
+    });
+    let envelope = Envelope {
+        schema_version: SCHEMA_VERSION,
+        message_id: message_id.clone(),
+        kind: Kind::Task,
+        sender_id: Participant::Parent,
+        target_id: Participant::Sheep(agent_id.clone()),
+        task_id: Some(task_id.clone()),
+        thread_id: None,
+        reply_to: None,
+        expects_reply: false,
+        deadline_at: None,
+        delivery: Delivery::FollowUp,
+        content: Some(content),
+        status: None,
+        origin_sender_id: None,
+        created_at: tx.now(),
+    };
+    tx.emit(Event::MessageRecorded {
+        message_id,
+        record: super::MessageRecord {
+            sender: Participant::Parent,
+            target: Participant::Sheep(agent_id.clone()),
+            task_id: Some(task_id.clone()),
+        },
+    });
+    tx.enqueue(Participant::Sheep(agent_id), Payload::Envelope { envelope });
+    Ok(())
+}
+
+/// Settles a task unless it is already settled (the first settlement wins).
+pub fn settle(
+    tx: &mut Tx<'_>,
+    task_id: &TaskId,
+    status: TaskState,
+    summary: Option<String>,
+    text: Option<String>,
+    error: Option<String>,
+) {
+    let Some(task) = tx.herd().tasks.get(task_id) else {
+        return;
+    };
+    if task.state.is_terminal() || !status.is_terminal() {
+        return;
+    }
+    let result = TaskResult {
+        status,
+        return_code: status.return_code().unwrap_or(1),
+        summary,
+        text,
+        error,
+        completed_at: tx.now(),
+    };
+    tx.emit(Event::TaskSettled {
+        task_id: task_id.clone(),
+        result,
+    });
+}
+
+/// Records that a settled task's note is final, which lets watchers hear about it.
+pub fn finalized(tx: &mut Tx<'_>, task_id: &TaskId) {
+    if tx
+        .herd()
+        .tasks
+        .get(task_id)
+        .is_some_and(|t| t.result.is_some() && !t.finalized)
+    {
+        tx.emit(Event::TaskFinalized {
+            task_id: task_id.clone(),
+        });
+    }
+}

@@ -1,0 +1,550 @@
+//! Messages, replies, tracked requests, `shepherd_done` and run reports.
+//!
+//! The rules are the original extension's (upstream §3.2–§3.11): a message never creates a task;
+//! `expectsReply` with a task opens one tracked request on that task (which then waits); a reply
+//! naming the request resolves it, and is relayed to the asker when it went elsewhere; `done`
+//! settles only the sender's own task, is re-anchored when it names the wrong one and dropped
+//! observably when there is none; a `completed` done is refused while a question is open.
+
+use super::Tx;
+use super::error::HerdError;
+use super::lifecycle::settle;
+use super::model::{Activity, Event, MessageRecord, Notice, NoticeKind, Payload, Phase, Request};
+use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
+use crate::ids::{AgentId, MessageId, Participant, TaskId};
+use crate::task::{DoneStatus, TaskState};
+
+/// A message from the parent or a sheep.
+#[derive(Debug, Clone)]
+pub struct MessageInput {
+    /// A freshly minted id.
+    pub message_id: MessageId,
+    /// The authenticated sender.
+    pub sender: Participant,
+    /// The target as the caller wrote it (`shepherd`, `parent` or an agent id).
+    pub target: String,
+    /// The text.
+    pub content: String,
+    /// The task it concerns, as the caller wrote it.
+    pub task_id: Option<String>,
+    /// A caller-chosen thread.
+    pub thread_id: Option<String>,
+    /// The message it answers, as the caller wrote it.
+    pub reply_to: Option<String>,
+    /// Whether the sender waits for an answer.
+    pub expects_reply: bool,
+    /// Follow-up or steer.
+    pub delivery: Delivery,
+    /// How long an answer may take (ms).
+    pub reply_timeout_ms: i64,
+}
+
+/// What became of an accepted message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageOutcome {
+    /// Its id.
+    pub message_id: MessageId,
+    /// Who receives it.
+    pub target: Participant,
+    /// The task it was attributed to.
+    pub task_id: Option<TaskId>,
+    /// The tracked request it opened.
+    pub request_id: Option<MessageId>,
+    /// The request it answered.
+    pub resolved: Option<MessageId>,
+    /// The state of the task it concerns, after delivery.
+    pub task_state: Option<TaskState>,
+}
+
+/// A sheep's `shepherd_done`.
+#[derive(Debug, Clone)]
+pub struct DoneInput {
+    /// The authenticated sender.
+    pub sender: AgentId,
+    /// The task it named, if any.
+    pub task_id: Option<String>,
+    /// Completed, blocked or failed.
+    pub status: DoneStatus,
+    /// Its summary.
+    pub summary: Option<String>,
+}
+
+/// What became of a done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DoneOutcome {
+    /// It settled the task.
+    Settled {
+        /// The task settled.
+        task_id: TaskId,
+        /// The task id the sheep named, when it named another one.
+        corrected_from: Option<String>,
+    },
+    /// The task had already settled; the stored result stands.
+    Duplicate {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// The sender has no open task; the parent was told.
+    Dropped,
+}
+
+/// A sheep's report about its own run (pi sheep send these from their extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunReport {
+    /// A run (turn sequence) began.
+    Started,
+    /// A run ended.
+    Settled {
+        /// pi's stop reason (`stop`, `error`, `aborted`, …).
+        stop_reason: Option<String>,
+        /// The error that ended it.
+        error: Option<String>,
+    },
+}
+
+/// Accepts a message and queues it for its target.
+pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, HerdError> {
+    envelope::check_message(&input.content)
+        .map_err(|err| HerdError::new(err.code(), err.to_string()))?;
+    let target = resolve_target(tx, &input.sender, &input.target)?;
+    let reply_to = input
+        .reply_to
+        .as_deref()
+        .map(parse_message_id)
+        .transpose()?;
+    let task_id = attribute_task(tx, &input, reply_to.as_ref())?;
+
+    let mut request = None;
+    if input.expects_reply {
+        request = tracked_request(tx, &input, &target, task_id.as_ref())?;
+    }
+    let resolves = reply_to
+        .as_ref()
+        .and_then(|id| tx.herd().requests.get(id))
+        .filter(|req| req.target == input.sender || input.sender == Participant::Parent)
+        .cloned();
+
+    let deadline_at = input
+        .expects_reply
+        .then(|| tx.now().saturating_add(input.reply_timeout_ms));
+    let envelope = Envelope {
+        schema_version: SCHEMA_VERSION,
+        message_id: input.message_id.clone(),
+        kind: if reply_to.is_some() {
+            Kind::Reply
+        } else {
+            Kind::Message
+        },
+        sender_id: input.sender.clone(),
+        target_id: target.clone(),
+        task_id: task_id.clone(),
+        thread_id: input.thread_id.clone(),
+        reply_to: reply_to.clone(),
+        expects_reply: input.expects_reply,
+        deadline_at,
+        delivery: input.delivery,
+        content: Some(input.content.clone()),
+        status: None,
+        origin_sender_id: None,
+        created_at: tx.now(),
+    };
+
+    if let Some(req) = &request {
+        tx.emit(Event::RequestOpened {
+            request: req.clone(),
+        });
+    }
+    if let Some(req) = &resolves {
+        tx.emit(Event::RequestResolved {
+            request_id: req.id.clone(),
+        });
+    }
+    tx.emit(Event::MessageRecorded {
+        message_id: input.message_id.clone(),
+        record: MessageRecord {
+            sender: input.sender.clone(),
+            target: target.clone(),
+            task_id: task_id.clone(),
+        },
+    });
+    if let Some(req) = &resolves
+        && req.asker != target
+        && req.asker != input.sender
+    {
+        let mut relay = envelope.clone();
+        relay.target_id = req.asker.clone();
+        relay.origin_sender_id = Some(input.sender.clone());
+        relay.sender_id = Participant::Parent;
+        tx.enqueue(req.asker.clone(), Payload::Envelope { envelope: relay });
+    }
+    tx.enqueue(target.clone(), Payload::Envelope { envelope });
+
+    let task_state = task_id
+        .as_ref()
+        .and_then(|id| tx.herd().tasks.get(id))
+        .map(|t| t.state);
+    Ok(MessageOutcome {
+        message_id: input.message_id,
+        target,
+        task_id,
+        request_id: request.map(|r| r.id),
+        resolved: resolves.map(|r| r.id),
+        task_state,
+    })
+}
+
+fn parse_message_id(text: &str) -> Result<MessageId, HerdError> {
+    MessageId::parse(text).ok_or_else(|| {
+        HerdError::new(
+            "invalid_reply_to",
+            format!("`{text}` is not a message id; replyTo takes the id of the message being answered (shepherd-message-…)."),
+        )
+    })
+}
+
+fn resolve_target(tx: &Tx<'_>, sender: &Participant, text: &str) -> Result<Participant, HerdError> {
+    let target = Participant::parse(text).ok_or_else(|| {
+        HerdError::new(
+            "invalid_target",
+            format!(
+                "`{text}` is not a valid target. Use `shepherd` (or `parent`) for the parent, or the \
+                 exact agent id returned by spawn (shepherd-agent-…); agent names, labels, pane ids \
+                 and placeholders are not accepted."
+            ),
+        )
+    })?;
+    match (&target, sender) {
+        (Participant::Parent, Participant::Parent) => Err(HerdError::new(
+            "invalid_target",
+            "The parent cannot message itself; target a sheep by its agent id.",
+        )),
+        (Participant::Sheep(id), _) if Participant::Sheep(id.clone()) == *sender => {
+            Err(HerdError::new(
+                "invalid_target",
+                "A sheep cannot message itself; target `shepherd` or a herd-mate's agent id.",
+            ))
+        }
+        (Participant::Sheep(id), _) => {
+            let sheep = tx
+                .herd()
+                .sheep
+                .get(id)
+                .ok_or_else(|| HerdError::unknown_agent_id(text))?;
+            match sheep.phase {
+                Phase::Starting | Phase::Ready => Ok(target),
+                Phase::Exited | Phase::Failed => Err(HerdError::closed(
+                    &sheep.display_name(),
+                    id.as_str(),
+                    "has exited",
+                )),
+                Phase::Closing | Phase::Closed => Err(HerdError::closed(
+                    &sheep.display_name(),
+                    id.as_str(),
+                    "is closed",
+                )),
+            }
+        }
+        (Participant::Parent, Participant::Sheep(_)) => Ok(target),
+    }
+}
+
+/// Which task a message concerns: the task of the message it answers, else the one named,
+/// else (for a sheep) the sender's own open task.
+fn attribute_task(
+    tx: &Tx<'_>,
+    input: &MessageInput,
+    reply_to: Option<&MessageId>,
+) -> Result<Option<TaskId>, HerdError> {
+    let named = match input.task_id.as_deref() {
+        Some(text) => Some(tx.herd().task_by_text(text)?.id.clone()),
+        None => None,
+    };
+    let answered = reply_to
+        .and_then(|id| tx.herd().messages.get(id))
+        .and_then(|record| record.task_id.clone());
+    if let (Some(answered), Some(named)) = (&answered, &named)
+        && answered != named
+        && input.sender != Participant::Parent
+    {
+        return Err(HerdError::new(
+            "reply_task_mismatch",
+            format!(
+                "Reply to {} belongs to task {answered}; use that task id, not {named}.",
+                reply_to.map(MessageId::as_str).unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(answered.or(named).or_else(|| match &input.sender {
+        Participant::Sheep(id) => tx.herd().sheep.get(id).and_then(|s| s.active_task.clone()),
+        Participant::Parent => None,
+    }))
+}
+
+/// The tracked request an `expectsReply` message opens, if it is tracked: the parent's questions
+/// are tracked on the target's task it names; a sheep's questions on its own open task.
+fn tracked_request(
+    tx: &Tx<'_>,
+    input: &MessageInput,
+    target: &Participant,
+    task_id: Option<&TaskId>,
+) -> Result<Option<Request>, HerdError> {
+    let task = match &input.sender {
+        Participant::Parent => {
+            let Some(task_id) = task_id else {
+                return Ok(None);
+            };
+            let task = &tx.herd().tasks[task_id];
+            if Some(&task.agent_id) != target.agent_id() {
+                return Err(HerdError::new(
+                    "task_agent_mismatch",
+                    format!(
+                        "Task {task_id} belongs to {}, not to {target}; a tracked question goes to the task's own sheep.",
+                        task.agent_id
+                    ),
+                ));
+            }
+            task
+        }
+        Participant::Sheep(sender) => {
+            let own = tx
+                .herd()
+                .sheep
+                .get(sender)
+                .and_then(|s| s.active_task.clone());
+            let Some(own) = own else { return Ok(None) };
+            &tx.herd().tasks[&own]
+        }
+    };
+    if task.state.is_terminal() {
+        return Ok(None);
+    }
+    if let Some(pending) = &task.pending_request {
+        return Err(HerdError::new(
+            "request_open",
+            format!(
+                "Task {} already waits for a reply to {pending}; one tracked question per task.",
+                task.id
+            ),
+        ));
+    }
+    Ok(Some(Request {
+        id: input.message_id.clone(),
+        task_id: task.id.clone(),
+        asker: input.sender.clone(),
+        target: target.clone(),
+        question: input.content.clone(),
+        opened_at: tx.now(),
+        deadline_at: tx.now().saturating_add(input.reply_timeout_ms),
+    }))
+}
+
+/// Applies a sheep's `shepherd_done`.
+pub fn done(tx: &mut Tx<'_>, input: DoneInput) -> Result<DoneOutcome, HerdError> {
+    if let Some(summary) = &input.summary {
+        envelope::check_summary(summary)
+            .map_err(|err| HerdError::new(err.code(), err.to_string()))?;
+    }
+    let sheep = tx
+        .herd()
+        .sheep
+        .get(&input.sender)
+        .ok_or_else(|| HerdError::unknown_agent_id(input.sender.as_str()))?;
+    let named = input.task_id.as_deref().and_then(TaskId::parse);
+    if let Some(named) = &named
+        && let Some(task) = tx.herd().tasks.get(named)
+        && task.agent_id == input.sender
+        && task.state.is_terminal()
+    {
+        return Ok(DoneOutcome::Duplicate {
+            task_id: named.clone(),
+        });
+    }
+    let display = sheep.display_name();
+    let Some(active) = sheep.active_task.clone() else {
+        let text = format!(
+            "{display} ({}) called shepherd_done ({}) but has no open task; the completion was dropped.",
+            input.sender,
+            status_word(input.status),
+        );
+        tx.enqueue(
+            Participant::Parent,
+            Payload::Notice(Notice {
+                notice: NoticeKind::TaskDoneDropped,
+                text,
+                agent_id: Some(input.sender.clone()),
+                task_id: named,
+            }),
+        );
+        return Ok(DoneOutcome::Dropped);
+    };
+    let task = &tx.herd().tasks[&active];
+    if input.status == DoneStatus::Completed && task.pending_request.is_some() {
+        return Err(HerdError::new(
+            "pending_request",
+            format!(
+                "Task {active} still waits for a reply to {}; a completed done is ignored until it is \
+                 answered (done with blocked or failed settles it now).",
+                task.pending_request
+                    .as_ref()
+                    .map(MessageId::as_str)
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let corrected_from = input
+        .task_id
+        .clone()
+        .filter(|given| given != active.as_str());
+    if let Some(given) = &corrected_from {
+        let text = format!(
+            "{display} ({}) called shepherd_done naming task {given}; it was applied to its open task {active}.",
+            input.sender
+        );
+        tx.enqueue(
+            Participant::Parent,
+            Payload::Notice(Notice {
+                notice: NoticeKind::TaskDoneMismatch,
+                text,
+                agent_id: Some(input.sender.clone()),
+                task_id: Some(active.clone()),
+            }),
+        );
+    }
+    let summary = input.summary.filter(|s| !s.trim().is_empty());
+    let error = match input.status {
+        DoneStatus::Completed => None,
+        DoneStatus::Blocked | DoneStatus::Failed => Some(summary.clone().unwrap_or_else(|| {
+            format!("The sheep reported the task {}.", status_word(input.status))
+        })),
+    };
+    settle(
+        tx,
+        &active,
+        input.status.task_state(),
+        summary.clone(),
+        summary,
+        error,
+    );
+    Ok(DoneOutcome::Settled {
+        task_id: active,
+        corrected_from,
+    })
+}
+
+fn status_word(status: DoneStatus) -> &'static str {
+    match status {
+        DoneStatus::Completed => "completed",
+        DoneStatus::Blocked => "blocked",
+        DoneStatus::Failed => "failed",
+    }
+}
+
+/// Applies a sheep's report about its run. A run that ends in an error fails the open task at
+/// once; a run that ends normally with the task still open earns a reminder (up to
+/// `nudge_budget`), then one passive notice to the parent.
+pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget: u32) {
+    let Some(sheep) = tx.herd().sheep.get(sender) else {
+        return;
+    };
+    let active = sheep.active_task.clone();
+    let display = sheep.display_name();
+    match report {
+        RunReport::Started => {
+            if sheep.activity != Activity::Working {
+                tx.emit(Event::SheepActivity {
+                    agent_id: sender.clone(),
+                    activity: Activity::Working,
+                });
+            }
+        }
+        RunReport::Settled { stop_reason, error } => {
+            if sheep.activity != Activity::Idle {
+                tx.emit(Event::SheepActivity {
+                    agent_id: sender.clone(),
+                    activity: Activity::Idle,
+                });
+            }
+            let Some(task_id) = active else { return };
+            match stop_reason.as_deref() {
+                Some("error") => {
+                    let error = format!(
+                        "{display}'s run ended with an error: {}",
+                        error.as_deref().unwrap_or("unknown error")
+                    );
+                    settle(tx, &task_id, TaskState::Failed, None, None, Some(error));
+                }
+                Some("aborted") => {}
+                _ => nudge(tx, sender, &task_id, &display, nudge_budget),
+            }
+        }
+    }
+}
+
+fn nudge(tx: &mut Tx<'_>, sender: &AgentId, task_id: &TaskId, display: &str, budget: u32) {
+    let task = &tx.herd().tasks[task_id];
+    let asking = tx
+        .herd()
+        .requests
+        .values()
+        .any(|r| r.asker == Participant::Sheep(sender.clone()));
+    if task.state != TaskState::Running || asking {
+        return;
+    }
+    if task.nudges < budget {
+        let n = task.nudges + 1;
+        let which = if n == budget {
+            "Final reminder".to_owned()
+        } else {
+            format!("Reminder {n} of {budget}")
+        };
+        let content = format!(
+            "[Shepherd completion check] Task {task_id} is still open: ending a turn does not finish it. \
+             If the task is done, call shepherd_done once with status completed and a short summary; if \
+             you cannot go on, call it with status blocked or failed and say why. {which}."
+        );
+        tx.emit(Event::Nudged {
+            task_id: task_id.clone(),
+        });
+        let envelope = Envelope {
+            schema_version: SCHEMA_VERSION,
+            message_id: MessageId::mint(
+                &tx.herd().namespace,
+                &format!("{:016x}", tx.herd().last_seq + 1),
+            ),
+            kind: Kind::Reminder,
+            sender_id: Participant::Parent,
+            target_id: Participant::Sheep(sender.clone()),
+            task_id: Some(task_id.clone()),
+            thread_id: None,
+            reply_to: None,
+            expects_reply: false,
+            deadline_at: None,
+            delivery: Delivery::FollowUp,
+            content: Some(content),
+            status: None,
+            origin_sender_id: None,
+            created_at: tx.now(),
+        };
+        tx.enqueue(
+            Participant::Sheep(sender.clone()),
+            Payload::Envelope { envelope },
+        );
+    } else if !task.escalated {
+        tx.emit(Event::Escalated {
+            task_id: task_id.clone(),
+        });
+        let text = format!(
+            "[Shepherd completion stalled] {display} ({sender}) keeps ending its turns without calling \
+             shepherd_done for task {task_id}. Message it, wait for the task deadline, or close it."
+        );
+        tx.enqueue(
+            Participant::Parent,
+            Payload::Notice(Notice {
+                notice: NoticeKind::CompletionStalled,
+                text,
+                agent_id: Some(sender.clone()),
+                task_id: Some(task_id.clone()),
+            }),
+        );
+    }
+}

@@ -1,0 +1,556 @@
+//! The records a herd is made of, and the events that change them.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::envelope::Envelope;
+use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
+use crate::task::TaskState;
+
+/// Where a sheep's process is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "phase")]
+pub enum Phase {
+    /// Launched; its program is not yet confirmed running.
+    Starting,
+    /// Its program runs.
+    Ready,
+    /// Its program ended on its own (or its terminal went away).
+    Exited,
+    /// A close is in progress.
+    Closing,
+    /// Closed by the parent; its processes are gone.
+    Closed,
+    /// It never became ready.
+    Failed,
+}
+
+/// What a running sheep reported it is doing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activity {
+    /// Between turns.
+    #[default]
+    Idle,
+    /// In a turn.
+    Working,
+}
+
+/// How a sheep's process ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitInfo {
+    /// The exit code, when it exited normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// A one-line explanation (e.g. "its pane was closed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last lines of its output.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tail: String,
+}
+
+impl ExitInfo {
+    /// `status 3`, `signal 9` or the reason.
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal, &self.reason) {
+            (_, _, Some(reason)) => reason.clone(),
+            (Some(code), _, None) => format!("exited with status {code}"),
+            (None, Some(signal), None) => format!("was killed by signal {signal}"),
+            (None, None, None) => "ended".to_owned(),
+        }
+    }
+}
+
+/// One sheep of the herd.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sheep {
+    /// Its opaque id.
+    pub id: AgentId,
+    /// The agent definition it was spawned from.
+    pub agent: String,
+    /// Its label; empty when it has none.
+    pub label: String,
+    /// `headless`, `tmux` or `herdr`.
+    pub backend: String,
+    /// What runs it: `command` or `pi`.
+    pub runtime: String,
+    /// Its working directory.
+    pub cwd: String,
+    /// sha256 (hex) of its capability token; the token itself is never stored.
+    pub token_digest: String,
+    /// When it was spawned (ms).
+    pub created_at: i64,
+    /// Process phase.
+    #[serde(flatten)]
+    pub phase: Phase,
+    /// Reported activity.
+    pub activity: Activity,
+    /// Since when it has been working (ms), while it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_since: Option<i64>,
+    /// Its open task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_task: Option<TaskId>,
+    /// How its last task settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_outcome: Option<TaskState>,
+    /// How its process ended, or why it failed to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitInfo>,
+    /// Backend facts needed to find it again (pids, pane id, log file), opaque to core.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub launch: Value,
+}
+
+impl Sheep {
+    /// `<agent>: <label>`, or exactly `<agent>` when unlabelled.
+    pub fn display_name(&self) -> String {
+        if self.label.is_empty() {
+            self.agent.clone()
+        } else {
+            format!("{}: {}", self.agent, self.label)
+        }
+    }
+
+    /// Whether the sheep can still take work or messages.
+    pub fn is_live(&self) -> bool {
+        matches!(self.phase, Phase::Starting | Phase::Ready)
+    }
+
+    /// Whether the sheep still counts against label uniqueness and the idle timer.
+    pub fn holds_resources(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Starting | Phase::Ready | Phase::Closing | Phase::Exited
+        )
+    }
+}
+
+/// Where a task's note lives, absolute and relative to the project root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoteLink {
+    /// The session's directory name (`0001-…`).
+    pub session: String,
+    /// The session's name.
+    pub session_name: String,
+    /// Absolute session directory.
+    pub session_path: String,
+    /// Session directory relative to the project root.
+    pub session_relative: String,
+    /// Absolute note path.
+    pub note: String,
+    /// Note path relative to the project root.
+    pub note_relative: String,
+    /// Whether the session existed before this task.
+    pub resumed: bool,
+}
+
+/// How a task settled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskResult {
+    /// The terminal state.
+    pub status: TaskState,
+    /// Its return code.
+    pub return_code: i32,
+    /// The sheep's done summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The task's result text (the summary, or the sheep's final output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// What went wrong, for tasks that did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When it settled (ms).
+    pub completed_at: i64,
+}
+
+/// One delegated task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// Its opaque id.
+    pub id: TaskId,
+    /// The sheep doing it.
+    pub agent_id: AgentId,
+    /// The task text as the parent gave it.
+    pub description: String,
+    /// Where it is.
+    pub state: TaskState,
+    /// When it was accepted (ms).
+    pub created_at: i64,
+    /// When it was handed to the sheep (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// When it times out (ms).
+    pub deadline_at: i64,
+    /// Since when it has been waiting for a reply (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<i64>,
+    /// The tracked request it waits on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_request: Option<MessageId>,
+    /// Whether this waiting episode's stale reminder went out.
+    #[serde(default)]
+    pub stale_notified: bool,
+    /// Its note, when fieldnotes are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<NoteLink>,
+    /// How it settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<TaskResult>,
+    /// Whether its note has been finalised (always true once settled without a note).
+    #[serde(default)]
+    pub finalized: bool,
+    /// Forgotten-done reminders sent to its sheep.
+    #[serde(default)]
+    pub nudges: u32,
+    /// Whether the parent was told the sheep stalled.
+    #[serde(default)]
+    pub escalated: bool,
+}
+
+impl Task {
+    /// Settled, with its note (if any) finalised: safe to report to watchers.
+    pub fn is_reportable(&self) -> bool {
+        self.result.is_some() && self.finalized
+    }
+}
+
+/// An open tracked request: a question whose task waits for the answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    /// The question's message id.
+    pub id: MessageId,
+    /// The task that waits.
+    pub task_id: TaskId,
+    /// Who asked.
+    pub asker: Participant,
+    /// Who should answer.
+    pub target: Participant,
+    /// The question.
+    pub question: String,
+    /// When it was asked (ms).
+    pub opened_at: i64,
+    /// When the task settles blocked without an answer (ms).
+    pub deadline_at: i64,
+}
+
+/// Who sent a message to whom about which task; kept to infer and route replies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRecord {
+    /// The sender.
+    pub sender: Participant,
+    /// The recipient.
+    pub target: Participant,
+    /// The task it concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+}
+
+/// A participant's queue of undelivered items.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inbox {
+    /// Items not yet acknowledged, oldest first.
+    pub items: VecDeque<InboxItem>,
+    /// Items dropped because the inbox was full.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One delivered-but-unacknowledged item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    /// Position in the herd's global order; acknowledged by number.
+    pub seq: u64,
+    /// When it was queued (ms).
+    pub at: i64,
+    /// What it is.
+    #[serde(flatten)]
+    pub payload: Payload,
+}
+
+/// What an inbox item carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Payload {
+    /// A task, message, reply or reminder.
+    Envelope {
+        /// The envelope.
+        envelope: Envelope,
+    },
+    /// Tasks a watcher was waiting for have settled (parent only).
+    Completion {
+        /// The watcher.
+        #[serde(rename = "watcherId")]
+        watcher_id: WatcherId,
+        /// One report per settled task, in the watcher's order.
+        completions: Vec<TaskReport>,
+    },
+    /// A task has waited for a reply longer than the stale threshold (parent only).
+    StaleWait(StaleWait),
+    /// Something the parent should know that is not a message (parent only).
+    Notice(Notice),
+}
+
+/// A stale-wait reminder's facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleWait {
+    /// The waiting task.
+    pub task_id: TaskId,
+    /// Its sheep.
+    pub agent_id: AgentId,
+    /// Its sheep's display name.
+    pub display_name: String,
+    /// The task text.
+    pub description: String,
+    /// Since when it waits (ms).
+    pub waiting_since: i64,
+    /// How long it has waited (ms).
+    pub elapsed_ms: i64,
+    /// The unanswered question's id.
+    pub request_id: MessageId,
+    /// The question.
+    pub question: String,
+    /// Who should answer.
+    pub recipient: Participant,
+    /// The recipient's display name (or `shepherd`).
+    pub recipient_name: String,
+    /// The threshold that was crossed (minutes).
+    pub threshold_minutes: f64,
+}
+
+/// What a notice is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    /// A done without any task to settle was dropped.
+    TaskDoneDropped,
+    /// A done naming the wrong task was applied to the sender's active task.
+    TaskDoneMismatch,
+    /// A sheep kept ending its turns without calling done.
+    CompletionStalled,
+    /// A sheep's process ended while it had no task.
+    SheepExited,
+}
+
+/// A notice for the parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Notice {
+    /// What it is about.
+    pub notice: NoticeKind,
+    /// One human-readable paragraph.
+    pub text: String,
+    /// The sheep concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
+    /// The task concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+}
+
+/// A durable watcher: which tasks the parent wants to hear about, and which it has heard about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watcher {
+    /// Its id.
+    pub id: WatcherId,
+    /// The tasks, in the caller's order.
+    pub task_ids: Vec<TaskId>,
+    /// Those already reported.
+    pub delivered: Vec<TaskId>,
+}
+
+/// The public view of a task's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskReport {
+    /// The task.
+    pub task_id: TaskId,
+    /// Its sheep.
+    pub agent_id: AgentId,
+    /// The sheep's agent definition.
+    pub agent: String,
+    /// The sheep's label.
+    pub label: String,
+    /// `<agent>: <label>` or `<agent>`.
+    pub display_name: String,
+    /// The task's state (terminal for settled tasks).
+    pub status: TaskState,
+    /// The return code, once settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_code: Option<i32>,
+    /// Whether it completed.
+    pub ok: bool,
+    /// The done summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The result text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The absolute note path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The note path relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note_relative: Option<String>,
+    /// When it settled (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+}
+
+/// Every change a herd can undergo. The broker journals these; [`super::Herd::apply`] replays
+/// them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum Event {
+    /// A sheep was admitted and is being launched.
+    SheepCreated {
+        /// The new sheep.
+        sheep: Box<Sheep>,
+    },
+    /// The backend placed it (pids, pane id, log file).
+    SheepLaunched {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Backend facts.
+        launch: Value,
+    },
+    /// Its program is confirmed running.
+    SheepReady {
+        /// The sheep.
+        agent_id: AgentId,
+    },
+    /// It reported what it is doing.
+    SheepActivity {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Working or idle.
+        activity: Activity,
+    },
+    /// It never became ready.
+    SheepFailed {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Why.
+        exit: ExitInfo,
+    },
+    /// Its process ended.
+    SheepExited {
+        /// The sheep.
+        agent_id: AgentId,
+        /// How.
+        exit: ExitInfo,
+    },
+    /// A close began.
+    SheepClosing {
+        /// The sheep.
+        agent_id: AgentId,
+    },
+    /// The close finished; its processes are gone.
+    SheepClosed {
+        /// The sheep.
+        agent_id: AgentId,
+    },
+    /// A task was accepted.
+    TaskCreated {
+        /// The task.
+        task: Box<Task>,
+    },
+    /// A task was handed to its sheep.
+    TaskStarted {
+        /// The task.
+        task_id: TaskId,
+        /// Its note.
+        note: Option<NoteLink>,
+    },
+    /// A tracked request opened; its task waits.
+    RequestOpened {
+        /// The request.
+        request: Request,
+    },
+    /// A tracked request was answered.
+    RequestResolved {
+        /// The request.
+        request_id: MessageId,
+    },
+    /// A task settled (first settlement wins).
+    TaskSettled {
+        /// The task.
+        task_id: TaskId,
+        /// How.
+        result: TaskResult,
+    },
+    /// A settled task's note was finalised.
+    TaskFinalized {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A message's routing facts were recorded.
+    MessageRecorded {
+        /// The message.
+        message_id: MessageId,
+        /// Its routing.
+        record: MessageRecord,
+    },
+    /// An item was queued for a participant.
+    Enqueued {
+        /// The recipient.
+        to: Participant,
+        /// The item.
+        item: InboxItem,
+    },
+    /// A participant acknowledged its items up to `seq`.
+    Acked {
+        /// Who.
+        who: Participant,
+        /// Up to and including this sequence number.
+        seq: u64,
+    },
+    /// A durable watcher was registered.
+    WatcherAdded {
+        /// The watcher.
+        watcher: Watcher,
+    },
+    /// Some of a watcher's tasks were reported.
+    WatcherDelivered {
+        /// The watcher.
+        watcher_id: WatcherId,
+        /// The tasks reported.
+        task_ids: Vec<TaskId>,
+    },
+    /// A waiting task's stale reminder went out.
+    StaleNotified {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A forgotten-done reminder went to a task's sheep.
+    Nudged {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// The parent was told a task's sheep stalled.
+    Escalated {
+        /// The task.
+        task_id: TaskId,
+    },
+}

@@ -1,0 +1,157 @@
+//! Read-only views the broker returns: a sheep's status with its task, the herd, an inbox.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{Event, InboxItem, Phase, Sheep};
+use super::{Herd, Tx};
+use crate::ids::{AgentId, MessageId, Participant, TaskId};
+use crate::task::TaskState;
+
+/// A sheep as `status` and `herd` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SheepStatus {
+    /// Its id.
+    pub agent_id: AgentId,
+    /// Its agent definition.
+    pub agent: String,
+    /// Its label.
+    pub label: String,
+    /// `<agent>: <label>` or `<agent>`.
+    pub display_name: String,
+    /// Its backend.
+    pub backend: String,
+    /// `starting`, `idle`, `working`, `done`, `blocked`, `failed`, `exited`, `closing` or
+    /// `closed`.
+    pub state: String,
+    /// Its working directory.
+    pub cwd: String,
+    /// When it was spawned (ms).
+    pub created_at: i64,
+    /// Its open task, or its last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskView>,
+    /// Why it failed or exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A task as a sheep's status shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskView {
+    /// The task.
+    pub id: TaskId,
+    /// Its state.
+    pub state: TaskState,
+    /// How long it has waited for a reply (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_ms: Option<i64>,
+    /// The unanswered question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_request: Option<MessageId>,
+    /// Who should answer it (display name, or `shepherd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<String>,
+    /// Set once the stale-wait reminder went out for this episode.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
+}
+
+impl Herd {
+    /// The status of one sheep at `now`.
+    pub fn status_of(&self, sheep: &Sheep, now: i64) -> SheepStatus {
+        let task = sheep
+            .active_task
+            .as_ref()
+            .and_then(|id| self.tasks.get(id))
+            .map(|task| {
+                let request = task
+                    .pending_request
+                    .as_ref()
+                    .and_then(|id| self.requests.get(id));
+                TaskView {
+                    id: task.id.clone(),
+                    state: task.state,
+                    waiting_ms: task.waiting_since.map(|since| now - since),
+                    pending_request: task.pending_request.clone(),
+                    waiting_on: request.map(|r| match &r.target {
+                        Participant::Parent => "shepherd".to_owned(),
+                        Participant::Sheep(id) => self
+                            .sheep
+                            .get(id)
+                            .map_or_else(|| id.to_string(), Sheep::display_name),
+                    }),
+                    stale: task.stale_notified,
+                }
+            });
+        SheepStatus {
+            agent_id: sheep.id.clone(),
+            agent: sheep.agent.clone(),
+            label: sheep.label.clone(),
+            display_name: sheep.display_name(),
+            backend: sheep.backend.clone(),
+            state: process_state(sheep).to_owned(),
+            cwd: sheep.cwd.clone(),
+            created_at: sheep.created_at,
+            task,
+            error: sheep.exit.as_ref().map(super::ExitInfo::describe),
+        }
+    }
+
+    /// Every sheep's status, in spawn order; closed sheep only when `include_closed`.
+    pub fn herd_view(&self, now: i64, include_closed: bool) -> Vec<SheepStatus> {
+        self.sheep
+            .values()
+            .filter(|s| include_closed || s.phase != Phase::Closed)
+            .map(|s| self.status_of(s, now))
+            .collect()
+    }
+
+    /// A participant's unacknowledged items, oldest first.
+    pub fn pending_items(&self, who: &Participant) -> Vec<InboxItem> {
+        self.inboxes
+            .get(who)
+            .map(|inbox| inbox.items.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether any sheep still holds processes or a pane.
+    pub fn has_live_sheep(&self) -> bool {
+        self.sheep
+            .values()
+            .any(|s| matches!(s.phase, Phase::Starting | Phase::Ready | Phase::Closing))
+    }
+}
+
+fn process_state(sheep: &Sheep) -> &'static str {
+    match sheep.phase {
+        Phase::Starting => "starting",
+        Phase::Exited => "exited",
+        Phase::Failed => "failed",
+        Phase::Closing => "closing",
+        Phase::Closed => "closed",
+        Phase::Ready => match (sheep.activity, &sheep.active_task, sheep.last_outcome) {
+            (super::Activity::Working, _, _) => "working",
+            (_, Some(_), _) | (_, None, None) => "idle",
+            (_, None, Some(TaskState::Completed)) => "done",
+            (_, None, Some(TaskState::Blocked)) => "blocked",
+            (_, None, Some(_)) => "failed",
+        },
+    }
+}
+
+/// Acknowledges a participant's items up to and including `seq`.
+pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
+    let has = tx
+        .herd()
+        .inboxes
+        .get(who)
+        .is_some_and(|inbox| inbox.items.front().is_some_and(|i| i.seq <= seq));
+    if has {
+        tx.emit(Event::Acked {
+            who: who.clone(),
+            seq,
+        });
+    }
+}

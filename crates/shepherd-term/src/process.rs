@@ -1,0 +1,180 @@
+//! Process facts and signals, for supervisors and for confirming that a sheep is gone.
+//!
+//! Waiting for a process that is not our child uses a pidfd, so "wait until it is gone" is an
+//! event with a deadline, never a polling loop.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open};
+
+/// Whether a process with `pid` exists (zombies count as existing).
+pub fn alive(pid: u32) -> bool {
+    to_pid(pid).is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
+}
+
+/// Whether any process is left in process group `pgid`.
+pub fn group_alive(pgid: u32) -> bool {
+    to_pid(pgid).is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+}
+
+/// Sends `signal` to process group `pgid`; a group that is already gone is not an error.
+pub fn signal_group(pgid: u32, signal: Signal) {
+    if let Some(pid) = to_pid(pgid) {
+        let _gone = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+/// Sends `signal` to process `pid`; a process that is already gone is not an error.
+pub fn signal_process(pid: u32, signal: Signal) {
+    if let Some(pid) = to_pid(pid) {
+        let _gone = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// Waits until process `pid` has exited (or been reaped), up to `deadline`. Returns whether it
+/// is gone. A zombie still awaiting its parent's reaping counts as gone: it runs nothing.
+pub fn wait_gone(pid: u32, deadline: Instant) -> bool {
+    let Some(target) = to_pid(pid) else {
+        return true;
+    };
+    let fd = match pidfd_open(target, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return true,
+        Err(_) => return !alive(pid),
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        let timeout = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        });
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(rustix::io::Errno::INTR) if !left.is_zero() => continue,
+            Err(_) => return !alive(pid) || is_zombie(pid),
+        }
+    }
+}
+
+/// Ends process group `pgid`: SIGTERM, up to `grace` for its leader to exit, then SIGKILL to
+/// whatever is left. Returns whether the leader is gone by `deadline`.
+pub fn terminate_group(pgid: u32, grace: Duration, deadline: Instant) -> bool {
+    signal_group(pgid, Signal::TERM);
+    let soft = (Instant::now() + grace).min(deadline);
+    if !wait_gone(pgid, soft) {
+        signal_group(pgid, Signal::KILL);
+    }
+    let gone = wait_gone(pgid, deadline);
+    // Stragglers that outlived their leader in the same group.
+    signal_group(pgid, Signal::KILL);
+    gone
+}
+
+/// Whether `pid` is a zombie (exited, not yet reaped).
+pub fn is_zombie(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|(state, _)| state == 'Z')
+}
+
+/// The parent of `pid`, from `/proc`.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    stat_fields(pid)
+        .map(|(_, ppid)| ppid)
+        .filter(|ppid| *ppid > 0)
+}
+
+/// `pid` and its ancestors, nearest first, up to `limit` steps.
+pub fn ancestry(pid: u32, limit: usize) -> Vec<u32> {
+    let mut chain = vec![pid];
+    let mut current = pid;
+    while chain.len() <= limit {
+        match parent_of(current) {
+            Some(parent) if parent != current && !chain.contains(&parent) => {
+                chain.push(parent);
+                current = parent;
+            }
+            _ => break,
+        }
+    }
+    chain
+}
+
+fn stat_fields(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself contain spaces or parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+fn to_pid(pid: u32) -> Option<Pid> {
+    i32::try_from(pid).ok().and_then(Pid::from_raw)
+}
+
+/// The last `lines` lines of a file, reading at most `max_bytes` from its end.
+pub fn tail_of_file(path: &Path, lines: usize, max_bytes: u64) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max_bytes);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(last_lines(&text, lines))
+}
+
+/// The last `lines` lines of `text`, without a trailing newline.
+pub fn last_lines(text: &str, lines: usize) -> String {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    let mut starts: Vec<usize> = trimmed.match_indices('\n').map(|(i, _)| i + 1).collect();
+    starts.insert(0, 0);
+    let from = starts.len().saturating_sub(lines);
+    trimmed[starts.get(from).copied().unwrap_or(0)..].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_lines_keeps_the_end() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(last_lines("a\nb", 5), "a\nb");
+        assert_eq!(last_lines("", 3), "");
+    }
+
+    #[test]
+    fn ancestry_reaches_our_parent() {
+        let me = std::process::id();
+        let chain = ancestry(me, 8);
+        assert_eq!(chain[0], me);
+        assert_eq!(parent_of(me), chain.get(1).copied());
+    }
+
+    #[test]
+    fn wait_gone_sees_an_exited_child() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 0"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(wait_gone(pid, Instant::now() + Duration::from_secs(5)));
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(!wait_gone(
+            sleeper.id(),
+            Instant::now() + Duration::from_millis(50)
+        ));
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
+}
