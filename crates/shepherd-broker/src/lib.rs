@@ -1,1 +1,36 @@
 //! The broker: the single owner of a herd's runtime state.
+//!
+//! One broker serves one parent in one project. It owns the herd (sheep, tasks, messages,
+//! watchers), journals every accepted change before acknowledging it, fires deadlines, writes
+//! fieldnotes, and talks to every participant over a Unix socket. Front ends — the CLI, the pi
+//! extension, supervisors, sheep — are clients of [`client`].
+//!
+//! Layout:
+//! - [`paths`]: where a broker lives; [`clock`]: its time source; [`journal`]: durability.
+//! - `broker`: shared state and the commit path; `server`/`dispatch`: connections and routing.
+//! - `spawn`, `parent`, `close`, `inbox`, `sheep`, `supervisor`: request handlers.
+//! - `fieldnotes`: the batched note writer; `recovery`: re-adoption after a restart;
+//!   [`serve`]: start-up, loops and shutdown.
+
+mod auth;
+mod broker;
+mod close;
+mod dispatch;
+mod error;
+mod fieldnotes;
+mod inbox;
+mod parent;
+mod recovery;
+mod server;
+mod sheep;
+mod spawn;
+mod supervisor;
+
+pub mod client;
+pub mod clock;
+pub mod journal;
+pub mod paths;
+pub mod serve;
+
+pub use broker::BrokerConfig;
+pub use error::BrokerError;

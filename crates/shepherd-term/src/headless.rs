@@ -46,6 +46,8 @@ impl Backend for HeadlessBackend {
             .arg("--headless")
             .arg("--log")
             .arg(&spec.log)
+            .arg("--grace-ms")
+            .arg(spec.orphan_grace.as_millis().to_string())
             .arg("--")
             .args(&spec.program)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))

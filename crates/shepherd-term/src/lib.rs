@@ -102,6 +102,9 @@ pub struct LaunchSpec {
     pub caller_pane: Option<String>,
     /// Keep the pane open after the sheep ends (visible backends).
     pub keep_open: bool,
+    /// How long the supervisor keeps the sheep alive without a broker, so a restarted broker
+    /// can re-adopt it.
+    pub orphan_grace: std::time::Duration,
 }
 
 /// Facts a backend needs to find a sheep again, also after a broker restart.

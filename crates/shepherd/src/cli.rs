@@ -29,6 +29,39 @@ pub(crate) enum Command {
     Agents(commands::agents::AgentsArgs),
     /// Show and change settings.
     Settings(commands::settings::SettingsArgs),
+    /// Start an idle sheep from an agent definition.
+    Spawn(commands::parent::SpawnArgs),
+    /// Hand a sheep a tracked task (returns at once with its task id).
+    Delegate(commands::parent::DelegateArgs),
+    /// Message a sheep.
+    Message(commands::parent::MessageArgs),
+    /// Wait for tasks to settle and print what settled.
+    Watch(commands::parent::WatchArgs),
+    /// Show a sheep's state and task, or every sheep's.
+    Status(commands::parent::StatusArgs),
+    /// Close a sheep (its open task is cancelled).
+    Close(commands::parent::CloseArgs),
+    /// Show a sheep's recent output.
+    Read(commands::parent::ReadArgs),
+    /// List the herd.
+    Herd(commands::parent::HerdListArgs),
+    /// Forget sheep whose processes are gone.
+    Prune(commands::parent::PruneArgs),
+    /// Inside a sheep: print and acknowledge what was delivered to it.
+    Inbox(commands::sheep::InboxArgs),
+    /// Inside a sheep: message the parent or a herd-mate.
+    Tell(commands::sheep::TellArgs),
+    /// Inside a sheep: finish its task (completed, blocked or failed).
+    Done(commands::sheep::DoneArgs),
+    /// Inside a sheep: report its run's lifecycle (for integrations).
+    #[command(hide = true)]
+    Report(commands::sheep::ReportArgs),
+    /// The herd's broker: status, stop.
+    #[command(subcommand)]
+    Broker(commands::broker::BrokerCommand),
+    /// Run one sheep under supervision (started by Shepherd itself).
+    #[command(hide = true)]
+    Supervise(commands::supervise::SuperviseArgs),
 }
 
 /// `--project DIR`, shared by every command that works on one project.

@@ -17,7 +17,7 @@ pub struct NewSheep {
     /// The agent definition's name.
     pub agent: String,
     /// The validated label (empty for none).
-    pub label: String,
+    pub label: crate::label::Label,
     /// The backend that will run it.
     pub backend: String,
     /// `command` or `pi`.
@@ -56,23 +56,21 @@ impl Herd {
             .ok_or_else(|| HerdError::unknown_task(text))
     }
 
-    /// Refuses a non-empty display name another live sheep already carries.
-    pub fn check_unique_display_name(&self, agent: &str, label: &str) -> Result<(), HerdError> {
-        if label.is_empty() {
-            return Ok(());
-        }
-        let wanted = format!("{agent}: {label}");
-        if self
+    /// Refuses a non-empty display name another sheep of the herd still carries.
+    pub fn check_unique_display_name(
+        &self,
+        agent: &str,
+        label: &crate::label::Label,
+    ) -> Result<(), HerdError> {
+        let taken: Vec<String> = self
             .sheep
             .values()
-            .any(|s| s.holds_resources() && s.display_name() == wanted)
-        {
-            return Err(HerdError::new(
-                "duplicate_label",
-                format!("Duplicate agent label \"{wanted}\"."),
-            ));
-        }
-        Ok(())
+            .filter(|s| s.holds_resources())
+            .map(Sheep::display_name)
+            .collect();
+        crate::label::ensure_unique_display_name(agent, label, taken.iter().map(String::as_str))
+            .map(|_| ())
+            .map_err(|err| HerdError::new(err.code(), err.to_string()))
     }
 }
 

@@ -274,8 +274,22 @@ fn attribute_task(
             ),
         ));
     }
+    // A sheep's message concerns its open task, or else its most recent one (a late word
+    // after settlement still says which task it was about).
     Ok(answered.or(named).or_else(|| match &input.sender {
-        Participant::Sheep(id) => tx.herd().sheep.get(id).and_then(|s| s.active_task.clone()),
+        Participant::Sheep(id) => tx
+            .herd()
+            .sheep
+            .get(id)
+            .and_then(|s| s.active_task.clone())
+            .or_else(|| {
+                tx.herd()
+                    .tasks
+                    .values()
+                    .rev()
+                    .find(|t| &t.agent_id == id)
+                    .map(|t| t.id.clone())
+            }),
         Participant::Parent => None,
     }))
 }

@@ -77,7 +77,7 @@ pub struct Sheep {
     /// The agent definition it was spawned from.
     pub agent: String,
     /// Its label; empty when it has none.
-    pub label: String,
+    pub label: crate::label::Label,
     /// `headless`, `tmux` or `herdr`.
     pub backend: String,
     /// What runs it: `command` or `pi`.
@@ -113,11 +113,7 @@ pub struct Sheep {
 impl Sheep {
     /// `<agent>: <label>`, or exactly `<agent>` when unlabelled.
     pub fn display_name(&self) -> String {
-        if self.label.is_empty() {
-            self.agent.clone()
-        } else {
-            format!("{}: {}", self.agent, self.label)
-        }
+        crate::label::display_name(&self.agent, &self.label)
     }
 
     /// Whether the sheep can still take work or messages.
@@ -388,7 +384,7 @@ pub struct TaskReport {
     /// The sheep's agent definition.
     pub agent: String,
     /// The sheep's label.
-    pub label: String,
+    pub label: crate::label::Label,
     /// `<agent>: <label>` or `<agent>`.
     pub display_name: String,
     /// The task's state (terminal for settled tasks).

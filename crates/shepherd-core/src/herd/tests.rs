@@ -48,7 +48,7 @@ impl Harness {
         let new = NewSheep {
             id: id.clone(),
             agent: agent.into(),
-            label: label.into(),
+            label: crate::label::validate_label(label).unwrap(),
             backend: "headless".into(),
             runtime: "command".into(),
             cwd: "/p".into(),
@@ -690,7 +690,7 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
     let dup = NewSheep {
         id: AgentId::mint("1a2b3c4d", "abcdef0123"),
         agent: "reviewer".into(),
-        label: "code review".into(),
+        label: crate::label::validate_label("code review").unwrap(),
         backend: "headless".into(),
         runtime: "command".into(),
         cwd: "/".into(),

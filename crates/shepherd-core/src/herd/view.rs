@@ -16,7 +16,7 @@ pub struct SheepStatus {
     /// Its agent definition.
     pub agent: String,
     /// Its label.
-    pub label: String,
+    pub label: crate::label::Label,
     /// `<agent>: <label>` or `<agent>`.
     pub display_name: String,
     /// Its backend.

@@ -1,8 +1,13 @@
 //! One module per command group; [`run`] dispatches to them.
 
 pub(crate) mod agents;
+pub(crate) mod broker;
+pub(crate) mod connect;
 pub(crate) mod notes;
+pub(crate) mod parent;
 pub(crate) mod settings;
+pub(crate) mod sheep;
+pub(crate) mod supervise;
 
 use std::process::ExitCode;
 
@@ -13,8 +18,34 @@ use crate::output::Printer;
 
 /// Runs one command and returns the process exit status.
 pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliError> {
+    // Sheep-side commands need nothing but the capability in the environment.
+    let command = match command {
+        Command::Inbox(args) => return sheep::inbox(args, printer),
+        Command::Tell(args) => return sheep::tell(args, printer),
+        Command::Done(args) => return sheep::done(args, printer),
+        Command::Report(args) => return sheep::report(args, printer),
+        Command::Supervise(args) => return supervise::run(args),
+        other => other,
+    };
     let ctx = Context::from_env()?;
     match command {
+        Command::Spawn(args) => parent::spawn(args, &ctx, printer),
+        Command::Delegate(args) => parent::delegate(args, &ctx, printer),
+        Command::Message(args) => parent::message(args, &ctx, printer),
+        Command::Watch(args) => parent::watch(args, &ctx, printer),
+        Command::Status(args) => parent::status(args, &ctx, printer),
+        Command::Close(args) => parent::close(args, &ctx, printer),
+        Command::Read(args) => parent::read(args, &ctx, printer),
+        Command::Herd(args) => parent::herd(args, &ctx, printer),
+        Command::Prune(args) => parent::prune(args, &ctx, printer),
+        Command::Broker(cmd) => broker::run(cmd, &ctx, printer),
+        Command::Inbox(_)
+        | Command::Tell(_)
+        | Command::Done(_)
+        | Command::Report(_)
+        | Command::Supervise(_) => {
+            unreachable!("handled above")
+        }
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),
         Command::Agents(args) => agents::run(args, &ctx, printer),
         Command::Settings(args) => settings::run(args, &ctx, printer),

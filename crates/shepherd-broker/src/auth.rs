@@ -1,0 +1,90 @@
+//! Who may connect as what.
+//!
+//! A sheep proves itself with the capability token handed to it in its environment; only a
+//! digest of the token is kept. A connection asking to be the parent is refused when it comes
+//! from inside one of this herd's own sheep (its process descends from a sheep's supervisor or
+//! program): a sheep may start a herd of its own, but never act as its own parent.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use shepherd_core::herd::Phase;
+use shepherd_core::ids::AgentId;
+use shepherd_core::protocol::Hello;
+use shepherd_term::LaunchRecord;
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+
+/// sha256 (hex) of a token.
+pub(crate) fn digest(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// A new random capability token.
+pub(crate) fn new_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Checks a sheep or supervisor hello: the agent must be this herd's and the token its own.
+pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<AgentId> {
+    let text = hello.agent_id.as_deref().unwrap_or_default();
+    let unauthenticated = || {
+        BrokerError::new(
+            "unauthenticated",
+            format!(
+                "no sheep `{text}` with that token in this herd; a sheep connects with the \
+                 SHEPHERD_AGENT_ID and SHEPHERD_TOKEN it was started with"
+            ),
+        )
+    };
+    let token = hello.token.as_deref().ok_or_else(unauthenticated)?;
+    let id = AgentId::parse(text).ok_or_else(unauthenticated)?;
+    broker.read(|herd| {
+        let sheep = herd.sheep.get(&id).ok_or_else(unauthenticated)?;
+        if sheep.token_digest != digest(token) {
+            return Err(unauthenticated());
+        }
+        if sheep.phase == Phase::Closed {
+            return Err(BrokerError::new(
+                "closed_handle",
+                format!("{} ({id}) is closed", sheep.display_name()),
+            ));
+        }
+        Ok(id.clone())
+    })
+}
+
+/// Refuses a parent connection that comes from inside one of this herd's sheep.
+pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> BrokerResult<()> {
+    let Some(pid) = peer_pid else { return Ok(()) };
+    let ancestry = shepherd_term::process::ancestry(pid, 64);
+    let inside = broker.read(|herd| {
+        herd.sheep
+            .values()
+            .filter(|s| s.phase != Phase::Closed)
+            .find_map(|sheep| {
+                let record: LaunchRecord =
+                    serde_json::from_value(sheep.launch.clone()).unwrap_or_default();
+                let pids = [record.supervisor_pid, record.pid];
+                pids.iter()
+                    .flatten()
+                    .any(|p| ancestry.contains(p))
+                    .then(|| (sheep.id.clone(), sheep.display_name()))
+            })
+    });
+    match inside {
+        Some((id, name)) => Err(BrokerError::new(
+            "forbidden",
+            format!(
+                "this process runs inside the sheep {name} ({id}); a sheep cannot act as its \
+                 parent. Leave out --parent-session to start a herd of its own."
+            ),
+        )),
+        None => Ok(()),
+    }
+}

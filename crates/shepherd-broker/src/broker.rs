@@ -1,0 +1,302 @@
+//! The broker's shared state and the one way to change it.
+//!
+//! [`Broker::commit`] runs a herd command inside a [`Tx`] while holding the herd's lock, queues
+//! the resulting events on the journal in the same critical section (so journal order is apply
+//! order), then — outside the lock — wakes whoever the change concerns: inbox readers of the
+//! participants that got items, waiters on task settlement, the deadline timer, and the note
+//! finaliser for tasks that settled. Callers acknowledge only after [`Broker::durable`] for the
+//! position they were given.
+//!
+//! Runtime-only bookkeeping that is not part of the herd (connections, supervisors' push
+//! channels, spawns waiting for readiness, closes waiting for an exit) lives in [`Links`]; it
+//! is rebuilt, not replayed, after a restart.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use shepherd_core::dirs::UserDirs;
+use shepherd_core::herd::{Event, ExitInfo, Herd, HerdConfig, Tx};
+use shepherd_core::ids::{AgentId, Participant, TaskId};
+use shepherd_core::settings::EffectiveSettings;
+use shepherd_term::{Backend, BackendKind};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::error::{BrokerError, BrokerResult};
+use crate::journal::Journal;
+use crate::paths::{BrokerAddress, BrokerPaths};
+
+/// What a broker needs to know about its place in the world.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Which parent and project it serves.
+    pub address: BrokerAddress,
+    /// Its files.
+    pub paths: BrokerPaths,
+    /// The user's directories (settings, agents, approvals).
+    pub dirs: UserDirs,
+    /// The `shepherd` executable (for supervisors and sheep).
+    pub shepherd_exe: PathBuf,
+    /// How deeply nested this herd is (0: the parent is a person or top-level agent).
+    pub depth: u32,
+    /// How long a spawned sheep may take to show it runs.
+    pub startup_limit: std::time::Duration,
+    /// How long a restarted broker waits for a surviving supervisor to reconnect.
+    pub adoption_grace: std::time::Duration,
+    /// How long a supervisor keeps its sheep alive while no broker answers.
+    pub orphan_grace: std::time::Duration,
+}
+
+/// Runtime links that are not herd state.
+#[derive(Default)]
+pub(crate) struct Links {
+    /// Push channels to each live sheep's supervisor connection.
+    pub(crate) supervisors: HashMap<AgentId, mpsc::UnboundedSender<String>>,
+    /// Spawns waiting for their sheep to report that it runs (or why it does not).
+    pub(crate) ready_waiters: HashMap<AgentId, oneshot::Sender<Result<(), ExitInfo>>>,
+    /// Closes waiting for a sheep's exit report.
+    pub(crate) exit_waiters: HashMap<AgentId, Vec<oneshot::Sender<()>>>,
+    /// Sheep whose supervisor reported the exit (so a disconnect is not a second exit).
+    pub(crate) exit_reported: std::collections::HashSet<AgentId>,
+}
+
+/// The state a running broker shares between its connections and tasks.
+pub(crate) struct Broker {
+    pub(crate) config: BrokerConfig,
+    pub(crate) herd: Mutex<Herd>,
+    pub(crate) journal: Journal,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) backends: HashMap<BackendKind, Arc<dyn Backend>>,
+    pub(crate) links: Mutex<Links>,
+    /// Bumped after every commit: wakes settlement waiters and the deadline timer.
+    pub(crate) generation: watch::Sender<u64>,
+    /// Bumped per participant when an item lands in its inbox.
+    inbox_signals: Mutex<HashMap<Participant, watch::Sender<u64>>>,
+    /// Cancelled when the broker shuts down.
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) clients: AtomicUsize,
+    pub(crate) started_at: i64,
+    /// Tasks whose notes are being finalised right now (never twice at once).
+    finalizing: Mutex<std::collections::HashSet<TaskId>>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("address", &self.config.address)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a commit produced.
+pub(crate) struct Committed<T> {
+    pub(crate) value: T,
+    pub(crate) pos: u64,
+}
+
+impl Broker {
+    /// A broker over a replayed herd.
+    pub(crate) fn new(
+        config: BrokerConfig,
+        herd: Herd,
+        journal: Journal,
+        clock: Arc<dyn Clock>,
+        backends: HashMap<BackendKind, Arc<dyn Backend>>,
+    ) -> Arc<Self> {
+        let started_at = clock.now_ms();
+        Arc::new(Self {
+            config,
+            herd: Mutex::new(herd),
+            journal,
+            clock,
+            backends,
+            links: Mutex::new(Links::default()),
+            generation: watch::Sender::new(0),
+            inbox_signals: Mutex::new(HashMap::new()),
+            shutdown: CancellationToken::new(),
+            clients: AtomicUsize::new(0),
+            started_at,
+            finalizing: Mutex::new(std::collections::HashSet::new()),
+        })
+    }
+
+    /// The current settings for this broker's project.
+    pub(crate) fn settings(&self) -> EffectiveSettings {
+        shepherd_config::load_settings(&self.config.dirs, &self.config.address.project_root)
+            .settings
+    }
+
+    /// The herd rules' view of the settings.
+    pub(crate) fn herd_config(settings: &EffectiveSettings) -> HerdConfig {
+        HerdConfig {
+            stale_after_ms: settings.stale_wait_threshold().map(|d| duration_ms(d)),
+            done_nudges: settings.done_nudges,
+        }
+    }
+
+    /// Reads the herd.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Herd) -> T) -> T {
+        f(&self.herd.lock().expect("herd lock"))
+    }
+
+    /// Applies a command, journals its events and wakes whoever it concerns. Returns the
+    /// command's value and the journal position to wait for before acknowledging.
+    pub(crate) fn commit<T>(self: &Arc<Self>, f: impl FnOnce(&mut Tx<'_>) -> T) -> Committed<T> {
+        let now = self.clock.now_ms();
+        let (value, events, pos) = {
+            let mut herd = self.herd.lock().expect("herd lock");
+            let mut tx = Tx::new(&mut herd, now);
+            let value = f(&mut tx);
+            let events = tx.finish();
+            let pos = self.journal.append(&events);
+            (value, events, pos)
+        };
+        if !events.is_empty() {
+            self.after_commit(&events, pos);
+        }
+        Committed { value, pos }
+    }
+
+    /// Like [`Broker::commit`] for a fallible command, waiting until the change is durable.
+    pub(crate) async fn commit_durable<T>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, shepherd_core::herd::HerdError>,
+    ) -> BrokerResult<T> {
+        let Committed { value, pos } = self.commit(f);
+        let value = value?;
+        self.durable(pos).await?;
+        Ok(value)
+    }
+
+    /// Waits until the journal holds everything up to `pos`.
+    pub(crate) async fn durable(&self, pos: u64) -> BrokerResult<()> {
+        self.journal.durable(pos).await.map_err(BrokerError::from)
+    }
+
+    /// Waits until everything applied so far is durable.
+    pub(crate) async fn durable_now(&self) -> BrokerResult<()> {
+        let pos = self.read(|_| self.journal.position());
+        self.durable(pos).await
+    }
+
+    fn after_commit(self: &Arc<Self>, events: &[Event], pos: u64) {
+        let mut settled = Vec::new();
+        {
+            let signals = self.inbox_signals.lock().expect("signals lock");
+            for event in events {
+                match event {
+                    Event::Enqueued { to, item } => {
+                        if let Some(signal) = signals.get(to) {
+                            signal.send_replace(item.seq);
+                        }
+                    }
+                    Event::TaskSettled { task_id, .. } => settled.push(task_id.clone()),
+                    _ => {}
+                }
+            }
+        }
+        self.generation.send_modify(|g| *g += 1);
+        for task_id in settled {
+            let has_note = self.read(|herd| {
+                herd.tasks
+                    .get(&task_id)
+                    .is_some_and(|t| t.note.is_some() && !t.finalized)
+            });
+            if has_note {
+                self.spawn_finalize(task_id, pos);
+            }
+        }
+    }
+
+    /// Finalises a settled task's note once the settlement is durable, then records that the
+    /// note is final (which releases watchers).
+    pub(crate) fn spawn_finalize(self: &Arc<Self>, task_id: TaskId, pos: u64) {
+        if !self
+            .finalizing
+            .lock()
+            .expect("finalizing lock")
+            .insert(task_id.clone())
+        {
+            return;
+        }
+        let broker = self.clone();
+        tokio::spawn(async move {
+            if let Err(err) = broker.durable(pos).await {
+                tracing::error!("not finalising the note of {task_id}: {err}");
+                return;
+            }
+            let job = broker.read(|herd| crate::fieldnotes::FinalizeJob::for_task(herd, &task_id));
+            if let Some(job) = job {
+                let fieldnotes = broker.fieldnotes();
+                let outcome = tokio::task::spawn_blocking(move || fieldnotes.finalize(&job)).await;
+                match outcome {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => {
+                        tracing::error!("finalising the note of {task_id} failed: {err}")
+                    }
+                    Err(err) => tracing::error!("finalising the note of {task_id} panicked: {err}"),
+                }
+            }
+            broker.commit(|tx| shepherd_core::herd::finalized(tx, &task_id));
+            broker
+                .finalizing
+                .lock()
+                .expect("finalizing lock")
+                .remove(&task_id);
+        });
+    }
+
+    /// The fieldnotes writer for this broker's project.
+    pub(crate) fn fieldnotes(&self) -> crate::fieldnotes::Fieldnotes {
+        crate::fieldnotes::Fieldnotes::new(
+            self.config.address.project_root.clone(),
+            self.config.address.identity.clone(),
+        )
+    }
+
+    /// A receiver that changes whenever `who` gets an inbox item.
+    pub(crate) fn inbox_signal(&self, who: &Participant) -> watch::Receiver<u64> {
+        self.inbox_signals
+            .lock()
+            .expect("signals lock")
+            .entry(who.clone())
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe()
+    }
+
+    /// The backend of `kind`.
+    pub(crate) fn backend(&self, kind: BackendKind) -> BrokerResult<Arc<dyn Backend>> {
+        self.backends.get(&kind).cloned().ok_or_else(|| {
+            BrokerError::new(
+                "backend_unavailable",
+                format!(
+                    "The {} backend is not available in this broker.",
+                    kind.as_str()
+                ),
+            )
+        })
+    }
+
+    /// Counts a client connection in or out (the idle timer watches this).
+    pub(crate) fn client_delta(&self, connected: bool) {
+        if connected {
+            self.clients.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.clients.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// The current time.
+    pub(crate) fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}
+
+/// Whole milliseconds of `duration`, saturating.
+pub(crate) fn duration_ms(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,229 @@
+//! The broker client: what the CLI, supervisors and test sheep use to talk to a broker, and how
+//! a broker is started on demand.
+//!
+//! A client opens a connection, says `hello` with its role, then makes requests; pushed lines
+//! (`{"event", …}`) that arrive while it waits for a response are kept for
+//! [`Client::next_push`]. Every wait here has a deadline supplied by the caller.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use shepherd_core::protocol::{Hello, HelloResult, Request, ServerLine, WireError, method};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// A client-side failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No broker answers on the socket.
+    #[error("cannot connect to the broker at {socket}: {source}")]
+    Connect {
+        /// The socket.
+        socket: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The connection failed.
+    #[error("broker connection failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The broker closed the connection.
+    #[error("the broker closed the connection")]
+    Closed,
+    /// The broker refused the request.
+    #[error("{}", .0.message)]
+    Remote(WireError),
+    /// The broker sent something this client cannot read.
+    #[error("unexpected reply from the broker: {0}")]
+    Protocol(String),
+    /// A broker could not be started.
+    #[error("{0}")]
+    Start(String),
+}
+
+impl ClientError {
+    /// The stable code: the broker's own for refusals, else a client-side one.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::Remote(err) => &err.code,
+            Self::Connect { .. } | Self::Start(_) => "broker_unavailable",
+            Self::Io(_) | Self::Closed => "broker_disconnected",
+            Self::Protocol(_) => "protocol",
+        }
+    }
+}
+
+/// One connection to a broker.
+#[derive(Debug)]
+pub struct Client {
+    lines: Lines<BufReader<OwnedReadHalf>>,
+    writer: OwnedWriteHalf,
+    next_id: u64,
+    pushes: VecDeque<(String, Value)>,
+}
+
+impl Client {
+    /// Connects to the broker at `socket`.
+    pub async fn connect(socket: &Path) -> Result<Self, ClientError> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|source| ClientError::Connect {
+                socket: socket.to_path_buf(),
+                source,
+            })?;
+        let (read, writer) = stream.into_split();
+        Ok(Self {
+            lines: BufReader::new(read).lines(),
+            writer,
+            next_id: 1,
+            pushes: VecDeque::new(),
+        })
+    }
+
+    /// Connects and says hello.
+    pub async fn open(socket: &Path, hello: &Hello) -> Result<(Self, HelloResult), ClientError> {
+        let mut client = Self::connect(socket).await?;
+        let result = client.call(method::HELLO, hello).await?;
+        Ok((client, result))
+    }
+
+    /// Makes one request and waits for its response (pushes arriving meanwhile are kept).
+    pub async fn call<P: Serialize, R: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, ClientError> {
+        let value = self
+            .call_value(
+                method,
+                serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?,
+            )
+            .await?;
+        serde_json::from_value(value)
+            .map_err(|err| ClientError::Protocol(format!("{method}: {err}")))
+    }
+
+    /// Makes one request with raw JSON parameters.
+    pub async fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut line = serde_json::to_vec(&Request {
+            id,
+            method: method.to_owned(),
+            params,
+        })
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        self.writer.write_all(&line).await?;
+        loop {
+            match self.read_line().await? {
+                ServerLine::Response {
+                    id: got,
+                    result,
+                    error,
+                } if got == id => {
+                    return match error {
+                        Some(error) => Err(ClientError::Remote(error)),
+                        None => Ok(result.unwrap_or(Value::Null)),
+                    };
+                }
+                ServerLine::Response { .. } => {}
+                ServerLine::Push { event, data } => self.pushes.push_back((event, data)),
+            }
+        }
+    }
+
+    /// The next pushed event. Cancel-safe: a push is never lost when a select drops this call.
+    pub async fn next_push(&mut self) -> Result<(String, Value), ClientError> {
+        if let Some(push) = self.pushes.pop_front() {
+            return Ok(push);
+        }
+        loop {
+            if let ServerLine::Push { event, data } = self.read_line().await? {
+                return Ok((event, data));
+            }
+        }
+    }
+
+    async fn read_line(&mut self) -> Result<ServerLine, ClientError> {
+        let line = self.lines.next_line().await?.ok_or(ClientError::Closed)?;
+        serde_json::from_str(&line).map_err(|err| ClientError::Protocol(format!("{err}: {line}")))
+    }
+}
+
+/// How to start a broker that is not running.
+#[derive(Debug, Clone)]
+pub struct StartSpec {
+    /// The `shepherd` executable.
+    pub exe: PathBuf,
+    /// The parent identity.
+    pub identity: String,
+    /// The canonical project root.
+    pub project_root: PathBuf,
+    /// How deep in nested herds this parent is (0 for a person or a top-level agent).
+    pub depth: u32,
+    /// Environment overrides for the broker process.
+    pub env: Vec<(String, String)>,
+}
+
+/// Makes sure a broker answers on `socket`, starting one with `spec` if none does, and waits
+/// (up to `timeout`) for it to say it is ready.
+pub async fn ensure_broker(
+    socket: &Path,
+    spec: &StartSpec,
+    timeout: Duration,
+) -> Result<(), ClientError> {
+    if UnixStream::connect(socket).await.is_ok() {
+        return Ok(());
+    }
+    let mut child = tokio::process::Command::new(&spec.exe)
+        .arg("broker")
+        .arg("serve")
+        .arg("--parent-session")
+        .arg(&spec.identity)
+        .arg("--project")
+        .arg(&spec.project_root)
+        .arg("--depth")
+        .arg(spec.depth.to_string())
+        .arg("--notify-ready")
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|err| {
+            ClientError::Start(format!(
+                "cannot start the broker `{}`: {err}",
+                spec.exe.display()
+            ))
+        })?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(timeout, lines.next_line()).await;
+    let line = match first {
+        Ok(Ok(Some(line))) => line,
+        Ok(Ok(None)) | Ok(Err(_)) => {
+            let status = child.wait().await.ok();
+            return Err(ClientError::Start(format!(
+                "the broker exited before it was ready ({}); see its log under the Shepherd state directory",
+                status.map_or_else(|| "unknown status".to_owned(), |s| s.to_string())
+            )));
+        }
+        Err(_) => {
+            return Err(ClientError::Start(format!(
+                "the broker did not become ready within {} ms",
+                timeout.as_millis()
+            )));
+        }
+    };
+    match line.strip_prefix("error: ") {
+        Some(message) => Err(ClientError::Start(message.to_owned())),
+        None => Ok(()),
+    }
+}

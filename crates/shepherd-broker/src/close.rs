@@ -1,0 +1,130 @@
+//! `close` and `prune`: ending sheep and forgetting the ones that are gone.
+//!
+//! A close cancels the sheep's open task (rc 130) first, so the outcome is fixed before any
+//! process is touched; then the supervisor is asked to end the sheep's process group, and the
+//! backend confirms that every process (and the pane) is gone within a bounded wait. Only then
+//! is the sheep recorded closed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shepherd_core::herd::Phase;
+use shepherd_core::ids::AgentId;
+use shepherd_core::protocol::{CloseResult, IdParams, PruneResult};
+use shepherd_term::{BackendKind, Presence};
+use tokio::sync::oneshot;
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+
+/// How long a sheep gets to end after being asked.
+const TERMINATE_GRACE: Duration = Duration::from_secs(3);
+/// The whole budget for confirming that a closed sheep is gone.
+const CLOSE_BUDGET: Duration = Duration::from_secs(10);
+
+/// Runs `close`.
+pub(crate) async fn close(broker: &Arc<Broker>, params: IdParams) -> BrokerResult<CloseResult> {
+    let (id, display, active) = broker.read(|herd| {
+        herd.sheep_by_text(&params.id)
+            .map(|s| (s.id.clone(), s.display_name(), s.active_task.clone()))
+    })?;
+    broker
+        .commit_durable(|tx| Ok(shepherd_core::herd::begin_close(tx, &id)))
+        .await?;
+    end_sheep(broker, &id, false).await.map_err(|err| {
+        BrokerError::new(
+            "close_unconfirmed",
+            format!(
+                "Close requested for {display}, but termination could not be confirmed ({err}). \
+                 Retry close with agent id {id}."
+            ),
+        )
+    })?;
+    broker
+        .commit_durable(|tx| {
+            shepherd_core::herd::closed(tx, &id);
+            Ok(())
+        })
+        .await?;
+    let cancelled = active.and_then(|task| broker.read(|herd| herd.task_report(&task)));
+    Ok(CloseResult {
+        agent_id: id,
+        display_name: display,
+        cancelled,
+    })
+}
+
+/// Ends a sheep's processes and confirms they are gone: asks its supervisor first, then lets
+/// the backend make sure.
+pub(crate) async fn end_sheep(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    keep_pane: bool,
+) -> Result<(), String> {
+    let (exited_tx, exited_rx) = oneshot::channel();
+    broker
+        .links
+        .lock()
+        .expect("links lock")
+        .exit_waiters
+        .entry(id.clone())
+        .or_default()
+        .push(exited_tx);
+    let grace_ms = u64::try_from(TERMINATE_GRACE.as_millis()).unwrap_or(u64::MAX);
+    if crate::supervisor::request_terminate(broker, id, grace_ms) {
+        let _exited =
+            tokio::time::timeout(TERMINATE_GRACE + Duration::from_secs(2), exited_rx).await;
+    }
+    let record = crate::spawn::current_launch(broker, id);
+    let kind = broker
+        .read(|herd| herd.sheep.get(id).map(|s| s.backend.clone()))
+        .unwrap_or_default();
+    let backend = BackendKind::parse(&kind)
+        .ok_or_else(|| format!("unknown backend `{kind}`"))
+        .and_then(|kind| broker.backend(kind).map_err(|err| err.message))?;
+    tokio::task::spawn_blocking(move || {
+        backend.close(&record, keep_pane, Instant::now() + CLOSE_BUDGET)
+    })
+    .await
+    .map_err(|err| err.to_string())?
+    .map_err(|err| err.to_string())
+}
+
+/// Runs `prune`: sheep whose processes are confirmed gone and that can do nothing more (exited
+/// or failed to start) are recorded closed; anything whose presence is unknown is kept.
+pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
+    let candidates: Vec<(AgentId, String)> = broker.read(|herd| {
+        herd.sheep
+            .values()
+            .filter(|s| matches!(s.phase, Phase::Exited | Phase::Failed))
+            .map(|s| (s.id.clone(), s.backend.clone()))
+            .collect()
+    });
+    let mut pruned = 0;
+    for (id, kind) in candidates {
+        let record = crate::spawn::current_launch(broker, &id);
+        let Some(backend) = BackendKind::parse(&kind).and_then(|kind| broker.backend(kind).ok())
+        else {
+            continue;
+        };
+        let presence = tokio::task::spawn_blocking(move || backend.presence(&record))
+            .await
+            .unwrap_or(Presence::Unknown);
+        if presence == Presence::Gone {
+            broker
+                .commit_durable(|tx| {
+                    shepherd_core::herd::closed(tx, &id);
+                    Ok(())
+                })
+                .await?;
+            pruned += 1;
+        }
+    }
+    let remaining = broker.read(|herd| {
+        herd.sheep
+            .values()
+            .filter(|s| s.phase != Phase::Closed)
+            .count()
+    });
+    Ok(PruneResult { pruned, remaining })
+}

@@ -1,0 +1,115 @@
+//! Routes each request to its handler after checking that the caller's role allows it.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use shepherd_core::protocol::{Request, Role, method};
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+use crate::server::{Session, forbidden};
+
+/// Runs one request for `session`.
+pub(crate) async fn dispatch(
+    broker: &Arc<Broker>,
+    session: &Arc<Session>,
+    request: Request,
+) -> BrokerResult<Value> {
+    let Request {
+        method: name,
+        params,
+        ..
+    } = request;
+    let role = session.role;
+    let allowed = match name.as_str() {
+        method::SPAWN
+        | method::DELEGATE
+        | method::MESSAGE
+        | method::WATCH
+        | method::CLOSE
+        | method::PRUNE
+        | method::BROKER_STOP => role == Role::Parent,
+        method::WAIT | method::HERD | method::READ => matches!(role, Role::Parent | Role::Observer),
+        method::STATUS | method::BROKER_STATUS => role != Role::Supervisor,
+        method::INBOX | method::ACK | method::SUBSCRIBE => {
+            matches!(role, Role::Parent | Role::Sheep)
+        }
+        method::TELL | method::DONE | method::REPORT => role == Role::Sheep,
+        method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED => role == Role::Supervisor,
+        method::HELLO => {
+            return Err(BrokerError::new(
+                "invalid_request",
+                "hello was already said on this connection",
+            ));
+        }
+        other => {
+            return Err(BrokerError::new(
+                "unknown_method",
+                format!(
+                    "unknown method `{other}`; see the protocol reference for the methods a broker accepts"
+                ),
+            ));
+        }
+    };
+    if !allowed {
+        return Err(forbidden(&format!(
+            "a {} connection may not call `{name}`",
+            role_name(role)
+        )));
+    }
+    match name.as_str() {
+        method::SPAWN => reply(crate::spawn::spawn(broker, parse(&name, params)?).await),
+        method::DELEGATE => reply(crate::parent::delegate(broker, parse(&name, params)?).await),
+        method::MESSAGE => reply(crate::parent::message(broker, parse(&name, params)?).await),
+        method::WATCH => reply(crate::parent::watch(broker, parse(&name, params)?).await),
+        method::WAIT => reply(crate::parent::wait(broker, session, parse(&name, params)?).await),
+        method::STATUS => reply(crate::parent::status(
+            broker,
+            session,
+            parse(&name, params)?,
+        )),
+        method::HERD => reply(crate::parent::herd(broker)),
+        method::READ => reply(crate::parent::read(broker, parse(&name, params)?).await),
+        method::CLOSE => reply(crate::close::close(broker, parse(&name, params)?).await),
+        method::PRUNE => reply(crate::close::prune(broker).await),
+        method::INBOX => reply(crate::inbox::inbox(broker, session, parse(&name, params)?).await),
+        method::ACK => reply(crate::inbox::ack(broker, session, parse(&name, params)?).await),
+        method::SUBSCRIBE => reply(crate::inbox::subscribe(broker, session).await),
+        method::TELL => reply(crate::sheep::tell(broker, session, parse(&name, params)?).await),
+        method::DONE => reply(crate::sheep::done(broker, session, parse(&name, params)?).await),
+        method::REPORT => reply(crate::sheep::report(broker, session, parse(&name, params)?).await),
+        method::SUPERVISOR_STARTED => {
+            reply(crate::supervisor::started(broker, session, parse(&name, params)?).await)
+        }
+        method::SUPERVISOR_EXITED => {
+            reply(crate::supervisor::exited(broker, session, parse(&name, params)?).await)
+        }
+        method::BROKER_STATUS => reply(Ok(crate::serve::status(broker))),
+        method::BROKER_STOP => reply(crate::serve::stop(broker).await),
+        _ => unreachable!("every allowed method is dispatched"),
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Parent => "parent",
+        Role::Sheep => "sheep",
+        Role::Observer => "observer",
+        Role::Supervisor => "supervisor",
+    }
+}
+
+fn parse<T: DeserializeOwned>(method: &str, params: Value) -> BrokerResult<T> {
+    let params = if params.is_null() {
+        Value::Object(serde_json::Map::new())
+    } else {
+        params
+    };
+    serde_json::from_value(params).map_err(|err| BrokerError::invalid_params(method, &err))
+}
+
+fn reply<T: Serialize>(result: BrokerResult<T>) -> BrokerResult<Value> {
+    result.map(|value| serde_json::to_value(value).expect("results serialise"))
+}

@@ -1,0 +1,99 @@
+//! Inboxes: fetching (with a deadline), acknowledging and subscribing.
+//!
+//! Items stay in a participant's inbox until acknowledged, so a reader that dies between
+//! receiving and acknowledging gets them again (at least once; message ids make duplicates
+//! recognisable). Nothing is handed out before the journal holds it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shepherd_core::ids::Participant;
+use shepherd_core::protocol::{AckParams, InboxParams, InboxResult, event};
+
+use crate::broker::Broker;
+use crate::error::BrokerResult;
+use crate::server::{Session, forbidden};
+
+fn participant(session: &Session) -> BrokerResult<Participant> {
+    session
+        .participant()
+        .ok_or_else(|| forbidden("only the parent or a sheep has an inbox"))
+}
+
+/// Runs `inbox`: the unacknowledged items, waiting up to `waitMs` for the first one.
+pub(crate) async fn inbox(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: InboxParams,
+) -> BrokerResult<InboxResult> {
+    let who = participant(session)?;
+    let mut signal = broker.inbox_signal(&who);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(params.wait_ms);
+    loop {
+        signal.borrow_and_update();
+        let items = broker.read(|herd| herd.pending_items(&who));
+        if !items.is_empty() || tokio::time::Instant::now() >= deadline {
+            broker.durable_now().await?;
+            return Ok(InboxResult { items });
+        }
+        tokio::select! {
+            changed = signal.changed() => if changed.is_err() { return Ok(InboxResult { items }) },
+            () = tokio::time::sleep_until(deadline) => {}
+            () = session.closed.cancelled() => return Ok(InboxResult { items }),
+            () = broker.shutdown.cancelled() => return Ok(InboxResult { items }),
+        }
+    }
+}
+
+/// Runs `ack`.
+pub(crate) async fn ack(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: AckParams,
+) -> BrokerResult<Value> {
+    let who = participant(session)?;
+    broker
+        .commit_durable(|tx| {
+            shepherd_core::herd::ack(tx, &who, params.seq);
+            Ok(())
+        })
+        .await?;
+    Ok(json!({ "ok": true }))
+}
+
+/// Runs `subscribe`: from now on, every unacknowledged item is pushed to this connection as
+/// soon as it is durable (items already waiting are pushed at once).
+pub(crate) async fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerResult<Value> {
+    let who = participant(session)?;
+    let broker = broker.clone();
+    let session = session.clone();
+    let mut signal = broker.inbox_signal(&who);
+    tokio::spawn(async move {
+        let mut last_pushed = 0;
+        loop {
+            signal.borrow_and_update();
+            let items: Vec<_> = broker
+                .read(|herd| herd.pending_items(&who))
+                .into_iter()
+                .filter(|item| item.seq > last_pushed)
+                .collect();
+            if let Some(last) = items.last() {
+                if broker.durable_now().await.is_err() {
+                    return;
+                }
+                last_pushed = last.seq;
+                session.push(
+                    event::INBOX,
+                    serde_json::to_value(InboxResult { items }).expect("items serialise"),
+                );
+            }
+            tokio::select! {
+                changed = signal.changed() => if changed.is_err() { return },
+                () = session.closed.cancelled() => return,
+                () = broker.shutdown.cancelled() => return,
+            }
+        }
+    });
+    Ok(json!({ "ok": true }))
+}

@@ -1,0 +1,339 @@
+//! The parent's requests besides spawn and close: delegate, message, watch, wait, status, herd
+//! and read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use shepherd_core::herd::{DelegateInput, MessageInput};
+use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
+use shepherd_core::protocol::{
+    DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
+    ReadResult, Role, StatusParams, WaitParams, WaitResult, WatchParams, WatchResult,
+};
+use shepherd_core::task::TaskState;
+use shepherd_term::{BackendKind, ReadSource};
+
+use crate::broker::{Broker, duration_ms};
+use crate::error::{BrokerError, BrokerResult};
+use crate::fieldnotes::NoteRequest;
+use crate::server::Session;
+
+/// A fresh id part.
+pub(crate) fn unique() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Minutes as given by a caller, checked and turned into milliseconds.
+pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
+    if !(minutes.is_finite() && minutes > 0.0) {
+        return Err(BrokerError::new(
+            "invalid_timeout",
+            format!(
+                "Delegated task timeout must be a positive number of minutes, got `{minutes}`."
+            ),
+        ));
+    }
+    Ok(((minutes * 60_000.0).round() as i64).max(1))
+}
+
+/// Runs `delegate`: accepts the task, reserves its note, then hands it to the sheep with the
+/// fieldnotes context block appended.
+pub(crate) async fn delegate(
+    broker: &Arc<Broker>,
+    params: DelegateParams,
+) -> BrokerResult<DelegateResult> {
+    let settings = broker.settings();
+    let timeout_ms = timeout_ms(params.timeout.unwrap_or(settings.timeout_minutes))?;
+    let mode = params.mode.clone().unwrap_or_else(|| "single".to_owned());
+    if !matches!(mode.as_str(), "single" | "parallel" | "chain") {
+        return Err(BrokerError::new(
+            "invalid_mode",
+            format!("mode `{mode}` is not one of single, parallel, chain"),
+        ));
+    }
+    let namespace = &broker.config.address.namespace;
+    let task_id = TaskId::mint(namespace, &unique());
+    let input = DelegateInput {
+        task_id: task_id.clone(),
+        target: params.target.clone(),
+        description: params.task.clone(),
+        timeout_ms,
+    };
+    broker
+        .commit(|tx| shepherd_core::herd::delegate(tx, input))
+        .value?;
+    let (agent_id, agent) = broker.read(|herd| {
+        let task = &herd.tasks[&task_id];
+        (
+            task.agent_id.clone(),
+            herd.sheep[&task.agent_id].agent.clone(),
+        )
+    });
+
+    let mut content = params.task.clone();
+    let note = if settings.fieldnotes || params.session_name.is_some() {
+        let request = NoteRequest {
+            session_name: params.session_name.clone(),
+            agent,
+            task: params.task.clone(),
+            mode,
+            task_id: task_id.clone(),
+            agent_id: agent_id.clone(),
+        };
+        let fieldnotes = broker.fieldnotes();
+        let reserved = tokio::task::spawn_blocking(move || fieldnotes.reserve(&request))
+            .await
+            .map_err(|err| BrokerError::new("internal", err.to_string()))
+            .and_then(|result| result);
+        match reserved {
+            Ok(reserved) => {
+                content.push_str("\n\n");
+                content.push_str(&reserved.context);
+                Some(reserved.link)
+            }
+            Err(err) => {
+                let error = format!(
+                    "Task submission failed: its note could not be reserved: {}",
+                    err.message
+                );
+                broker.commit(|tx| {
+                    shepherd_core::herd::settle(
+                        tx,
+                        &task_id,
+                        TaskState::Failed,
+                        None,
+                        None,
+                        Some(error.clone()),
+                    );
+                });
+                return Err(BrokerError::new(err.code, error));
+            }
+        }
+    } else {
+        None
+    };
+    let message_id = MessageId::mint(namespace, &unique());
+    let link = note.clone();
+    broker
+        .commit_durable(|tx| {
+            shepherd_core::herd::start_task(tx, &task_id, link, message_id, content)
+        })
+        .await?;
+    Ok(DelegateResult {
+        task_id,
+        agent_id,
+        state: TaskState::Running,
+        note: note.as_ref().map(|n| n.note.clone()),
+        note_relative: note.as_ref().map(|n| n.note_relative.clone()),
+        session: note.as_ref().map(|n| n.session_path.clone()),
+        session_relative: note.as_ref().map(|n| n.session_relative.clone()),
+        session_name: note.as_ref().map(|n| n.session_name.clone()),
+        resumed: note.as_ref().is_some_and(|n| n.resumed),
+    })
+}
+
+/// Builds a herd message from protocol parameters.
+pub(crate) fn message_input(
+    broker: &Broker,
+    sender: Participant,
+    params: MessageParams,
+) -> BrokerResult<MessageInput> {
+    let settings = broker.settings();
+    Ok(MessageInput {
+        message_id: MessageId::mint(&broker.config.address.namespace, &unique()),
+        sender,
+        target: params.target,
+        content: params.message,
+        task_id: params.task_id,
+        thread_id: params.thread_id,
+        reply_to: params.reply_to,
+        expects_reply: params.expects_reply,
+        delivery: params.delivery.unwrap_or_default(),
+        reply_timeout_ms: duration_ms(settings.timeout()),
+    })
+}
+
+/// Commits a message and shapes the result.
+pub(crate) async fn send_message(
+    broker: &Arc<Broker>,
+    input: MessageInput,
+) -> BrokerResult<MessageResult> {
+    let delivery = input.delivery;
+    let outcome = broker
+        .commit_durable(|tx| shepherd_core::herd::send(tx, input))
+        .await?;
+    Ok(MessageResult {
+        accepted: true,
+        message_id: outcome.message_id,
+        target_id: outcome.target.to_string(),
+        delivery,
+        task_id: outcome.task_id,
+        request_id: outcome.request_id,
+        target_task_state: outcome.task_state,
+    })
+}
+
+/// Runs `message` (the parent messaging a sheep).
+pub(crate) async fn message(
+    broker: &Arc<Broker>,
+    params: MessageParams,
+) -> BrokerResult<MessageResult> {
+    let input = message_input(broker, Participant::Parent, params)?;
+    send_message(broker, input).await
+}
+
+/// Runs `watch`: a durable watcher whose completions arrive in the parent's inbox.
+pub(crate) async fn watch(broker: &Arc<Broker>, params: WatchParams) -> BrokerResult<WatchResult> {
+    let ids = params.id.into_vec();
+    let watcher_id = WatcherId::mint(&broker.config.address.namespace, &unique());
+    let outcome = broker
+        .commit_durable(|tx| shepherd_core::herd::watch(tx, watcher_id, &ids))
+        .await?;
+    Ok(WatchResult {
+        watcher_id: outcome.watcher_id,
+        task_ids: outcome.task_ids,
+        completed: outcome.completed,
+        pending: outcome.pending,
+    })
+}
+
+/// Runs `wait`: answers when every task has settled (with its note final), or when the wait
+/// ends, whichever comes first.
+pub(crate) async fn wait(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: WaitParams,
+) -> BrokerResult<WaitResult> {
+    let ids = params.id.into_vec();
+    let task_ids = broker.read(|herd| herd.resolve_task_ids(&ids))?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(params.timeout_ms);
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let (settled, pending) = broker.read(|herd| {
+            let mut settled = Vec::new();
+            let mut pending = Vec::new();
+            for id in &task_ids {
+                match herd.tasks.get(id).filter(|t| t.is_reportable()) {
+                    Some(_) => settled.extend(herd.task_report(id)),
+                    None => pending.push(id.clone()),
+                }
+            }
+            (settled, pending)
+        });
+        if pending.is_empty() || tokio::time::Instant::now() >= deadline {
+            broker.durable_now().await?;
+            return Ok(WaitResult { settled, pending });
+        }
+        tokio::select! {
+            changed = generation.changed() => if changed.is_err() { return Ok(WaitResult { settled, pending }) },
+            () = tokio::time::sleep_until(deadline) => {}
+            () = session.closed.cancelled() => return Ok(WaitResult { settled, pending }),
+            () = broker.shutdown.cancelled() => return Ok(WaitResult { settled, pending }),
+        }
+    }
+}
+
+/// Runs `status`: one sheep, or every sheep that is not closed. A sheep may only ask about
+/// itself.
+pub(crate) fn status(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: StatusParams,
+) -> BrokerResult<Value> {
+    let now = broker.now();
+    let own = match session.role {
+        Role::Sheep => Some(session.sheep()?.to_string()),
+        _ => None,
+    };
+    let id = match (&own, params.id) {
+        (Some(own), Some(id)) if &id != own => {
+            return Err(crate::server::forbidden(
+                "a sheep may only ask for its own status",
+            ));
+        }
+        (Some(own), _) => Some(own.clone()),
+        (None, id) => id,
+    };
+    broker.read(|herd| match id {
+        Some(id) => {
+            let sheep = herd.sheep_by_text(&id)?;
+            Ok(serde_json::to_value(herd.status_of(sheep, now)).expect("status serialises"))
+        }
+        None => Ok(serde_json::to_value(HerdResult {
+            sheep: herd.herd_view(now, false),
+        })
+        .expect("herd serialises")),
+    })
+}
+
+/// Runs `herd`.
+pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
+    let now = broker.now();
+    Ok(broker.read(|herd| HerdResult {
+        sheep: herd.herd_view(now, false),
+    }))
+}
+
+/// Runs `read`: a sheep's recent output, by agent id or display name.
+pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResult<ReadResult> {
+    if params.target.trim().is_empty() {
+        return Err(BrokerError::new(
+            "invalid_target",
+            "Provide an agent id or display name to read.",
+        ));
+    }
+    let source = match params.source.as_deref() {
+        None => ReadSource::RecentUnwrapped,
+        Some(text) => ReadSource::parse(text).ok_or_else(|| {
+            BrokerError::new(
+                "invalid_source",
+                format!(
+                    "source `{text}` is not one of visible, recent, recent-unwrapped, detection"
+                ),
+            )
+        })?,
+    };
+    let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
+    let (id, kind) = broker.read(|herd| {
+        let by_id = herd.sheep_by_text(&params.target).ok();
+        let found = by_id.or_else(|| {
+            let mut matches = herd
+                .sheep
+                .values()
+                .filter(|s| s.display_name() == params.target);
+            let first = matches.next();
+            first.filter(|_| matches.next().is_none())
+        });
+        found
+            .map(|s| (s.id.clone(), s.backend.clone()))
+            .ok_or_else(|| {
+                BrokerError::new(
+                    "invalid_target",
+                    format!(
+                        "no sheep with id or display name `{}` in this herd",
+                        params.target
+                    ),
+                )
+            })
+    })?;
+    let record = crate::spawn::current_launch(broker, &id);
+    let backend = BackendKind::parse(&kind)
+        .ok_or_else(|| BrokerError::new("internal", format!("unknown backend `{kind}`")))
+        .and_then(|kind| broker.backend(kind))?;
+    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, lines))
+        .await
+        .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+    let text = if text.trim().is_empty() {
+        "(no terminal output)".to_owned()
+    } else {
+        text
+    };
+    Ok(ReadResult {
+        target: id.to_string(),
+        source: source.as_str().to_owned(),
+        lines,
+        text,
+    })
+}

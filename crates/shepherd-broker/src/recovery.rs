@@ -1,0 +1,125 @@
+//! What a restarted broker does with the herd it replayed.
+//!
+//! Sheep whose processes outlived the previous broker are waited for: their supervisors
+//! reconnect on their own and report that the program still runs, which re-adopts them. A sheep
+//! whose supervisor is gone, or does not reconnect within the adoption grace, is ended and
+//! recorded as exited (its open task fails). Tasks that were accepted but never handed over
+//! fail; settled tasks whose notes were not yet finalised are finalised now. Deadlines need no
+//! re-arming: the timer reads them from the herd.
+
+use std::sync::Arc;
+
+use shepherd_core::herd::{ExitInfo, Phase};
+use shepherd_core::ids::AgentId;
+use shepherd_core::task::TaskState;
+use shepherd_term::Presence;
+
+use crate::broker::Broker;
+
+/// Runs once, right after replay.
+pub(crate) fn recover(broker: &Arc<Broker>) {
+    let (unstarted, unfinalized, running) = broker.read(|herd| {
+        let unstarted: Vec<_> = herd
+            .tasks
+            .values()
+            .filter(|t| t.state == TaskState::Created)
+            .map(|t| t.id.clone())
+            .collect();
+        let unfinalized: Vec<_> = herd
+            .tasks
+            .values()
+            .filter(|t| t.result.is_some() && !t.finalized)
+            .map(|t| t.id.clone())
+            .collect();
+        let running: Vec<_> = herd
+            .sheep
+            .values()
+            .filter(|s| crate::supervisor::may_be_running(&s.phase))
+            .map(|s| (s.id.clone(), s.phase.clone(), s.backend.clone()))
+            .collect();
+        (unstarted, unfinalized, running)
+    });
+    for task_id in unstarted {
+        broker.commit(|tx| {
+            let error = "The broker stopped before the task reached its sheep.".to_owned();
+            shepherd_core::herd::settle(tx, &task_id, TaskState::Failed, None, None, Some(error));
+        });
+    }
+    let pos = broker.journal.position();
+    for task_id in unfinalized {
+        broker.spawn_finalize(task_id, pos);
+    }
+    for (id, phase, backend) in running {
+        let record = crate::spawn::current_launch(broker, &id);
+        let presence = shepherd_term::BackendKind::parse(&backend)
+            .and_then(|kind| broker.backend(kind).ok())
+            .map_or(Presence::Unknown, |backend| backend.presence(&record));
+        if presence == Presence::Gone {
+            let tail = shepherd_term::BackendKind::parse(&backend)
+                .and_then(|kind| broker.backend(kind).ok())
+                .and_then(|b| {
+                    b.read(&record, shepherd_term::ReadSource::RecentUnwrapped, 20)
+                        .ok()
+                })
+                .unwrap_or_default();
+            let exit = ExitInfo {
+                reason: Some("ended while the broker was down".into()),
+                tail,
+                ..ExitInfo::default()
+            };
+            settle_gone(broker, &id, &phase, exit);
+        } else {
+            await_adoption(broker, id, phase);
+        }
+    }
+}
+
+fn settle_gone(broker: &Arc<Broker>, id: &AgentId, phase: &Phase, exit: ExitInfo) {
+    broker.commit(|tx| shepherd_core::herd::exited(tx, id, exit));
+    if *phase == Phase::Closing {
+        broker.commit(|tx| shepherd_core::herd::closed(tx, id));
+    }
+}
+
+/// Gives a surviving sheep's supervisor the adoption grace to reconnect; then ends the sheep.
+/// A sheep that was being closed is closed again once its supervisor is back (or not).
+fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
+    let broker = broker.clone();
+    tokio::spawn(async move {
+        let mut generation = broker.generation.subscribe();
+        let deadline = tokio::time::Instant::now() + broker.config.adoption_grace;
+        while !crate::supervisor::is_attached(&broker, &id) {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => break,
+                changed = generation.changed() => if changed.is_err() { return },
+                () = broker.shutdown.cancelled() => return,
+            }
+        }
+        let attached = crate::supervisor::is_attached(&broker, &id);
+        if attached && phase != Phase::Closing {
+            tracing::info!("re-adopted {id}");
+            return;
+        }
+        let ended = crate::close::end_sheep(&broker, &id, false).await;
+        if let Err(err) = &ended {
+            tracing::warn!("could not confirm that {id} ended: {err}");
+        }
+        if phase == Phase::Closing {
+            broker.commit(|tx| shepherd_core::herd::closed(tx, &id));
+        } else {
+            let exit = ExitInfo {
+                reason: Some(
+                    "ended: its supervisor did not reconnect after the broker restarted".into(),
+                ),
+                ..ExitInfo::default()
+            };
+            broker.commit(|tx| shepherd_core::herd::exited(tx, &id, exit));
+        }
+    });
+}
+
+/// Called when a supervisor reports in; adoption waits notice it through the generation.
+pub(crate) fn adopted(broker: &Arc<Broker>, id: &AgentId) {
+    tracing::debug!("supervisor of {id} reported in");
+    broker.generation.send_modify(|g| *g += 1);
+}

@@ -1,0 +1,235 @@
+//! Starting, running and stopping a broker.
+//!
+//! Start-up order matters for crash safety: take the broker's advisory lock (a second broker
+//! for the same parent and project exits at once; a crashed one's lock is already released),
+//! replay and compact the journal, bind the socket (private: 0600 in a 0700 directory), re-adopt
+//! the sheep that outlived the previous broker, and only then say ready. The broker then runs
+//! three loops until it is stopped or idle: accept connections, fire deadlines, and watch for
+//! idleness (no sheep holding processes and no clients for the idle time).
+//!
+//! Shutdown: `broker.stop` closes every sheep first; then the shutdown token is cancelled,
+//! which ends the loops and every connection; the journal writer drains and stops; the socket
+//! is removed; dropping the lock file handle releases the lock.
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shepherd_core::herd::Phase;
+use shepherd_core::protocol::BrokerStatus;
+use shepherd_term::headless::HeadlessBackend;
+use shepherd_term::{Backend, BackendKind};
+use tokio::net::UnixListener;
+
+use crate::broker::{Broker, BrokerConfig};
+use crate::clock::Clock;
+use crate::error::BrokerResult;
+use crate::journal::Journal;
+use crate::paths::ensure_private_dir;
+
+/// Why a broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Another broker for the same parent and project holds the lock.
+    #[error("a broker for this parent and project is already running (socket {0})")]
+    AlreadyRunning(String),
+    /// Something on disk failed.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// A started broker.
+pub struct RunningBroker {
+    broker: Arc<Broker>,
+    _lock: std::fs::File,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RunningBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningBroker")
+            .field("socket", &self.broker.config.paths.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Extra backends a broker can run sheep on, besides headless.
+pub type ExtraBackends = Vec<Arc<dyn Backend>>;
+
+/// Starts a broker: lock, replay, bind, re-adopt. Returns once it accepts connections.
+pub async fn start(
+    config: BrokerConfig,
+    clock: Arc<dyn Clock>,
+    extra_backends: ExtraBackends,
+) -> Result<RunningBroker, ServeError> {
+    let io = |what: &str, err: &dyn std::fmt::Display| ServeError::Io(format!("{what}: {err}"));
+    let paths = config.paths.clone();
+    ensure_private_dir(&paths.runtime_dir).map_err(|e| io("creating the runtime directory", &e))?;
+    ensure_private_dir(&paths.state_dir).map_err(|e| io("creating the state directory", &e))?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&paths.lock)
+        .map_err(|e| io(&format!("opening {}", paths.lock.display()), &e))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(ServeError::AlreadyRunning(
+                paths.socket.display().to_string(),
+            ));
+        }
+        Err(std::fs::TryLockError::Error(err)) => return Err(io("locking the broker", &err)),
+    }
+    let (journal, herd) = Journal::open(&paths.journal, &paths.snapshot, &config.address.namespace)
+        .map_err(|e| io("opening the journal", &e))?;
+    match std::fs::remove_file(&paths.socket) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(io("removing a stale socket", &err)),
+    }
+    let listener = UnixListener::bind(&paths.socket)
+        .map_err(|e| io(&format!("binding {}", paths.socket.display()), &e))?;
+    std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| io("securing the socket", &e))?;
+
+    let mut backends: HashMap<BackendKind, Arc<dyn Backend>> = HashMap::new();
+    backends.insert(BackendKind::Headless, Arc::new(HeadlessBackend));
+    for backend in extra_backends {
+        backends.insert(backend.kind(), backend);
+    }
+    let broker = Broker::new(config, herd, journal, clock, backends);
+    crate::recovery::recover(&broker);
+    let tasks = vec![
+        tokio::spawn(crate::server::accept_loop(broker.clone(), listener)),
+        tokio::spawn(timer_loop(broker.clone())),
+        tokio::spawn(idle_loop(broker.clone())),
+    ];
+    tracing::info!("broker ready on {}", paths.socket.display());
+    Ok(RunningBroker {
+        broker,
+        _lock: lock,
+        tasks,
+    })
+}
+
+impl RunningBroker {
+    /// The socket clients connect to.
+    pub fn socket(&self) -> &std::path::Path {
+        &self.broker.config.paths.socket
+    }
+
+    /// Stops the broker without closing its sheep (as a crash would, but cleanly).
+    pub fn shutdown(&self) {
+        self.broker.shutdown.cancel();
+    }
+
+    /// Waits until the broker has shut down, then releases its socket and journal.
+    pub async fn wait(self) {
+        self.broker.shutdown.cancelled().await;
+        for task in self.tasks {
+            let _ended = task.await;
+        }
+        self.broker.journal.close();
+        let _removed = std::fs::remove_file(&self.broker.config.paths.socket);
+        tracing::info!("broker stopped");
+    }
+}
+
+/// Fires deadlines: sleeps until the herd's next deadline (or a change), then ticks.
+async fn timer_loop(broker: Arc<Broker>) {
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let config = Broker::herd_config(&broker.settings());
+        let next = broker.read(|herd| herd.next_deadline(&config));
+        let sleep = next.map(|at| broker.clock.sleep_until(at));
+        tokio::select! {
+            () = broker.shutdown.cancelled() => return,
+            changed = generation.changed() => if changed.is_err() { return },
+            () = async { match sleep { Some(sleep) => sleep.await, None => std::future::pending().await } } => {
+                broker.commit(|tx| shepherd_core::herd::tick(tx, &config));
+            }
+        }
+    }
+}
+
+/// Shuts the broker down after the idle time with no live sheep and no clients.
+async fn idle_loop(broker: Arc<Broker>) {
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let idle = broker.clients.load(Ordering::SeqCst) == 0
+            && !broker.read(shepherd_core::herd::Herd::has_live_sheep);
+        let minutes = broker.settings().broker_idle_minutes;
+        let idle_for = Duration::from_secs_f64((minutes * 60.0).max(0.0));
+        tokio::select! {
+            () = broker.shutdown.cancelled() => return,
+            changed = generation.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(idle_for), if idle => {
+                tracing::info!("idle for {minutes} minutes with no sheep and no clients; stopping");
+                broker.shutdown.cancel();
+                return;
+            }
+        }
+    }
+}
+
+/// `broker.status`.
+pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
+    let (live_sheep, open_tasks) = broker.read(|herd| {
+        (
+            herd.sheep
+                .values()
+                .filter(|s| crate::supervisor::may_be_running(&s.phase))
+                .count(),
+            herd.tasks
+                .values()
+                .filter(|t| !t.state.is_terminal())
+                .count(),
+        )
+    });
+    BrokerStatus {
+        broker_id: broker.config.address.key.clone(),
+        parent_identity: broker.config.address.identity.clone(),
+        project_root: broker.config.address.project_root.display().to_string(),
+        pid: std::process::id(),
+        socket: broker.config.paths.socket.display().to_string(),
+        journal: broker.journal.path().display().to_string(),
+        started_at: broker.started_at,
+        clients: broker.clients.load(Ordering::SeqCst),
+        live_sheep,
+        open_tasks,
+    }
+}
+
+/// `broker.stop`: closes every sheep. The server stops the broker once this answer is written.
+pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
+    let live: Vec<_> = broker.read(|herd| {
+        herd.sheep
+            .values()
+            .filter(|s| !matches!(s.phase, Phase::Closed))
+            .map(|s| s.id.to_string())
+            .collect()
+    });
+    let mut closes = tokio::task::JoinSet::new();
+    for id in live {
+        let broker = broker.clone();
+        closes.spawn(async move {
+            crate::close::close(&broker, shepherd_core::protocol::IdParams { id }).await
+        });
+    }
+    let mut closed = 0;
+    let mut failed = Vec::new();
+    while let Some(result) = closes.join_next().await {
+        match result {
+            Ok(Ok(_)) => closed += 1,
+            Ok(Err(err)) => failed.push(err.message),
+            Err(err) => failed.push(err.to_string()),
+        }
+    }
+    Ok(json!({ "stopping": true, "closed": closed, "failed": failed }))
+}

@@ -1,0 +1,255 @@
+//! The socket server: one task per connection, one task per request.
+//!
+//! A connection's first request must be `hello`, which fixes its [`Session`] (role and, for
+//! sheep and supervisors, the authenticated agent). After that every request runs in its own
+//! task, so a slow `spawn` never holds up a `message` on the same connection; responses and
+//! pushes are written by one writer task per connection, in the order they are produced.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use shepherd_core::ids::{AgentId, Participant};
+use shepherd_core::protocol::{
+    Hello, HelloResult, PROTOCOL_VERSION, Request, Role, ServerLine, method,
+};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+
+/// Who a connection speaks for, fixed by its `hello`.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// The granted role.
+    pub(crate) role: Role,
+    /// The sheep a sheep or supervisor connection speaks for.
+    pub(crate) agent_id: Option<AgentId>,
+    /// Writes lines to this connection.
+    pub(crate) out: mpsc::UnboundedSender<String>,
+    /// Cancelled when the connection closes.
+    pub(crate) closed: CancellationToken,
+}
+
+impl Session {
+    /// The participant this connection acts as in messages and inboxes.
+    pub(crate) fn participant(&self) -> Option<Participant> {
+        match (self.role, &self.agent_id) {
+            (Role::Parent, _) => Some(Participant::Parent),
+            (Role::Sheep, Some(id)) => Some(Participant::Sheep(id.clone())),
+            _ => None,
+        }
+    }
+
+    /// The sheep this connection speaks for, or a refusal.
+    pub(crate) fn sheep(&self) -> BrokerResult<&AgentId> {
+        match (self.role, &self.agent_id) {
+            (Role::Sheep, Some(id)) => Ok(id),
+            _ => Err(forbidden("only a sheep can do this")),
+        }
+    }
+
+    /// Pushes an event to this connection.
+    pub(crate) fn push(&self, event: &str, data: Value) {
+        let line = serde_json::to_string(&ServerLine::Push {
+            event: event.to_owned(),
+            data,
+        })
+        .expect("pushes serialise");
+        let _closed = self.out.send(line);
+    }
+}
+
+/// Accepts connections until the broker shuts down.
+pub(crate) async fn accept_loop(broker: Arc<Broker>, listener: UnixListener) {
+    loop {
+        tokio::select! {
+            () = broker.shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(handle_connection(broker.clone(), stream));
+                }
+                Err(err) => tracing::warn!("accept failed: {err}"),
+            }
+        }
+    }
+}
+
+async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
+    let peer_pid = stream
+        .peer_cred()
+        .ok()
+        .and_then(|cred| cred.pid())
+        .and_then(|pid| u32::try_from(pid).ok());
+    let (read, mut write) = stream.into_split();
+    let (out, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let closed = CancellationToken::new();
+    let reader_done = closed.clone();
+    let writer = tokio::spawn(async move {
+        loop {
+            let line = tokio::select! {
+                biased;
+                line = out_rx.recv() => line,
+                () = reader_done.cancelled() => {
+                    // Flush what was answered before the connection ended, then stop.
+                    while let Ok(mut line) = out_rx.try_recv() {
+                        line.push('\n');
+                        if write.write_all(line.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                    None
+                }
+            };
+            let Some(mut line) = line else { break };
+            line.push('\n');
+            if write.write_all(line.as_bytes()).await.is_err() {
+                reader_done.cancel();
+                break;
+            }
+        }
+    });
+
+    broker.client_delta(true);
+    let mut lines = BufReader::new(read).lines();
+    let mut session: Option<Arc<Session>> = None;
+    loop {
+        let line = tokio::select! {
+            () = broker.shutdown.cancelled() => break,
+            () = closed.cancelled() => break,
+            line = lines.next_line() => line,
+        };
+        let Ok(Some(line)) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request: Request = match serde_json::from_str(&line) {
+            Ok(request) => request,
+            Err(err) => {
+                respond(
+                    &out,
+                    0,
+                    Err(BrokerError::new(
+                        "invalid_request",
+                        format!("not a request: {err}"),
+                    )),
+                );
+                continue;
+            }
+        };
+        match &session {
+            None => {
+                let result = hello(&broker, &request, peer_pid, &out, &closed).await;
+                match result {
+                    Ok((granted, value)) => {
+                        session = Some(granted);
+                        respond(&out, request.id, Ok(value));
+                    }
+                    Err(err) => respond(&out, request.id, Err(err)),
+                }
+            }
+            Some(session) => {
+                let broker = broker.clone();
+                let session = session.clone();
+                tokio::spawn(async move {
+                    let id = request.id;
+                    let stopping = request.method == method::BROKER_STOP;
+                    let result = crate::dispatch::dispatch(&broker, &session, request).await;
+                    let stop = stopping && result.is_ok();
+                    respond(&session.out, id, result);
+                    if stop {
+                        // The answer is queued ahead of the shutdown; the writer drains it.
+                        broker.shutdown.cancel();
+                    }
+                });
+            }
+        }
+    }
+    if let Some(session) = &session {
+        crate::supervisor::connection_closed(&broker, session).await;
+    }
+    closed.cancel();
+    drop(out);
+    let _writer_done = writer.await;
+    broker.client_delta(false);
+}
+
+fn respond(out: &mpsc::UnboundedSender<String>, id: u64, result: BrokerResult<Value>) {
+    let line = match result {
+        Ok(value) => ServerLine::Response {
+            id,
+            result: Some(value),
+            error: None,
+        },
+        Err(err) => ServerLine::Response {
+            id,
+            result: None,
+            error: Some(err.to_wire()),
+        },
+    };
+    let _closed = out.send(serde_json::to_string(&line).expect("responses serialise"));
+}
+
+async fn hello(
+    broker: &Arc<Broker>,
+    request: &Request,
+    peer_pid: Option<u32>,
+    out: &mpsc::UnboundedSender<String>,
+    closed: &CancellationToken,
+) -> BrokerResult<(Arc<Session>, Value)> {
+    if request.method != method::HELLO {
+        return Err(BrokerError::new(
+            "hello_required",
+            format!(
+                "the first request on a connection must be `hello`, not `{}`",
+                request.method
+            ),
+        ));
+    }
+    let hello: Hello = serde_json::from_value(request.params.clone())
+        .map_err(|err| BrokerError::invalid_params(method::HELLO, &err))?;
+    if hello.protocol != PROTOCOL_VERSION {
+        return Err(BrokerError::new(
+            "protocol_mismatch",
+            format!(
+                "this broker speaks protocol {PROTOCOL_VERSION}, the client {}; use the same shepherd version for both",
+                hello.protocol
+            ),
+        ));
+    }
+    let agent_id = match hello.role {
+        Role::Parent => {
+            crate::auth::check_parent(broker, peer_pid)?;
+            None
+        }
+        Role::Observer => None,
+        Role::Sheep | Role::Supervisor => Some(crate::auth::check_token(broker, &hello)?),
+    };
+    let session = Arc::new(Session {
+        role: hello.role,
+        agent_id,
+        out: out.clone(),
+        closed: closed.clone(),
+    });
+    if hello.role == Role::Supervisor {
+        crate::supervisor::attach(broker, &session);
+    }
+    let result = HelloResult {
+        protocol: PROTOCOL_VERSION,
+        broker_id: broker.config.address.key.clone(),
+        parent_identity: broker.config.address.identity.clone(),
+        project_root: broker.config.address.project_root.display().to_string(),
+        role: hello.role,
+    };
+    Ok((
+        session,
+        serde_json::to_value(result).expect("hello result serialises"),
+    ))
+}
+
+/// A refusal for a caller whose role does not allow the request.
+pub(crate) fn forbidden(message: &str) -> BrokerError {
+    BrokerError::new("forbidden", message)
+}

@@ -1,0 +1,307 @@
+//! `spawn`: admit a sheep, launch it under its supervisor, and answer once it runs.
+//!
+//! Everything a spawn can refuse is checked before anything is started: the label first (code
+//! `invalid_label`), then the agent definition, its approval, the nesting depth, the backend,
+//! the working directory and label uniqueness. The sheep then counts as ready only when its
+//! supervisor reports that the program runs; one that exits or stays silent past the start-up
+//! limit is cleaned up and the spawn fails with the end of its output.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use shepherd_core::herd::{ExitInfo, NewSheep};
+use shepherd_core::ids::AgentId;
+use shepherd_core::label::{display_name, validate_label};
+use shepherd_core::protocol::{SpawnParams, SpawnResult};
+use shepherd_core::settings::Backend as BackendSetting;
+use shepherd_term::{BackendKind, LaunchRecord, LaunchSpec, Placement, ReadSource};
+use tokio::sync::oneshot;
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+
+/// Runs `spawn`.
+pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerResult<SpawnResult> {
+    let label = validate_label(params.label.as_deref().unwrap_or_default())
+        .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
+    let settings = broker.settings();
+    let def = shepherd_config::resolve_agent(
+        &broker.config.dirs,
+        &broker.config.address.project_root,
+        &settings,
+        &params.agent,
+    )
+    .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
+    if broker.config.depth + 1 > settings.max_depth {
+        return Err(BrokerError::new(
+            "depth_exceeded",
+            format!(
+                "this herd is nested {} deep and maxDepth is {}; a sheep at this depth may not spawn sheep of its own",
+                broker.config.depth, settings.max_depth
+            ),
+        ));
+    }
+    let program = def.command.clone().ok_or_else(|| {
+        BrokerError::new(
+            "runtime_unavailable",
+            format!(
+                "Agent \"{}\" is a pi agent, and this build cannot run pi sheep yet; define a \
+                 `command` in its frontmatter to run a program as the sheep.",
+                def.name
+            ),
+        )
+    })?;
+    if let Some(model) = &params.model {
+        return Err(BrokerError::new(
+            "invalid_model",
+            format!(
+                "--model `{model}` applies to pi sheep only; \"{}\" runs a command",
+                def.name
+            ),
+        ));
+    }
+    let kind = choose_backend(params.backend.as_deref(), settings.backend)?;
+    let placement = match params.placement.as_deref() {
+        None => Placement::Tab,
+        Some(text) => Placement::parse(text).ok_or_else(|| {
+            BrokerError::new(
+                "invalid_placement",
+                format!("placement `{text}` is not one of tab, pane_right, pane_down, workspace"),
+            )
+        })?,
+    };
+    let cwd = resolve_cwd(&broker.config.address.project_root, params.cwd.as_deref())?;
+    let backend = broker.backend(kind)?;
+    broker.read(|herd| herd.check_unique_display_name(&def.name, &label))?;
+
+    let fieldnote = if settings.fieldnotes {
+        let fieldnotes = broker.fieldnotes();
+        let session = tokio::task::spawn_blocking(move || fieldnotes.parent_session())
+            .await
+            .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+        Some(session.relative)
+    } else {
+        None
+    };
+
+    let id = AgentId::mint(
+        &broker.config.address.namespace,
+        &uuid::Uuid::new_v4().to_string(),
+    );
+    let token = crate::auth::new_token();
+    let new = NewSheep {
+        id: id.clone(),
+        agent: def.name.clone(),
+        label: label.clone(),
+        backend: kind.as_str().to_owned(),
+        runtime: "command".to_owned(),
+        cwd: cwd.display().to_string(),
+        token_digest: crate::auth::digest(&token),
+    };
+    let (ready_tx, ready_rx) = oneshot::channel();
+    broker
+        .links
+        .lock()
+        .expect("links lock")
+        .ready_waiters
+        .insert(id.clone(), ready_tx);
+    if let Err(err) = broker
+        .commit_durable(|tx| shepherd_core::herd::admit(tx, new))
+        .await
+    {
+        broker
+            .links
+            .lock()
+            .expect("links lock")
+            .ready_waiters
+            .remove(&id);
+        return Err(err);
+    }
+
+    let display = display_name(&def.name, &label);
+    let spec = LaunchSpec {
+        agent_id: id.to_string(),
+        display_name: display.clone(),
+        cwd,
+        program,
+        env: sheep_env(broker, &id, &token),
+        shepherd_exe: broker.config.shepherd_exe.clone(),
+        socket: broker.config.paths.socket.clone(),
+        log: broker.config.paths.sheep_logs.join(format!("{id}.log")),
+        placement,
+        caller_pane: None,
+        keep_open: settings.keep_open,
+        orphan_grace: broker.config.orphan_grace,
+    };
+    let launch_backend = backend.clone();
+    let launched = tokio::task::spawn_blocking(move || launch_backend.launch(&spec))
+        .await
+        .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+    let record = match launched {
+        Ok(record) => record,
+        Err(err) => {
+            broker
+                .links
+                .lock()
+                .expect("links lock")
+                .ready_waiters
+                .remove(&id);
+            let exit = ExitInfo {
+                reason: Some(err.to_string()),
+                ..ExitInfo::default()
+            };
+            broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+            return Err(BrokerError::new(
+                "spawn_failed",
+                format!("Agent \"{}\" could not be started: {err}", def.name),
+            ));
+        }
+    };
+    merge_launch(broker, &id, &record);
+
+    let limit = broker.config.startup_limit;
+    let outcome = tokio::select! {
+        outcome = ready_rx => outcome.unwrap_or_else(|_| Err(ExitInfo { reason: Some("the broker stopped".into()), ..ExitInfo::default() })),
+        () = tokio::time::sleep(limit) => Err(ExitInfo {
+            reason: Some(format!("did not become ready within {} s", limit.as_secs())),
+            ..ExitInfo::default()
+        }),
+    };
+    match outcome {
+        Ok(()) => Ok(SpawnResult {
+            agent_id: id,
+            agent: def.name,
+            label: label.as_str().to_owned(),
+            display_name: display,
+            backend: kind.as_str().to_owned(),
+            fieldnote,
+        }),
+        Err(mut exit) => {
+            broker
+                .links
+                .lock()
+                .expect("links lock")
+                .ready_waiters
+                .remove(&id);
+            let record = current_launch(broker, &id);
+            if exit.tail.is_empty() {
+                exit.tail = backend
+                    .read(&record, ReadSource::RecentUnwrapped, 20)
+                    .unwrap_or_default();
+            }
+            let closer = backend.clone();
+            let _closed = tokio::task::spawn_blocking(move || {
+                closer.close(
+                    &record,
+                    false,
+                    Instant::now() + std::time::Duration::from_secs(10),
+                )
+            })
+            .await;
+            let reason = exit.describe();
+            let tail = exit.tail.clone();
+            broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+            let mut message = format!("Agent \"{}\" failed to start: it {reason}.", def.name);
+            if !tail.trim().is_empty() {
+                message.push_str(" Last output: ");
+                message.push_str(tail.trim());
+            }
+            Err(BrokerError::new("agent_not_ready", message))
+        }
+    }
+}
+
+/// The backend for a spawn: the caller's choice, else the setting; `auto` means headless until
+/// a visible backend is detected for the caller.
+pub(crate) fn choose_backend(
+    requested: Option<&str>,
+    setting: BackendSetting,
+) -> BrokerResult<BackendKind> {
+    let name = requested.unwrap_or(setting.as_str());
+    match name {
+        "auto" => Ok(BackendKind::Headless),
+        other => BackendKind::parse(other).ok_or_else(|| {
+            BrokerError::new(
+                "invalid_backend",
+                format!("backend `{other}` is not one of auto, headless, tmux, herdr"),
+            )
+        }),
+    }
+}
+
+fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<PathBuf> {
+    let path = match requested {
+        None | Some("") => root.to_path_buf(),
+        Some(text) => root.join(text),
+    };
+    let canonical = path.canonicalize().map_err(|err| {
+        BrokerError::new(
+            "invalid_cwd",
+            format!(
+                "cwd `{}` is not an existing directory: {err}",
+                path.display()
+            ),
+        )
+    })?;
+    if !canonical.is_dir() {
+        return Err(BrokerError::new(
+            "invalid_cwd",
+            format!("cwd `{}` is not a directory", path.display()),
+        ));
+    }
+    Ok(canonical)
+}
+
+/// The environment a sheep starts with: its capability, where to find the broker and the
+/// `shepherd` binary, and how deep it is nested.
+fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)> {
+    let exe = &broker.config.shepherd_exe;
+    let mut env = vec![
+        (
+            "SHEPHERD_SOCKET".to_owned(),
+            broker.config.paths.socket.display().to_string(),
+        ),
+        ("SHEPHERD_AGENT_ID".to_owned(), id.to_string()),
+        ("SHEPHERD_TOKEN".to_owned(), token.to_owned()),
+        (
+            "SHEPHERD_DEPTH".to_owned(),
+            (broker.config.depth + 1).to_string(),
+        ),
+        (
+            "SHEPHERD_PROJECT".to_owned(),
+            broker.config.address.project_root.display().to_string(),
+        ),
+        ("SHEPHERD_BIN".to_owned(), exe.display().to_string()),
+    ];
+    if let Some(dir) = exe.parent() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs: Vec<PathBuf> = vec![dir.to_path_buf()];
+        dirs.extend(std::env::split_paths(&path));
+        if let Ok(joined) = std::env::join_paths(dirs) {
+            env.push(("PATH".to_owned(), joined.to_string_lossy().into_owned()));
+        }
+    }
+    env
+}
+
+/// Merges backend facts into the sheep's launch record and journals it.
+pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRecord) {
+    let mut record = current_launch(broker, id);
+    macro_rules! take {
+        ($($field:ident),*) => { $( if update.$field.is_some() { record.$field.clone_from(&update.$field); } )* };
+    }
+    take!(supervisor_pid, pid, log, pane, window, server);
+    let value = serde_json::to_value(&record).expect("launch records serialise");
+    broker.commit(|tx| shepherd_core::herd::launched(tx, id, value));
+}
+
+/// The sheep's launch record as journaled.
+pub(crate) fn current_launch(broker: &Broker, id: &AgentId) -> LaunchRecord {
+    broker.read(|herd| {
+        herd.sheep
+            .get(id)
+            .map(|s| serde_json::from_value(s.launch.clone()).unwrap_or_default())
+            .unwrap_or_default()
+    })
+}

@@ -1,0 +1,200 @@
+//! The supervisor side of the protocol: a sheep's supervisor reports that the program runs
+//! (which makes a spawn ready, or re-adopts the sheep after a broker restart) and how it ended;
+//! the broker pushes `terminate` to it on close. A supervisor connection that drops without an
+//! exit report means the supervisor itself died, which ends the sheep too.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use shepherd_core::herd::{ExitInfo, Phase};
+use shepherd_core::protocol::{SupervisorExited, SupervisorStarted, event};
+use shepherd_term::LaunchRecord;
+
+use crate::broker::Broker;
+use crate::error::BrokerResult;
+use crate::server::Session;
+
+/// Registers a supervisor connection's push channel.
+pub(crate) fn attach(broker: &Arc<Broker>, session: &Session) {
+    if let Some(id) = &session.agent_id {
+        let mut links = broker.links.lock().expect("links lock");
+        links.supervisors.insert(id.clone(), session.out.clone());
+        links.exit_reported.remove(id);
+    }
+}
+
+/// `supervisor.started`: the sheep's program runs.
+pub(crate) async fn started(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: SupervisorStarted,
+) -> BrokerResult<Value> {
+    let id = session
+        .agent_id
+        .clone()
+        .expect("supervisor sessions carry an agent");
+    let update = LaunchRecord {
+        supervisor_pid: Some(params.supervisor_pid),
+        pid: Some(params.pid),
+        ..LaunchRecord::default()
+    };
+    crate::spawn::merge_launch(broker, &id, &update);
+    let committed = broker.commit(|tx| shepherd_core::herd::ready(tx, &id));
+    broker.durable(committed.pos).await?;
+    let waiter = broker
+        .links
+        .lock()
+        .expect("links lock")
+        .ready_waiters
+        .remove(&id);
+    if let Some(waiter) = waiter {
+        let _spawn_gone = waiter.send(Ok(()));
+    }
+    crate::recovery::adopted(broker, &id);
+    Ok(json!({ "ok": true }))
+}
+
+/// `supervisor.exited`: the sheep's program ended.
+pub(crate) async fn exited(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: SupervisorExited,
+) -> BrokerResult<Value> {
+    let id = session
+        .agent_id
+        .clone()
+        .expect("supervisor sessions carry an agent");
+    let exit = ExitInfo {
+        code: params.code,
+        signal: params.signal,
+        reason: params.error,
+        tail: params.tail,
+    };
+    broker
+        .links
+        .lock()
+        .expect("links lock")
+        .exit_reported
+        .insert(id.clone());
+    record_exit(broker, &id, exit).await?;
+    Ok(json!({ "ok": true }))
+}
+
+/// Called when any connection closes; for a supervisor that did not report an exit, the sheep
+/// is treated as ended.
+pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
+    if session.role != shepherd_core::protocol::Role::Supervisor {
+        return;
+    }
+    let Some(id) = session.agent_id.clone() else {
+        return;
+    };
+    let reported = {
+        let mut links = broker.links.lock().expect("links lock");
+        if links
+            .supervisors
+            .get(&id)
+            .is_some_and(|out| out.same_channel(&session.out))
+        {
+            links.supervisors.remove(&id);
+        }
+        links.exit_reported.contains(&id)
+    };
+    if !reported && !broker.shutdown.is_cancelled() {
+        let record = crate::spawn::current_launch(broker, &id);
+        let tail = tail_of(broker, &id, &record);
+        let exit = ExitInfo {
+            reason: Some("ended: its supervisor went away".into()),
+            tail,
+            ..ExitInfo::default()
+        };
+        if let Err(err) = record_exit(broker, &id, exit).await {
+            tracing::error!("recording the end of {id} failed: {err}");
+        }
+    }
+    notify_exit_waiters(broker, &id);
+}
+
+async fn record_exit(
+    broker: &Arc<Broker>,
+    id: &shepherd_core::ids::AgentId,
+    exit: ExitInfo,
+) -> BrokerResult<()> {
+    let waiter = broker
+        .links
+        .lock()
+        .expect("links lock")
+        .ready_waiters
+        .remove(id);
+    match waiter {
+        Some(waiter) => {
+            let _spawn_gone = waiter.send(Err(exit));
+        }
+        None => {
+            let committed = broker.commit(|tx| shepherd_core::herd::exited(tx, id, exit));
+            broker.durable(committed.pos).await?;
+        }
+    }
+    notify_exit_waiters(broker, id);
+    Ok(())
+}
+
+fn notify_exit_waiters(broker: &Broker, id: &shepherd_core::ids::AgentId) {
+    let waiters = broker
+        .links
+        .lock()
+        .expect("links lock")
+        .exit_waiters
+        .remove(id)
+        .unwrap_or_default();
+    for waiter in waiters {
+        let _closer_gone = waiter.send(());
+    }
+}
+
+/// Asks a sheep's supervisor to end it. Returns false when no supervisor is connected.
+pub(crate) fn request_terminate(
+    broker: &Broker,
+    id: &shepherd_core::ids::AgentId,
+    grace_ms: u64,
+) -> bool {
+    let links = broker.links.lock().expect("links lock");
+    let Some(out) = links.supervisors.get(id) else {
+        return false;
+    };
+    let line = serde_json::to_string(&shepherd_core::protocol::ServerLine::Push {
+        event: event::TERMINATE.to_owned(),
+        data: json!({ "graceMs": grace_ms }),
+    })
+    .expect("pushes serialise");
+    out.send(line).is_ok()
+}
+
+/// Whether the sheep's supervisor is connected.
+pub(crate) fn is_attached(broker: &Broker, id: &shepherd_core::ids::AgentId) -> bool {
+    broker
+        .links
+        .lock()
+        .expect("links lock")
+        .supervisors
+        .contains_key(id)
+}
+
+fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRecord) -> String {
+    let kind = broker
+        .read(|herd| herd.sheep.get(id).map(|s| s.backend.clone()))
+        .unwrap_or_default();
+    shepherd_term::BackendKind::parse(&kind)
+        .and_then(|kind| broker.backend(kind).ok())
+        .and_then(|backend| {
+            backend
+                .read(record, shepherd_term::ReadSource::RecentUnwrapped, 20)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a sheep is still one whose processes may be running.
+pub(crate) fn may_be_running(phase: &Phase) -> bool {
+    matches!(phase, Phase::Starting | Phase::Ready | Phase::Closing)
+}

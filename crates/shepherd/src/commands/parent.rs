@@ -1,0 +1,454 @@
+//! The parent's commands: spawn, delegate, message, watch, status, close, read, herd, prune.
+//! Each is one broker request; the broker is started on demand.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use shepherd_core::envelope::Delivery;
+use shepherd_core::herd::{SheepStatus, TaskReport};
+use shepherd_core::protocol::{
+    CloseResult, DelegateParams, DelegateResult, HerdResult, IdList, IdParams, MessageParams,
+    MessageResult, PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult, StatusParams,
+    WaitParams, WaitResult, method,
+};
+
+use super::connect::{HerdArgs, parent, runtime, target};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::Printer;
+
+/// Exit status of `watch` when the wait ended with tasks still open.
+pub(crate) const EXIT_PENDING: u8 = 75;
+
+fn call<P: Serialize, R: DeserializeOwned>(
+    ctx: &Context,
+    herd: &HerdArgs,
+    name: &str,
+    params: &P,
+) -> Result<R, CliError> {
+    let target = target(ctx, herd)?;
+    runtime()?.block_on(async {
+        let mut client = parent(&target).await?;
+        Ok(client.call(name, params).await?)
+    })
+}
+
+/// Start an idle sheep from an agent definition.
+#[derive(Debug, Args)]
+pub(crate) struct SpawnArgs {
+    /// The agent definition's exact name (see `shepherd agents`).
+    agent: String,
+    /// A short task-specific label; the sheep is shown as `<agent>: <label>`.
+    #[arg(long)]
+    label: Option<String>,
+    /// Where it runs: auto, headless, tmux or herdr (default: the `backend` setting).
+    #[arg(long)]
+    backend: Option<String>,
+    /// Its working directory (default: the project root).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
+    /// Where a visible sheep goes: tab, pane_right, pane_down or workspace.
+    #[arg(long)]
+    placement: Option<String>,
+    /// A model for a pi sheep (`provider/id`).
+    #[arg(long)]
+    model: Option<String>,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn spawn(
+    args: SpawnArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let params = SpawnParams {
+        agent: args.agent,
+        label: args.label,
+        backend: args.backend,
+        cwd: args.cwd,
+        placement: args.placement,
+        model: args.model,
+    };
+    let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params)?;
+    printer.emit(&result, || {
+        format!(
+            "spawned {} ({}) on {}",
+            result.display_name, result.agent_id, result.backend
+        )
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Hand a sheep a tracked task; returns at once with the task id.
+#[derive(Debug, Args)]
+pub(crate) struct DelegateArgs {
+    /// The sheep's agent id (from spawn).
+    agent_id: String,
+    /// The task.
+    task: String,
+    /// Minutes the task may take (fractions allowed; default: the `timeout` setting).
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// Put the note into this named fieldnotes session (created or continued).
+    #[arg(long)]
+    session_name: Option<String>,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn delegate(
+    args: DelegateArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let params = DelegateParams {
+        target: args.agent_id,
+        task: args.task,
+        timeout: args.timeout,
+        session_name: args.session_name,
+        mode: None,
+    };
+    let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params)?;
+    printer.emit(&result, || {
+        let note = result
+            .note_relative
+            .as_deref()
+            .map(|n| format!(" (note {n})"))
+            .unwrap_or_default();
+        format!("delegated {} to {}{note}", result.task_id, result.agent_id)
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Message a sheep (never creates a task).
+#[derive(Debug, Args)]
+pub(crate) struct MessageArgs {
+    /// The sheep's agent id.
+    agent_id: String,
+    /// The message.
+    text: String,
+    /// The task it concerns.
+    #[arg(long = "task")]
+    task_id: Option<String>,
+    /// The message id this answers.
+    #[arg(long)]
+    reply_to: Option<String>,
+    /// Wait for an answer: with --task, the task waits until it comes.
+    #[arg(long)]
+    expects_reply: bool,
+    /// Deliver into the sheep's current turn instead of its next one.
+    #[arg(long)]
+    steer: bool,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn message(
+    args: MessageArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let params = message_params(
+        args.agent_id,
+        args.text,
+        args.task_id,
+        args.reply_to,
+        args.expects_reply,
+        args.steer,
+    );
+    let result: MessageResult = call(ctx, &args.herd, method::MESSAGE, &params)?;
+    print_message(printer, &result);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn message_params(
+    target: String,
+    message: String,
+    task_id: Option<String>,
+    reply_to: Option<String>,
+    expects_reply: bool,
+    steer: bool,
+) -> MessageParams {
+    MessageParams {
+        target,
+        message,
+        task_id,
+        thread_id: None,
+        reply_to,
+        expects_reply,
+        delivery: Some(if steer {
+            Delivery::Steer
+        } else {
+            Delivery::FollowUp
+        }),
+    }
+}
+
+pub(crate) fn print_message(printer: &Printer, result: &MessageResult) {
+    printer.emit(result, || {
+        let state = result
+            .target_task_state
+            .map(|s| format!(" (task {})", s.as_str()))
+            .unwrap_or_default();
+        format!(
+            "queued {} to {}{state}",
+            result.message_id, result.target_id
+        )
+    });
+}
+
+/// Wait for tasks to settle and print what settled.
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// Task ids (from delegate).
+    #[arg(required = true)]
+    task_ids: Vec<String>,
+    /// Seconds to wait for every task to settle (default: report at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    wait: f64,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Settled<'a> {
+    task_id: &'a str,
+    agent_id: &'a str,
+    status: &'a str,
+    return_code: Option<i32>,
+    summary: Option<&'a str>,
+    error: Option<&'a str>,
+    note: Option<&'a str>,
+}
+
+fn settled_view(report: &TaskReport) -> Settled<'_> {
+    Settled {
+        task_id: report.task_id.as_str(),
+        agent_id: report.agent_id.as_str(),
+        status: report.status.as_str(),
+        return_code: report.return_code,
+        summary: report.summary.as_deref(),
+        error: report.error.as_deref(),
+        note: report.note.as_deref(),
+    }
+}
+
+pub(crate) fn watch(
+    args: WatchArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    if !(args.wait.is_finite() && args.wait >= 0.0) {
+        return Err(CliError::new(
+            "invalid_wait",
+            format!(
+                "--wait `{}` must be a non-negative number of seconds",
+                args.wait
+            ),
+        ));
+    }
+    let params = WaitParams {
+        id: IdList::Many(args.task_ids.clone()),
+        timeout_ms: (args.wait * 1000.0).round() as u64,
+    };
+    let result: WaitResult = call(ctx, &args.herd, method::WAIT, &params)?;
+    let settled: Vec<Settled<'_>> = result.settled.iter().map(settled_view).collect();
+    printer.emit(
+        &json!({ "settled": settled, "pending": result.pending }),
+        || {
+            let mut lines: Vec<String> = result
+                .settled
+                .iter()
+                .map(|r| {
+                    let detail = r
+                        .error
+                        .as_deref()
+                        .or(r.summary.as_deref())
+                        .unwrap_or_default();
+                    let detail = detail.lines().next().unwrap_or_default();
+                    format!(
+                        "{} {} {} (rc {}): {detail}",
+                        r.task_id,
+                        r.display_name,
+                        r.status.as_str(),
+                        r.return_code.unwrap_or(1)
+                    )
+                })
+                .collect();
+            lines.extend(result.pending.iter().map(|id| format!("{id} still open")));
+            lines.join("\n")
+        },
+    );
+    if !result.pending.is_empty() {
+        return Ok(ExitCode::from(EXIT_PENDING));
+    }
+    let first_failure = args
+        .task_ids
+        .iter()
+        .filter_map(|id| result.settled.iter().find(|r| r.task_id.as_str() == id))
+        .filter_map(|r| r.return_code)
+        .find(|rc| *rc != 0);
+    Ok(ExitCode::from(
+        first_failure.map_or(0, |rc| u8::try_from(rc).unwrap_or(1)),
+    ))
+}
+
+/// Show a sheep's state and task, or every sheep's.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// The sheep's agent id (default: every sheep).
+    agent_id: Option<String>,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+fn status_line(status: &SheepStatus) -> String {
+    let mut line = format!(
+        "{} {} [{}]",
+        status.agent_id, status.display_name, status.state
+    );
+    if let Some(task) = &status.task {
+        line.push_str(&format!("; task {} {}", task.id, task.state.as_str()));
+        if let Some(on) = &task.waiting_on {
+            line.push_str(&format!(
+                " (waiting on {on}{})",
+                if task.stale { ", stale" } else { "" }
+            ));
+        }
+    }
+    if let Some(error) = &status.error {
+        line.push_str(&format!("; {error}"));
+    }
+    line
+}
+
+pub(crate) fn status(
+    args: StatusArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let params = StatusParams {
+        id: args.agent_id.clone(),
+    };
+    let value: Value = call(ctx, &args.herd, method::STATUS, &params)?;
+    if args.agent_id.is_some() {
+        let status: SheepStatus = serde_json::from_value(value.clone())
+            .map_err(|e| CliError::new("protocol", e.to_string()))?;
+        printer.emit(&value, || status_line(&status));
+    } else {
+        let herd: HerdResult = serde_json::from_value(value.clone())
+            .map_err(|e| CliError::new("protocol", e.to_string()))?;
+        printer.emit(&value, || herd_lines(&herd));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn herd_lines(herd: &HerdResult) -> String {
+    if herd.sheep.is_empty() {
+        return "no sheep".to_owned();
+    }
+    herd.sheep
+        .iter()
+        .map(status_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// List the herd.
+#[derive(Debug, Args)]
+pub(crate) struct HerdListArgs {
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn herd(
+    args: HerdListArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let herd: HerdResult = call(ctx, &args.herd, method::HERD, &json!({}))?;
+    printer.emit(&herd, || herd_lines(&herd));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Close a sheep: its open task is cancelled, its processes end before this returns.
+#[derive(Debug, Args)]
+pub(crate) struct CloseArgs {
+    /// The sheep's agent id.
+    agent_id: String,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn close(
+    args: CloseArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let result: CloseResult = call(
+        ctx,
+        &args.herd,
+        method::CLOSE,
+        &IdParams { id: args.agent_id },
+    )?;
+    printer.emit(&result, || {
+        let cancelled = result
+            .cancelled
+            .as_ref()
+            .map(|t| format!("; task {} cancelled", t.task_id))
+            .unwrap_or_default();
+        format!("closed {}{cancelled}", result.display_name)
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Show a sheep's recent output.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// An agent id or display name.
+    target: String,
+    /// How many lines.
+    #[arg(long, default_value_t = 40)]
+    lines: u32,
+    /// visible, recent, recent-unwrapped or detection.
+    #[arg(long)]
+    source: Option<String>,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn read(args: ReadArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+    let params = ReadParams {
+        target: args.target,
+        lines: Some(args.lines),
+        source: args.source,
+    };
+    let result: ReadResult = call(ctx, &args.herd, method::READ, &params)?;
+    printer.emit(&result, || result.text.clone());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Forget sheep whose processes are gone.
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub(crate) fn prune(
+    args: PruneArgs,
+    ctx: &Context,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let result: PruneResult = call(ctx, &args.herd, method::PRUNE, &json!({}))?;
+    printer.emit(&result, || match result.pruned {
+        0 => format!("nothing to prune ({} remain)", result.remaining),
+        n => format!("pruned {n}; {} remain", result.remaining),
+    });
+    Ok(ExitCode::SUCCESS)
+}

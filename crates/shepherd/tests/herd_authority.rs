@@ -1,0 +1,239 @@
+//! Who may do what: forged ids, foreign tasks, wrong or missing tokens, oversized messages,
+//! malformed requests, unknown methods and a sheep posing as its parent. Every refusal has a
+//! stable code and leaves the herd exactly as it was.
+
+mod herd_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+
+use herd_support::World;
+use serde_json::{Value, json};
+
+/// A raw protocol connection, to send anything at all.
+struct Raw {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+impl Raw {
+    fn open(world: &World) -> Self {
+        let socket = world.json(&["broker", "ensure"])["socket"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let stream = UnixStream::connect(socket).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        Self { stream, reader }
+    }
+
+    fn send_line(&mut self, line: &str) -> Value {
+        self.stream.write_all(line.as_bytes()).unwrap();
+        self.stream.write_all(b"\n").unwrap();
+        let mut answer = String::new();
+        self.reader.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap()
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.send_line(&json!({ "id": 1, "method": method, "params": params }).to_string())
+    }
+
+    fn hello(&mut self, role: &str, agent: Option<&str>, token: Option<&str>) -> Value {
+        self.call(
+            "hello",
+            json!({ "protocol": 1, "role": role, "agentId": agent, "token": token }),
+        )
+    }
+}
+
+fn error_code(answer: &Value) -> &str {
+    answer["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected an error, got {answer}"))
+}
+
+/// A snapshot of everything the herd shows, to prove a refusal changed nothing.
+fn snapshot(world: &World) -> Value {
+    let mut herd = world.json(&["herd"]);
+    for sheep in herd["sheep"].as_array_mut().unwrap() {
+        sheep.as_object_mut().unwrap().remove("createdAt");
+    }
+    herd
+}
+
+/// Waits (on the parent's inbox, up to 30 s) for a sheep to say `text`.
+fn wait_for_word(world: &World, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "no sheep said `{text}`");
+        let (_, doc) =
+            world.json_status(&["inbox", "--wait", &format!("{:.3}", left.as_secs_f64())]);
+        if doc["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["content"] == text)
+        {
+            return;
+        }
+    }
+}
+
+/// Spawns a sheep whose program writes its capability to a file, says so, then idles.
+fn capable_sheep(world: &World, name: &str) -> (String, String) {
+    let out = world.dir.path().join(format!("{name}.cap"));
+    let script = format!(
+        "printf '%s' \"$SHEPHERD_TOKEN\" > {}; shepherd tell shepherd {name}-ready; sleep 60",
+        out.display()
+    );
+    world.define(name, &["sh".into(), "-c".into(), script]);
+    let agent = world.spawn(name, "");
+    wait_for_word(world, &format!("{name}-ready"));
+    (agent, std::fs::read_to_string(out).unwrap())
+}
+
+#[test]
+fn tokens_bind_a_connection_to_its_own_sheep() {
+    let world = World::new();
+    let (a, token_a) = capable_sheep(&world, "alpha");
+    let (b, _) = capable_sheep(&world, "beta");
+    let before = snapshot(&world);
+    for (agent, token) in [
+        (a.as_str(), "wrong"),
+        (b.as_str(), token_a.as_str()),
+        ("shepherd-agent-00000000-0000", token_a.as_str()),
+    ] {
+        let mut raw = Raw::open(&world);
+        assert_eq!(
+            error_code(&raw.hello("sheep", Some(agent), Some(token))),
+            "unauthenticated"
+        );
+    }
+    let mut raw = Raw::open(&world);
+    assert_eq!(
+        error_code(&raw.hello("sheep", Some(&a), None)),
+        "unauthenticated"
+    );
+    let mut raw = Raw::open(&world);
+    assert!(raw.hello("sheep", Some(&a), Some(&token_a))["result"].is_object());
+    assert_eq!(snapshot(&world), before);
+}
+
+#[test]
+fn a_sheep_can_only_speak_for_itself() {
+    let world = World::new();
+    let (a, token_a) = capable_sheep(&world, "alpha");
+    let (b, _) = capable_sheep(&world, "beta");
+    let task_b = world.delegate(&b, "beta's work")["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = snapshot(&world);
+    let mut raw = Raw::open(&world);
+    raw.hello("sheep", Some(&a), Some(&token_a));
+    for (method, params) in [
+        ("spawn", json!({ "agent": "alpha" })),
+        ("delegate", json!({ "target": b, "task": "x" })),
+        ("close", json!({ "id": b })),
+        ("message", json!({ "target": b, "message": "x" })),
+        ("watch", json!({ "id": task_b })),
+        ("broker.stop", json!({})),
+    ] {
+        let answer = raw.call(method, params);
+        assert_eq!(error_code(&answer), "forbidden", "{method}: {answer}");
+    }
+    assert_eq!(
+        error_code(&raw.call("status", json!({ "id": b }))),
+        "forbidden"
+    );
+    // Completing someone else's task: alpha has no task, so the done is dropped, and beta's
+    // task stays open.
+    let answer = raw.call("done", json!({ "status": "completed", "taskId": task_b }));
+    assert_eq!(error_code(&answer), "no_delegated_task");
+    assert_eq!(snapshot(&world), before);
+    assert_eq!(world.json(&["status", &b])["task"]["state"], "running");
+}
+
+#[test]
+fn malformed_and_oversized_requests_are_refused_cleanly() {
+    let world = World::new();
+    let (a, _) = capable_sheep(&world, "alpha");
+    let before = snapshot(&world);
+    let mut raw = Raw::open(&world);
+    assert_eq!(error_code(&raw.call("herd", json!({}))), "hello_required");
+    assert_eq!(error_code(&raw.send_line("{not json")), "invalid_request");
+    let hello = raw.hello("parent", None, None);
+    assert!(hello["result"].is_object(), "{hello}");
+    assert_eq!(
+        error_code(&raw.call("teleport", json!({}))),
+        "unknown_method"
+    );
+    assert_eq!(
+        error_code(&raw.call("delegate", json!({ "target": 7 }))),
+        "invalid_request"
+    );
+    let big = "x".repeat(64 * 1024 + 1);
+    assert_eq!(
+        error_code(&raw.call("message", json!({ "target": a, "message": big }))),
+        "too_large"
+    );
+    assert_eq!(
+        error_code(&raw.call("message", json!({ "target": "alpha", "message": "hi" }))),
+        "invalid_target"
+    );
+    assert_eq!(
+        error_code(&raw.call("message", json!({ "target": a, "message": "  " }))),
+        "invalid_task"
+    );
+    let (_, code, message) = world.error(&["spawn", "alpha", "--label", "a:b"]);
+    assert_eq!(code, "invalid_label");
+    assert!(message.contains("a:b"), "{message}");
+    let (_, code, _) = world.error(&["delegate", &a, "x", "--timeout=-1"]);
+    assert_eq!(code, "invalid_timeout");
+    assert_eq!(snapshot(&world), before);
+}
+
+#[test]
+fn a_sheep_cannot_act_as_its_own_parent() {
+    let world = World::new();
+    // Learn the CLI parent identity from the broker, then let a sheep try to use it.
+    let identity = {
+        let socket = world.json(&["broker", "ensure"])["socket"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let stream = UnixStream::connect(socket).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut stream = stream;
+        stream.write_all(b"{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1,\"role\":\"observer\"}}\n").unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let hello: Value = serde_json::from_str(&line).unwrap();
+        hello["result"]["parentIdentity"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let out = world.dir.path().join("posing.json");
+    let script = format!(
+        "shepherd herd --parent-session '{identity}' --json > {} 2>/dev/null; shepherd tell shepherd tried; sleep 60",
+        out.display()
+    );
+    world.define("poser", &["sh".into(), "-c".into(), script]);
+    world.spawn("poser", "");
+    wait_for_word(&world, "tried");
+    let answer: Value = serde_json::from_str(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answer["error"]["code"], "forbidden", "{answer}");
+}

@@ -1,0 +1,255 @@
+//! A private Shepherd world for one test: its own HOME, runtime directory and project, agent
+//! definitions that run the scripted test sheep, and helpers to run the real `shepherd` binary
+//! in it. Dropping it stops the test's broker, which closes every sheep it left.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub runtime: PathBuf,
+    pub project: PathBuf,
+    pub extra_env: Vec<(String, String)>,
+}
+
+pub fn shepherd_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_shepherd"))
+}
+
+/// The scripted test sheep, built beside `shepherd` by the workspace build (`cargo nextest run
+/// --workspace` builds it; a partial build may leave it missing or stale, which is refused).
+pub fn test_sheep_bin() -> PathBuf {
+    let path = shepherd_bin().with_file_name("shepherd-test-sheep");
+    let hint = "build it with `cargo build -p shepherd-testkit` (the workspace test run does)";
+    let built = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| panic!("{} is missing: {hint}", path.display()));
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shepherd-testkit/src");
+    let newest = walk_newest(&sources);
+    assert!(
+        newest <= built,
+        "{} is older than its sources: {hint}",
+        path.display()
+    );
+    path
+}
+
+fn walk_newest(dir: &Path) -> std::time::SystemTime {
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let time = if path.is_dir() {
+            walk_newest(&path)
+        } else {
+            entry.metadata().unwrap().modified().unwrap()
+        };
+        newest = newest.max(time);
+    }
+    newest
+}
+
+impl World {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let runtime = dir.path().join("run");
+        let project = dir.path().join("project");
+        for d in [&home, &runtime, &project] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let project = project.canonicalize().unwrap();
+        Self {
+            dir,
+            home,
+            runtime,
+            project,
+            extra_env: Vec::new(),
+        }
+    }
+
+    /// Writes a user agent definition that runs `argv`.
+    pub fn define(&self, name: &str, argv: &[String]) {
+        let dir = self.home.join(".pi/agent/agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        let command = serde_json::to_string(argv).unwrap();
+        let text = format!(
+            "---\nname: {name}\ndescription: Test sheep {name}.\ncommand: {command}\n---\nA test sheep.\n"
+        );
+        std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
+    }
+
+    /// Defines an agent that runs the test sheep with `on_task` (and answers questions with
+    /// `answer` when given).
+    pub fn define_test_sheep(&self, name: &str, on_task: &str, answer: Option<&str>) {
+        let mut argv = vec![
+            test_sheep_bin().display().to_string(),
+            "--on-task".into(),
+            on_task.into(),
+        ];
+        if let Some(answer) = answer {
+            argv.push("--on-question".into());
+            argv.push(format!("reply {answer}"));
+        }
+        self.define(name, &argv);
+    }
+
+    /// Writes the user settings file.
+    pub fn settings(&self, json: &str) {
+        let dir = self.home.join(".pi/agent/pi-shepherd");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.json"), json).unwrap();
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(shepherd_bin());
+        cmd.args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", &self.runtime);
+        for (k, v) in &self.extra_env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs with `--json` and returns the document, asserting success.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let output = self.run(&all);
+        assert!(
+            output.status.success(),
+            "shepherd {args:?} failed ({}):\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        parse_one_line(&output.stdout)
+    }
+
+    /// Runs with `--json` whatever the exit status; returns (exit code, document).
+    pub fn json_status(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let output = self.run(&all);
+        (
+            output.status.code().unwrap_or(-1),
+            parse_one_line(&output.stdout),
+        )
+    }
+
+    /// Runs with `--json`, expecting failure; returns (exit code, error code, message).
+    pub fn error(&self, args: &[&str]) -> (i32, String, String) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let output = self.run(&all);
+        assert!(
+            !output.status.success(),
+            "shepherd {args:?} unexpectedly succeeded: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        let doc = parse_one_line(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            stderr.lines().count(),
+            1,
+            "one human line on stderr, got: {stderr}"
+        );
+        (
+            output.status.code().unwrap_or(-1),
+            doc["error"]["code"].as_str().unwrap().to_owned(),
+            doc["error"]["message"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    pub fn spawn(&self, agent: &str, label: &str) -> String {
+        let mut args = vec!["spawn", agent];
+        if !label.is_empty() {
+            args.extend(["--label", label]);
+        }
+        self.json(&args)["agentId"].as_str().unwrap().to_owned()
+    }
+
+    pub fn delegate(&self, agent_id: &str, task: &str) -> Value {
+        self.json(&["delegate", agent_id, task])
+    }
+
+    /// The broker's pid, from `broker status`.
+    pub fn broker_pid(&self) -> Option<u32> {
+        let status = self.json(&["broker", "status"]);
+        status["status"]["pid"].as_u64().map(|p| p as u32)
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.home.join(".local/state/shepherd")
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = self.command(&["broker", "stop"]).output();
+    }
+}
+
+pub fn parse_one_line(stdout: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    assert_eq!(
+        text.trim_end().lines().count(),
+        1,
+        "exactly one JSON line expected, got:\n{text}"
+    );
+    serde_json::from_str(text.trim()).unwrap()
+}
+
+/// Whether a process exists (a zombie counts as gone).
+pub fn process_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or("");
+            state != "Z"
+        })
+        .unwrap_or(false)
+}
+
+/// Waits (with a deadline, on an event) for a process to end.
+pub fn wait_gone(pid: u32, within: Duration) -> bool {
+    shepherd_term::process::wait_gone(pid, Instant::now() + within) || !process_running(pid)
+}
+
+/// Every live process whose command line mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) && process_running(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
