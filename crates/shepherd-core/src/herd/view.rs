@@ -34,6 +34,9 @@ pub struct SheepStatus {
     /// Why it failed or exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The sheep program's pid, while it is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// A task as a sheep's status shows it.
@@ -96,6 +99,11 @@ impl Herd {
             created_at: sheep.created_at,
             task,
             error: sheep.exit.as_ref().map(super::ExitInfo::describe),
+            pid: sheep
+                .launch
+                .get("pid")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|p| u32::try_from(p).ok()),
         }
     }
 
