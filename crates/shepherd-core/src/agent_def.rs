@@ -1,1 +1,0 @@
-//! Agent definitions: parsing a Markdown file with YAML frontmatter into what a sheep is.

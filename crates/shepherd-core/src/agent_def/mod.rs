@@ -1,0 +1,305 @@
+//! Agent definitions: parsing a Markdown file with YAML frontmatter into what a sheep is.
+//!
+//! An agent definition says which program a sheep runs (pi by default, any argv with
+//! `command`), which model and thinking level it asks for, which tools it may use, and what its
+//! system prompt is (the Markdown body). The format is pi's and VS Code's custom-agent format,
+//! which Claude Code's agent files also follow closely, so the same file works in several
+//! harnesses. Parsing is pure: the caller reads the bytes and says where they came from; this
+//! module decides whether they make a valid definition. An invalid file is refused with one
+//! reason ([`AgentDefError`]) so discovery can skip that file alone; a value the original
+//! extension silently ignored is ignored here too, but reported ([`IgnoredValue`]).
+
+mod parse;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use parse::{AgentDefError, IgnoredValue, ParsedAgentDef, parse_agent_def};
+
+/// Where a definition was found. Project definitions are repository-controlled and need the
+/// user's approval before they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentSource {
+    /// `<pi agent dir>/agents` or `~/.agents/agents`.
+    User,
+    /// The nearest ancestor `.pi/agents` or `.agents/agents` of the project.
+    Project,
+    /// Shipped inside the `shepherd` binary.
+    Bundled,
+}
+
+impl AgentSource {
+    /// The lowercase name used in listings: `user`, `project`, `bundled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+            Self::Bundled => "bundled",
+        }
+    }
+}
+
+impl fmt::Display for AgentSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which definition directories are searched. Bundled definitions are part of every scope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentScope {
+    /// The user's own directories (the default: nothing repository-controlled runs unasked).
+    #[default]
+    User,
+    /// The project's directories.
+    Project,
+    /// Both; user definitions win a name collision.
+    Both,
+}
+
+impl AgentScope {
+    /// Every scope, in the order they are listed to people.
+    pub const ALL: [Self; 3] = [Self::User, Self::Project, Self::Both];
+
+    /// The lowercase name: `user`, `project`, `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+            Self::Both => "both",
+        }
+    }
+
+    /// Whether the user's definition directories are searched.
+    pub fn includes_user(self) -> bool {
+        matches!(self, Self::User | Self::Both)
+    }
+
+    /// Whether the project's definition directories are searched.
+    pub fn includes_project(self) -> bool {
+        matches!(self, Self::Project | Self::Both)
+    }
+}
+
+impl fmt::Display for AgentScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An agent scope name that is not `user`, `project` or `both`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown agent scope {0:?}; expected user, project or both")]
+pub struct UnknownScope(pub String);
+
+impl FromStr for AgentScope {
+    type Err = UnknownScope;
+
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|scope| scope.as_str() == raw)
+            .ok_or_else(|| UnknownScope(raw.to_owned()))
+    }
+}
+
+/// The model a sheep asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ModelChoice {
+    /// Use the shepherd's own `provider/id` (frontmatter absent, null, empty, `default` or
+    /// Claude Code's `inherit`).
+    Inherit,
+    /// A model as pi's `--model` takes it: `provider/id`, a bare id, or an alias pattern such
+    /// as Claude Code's `sonnet`, which pi resolves.
+    Explicit(String),
+}
+
+impl ModelChoice {
+    /// The word shown for [`ModelChoice::Inherit`].
+    pub const INHERIT: &'static str = "inherit";
+
+    /// `inherit`, or the explicit model.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Inherit => Self::INHERIT,
+            Self::Explicit(model) => model,
+        }
+    }
+}
+
+impl fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ModelChoice {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelChoice {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Option::<String>::deserialize(deserializer)?;
+        let value = raw.map_or(serde_yaml_ng::Value::Null, serde_yaml_ng::Value::String);
+        parse::model_choice(Some(&value)).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A reasoning level pi understands. pi clamps it to what the chosen model supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    /// No reasoning.
+    Off,
+    /// Minimal reasoning.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Extra high.
+    Xhigh,
+    /// The most the model offers.
+    Max,
+}
+
+impl ThinkingLevel {
+    /// Every level, lowest first.
+    pub const ALL: [Self; 7] = [
+        Self::Off,
+        Self::Minimal,
+        Self::Low,
+        Self::Medium,
+        Self::High,
+        Self::Xhigh,
+        Self::Max,
+    ];
+
+    /// The name pi's `--thinking` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+            Self::Xhigh => "xhigh",
+            Self::Max => "max",
+        }
+    }
+}
+
+/// The thinking level a sheep asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThinkingChoice {
+    /// Use the shepherd's current level (absent, null, empty or `default`).
+    Inherit,
+    /// This level.
+    Level(ThinkingLevel),
+}
+
+impl ThinkingChoice {
+    /// `inherit`, or the level's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Inherit => ModelChoice::INHERIT,
+            Self::Level(level) => level.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for ThinkingChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ThinkingChoice {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ThinkingChoice {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Option::<String>::deserialize(deserializer)?;
+        match raw.as_deref().map(str::trim) {
+            Some(ModelChoice::INHERIT) => Ok(Self::Inherit),
+            other => {
+                let value = other.map_or(serde_yaml_ng::Value::Null, |text| {
+                    serde_yaml_ng::Value::String(text.to_owned())
+                });
+                parse::thinking_choice(Some(&value)).map_err(serde::de::Error::custom)
+            }
+        }
+    }
+}
+
+/// One parsed agent definition: everything needed to launch a sheep from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentDef {
+    /// The name a sheep is spawned by (case-sensitive).
+    pub name: String,
+    /// One line saying what the agent is for.
+    pub description: String,
+    /// Where the definition was found.
+    pub source: AgentSource,
+    /// The absolute path of the file, or `bundled:<file>` for a bundled definition.
+    #[serde(serialize_with = "serialize_path_lossy")]
+    pub file_path: PathBuf,
+    /// sha256 of the file's bytes, hex: what a project-agent approval is bound to.
+    pub content_hash: String,
+    /// The model to run.
+    pub model: ModelChoice,
+    /// The thinking level to run at.
+    pub thinking: ThinkingChoice,
+    /// The tool allowlist; `None` means pi's default tools.
+    pub tools: Option<Vec<String>>,
+    /// A program to run as the sheep instead of pi (argv, first element the program). Such a
+    /// sheep takes part through the `shepherd` CLI.
+    pub command: Option<Vec<String>>,
+    /// Replace pi's built-in system prompt with the body.
+    pub omit_system_prompt: bool,
+    /// Remove pi's own documentation section from the system prompt.
+    pub omit_pi_documentation: bool,
+    /// Do not load `AGENTS.md` / `CLAUDE.md` context files.
+    pub omit_context_files: bool,
+    /// Whether a person is meant to spawn this agent directly (informational).
+    pub user_invocable: bool,
+    /// Frontmatter keys Shepherd does not interpret (Claude Code's `color`, `permissionMode`, …),
+    /// in file order.
+    pub extra: IndexMap<String, serde_json::Value>,
+    /// The Markdown body: the sheep's system prompt.
+    pub system_prompt: String,
+}
+
+impl AgentDef {
+    /// Whether running this definition needs the user's approval first (it comes from the
+    /// repository, not from the user).
+    pub fn is_repository_controlled(&self) -> bool {
+        self.source == AgentSource::Project
+    }
+
+    /// The path as text, for messages.
+    pub fn file_display(&self) -> String {
+        self.file_path.display().to_string()
+    }
+}
+
+fn serialize_path_lossy<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests;

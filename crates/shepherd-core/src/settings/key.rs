@@ -1,0 +1,287 @@
+//! The setting keys: their names in the files, who may set them, and what values they accept.
+//!
+//! Each key has one [`ValueKind`]; the kind decides both the strict check of a value a person
+//! types ([`SettingKey::parse_input`]) and the lenient reading of a stored value
+//! ([`SettingKey::read_stored`]), so the two can never disagree about what is valid.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Stored timeouts at or above this are milliseconds written by old versions of the original.
+const LEGACY_MILLISECONDS_FROM: f64 = 1000.0;
+
+/// One setting, named as in the settings files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SettingKey {
+    /// `agentScope`.
+    AgentScope,
+    /// `includeBundledAgents`.
+    IncludeBundledAgents,
+    /// `confirmProjectAgents` (user file only).
+    ConfirmProjectAgents,
+    /// `subagentCompatibility` (user file only).
+    SubagentCompatibility,
+    /// `keepOpen`.
+    KeepOpen,
+    /// `stayOpen`.
+    StayOpen,
+    /// `fieldnotes`.
+    Fieldnotes,
+    /// `emojiSheep`.
+    EmojiSheep,
+    /// `timeout` (minutes).
+    Timeout,
+    /// `staleWaitThreshold` (minutes).
+    StaleWaitThreshold,
+    /// `backend`.
+    Backend,
+    /// `doneNudges`.
+    DoneNudges,
+    /// `maxParallelTasks`.
+    MaxParallelTasks,
+    /// `maxConcurrency`.
+    MaxConcurrency,
+    /// `maxDepth` (user file only).
+    MaxDepth,
+    /// `brokerIdleMinutes`.
+    BrokerIdleMinutes,
+}
+
+/// The shape of a key's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueKind {
+    Bool,
+    Scope,
+    Backend,
+    /// Positive minutes; stored values of 1000 and more are legacy milliseconds.
+    Timeout,
+    /// Any number of minutes; below 1 disables.
+    Threshold,
+    /// A whole number at least `min`.
+    Count {
+        min: u32,
+    },
+    /// Positive minutes.
+    Minutes,
+}
+
+impl SettingKey {
+    /// Every key, in the order settings are listed.
+    pub const ALL: [Self; 16] = [
+        Self::AgentScope,
+        Self::IncludeBundledAgents,
+        Self::ConfirmProjectAgents,
+        Self::SubagentCompatibility,
+        Self::KeepOpen,
+        Self::StayOpen,
+        Self::Fieldnotes,
+        Self::EmojiSheep,
+        Self::Timeout,
+        Self::StaleWaitThreshold,
+        Self::Backend,
+        Self::DoneNudges,
+        Self::MaxParallelTasks,
+        Self::MaxConcurrency,
+        Self::MaxDepth,
+        Self::BrokerIdleMinutes,
+    ];
+
+    /// The key as written in the settings files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AgentScope => "agentScope",
+            Self::IncludeBundledAgents => "includeBundledAgents",
+            Self::ConfirmProjectAgents => "confirmProjectAgents",
+            Self::SubagentCompatibility => "subagentCompatibility",
+            Self::KeepOpen => "keepOpen",
+            Self::StayOpen => "stayOpen",
+            Self::Fieldnotes => "fieldnotes",
+            Self::EmojiSheep => "emojiSheep",
+            Self::Timeout => "timeout",
+            Self::StaleWaitThreshold => "staleWaitThreshold",
+            Self::Backend => "backend",
+            Self::DoneNudges => "doneNudges",
+            Self::MaxParallelTasks => "maxParallelTasks",
+            Self::MaxConcurrency => "maxConcurrency",
+            Self::MaxDepth => "maxDepth",
+            Self::BrokerIdleMinutes => "brokerIdleMinutes",
+        }
+    }
+
+    /// Looks a key up by its file name (exact, case-sensitive as in the files).
+    pub fn parse_name(raw: &str) -> Result<Self, UnknownSettingKey> {
+        Self::ALL
+            .into_iter()
+            .find(|key| key.name() == raw)
+            .ok_or_else(|| UnknownSettingKey(raw.to_owned()))
+    }
+
+    /// Whether only the user file may set this key. A project file is repository-controlled:
+    /// it must not switch off the approval gate, turn on the legacy tool, or lift the recursion
+    /// guard.
+    pub fn is_user_only(self) -> bool {
+        matches!(
+            self,
+            Self::ConfirmProjectAgents | Self::SubagentCompatibility | Self::MaxDepth
+        )
+    }
+
+    /// What the key means, in a few words.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::AgentScope => "which agent definitions are searched",
+            Self::IncludeBundledAgents => "offer the bundled agents",
+            Self::ConfirmProjectAgents => "project agents need approval before they run",
+            Self::SubagentCompatibility => "offer the legacy subagent tool",
+            Self::KeepOpen => "keep a sheep's pane open after its task",
+            Self::StayOpen => "keep a sheep's agent running after its task",
+            Self::Fieldnotes => "write fieldnotes for delegated tasks",
+            Self::EmojiSheep => "show the sheep emoji in the herd widget",
+            Self::Timeout => "default task and reply deadline, in minutes",
+            Self::StaleWaitThreshold => "minutes before a stale-wait reminder (below 1: off)",
+            Self::Backend => "where sheep run",
+            Self::DoneNudges => "reminders to a sheep that forgets shepherd_done",
+            Self::MaxParallelTasks => "most tasks in one subagent call",
+            Self::MaxConcurrency => "most subagent tasks running at once",
+            Self::MaxDepth => "how deep sheep may spawn their own herds",
+            Self::BrokerIdleMinutes => "minutes an idle broker waits before it exits",
+        }
+    }
+
+    fn kind(self) -> ValueKind {
+        match self {
+            Self::AgentScope => ValueKind::Scope,
+            Self::Backend => ValueKind::Backend,
+            Self::Timeout => ValueKind::Timeout,
+            Self::StaleWaitThreshold => ValueKind::Threshold,
+            Self::BrokerIdleMinutes => ValueKind::Minutes,
+            Self::DoneNudges | Self::MaxDepth => ValueKind::Count { min: 0 },
+            Self::MaxParallelTasks | Self::MaxConcurrency => ValueKind::Count { min: 1 },
+            Self::IncludeBundledAgents
+            | Self::ConfirmProjectAgents
+            | Self::SubagentCompatibility
+            | Self::KeepOpen
+            | Self::StayOpen
+            | Self::Fieldnotes
+            | Self::EmojiSheep => ValueKind::Bool,
+        }
+    }
+
+    /// What a person may type for this key.
+    pub fn accepted(self) -> &'static str {
+        match self.kind() {
+            ValueKind::Bool => "true or false",
+            ValueKind::Scope => "user, project or both",
+            ValueKind::Backend => "auto, herdr, tmux or headless",
+            ValueKind::Timeout => {
+                "a positive number of minutes below 1000, fractions allowed (e.g. 20 or 0.5)"
+            }
+            ValueKind::Threshold => "a number of minutes, 0 or more, or off (below 1 is off)",
+            ValueKind::Count { min: 0 } => "a whole number, 0 or more",
+            ValueKind::Count { .. } => "a whole number, 1 or more",
+            ValueKind::Minutes => "a positive number of minutes, fractions allowed",
+        }
+    }
+
+    /// Checks a value typed by a person and returns it in the form the files store.
+    pub fn parse_input(self, raw: &str) -> Result<Value, InvalidSettingValue> {
+        let text = raw.trim();
+        let lowered = text.to_lowercase();
+        let number = text.parse::<f64>().ok().filter(|n| n.is_finite());
+        let parsed = match self.kind() {
+            ValueKind::Bool => match lowered.as_str() {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            ValueKind::Scope => ["user", "project", "both"]
+                .contains(&lowered.as_str())
+                .then(|| Value::from(lowered.as_str())),
+            ValueKind::Backend => ["auto", "herdr", "tmux", "headless"]
+                .contains(&lowered.as_str())
+                .then(|| Value::from(lowered.as_str())),
+            ValueKind::Timeout => number
+                .filter(|n| *n > 0.0 && *n < LEGACY_MILLISECONDS_FROM)
+                .map(number_value),
+            ValueKind::Threshold if lowered == "off" => Some(Value::from(0)),
+            ValueKind::Threshold => number.filter(|n| *n >= 0.0).map(number_value),
+            ValueKind::Count { min } => text
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n >= min)
+                .map(Value::from),
+            ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
+        };
+        parsed.ok_or_else(|| InvalidSettingValue {
+            key: self,
+            value: raw.to_owned(),
+        })
+    }
+
+    /// Reads a value found in a settings file, leniently: returns the value to use (legacy
+    /// millisecond timeouts converted to minutes), or `None` when it is not valid and the
+    /// default applies.
+    pub fn read_stored(self, stored: &Value) -> Option<Value> {
+        let number = stored.as_f64().filter(|n| n.is_finite());
+        match self.kind() {
+            ValueKind::Bool => stored.as_bool().map(Value::Bool),
+            ValueKind::Scope => stored
+                .as_str()
+                .filter(|text| ["user", "project", "both"].contains(text))
+                .map(Value::from),
+            ValueKind::Backend => stored
+                .as_str()
+                .filter(|text| ["auto", "herdr", "tmux", "headless"].contains(text))
+                .map(Value::from),
+            ValueKind::Timeout => number.filter(|n| *n > 0.0).map(|n| {
+                if n >= LEGACY_MILLISECONDS_FROM {
+                    number_value((n / 60_000.0).round().max(1.0))
+                } else {
+                    number_value(n)
+                }
+            }),
+            ValueKind::Threshold => number.map(number_value),
+            ValueKind::Count { min } => number
+                .filter(|n| n.fract() == 0.0 && *n >= f64::from(min) && *n <= f64::from(u32::MAX))
+                .map(number_value),
+            ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
+        }
+    }
+}
+
+impl fmt::Display for SettingKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A key that is not a setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Unknown setting {0:?}. Known settings: {known}.", known = known_names())]
+pub struct UnknownSettingKey(pub String);
+
+/// A value a key does not accept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid value {value:?} for {key}: expected {accepted}.", accepted = key.accepted())]
+pub struct InvalidSettingValue {
+    /// The key.
+    pub key: SettingKey,
+    /// The value as typed.
+    pub value: String,
+}
+
+fn known_names() -> String {
+    SettingKey::ALL.map(SettingKey::name).join(", ")
+}
+
+/// A number as JSON: whole numbers without a fraction (`20`, not `20.0`).
+pub(super) fn number_value(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        Value::from(n as i64)
+    } else {
+        Value::from(n)
+    }
+}
