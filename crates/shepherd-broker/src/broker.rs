@@ -290,6 +290,11 @@ impl Broker {
         self.generation.send_modify(|g| *g += 1);
     }
 
+    /// The created-pane registry.
+    pub(crate) fn registry(&self) -> shepherd_term::registry::Registry {
+        shepherd_term::registry::Registry::in_dir(&self.config.dirs.user_config_dir())
+    }
+
     /// The current time.
     pub(crate) fn now(&self) -> i64 {
         self.clock.now_ms()

@@ -55,7 +55,7 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: IdParams) -> BrokerResul
 }
 
 /// Ends a sheep's processes and confirms they are gone: asks its supervisor first, then lets
-/// the backend make sure.
+/// the backend make sure. A pane is closed only if Shepherd created it for this herd.
 pub(crate) async fn end_sheep(
     broker: &Arc<Broker>,
     id: &AgentId,
@@ -79,19 +79,40 @@ pub(crate) async fn end_sheep(
     let kind = broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend.clone()))
         .unwrap_or_default();
-    let backend = BackendKind::parse(&kind)
-        .ok_or_else(|| format!("unknown backend `{kind}`"))
-        .and_then(|kind| broker.backend(kind).map_err(|err| err.message))?;
+    let kind = BackendKind::parse(&kind).ok_or_else(|| format!("unknown backend `{kind}`"))?;
+    let backend = broker.backend(kind).map_err(|err| err.message)?;
+    if let Some(pane) = &record.pane {
+        let identity = &broker.config.address.identity;
+        let project = broker.config.address.project_root.display().to_string();
+        let entry = broker
+            .registry()
+            .find(kind, pane)
+            .map_err(|err| err.to_string())?;
+        if !entry.is_some_and(|entry| entry.owned_by(identity, &project)) {
+            return Err(format!(
+                "refusing to close pane {pane}: Shepherd did not create it for this herd"
+            ));
+        }
+    }
+    let closing = record.clone();
     tokio::task::spawn_blocking(move || {
-        backend.close(&record, keep_pane, Instant::now() + CLOSE_BUDGET)
+        backend.close(&closing, keep_pane, Instant::now() + CLOSE_BUDGET)
     })
     .await
     .map_err(|err| err.to_string())?
-    .map_err(|err| err.to_string())
+    .map_err(|err| err.to_string())?;
+    if let Some(pane) = record.pane.as_deref().filter(|_| !keep_pane) {
+        broker
+            .registry()
+            .unregister(kind, pane)
+            .map_err(|err| err.to_string())?;
+    }
+    Ok(())
 }
 
-/// Runs `prune`: sheep whose processes are confirmed gone and that can do nothing more (exited
-/// or failed to start) are recorded closed; anything whose presence is unknown is kept.
+/// Runs `prune`: sheep whose processes (and panes) are confirmed gone and that can do nothing
+/// more (exited or failed to start) are recorded closed; then this herd's registered panes that
+/// are gone are forgotten. Anything whose presence is unknown is kept.
 pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
     let candidates: Vec<(AgentId, String)> = broker.read(|herd| {
         herd.sheep
@@ -103,23 +124,34 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
     let mut pruned = 0;
     for (id, kind) in candidates {
         let record = crate::spawn::current_launch(broker, &id);
-        let Some(backend) = BackendKind::parse(&kind).and_then(|kind| broker.backend(kind).ok())
-        else {
+        let Some(kind) = BackendKind::parse(&kind) else {
             continue;
         };
-        let presence = tokio::task::spawn_blocking(move || backend.presence(&record))
+        let Ok(backend) = broker.backend(kind) else {
+            continue;
+        };
+        let probe = record.clone();
+        let presence = tokio::task::spawn_blocking(move || backend.presence(&probe))
             .await
             .unwrap_or(Presence::Unknown);
-        if presence == Presence::Gone {
-            broker
-                .commit_durable(|tx| {
-                    shepherd_core::herd::closed(tx, &id);
-                    Ok(())
-                })
-                .await?;
-            pruned += 1;
+        if presence != Presence::Gone {
+            continue;
         }
+        broker
+            .commit_durable(|tx| {
+                shepherd_core::herd::closed(tx, &id);
+                Ok(())
+            })
+            .await?;
+        if let Some(pane) = &record.pane {
+            broker
+                .registry()
+                .unregister(kind, pane)
+                .map_err(|err| BrokerError::new("registry", err.to_string()))?;
+        }
+        pruned += 1;
     }
+    pruned += prune_registry(broker).await?;
     let remaining = broker.read(|herd| {
         herd.sheep
             .values()
@@ -127,4 +159,31 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
             .count()
     });
     Ok(PruneResult { pruned, remaining })
+}
+
+/// Forgets this herd's registered panes that are gone (panes kept open for inspection that
+/// someone closed by hand, or panes of sheep closed before).
+async fn prune_registry(broker: &Arc<Broker>) -> BrokerResult<usize> {
+    let broker = broker.clone();
+    let identity = broker.config.address.identity.clone();
+    let project = broker.config.address.project_root.display().to_string();
+    let (gone, _remaining) = tokio::task::spawn_blocking(move || {
+        broker.registry().prune(
+            |entry| entry.owned_by(&identity, &project),
+            |entry| {
+                let record = shepherd_term::LaunchRecord {
+                    pane: Some(entry.pane_id.clone()),
+                    server: entry.server.clone(),
+                    ..shepherd_term::LaunchRecord::default()
+                };
+                broker
+                    .backend(entry.backend())
+                    .map_or(Presence::Unknown, |backend| backend.presence(&record))
+            },
+        )
+    })
+    .await
+    .map_err(|err| BrokerError::new("internal", err.to_string()))?
+    .map_err(|err| BrokerError::new("registry", err.to_string()))?;
+    Ok(gone.len())
 }

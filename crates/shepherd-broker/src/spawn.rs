@@ -13,7 +13,7 @@ use std::time::Instant;
 use shepherd_core::herd::{ExitInfo, NewSheep};
 use shepherd_core::ids::AgentId;
 use shepherd_core::label::{display_name, validate_label};
-use shepherd_core::protocol::{SpawnParams, SpawnResult};
+use shepherd_core::protocol::{CallerContext, SpawnParams, SpawnResult};
 use shepherd_core::settings::Backend as BackendSetting;
 use shepherd_term::{BackendKind, LaunchRecord, LaunchSpec, Placement, ReadSource};
 use tokio::sync::oneshot;
@@ -61,7 +61,8 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
             ),
         ));
     }
-    let kind = choose_backend(params.backend.as_deref(), settings.backend)?;
+    let caller = params.caller.clone().unwrap_or_default();
+    let kind = choose_backend(params.backend.as_deref(), settings.backend, &caller, broker)?;
     let placement = match params.placement.as_deref() {
         None => Placement::Tab,
         Some(text) => Placement::parse(text).ok_or_else(|| {
@@ -120,6 +121,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     }
 
     let display = display_name(&def.name, &label);
+    let (caller_pane, tmux_socket) = placement_context(kind, &caller);
     let spec = LaunchSpec {
         agent_id: id.to_string(),
         display_name: display.clone(),
@@ -130,7 +132,8 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         socket: broker.config.paths.socket.clone(),
         log: broker.config.paths.sheep_logs.join(format!("{id}.log")),
         placement,
-        caller_pane: None,
+        caller_pane,
+        tmux_socket,
         keep_open: settings.keep_open,
         orphan_grace: broker.config.orphan_grace,
     };
@@ -159,6 +162,33 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         }
     };
     merge_launch(broker, &id, &record);
+    if let Err(err) = register_pane(broker, &id, &display, kind, &record) {
+        broker
+            .links
+            .lock()
+            .expect("links lock")
+            .ready_waiters
+            .remove(&id);
+        let closer = backend.clone();
+        let cleanup = record.clone();
+        let _closed = tokio::task::spawn_blocking(move || {
+            closer.close(
+                &cleanup,
+                false,
+                Instant::now() + std::time::Duration::from_secs(10),
+            )
+        })
+        .await;
+        let exit = ExitInfo {
+            reason: Some(err.to_string()),
+            ..ExitInfo::default()
+        };
+        broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+        return Err(BrokerError::new(
+            "spawn_failed",
+            format!("Agent \"{}\" was not started: {err}", def.name),
+        ));
+    }
 
     let limit = broker.config.startup_limit;
     let outcome = tokio::select! {
@@ -212,21 +242,48 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     }
 }
 
-/// The backend for a spawn: the caller's choice, else the setting; `auto` means headless until
-/// a visible backend is detected for the caller.
+/// The backend for a spawn: the caller's choice, else the setting. `auto` means Herdr inside
+/// Herdr, tmux inside tmux, otherwise headless.
 pub(crate) fn choose_backend(
     requested: Option<&str>,
     setting: BackendSetting,
+    caller: &CallerContext,
+    broker: &Broker,
 ) -> BrokerResult<BackendKind> {
     let name = requested.unwrap_or(setting.as_str());
-    match name {
-        "auto" => Ok(BackendKind::Headless),
+    let has = |kind| broker.backends.contains_key(&kind);
+    let kind = match name {
+        "auto" if caller.in_herdr && has(BackendKind::Herdr) => BackendKind::Herdr,
+        "auto" if caller.tmux.is_some() && has(BackendKind::Tmux) => BackendKind::Tmux,
+        "auto" => BackendKind::Headless,
         other => BackendKind::parse(other).ok_or_else(|| {
             BrokerError::new(
                 "invalid_backend",
                 format!("backend `{other}` is not one of auto, headless, tmux, herdr"),
             )
-        }),
+        })?,
+    };
+    broker.backend(kind)?;
+    Ok(kind)
+}
+
+/// Where a visible sheep's pane goes: the caller's tmux server and pane, when it has them.
+fn placement_context(
+    kind: BackendKind,
+    caller: &CallerContext,
+) -> (Option<String>, Option<PathBuf>) {
+    use shepherd_term::tmux::{Server, TmuxBackend, socket_from_tmux_env};
+    match kind {
+        BackendKind::Tmux => {
+            let socket = caller.tmux.as_deref().and_then(socket_from_tmux_env);
+            let server = socket.clone().map_or(Server::Default, Server::Socket);
+            let pane =
+                TmuxBackend::new().caller_pane(&server, caller.tmux_pane.as_deref(), caller.pid);
+            // Outside tmux the caller has no pane; sheep go to the detached default session.
+            (pane.filter(|_| socket.is_some()), socket)
+        }
+        BackendKind::Herdr => (caller.herdr_pane.clone(), None),
+        BackendKind::Headless => (None, None),
     }
 }
 
@@ -283,6 +340,37 @@ fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)
         }
     }
     env
+}
+
+/// Records a visible sheep's pane as Shepherd's own, so only it is ever closed.
+fn register_pane(
+    broker: &Broker,
+    id: &AgentId,
+    display: &str,
+    kind: BackendKind,
+    record: &LaunchRecord,
+) -> Result<(), shepherd_term::registry::RegistryError> {
+    let Some(pane) = &record.pane else {
+        return Ok(());
+    };
+    let cwd = broker
+        .read(|herd| herd.sheep.get(id).map(|s| s.cwd.clone()))
+        .unwrap_or_default();
+    broker
+        .registry()
+        .register(shepherd_term::registry::PaneEntry {
+            pane_id: pane.clone(),
+            tab_id: record.window.clone(),
+            name: display.to_owned(),
+            cwd,
+            created_at: shepherd_core::time::iso(shepherd_core::time::from_millis(broker.now())),
+            dir: None,
+            owner_session: Some(broker.config.address.identity.clone()),
+            owner_project: Some(broker.config.address.project_root.display().to_string()),
+            backend: Some(kind),
+            server: record.server.clone(),
+            agent_id: Some(id.to_string()),
+        })
 }
 
 /// Merges backend facts into the sheep's launch record and journals it.

@@ -64,11 +64,17 @@ pub(crate) async fn exited(
         .agent_id
         .clone()
         .expect("supervisor sessions carry an agent");
+    let tail = if params.tail.trim().is_empty() {
+        // A sheep in a pane printed to its terminal: read the end of the pane instead.
+        tail_of(broker, &id, &crate::spawn::current_launch(broker, &id))
+    } else {
+        params.tail
+    };
     let exit = ExitInfo {
         code: params.code,
         signal: params.signal,
         reason: params.error,
-        tail: params.tail,
+        tail,
     };
     broker
         .links

@@ -191,6 +191,37 @@ pub struct SpawnParams {
     /// A model override (`provider/id`); refused when the runtime cannot honour it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Where the caller runs, so `auto` can pick its terminal and splits find its pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerContext>,
+}
+
+/// The terminal a caller runs in, as its environment tells.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallerContext {
+    /// `HERDR_ENV=1`: the caller runs inside Herdr.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_herdr: bool,
+    /// `HERDR_PANE_ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub herdr_pane: Option<String>,
+    /// `HERDR_WORKSPACE_ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub herdr_workspace: Option<String>,
+    /// `HERDR_SOCKET_PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub herdr_socket: Option<String>,
+    /// `$TMUX` (`<socket>,<pid>,<session>`): the caller runs inside tmux.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux: Option<String>,
+    /// `TMUX_PANE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_pane: Option<String>,
+    /// The caller's pid, to find its pane through its parents when a wrapper stripped the
+    /// variables above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// `spawn` result.

@@ -9,7 +9,10 @@
 //! threads.
 
 pub mod headless;
+pub mod herdr;
 pub mod process;
+pub mod registry;
+pub mod tmux;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -100,6 +103,8 @@ pub struct LaunchSpec {
     pub placement: Placement,
     /// The caller's pane, for split placements.
     pub caller_pane: Option<String>,
+    /// The tmux server to use (the caller's); `None` means the default server.
+    pub tmux_socket: Option<PathBuf>,
     /// Keep the pane open after the sheep ends (visible backends).
     pub keep_open: bool,
     /// How long the supervisor keeps the sheep alive without a broker, so a restarted broker

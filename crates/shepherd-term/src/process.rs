@@ -178,3 +178,68 @@ mod tests {
         sleeper.wait().unwrap();
     }
 }
+
+/// What a finished command printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// Whether it exited with status 0.
+    pub success: bool,
+    /// Its exit code, if it exited normally.
+    pub code: Option<i32>,
+    /// Standard output, lossily decoded.
+    pub stdout: String,
+    /// Standard error, lossily decoded.
+    pub stderr: String,
+}
+
+/// Runs `command` to completion with stdin closed, killing it at `deadline`.
+pub fn run_with_deadline(
+    command: &mut std::process::Command,
+    deadline: Instant,
+) -> std::io::Result<CommandOutput> {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _partial = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    if !wait_gone(child.id(), deadline) {
+        let _already_gone = child.kill();
+        let _reaped = child.wait();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the command did not finish in time",
+        ));
+    }
+    let status = child.wait()?;
+    let text = |handle: std::thread::JoinHandle<Vec<u8>>| {
+        String::from_utf8_lossy(&handle.join().unwrap_or_default()).into_owned()
+    };
+    Ok(CommandOutput {
+        success: status.success(),
+        code: status.code(),
+        stdout: text(stdout),
+        stderr: text(stderr),
+    })
+}

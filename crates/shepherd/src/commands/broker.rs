@@ -118,7 +118,12 @@ fn serve(args: ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         .map_err(|err| {
             CliError::new("internal", format!("cannot start the async runtime: {err}"))
         })?;
-    let started = rt.block_on(start(config, Arc::new(SystemClock), Vec::new()));
+    let tmux = shepherd_term::tmux::TmuxBackend::new();
+    let mut backends: Vec<Arc<dyn shepherd_term::Backend>> = Vec::new();
+    if tmux.available() {
+        backends.push(Arc::new(tmux));
+    }
+    let started = rt.block_on(start(config, Arc::new(SystemClock), backends));
     match started {
         Ok(running) => {
             if args.notify_ready {

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use shepherd_core::envelope::Delivery;
 use shepherd_core::herd::{SheepStatus, TaskReport};
 use shepherd_core::protocol::{
-    CloseResult, DelegateParams, DelegateResult, HerdResult, IdList, IdParams, MessageParams,
-    MessageResult, PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult, StatusParams,
-    WaitParams, WaitResult, method,
+    CallerContext, CloseResult, DelegateParams, DelegateResult, HerdResult, IdList, IdParams,
+    MessageParams, MessageResult, PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult,
+    StatusParams, WaitParams, WaitResult, method,
 };
 
 use super::connect::{HerdArgs, parent, runtime, target};
@@ -72,6 +72,7 @@ pub(crate) fn spawn(
         cwd: args.cwd,
         placement: args.placement,
         model: args.model,
+        caller: Some(caller_context()),
     };
     let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params)?;
     printer.emit(&result, || {
@@ -81,6 +82,20 @@ pub(crate) fn spawn(
         )
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// What this process's environment says about the terminal it runs in.
+pub(crate) fn caller_context() -> CallerContext {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    CallerContext {
+        in_herdr: var("HERDR_ENV").as_deref() == Some("1"),
+        herdr_pane: var("HERDR_PANE_ID"),
+        herdr_workspace: var("HERDR_WORKSPACE_ID"),
+        herdr_socket: var("HERDR_SOCKET_PATH"),
+        tmux: var("TMUX"),
+        tmux_pane: var("TMUX_PANE"),
+        pid: Some(std::process::id()),
+    }
 }
 
 /// Hand a sheep a tracked task; returns at once with the task id.

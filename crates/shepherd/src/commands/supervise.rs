@@ -161,6 +161,9 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
         }
     };
     let pid = child.id().unwrap_or_default();
+    if !args.headless {
+        hand_over_terminal(pid);
+    }
     let tail = Arc::new(Mutex::new(Tail::default()));
     let mut pumps = Vec::new();
     if args.headless {
@@ -253,6 +256,26 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
             }
         }
     }
+}
+
+/// In a pane, the sheep gets the terminal: its process group becomes the foreground group, so
+/// an interactive program can read the keyboard. A sheep that tried to read before that was
+/// stopped by the kernel, so it is continued.
+fn hand_over_terminal(pid: u32) {
+    let stdin = std::io::stdin();
+    if !rustix::termios::isatty(&stdin) {
+        return;
+    }
+    let Some(group) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    if let Err(err) = rustix::termios::tcsetpgrp(&stdin, group) {
+        eprintln!("shepherd supervise: could not give the terminal to the sheep: {err}");
+    }
+    process::signal_group(pid, rustix::process::Signal::CONT);
 }
 
 /// The next push, or `None` when the connection is gone.

@@ -16,6 +16,7 @@ pub struct World {
     pub runtime: PathBuf,
     pub project: PathBuf,
     pub extra_env: Vec<(String, String)>,
+    pub tmux_dir: Option<PathBuf>,
 }
 
 pub fn shepherd_bin() -> PathBuf {
@@ -30,28 +31,22 @@ pub fn test_sheep_bin() -> PathBuf {
     let built = std::fs::metadata(&path)
         .and_then(|m| m.modified())
         .unwrap_or_else(|_| panic!("{} is missing: {hint}", path.display()));
-    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shepherd-testkit/src");
-    let newest = walk_newest(&sources);
+    let testkit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shepherd-testkit/src");
+    let newest = ["bin/test_sheep.rs", "script.rs"]
+        .iter()
+        .map(|file| {
+            std::fs::metadata(testkit.join(file))
+                .and_then(|m| m.modified())
+                .unwrap()
+        })
+        .max()
+        .unwrap();
     assert!(
         newest <= built,
         "{} is older than its sources: {hint}",
         path.display()
     );
     path
-}
-
-fn walk_newest(dir: &Path) -> std::time::SystemTime {
-    let mut newest = std::time::SystemTime::UNIX_EPOCH;
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        let time = if path.is_dir() {
-            walk_newest(&path)
-        } else {
-            entry.metadata().unwrap().modified().unwrap()
-        };
-        newest = newest.max(time);
-    }
-    newest
 }
 
 impl World {
@@ -70,6 +65,7 @@ impl World {
             runtime,
             project,
             extra_env: Vec::new(),
+            tmux_dir: None,
         }
     }
 
@@ -118,6 +114,33 @@ impl World {
             cmd.env(k, v);
         }
         cmd
+    }
+
+    /// Gives this world a private tmux server (its own `TMUX_TMPDIR`), for the tmux backend.
+    pub fn with_private_tmux(mut self) -> Self {
+        let dir = self.dir.path().join("tmux");
+        std::fs::create_dir_all(&dir).unwrap();
+        self.extra_env
+            .push(("TMUX_TMPDIR".into(), dir.display().to_string()));
+        self.tmux_dir = Some(dir);
+        self
+    }
+
+    /// Runs tmux against this world's private server.
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let dir = self.tmux_dir.as_ref().expect("with_private_tmux first");
+        let out = Command::new("tmux")
+            .args(args)
+            .env_remove("TMUX")
+            .env("TMUX_TMPDIR", dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
@@ -200,6 +223,13 @@ impl World {
 impl Drop for World {
     fn drop(&mut self) {
         let _ = self.command(&["broker", "stop"]).output();
+        if let Some(dir) = &self.tmux_dir {
+            let _ = Command::new("tmux")
+                .arg("kill-server")
+                .env_remove("TMUX")
+                .env("TMUX_TMPDIR", dir)
+                .output();
+        }
     }
 }
 

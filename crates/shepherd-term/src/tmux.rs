@@ -1,0 +1,367 @@
+//! The tmux backend: sheep in tmux windows and panes, driven through the tmux CLI.
+//!
+//! Inside tmux, sheep go on the caller's own server (found from `$TMUX`); elsewhere on the
+//! default server (`TMUX_TMPDIR` respected), in a detached session named `shepherd`. A sheep's
+//! supervisor is the pane's program, started directly as its argv with the sheep's environment
+//! given by `-e`, so nothing is typed into a shell. Nothing takes focus: windows are created
+//! with `-d`, splits with `-d`. With keep-open, the pane stays after the sheep ends
+//! (`remain-on-exit`) for inspection until it is closed or pruned.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::process::{self, run_with_deadline};
+use crate::{
+    Backend, BackendKind, LaunchRecord, LaunchSpec, Placement, Presence, ReadSource, TermError,
+};
+
+/// How long one tmux command may take.
+const COMMAND_LIMIT: Duration = Duration::from_secs(10);
+
+/// The session sheep go into when the caller is not inside tmux.
+pub const DEFAULT_SESSION: &str = "shepherd";
+
+/// Which tmux server to talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Server {
+    /// The server at this socket (the caller's, from `$TMUX`).
+    Socket(PathBuf),
+    /// The default server (`$TMUX_TMPDIR/tmux-<uid>/default`).
+    Default,
+}
+
+/// Runs sheep in tmux.
+#[derive(Debug, Clone)]
+pub struct TmuxBackend {
+    program: PathBuf,
+}
+
+impl Default for TmuxBackend {
+    fn default() -> Self {
+        Self {
+            program: PathBuf::from("tmux"),
+        }
+    }
+}
+
+/// The socket path in a `$TMUX` value (`<socket>,<pid>,<session>`).
+pub fn socket_from_tmux_env(tmux: &str) -> Option<PathBuf> {
+    let socket = tmux.split(',').next()?;
+    (!socket.is_empty()).then(|| PathBuf::from(socket))
+}
+
+impl TmuxBackend {
+    /// A backend using the `tmux` on PATH.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether tmux can be run at all.
+    pub fn available(&self) -> bool {
+        self.command(&Server::Default)
+            .arg("-V")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    }
+
+    fn command(&self, server: &Server) -> Command {
+        let mut command = Command::new(&self.program);
+        if let Server::Socket(socket) = server {
+            command.arg("-S").arg(socket);
+        }
+        command
+    }
+
+    fn run(&self, server: &Server, args: &[&str]) -> Result<String, TermError> {
+        let mut command = self.command(server);
+        command.args(args);
+        let out =
+            run_with_deadline(&mut command, Instant::now() + COMMAND_LIMIT).map_err(|source| {
+                TermError::Io {
+                    context: format!("running tmux {}", args.first().copied().unwrap_or_default()),
+                    source,
+                }
+            })?;
+        if out.success {
+            Ok(out.stdout)
+        } else {
+            Err(TermError::Unavailable(format!(
+                "tmux {} failed: {}",
+                args.join(" "),
+                out.stderr.trim()
+            )))
+        }
+    }
+
+    fn server_of(record: &LaunchRecord) -> Server {
+        record
+            .server
+            .as_deref()
+            .map_or(Server::Default, |s| Server::Socket(PathBuf::from(s)))
+    }
+
+    /// Makes sure the detached `shepherd` session exists on the default server.
+    fn ensure_default_session(&self, cwd: &std::path::Path) -> Result<(), TermError> {
+        let exists = self
+            .run(
+                &Server::Default,
+                &["has-session", "-t", &format!("={DEFAULT_SESSION}")],
+            )
+            .is_ok();
+        if !exists {
+            let cwd = cwd.display().to_string();
+            let created = self.run(
+                &Server::Default,
+                &["new-session", "-d", "-s", DEFAULT_SESSION, "-c", &cwd],
+            );
+            // Another launch may have created it in between.
+            if created.is_err() {
+                self.run(
+                    &Server::Default,
+                    &["has-session", "-t", &format!("={DEFAULT_SESSION}")],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The pane a caller runs in, from `$TMUX_PANE`, else by walking up from `pid` to a pane's
+    /// process.
+    pub fn caller_pane(
+        &self,
+        server: &Server,
+        tmux_pane: Option<&str>,
+        pid: Option<u32>,
+    ) -> Option<String> {
+        if let Some(pane) = tmux_pane.filter(|p| !p.is_empty()) {
+            return Some(pane.to_owned());
+        }
+        let ancestry = process::ancestry(pid?, 32);
+        let listed = self
+            .run(
+                server,
+                &["list-panes", "-a", "-F", "#{pane_id} #{pane_pid}"],
+            )
+            .ok()?;
+        listed.lines().find_map(|line| {
+            let (pane, pane_pid) = line.split_once(' ')?;
+            let pane_pid: u32 = pane_pid.trim().parse().ok()?;
+            ancestry.contains(&pane_pid).then(|| pane.to_owned())
+        })
+    }
+}
+
+fn env_args(spec: &LaunchSpec) -> Vec<String> {
+    spec.env
+        .iter()
+        .flat_map(|(k, v)| ["-e".to_owned(), format!("{k}={v}")])
+        .collect()
+}
+
+fn supervisor_argv(spec: &LaunchSpec) -> Vec<String> {
+    let mut argv = vec![
+        spec.shepherd_exe.display().to_string(),
+        "supervise".to_owned(),
+        "--grace-ms".to_owned(),
+        spec.orphan_grace.as_millis().to_string(),
+        "--".to_owned(),
+    ];
+    argv.extend(spec.program.iter().cloned());
+    argv
+}
+
+impl Backend for TmuxBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Tmux
+    }
+
+    fn launch(&self, spec: &LaunchSpec) -> Result<LaunchRecord, TermError> {
+        let server = match &spec.tmux_socket {
+            Some(socket) => Server::Socket(socket.clone()),
+            None => Server::Default,
+        };
+        let cwd = spec.cwd.display().to_string();
+        let format = "#{pane_id} #{window_id}";
+        let mut args: Vec<String> = match spec.placement {
+            Placement::Tab => {
+                let target = if server == Server::Default {
+                    self.ensure_default_session(&spec.cwd)?;
+                    format!("={DEFAULT_SESSION}:")
+                } else {
+                    match &spec.caller_pane {
+                        // The caller's own session: a background window beside the caller.
+                        Some(pane) => pane.clone(),
+                        None => String::new(),
+                    }
+                };
+                let mut args = vec![
+                    "new-window".into(),
+                    "-d".into(),
+                    "-P".into(),
+                    "-F".into(),
+                    format.into(),
+                ];
+                if !target.is_empty() {
+                    args.extend(["-t".into(), target]);
+                }
+                args.extend(["-n".into(), spec.display_name.clone()]);
+                args
+            }
+            Placement::PaneRight | Placement::PaneDown => {
+                let pane = spec.caller_pane.clone().ok_or_else(|| {
+                    TermError::NoCallerPane(
+                        "pane placement splits the caller's tmux pane, but the caller is not in a tmux pane \
+                         (no TMUX_PANE, and no pane found among its parent processes); use placement tab"
+                            .into(),
+                    )
+                })?;
+                let side = if spec.placement == Placement::PaneRight {
+                    "-h"
+                } else {
+                    "-v"
+                };
+                vec![
+                    "split-window".into(),
+                    "-d".into(),
+                    side.into(),
+                    "-t".into(),
+                    pane,
+                    "-P".into(),
+                    "-F".into(),
+                    format.into(),
+                ]
+            }
+            Placement::Workspace => {
+                let name = format!(
+                    "shepherd-{}",
+                    &spec.agent_id[spec.agent_id.len().saturating_sub(8)..]
+                );
+                vec![
+                    "new-session".into(),
+                    "-d".into(),
+                    "-s".into(),
+                    name,
+                    "-P".into(),
+                    "-F".into(),
+                    format.into(),
+                ]
+            }
+        };
+        args.extend(["-c".into(), cwd]);
+        args.extend(env_args(spec));
+        args.extend(supervisor_argv(spec));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let printed = self
+            .run(&server, &refs)
+            .map_err(|err| TermError::Launch(err.to_string()))?;
+        let (pane, window) = printed.trim().split_once(' ').ok_or_else(|| {
+            TermError::Launch(format!(
+                "tmux did not say which pane it created (it printed `{}`)",
+                printed.trim()
+            ))
+        })?;
+        // Best effort: titles are cosmetic, and keep-open only matters once the sheep ends.
+        let _titled = self.run(
+            &server,
+            &["select-pane", "-t", pane, "-T", &spec.display_name],
+        );
+        if spec.keep_open {
+            let _kept = self.run(
+                &server,
+                &["set-option", "-p", "-t", pane, "remain-on-exit", "on"],
+            );
+        }
+        Ok(LaunchRecord {
+            supervisor_pid: None,
+            pid: None,
+            log: None,
+            pane: Some(pane.to_owned()),
+            window: Some(window.to_owned()),
+            server: match server {
+                Server::Socket(socket) => Some(socket.display().to_string()),
+                Server::Default => None,
+            },
+        })
+    }
+
+    fn read(
+        &self,
+        record: &LaunchRecord,
+        source: ReadSource,
+        lines: u32,
+    ) -> Result<String, TermError> {
+        let pane = record
+            .pane
+            .as_deref()
+            .ok_or_else(|| TermError::Read("the sheep has no pane".into()))?;
+        let start = format!("-{lines}");
+        let mut args = vec!["capture-pane", "-p", "-t", pane];
+        match source {
+            ReadSource::Visible | ReadSource::Detection => {}
+            ReadSource::Recent => args.extend(["-S", &start]),
+            ReadSource::RecentUnwrapped => args.extend(["-J", "-S", &start]),
+        }
+        let text = self
+            .run(&Self::server_of(record), &args)
+            .map_err(|err| TermError::Read(err.to_string()))?;
+        Ok(process::last_lines(&text, lines as usize))
+    }
+
+    fn close(
+        &self,
+        record: &LaunchRecord,
+        keep_pane: bool,
+        deadline: Instant,
+    ) -> Result<(), TermError> {
+        let server = Self::server_of(record);
+        if let Some(pid) = record.pid {
+            process::terminate_group(pid, crate::headless::TERM_GRACE, deadline);
+        }
+        if let Some(pane) = &record.pane
+            && !keep_pane
+            && self.presence(record) != Presence::Gone
+        {
+            // A pane that vanished between the check and the kill is what we wanted anyway.
+            let _killed = self.run(&server, &["kill-pane", "-t", pane]);
+        }
+        let gone = record
+            .supervisor_pid
+            .is_none_or(|pid| process::wait_gone(pid, deadline));
+        let pane_gone = keep_pane || self.presence(record) == Presence::Gone;
+        if gone && pane_gone {
+            Ok(())
+        } else {
+            Err(TermError::NotConfirmed(format!(
+                "tmux pane {} is still there",
+                record.pane.as_deref().unwrap_or("?")
+            )))
+        }
+    }
+
+    fn presence(&self, record: &LaunchRecord) -> Presence {
+        let Some(pane) = &record.pane else {
+            return Presence::Unknown;
+        };
+        match self.run(
+            &Self::server_of(record),
+            &["list-panes", "-a", "-F", "#{pane_id}"],
+        ) {
+            Ok(listed) => {
+                if listed.lines().any(|line| line.trim() == pane) {
+                    Presence::Present
+                } else {
+                    Presence::Gone
+                }
+            }
+            // No server any more means no panes.
+            Err(TermError::Unavailable(message))
+                if message.contains("no server running")
+                    || message.contains("error connecting") =>
+            {
+                Presence::Gone
+            }
+            Err(_) => Presence::Unknown,
+        }
+    }
+}
