@@ -3,5 +3,11 @@
 //! - [`script`]: the action language of the scripted test sheep (`shepherd-test-sheep`), a
 //!   deterministic sheep that can answer, ask, sleep, settle with any status, crash, forget to
 //!   call done, or ignore messages — so every broker rule can be driven without a model.
+//! - [`fake_llm`]: a scripted OpenAI/Anthropic-compatible model server (also the
+//!   `shepherd-fake-llm` binary), so the real pi runs offline with every reply chosen by a test.
+//! - [`pi`]: finding the pinned pi versions `scripts/setup` installs, an isolated pi environment
+//!   pointed at the fake model, and process helpers for driving pi.
 
+pub mod fake_llm;
+pub mod pi;
 pub mod script;
