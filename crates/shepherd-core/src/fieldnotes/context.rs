@@ -1,0 +1,92 @@
+//! The fieldnotes context block appended to every delegated task.
+//!
+//! A sheep learns where its session lives, which note is its own, and the ownership rules:
+//! read `shepherd.md` first, write only to its own note, leave `shepherd.md` and other notes
+//! alone, never start another session. The block is appended after the task (the task text
+//! itself is never replaced) and carries absolute paths, for writing, with project-relative
+//! twins, for links. (The original only gave this block on its legacy prompt path.)
+
+/// Everything the context block says, with paths already derived by the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SheepContext<'a> {
+    /// The session's name.
+    pub session_name: &'a str,
+    /// `NNNN-<slug>`.
+    pub directory_name: &'a str,
+    /// Absolute session directory.
+    pub session_dir: &'a str,
+    /// Session directory relative to the project root.
+    pub session_dir_relative: &'a str,
+    /// Absolute path of `shepherd.md`.
+    pub index_path: &'a str,
+    /// Absolute path of the sheep's note.
+    pub note_path: &'a str,
+    /// The note's path relative to the project root.
+    pub note_relative: &'a str,
+    /// Notes reserved in the session before this one.
+    pub earlier_notes: usize,
+    /// Whether the session was continued from an earlier call.
+    pub resumed: bool,
+}
+
+/// The block, starting with a blank line so it can be appended to any task text.
+pub fn render_context_block(context: &SheepContext<'_>) -> String {
+    let SheepContext {
+        session_name,
+        directory_name,
+        session_dir,
+        session_dir_relative,
+        index_path,
+        note_path,
+        note_relative,
+        earlier_notes,
+        resumed,
+    } = context;
+    let mut out = format!(
+        "\n\nShepherd session context:\n\
+         - Session: {directory_name} (name: {session_name:?})\n\
+         - Session directory: {session_dir} (project-relative: {session_dir_relative})\n\
+         - Session fieldnotes: {index_path}\n\
+         - Your note: {note_path} (project-relative: {note_relative})\n"
+    );
+    if *earlier_notes > 0 || *resumed {
+        out.push_str(&format!(
+            "- This session continues earlier work: {earlier_notes} earlier note(s), linked from shepherd.md. Read the ones relevant to your task before you start.\n"
+        ));
+    }
+    out.push_str(
+        "\nRead shepherd.md first. Keep your work in your assigned note: write your detailed \
+         findings there when your role allows writing files. Do not edit shepherd.md or another \
+         agent's note. Do not create another Shepherd session. Use relative Markdown links for \
+         files inside the project or session.\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continued_sessions_point_at_earlier_notes() {
+        let mut context = SheepContext {
+            session_name: "fix",
+            directory_name: "0001-fix",
+            session_dir: "/repo/.shepherd/sessions/0001-fix",
+            session_dir_relative: ".shepherd/sessions/0001-fix",
+            index_path: "/repo/.shepherd/sessions/0001-fix/shepherd.md",
+            note_path: "/repo/.shepherd/sessions/0001-fix/scout-01.md",
+            note_relative: ".shepherd/sessions/0001-fix/scout-01.md",
+            earlier_notes: 0,
+            resumed: false,
+        };
+        let fresh = render_context_block(&context);
+        assert!(fresh.starts_with("\n\nShepherd session context:\n"));
+        assert!(fresh.contains("Do not create another Shepherd session."));
+        assert!(!fresh.contains("continues earlier work"));
+        context.earlier_notes = 3;
+        assert!(
+            render_context_block(&context).contains("continues earlier work: 3 earlier note(s)")
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! `shepherd.md`: the session's index, regenerated from `session.json` on every change.
+//!
+//! Layout (the original's, plus the seed's Related files):
+//!
+//! - `# Session NNNN — <Display Name>` and header bullets: Status, Session name, Fieldnotes
+//!   session version, Parent binding (`parent-bound (identity <hash8>)`, `named` for a version 2
+//!   session without a parent, `legacy/unbound` for the original's unversioned sessions),
+//!   Started, Updated, Project, Mode(s).
+//! - `## Notes`: every note ever reserved, numbered, linked relatively, with its status.
+//! - `## Flow`: one line per reservation group inside a `text` block, in order of first
+//!   reservation. A chain's notes are joined with ` → `; a parallel group reads
+//!   `parallel: [a-01](./a-01.md) · [b-01](./b-01.md)`; a group of one is its link alone. Notes
+//!   without a group (written by the original) are grouped by runs of the same chain or
+//!   parallel mode.
+//! - `## Related files`: project files linked relative to the session directory, URLs as they
+//!   are.
+
+use super::markdown::{display_name, inline_code, link};
+use super::metadata::{ArtifactRecord, Binding, SessionMetadata};
+use super::ops::{TargetKind, check_related_target};
+use super::status::Mode;
+use crate::slug::hash8;
+
+/// From a session directory back to the project root.
+const TO_PROJECT_ROOT: &str = "../../../";
+
+/// The full text of `shepherd.md` for `session`.
+pub fn render_index(session: &SessionMetadata) -> String {
+    let mut out = format!(
+        "# Session {:04} — {}\n\n",
+        session.ordinal,
+        display_name(&session.session_name)
+    );
+    let version = session
+        .artifact_session_version
+        .map_or_else(|| "legacy".to_owned(), |v| v.to_string());
+    let binding = match session.binding() {
+        Binding::Parent { identity } => format!("parent-bound (identity {})", hash8(identity)),
+        Binding::Named => "named".to_owned(),
+        Binding::Legacy => "legacy/unbound".to_owned(),
+    };
+    let bullets = [
+        ("Status", session.status.clone()),
+        ("Session name", inline_code(&session.session_name)),
+        ("Fieldnotes session version", version),
+        ("Parent binding", binding),
+        ("Started", session.started_at.clone()),
+        ("Updated", session.updated_at.clone()),
+        ("Project", ".".to_owned()),
+        ("Mode(s)", modes(session)),
+    ];
+    for (label, value) in bullets {
+        out.push_str(&format!("- **{label}:** {value}\n"));
+    }
+    out.push_str("\n## Notes\n\n");
+    if session.artifacts.is_empty() {
+        out.push_str("_No notes reserved yet._\n");
+    }
+    for (number, note) in session.artifacts.iter().enumerate() {
+        let text = format!("{} {:02}", display_name(&note.agent), note.ordinal);
+        let href = format!("./{}", note.file_name);
+        out.push_str(&format!(
+            "{}. {} — {}\n",
+            number + 1,
+            link(&text, &href),
+            note.status
+        ));
+    }
+    out.push_str("\n## Flow\n\n");
+    out.push_str(&flow(&session.artifacts));
+    out.push_str("\n## Related files\n\n");
+    if session.related.is_empty() {
+        out.push_str("_No related files yet._\n");
+    }
+    for related in &session.related {
+        let href = match check_related_target(&related.target) {
+            Ok(TargetKind::Url) => related.target.clone(),
+            Ok(TargetKind::ProjectPath) => format!("{TO_PROJECT_ROOT}{}", related.target),
+            Err(_) => continue,
+        };
+        let title = related.title.as_deref().unwrap_or(&related.target);
+        out.push_str(&format!("- {}\n", link(title, &href)));
+    }
+    out
+}
+
+fn modes(session: &SessionMetadata) -> String {
+    let mut modes: Vec<Mode> = session.modes.clone();
+    if modes.is_empty() {
+        for note in &session.artifacts {
+            if !modes.contains(&note.mode) {
+                modes.push(note.mode);
+            }
+        }
+    }
+    if modes.is_empty() {
+        return "pending".to_owned();
+    }
+    modes
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The Flow section body.
+fn flow(notes: &[ArtifactRecord]) -> String {
+    if notes.is_empty() {
+        return "_No flow yet._\n".to_owned();
+    }
+    let mut lines = String::from("```text\n");
+    for group in groups(notes) {
+        let links: Vec<String> = group
+            .iter()
+            .map(|note| {
+                let stem = note
+                    .file_name
+                    .strip_suffix(".md")
+                    .unwrap_or(&note.file_name);
+                link(stem, &format!("./{}", note.file_name))
+            })
+            .collect();
+        let line = match (links.len(), group[0].mode) {
+            (1, _) => links[0].clone(),
+            (_, Mode::Chain) => links.join(" → "),
+            _ => format!("parallel: {}", links.join(" · ")),
+        };
+        lines.push_str(&line);
+        lines.push('\n');
+    }
+    lines.push_str("```\n");
+    lines
+}
+
+/// Notes grouped for the Flow, groups in order of their first note.
+fn groups(notes: &[ArtifactRecord]) -> Vec<Vec<&ArtifactRecord>> {
+    let mut groups: Vec<(Option<&str>, Vec<&ArtifactRecord>)> = Vec::new();
+    let mut previous_ungrouped: Option<Mode> = None;
+    for note in notes {
+        match note.group.as_deref() {
+            Some(key) => {
+                previous_ungrouped = None;
+                match groups.iter_mut().find(|(k, _)| *k == Some(key)) {
+                    Some((_, members)) => members.push(note),
+                    None => groups.push((Some(key), vec![note])),
+                }
+            }
+            None => {
+                let joins_run = previous_ungrouped == Some(note.mode) && note.mode != Mode::Single;
+                match groups.last_mut() {
+                    Some((None, members)) if joins_run => members.push(note),
+                    _ => groups.push((None, vec![note])),
+                }
+                previous_ungrouped = Some(note.mode);
+            }
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}

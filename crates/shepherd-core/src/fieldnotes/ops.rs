@@ -1,0 +1,533 @@
+//! The changes a session record goes through, as pure transitions on [`SessionMetadata`].
+//!
+//! The store calls these under the session lock on a record it has just re-read, then writes
+//! the result. Each transition checks its input first and changes nothing when it refuses, so
+//! one refused operation in a batch leaves the record exactly as the others left it. The rules:
+//! a note is `pending` when reserved, `running` once started, and finalised exactly once with a
+//! terminal status; metadata may change at any time (also after finalisation, for figures that
+//! arrive after a run settles), but never the fields the store owns.
+
+use serde::{Deserialize, Serialize};
+
+use super::metadata::{ArtifactRecord, Metadata, RelatedLink, SessionMetadata};
+use super::naming::plan_note;
+use super::status::{Mode, NoteStatus, summarise};
+
+/// Longest agent name, group key, link title or metadata key accepted.
+const MAX_LABEL: usize = 200;
+
+/// Keys that belong to the store and may not be set as metadata.
+pub const RESERVED_METADATA_KEYS: [&str; 21] = [
+    "id",
+    "artifactSessionVersion",
+    "session",
+    "sessionName",
+    "parentPiSession",
+    "agent",
+    "agentSlug",
+    "ordinal",
+    "fileName",
+    "filePath",
+    "relativePath",
+    "mode",
+    "task",
+    "status",
+    "reservedAt",
+    "startedAt",
+    "completedAt",
+    "started",
+    "completed",
+    "group",
+    "error",
+];
+
+/// A note to reserve.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedNote {
+    /// The agent that will write it (any name; it is slugged for the file name).
+    pub agent: String,
+    /// How the delegation runs.
+    pub mode: Mode,
+    /// The delegated task.
+    pub task: Option<String>,
+    /// The delegation the note belongs to: notes reserved with the same group form one line of
+    /// the Flow (a chain or a parallel run). `None` makes the note a group of its own.
+    pub group: Option<String>,
+    /// Initial lifecycle metadata.
+    pub metadata: Metadata,
+    /// Reserve the note already `running` (its sheep starts at once), saving the separate
+    /// start commit.
+    #[serde(default)]
+    pub start: bool,
+}
+
+impl PlannedNote {
+    /// A single-mode note for `agent`.
+    pub fn new(agent: impl Into<String>) -> Self {
+        Self {
+            agent: agent.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Why one operation was refused. The record is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "code")]
+pub enum OpError {
+    /// The agent name cannot be recorded.
+    #[error(
+        "invalid agent name {agent:?}: {reason}; use a non-empty name of at most {MAX_LABEL} characters without control characters"
+    )]
+    InvalidAgent {
+        /// The name as given.
+        agent: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A metadata key is owned by the store or is not a plain identifier.
+    #[error(
+        "invalid metadata key {key:?}: use a plain identifier such as `taskId` ([A-Za-z_][A-Za-z0-9_.-]*) that is not one of the note's own fields"
+    )]
+    InvalidMetadataKey {
+        /// The key as given.
+        key: String,
+    },
+    /// A group key or link title cannot be recorded.
+    #[error(
+        "invalid {what} {value:?}: use non-empty text of at most {MAX_LABEL} characters without control characters"
+    )]
+    InvalidLabel {
+        /// Which label (`group`, `title`).
+        what: String,
+        /// The value as given.
+        value: String,
+    },
+    /// The note is not part of the session.
+    #[error("note `{note}` is not part of this session")]
+    UnknownNote {
+        /// The file name asked for.
+        note: String,
+    },
+    /// The note was already finalised.
+    #[error("note `{note}` is already final ({status}); a note is finalised exactly once")]
+    AlreadyFinal {
+        /// The note's file name.
+        note: String,
+        /// Its final status.
+        status: NoteStatus,
+    },
+    /// The note is not final yet, so it has no final output to replace.
+    #[error("note `{note}` is not final yet ({status}); finalise it first")]
+    NotFinal {
+        /// The note's file name.
+        note: String,
+        /// Its current status.
+        status: NoteStatus,
+    },
+    /// A finalisation asked for a status that is not terminal.
+    #[error("status `{status}` is not final; use completed, failed, timed-out or cancelled")]
+    NotTerminal {
+        /// The status asked for.
+        status: NoteStatus,
+    },
+    /// A session status that cannot be set.
+    #[error(
+        "a session cannot be set to `{status}`; use running, completed, failed, timed-out or cancelled"
+    )]
+    InvalidSessionStatus {
+        /// The status asked for.
+        status: NoteStatus,
+    },
+    /// A related link target that is neither a URL nor a clean project-relative path.
+    #[error("invalid link target {target:?}: {reason}")]
+    InvalidLink {
+        /// The target as given.
+        target: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// What a related link points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// An absolute URL (`scheme://…`).
+    Url,
+    /// A path relative to the project root.
+    ProjectPath,
+}
+
+/// Classifies a stored related-link target: a URL, or a project-relative path with `/`
+/// separators and no `.`, `..` or empty components.
+pub fn check_related_target(target: &str) -> Result<TargetKind, OpError> {
+    let refuse = |reason: &str| OpError::InvalidLink {
+        target: target.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if target.is_empty()
+        || target
+            .chars()
+            .any(|c| c.is_control() || c == '<' || c == '>')
+    {
+        return Err(refuse(
+            "it is empty or holds control characters or angle brackets",
+        ));
+    }
+    if is_url(target) {
+        return Ok(TargetKind::Url);
+    }
+    if target.starts_with('/') || target.contains('\\') {
+        return Err(refuse("a stored path must be relative to the project root"));
+    }
+    if target
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err(refuse(
+            "a stored path must not hold empty, `.` or `..` components",
+        ));
+    }
+    Ok(TargetKind::ProjectPath)
+}
+
+/// Whether `text` is an absolute URL: `scheme://rest` with no whitespace.
+pub fn is_url(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'))
+        && !rest.is_empty()
+        && !text.chars().any(char::is_whitespace)
+}
+
+/// Checks metadata keys before anything is applied.
+pub fn check_metadata(metadata: &Metadata) -> Result<(), OpError> {
+    for key in metadata.keys() {
+        let mut chars = key.chars();
+        let plain = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            && key.len() <= MAX_LABEL;
+        if !plain || RESERVED_METADATA_KEYS.contains(&key.as_str()) {
+            return Err(OpError::InvalidMetadataKey { key: key.clone() });
+        }
+    }
+    Ok(())
+}
+
+fn check_label(what: &str, value: &str) -> Result<(), OpError> {
+    if value.trim().is_empty()
+        || value.chars().count() > MAX_LABEL
+        || value.chars().any(char::is_control)
+    {
+        return Err(OpError::InvalidLabel {
+            what: what.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a planned note before anything is applied.
+pub fn check_planned(planned: &PlannedNote) -> Result<(), OpError> {
+    let refuse = |reason: &str| OpError::InvalidAgent {
+        agent: planned.agent.clone(),
+        reason: reason.to_owned(),
+    };
+    if planned.agent.trim().is_empty() {
+        return Err(refuse("it is empty"));
+    }
+    if planned.agent.chars().any(char::is_control) {
+        return Err(refuse("it contains a control character"));
+    }
+    if planned.agent.chars().count() > MAX_LABEL {
+        return Err(refuse("it is too long"));
+    }
+    if let Some(group) = &planned.group {
+        check_label("group", group)?;
+    }
+    check_metadata(&planned.metadata)
+}
+
+/// Sets or (for `null`) removes each key, keeping the position of keys already present.
+fn merge(into: &mut Metadata, metadata: Metadata) {
+    for (key, value) in metadata {
+        if value.is_null() {
+            into.shift_remove(&key);
+        } else {
+            into.insert(key, value);
+        }
+    }
+}
+
+impl SessionMetadata {
+    /// Reserves the next note for `planned`, as `pending`. `taken` answers whether a file name is
+    /// already used in the session directory.
+    pub fn reserve(
+        &mut self,
+        planned: PlannedNote,
+        taken: &dyn Fn(&str) -> bool,
+        now: &str,
+    ) -> Result<&ArtifactRecord, OpError> {
+        check_planned(&planned)?;
+        let plan = plan_note(self, &planned.agent, taken);
+        if !self.modes.contains(&planned.mode) {
+            self.modes.push(planned.mode);
+        }
+        self.artifacts.push(ArtifactRecord {
+            id: format!("{}/{}", self.directory_name, plan.file_name),
+            agent: planned.agent,
+            agent_slug: plan.agent_slug,
+            ordinal: plan.ordinal,
+            file_name: plan.file_name,
+            file_path: String::new(),
+            relative_path: String::new(),
+            mode: planned.mode,
+            task: planned.task,
+            status: if planned.start {
+                NoteStatus::Running
+            } else {
+                NoteStatus::Pending
+            },
+            reserved_at: now.to_owned(),
+            started_at: planned.start.then(|| now.to_owned()),
+            completed_at: None,
+            group: planned.group,
+            error: None,
+            metadata: planned.metadata,
+        });
+        Ok(self.artifacts.last().expect("just pushed"))
+    }
+
+    fn note_mut(&mut self, file_name: &str) -> Result<&mut ArtifactRecord, OpError> {
+        self.artifact_mut(file_name)
+            .ok_or_else(|| OpError::UnknownNote {
+                note: file_name.to_owned(),
+            })
+    }
+
+    /// Marks a note `running` (recording when it started, once) and merges `metadata`.
+    pub fn start(&mut self, file_name: &str, metadata: Metadata, now: &str) -> Result<(), OpError> {
+        check_metadata(&metadata)?;
+        let note = self.note_mut(file_name)?;
+        if note.status.is_terminal() {
+            return Err(OpError::AlreadyFinal {
+                note: note.file_name.clone(),
+                status: note.status,
+            });
+        }
+        note.status = NoteStatus::Running;
+        note.started_at.get_or_insert_with(|| now.to_owned());
+        merge(&mut note.metadata, metadata);
+        Ok(())
+    }
+
+    /// Merges `metadata` into a note in any status.
+    pub fn update(&mut self, file_name: &str, metadata: Metadata) -> Result<(), OpError> {
+        check_metadata(&metadata)?;
+        merge(&mut self.note_mut(file_name)?.metadata, metadata);
+        Ok(())
+    }
+
+    /// Finalises a note with a terminal status, exactly once.
+    pub fn finalize(
+        &mut self,
+        file_name: &str,
+        status: NoteStatus,
+        error: Option<String>,
+        metadata: Metadata,
+        now: &str,
+    ) -> Result<(), OpError> {
+        if !status.is_terminal() {
+            return Err(OpError::NotTerminal { status });
+        }
+        check_metadata(&metadata)?;
+        let note = self.note_mut(file_name)?;
+        if note.status.is_terminal() {
+            return Err(OpError::AlreadyFinal {
+                note: note.file_name.clone(),
+                status: note.status,
+            });
+        }
+        note.status = status;
+        note.completed_at = Some(now.to_owned());
+        note.error = error.filter(|text| !text.trim().is_empty());
+        merge(&mut note.metadata, metadata);
+        Ok(())
+    }
+
+    /// Accepts a late final output for an already final note (its status does not change).
+    pub fn update_final_output(
+        &mut self,
+        file_name: &str,
+        metadata: Metadata,
+    ) -> Result<(), OpError> {
+        check_metadata(&metadata)?;
+        let note = self.note_mut(file_name)?;
+        if !note.status.is_terminal() {
+            return Err(OpError::NotFinal {
+                note: note.file_name.clone(),
+                status: note.status,
+            });
+        }
+        merge(&mut note.metadata, metadata);
+        Ok(())
+    }
+
+    /// Adds a related link, or retitles the link with the same target.
+    pub fn link(&mut self, target: &str, title: Option<String>) -> Result<(), OpError> {
+        check_related_target(target)?;
+        if let Some(title) = &title {
+            check_label("title", title)?;
+        }
+        match self.related.iter_mut().find(|link| link.target == target) {
+            Some(link) => link.title = title,
+            None => self.related.push(RelatedLink {
+                target: target.to_owned(),
+                title,
+            }),
+        }
+        Ok(())
+    }
+
+    /// Sets the session status explicitly (it is summarised again at the next note change).
+    pub fn set_status(&mut self, status: NoteStatus) -> Result<(), OpError> {
+        if status == NoteStatus::Pending {
+            return Err(OpError::InvalidSessionStatus { status });
+        }
+        self.status = status.as_str().to_owned();
+        Ok(())
+    }
+
+    /// Sets the session status from its notes (see [`summarise`]).
+    pub fn summarise_status(&mut self) {
+        self.status = summarise(self.artifacts.iter().map(|note| note.status))
+            .as_str()
+            .to_owned();
+    }
+
+    /// Marks the session continued: `resumed`, the parent's session file refreshed, and a
+    /// finished session running again. Returns whether anything changed.
+    pub fn resume(&mut self, session_file: Option<&str>) -> bool {
+        let before = (
+            self.resumed,
+            self.parent_session_file.clone(),
+            self.status.clone(),
+        );
+        self.resumed = true;
+        if let Some(file) = session_file {
+            self.parent_session_file = Some(file.to_owned());
+            if let Some(binding) = &mut self.parent_pi_session {
+                binding.session_file = Some(file.to_owned());
+            }
+        }
+        let finished = self
+            .status
+            .parse::<NoteStatus>()
+            .is_ok_and(NoteStatus::is_terminal);
+        if finished {
+            self.status = NoteStatus::Running.as_str().to_owned();
+        }
+        before
+            != (
+                self.resumed,
+                self.parent_session_file.clone(),
+                self.status.clone(),
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn session() -> SessionMetadata {
+        SessionMetadata::new("s", "s", 1, None, "t0")
+    }
+
+    fn meta(pairs: &[(&str, serde_json::Value)]) -> Metadata {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn lifecycle_runs_once() {
+        let mut s = session();
+        let none = |_: &str| false;
+        let file = s
+            .reserve(PlannedNote::new("scout"), &none, "t0")
+            .unwrap()
+            .file_name
+            .clone();
+        s.start(&file, meta(&[("taskId", json!("t1"))]), "t1")
+            .unwrap();
+        s.finalize(&file, NoteStatus::Completed, None, Metadata::new(), "t2")
+            .unwrap();
+        let again = s.finalize(&file, NoteStatus::Failed, None, Metadata::new(), "t3");
+        assert!(matches!(again, Err(OpError::AlreadyFinal { .. })));
+        assert!(matches!(
+            s.start(&file, Metadata::new(), "t3"),
+            Err(OpError::AlreadyFinal { .. })
+        ));
+        let note = s.artifact(&file).unwrap();
+        assert_eq!(note.status, NoteStatus::Completed);
+        assert_eq!(note.completed_at.as_deref(), Some("t2"));
+        s.update_final_output(&file, meta(&[("tokens", json!(12))]))
+            .unwrap();
+        assert_eq!(s.artifact(&file).unwrap().metadata["tokens"], 12);
+    }
+
+    #[test]
+    fn a_note_can_be_reserved_running() {
+        let mut s = session();
+        let planned = PlannedNote {
+            start: true,
+            ..PlannedNote::new("scout")
+        };
+        let note = s.reserve(planned, &|_: &str| false, "t1").unwrap();
+        assert_eq!(note.status, NoteStatus::Running);
+        assert_eq!(note.started_at.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn bad_input_changes_nothing() {
+        let mut s = session();
+        let none = |_: &str| false;
+        let before = s.clone();
+        assert!(s.reserve(PlannedNote::new(" "), &none, "t").is_err());
+        let mut bad = PlannedNote::new("scout");
+        bad.metadata = meta(&[("status", json!("x"))]);
+        assert!(s.reserve(bad, &none, "t").is_err());
+        assert!(
+            s.finalize("x.md", NoteStatus::Running, None, Metadata::new(), "t")
+                .is_err()
+        );
+        assert!(s.link("../etc/passwd", None).is_err());
+        assert!(s.link("/abs", None).is_err());
+        assert!(s.set_status(NoteStatus::Pending).is_err());
+        assert_eq!(s, before);
+        s.link("https://example.com/issues/1", Some("Issue".to_owned()))
+            .unwrap();
+        s.link("src/lib.rs", None).unwrap();
+        s.link("https://example.com/issues/1", None).unwrap();
+        assert_eq!(s.related.len(), 2);
+    }
+
+    #[test]
+    fn resume_reopens_finished_sessions() {
+        let mut s = session();
+        assert!(s.resume(None));
+        assert!(!s.resume(None));
+        s.status = "completed".to_owned();
+        assert!(s.resume(None));
+        assert_eq!(s.status, "running");
+    }
+}

@@ -1,0 +1,404 @@
+//! Note operations, applied in batches: one lock, one fresh read, one commit.
+//!
+//! [`Store::apply`] takes the session lock once (or, when the session is busy, queues its
+//! operations for the holder; see `queue`). The holder sweeps away a dead writer's temp files,
+//! re-reads `session.json`, applies its own and every queued operation in order to the record
+//! (a refused operation is reported in its slot and changes nothing), then renders each touched
+//! note, `session.json` and `shepherd.md`, and commits them together: staged, synced at once,
+//! renamed (notes first, so the record never lists a note that is not there; `shepherd.md`
+//! last, as it is derived). The directory is synced before any waiter is answered, or, with no
+//! one waiting, after the lock is released so the next writer can start while the disk
+//! finishes; either way no caller hears of success before its commit is durable. The broker
+//! funnels many delegations' operations through one call; the one-op wrappers in `ops` serve
+//! everyone else.
+//!
+//! A note's body belongs to its sheep, which may be writing it while we rewrite the
+//! frontmatter. Just before the rename the note is read again; if it changed, it is rendered
+//! again from the new text, so the sheep's words are kept.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Instant;
+
+use indexmap::IndexMap;
+use jiff::Timestamp;
+use shepherd_core::fieldnotes::index::render_index;
+use shepherd_core::fieldnotes::note::{Section, render_note, render_section};
+use shepherd_core::fieldnotes::ops::{TargetKind, check_related_target};
+use shepherd_core::fieldnotes::{
+    INDEX_FILE, NoteStatus, OpError, RelatedLink, SESSION_LOCK_FILE, SESSION_METADATA_FILE,
+    SessionMetadata,
+};
+use shepherd_core::time::iso;
+
+use crate::atomic::{self, Batch};
+use crate::ops::{Applied, NoteOp, NoteOpOutcome};
+use crate::queue::{Outcomes, Queue, RESPONSES_KEY, Request};
+use crate::read::read_regular_file;
+use crate::wait::Waiter;
+use crate::{CommitStage, SessionRef, Store, StoreError, lock};
+
+/// How many times a note rewrite is redone when its sheep keeps changing it.
+const NOTE_REWRITE_ATTEMPTS: usize = 3;
+
+/// What a batch does to one note file.
+#[derive(Debug, Default)]
+struct NoteChange {
+    created: bool,
+    section_output: Option<Option<String>>,
+}
+
+/// What one combined commit has applied so far.
+#[derive(Debug, Default)]
+struct Combined {
+    changes: IndexMap<String, NoteChange>,
+    notes_changed: bool,
+    explicit_status: Option<NoteStatus>,
+    anything_applied: bool,
+}
+
+impl Store {
+    /// Applies `ops` to `session` in order, in one commit (shared with any other writers'
+    /// operations that queued up meanwhile; see `queue`). Fails as a whole only when the
+    /// session cannot be read or written; a refused operation is reported in its own slot.
+    pub fn apply(
+        &self,
+        session: &SessionRef,
+        ops: Vec<NoteOp>,
+        now: Timestamp,
+    ) -> Result<Applied, StoreError> {
+        let dir = self.checked_session_dir(session)?;
+        let lock_path = dir.join(SESSION_LOCK_FILE);
+        let request = Request { now: iso(now), ops };
+        let lock_file = match lock::try_lock_file(lock::open(&lock_path)?)? {
+            Ok(lock) => {
+                let (outcomes, synced) = self.combine(session, &dir, Some(request))?;
+                drop(lock);
+                if !synced {
+                    atomic::sync_dir(&dir)?;
+                }
+                return Ok(Applied {
+                    outcomes: outcomes.expect("own operations are answered"),
+                });
+            }
+            Err(busy) => busy,
+        };
+        let queue = Queue::new(&dir);
+        let id = queue.enqueue(&request)?;
+        self.hook(CommitStage::Queued(&dir));
+        match self.wait_for_answer(session, &dir, &queue, &id, lock_file) {
+            // The holder that answered synced the directory before answering.
+            Ok(outcomes) => Ok(Applied { outcomes }),
+            Err(err) => {
+                if !matches!(err, StoreError::LockTimeout { .. }) {
+                    queue.forget(&id)?;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Waits until our request is answered, or the lock is free and we answer it (and
+    /// everyone else's) ourselves. At the deadline the request is withdrawn; if a holder has
+    /// already claimed it, we wait one more deadline for that holder rather than guess.
+    fn wait_for_answer(
+        &self,
+        session: &SessionRef,
+        dir: &Path,
+        queue: &Queue,
+        id: &str,
+        lock_file: fs_err::File,
+    ) -> Result<Outcomes, StoreError> {
+        let lock_path = dir.join(SESSION_LOCK_FILE);
+        let mut waiter = Waiter::new(&lock_path, lock_file, &queue.answers_dir());
+        let mut deadline = Instant::now() + self.options.lock_timeout;
+        let mut extended = false;
+        loop {
+            if let Some(outcomes) = queue.take_response(id)? {
+                return Ok(outcomes);
+            }
+            if let Some(lock) = waiter.try_lock()? {
+                if let Some(outcomes) = queue.take_response(id)? {
+                    return Ok(outcomes);
+                }
+                self.combine(session, dir, None)?;
+                drop(lock);
+                return queue.take_response(id)?.ok_or_else(|| {
+                    std::io::Error::other(format!(
+                        "the queued request `{id}` in `{}` was lost",
+                        dir.display()
+                    ))
+                    .into()
+                });
+            }
+            if !waiter.wait(deadline)? {
+                if extended || queue.withdraw(id)? {
+                    return Err(StoreError::LockTimeout {
+                        path: lock_path,
+                        waited: self.options.lock_timeout,
+                    });
+                }
+                extended = true;
+                deadline = Instant::now() + self.options.lock_timeout;
+            }
+        }
+    }
+
+    /// With the session lock held: repairs the queue, applies `own` and every queued request
+    /// on a fresh read, commits once, and answers the queued requests. Returns the answer to
+    /// `own`, and whether the directory was already synced.
+    fn combine(
+        &self,
+        session: &SessionRef,
+        dir: &Path,
+        own: Option<Request>,
+    ) -> Result<(Option<Outcomes>, bool), StoreError> {
+        self.hook(CommitStage::SessionLocked(dir));
+        let existing = atomic::sweep(dir)?;
+        let mut metadata = self.load(session)?;
+        let queue = Queue::new(dir);
+        let recovered = queue.recover(metadata.extra.get(RESPONSES_KEY))?;
+        let claimed = queue.claim()?;
+        let mut batch = Combined::default();
+        let mut own =
+            own.map(|request| self.apply_request(&mut metadata, &mut batch, &existing, request));
+        let mut answers = IndexMap::new();
+        for (id, request) in claimed {
+            let outcomes = self.apply_request(&mut metadata, &mut batch, &existing, request);
+            answers.insert(id, outcomes);
+        }
+        metadata.rederive_paths(&self.root_text);
+        for outcomes in own.iter_mut().chain(answers.values_mut()) {
+            refresh_records(outcomes, &metadata);
+        }
+        if batch.anything_applied {
+            if batch.notes_changed {
+                metadata.summarise_status();
+            }
+            if let Some(status) = batch.explicit_status {
+                metadata.set_status(status)?;
+            }
+            if answers.is_empty() {
+                metadata.extra.shift_remove(RESPONSES_KEY);
+            } else {
+                let value = serde_json::to_value(&answers).expect("outcomes serialise");
+                metadata.extra.insert(RESPONSES_KEY.to_owned(), value);
+            }
+            self.commit(dir, &metadata, &batch.changes)?;
+            self.hook(CommitStage::Committed(dir));
+        }
+        if answers.is_empty() && recovered.is_empty() {
+            return Ok((own, false));
+        }
+        // Answers promise durability: make the renames durable before anyone hears of them.
+        atomic::sync_dir(dir)?;
+        let recovered = recovered.iter().map(|(id, outcomes)| (id, outcomes));
+        for (id, outcomes) in recovered.chain(&answers) {
+            if let Err(err) = queue.respond(id, outcomes) {
+                // The answer is also in session.json; the next holder delivers it.
+                tracing::warn!(%err, "could not leave a queued request's answer");
+            }
+        }
+        Ok((own, true))
+    }
+
+    fn apply_request(
+        &self,
+        metadata: &mut SessionMetadata,
+        batch: &mut Combined,
+        existing: &HashSet<String>,
+        request: Request,
+    ) -> Outcomes {
+        let mut outcomes = Vec::with_capacity(request.ops.len());
+        for op in request.ops {
+            let outcome = self.apply_one(metadata, &mut batch.changes, existing, op, &request.now);
+            match &outcome {
+                Ok(NoteOpOutcome::StatusSet(status)) => batch.explicit_status = Some(*status),
+                Ok(NoteOpOutcome::Note(_)) => batch.notes_changed = true,
+                _ => {}
+            }
+            if outcome.is_ok() {
+                batch.anything_applied = true;
+                if request.now > metadata.updated_at {
+                    metadata.updated_at.clone_from(&request.now);
+                }
+            }
+            outcomes.push(outcome);
+        }
+        outcomes
+    }
+
+    fn apply_one(
+        &self,
+        metadata: &mut SessionMetadata,
+        changes: &mut IndexMap<String, NoteChange>,
+        existing: &HashSet<String>,
+        op: NoteOp,
+        now: &str,
+    ) -> Result<NoteOpOutcome, OpError> {
+        let note = |metadata: &SessionMetadata, file: &str| {
+            let record = metadata
+                .artifact(file)
+                .expect("the op just touched it")
+                .clone();
+            NoteOpOutcome::Note(Box::new(record))
+        };
+        match op {
+            NoteOp::Reserve(planned) => {
+                let taken = |name: &str| existing.contains(name);
+                let file = metadata.reserve(planned, &taken, now)?.file_name.clone();
+                changes.entry(file.clone()).or_default().created = true;
+                Ok(note(metadata, &file))
+            }
+            NoteOp::Start {
+                note: file,
+                metadata: extra,
+            } => {
+                metadata.start(&file, extra, now)?;
+                changes.entry(file.clone()).or_default();
+                Ok(note(metadata, &file))
+            }
+            NoteOp::Update {
+                note: file,
+                metadata: extra,
+            } => {
+                metadata.update(&file, extra)?;
+                changes.entry(file.clone()).or_default();
+                Ok(note(metadata, &file))
+            }
+            NoteOp::Finalize { note: file, result } => {
+                metadata.finalize(&file, result.status, result.error, result.metadata, now)?;
+                changes.entry(file.clone()).or_default().section_output = Some(result.output);
+                Ok(note(metadata, &file))
+            }
+            NoteOp::UpdateFinalOutput {
+                note: file,
+                output,
+                metadata: extra,
+            } => {
+                metadata.update_final_output(&file, extra)?;
+                changes.entry(file.clone()).or_default().section_output = Some(output);
+                Ok(note(metadata, &file))
+            }
+            NoteOp::Link { target, title } => {
+                let target = self.related_target(&target)?;
+                metadata.link(&target, title.clone())?;
+                Ok(NoteOpOutcome::Linked(RelatedLink { target, title }))
+            }
+            NoteOp::SetStatus(status) => {
+                metadata.set_status(status)?;
+                Ok(NoteOpOutcome::StatusSet(status))
+            }
+        }
+    }
+
+    /// Turns a link target as given into the stored form: a URL as it is, or a path inside the
+    /// project (which must exist) relative to the project root.
+    fn related_target(&self, target: &str) -> Result<String, OpError> {
+        if check_related_target(target) == Ok(TargetKind::Url) {
+            return Ok(target.to_owned());
+        }
+        let refuse = |reason: &str| OpError::InvalidLink {
+            target: target.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let path = self.root.join(target);
+        let resolved = fs_err::canonicalize(&path).map_err(|_| {
+            refuse("it is neither a URL (scheme://…) nor an existing path in the project")
+        })?;
+        let relative = self
+            .relative(&resolved)
+            .filter(|relative| !relative.is_empty())
+            .ok_or_else(|| refuse(&format!("it lies outside the project `{}`", self.root_text)))?;
+        check_related_target(&relative)?;
+        Ok(relative)
+    }
+
+    /// Renders and commits the touched notes, `session.json` and `shepherd.md`.
+    fn commit(
+        &self,
+        dir: &Path,
+        metadata: &SessionMetadata,
+        changes: &IndexMap<String, NoteChange>,
+    ) -> Result<(), StoreError> {
+        let mut batch = Batch::new(dir);
+        let mut rechecks = Vec::new();
+        for (file, change) in changes {
+            let record = metadata.artifact(file).expect("changed notes are listed");
+            let path = dir.join(file);
+            let before = if change.created {
+                None
+            } else {
+                match read_regular_file(&path)? {
+                    Some(text) => Some(text),
+                    // A note that is not a readable regular file is left as it is: never
+                    // overwrite what cannot be preserved.
+                    None if path_exists(&path) => continue,
+                    None => None,
+                }
+            };
+            let section = change
+                .section_output
+                .as_ref()
+                .map(|output| render_section(record, output.as_deref()));
+            let text = render_note(metadata, record, before.as_deref(), as_section(&section));
+            batch.stage(file, text.as_bytes(), change.created)?;
+            if !change.created {
+                rechecks.push((file.as_str(), before, section));
+            }
+        }
+        batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), false)?;
+        batch.stage(INDEX_FILE, render_index(metadata).as_bytes(), false)?;
+        batch.sync()?;
+        self.hook(CommitStage::Staged(dir));
+        for (file, before, section) in rechecks {
+            merge_late_writes(&mut batch, metadata, file, before, as_section(&section))?;
+        }
+        batch.persist()
+    }
+}
+
+/// If the sheep changed its note after we read it, renders the note again from its new
+/// text and stages that instead, so the rename that follows keeps the sheep's words.
+fn merge_late_writes(
+    batch: &mut Batch,
+    metadata: &SessionMetadata,
+    file: &str,
+    before: Option<String>,
+    section: Section<'_>,
+) -> Result<(), StoreError> {
+    let record = metadata.artifact(file).expect("changed notes are listed");
+    let path = batch.dir().join(file);
+    let mut seen = before;
+    for _ in 0..NOTE_REWRITE_ATTEMPTS {
+        let current = read_regular_file(&path)?;
+        if current == seen {
+            return Ok(());
+        }
+        tracing::debug!(note = %path.display(), "note changed during commit; merging again");
+        let text = render_note(metadata, record, current.as_deref(), section);
+        batch.restage(file, text.as_bytes())?;
+        seen = current;
+    }
+    Ok(())
+}
+
+/// Replaces each note record in `outcomes` with the record as committed.
+fn refresh_records(outcomes: &mut Outcomes, metadata: &SessionMetadata) {
+    for outcome in outcomes {
+        if let Ok(NoteOpOutcome::Note(record)) = outcome
+            && let Some(current) = metadata.artifact(&record.file_name)
+        {
+            current.clone_into(&mut **record);
+        }
+    }
+}
+
+/// The section change for a rendered section text.
+fn as_section(section: &Option<String>) -> Section<'_> {
+    section.as_deref().map_or(Section::Keep, Section::Set)
+}
+
+fn path_exists(path: &Path) -> bool {
+    fs_err::symlink_metadata(path).is_ok()
+}

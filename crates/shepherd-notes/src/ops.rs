@@ -1,0 +1,252 @@
+//! The operations a session goes through, and one-operation wrappers around
+//! [`Store::apply`] for callers that change one thing at a time.
+//!
+//! Every operation is serialisable because a writer that finds its session busy hands its
+//! operations to whoever holds the lock (see `queue`).
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use shepherd_core::fieldnotes::ops::check_planned;
+use shepherd_core::fieldnotes::{
+    ArtifactRecord, Metadata, NoteStatus, OpError, PlannedNote, RelatedLink,
+};
+
+use crate::{SessionRef, Store, StoreError};
+
+/// One change to a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NoteOp {
+    /// Reserve a new note (`pending`) and create its file.
+    Reserve(PlannedNote),
+    /// Mark a note `running` and merge metadata (`taskId`, `agentId`, `pane`, …).
+    Start {
+        /// The note's file name.
+        note: String,
+        /// Metadata to merge (`null` removes a key).
+        metadata: Metadata,
+    },
+    /// Merge metadata into a note in any status.
+    Update {
+        /// The note's file name.
+        note: String,
+        /// Metadata to merge.
+        metadata: Metadata,
+    },
+    /// Finalise a note, exactly once.
+    Finalize {
+        /// The note's file name.
+        note: String,
+        /// The outcome.
+        result: Finalization,
+    },
+    /// Replace the final output of an already final note (its status stays): a sheep's last
+    /// words that arrive after its task settled.
+    UpdateFinalOutput {
+        /// The note's file name.
+        note: String,
+        /// The new final output.
+        output: Option<String>,
+        /// Metadata to merge.
+        metadata: Metadata,
+    },
+    /// Attach a project file or URL to the session's Related files.
+    Link {
+        /// A URL, or a path (absolute, or relative to the project root) to an existing file or
+        /// directory inside the project.
+        target: String,
+        /// Link text; the target when absent.
+        title: Option<String>,
+    },
+    /// Set the session status explicitly (it wins over the summary of this batch's notes).
+    SetStatus(NoteStatus),
+}
+
+/// How a note ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finalization {
+    /// A terminal status.
+    pub status: NoteStatus,
+    /// The sheep's final output.
+    pub output: Option<String>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// Metadata to merge (model, duration, usage, …).
+    pub metadata: Metadata,
+}
+
+impl Finalization {
+    /// A finalisation with `status` and nothing else.
+    pub fn new(status: NoteStatus) -> Self {
+        Self {
+            status,
+            output: None,
+            error: None,
+            metadata: Metadata::new(),
+        }
+    }
+}
+
+/// What one operation did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NoteOpOutcome {
+    /// A note operation succeeded; the note's record after the whole batch.
+    Note(Box<ArtifactRecord>),
+    /// A link was added or retitled.
+    Linked(RelatedLink),
+    /// The session status was set.
+    StatusSet(NoteStatus),
+}
+
+impl NoteOpOutcome {
+    /// The note record, for note operations.
+    pub fn note(&self) -> Option<&ArtifactRecord> {
+        match self {
+            Self::Note(record) => Some(record),
+            _ => None,
+        }
+    }
+}
+
+/// The result of [`Store::apply`].
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// One result per operation, in order. A note's record is as committed.
+    pub outcomes: Vec<Result<NoteOpOutcome, OpError>>,
+}
+
+impl Store {
+    /// Reserves `planned` notes in input order, in one commit. All are checked first: one bad
+    /// note refuses the whole batch and nothing is written.
+    pub fn reserve(
+        &self,
+        session: &SessionRef,
+        planned: Vec<PlannedNote>,
+        now: Timestamp,
+    ) -> Result<Vec<ArtifactRecord>, StoreError> {
+        for note in &planned {
+            check_planned(note)?;
+        }
+        let ops = planned.into_iter().map(NoteOp::Reserve).collect();
+        self.apply_all(session, ops, now)
+    }
+
+    /// Marks a note `running`.
+    pub fn start(
+        &self,
+        session: &SessionRef,
+        note: &str,
+        metadata: Metadata,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        let op = NoteOp::Start {
+            note: note.to_owned(),
+            metadata,
+        };
+        self.apply_single(session, op, now)
+    }
+
+    /// Merges metadata into a note.
+    pub fn update(
+        &self,
+        session: &SessionRef,
+        note: &str,
+        metadata: Metadata,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        let op = NoteOp::Update {
+            note: note.to_owned(),
+            metadata,
+        };
+        self.apply_single(session, op, now)
+    }
+
+    /// Finalises a note; a second finalisation fails with [`OpError::AlreadyFinal`].
+    pub fn finalize(
+        &self,
+        session: &SessionRef,
+        note: &str,
+        result: Finalization,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        let op = NoteOp::Finalize {
+            note: note.to_owned(),
+            result,
+        };
+        self.apply_single(session, op, now)
+    }
+
+    /// Replaces the final output of an already final note.
+    pub fn update_final_output(
+        &self,
+        session: &SessionRef,
+        note: &str,
+        output: Option<String>,
+        metadata: Metadata,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        let op = NoteOp::UpdateFinalOutput {
+            note: note.to_owned(),
+            output,
+            metadata,
+        };
+        self.apply_single(session, op, now)
+    }
+
+    /// Adds a Related files entry; returns the stored link.
+    pub fn link(
+        &self,
+        session: &SessionRef,
+        target: &str,
+        title: Option<String>,
+        now: Timestamp,
+    ) -> Result<RelatedLink, StoreError> {
+        let op = NoteOp::Link {
+            target: target.to_owned(),
+            title,
+        };
+        match self.apply(session, vec![op], now)?.outcomes.remove(0)? {
+            NoteOpOutcome::Linked(link) => Ok(link),
+            other => unreachable!("a link op yields a link, not {other:?}"),
+        }
+    }
+
+    /// Sets the session status.
+    pub fn set_status(
+        &self,
+        session: &SessionRef,
+        status: NoteStatus,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut applied = self.apply(session, vec![NoteOp::SetStatus(status)], now)?;
+        applied.outcomes.remove(0)?;
+        Ok(())
+    }
+
+    fn apply_single(
+        &self,
+        session: &SessionRef,
+        op: NoteOp,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        Ok(self.apply_all(session, vec![op], now)?.remove(0))
+    }
+
+    fn apply_all(
+        &self,
+        session: &SessionRef,
+        ops: Vec<NoteOp>,
+        now: Timestamp,
+    ) -> Result<Vec<ArtifactRecord>, StoreError> {
+        let applied = self.apply(session, ops, now)?;
+        let mut records = Vec::with_capacity(applied.outcomes.len());
+        for outcome in applied.outcomes {
+            match outcome? {
+                NoteOpOutcome::Note(record) => records.push(*record),
+                other => unreachable!("note ops yield notes, not {other:?}"),
+            }
+        }
+        Ok(records)
+    }
+}
