@@ -48,6 +48,8 @@ pub struct BrokerConfig {
     pub adoption_grace: std::time::Duration,
     /// How long a supervisor keeps its sheep alive while no broker answers.
     pub orphan_grace: std::time::Duration,
+    /// The command that runs pi (`pi`, or a pinned install), for pi sheep.
+    pub pi_command: Vec<String>,
 }
 
 /// Runtime links that are not herd state.
@@ -229,6 +231,7 @@ impl Broker {
                 return;
             }
             let job = broker.read(|herd| crate::fieldnotes::FinalizeJob::for_task(herd, &task_id));
+            let had_output = job.as_ref().is_some_and(|job| job.with_run_output);
             if let Some(job) = job {
                 let fieldnotes = broker.fieldnotes();
                 let outcome = tokio::task::spawn_blocking(move || fieldnotes.finalize(&job)).await;
@@ -241,6 +244,10 @@ impl Broker {
                 }
             }
             broker.commit(|tx| shepherd_core::herd::finalized(tx, &task_id));
+            // Final words that arrived while the note was being finalised go in now.
+            if !had_output {
+                crate::fieldnotes::complete_output(&broker, &task_id).await;
+            }
             broker
                 .finalizing
                 .lock()

@@ -35,6 +35,8 @@ pub(crate) struct NoteRequest {
     pub(crate) task_id: TaskId,
     /// The sheep.
     pub(crate) agent_id: AgentId,
+    /// The sheep's pi session file, for pi sheep.
+    pub(crate) session_file: Option<String>,
 }
 
 /// A reserved, running note and the context block its sheep gets.
@@ -59,6 +61,8 @@ pub(crate) struct FinalizeJob {
     output: Option<String>,
     error: Option<String>,
     metadata: Metadata,
+    /// Whether the sheep's final words (run output) are in it already.
+    pub(crate) with_run_output: bool,
 }
 
 impl FinalizeJob {
@@ -67,11 +71,7 @@ impl FinalizeJob {
         let task = herd.tasks.get(task_id)?;
         let note = task.note.clone()?;
         let result = task.result.as_ref()?;
-        let status = task
-            .state
-            .note_status()
-            .parse()
-            .unwrap_or(NoteStatus::Failed);
+        let status = task.state.note_status().parse().unwrap_or(NoteStatus::Failed);
         let mut metadata = Metadata::new();
         metadata.insert("taskStatus".into(), Value::from(task.state.as_str()));
         metadata.insert("returnCode".into(), Value::from(result.return_code));
@@ -79,17 +79,52 @@ impl FinalizeJob {
             metadata.insert("summary".into(), Value::from(one_line(summary)));
         }
         let started = task.started_at.unwrap_or(task.created_at);
-        metadata.insert(
-            "durationMs".into(),
-            Value::from(result.completed_at - started),
-        );
+        metadata.insert("durationMs".into(), Value::from(result.completed_at - started));
+        let output = match &task.output {
+            Some(run) => {
+                merge_telemetry(&mut metadata, &run.telemetry);
+                Some(run.text.clone()).filter(|t| !t.trim().is_empty()).or_else(|| result.text.clone())
+            }
+            None => result.text.clone(),
+        };
         Some(Self {
             note,
             status,
-            output: result.text.clone(),
+            output,
             error: result.error.clone(),
             metadata,
+            with_run_output: task.output.is_some(),
         })
+    }
+}
+
+fn merge_telemetry(metadata: &mut Metadata, telemetry: &Value) {
+    if let Some(fields) = telemetry.as_object() {
+        for (key, value) in fields {
+            metadata.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// Puts a settled task's run output (final words, telemetry) into its already final note.
+/// A note not final yet gets them from its finaliser instead.
+pub(crate) async fn complete_output(broker: &Arc<crate::broker::Broker>, task_id: &TaskId) {
+    let job = broker.read(|herd| {
+        let task = herd.tasks.get(task_id)?;
+        let output = task.output.clone()?;
+        task.finalized.then_some(())?;
+        Some((task.note.clone()?, output))
+    });
+    let Some((note, output)) = job else { return };
+    let mut metadata = Metadata::new();
+    merge_telemetry(&mut metadata, &output.telemetry);
+    let text = Some(output.text).filter(|t| !t.trim().is_empty());
+    let fieldnotes = broker.fieldnotes();
+    let updated = tokio::task::spawn_blocking(move || fieldnotes.update_output(&note, text, metadata)).await;
+    match updated {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!("could not add the final output to the note of {task_id}: {err}"),
+        Err(err) => tracing::warn!("adding the final output of {task_id} panicked: {err}"),
     }
 }
 
@@ -106,6 +141,7 @@ enum Job {
     ParentSession(mpsc::Sender<BrokerResult<SessionSummary>>),
     Reserve(NoteRequest, mpsc::Sender<BrokerResult<ReservedNote>>),
     Finalize(FinalizeJob, mpsc::Sender<BrokerResult<()>>),
+    UpdateOutput(NoteLink, Option<String>, Metadata, mpsc::Sender<BrokerResult<()>>),
 }
 
 /// The fieldnotes writer of one project and parent.
@@ -174,6 +210,11 @@ impl Fieldnotes {
     /// Finalises a settled task's note.
     pub(crate) fn finalize(&self, job: &FinalizeJob) -> BrokerResult<()> {
         self.call(|tx| Job::Finalize(job.clone(), tx))
+    }
+
+    /// Replaces a final note's output (a sheep's last words after it settled its task).
+    pub(crate) fn update_output(&self, note: &NoteLink, output: Option<String>, metadata: Metadata) -> BrokerResult<()> {
+        self.call(|tx| Job::UpdateOutput(note.clone(), output, metadata, tx))
     }
 }
 
@@ -267,6 +308,10 @@ impl WorkerState {
                     .entry(job.note.session.clone())
                     .or_default()
                     .push((job, reply)),
+                Job::UpdateOutput(note, output, metadata, reply) => {
+                    let result = self.update_output(&note, output, metadata);
+                    let _caller_gone = reply.send(result);
+                }
             }
         }
         for (session, jobs) in finals {
@@ -275,6 +320,19 @@ impl WorkerState {
         for (selector, jobs) in reserves {
             self.reserve_group(&selector, jobs);
         }
+    }
+
+    fn update_output(&mut self, note: &NoteLink, output: Option<String>, metadata: Metadata) -> BrokerResult<()> {
+        let session = SessionRef::new(&note.session)
+            .ok_or_else(|| BrokerError::new("fieldnotes", "invalid session directory"))?;
+        let op = NoteOp::UpdateFinalOutput { note: file_name(&note.note), output, metadata };
+        let now = shepherd_core::time::Timestamp::now();
+        let applied = self.store()?.apply(&session, vec![op], now).map_err(|err| store_error(&err, store_code(&err)))?;
+        applied
+            .outcomes
+            .into_iter()
+            .next()
+            .map_or(Ok(()), |outcome| outcome.map(|_| ()).map_err(|err| store_error(&err, "fieldnotes")))
     }
 
     fn finalize_group(
@@ -347,7 +405,7 @@ impl WorkerState {
         }
     }
 
-    /// Reserves every note of one session in one commit, then marks them running in a second.
+    /// Reserves every note of one session, already running, in one commit.
     fn reserve_all(
         &mut self,
         selector: &Selector,
@@ -362,27 +420,14 @@ impl WorkerState {
                 planned.mode = request.mode.parse().unwrap_or(Mode::Single);
                 planned.task = Some(request.task.clone());
                 planned.metadata = ids_metadata(request);
+                // Reserved already running: the task reaches its sheep right after this commit.
+                planned.start = true;
                 NoteOp::Reserve(planned)
             })
             .collect();
         let store = self.store()?.clone();
         let reserved = store
             .apply(&session, reserve_ops, now)
-            .map_err(|err| store_error(&err, store_code(&err)))?;
-        let start_ops: Vec<NoteOp> = reserved
-            .outcomes
-            .iter()
-            .zip(jobs)
-            .filter_map(|(outcome, (request, _))| {
-                let record = outcome.as_ref().ok()?.note()?;
-                Some(NoteOp::Start {
-                    note: record.file_name.clone(),
-                    metadata: ids_metadata(request),
-                })
-            })
-            .collect();
-        store
-            .apply(&session, start_ops, now)
             .map_err(|err| store_error(&err, store_code(&err)))?;
         let metadata = &store
             .load(&session)
@@ -434,6 +479,9 @@ fn ids_metadata(request: &NoteRequest) -> Metadata {
     let mut metadata = Metadata::new();
     metadata.insert("taskId".into(), Value::from(request.task_id.as_str()));
     metadata.insert("agentId".into(), Value::from(request.agent_id.as_str()));
+    if let Some(file) = &request.session_file {
+        metadata.insert("sessionFile".into(), Value::from(file.as_str()));
+    }
     metadata
 }
 

@@ -20,11 +20,13 @@ mod error;
 mod fieldnotes;
 mod inbox;
 mod parent;
+mod pi;
 mod recovery;
 mod server;
 mod sheep;
 mod spawn;
 mod supervisor;
+mod telemetry;
 
 pub mod client;
 pub mod clock;

@@ -71,6 +71,8 @@ pub(crate) async fn delegate(
         )
     });
 
+    let cursor = crate::pi::session_cursor(broker, &agent_id);
+    let session_file = cursor.map(|_| crate::pi::session_file(broker, &agent_id).display().to_string());
     let mut content = params.task.clone();
     let note = if settings.fieldnotes || params.session_name.is_some() {
         let request = NoteRequest {
@@ -80,6 +82,7 @@ pub(crate) async fn delegate(
             mode,
             task_id: task_id.clone(),
             agent_id: agent_id.clone(),
+            session_file,
         };
         let fieldnotes = broker.fieldnotes();
         let reserved = tokio::task::spawn_blocking(move || fieldnotes.reserve(&request))
@@ -117,6 +120,9 @@ pub(crate) async fn delegate(
     let link = note.clone();
     broker
         .commit_durable(|tx| {
+            if let Some(cursor) = cursor {
+                shepherd_core::herd::cursor(tx, &task_id, cursor);
+            }
             shepherd_core::herd::start_task(tx, &task_id, link, message_id, content)
         })
         .await?;

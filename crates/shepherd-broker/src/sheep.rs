@@ -62,26 +62,24 @@ pub(crate) async fn done(
     })
 }
 
-/// Runs `report`: the sheep's run started or settled.
-pub(crate) async fn report(
-    broker: &Arc<Broker>,
-    session: &Session,
-    params: ReportParams,
-) -> BrokerResult<Value> {
+/// Runs `report`: the sheep is ready, or its run started or settled.
+pub(crate) async fn report(broker: &Arc<Broker>, session: &Session, params: ReportParams) -> BrokerResult<Value> {
     let sender = session.sheep()?.clone();
     let report = match params.event.as_str() {
+        "ready" => {
+            crate::supervisor::mark_ready(broker, &sender).await?;
+            return Ok(json!({ "ok": true }));
+        }
         "agent_start" => RunReport::Started,
-        "run_settled" => RunReport::Settled {
-            stop_reason: params.stop_reason,
-            error: params.error,
-        },
+        "run_settled" => RunReport::Settled { stop_reason: params.stop_reason, error: params.error },
         other => {
             return Err(BrokerError::new(
                 "invalid_request",
-                format!("report event `{other}` is not one of agent_start, run_settled"),
+                format!("report event `{other}` is not one of ready, agent_start, run_settled"),
             ));
         }
     };
+    let settled = matches!(report, RunReport::Settled { .. });
     let budget = broker.settings().done_nudges;
     broker
         .commit_durable(|tx| {
@@ -89,5 +87,8 @@ pub(crate) async fn report(
             Ok(())
         })
         .await?;
+    if settled {
+        crate::pi::record_output(broker, &sender, params.text).await?;
+    }
     Ok(json!({ "ok": true }))
 }

@@ -42,17 +42,8 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
             ),
         ));
     }
-    let program = def.command.clone().ok_or_else(|| {
-        BrokerError::new(
-            "runtime_unavailable",
-            format!(
-                "Agent \"{}\" is a pi agent, and this build cannot run pi sheep yet; define a \
-                 `command` in its frontmatter to run a program as the sheep.",
-                def.name
-            ),
-        )
-    })?;
-    if let Some(model) = &params.model {
+    let is_pi = def.command.is_none();
+    if let Some(model) = params.model.as_ref().filter(|_| !is_pi) {
         return Err(BrokerError::new(
             "invalid_model",
             format!(
@@ -96,7 +87,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         agent: def.name.clone(),
         label: label.clone(),
         backend: kind.as_str().to_owned(),
-        runtime: "command".to_owned(),
+        runtime: if is_pi { "pi" } else { "command" }.to_owned(),
         cwd: cwd.display().to_string(),
         token_digest: crate::auth::digest(&token),
     };
@@ -120,6 +111,22 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         return Err(err);
     }
 
+    let mut env = sheep_env(broker, &id, &token);
+    let program = match &def.command {
+        Some(argv) => argv.clone(),
+        None => match crate::pi::launch(broker, &def, &params, &id, kind == BackendKind::Headless) {
+            Ok(launch) => {
+                env.extend(launch.env);
+                launch.argv
+            }
+            Err(err) => {
+                broker.links.lock().expect("links lock").ready_waiters.remove(&id);
+                let exit = ExitInfo { reason: Some(err.message.clone()), ..ExitInfo::default() };
+                broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+                return Err(err);
+            }
+        },
+    };
     let display = display_name(&def.name, &label);
     let (caller_pane, tmux_socket) = placement_context(kind, &caller);
     let spec = LaunchSpec {
@@ -127,7 +134,8 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         display_name: display.clone(),
         cwd,
         program,
-        env: sheep_env(broker, &id, &token),
+        env,
+        keep_stdin: is_pi,
         shepherd_exe: broker.config.shepherd_exe.clone(),
         socket: broker.config.paths.socket.clone(),
         log: broker.config.paths.sheep_logs.join(format!("{id}.log")),

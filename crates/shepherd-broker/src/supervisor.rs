@@ -39,19 +39,30 @@ pub(crate) async fn started(
         ..LaunchRecord::default()
     };
     crate::spawn::merge_launch(broker, &id, &update);
-    let committed = broker.commit(|tx| shepherd_core::herd::ready(tx, &id));
+    // A command sheep is ready once its program runs; a pi sheep once its extension reports in
+    // (`report ready`), which proves pi started and loaded it.
+    let is_pi = broker.read(|herd| herd.sheep.get(&id).is_some_and(|s| s.runtime == "pi"));
+    if !is_pi {
+        mark_ready(broker, &id).await?;
+    }
+    crate::recovery::adopted(broker, &id);
+    Ok(json!({ "ok": true }))
+}
+
+/// Marks a sheep ready and releases the spawn waiting for it.
+pub(crate) async fn mark_ready(broker: &Arc<Broker>, id: &shepherd_core::ids::AgentId) -> BrokerResult<()> {
+    let committed = broker.commit(|tx| shepherd_core::herd::ready(tx, id));
     broker.durable(committed.pos).await?;
     let waiter = broker
         .links
         .lock()
         .expect("links lock")
         .ready_waiters
-        .remove(&id);
+        .remove(id);
     if let Some(waiter) = waiter {
         let _spawn_gone = waiter.send(Ok(()));
     }
-    crate::recovery::adopted(broker, &id);
-    Ok(json!({ "ok": true }))
+    Ok(())
 }
 
 /// `supervisor.exited`: the sheep's program ended.

@@ -194,6 +194,12 @@ pub struct SpawnParams {
     /// Where the caller runs, so `auto` can pick its terminal and splits find its pane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,
+    /// The parent's own model (`provider/id`), inherited by pi sheep whose definition names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_model: Option<String>,
+    /// The parent's thinking level, inherited likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_thinking: Option<String>,
 }
 
 /// The terminal a caller runs in, as its environment tells.

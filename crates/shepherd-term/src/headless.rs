@@ -48,6 +48,7 @@ impl Backend for HeadlessBackend {
             .arg(&spec.log)
             .arg("--grace-ms")
             .arg(spec.orphan_grace.as_millis().to_string())
+            .args(spec.keep_stdin.then_some("--keep-stdin"))
             .arg("--")
             .args(&spec.program)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))

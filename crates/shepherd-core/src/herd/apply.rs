@@ -96,6 +96,16 @@ impl Herd {
                 }
             }
             Event::TaskSettled { task_id, result } => self.settle(task_id, result),
+            Event::TaskCursor { task_id, cursor } => {
+                if let Some(task) = self.tasks.get_mut(task_id) {
+                    task.session_cursor = Some(*cursor);
+                }
+            }
+            Event::TaskOutput { task_id, output } => {
+                if let Some(task) = self.tasks.get_mut(task_id) {
+                    task.output = Some(output.clone());
+                }
+            }
             Event::TaskFinalized { task_id } => {
                 if let Some(task) = self.tasks.get_mut(task_id) {
                     task.finalized = true;

@@ -23,8 +23,8 @@ mod tests;
 
 pub use error::HerdError;
 pub use lifecycle::{
-    DelegateInput, NewSheep, admit, begin_close, closed, delegate, exited, failed_to_start,
-    finalized, launched, ready, settle, start_task,
+    DelegateInput, NewSheep, admit, begin_close, closed, cursor, delegate, exited, failed_to_start,
+    finalized, launched, output, ready, settle, start_task,
 };
 pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,

@@ -214,6 +214,24 @@ pub struct Task {
     /// Whether the parent was told the sheep stalled.
     #[serde(default)]
     pub escalated: bool,
+    /// Where the sheep's session file stood when the task started (bytes), so telemetry
+    /// counts only this task's turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_cursor: Option<u64>,
+    /// The sheep's final words and run telemetry, once its run settled after the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<TaskOutput>,
+}
+
+/// What a sheep left when its run settled: its last assistant text and what the run cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOutput {
+    /// The final assistant text.
+    pub text: String,
+    /// Model, turns, tool calls, tokens, cost, duration (as measured from the session file).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub telemetry: Value,
 }
 
 impl Task {
@@ -495,6 +513,20 @@ pub enum Event {
         task_id: TaskId,
         /// How.
         result: TaskResult,
+    },
+    /// Where the sheep's session file stood when a task started.
+    TaskCursor {
+        /// The task.
+        task_id: TaskId,
+        /// Bytes into the session file.
+        cursor: u64,
+    },
+    /// A sheep's run settled with final words for a task.
+    TaskOutput {
+        /// The task.
+        task_id: TaskId,
+        /// The output.
+        output: TaskOutput,
     },
     /// A settled task's note was finalised.
     TaskFinalized {

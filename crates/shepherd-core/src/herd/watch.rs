@@ -63,7 +63,13 @@ impl Herd {
             return_code: result.map(|r| r.return_code),
             ok: task.state == crate::task::TaskState::Completed,
             summary: result.and_then(|r| r.summary.clone()),
-            text: result.and_then(|r| r.text.clone()),
+            // A sheep's final words, when its run has settled, say more than its done summary.
+            text: task
+                .output
+                .as_ref()
+                .map(|o| o.text.clone())
+                .filter(|t| !t.trim().is_empty())
+                .or_else(|| result.and_then(|r| r.text.clone())),
             error: result.and_then(|r| r.error.clone()),
             note: task.note.as_ref().map(|n| n.note.clone()),
             note_relative: task.note.as_ref().map(|n| n.note_relative.clone()),

@@ -110,6 +110,7 @@ fn serve(args: ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         startup_limit: env_duration("SHEPHERD_STARTUP_LIMIT_MS", Duration::from_secs(30)),
         adoption_grace: env_duration("SHEPHERD_ADOPTION_GRACE_MS", Duration::from_secs(10)),
         orphan_grace: env_duration("SHEPHERD_ORPHAN_GRACE_MS", Duration::from_secs(60)),
+        pi_command: vec![std::env::var("SHEPHERD_PI").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "pi".into())],
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -73,6 +73,8 @@ pub(crate) fn spawn(
         placement: args.placement,
         model: args.model,
         caller: Some(caller_context()),
+        parent_model: None,
+        parent_thinking: None,
     };
     let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params)?;
     printer.emit(&result, || {

@@ -45,6 +45,9 @@ pub(crate) struct SuperviseArgs {
     /// How long to keep the sheep alive while no broker answers (ms).
     #[arg(long, default_value_t = 60_000)]
     grace_ms: u64,
+    /// Hold the sheep's stdin open (a pi sheep in RPC mode shuts down when it closes).
+    #[arg(long)]
+    keep_stdin: bool,
     /// The sheep's program and arguments.
     #[arg(last = true, required = true)]
     program: Vec<String>,
@@ -141,10 +144,8 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
     let mut command = tokio::process::Command::new(program);
     command.args(rest).process_group(0).kill_on_drop(false);
     if args.headless {
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let stdin = if args.keep_stdin { Stdio::piped() } else { Stdio::null() };
+        command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     }
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -161,6 +162,8 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
         }
     };
     let pid = child.id().unwrap_or_default();
+    // Held, never written: the sheep's stdin stays open until the supervisor ends.
+    let _stdin = child.stdin.take();
     if !args.headless {
         hand_over_terminal(pid);
     }

@@ -1,0 +1,124 @@
+//! What a pi sheep's run cost, read from its session file: model, turns, tool calls, tokens
+//! (input, output, cache) and cost, and how long it took.
+//!
+//! pi appends one JSON entry per line and only ever appends, so a task's share is everything
+//! after the byte offset recorded when the task started. The file is read only once the sheep's
+//! run has settled (or its process ended): nothing reads a session while it can still be written.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+/// Totals over a span of a session file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Telemetry {
+    model: Option<String>,
+    turns: u64,
+    tool_calls: u64,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    cost: f64,
+    first: Option<jiff::Timestamp>,
+    last: Option<jiff::Timestamp>,
+}
+
+impl Telemetry {
+    /// Reads the entries after byte `cursor` of `path`.
+    pub(crate) fn from_session(path: &Path, cursor: u64) -> std::io::Result<Self> {
+        let mut file = std::fs::File::open(path)?;
+        file.seek(SeekFrom::Start(cursor))?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        let mut telemetry = Self::default();
+        for line in text.lines() {
+            if let Ok(entry) = serde_json::from_str::<Value>(line) {
+                telemetry.add(&entry);
+            }
+        }
+        Ok(telemetry)
+    }
+
+    fn add(&mut self, entry: &Value) {
+        if let Some(at) = entry["timestamp"].as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
+            self.first = Some(self.first.map_or(at, |first| first.min(at)));
+            self.last = Some(self.last.map_or(at, |last| last.max(at)));
+        }
+        match entry["type"].as_str() {
+            Some("model_change") => {
+                if let (Some(provider), Some(model)) = (entry["provider"].as_str(), entry["modelId"].as_str()) {
+                    self.model = Some(format!("{provider}/{model}"));
+                }
+            }
+            Some("message") if entry["message"]["role"] == "assistant" => {
+                let message = &entry["message"];
+                self.turns += 1;
+                if let (Some(provider), Some(model)) = (message["provider"].as_str(), message["model"].as_str()) {
+                    self.model = Some(format!("{provider}/{model}"));
+                }
+                let parts = message["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+                self.tool_calls += parts.iter().filter(|p| p["type"] == "toolCall").count() as u64;
+                let usage = &message["usage"];
+                let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                self.input += count("input");
+                self.output += count("output");
+                self.cache_read += count("cacheRead");
+                self.cache_write += count("cacheWrite");
+                self.cost += usage["cost"]["total"].as_f64().unwrap_or(0.0);
+            }
+            _ => {}
+        }
+    }
+
+    /// The figures as note metadata (flat keys, in a stable order).
+    pub(crate) fn to_metadata(&self) -> Value {
+        let mut map = Map::new();
+        if let Some(model) = &self.model {
+            map.insert("model".into(), json!(model));
+        }
+        map.insert("turns".into(), json!(self.turns));
+        map.insert("toolCalls".into(), json!(self.tool_calls));
+        map.insert("tokensIn".into(), json!(self.input));
+        map.insert("tokensOut".into(), json!(self.output));
+        map.insert("tokensCacheRead".into(), json!(self.cache_read));
+        map.insert("tokensCacheWrite".into(), json!(self.cache_write));
+        map.insert("cost".into(), json!((self.cost * 1_000_000.0).round() / 1_000_000.0));
+        if let (Some(first), Some(last)) = (self.first, self.last) {
+            map.insert("runMs".into(), json!(last.duration_since(first).as_millis()));
+        }
+        Value::Object(map)
+    }
+}
+
+/// The size of a session file now (0 when pi has not created it yet).
+pub(crate) fn session_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_the_span_after_the_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let earlier = r#"{"type":"message","timestamp":"2026-01-01T00:00:00Z","message":{"role":"assistant","provider":"old","model":"x","usage":{"input":1000},"content":[]}}"#;
+        let lines = [
+            r#"{"type":"model_change","timestamp":"2026-01-01T00:01:00Z","provider":"fake","modelId":"m1"}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:01:01Z","message":{"role":"user","content":[]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:01:02Z","message":{"role":"assistant","provider":"fake","model":"m1","usage":{"input":10,"output":5,"cacheRead":3,"cacheWrite":1,"cost":{"total":0.25}},"content":[{"type":"toolCall"},{"type":"text"}]}}"#,
+            "not json",
+            r#"{"type":"message","timestamp":"2026-01-01T00:01:04Z","message":{"role":"assistant","provider":"fake","model":"m1","usage":{"input":20,"output":7},"content":[{"type":"text"}]}}"#,
+        ];
+        std::fs::write(&path, format!("{earlier}\n{}\n", lines.join("\n"))).unwrap();
+        let cursor = earlier.len() as u64 + 1;
+        let metadata = Telemetry::from_session(&path, cursor).unwrap().to_metadata();
+        assert_eq!(
+            metadata,
+            json!({"model":"fake/m1","turns":2,"toolCalls":1,"tokensIn":30,"tokensOut":12,"tokensCacheRead":3,"tokensCacheWrite":1,"cost":0.25,"runMs":4000})
+        );
+    }
+}

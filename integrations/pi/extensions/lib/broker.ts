@@ -1,0 +1,189 @@
+/**
+ * A connection to a Shepherd broker: JSON lines over a Unix socket.
+ *
+ * Requests are `{id, method, params}` and get `{id, result}` or `{id, error: {code, message}}`;
+ * the broker also pushes `{event, data}` lines (inbox items) on a connection that subscribed.
+ * The first request on every connection is `hello`, which fixes the caller's role. When the
+ * broker goes away (it restarts after a crash, or idles out), the connection reconnects with
+ * backoff, says hello again and re-runs its `onConnect` hook (e.g. to subscribe again); items
+ * that were not acknowledged are delivered again, so nothing is lost.
+ *
+ * This file has no pi dependency: it is the whole protocol client the pi extensions need.
+ */
+
+import * as net from "node:net";
+
+export const PROTOCOL_VERSION = 1;
+
+export interface Hello {
+	role: "parent" | "sheep" | "observer";
+	agentId?: string;
+	token?: string;
+	client?: string;
+}
+
+export class BrokerError extends Error {
+	readonly code: string;
+	constructor(code: string, message: string) {
+		super(message);
+		this.code = code;
+	}
+}
+
+type Pending = { resolve: (value: any) => void; reject: (error: Error) => void; timer: NodeJS.Timeout };
+type PushHandler = (data: any) => void | Promise<void>;
+
+export interface ConnectionOptions {
+	/** Called after every (re)connection and hello, before queued calls run. */
+	onConnect?: () => Promise<void>;
+	/** Gives up reconnecting after this long without a broker (ms). */
+	reconnectFor?: number;
+	/** How long one request may take (ms). */
+	requestTimeout?: number;
+}
+
+export class BrokerConnection {
+	private socket?: net.Socket;
+	private buffer = "";
+	private nextId = 1;
+	private pending = new Map<number, Pending>();
+	private handlers = new Map<string, PushHandler[]>();
+	private connecting?: Promise<void>;
+	private closed = false;
+
+	constructor(
+		readonly socketPath: string,
+		private readonly hello: Hello,
+		private readonly options: ConnectionOptions = {},
+	) {}
+
+	/** Registers a handler for pushed events of `event` (e.g. `inbox`). */
+	on(event: string, handler: PushHandler): void {
+		const list = this.handlers.get(event) ?? [];
+		list.push(handler);
+		this.handlers.set(event, list);
+	}
+
+	/** Connects (once; later calls wait for the same attempt). */
+	connect(): Promise<void> {
+		if (this.socket && !this.socket.destroyed) return Promise.resolve();
+		if (!this.connecting) {
+			this.connecting = this.establish().finally(() => {
+				this.connecting = undefined;
+			});
+		}
+		return this.connecting;
+	}
+
+	/** Makes one request; connects first if needed. */
+	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+		await this.connect();
+		return this.send<T>(method, params);
+	}
+
+	/** Closes for good: no reconnection, pending calls fail. */
+	close(): void {
+		this.closed = true;
+		this.socket?.destroy();
+		this.failPending(new BrokerError("broker_disconnected", "the Shepherd connection was closed"));
+	}
+
+	private async establish(): Promise<void> {
+		const deadline = Date.now() + (this.options.reconnectFor ?? 30_000);
+		let backoff = 25;
+		for (;;) {
+			if (this.closed) throw new BrokerError("broker_disconnected", "the Shepherd connection was closed");
+			try {
+				await this.open();
+				await this.send("hello", { protocol: PROTOCOL_VERSION, ...this.hello });
+				if (this.options.onConnect) await this.options.onConnect();
+				return;
+			} catch (error) {
+				this.socket?.destroy();
+				this.socket = undefined;
+				if (error instanceof BrokerError && error.code !== "broker_unavailable") throw error;
+				if (Date.now() + backoff > deadline) {
+					throw new BrokerError(
+						"broker_unavailable",
+						`no Shepherd broker answers on ${this.socketPath}: ${(error as Error).message}`,
+					);
+				}
+				await new Promise((resolve) => setTimeout(resolve, backoff));
+				backoff = Math.min(backoff * 2, 500);
+			}
+		}
+	}
+
+	private open(): Promise<void> {
+		return new Promise((resolve, reject) => {
+			const socket = net.createConnection(this.socketPath);
+			socket.setEncoding("utf8");
+			socket.once("connect", () => {
+				this.socket = socket;
+				this.buffer = "";
+				resolve();
+			});
+			// Before the connection exists an error fails this attempt; after, `close` follows it.
+			socket.on("error", (error) => reject(new BrokerError("broker_unavailable", error.message)));
+			socket.on("data", (chunk: string) => this.receive(chunk));
+			socket.on("close", () => {
+				if (this.socket !== socket) return;
+				this.socket = undefined;
+				this.failPending(new BrokerError("broker_disconnected", "the Shepherd broker went away"));
+				// Reconnect in the background so pushes resume as soon as a broker is back.
+				if (!this.closed) this.connect().catch(() => {});
+			});
+		});
+	}
+
+	private send<T>(method: string, params: Record<string, unknown>): Promise<T> {
+		const socket = this.socket;
+		if (!socket) return Promise.reject(new BrokerError("broker_disconnected", "not connected"));
+		const id = this.nextId++;
+		return new Promise<T>((resolve, reject) => {
+			const timer = setTimeout(() => {
+				this.pending.delete(id);
+				reject(new BrokerError("timeout", `the broker did not answer \`${method}\` in time`));
+			}, this.options.requestTimeout ?? 120_000);
+			this.pending.set(id, { resolve, reject, timer });
+			socket.write(`${JSON.stringify({ id, method, params })}\n`);
+		});
+	}
+
+	private receive(chunk: string): void {
+		this.buffer += chunk;
+		let newline = this.buffer.indexOf("\n");
+		while (newline >= 0) {
+			const line = this.buffer.slice(0, newline);
+			this.buffer = this.buffer.slice(newline + 1);
+			newline = this.buffer.indexOf("\n");
+			if (!line.trim()) continue;
+			let message: any;
+			try {
+				message = JSON.parse(line);
+			} catch {
+				continue;
+			}
+			if (typeof message.event === "string") {
+				for (const handler of this.handlers.get(message.event) ?? []) {
+					Promise.resolve(handler(message.data)).catch(() => {});
+				}
+				continue;
+			}
+			const pending = this.pending.get(message.id);
+			if (!pending) continue;
+			this.pending.delete(message.id);
+			clearTimeout(pending.timer);
+			if (message.error) pending.reject(new BrokerError(message.error.code, message.error.message));
+			else pending.resolve(message.result);
+		}
+	}
+
+	private failPending(error: Error): void {
+		for (const [id, pending] of this.pending) {
+			clearTimeout(pending.timer);
+			pending.reject(error);
+			this.pending.delete(id);
+		}
+	}
+}

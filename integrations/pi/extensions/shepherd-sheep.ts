@@ -1,0 +1,269 @@
+/**
+ * Shepherd's sheep side for pi: loaded into every pi sheep (`pi -e …/shepherd-sheep.ts`).
+ *
+ * It connects to the herd's broker with the capability Shepherd put in the environment
+ * (`SHEPHERD_SOCKET`, `SHEPHERD_AGENT_ID`, `SHEPHERD_TOKEN`), and then:
+ * - delivers every envelope the moment it arrives: tasks, replies, questions and reminders start
+ *   a turn (`pi.sendUserMessage`, steer or follow-up); plain messages wait for the next turn;
+ * - gives the model `shepherd_done` (the only way a task finishes) and `shepherd_message`;
+ * - reports the run's lifecycle: `ready` once loaded, `agent_start`, and `run_settled` with the
+ *   final text and stop reason when pi will not continue on its own (`agent_settled` on pi 1.x;
+ *   on 0.73, `agent_end`), so the broker can nudge a forgotten done, fail a task whose run ended
+ *   in a provider error, and complete the note with the sheep's last words;
+ * - puts the agent definition's body in place of pi's default identity sentence, once.
+ * Orchestration decisions all live in the broker; this file only translates.
+ */
+
+import * as fs from "node:fs";
+import { Type } from "typebox";
+import { BrokerConnection, BrokerError } from "./lib/broker.ts";
+
+const IDENTITY_START = "You are an expert coding assistant operating inside pi";
+const DOCS_START = "Pi documentation (read only when the user asks about pi itself";
+
+type Envelope = {
+	messageId: string;
+	kind: "task" | "message" | "reply" | "reminder";
+	senderId: string;
+	targetId: string;
+	taskId?: string;
+	threadId?: string;
+	replyTo?: string;
+	expectsReply?: boolean;
+	delivery: "followUp" | "steer";
+	content?: string;
+	originSenderId?: string;
+};
+
+function header(envelope: Envelope): string {
+	const author = envelope.originSenderId ?? envelope.senderId;
+	const from = author === "shepherd" ? "Shepherd" : author;
+	const title =
+		envelope.kind === "task"
+			? `[Shepherd delegated task from ${from}]`
+			: envelope.kind === "reminder"
+				? "[Shepherd reminder]"
+				: `[Shepherd message from ${from}]`;
+	const lines = [title, `Message ID: ${envelope.messageId}`];
+	if (envelope.taskId) lines.push(`Task ID: ${envelope.taskId}`);
+	if (envelope.threadId) lines.push(`Thread ID: ${envelope.threadId}`);
+	if (envelope.replyTo) lines.push(`Reply to: ${envelope.replyTo}`);
+	if (envelope.expectsReply) lines.push("Expects reply: yes (answer with shepherd_message and replyTo)");
+	return lines.join("\n");
+}
+
+/** Replaces pi's default identity sentence with the agent's own prompt, and optionally drops the
+ * section about pi's documentation. Other prompts are left alone. */
+export function shapeSystemPrompt(prompt: string, body: string | undefined, omitDocs: boolean): string {
+	let shaped = prompt;
+	if (body && shaped.startsWith(IDENTITY_START) && !shaped.includes(body.trim())) {
+		const sentenceEnd = shaped.indexOf("\n");
+		shaped = `${body.trim()}\n${sentenceEnd >= 0 ? shaped.slice(sentenceEnd) : ""}`;
+	}
+	if (omitDocs) {
+		const start = shaped.indexOf(DOCS_START);
+		if (start >= 0) {
+			const afterLast = shaped.indexOf("\n\n", start);
+			shaped = shaped.slice(0, start) + (afterLast >= 0 ? shaped.slice(afterLast + 2) : "");
+		}
+	}
+	return shaped;
+}
+
+function lastAssistant(messages: any[] | undefined): { text: string; stopReason?: string; error?: string } {
+	for (let i = (messages?.length ?? 0) - 1; i >= 0; i--) {
+		const message = messages![i];
+		if (message?.role !== "assistant") continue;
+		const text = (message.content ?? [])
+			.filter((part: any) => part?.type === "text")
+			.map((part: any) => part.text)
+			.join("\n");
+		return { text, stopReason: message.stopReason, error: message.errorMessage };
+	}
+	return { text: "" };
+}
+
+export default function (pi: any) {
+	const socket = process.env.SHEPHERD_SOCKET;
+	const agentId = process.env.SHEPHERD_AGENT_ID;
+	const token = process.env.SHEPHERD_TOKEN;
+	if (!socket || !agentId || !token) return;
+
+	let sessionFile: string | undefined;
+	let currentTask: string | undefined;
+	const taskOf = new Map<string, string>();
+	let lastRun: { text: string; stopReason?: string; error?: string } | undefined;
+	const body = process.env.SHEPHERD_AGENT_PROMPT_FILE
+		? safeRead(process.env.SHEPHERD_AGENT_PROMPT_FILE)
+		: undefined;
+	const omitDocs = process.env.SHEPHERD_OMIT_PI_DOCUMENTATION === "1";
+
+	const broker = new BrokerConnection(
+		socket,
+		{ role: "sheep", agentId, token, client: "pi-sheep" },
+		{
+			reconnectFor: 60_000,
+			onConnect: async () => {
+				await broker.call("subscribe");
+			},
+		},
+	);
+
+	broker.on("inbox", async (data: any) => {
+		const items: any[] = data?.items ?? [];
+		for (const item of items) {
+			if (item.type !== "envelope") continue;
+			deliver(item.envelope as Envelope);
+		}
+		const last = items[items.length - 1];
+		if (last) await broker.call("ack", { seq: last.seq }).catch(() => {});
+	});
+
+	function deliver(envelope: Envelope): void {
+		if (envelope.kind === "task" && envelope.taskId) currentTask = envelope.taskId;
+		if (envelope.taskId) taskOf.set(envelope.messageId, envelope.taskId);
+		const text = `${header(envelope)}\n\n${envelope.content ?? ""}`;
+		const deliverAs = envelope.delivery === "steer" ? "steer" : "followUp";
+		const triggers =
+			envelope.kind === "task" || envelope.kind === "reply" || envelope.kind === "reminder" || envelope.expectsReply;
+		try {
+			if (triggers) {
+				pi.sendUserMessage(text, { deliverAs });
+			} else {
+				pi.sendMessage({ customType: "shepherd.message", content: text, display: true }, { deliverAs, triggerTurn: false });
+			}
+		} catch (error) {
+			// A failed delivery is reported to the parent rather than lost silently.
+			broker
+				.call("tell", {
+					target: "shepherd",
+					message: `Could not deliver Shepherd message ${envelope.messageId}: ${(error as Error).message}`,
+				})
+				.catch(() => {});
+		}
+	}
+
+	const report = (params: Record<string, unknown>) => broker.call("report", params).catch(() => {});
+
+	pi.registerTool({
+		name: "shepherd_done",
+		label: "Shepherd: done",
+		description:
+			"Finish your delegated Shepherd task. This is the only signal that a task is done: ending a turn or going idle " +
+			"is not. Call it exactly once, with status completed (the task is done), blocked (you cannot go on without " +
+			"help) or failed, and a short summary of what you did or why not. Your final message after it should be a " +
+			"concise report.",
+		promptSnippet: "Finish the delegated Shepherd task (completed, blocked or failed) with a summary",
+		parameters: Type.Object({
+			status: Type.Union([Type.Literal("completed"), Type.Literal("blocked"), Type.Literal("failed")], {
+				description: "completed, blocked or failed",
+			}),
+			summary: Type.Optional(Type.String({ description: "What was done, or why not" })),
+			taskId: Type.Optional(Type.String({ description: "The task id (optional: your current task)" })),
+		}),
+		async execute(_id: string, params: any) {
+			const result = await broker.call("done", {
+				status: params.status,
+				summary: params.summary,
+				taskId: params.taskId ?? currentTask,
+			});
+			const note = result.suppliedTaskId ? " (task id corrected to the delegated task)" : "";
+			return {
+				content: [{ type: "text", text: `Task ${result.taskId} ${result.status}${note}.` }],
+				details: result,
+			};
+		},
+	});
+
+	pi.registerTool({
+		name: "shepherd_message",
+		label: "Shepherd: message",
+		description:
+			"Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its exact agent id). Use expectsReply " +
+			"to ask a question: your task then waits for the answer, which arrives as a new message. To answer a " +
+			"question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
+		promptSnippet: "Message the Shepherd or a herd-mate; ask with expectsReply, answer with replyTo",
+		parameters: Type.Object({
+			target: Type.String({ description: "`shepherd`, or a herd-mate's exact agent id" }),
+			message: Type.String({ description: "The message" }),
+			taskId: Type.Optional(Type.String()),
+			threadId: Type.Optional(Type.String()),
+			replyTo: Type.Optional(Type.String({ description: "The message id you are answering" })),
+			expectsReply: Type.Optional(Type.Boolean()),
+			delivery: Type.Optional(Type.Union([Type.Literal("followUp"), Type.Literal("steer")])),
+		}),
+		async execute(_id: string, params: any) {
+			const known = params.replyTo ? taskOf.get(params.replyTo) : undefined;
+			if (known && params.taskId && params.taskId !== known) {
+				throw new BrokerError(
+					"reply_task_mismatch",
+					`Reply ${params.replyTo} belongs to task ${known}; use that task id, not ${params.taskId}.`,
+				);
+			}
+			const result = await broker.call("tell", {
+				target: params.target,
+				message: params.message,
+				taskId: known ?? params.taskId,
+				threadId: params.threadId,
+				replyTo: params.replyTo,
+				expectsReply: params.expectsReply === true,
+				delivery: params.delivery,
+			});
+			return {
+				content: [{ type: "text", text: `Shepherd message accepted for asynchronous delivery (${result.messageId}).` }],
+				details: result,
+			};
+		},
+	});
+
+	pi.on("session_start", async (_event: any, ctx: any) => {
+		sessionFile = ctx?.sessionManager?.getSessionFile?.();
+		await broker.connect();
+		await report({ event: "ready", sessionFile });
+	});
+
+	pi.on("before_agent_start", async (event: any) => {
+		const shaped = shapeSystemPrompt(event.systemPrompt ?? "", body, omitDocs);
+		return shaped === event.systemPrompt ? undefined : { systemPrompt: shaped };
+	});
+
+	pi.on("agent_start", async () => {
+		await report({ event: "agent_start" });
+	});
+
+	pi.on("agent_end", async (event: any) => {
+		lastRun = lastAssistant(event?.messages);
+		// pi 1.x says whether it will go on (`willRetry`) and ends a run with `agent_settled`;
+		// pi 0.73 has neither, so its `agent_end` is the end of the run.
+		if (typeof event?.willRetry === "boolean") return;
+		await settled(false);
+	});
+
+	pi.on("agent_settled", async (event: any) => {
+		await settled(event?.aborted === true);
+	});
+
+	async function settled(aborted: boolean): Promise<void> {
+		const run = lastRun ?? { text: "" };
+		lastRun = undefined;
+		await report({
+			event: "run_settled",
+			stopReason: aborted ? "aborted" : run.stopReason,
+			error: run.error,
+			text: run.text,
+			sessionFile,
+		});
+	}
+
+	pi.on("session_shutdown", async () => {
+		broker.close();
+	});
+}
+
+function safeRead(path: string): string | undefined {
+	try {
+		return fs.readFileSync(path, "utf8");
+	} catch {
+		return undefined;
+	}
+}
