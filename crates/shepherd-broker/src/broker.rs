@@ -81,6 +81,8 @@ pub(crate) struct Broker {
     pub(crate) shutdown: CancellationToken,
     pub(crate) clients: AtomicUsize,
     pub(crate) started_at: i64,
+    /// The writer of this herd's notes.
+    fieldnotes: crate::fieldnotes::Fieldnotes,
     /// Tasks whose notes are being finalised right now (never twice at once).
     finalizing: Mutex<std::collections::HashSet<TaskId>>,
 }
@@ -109,7 +111,12 @@ impl Broker {
         backends: HashMap<BackendKind, Arc<dyn Backend>>,
     ) -> Arc<Self> {
         let started_at = clock.now_ms();
+        let fieldnotes = crate::fieldnotes::Fieldnotes::start(
+            config.address.project_root.clone(),
+            config.address.identity.clone(),
+        );
         Arc::new(Self {
+            fieldnotes,
             config,
             herd: Mutex::new(herd),
             journal,
@@ -134,7 +141,7 @@ impl Broker {
     /// The herd rules' view of the settings.
     pub(crate) fn herd_config(settings: &EffectiveSettings) -> HerdConfig {
         HerdConfig {
-            stale_after_ms: settings.stale_wait_threshold().map(|d| duration_ms(d)),
+            stale_after_ms: settings.stale_wait_threshold().map(duration_ms),
             done_nudges: settings.done_nudges,
         }
     }
@@ -238,7 +245,7 @@ impl Broker {
                 match outcome {
                     Ok(Ok(())) => {}
                     Ok(Err(err)) => {
-                        tracing::error!("finalising the note of {task_id} failed: {err}")
+                        tracing::error!("finalising the note of {task_id} failed: {err}");
                     }
                     Err(err) => tracing::error!("finalising the note of {task_id} panicked: {err}"),
                 }
@@ -258,10 +265,7 @@ impl Broker {
 
     /// The fieldnotes writer for this broker's project.
     pub(crate) fn fieldnotes(&self) -> crate::fieldnotes::Fieldnotes {
-        crate::fieldnotes::Fieldnotes::new(
-            self.config.address.project_root.clone(),
-            self.config.address.identity.clone(),
-        )
+        self.fieldnotes.clone()
     }
 
     /// A receiver that changes whenever `who` gets an inbox item.

@@ -26,7 +26,11 @@ const CLOSE_BUDGET: Duration = Duration::from_secs(10);
 pub(crate) async fn close(broker: &Arc<Broker>, params: IdParams) -> BrokerResult<CloseResult> {
     let last_task = broker.read(|herd| {
         let id = herd.sheep_by_text(&params.id).ok()?.id.clone();
-        herd.tasks.values().rev().find(|t| t.agent_id == id).map(|t| t.id.clone())
+        herd.tasks
+            .values()
+            .rev()
+            .find(|t| t.agent_id == id)
+            .map(|t| t.id.clone())
     });
     if let Some(task) = &last_task {
         // Nothing reads or ends a pi sheep while it can still be writing its last words.

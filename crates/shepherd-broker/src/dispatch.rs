@@ -26,6 +26,7 @@ pub(crate) async fn dispatch(
     let allowed = match name.as_str() {
         method::SPAWN
         | method::DELEGATE
+        | method::PLAN
         | method::MESSAGE
         | method::WATCH
         | method::CLOSE
@@ -63,6 +64,7 @@ pub(crate) async fn dispatch(
         method::SPAWN => reply(crate::spawn::spawn(broker, parse(&name, params)?).await),
         method::DELEGATE => reply(crate::parent::delegate(broker, parse(&name, params)?).await),
         method::MESSAGE => reply(crate::parent::message(broker, parse(&name, params)?).await),
+        method::PLAN => reply(crate::parent::plan(broker, parse(&name, params)?).await),
         method::WATCH => reply(crate::parent::watch(broker, parse(&name, params)?).await),
         method::WAIT => reply(crate::parent::wait(broker, session, parse(&name, params)?).await),
         method::STATUS => reply(crate::parent::status(

@@ -121,7 +121,7 @@ impl Journal {
                     &snapshot_path,
                     &jobs_rx,
                     &durable_tx,
-                )
+                );
             })
             .map_err(|err| io_error(journal, &format!("cannot start the writer: {err}")))?;
         Ok((

@@ -56,11 +56,23 @@ fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
         hasher.update(BROKER_CLIENT);
         hex::encode(hasher.finalize())[..12].to_owned()
     };
-    let dir = broker.config.paths.state_dir.join("pi-extension").join(digest);
+    let dir = broker
+        .config
+        .paths
+        .state_dir
+        .join("pi-extension")
+        .join(digest);
     let entry = dir.join("shepherd-sheep.ts");
     if !entry.exists() {
-        let io = |err: std::io::Error| BrokerError::new("io", format!("writing the pi sheep extension: {err}"));
-        shepherd_fs::write_atomic(&dir.join("lib").join("broker.ts"), BROKER_CLIENT.as_bytes(), None).map_err(io)?;
+        let io = |err: std::io::Error| {
+            BrokerError::new("io", format!("writing the pi sheep extension: {err}"))
+        };
+        shepherd_fs::write_atomic(
+            &dir.join("lib").join("broker.ts"),
+            BROKER_CLIENT.as_bytes(),
+            None,
+        )
+        .map_err(io)?;
         shepherd_fs::write_atomic(&entry, SHEEP_EXTENSION.as_bytes(), None).map_err(io)?;
     }
     Ok(entry)
@@ -75,11 +87,21 @@ pub(crate) fn launch(
     headless: bool,
 ) -> BrokerResult<PiLaunch> {
     let session = session_file(broker, id);
-    let prompt = broker.config.paths.sheep_logs.join(format!("{id}.prompt.md"));
-    shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600))
-        .map_err(|err| BrokerError::new("io", format!("writing the sheep's system prompt: {err}")))?;
+    let prompt = broker
+        .config
+        .paths
+        .sheep_logs
+        .join(format!("{id}.prompt.md"));
+    shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600)).map_err(
+        |err| BrokerError::new("io", format!("writing the sheep's system prompt: {err}")),
+    )?;
     let mut argv = broker.config.pi_command.clone();
-    argv.extend(["--session".into(), path(&session), "-e".into(), path(&sheep_extension(broker)?)]);
+    argv.extend([
+        "--session".into(),
+        path(&session),
+        "-e".into(),
+        path(&sheep_extension(broker)?),
+    ]);
     if headless {
         argv.extend(["--mode".into(), "rpc".into()]);
     }
@@ -140,7 +162,9 @@ pub(crate) async fn await_output(broker: &Arc<Broker>, task_id: &TaskId, grace: 
     loop {
         generation.borrow_and_update();
         let waiting = broker.read(|herd| {
-            let Some(task) = herd.tasks.get(task_id) else { return false };
+            let Some(task) = herd.tasks.get(task_id) else {
+                return false;
+            };
             let sheep = herd.sheep.get(&task.agent_id);
             let running = sheep.is_some_and(|s| s.runtime == "pi" && s.is_live());
             task.result.is_some() && task.output.is_none() && running
@@ -157,7 +181,11 @@ pub(crate) async fn await_output(broker: &Arc<Broker>, task_id: &TaskId, grace: 
 
 /// A sheep's run settled: its last words and telemetry go to the task they belong to (its open
 /// task, or the one it just finished), and into that task's note.
-pub(crate) async fn record_output(broker: &Arc<Broker>, id: &AgentId, text: Option<String>) -> BrokerResult<()> {
+pub(crate) async fn record_output(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    text: Option<String>,
+) -> BrokerResult<()> {
     // A run that ends while the task is still open is a turn without `shepherd_done` (the
     // herd nudges); only a run that settles after the task did carries its final words.
     let target = broker.read(|herd| {
@@ -166,10 +194,17 @@ pub(crate) async fn record_output(broker: &Arc<Broker>, id: &AgentId, text: Opti
             return None;
         }
         let task = herd.tasks.values().rev().find(|t| &t.agent_id == id)?;
-        (task.result.is_some() && task.output.is_none())
-            .then(|| (task.id.clone(), task.session_cursor.unwrap_or(0), sheep.runtime == "pi"))
+        (task.result.is_some() && task.output.is_none()).then(|| {
+            (
+                task.id.clone(),
+                task.session_cursor.unwrap_or(0),
+                sheep.runtime == "pi",
+            )
+        })
     });
-    let Some((task_id, cursor, is_pi)) = target else { return Ok(()) };
+    let Some((task_id, cursor, is_pi)) = target else {
+        return Ok(());
+    };
     let telemetry = if is_pi {
         let session = session_file(broker, id);
         tokio::task::spawn_blocking(move || Telemetry::from_session(&session, cursor).ok())
@@ -180,7 +215,10 @@ pub(crate) async fn record_output(broker: &Arc<Broker>, id: &AgentId, text: Opti
     } else {
         Value::Null
     };
-    let output = TaskOutput { text: text.unwrap_or_default(), telemetry };
+    let output = TaskOutput {
+        text: text.unwrap_or_default(),
+        telemetry,
+    };
     let committed = broker.commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
     broker.durable(committed.pos).await?;
     crate::fieldnotes::complete_output(broker, &task_id).await;

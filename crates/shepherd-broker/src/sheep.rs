@@ -63,7 +63,11 @@ pub(crate) async fn done(
 }
 
 /// Runs `report`: the sheep is ready, or its run started or settled.
-pub(crate) async fn report(broker: &Arc<Broker>, session: &Session, params: ReportParams) -> BrokerResult<Value> {
+pub(crate) async fn report(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: ReportParams,
+) -> BrokerResult<Value> {
     let sender = session.sheep()?.clone();
     let report = match params.event.as_str() {
         "ready" => {
@@ -71,7 +75,10 @@ pub(crate) async fn report(broker: &Arc<Broker>, session: &Session, params: Repo
             return Ok(json!({ "ok": true }));
         }
         "agent_start" => RunReport::Started,
-        "run_settled" => RunReport::Settled { stop_reason: params.stop_reason, error: params.error },
+        "run_settled" => RunReport::Settled {
+            stop_reason: params.stop_reason,
+            error: params.error,
+        },
         other => {
             return Err(BrokerError::new(
                 "invalid_request",

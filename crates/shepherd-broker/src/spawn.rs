@@ -114,18 +114,28 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     let mut env = sheep_env(broker, &id, &token);
     let program = match &def.command {
         Some(argv) => argv.clone(),
-        None => match crate::pi::launch(broker, &def, &params, &id, kind == BackendKind::Headless) {
-            Ok(launch) => {
-                env.extend(launch.env);
-                launch.argv
+        None => {
+            match crate::pi::launch(broker, &def, &params, &id, kind == BackendKind::Headless) {
+                Ok(launch) => {
+                    env.extend(launch.env);
+                    launch.argv
+                }
+                Err(err) => {
+                    broker
+                        .links
+                        .lock()
+                        .expect("links lock")
+                        .ready_waiters
+                        .remove(&id);
+                    let exit = ExitInfo {
+                        reason: Some(err.message.clone()),
+                        ..ExitInfo::default()
+                    };
+                    broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+                    return Err(err);
+                }
             }
-            Err(err) => {
-                broker.links.lock().expect("links lock").ready_waiters.remove(&id);
-                let exit = ExitInfo { reason: Some(err.message.clone()), ..ExitInfo::default() };
-                broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
-                return Err(err);
-            }
-        },
+        }
     };
     let display = display_name(&def.name, &label);
     let (caller_pane, tmux_socket) = placement_context(kind, &caller);

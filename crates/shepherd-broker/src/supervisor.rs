@@ -50,7 +50,10 @@ pub(crate) async fn started(
 }
 
 /// Marks a sheep ready and releases the spawn waiting for it.
-pub(crate) async fn mark_ready(broker: &Arc<Broker>, id: &shepherd_core::ids::AgentId) -> BrokerResult<()> {
+pub(crate) async fn mark_ready(
+    broker: &Arc<Broker>,
+    id: &shepherd_core::ids::AgentId,
+) -> BrokerResult<()> {
     let committed = broker.commit(|tx| shepherd_core::herd::ready(tx, id));
     broker.durable(committed.pos).await?;
     let waiter = broker

@@ -42,23 +42,33 @@ impl Telemetry {
     }
 
     fn add(&mut self, entry: &Value) {
-        if let Some(at) = entry["timestamp"].as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
+        if let Some(at) = entry["timestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        {
             self.first = Some(self.first.map_or(at, |first| first.min(at)));
             self.last = Some(self.last.map_or(at, |last| last.max(at)));
         }
         match entry["type"].as_str() {
             Some("model_change") => {
-                if let (Some(provider), Some(model)) = (entry["provider"].as_str(), entry["modelId"].as_str()) {
+                if let (Some(provider), Some(model)) =
+                    (entry["provider"].as_str(), entry["modelId"].as_str())
+                {
                     self.model = Some(format!("{provider}/{model}"));
                 }
             }
             Some("message") if entry["message"]["role"] == "assistant" => {
                 let message = &entry["message"];
                 self.turns += 1;
-                if let (Some(provider), Some(model)) = (message["provider"].as_str(), message["model"].as_str()) {
+                if let (Some(provider), Some(model)) =
+                    (message["provider"].as_str(), message["model"].as_str())
+                {
                     self.model = Some(format!("{provider}/{model}"));
                 }
-                let parts = message["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+                let parts = message["content"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
                 self.tool_calls += parts.iter().filter(|p| p["type"] == "toolCall").count() as u64;
                 let usage = &message["usage"];
                 let count = |key: &str| usage[key].as_u64().unwrap_or(0);
@@ -84,9 +94,15 @@ impl Telemetry {
         map.insert("tokensOut".into(), json!(self.output));
         map.insert("tokensCacheRead".into(), json!(self.cache_read));
         map.insert("tokensCacheWrite".into(), json!(self.cache_write));
-        map.insert("cost".into(), json!((self.cost * 1_000_000.0).round() / 1_000_000.0));
+        map.insert(
+            "cost".into(),
+            json!((self.cost * 1_000_000.0).round() / 1_000_000.0),
+        );
         if let (Some(first), Some(last)) = (self.first, self.last) {
-            map.insert("runMs".into(), json!(last.duration_since(first).as_millis()));
+            map.insert(
+                "runMs".into(),
+                json!(last.duration_since(first).as_millis()),
+            );
         }
         Value::Object(map)
     }
@@ -115,7 +131,9 @@ mod tests {
         ];
         std::fs::write(&path, format!("{earlier}\n{}\n", lines.join("\n"))).unwrap();
         let cursor = earlier.len() as u64 + 1;
-        let metadata = Telemetry::from_session(&path, cursor).unwrap().to_metadata();
+        let metadata = Telemetry::from_session(&path, cursor)
+            .unwrap()
+            .to_metadata();
         assert_eq!(
             metadata,
             json!({"model":"fake/m1","turns":2,"toolCalls":1,"tokensIn":30,"tokensOut":12,"tokensCacheRead":3,"tokensCacheWrite":1,"cost":0.25,"runMs":4000})

@@ -27,6 +27,8 @@ pub mod method {
     pub const SPAWN: &str = "spawn";
     /// Parent: hand a sheep a tracked task.
     pub const DELEGATE: &str = "delegate";
+    /// Parent: reserve a run's notes ahead of its tasks.
+    pub const PLAN: &str = "plan";
     /// Parent: message a sheep.
     pub const MESSAGE: &str = "message";
     /// Parent: register a durable watcher.
@@ -266,6 +268,57 @@ pub struct DelegateParams {
     /// How the note is registered in the session's flow: `single`, `parallel` or `chain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// The run the note belongs to (one line of the session's Flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// A note reserved earlier with `plan` to use for this task (absolute path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One note of a `plan`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedNoteParams {
+    /// The agent that will write it.
+    pub agent: String,
+    /// Its task.
+    pub task: String,
+}
+
+/// `plan` parameters: reserve a run's notes, in input order, before anything launches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanParams {
+    /// Continue (or create) the session with this exact name; without it a new session is
+    /// named after the first task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// `single`, `parallel` or `chain`.
+    pub mode: String,
+    /// The run's flow group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The notes, in input order.
+    pub notes: Vec<PlannedNoteParams>,
+}
+
+/// `plan` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanResult {
+    /// The session's name (pass it to later runs to continue the session).
+    pub session_name: String,
+    /// The session directory (absolute).
+    pub session_path: String,
+    /// The session directory relative to the project root.
+    pub session_relative_path: String,
+    /// Whether the session existed before.
+    pub resumed: bool,
+    /// The reserved notes (absolute paths), in input order.
+    pub notes: Vec<String>,
+    /// The same, relative to the project root.
+    pub notes_relative: Vec<String>,
 }
 
 /// `delegate` result.

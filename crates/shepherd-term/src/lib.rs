@@ -107,6 +107,8 @@ pub struct LaunchSpec {
     pub tmux_socket: Option<PathBuf>,
     /// Keep the pane open after the sheep ends (visible backends).
     pub keep_open: bool,
+    /// Hold the sheep's stdin open instead of closing it (pi in RPC mode shuts down at EOF).
+    pub keep_stdin: bool,
     /// How long the supervisor keeps the sheep alive without a broker, so a restarted broker
     /// can re-adopt it.
     pub orphan_grace: std::time::Duration,

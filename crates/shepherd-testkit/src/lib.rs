@@ -8,6 +8,7 @@
 //! - [`pi`]: finding the pinned pi versions `scripts/setup` installs, an isolated pi environment
 //!   pointed at the fake model, and process helpers for driving pi.
 
+pub mod fake_herdr;
 pub mod fake_llm;
 pub mod pi;
 pub mod script;

@@ -87,14 +87,14 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let _ = Command::new(bin("shepherd"))
+        let _stopped = Command::new(bin("shepherd"))
             .args(["broker", "stop"])
             .current_dir(&self.project)
             .env("HOME", &self.home)
             .env("XDG_RUNTIME_DIR", &self.runtime)
             .env("TMUX_TMPDIR", &self.tmux)
             .output();
-        let _ = Command::new("tmux")
+        let _killed = Command::new("tmux")
             .arg("kill-server")
             .env_remove("TMUX")
             .env("TMUX_TMPDIR", &self.tmux)

@@ -39,7 +39,9 @@ impl Raw {
     }
 
     fn call(&mut self, method: &str, params: Value) -> Value {
-        self.send_line(&json!({ "id": 1, "method": method, "params": params }).to_string())
+        let mut request = json!({ "id": 1, "method": method });
+        request["params"] = params;
+        self.send_line(&request.to_string())
     }
 
     fn hello(&mut self, role: &str, agent: Option<&str>, token: Option<&str>) -> Value {

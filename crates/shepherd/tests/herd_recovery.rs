@@ -104,7 +104,7 @@ fn sheep_that_died_while_the_broker_was_down_are_reported_failed() {
     kill9(world.broker_pid().unwrap());
     kill9(sheep_pid);
     for pid in supervisors {
-        let _ = std::process::Command::new("kill")
+        let _killed = std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
             .status();
         wait_gone(pid, Duration::from_secs(10));

@@ -76,15 +76,26 @@ fn prune_drops_a_window_killed_by_hand() {
     if let Some(pid) = sheep_pid {
         assert!(wait_gone(pid as u32, Duration::from_secs(15)));
     }
-    // Wait until the broker has noticed the supervisor went away.
+    // The broker tells the parent when a sheep without a task ends: wait for that notice.
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while world.json(&["status", &agent])["state"] != "exited" {
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
         assert!(
-            std::time::Instant::now() < deadline,
+            !left.is_zero(),
             "the broker never noticed the window was killed"
         );
-        let _ = world.json_status(&["inbox", "--wait", "1"]);
+        let (_, doc) =
+            world.json_status(&["inbox", "--wait", &format!("{:.3}", left.as_secs_f64())]);
+        if doc["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["notice"] == "sheep_exited")
+        {
+            break;
+        }
     }
+    assert_eq!(world.json(&["status", &agent])["state"], "exited");
     let pruned = world.json(&["prune"]);
     assert_eq!(pruned["pruned"], 1, "{pruned}");
     assert_eq!(world.json(&["herd"])["sheep"].as_array().unwrap().len(), 0);

@@ -60,10 +60,11 @@ pub fn render_index(session: &SessionMetadata) -> String {
         let text = format!("{} {:02}", display_name(&note.agent), note.ordinal);
         let href = format!("./{}", note.file_name);
         out.push_str(&format!(
-            "{}. {} — {}\n",
+            "{}. {} — {}{}\n",
             number + 1,
             link(&text, &href),
-            note.status
+            note.status,
+            telemetry_summary(&note.metadata)
         ));
     }
     out.push_str("\n## Flow\n\n");
@@ -156,4 +157,82 @@ fn groups(notes: &[ArtifactRecord]) -> Vec<Vec<&ArtifactRecord>> {
         }
     }
     groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// What a note's run cost, in one short suffix for its line in the Notes list
+/// (` · fake/m1 · 3 turns · 2 tool calls · 45 tokens · $0.0100 · 1.2 s`); empty when the
+/// note carries no run telemetry.
+fn telemetry_summary(metadata: &super::Metadata) -> String {
+    let number = |key: &str| metadata.get(key).and_then(serde_json::Value::as_f64);
+    let mut parts = Vec::new();
+    if let Some(model) = metadata.get("model").and_then(serde_json::Value::as_str) {
+        parts.push(model.to_owned());
+    }
+    if let Some(turns) = number("turns") {
+        parts.push(format!(
+            "{turns} turn{}",
+            if turns == 1.0 { "" } else { "s" }
+        ));
+    }
+    if let Some(tools) = number("toolCalls") {
+        parts.push(format!(
+            "{tools} tool call{}",
+            if tools == 1.0 { "" } else { "s" }
+        ));
+    }
+    let tokens: f64 = [
+        "tokensIn",
+        "tokensOut",
+        "tokensCacheRead",
+        "tokensCacheWrite",
+    ]
+    .iter()
+    .filter_map(|key| number(key))
+    .sum();
+    if tokens > 0.0 {
+        parts.push(format!("{tokens} tokens"));
+    }
+    if let Some(cost) = number("cost").filter(|cost| *cost > 0.0) {
+        parts.push(format!("${cost:.4}"));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    if let Some(ms) = number("durationMs") {
+        parts.push(format!("{:.1} s", ms / 1000.0));
+    }
+    format!(" · {}", parts.join(" · "))
+}
+
+#[cfg(test)]
+mod telemetry_tests {
+    use super::telemetry_summary;
+    use crate::fieldnotes::Metadata;
+
+    #[test]
+    fn a_run_with_telemetry_gets_a_short_suffix_and_others_none() {
+        let mut metadata = Metadata::new();
+        assert_eq!(telemetry_summary(&metadata), "");
+        metadata.insert("taskId".into(), "t".into());
+        metadata.insert("durationMs".into(), 1234.into());
+        assert_eq!(
+            telemetry_summary(&metadata),
+            "",
+            "a command sheep's note has no run telemetry"
+        );
+        for (key, value) in [
+            ("model", serde_json::json!("fake/m1")),
+            ("turns", 1.into()),
+            ("toolCalls", 2.into()),
+            ("tokensIn", 30.into()),
+            ("tokensOut", 15.into()),
+            ("cost", 0.01.into()),
+        ] {
+            metadata.insert(key.into(), value);
+        }
+        assert_eq!(
+            telemetry_summary(&metadata),
+            " · fake/m1 · 1 turn · 2 tool calls · 45 tokens · $0.0100 · 1.2 s"
+        );
+    }
 }

@@ -407,13 +407,24 @@ pub fn finalized(tx: &mut Tx<'_>, task_id: &TaskId) {
 /// Records where the sheep's session file stood when a task started.
 pub fn cursor(tx: &mut Tx<'_>, task_id: &TaskId, cursor: u64) {
     if tx.herd().tasks.contains_key(task_id) {
-        tx.emit(Event::TaskCursor { task_id: task_id.clone(), cursor });
+        tx.emit(Event::TaskCursor {
+            task_id: task_id.clone(),
+            cursor,
+        });
     }
 }
 
 /// Records a sheep's final words for a task (the first ones win).
 pub fn output(tx: &mut Tx<'_>, task_id: &TaskId, output: super::TaskOutput) {
-    if tx.herd().tasks.get(task_id).is_some_and(|t| t.output.is_none()) {
-        tx.emit(Event::TaskOutput { task_id: task_id.clone(), output });
+    if tx
+        .herd()
+        .tasks
+        .get(task_id)
+        .is_some_and(|t| t.output.is_none())
+    {
+        tx.emit(Event::TaskOutput {
+            task_id: task_id.clone(),
+            output,
+        });
     }
 }

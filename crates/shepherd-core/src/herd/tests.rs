@@ -297,7 +297,7 @@ fn parent_question_waits_and_reply_resumes() {
     assert_eq!(h.state(&t), TaskState::Waiting);
     let r = h
         .message(sheep(&a), "shepherd", "fine", |m| {
-            m.reply_to = Some(q.message_id.to_string())
+            m.reply_to = Some(q.message_id.to_string());
         })
         .unwrap();
     assert_eq!(r.resolved.as_ref(), Some(&q.message_id));
@@ -351,7 +351,7 @@ fn peer_reply_via_parent_is_relayed_with_origin() {
     assert_eq!(h.state(&tp), TaskState::Running);
     // The planner answers the parent instead of the worker: resolved, and relayed to the worker.
     h.message(sheep(&planner), "shepherd", "pong", |m| {
-        m.reply_to = Some(ask.message_id.to_string())
+        m.reply_to = Some(ask.message_id.to_string());
     })
     .unwrap();
     assert_eq!(h.state(&tw), TaskState::Running);
@@ -367,11 +367,11 @@ fn peer_reply_via_parent_is_relayed_with_origin() {
     // A direct peer reply goes only to the asker.
     let ask2 = h
         .message(sheep(&worker), planner.as_str(), "again", |m| {
-            m.expects_reply = true
+            m.expects_reply = true;
         })
         .unwrap();
     h.message(sheep(&planner), worker.as_str(), "pong2", |m| {
-        m.reply_to = Some(ask2.message_id.to_string())
+        m.reply_to = Some(ask2.message_id.to_string());
     })
     .unwrap();
     assert_eq!(h.state(&tw), TaskState::Running);
@@ -543,7 +543,7 @@ fn stale_reminder_once_per_episode_and_never_settles() {
     let t = h.delegate(&a, "x");
     let q = h
         .message(sheep(&a), "shepherd", "which file?", |m| {
-            m.expects_reply = true
+            m.expects_reply = true;
         })
         .unwrap();
     h.tick(5 * MIN);
@@ -565,12 +565,12 @@ fn stale_reminder_once_per_episode_and_never_settles() {
     );
     // Answering ends the episode; a new wait can remind again.
     h.message(Parent(), a.as_str(), "main.rs", |m| {
-        m.reply_to = Some(q.message_id.to_string())
+        m.reply_to = Some(q.message_id.to_string());
     })
     .unwrap();
     assert_eq!(h.state(&t), TaskState::Running);
     h.message(sheep(&a), "shepherd", "and then?", |m| {
-        m.expects_reply = true
+        m.expects_reply = true;
     })
     .unwrap();
     h.tick(5 * MIN);
@@ -630,7 +630,7 @@ fn error_run_fails_the_task_at_once() {
                 error: Some("401 invalid api key".into()),
             },
             1,
-        )
+        );
     });
     assert_eq!(h.state(&t), TaskState::Failed);
     assert!(
@@ -713,7 +713,7 @@ fn late_messages_after_settlement_are_delivered_without_change() {
     let before = h.herd.tasks[&t].clone();
     let out = h
         .message(sheep(&a), "shepherd", "one more thing", |m| {
-            m.task_id = Some(t.to_string())
+            m.task_id = Some(t.to_string());
         })
         .unwrap();
     assert_eq!(out.task_state, Some(TaskState::Completed));

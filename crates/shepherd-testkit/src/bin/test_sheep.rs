@@ -124,12 +124,9 @@ impl Sheep {
             {
                 return Ok(self.backlog.remove(pos));
             }
-            let (name, data) = match self.client.next_push().await {
-                Ok(push) => push,
-                Err(_) => {
-                    self.reconnect().await?;
-                    continue;
-                }
+            let Ok((name, data)) = self.client.next_push().await else {
+                self.reconnect().await?;
+                continue;
             };
             if name != event::INBOX {
                 continue;

@@ -59,7 +59,7 @@ pub(crate) fn run(
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
     match cmd {
-        BrokerCommand::Serve(args) => serve(args, ctx),
+        BrokerCommand::Serve(args) => serve(&args, ctx),
         BrokerCommand::Status(args) => status(&args, ctx, printer),
         BrokerCommand::Stop(args) => stop(&args, ctx, printer),
         BrokerCommand::Ensure(args) => {
@@ -82,7 +82,7 @@ fn env_duration(name: &str, default: Duration) -> Duration {
         .map_or(default, Duration::from_millis)
 }
 
-fn serve(args: ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
+fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
     if args.notify_ready {
         // Leave the starting client's session: the broker outlives that client and its terminal.
         let _already_leader = rustix::process::setsid();
@@ -110,7 +110,12 @@ fn serve(args: ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         startup_limit: env_duration("SHEPHERD_STARTUP_LIMIT_MS", Duration::from_secs(30)),
         adoption_grace: env_duration("SHEPHERD_ADOPTION_GRACE_MS", Duration::from_secs(10)),
         orphan_grace: env_duration("SHEPHERD_ORPHAN_GRACE_MS", Duration::from_secs(60)),
-        pi_command: vec![std::env::var("SHEPHERD_PI").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "pi".into())],
+        pi_command: vec![
+            std::env::var("SHEPHERD_PI")
+                .ok()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| "pi".into()),
+        ],
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -20,11 +20,11 @@ use crate::output::Printer;
 pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliError> {
     // Sheep-side commands need nothing but the capability in the environment.
     let command = match command {
-        Command::Inbox(args) => return sheep::inbox(args, printer),
+        Command::Inbox(args) => return sheep::inbox(&args, printer),
         Command::Tell(args) => return sheep::tell(args, printer),
         Command::Done(args) => return sheep::done(args, printer),
         Command::Report(args) => return sheep::report(args, printer),
-        Command::Supervise(args) => return supervise::run(args),
+        Command::Supervise(args) => return supervise::run(&args),
         other => other,
     };
     let ctx = Context::from_env()?;
@@ -32,12 +32,12 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Spawn(args) => parent::spawn(args, &ctx, printer),
         Command::Delegate(args) => parent::delegate(args, &ctx, printer),
         Command::Message(args) => parent::message(args, &ctx, printer),
-        Command::Watch(args) => parent::watch(args, &ctx, printer),
-        Command::Status(args) => parent::status(args, &ctx, printer),
+        Command::Watch(args) => parent::watch(&args, &ctx, printer),
+        Command::Status(args) => parent::status(&args, &ctx, printer),
         Command::Close(args) => parent::close(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
-        Command::Herd(args) => parent::herd(args, &ctx, printer),
-        Command::Prune(args) => parent::prune(args, &ctx, printer),
+        Command::Herd(args) => parent::herd(&args, &ctx, printer),
+        Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer),
         Command::Inbox(_)
         | Command::Tell(_)

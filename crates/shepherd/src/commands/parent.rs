@@ -128,6 +128,8 @@ pub(crate) fn delegate(
         timeout: args.timeout,
         session_name: args.session_name,
         mode: None,
+        group: None,
+        note: None,
     };
     let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params)?;
     printer.emit(&result, || {
@@ -256,7 +258,7 @@ fn settled_view(report: &TaskReport) -> Settled<'_> {
 }
 
 pub(crate) fn watch(
-    args: WatchArgs,
+    args: &WatchArgs,
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
@@ -345,7 +347,7 @@ fn status_line(status: &SheepStatus) -> String {
 }
 
 pub(crate) fn status(
-    args: StatusArgs,
+    args: &StatusArgs,
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
@@ -384,7 +386,7 @@ pub(crate) struct HerdListArgs {
 }
 
 pub(crate) fn herd(
-    args: HerdListArgs,
+    args: &HerdListArgs,
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
@@ -458,7 +460,7 @@ pub(crate) struct PruneArgs {
 }
 
 pub(crate) fn prune(
-    args: PruneArgs,
+    args: &PruneArgs,
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {

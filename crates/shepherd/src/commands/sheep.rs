@@ -51,7 +51,7 @@ fn item_json(item: &InboxItem) -> Value {
     }
 }
 
-pub(crate) fn inbox(args: InboxArgs, printer: &Printer) -> Result<ExitCode, CliError> {
+pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, CliError> {
     if !(args.wait.is_finite() && args.wait >= 0.0) {
         return Err(CliError::new(
             "invalid_wait",

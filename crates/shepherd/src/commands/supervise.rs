@@ -53,12 +53,12 @@ pub(crate) struct SuperviseArgs {
     program: Vec<String>,
 }
 
-pub(crate) fn run(args: SuperviseArgs) -> Result<ExitCode, CliError> {
+pub(crate) fn run(args: &SuperviseArgs) -> Result<ExitCode, CliError> {
     if args.headless {
         let _already_leader = rustix::process::setsid();
     }
     let cap = SheepCapability::from_env()?;
-    let code = super::connect::runtime()?.block_on(supervise(&args, &cap))?;
+    let code = super::connect::runtime()?.block_on(supervise(args, &cap))?;
     Ok(ExitCode::from(code))
 }
 
@@ -144,8 +144,15 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
     let mut command = tokio::process::Command::new(program);
     command.args(rest).process_group(0).kill_on_drop(false);
     if args.headless {
-        let stdin = if args.keep_stdin { Stdio::piped() } else { Stdio::null() };
-        command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let stdin = if args.keep_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
+        command
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
     }
     let mut child = match command.spawn() {
         Ok(child) => child,

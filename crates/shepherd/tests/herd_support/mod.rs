@@ -222,9 +222,9 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let _ = self.command(&["broker", "stop"]).output();
+        let _stopped = self.command(&["broker", "stop"]).output();
         if let Some(dir) = &self.tmux_dir {
-            let _ = Command::new("tmux")
+            let _killed = Command::new("tmux")
                 .arg("kill-server")
                 .env_remove("TMUX")
                 .env("TMUX_TMPDIR", dir)

@@ -1,0 +1,410 @@
+//! The fieldnotes worker thread: takes every job waiting in its queue, groups them by session,
+//! and applies each group in one store commit.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use serde_json::Value;
+use shepherd_core::herd::NoteLink;
+use shepherd_notes::{
+    ArtifactRecord, Finalization, Metadata, Mode, NoteOp, PlannedNote, SessionMetadata, SessionRef,
+    Store,
+};
+
+use super::{
+    FinalizeJob, NoteRequest, PlanReply, PlanRequest, ReservedNote, SessionChoice, SessionSummary,
+    store_error,
+};
+use crate::error::{BrokerError, BrokerResult};
+
+type Reply<T> = mpsc::Sender<BrokerResult<T>>;
+
+/// Work for the fieldnotes thread.
+pub(crate) enum Job {
+    ParentSession(Reply<SessionSummary>),
+    Plan(PlanRequest, Reply<PlanReply>),
+    Reserve(NoteRequest, Reply<ReservedNote>),
+    Finalize(FinalizeJob, Reply<()>),
+    UpdateOutput(NoteLink, Option<String>, Metadata, Reply<()>),
+}
+
+/// The worker's own state: the store, and the sessions it resolved so far (with whether each
+/// existed before this broker first used it).
+pub(crate) struct WorkerState {
+    pub(crate) root: PathBuf,
+    pub(crate) identity: String,
+    pub(crate) store: Option<Store>,
+    pub(crate) sessions: HashMap<SessionChoice, (SessionRef, bool)>,
+}
+
+impl WorkerState {
+    pub(crate) fn run(mut self, jobs: &mpsc::Receiver<Job>) {
+        while let Ok(first) = jobs.recv() {
+            let mut batch = vec![first];
+            batch.extend(jobs.try_iter());
+            self.handle(batch);
+        }
+    }
+
+    fn store(&mut self) -> BrokerResult<Store> {
+        if self.store.is_none() {
+            self.store =
+                Some(Store::open(&self.root).map_err(|err| store_error(&err, "fieldnotes"))?);
+        }
+        Ok(self.store.clone().expect("just opened"))
+    }
+
+    fn session(&mut self, choice: &SessionChoice) -> BrokerResult<(SessionRef, bool)> {
+        if let Some(known) = self.sessions.get(choice) {
+            return Ok(known.clone());
+        }
+        let now = shepherd_core::time::Timestamp::now();
+        let store = self.store()?;
+        let resolved = match choice {
+            SessionChoice::Parent => {
+                store.resolve_or_create_parent_session(&self.identity, None, now)
+            }
+            SessionChoice::Named(name) => store.create_or_continue_named(name, now),
+            SessionChoice::NewForTask(task) => store.create_for_task(task.as_deref(), now),
+        }
+        .map_err(|err| store_error(&err, store_code(&err)))?;
+        let known = (resolved.session.clone(), resolved.resumed);
+        if let SessionChoice::NewForTask(_) = choice {
+            // A new session is continued by its name from then on.
+            self.sessions.insert(
+                SessionChoice::Named(resolved.metadata.session_name.clone()),
+                known.clone(),
+            );
+        } else {
+            self.sessions.insert(choice.clone(), known.clone());
+        }
+        Ok(known)
+    }
+
+    fn handle(&mut self, batch: Vec<Job>) {
+        let mut reserves: HashMap<SessionChoice, Vec<(NoteRequest, Reply<ReservedNote>)>> =
+            HashMap::new();
+        let mut starts: HashMap<PathBuf, Vec<(NoteRequest, Reply<ReservedNote>)>> = HashMap::new();
+        let mut finals: HashMap<String, Vec<(FinalizeJob, Reply<()>)>> = HashMap::new();
+        for job in batch {
+            match job {
+                Job::ParentSession(reply) => {
+                    let _caller_gone = reply.send(self.parent_summary());
+                }
+                Job::Plan(request, reply) => {
+                    let _caller_gone = reply.send(self.plan(request));
+                }
+                Job::Reserve(request, reply) => match request.planned.clone() {
+                    Some(note) => {
+                        let dir = note
+                            .parent()
+                            .map(std::path::Path::to_path_buf)
+                            .unwrap_or_default();
+                        starts.entry(dir).or_default().push((request, reply));
+                    }
+                    None => {
+                        let choice = request
+                            .session_name
+                            .clone()
+                            .map_or(SessionChoice::Parent, SessionChoice::Named);
+                        reserves.entry(choice).or_default().push((request, reply));
+                    }
+                },
+                Job::Finalize(job, reply) => finals
+                    .entry(job.note.session.clone())
+                    .or_default()
+                    .push((job, reply)),
+                Job::UpdateOutput(note, output, metadata, reply) => {
+                    let _caller_gone = reply.send(self.update_output(&note, output, metadata));
+                }
+            }
+        }
+        for (session, jobs) in finals {
+            let results = self.finalize_group(&session, &jobs);
+            answer(jobs, results);
+        }
+        for (choice, jobs) in reserves {
+            let results = self.reserve_group(&choice, &jobs);
+            answer(jobs, results);
+        }
+        for (dir, jobs) in starts {
+            let results = self.start_group(&dir, &jobs);
+            answer(jobs, results);
+        }
+    }
+
+    fn parent_summary(&mut self) -> BrokerResult<SessionSummary> {
+        let (session, _) = self.session(&SessionChoice::Parent)?;
+        let store = self.store()?;
+        let dir = store.session_dir(&session);
+        let relative = store
+            .relative(&dir)
+            .unwrap_or_else(|| dir.display().to_string());
+        Ok(SessionSummary { relative })
+    }
+
+    fn plan(&mut self, request: PlanRequest) -> BrokerResult<PlanReply> {
+        let (session, resumed) = self.session(&request.session)?;
+        let store = self.store()?;
+        let planned = request.notes.len();
+        let records = store
+            .reserve(
+                &session,
+                request.notes,
+                shepherd_core::time::Timestamp::now(),
+            )
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let metadata = store
+            .load(&session)
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let resumed = resumed || metadata.artifacts.len() > planned;
+        Ok(PlanReply {
+            notes: records
+                .iter()
+                .map(|record| link(&metadata, record, resumed))
+                .collect(),
+            session_name: metadata.session_name.clone(),
+            session_path: metadata.session_path.clone(),
+            session_relative: metadata.session_relative_path.clone(),
+            resumed,
+        })
+    }
+
+    fn update_output(
+        &mut self,
+        note: &NoteLink,
+        output: Option<String>,
+        metadata: Metadata,
+    ) -> BrokerResult<()> {
+        let session = session_ref(&note.session)?;
+        let op = NoteOp::UpdateFinalOutput {
+            note: file_name(&note.note),
+            output,
+            metadata,
+        };
+        let applied = self
+            .store()?
+            .apply(&session, vec![op], shepherd_core::time::Timestamp::now())
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        applied
+            .outcomes
+            .into_iter()
+            .next()
+            .map_or(Ok(()), |outcome| {
+                outcome
+                    .map(|_| ())
+                    .map_err(|err| store_error(&err, "fieldnotes"))
+            })
+    }
+
+    fn finalize_group(
+        &mut self,
+        session: &str,
+        jobs: &[(FinalizeJob, Reply<()>)],
+    ) -> BrokerResult<Vec<BrokerResult<()>>> {
+        let session = session_ref(session)?;
+        let ops = jobs
+            .iter()
+            .map(|(job, _)| NoteOp::Finalize {
+                note: file_name(&job.note.note),
+                result: Finalization {
+                    status: job.status,
+                    output: job.output.clone(),
+                    error: job.error.clone(),
+                    metadata: job.metadata.clone(),
+                },
+            })
+            .collect();
+        let applied = self
+            .store()?
+            .apply(&session, ops, shepherd_core::time::Timestamp::now())
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        Ok(applied
+            .outcomes
+            .into_iter()
+            .map(|o| o.map(|_| ()).map_err(|err| store_error(&err, "fieldnotes")))
+            .collect())
+    }
+
+    /// Reserves every note of one session, already running, in one commit.
+    fn reserve_group(
+        &mut self,
+        choice: &SessionChoice,
+        jobs: &[(NoteRequest, Reply<ReservedNote>)],
+    ) -> BrokerResult<Vec<BrokerResult<ReservedNote>>> {
+        let (session, resumed_before) = self.session(choice)?;
+        let ops = jobs
+            .iter()
+            .map(|(request, _)| {
+                let mut planned = PlannedNote::new(request.agent.clone());
+                planned.mode = request.mode.parse().unwrap_or(Mode::Single);
+                planned.task = Some(request.task.clone());
+                planned.group.clone_from(&request.group);
+                planned.metadata = ids_metadata(request);
+                // Reserved already running: the task reaches its sheep right after this commit.
+                planned.start = true;
+                NoteOp::Reserve(planned)
+            })
+            .collect();
+        let store = self.store()?;
+        let reserved = store
+            .apply(&session, ops, shepherd_core::time::Timestamp::now())
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let metadata = store
+            .load(&session)
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let resumed = resumed_before || metadata.artifacts.len() > jobs.len();
+        Ok(reserved
+            .outcomes
+            .into_iter()
+            .map(|outcome| {
+                let outcome = outcome.map_err(|err| store_error(&err, "fieldnotes"))?;
+                let record = outcome
+                    .note()
+                    .ok_or_else(|| BrokerError::new("internal", "reserve returned no note"))?;
+                Ok(reserved_note(&store, &metadata, record, resumed))
+            })
+            .collect())
+    }
+
+    /// Starts notes a plan reserved earlier, one commit per session.
+    fn start_group(
+        &mut self,
+        dir: &std::path::Path,
+        jobs: &[(NoteRequest, Reply<ReservedNote>)],
+    ) -> BrokerResult<Vec<BrokerResult<ReservedNote>>> {
+        let located = Store::locate_note(&jobs[0].0.planned.clone().unwrap_or_default())
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let session = located.session;
+        let store = self.store()?;
+        if store.session_dir(&session) != dir {
+            return Err(BrokerError::new(
+                "invalid_note",
+                format!(
+                    "`{}` is not a note of this project's fieldnotes",
+                    dir.display()
+                ),
+            ));
+        }
+        let ops = jobs
+            .iter()
+            .map(|(request, _)| NoteOp::Start {
+                note: file_name(
+                    &request
+                        .planned
+                        .clone()
+                        .unwrap_or_default()
+                        .display()
+                        .to_string(),
+                ),
+                metadata: ids_metadata(request),
+            })
+            .collect();
+        let started = store
+            .apply(&session, ops, shepherd_core::time::Timestamp::now())
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let metadata = store
+            .load(&session)
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let earlier = metadata.artifacts.len() > jobs.len();
+        Ok(started
+            .outcomes
+            .into_iter()
+            .map(|outcome| {
+                let outcome = outcome.map_err(|err| store_error(&err, "fieldnotes"))?;
+                let record = outcome
+                    .note()
+                    .ok_or_else(|| BrokerError::new("internal", "start returned no note"))?;
+                Ok(reserved_note(
+                    &store,
+                    &metadata,
+                    record,
+                    metadata.resumed || earlier,
+                ))
+            })
+            .collect())
+    }
+}
+
+fn answer<T>(jobs: Vec<(impl Sized, Reply<T>)>, results: BrokerResult<Vec<BrokerResult<T>>>) {
+    match results {
+        Ok(results) => {
+            for ((_, reply), result) in jobs.into_iter().zip(results) {
+                let _caller_gone = reply.send(result);
+            }
+        }
+        Err(err) => {
+            for (_, reply) in jobs {
+                let _caller_gone = reply.send(Err(err.clone()));
+            }
+        }
+    }
+}
+
+fn reserved_note(
+    store: &Store,
+    metadata: &SessionMetadata,
+    record: &ArtifactRecord,
+    resumed: bool,
+) -> ReservedNote {
+    let record = metadata
+        .artifacts
+        .iter()
+        .find(|a| a.file_name == record.file_name)
+        .unwrap_or(record);
+    ReservedNote {
+        context: store.context_block(metadata, record),
+        link: link(metadata, record, resumed),
+    }
+}
+
+fn link(metadata: &SessionMetadata, record: &ArtifactRecord, resumed: bool) -> NoteLink {
+    NoteLink {
+        session: metadata.directory_name.clone(),
+        session_name: metadata.session_name.clone(),
+        session_path: metadata.session_path.clone(),
+        session_relative: metadata.session_relative_path.clone(),
+        note: record.file_path.clone(),
+        note_relative: record.relative_path.clone(),
+        resumed,
+    }
+}
+
+fn session_ref(directory: &str) -> BrokerResult<SessionRef> {
+    SessionRef::new(directory).ok_or_else(|| {
+        BrokerError::new(
+            "fieldnotes",
+            format!("`{directory}` is not a session directory"),
+        )
+    })
+}
+
+/// The wire code of a store failure.
+pub(crate) fn store_code(err: &shepherd_notes::StoreError) -> &'static str {
+    use shepherd_notes::StoreError as E;
+    match err {
+        E::InvalidName(_) | E::InvalidIdentity { .. } => "invalid_name",
+        E::LockTimeout { .. } => "lock_timeout",
+        E::SessionNotFound { .. } => "not_found",
+        E::NotANote { .. } => "invalid_note",
+        _ => "fieldnotes",
+    }
+}
+
+fn ids_metadata(request: &NoteRequest) -> Metadata {
+    let mut metadata = Metadata::new();
+    metadata.insert("taskId".into(), Value::from(request.task_id.as_str()));
+    metadata.insert("agentId".into(), Value::from(request.agent_id.as_str()));
+    if let Some(file) = &request.session_file {
+        metadata.insert("sessionFile".into(), Value::from(file.as_str()));
+    }
+    metadata
+}
+
+fn file_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
