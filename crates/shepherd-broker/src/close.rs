@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use shepherd_core::herd::Phase;
 use shepherd_core::ids::AgentId;
-use shepherd_core::protocol::{CloseResult, IdParams, PruneResult};
+use shepherd_core::protocol::{CloseParams, CloseResult, PruneResult};
 use shepherd_term::{BackendKind, Presence};
 use tokio::sync::oneshot;
 
@@ -23,7 +23,7 @@ const TERMINATE_GRACE: Duration = Duration::from_secs(3);
 const CLOSE_BUDGET: Duration = Duration::from_secs(10);
 
 /// Runs `close`.
-pub(crate) async fn close(broker: &Arc<Broker>, params: IdParams) -> BrokerResult<CloseResult> {
+pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerResult<CloseResult> {
     let last_task = broker.read(|herd| {
         let id = herd.sheep_by_text(&params.id).ok()?.id.clone();
         herd.tasks
@@ -43,7 +43,7 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: IdParams) -> BrokerResul
     broker
         .commit_durable(|tx| Ok(shepherd_core::herd::begin_close(tx, &id)))
         .await?;
-    end_sheep(broker, &id, false).await.map_err(|err| {
+    end_sheep(broker, &id, params.keep_pane).await.map_err(|err| {
         BrokerError::new(
             "close_unconfirmed",
             format!(

@@ -287,6 +287,24 @@ pub(crate) async fn wait(
             (settled, pending)
         });
         if pending.is_empty() || tokio::time::Instant::now() >= deadline {
+            if params.wait_output && !settled.is_empty() {
+                // The settled tasks of pi sheep get their last words, within what is left of
+                // the wait (and never longer than the output grace).
+                let grace = deadline
+                    .saturating_duration_since(tokio::time::Instant::now())
+                    .min(crate::pi::OUTPUT_GRACE);
+                for report in &settled {
+                    crate::pi::await_output(broker, &report.task_id, grace).await;
+                }
+                let settled = broker.read(|herd| {
+                    settled
+                        .iter()
+                        .filter_map(|r| herd.task_report(&r.task_id))
+                        .collect()
+                });
+                broker.durable_now().await?;
+                return Ok(WaitResult { settled, pending });
+            }
             broker.durable_now().await?;
             return Ok(WaitResult { settled, pending });
         }

@@ -219,7 +219,14 @@ pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
     for id in live {
         let broker = broker.clone();
         closes.spawn(async move {
-            crate::close::close(&broker, shepherd_core::protocol::IdParams { id }).await
+            crate::close::close(
+                &broker,
+                shepherd_core::protocol::CloseParams {
+                    id,
+                    keep_pane: false,
+                },
+            )
+            .await
         });
     }
     let mut closed = 0;

@@ -451,6 +451,21 @@ pub struct WaitParams {
     /// How long to wait (ms); 0 answers at once.
     #[serde(default)]
     pub timeout_ms: u64,
+    /// Also wait (briefly, within the timeout) for a pi sheep's final words after its task
+    /// settled, so the reports carry them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_output: bool,
+}
+
+/// `close` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseParams {
+    /// The agent id.
+    pub id: String,
+    /// End the sheep but leave its pane open for inspection (visible backends).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_pane: bool,
 }
 
 /// `wait` result.

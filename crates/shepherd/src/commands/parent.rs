@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use shepherd_core::envelope::Delivery;
 use shepherd_core::herd::{SheepStatus, TaskReport};
 use shepherd_core::protocol::{
-    CallerContext, CloseResult, DelegateParams, DelegateResult, HerdResult, IdList, IdParams,
+    CallerContext, CloseParams, CloseResult, DelegateParams, DelegateResult, HerdResult, IdList,
     MessageParams, MessageResult, PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult,
     StatusParams, WaitParams, WaitResult, method,
 };
@@ -272,6 +272,7 @@ pub(crate) fn watch(
         ));
     }
     let params = WaitParams {
+        wait_output: false,
         id: IdList::Many(args.task_ids.clone()),
         timeout_ms: (args.wait * 1000.0).round() as u64,
     };
@@ -413,7 +414,10 @@ pub(crate) fn close(
         ctx,
         &args.herd,
         method::CLOSE,
-        &IdParams { id: args.agent_id },
+        &CloseParams {
+            id: args.agent_id,
+            keep_pane: false,
+        },
     )?;
     printer.emit(&result, || {
         let cancelled = result
