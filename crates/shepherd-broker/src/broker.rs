@@ -214,6 +214,7 @@ impl Broker {
                     .get(&task_id)
                     .is_some_and(|t| t.note.is_some() && !t.finalized)
             });
+            crate::autoclose::schedule(self, task_id.clone());
             if has_note {
                 self.spawn_finalize(task_id, pos);
             }

@@ -13,6 +13,7 @@
 //!   [`serve`]: start-up, loops and shutdown.
 
 mod auth;
+mod autoclose;
 mod broker;
 mod close;
 mod dispatch;

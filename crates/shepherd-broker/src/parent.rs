@@ -60,6 +60,7 @@ pub(crate) async fn delegate(
         target: params.target.clone(),
         description: params.task.clone(),
         timeout_ms,
+        turn: params.turn,
     };
     broker
         .commit(|tx| shepherd_core::herd::delegate(tx, input))

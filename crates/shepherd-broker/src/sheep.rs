@@ -78,6 +78,7 @@ pub(crate) async fn report(
         "run_settled" => RunReport::Settled {
             stop_reason: params.stop_reason,
             error: params.error,
+            text: params.text.clone(),
         },
         other => {
             return Err(BrokerError::new(

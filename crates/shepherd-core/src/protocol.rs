@@ -274,6 +274,10 @@ pub struct DelegateParams {
     /// A note reserved earlier with `plan` to use for this task (absolute path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// A one-turn task (the deprecated prompt path): it settles completed with the sheep's final
+    /// text when its run settles, instead of on `shepherd_done`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub turn: bool,
 }
 
 /// One note of a `plan`.

@@ -217,3 +217,34 @@ async fn a_long_wait_gets_one_stale_reminder_per_episode_and_never_settles() {
     assert_eq!(stale[0]["question"], "and then?");
     t.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_keep_open_and_stay_open_off_a_settled_sheep_is_closed_ten_seconds_later() {
+    let mut t = clocked().await;
+    t.world
+        .settings(r#"{"keepOpen": false, "stayOpen": false}"#);
+    let (agent, task) = t
+        .spawn_and_delegate("quick", "done completed ok", 60.0)
+        .await;
+    let pid = t.call("status", json!({ "id": agent })).await["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    assert_eq!(t.settled(&task).await["status"], "completed");
+    t.clock.advance(9_000);
+    assert_eq!(
+        t.call("status", json!({ "id": agent })).await["state"],
+        "done"
+    );
+    t.clock.advance(1_000);
+    let notices = t.inbox(30_000).await;
+    assert_eq!(notices[0]["notice"], "auto_closed", "{notices:?}");
+    assert!(
+        herd_support::wait_gone(pid, Duration::from_millis(1)),
+        "the sheep's process is gone"
+    );
+    assert_eq!(
+        t.call("status", json!({ "id": agent })).await["state"],
+        "closed"
+    );
+    t.stop().await;
+}

@@ -39,6 +39,8 @@ pub struct DelegateInput {
     pub description: String,
     /// How long the task may take (ms).
     pub timeout_ms: i64,
+    /// Settle when the sheep's run settles (one turn) instead of on `shepherd_done`.
+    pub turn: bool,
 }
 
 impl Herd {
@@ -296,6 +298,7 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
         nudges: 0,
         escalated: false,
         session_cursor: None,
+        turn: input.turn,
         output: None,
     };
     tx.emit(Event::TaskCreated {

@@ -99,6 +99,8 @@ pub enum RunReport {
         stop_reason: Option<String>,
         /// The error that ended it.
         error: Option<String>,
+        /// The run's final assistant text.
+        text: Option<String>,
     },
 }
 
@@ -471,7 +473,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
                 });
             }
         }
-        RunReport::Settled { stop_reason, error } => {
+        RunReport::Settled {
+            stop_reason,
+            error,
+            text,
+        } => {
             if sheep.activity != Activity::Idle {
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
@@ -488,6 +494,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
                     settle(tx, &task_id, TaskState::Failed, None, None, Some(error));
                 }
                 Some("aborted") => {}
+                // A one-turn task (the deprecated prompt path) is done when its run is.
+                _ if tx.herd().tasks[&task_id].turn => {
+                    let text = text.filter(|t| !t.trim().is_empty());
+                    settle(tx, &task_id, TaskState::Completed, text.clone(), text, None);
+                }
                 _ => nudge(tx, sender, &task_id, &display, nudge_budget),
             }
         }

@@ -218,6 +218,9 @@ pub struct Task {
     /// counts only this task's turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_cursor: Option<u64>,
+    /// A one-turn task: it settles when the sheep's run settles, not on `shepherd_done`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub turn: bool,
     /// The sheep's final words and run telemetry, once its run settled after the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<TaskOutput>,
@@ -361,6 +364,10 @@ pub enum NoticeKind {
     CompletionStalled,
     /// A sheep's process ended while it had no task.
     SheepExited,
+    /// A sheep was closed automatically after its task settled.
+    AutoClosed,
+    /// A sheep due to be closed automatically could not be closed.
+    AutoCloseFailed,
 }
 
 /// A notice for the parent.

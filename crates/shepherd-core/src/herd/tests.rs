@@ -67,6 +67,7 @@ impl Harness {
             target: agent.to_string(),
             description: text.into(),
             timeout_ms: 20 * MIN,
+            turn: false,
         };
         self.run(|tx| {
             delegate(tx, input)?;
@@ -222,6 +223,7 @@ fn one_active_task_per_sheep_and_text_limits() {
         target: a.to_string(),
         description: "second".into(),
         timeout_ms: MIN,
+        turn: false,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, input)).unwrap_err().code,
@@ -233,6 +235,7 @@ fn one_active_task_per_sheep_and_text_limits() {
         target: b.to_string(),
         description: "  ".into(),
         timeout_ms: MIN,
+        turn: false,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, empty)).unwrap_err().code,
@@ -243,6 +246,7 @@ fn one_active_task_per_sheep_and_text_limits() {
         target: b.to_string(),
         description: "x".repeat(100_001),
         timeout_ms: MIN,
+        turn: false,
     };
     assert_eq!(h.run(|tx| delegate(tx, big)).unwrap_err().code, "too_large");
     let foreign = DelegateInput {
@@ -250,6 +254,7 @@ fn one_active_task_per_sheep_and_text_limits() {
         target: "worker".into(),
         description: "y".into(),
         timeout_ms: MIN,
+        turn: false,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, foreign)).unwrap_err().code,
@@ -507,6 +512,7 @@ fn watchers_wait_for_the_note_to_be_final() {
         target: a.to_string(),
         description: "x".into(),
         timeout_ms: MIN,
+        turn: false,
     };
     h.run(|tx| {
         delegate(tx, input).unwrap();
@@ -593,6 +599,7 @@ fn forgotten_done_is_nudged_then_escalated_once() {
     let settled = RunReport::Settled {
         stop_reason: Some("stop".into()),
         error: None,
+        text: None,
     };
     h.run(|tx| report(tx, &a, settled.clone(), 1));
     let reminders = |h: &Harness| {
@@ -628,6 +635,7 @@ fn error_run_fails_the_task_at_once() {
             RunReport::Settled {
                 stop_reason: Some("error".into()),
                 error: Some("401 invalid api key".into()),
+                text: None,
             },
             1,
         );
@@ -732,4 +740,46 @@ fn acknowledged_items_leave_the_inbox() {
     let first = items[0].seq;
     h.run(|tx| ack(tx, &sheep(&a), first));
     assert_eq!(h.herd.pending_items(&sheep(&a)).len(), 1);
+}
+
+#[test]
+fn a_one_turn_task_settles_with_the_runs_final_text() {
+    let mut h = Harness::new();
+    let a = h.spawn("worker", "");
+    let t = TaskId::mint("1a2b3c4d", "7e7e7e7e");
+    let input = DelegateInput {
+        task_id: t.clone(),
+        target: a.to_string(),
+        description: "one turn".into(),
+        timeout_ms: MIN,
+        turn: true,
+    };
+    h.run(|tx| {
+        delegate(tx, input).unwrap();
+        start_task(
+            tx,
+            &t,
+            None,
+            MessageId::mint("1a2b3c4d", "7e7e7e7f"),
+            "one turn".into(),
+        )
+        .unwrap();
+    });
+    let settled = RunReport::Settled {
+        stop_reason: Some("stop".into()),
+        error: None,
+        text: Some("the answer".into()),
+    };
+    h.run(|tx| report(tx, &a, settled, 1));
+    assert_eq!(h.state(&t), TaskState::Completed);
+    assert_eq!(
+        h.herd.task_report(&t).unwrap().text.as_deref(),
+        Some("the answer")
+    );
+    assert!(
+        h.envelopes(&sheep(&a))
+            .iter()
+            .all(|e| e.kind != crate::envelope::Kind::Reminder),
+        "no nudge for a turn task"
+    );
 }

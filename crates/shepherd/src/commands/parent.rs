@@ -130,6 +130,7 @@ pub(crate) fn delegate(
         mode: None,
         group: None,
         note: None,
+        turn: false,
     };
     let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params)?;
     printer.emit(&result, || {
