@@ -71,7 +71,8 @@ pub(crate) struct Broker {
     pub(crate) herd: Mutex<Herd>,
     pub(crate) journal: Journal,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) backends: HashMap<BackendKind, Arc<dyn Backend>>,
+    /// Where sheep can run; Herdr joins when first asked for.
+    backends: std::sync::RwLock<HashMap<BackendKind, Arc<dyn Backend>>>,
     pub(crate) links: Mutex<Links>,
     /// Bumped after every commit: wakes settlement waiters and the deadline timer.
     pub(crate) generation: watch::Sender<u64>,
@@ -121,7 +122,7 @@ impl Broker {
             herd: Mutex::new(herd),
             journal,
             clock,
-            backends,
+            backends: std::sync::RwLock::new(backends),
             links: Mutex::new(Links::default()),
             generation: watch::Sender::new(0),
             inbox_signals: Mutex::new(HashMap::new()),
@@ -281,15 +282,36 @@ impl Broker {
 
     /// The backend of `kind`.
     pub(crate) fn backend(&self, kind: BackendKind) -> BrokerResult<Arc<dyn Backend>> {
-        self.backends.get(&kind).cloned().ok_or_else(|| {
-            BrokerError::new(
-                "backend_unavailable",
-                format!(
-                    "The {} backend is not available in this broker.",
-                    kind.as_str()
-                ),
-            )
-        })
+        self.backends
+            .read()
+            .expect("backends lock")
+            .get(&kind)
+            .cloned()
+            .ok_or_else(|| {
+                BrokerError::new(
+                    "backend_unavailable",
+                    format!(
+                        "The {} backend is not available in this broker.",
+                        kind.as_str()
+                    ),
+                )
+            })
+    }
+
+    /// Whether sheep can run on `kind` now.
+    pub(crate) fn has_backend(&self, kind: BackendKind) -> bool {
+        self.backends
+            .read()
+            .expect("backends lock")
+            .contains_key(&kind)
+    }
+
+    /// Adds a backend that became available (Herdr, connected on first use).
+    pub(crate) fn add_backend(&self, backend: Arc<dyn Backend>) {
+        self.backends
+            .write()
+            .expect("backends lock")
+            .insert(backend.kind(), backend);
     }
 
     /// Counts a client connection in or out (the idle timer watches this).

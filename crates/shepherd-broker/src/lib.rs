@@ -19,6 +19,7 @@ mod close;
 mod dispatch;
 mod error;
 mod fieldnotes;
+mod herdr_link;
 mod inbox;
 mod parent;
 mod pi;

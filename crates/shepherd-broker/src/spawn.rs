@@ -53,7 +53,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         ));
     }
     let caller = params.caller.clone().unwrap_or_default();
-    let kind = choose_backend(params.backend.as_deref(), settings.backend, &caller, broker)?;
+    let kind = choose_backend(params.backend.as_deref(), settings.backend, &caller, broker).await?;
     let placement = match params.placement.as_deref() {
         None => Placement::Tab,
         Some(text) => Placement::parse(text).ok_or_else(|| {
@@ -262,17 +262,26 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
 
 /// The backend for a spawn: the caller's choice, else the setting. `auto` means Herdr inside
 /// Herdr, tmux inside tmux, otherwise headless.
-pub(crate) fn choose_backend(
+pub(crate) async fn choose_backend(
     requested: Option<&str>,
     setting: BackendSetting,
     caller: &CallerContext,
-    broker: &Broker,
+    broker: &Arc<Broker>,
 ) -> BrokerResult<BackendKind> {
     let name = requested.unwrap_or(setting.as_str());
-    let has = |kind| broker.backends.contains_key(&kind);
     let kind = match name {
-        "auto" if caller.in_herdr && has(BackendKind::Herdr) => BackendKind::Herdr,
-        "auto" if caller.tmux.is_some() && has(BackendKind::Tmux) => BackendKind::Tmux,
+        // Inside Herdr, Herdr — falling back to what else fits if it cannot be reached.
+        "auto"
+            if caller.in_herdr
+                && crate::herdr_link::ensure(broker, caller, false)
+                    .await
+                    .is_ok() =>
+        {
+            BackendKind::Herdr
+        }
+        "auto" if caller.tmux.is_some() && broker.has_backend(BackendKind::Tmux) => {
+            BackendKind::Tmux
+        }
         "auto" => BackendKind::Headless,
         other => BackendKind::parse(other).ok_or_else(|| {
             BrokerError::new(
@@ -281,6 +290,10 @@ pub(crate) fn choose_backend(
             )
         })?,
     };
+    if kind == BackendKind::Herdr {
+        // Chosen explicitly: start a Herdr server if none runs.
+        crate::herdr_link::ensure(broker, caller, true).await?;
+    }
     broker.backend(kind)?;
     Ok(kind)
 }
