@@ -106,7 +106,7 @@ impl Journal {
             .truncate(true)
             .open(journal)
             .map_err(|err| io_error(journal, &err.to_string()))?;
-        sync_dir(journal);
+        shepherd_fs::sync_parent(journal);
 
         let (jobs_tx, jobs_rx) = mpsc::channel();
         let (durable_tx, durable_rx) = watch::channel(Durable { pos, failed: None });
@@ -312,27 +312,10 @@ fn replay(path: &Path, herd: &mut Herd, mut pos: u64) -> Result<u64, JournalErro
     Ok(pos)
 }
 
+/// The journal's files are private: they hold the herd's state.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp =
-        tempfile::NamedTempFile::new_in(dir).map_err(|err| io_error(path, &err.to_string()))?;
-    temp.write_all(bytes)
-        .map_err(|err| io_error(path, &err.to_string()))?;
-    temp.as_file()
-        .sync_data()
-        .map_err(|err| io_error(path, &err.to_string()))?;
-    temp.persist(path)
-        .map_err(|err| io_error(path, &err.error.to_string()))?;
-    sync_dir(path);
-    Ok(())
-}
-
-fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent()
-        && let Ok(dir) = std::fs::File::open(dir)
-    {
-        let _synced = dir.sync_all();
-    }
+    shepherd_fs::write_atomic(path, bytes, Some(0o600))
+        .map_err(|err| io_error(path, &err.to_string()))
 }
 
 fn io_error(path: &Path, message: &str) -> JournalError {

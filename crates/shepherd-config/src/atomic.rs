@@ -1,53 +1,14 @@
-//! Atomic file replacement: readers see the old file or the new one, never half of either.
-//!
-//! The new contents go to a temporary file in the same directory (same filesystem, so the rename
-//! is atomic), are flushed to disk, take over the old file's permissions, and are renamed over
-//! the target; then the directory is synced so the rename itself survives a crash. A target that
-//! is a symlink (dotfiles kept in a repository) is written through: the link stays, its target
-//! is replaced.
+//! Atomic writes of the user's settings and approvals files, through the shared primitive, as
+//! configuration errors that name the file.
 
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::ConfigError;
 
-/// Replaces `path` with `contents`, creating the parent directory if needed.
+/// Replaces `path` with `contents` (see `shepherd_fs::write_atomic`: same directory, synced,
+/// renamed; symlinks written through; the old file's permissions kept).
 pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ConfigError> {
-    let target = resolve_symlink(path);
-    let dir = target
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs_err::create_dir_all(dir).map_err(|err| ConfigError::io(dir, err))?;
-
-    let named = |err: io::Error| {
-        ConfigError::io(
-            &target,
-            io::Error::new(
-                err.kind(),
-                format!("failed to write `{}`: {err}", target.display()),
-            ),
-        )
-    };
-    let mut temp = tempfile::Builder::new()
-        .prefix(".shepherd-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(named)?;
-    temp.write_all(contents).map_err(named)?;
-    if let Ok(existing) = fs_err::metadata(&target) {
-        temp.as_file()
-            .set_permissions(existing.permissions())
-            .map_err(named)?;
-    }
-    temp.as_file().sync_all().map_err(named)?;
-    temp.persist(&target).map_err(|err| named(err.error))?;
-    // Make the rename durable. Some filesystems refuse to sync a directory; the file is already
-    // in place then, so that is not worth failing the write over.
-    if let Ok(handle) = fs_err::File::open(dir) {
-        let _synced = handle.sync_all();
-    }
-    Ok(())
+    shepherd_fs::write_atomic(path, contents, None).map_err(|err| ConfigError::io(path, err))
 }
 
 /// Serialises `value` as pretty JSON with a final newline and writes it atomically.
@@ -58,14 +19,6 @@ pub(crate) fn write_json_atomic(
     let mut text = serde_json::to_string_pretty(value).expect("settings serialise to JSON");
     text.push('\n');
     write_atomic(path, text.as_bytes())
-}
-
-fn resolve_symlink(path: &Path) -> PathBuf {
-    let is_link = fs_err::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
-    if is_link && let Ok(real) = fs_err::canonicalize(path) {
-        return real;
-    }
-    path.to_path_buf()
 }
 
 #[cfg(test)]

@@ -8,4 +8,4 @@ mod atomic;
 mod lock;
 
 pub use atomic::{sync_parent, write_atomic};
-pub use lock::{FileLock, LockError, lock, try_lock};
+pub use lock::{FileLock, LockError, lock, open as open_lock_file, try_lock, try_lock_file};

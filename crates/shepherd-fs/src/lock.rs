@@ -8,11 +8,13 @@
 //! locked file back over a channel; the caller gives up at its deadline. A helper that wins the
 //! lock after its caller gave up finds the channel closed and drops the file, releasing it.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::TryLockError;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use fs_err::{File, OpenOptions};
 
 /// A held lock; dropping it releases the lock.
 #[derive(Debug)]
@@ -64,6 +66,22 @@ pub fn lock(path: &Path, timeout: Duration) -> Result<FileLock, LockError> {
     }
 }
 
+/// Tries to lock the already open lock `file` without blocking: the held lock, or the file
+/// back (to try again later without closing it, which would wake inotify watchers of it).
+pub fn try_lock_file(file: File) -> Result<Result<FileLock, File>, LockError> {
+    let io = |source| LockError::Io {
+        path: file.path().to_owned(),
+        source,
+    };
+    match file.try_lock() {
+        Ok(()) if file.metadata().map_err(io)?.nlink() > 0 => Ok(Ok(FileLock { _file: file })),
+        // Locked an orphaned inode (the lock file was removed): start over on the new file.
+        Ok(()) => Ok(Err(open(file.path()).map_err(io)?)),
+        Err(TryLockError::WouldBlock) => Ok(Err(file)),
+        Err(TryLockError::Error(err)) => Err(io(err)),
+    }
+}
+
 /// Takes the lock on `path` only if no one holds it.
 pub fn try_lock(path: &Path) -> Result<Option<FileLock>, LockError> {
     let io = |source| LockError::Io {
@@ -78,7 +96,8 @@ pub fn try_lock(path: &Path) -> Result<Option<FileLock>, LockError> {
     }
 }
 
-fn open(path: &Path) -> std::io::Result<File> {
+/// Opens (creating if needed) a lock file.
+pub fn open(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
