@@ -10,7 +10,7 @@ use crate::commands;
 /// Shepherd: spawn, task, message, watch and close coding agents, with a durable note for every
 /// delegated task.
 #[derive(Debug, Parser)]
-#[command(name = "shepherd", version, about, max_term_width = 100)]
+#[command(name = "shepherd", version, max_term_width = 100)]
 pub(crate) struct Cli {
     /// Print exactly one compact JSON document on one line instead of human text.
     #[arg(long, global = true)]
@@ -47,7 +47,7 @@ pub(crate) enum Command {
     Herd(commands::parent::HerdListArgs),
     /// Forget sheep whose processes are gone.
     Prune(commands::parent::PruneArgs),
-    /// Inside a sheep: print and acknowledge what was delivered to it.
+    /// Print and acknowledge what was delivered: inside a sheep its own inbox, else the parent's.
     Inbox(commands::sheep::InboxArgs),
     /// Inside a sheep: message the parent or a herd-mate.
     Tell(commands::sheep::TellArgs),
