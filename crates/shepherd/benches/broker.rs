@@ -8,7 +8,8 @@
 //!    clients delegating into one session: lifecycles per second;
 //! 4. spawn → ready overhead per backend (headless, tmux when installed);
 //! 5. 200 concurrent headless test sheep through spawn, delegate, done and close: wall time,
-//!    broker peak RSS and CPU, idle CPU with all of them alive, and that nothing was lost.
+//!    broker peak RSS and CPU, idle CPU with all of them alive, and that nothing was lost;
+//! 6. the same for 20 test sheep at once in tmux windows (when tmux is installed).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -355,7 +356,7 @@ fn proc_stat(pid: u32) -> (u64, u64) {
     (ticks, hwm.parse().unwrap())
 }
 
-async fn crowd(world: &World, sheep: usize) {
+async fn crowd(world: &World, backend: &str, sheep: usize) {
     world.define(
         "crowd",
         &[
@@ -373,6 +374,7 @@ async fn crowd(world: &World, sheep: usize) {
     let mut spawns = tokio::task::JoinSet::new();
     let mut ids = Vec::new();
     for i in 0..sheep {
+        let backend = backend.to_owned();
         if spawns.len() >= 16 {
             // At most 16 spawns in flight, as a parent fanning out would.
             ids.push(spawns.join_next().await.unwrap().unwrap());
@@ -383,7 +385,7 @@ async fn crowd(world: &World, sheep: usize) {
             let spawned = client
                 .call_value(
                     "spawn",
-                    json!({ "agent": "crowd", "label": format!("c{i}") }),
+                    json!({ "agent": "crowd", "label": format!("c{i}"), "backend": backend }),
                 )
                 .await
                 .unwrap();
@@ -433,7 +435,7 @@ async fn crowd(world: &World, sheep: usize) {
     let (cpu_end, hwm_kb) = proc_stat(pid);
     let hz = 100.0;
     println!(
-        "{sheep} headless test sheep: spawned+delegated in {spawned_at:.2} s, all settled at {settled_at:.2} s, all closed at {wall:.2} s; {settled}/{sheep} completed"
+        "{sheep} {backend} test sheep: spawned+delegated in {spawned_at:.2} s, all settled at {settled_at:.2} s, all closed at {wall:.2} s; {settled}/{sheep} completed"
     );
     println!(
         "  broker CPU {:.2} s for the run, idle CPU {:.3}% over {idle_secs:.1} s with {sheep} sheep alive, peak RSS {:.1} MB",
@@ -450,6 +452,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let tmux_installed = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
     runtime.block_on(async {
         let world = World::new();
         latency(&world, if quick { 50 } else { 500 }).await;
@@ -459,15 +465,16 @@ fn main() {
         drop(world);
         let world = World::new();
         spawn_overhead(&world, "headless", if quick { 10 } else { 30 }).await;
-        if Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
+        if tmux_installed {
             spawn_overhead(&world, "tmux", if quick { 10 } else { 30 }).await;
         }
         drop(world);
         let world = World::new();
-        crowd(&world, if quick { 40 } else { 200 }).await;
+        crowd(&world, "headless", if quick { 40 } else { 200 }).await;
+        drop(world);
+        if tmux_installed {
+            let world = World::new();
+            crowd(&world, "tmux", 20).await;
+        }
     });
 }
