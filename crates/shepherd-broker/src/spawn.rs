@@ -345,7 +345,7 @@ fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<PathBuf> {
 /// `shepherd` binary, and how deep it is nested.
 fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)> {
     let exe = &broker.config.shepherd_exe;
-    let mut env = vec![
+    let env = vec![
         (
             "SHEPHERD_SOCKET".to_owned(),
             broker.config.paths.socket.display().to_string(),
@@ -362,14 +362,8 @@ fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)
         ),
         ("SHEPHERD_BIN".to_owned(), exe.display().to_string()),
     ];
-    if let Some(dir) = exe.parent() {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut dirs: Vec<PathBuf> = vec![dir.to_path_buf()];
-        dirs.extend(std::env::split_paths(&path));
-        if let Ok(joined) = std::env::join_paths(dirs) {
-            env.push(("PATH".to_owned(), joined.to_string_lossy().into_owned()));
-        }
-    }
+    // `shepherd` itself goes on the sheep's PATH in its supervisor: some terminals (tmux) give a
+    // new pane the launching client's PATH whatever the launch asked for.
     env
 }
 

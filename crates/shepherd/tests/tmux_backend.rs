@@ -65,6 +65,32 @@ fn outside_tmux_a_sheep_gets_a_background_window_named_after_it() {
 }
 
 #[test]
+fn a_shell_script_sheep_in_a_pane_reaches_shepherd_through_its_path() {
+    // tmux gives a new pane its launching client's PATH, so this fails unless the supervisor
+    // itself puts `shepherd` on the sheep's PATH.
+    let world = tmux_world();
+    let script = r#"while true; do
+  item=$(shepherd inbox --wait 30) || continue
+  case "$item" in *'"kind":"task"'*) shepherd done --status completed --summary "done from $(command -v shepherd)" ;; esac
+done"#;
+    world.define("scripted", &["sh".into(), "-c".into(), script.into()]);
+    let spawned = world.json(&["spawn", "scripted", "--backend", "tmux"]);
+    let agent = spawned["agentId"].as_str().unwrap();
+    let task = world.delegate(agent, "hello")["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watched = world.json(&["watch", &task, "--wait", "30"]);
+    assert_eq!(watched["settled"][0]["status"], "completed", "{watched}");
+    let summary = watched["settled"][0]["summary"].as_str().unwrap();
+    assert_eq!(
+        summary,
+        format!("done from {}", herd_support::shepherd_bin().display())
+    );
+    world.json(&["close", agent]);
+}
+
+#[test]
 fn prune_drops_a_window_killed_by_hand() {
     let world = tmux_world();
     world.settings(r#"{"backend": "tmux"}"#);

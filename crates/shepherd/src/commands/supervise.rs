@@ -138,11 +138,26 @@ async fn pump(
     }
 }
 
+/// The sheep's PATH with this `shepherd` binary's directory first, so a sheep's plain
+/// `shepherd done` reaches this very build. The supervisor sets it rather than the launch
+/// environment because some terminals (tmux) give a new pane the launching client's PATH
+/// whatever the launch asked for.
+fn path_with_shepherd_first() -> Option<std::ffi::OsString> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let current = std::env::var_os("PATH").unwrap_or_default();
+    let rest = std::env::split_paths(&current).filter(|entry| entry != dir);
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(rest)).ok()
+}
+
 async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, CliError> {
     let mut client = Some(sheep(cap, Role::Supervisor).await?);
     let (program, rest) = args.program.split_first().expect("clap requires a program");
     let mut command = tokio::process::Command::new(program);
     command.args(rest).process_group(0).kill_on_drop(false);
+    if let Some(path) = path_with_shepherd_first() {
+        command.env("PATH", path);
+    }
     if args.headless {
         let stdin = if args.keep_stdin {
             Stdio::piped()
