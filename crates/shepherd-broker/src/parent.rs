@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use shepherd_core::herd::{DelegateInput, MessageInput};
+use shepherd_core::herd::{DelegateInput, Herd, MessageInput, Sheep};
 use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, PlanParams,
@@ -359,7 +359,30 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
     }))
 }
 
-/// Runs `read`: a sheep's recent output, by agent id or display name.
+/// The sheep `read` means: an agent id; else a display name or pane id, meaning the one sheep
+/// still running under it or, when none is, the latest that carried it (names are reused once a
+/// sheep is closed, and a kept-open pane is still worth reading).
+fn read_target<'h>(herd: &'h Herd, target: &str) -> Option<&'h Sheep> {
+    if let Ok(sheep) = herd.sheep_by_text(target) {
+        return Some(sheep);
+    }
+    let named: Vec<&Sheep> = herd
+        .sheep
+        .values()
+        .filter(|s| {
+            s.display_name() == target
+                || s.launch.get("pane").and_then(Value::as_str) == Some(target)
+        })
+        .collect();
+    let mut live = named.iter().copied().filter(|s| s.holds_resources());
+    match (live.next(), live.next()) {
+        (Some(only), None) => Some(only),
+        (Some(_), Some(_)) => None,
+        (None, _) => named.into_iter().max_by_key(|s| s.created_at),
+    }
+}
+
+/// Runs `read`: a sheep's recent output, by agent id, display name or pane id.
 pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResult<ReadResult> {
     if params.target.trim().is_empty() {
         return Err(BrokerError::new(
@@ -380,22 +403,14 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     };
     let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
     let (id, kind) = broker.read(|herd| {
-        let by_id = herd.sheep_by_text(&params.target).ok();
-        let found = by_id.or_else(|| {
-            let mut matches = herd
-                .sheep
-                .values()
-                .filter(|s| s.display_name() == params.target);
-            let first = matches.next();
-            first.filter(|_| matches.next().is_none())
-        });
-        found
+        read_target(herd, &params.target)
             .map(|s| (s.id.clone(), s.backend.clone()))
             .ok_or_else(|| {
                 BrokerError::new(
                     "invalid_target",
                     format!(
-                        "no sheep with id or display name `{}` in this herd",
+                        "no sheep with agent id, display name or pane id `{}` in this herd \
+                         (see `shepherd herd`)",
                         params.target
                     ),
                 )

@@ -91,6 +91,51 @@ done"#;
 }
 
 #[test]
+fn read_finds_a_sheep_by_display_name_or_pane_even_after_the_name_was_reused() {
+    let world = tmux_world();
+    world.define_test_sheep("echo", "print echoing {task}; done completed echoed", None);
+    let spawn = || {
+        world.json(&[
+            "spawn",
+            "echo",
+            "--label",
+            "code review",
+            "--backend",
+            "tmux",
+        ])["agentId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = spawn();
+    world.json(&["close", &first]);
+    let second = spawn();
+    let task = world.delegate(&second, "the second one")["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    world.json(&["watch", &task, "--wait", "30"]);
+    let by_name = world.json(&["read", "echo: code review", "--source", "visible"]);
+    assert_eq!(by_name["target"], second.as_str(), "{by_name}");
+    assert!(
+        by_name["text"]
+            .as_str()
+            .unwrap()
+            .contains("echoing the second one")
+    );
+    let pane = world
+        .tmux(&["list-panes", "-a", "-F", "#{pane_id} #{window_name}"])
+        .lines()
+        .find_map(|l| l.strip_suffix(" echo: code review").map(str::to_owned))
+        .expect("the sheep's pane");
+    let by_pane = world.json(&["read", &pane, "--source", "visible"]);
+    assert_eq!(by_pane["target"], second.as_str(), "{by_pane}");
+    let (code, _, stderr) = world.error(&["read", "echo: nobody"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("`echo: nobody`"), "{stderr}");
+}
+
+#[test]
 fn prune_drops_a_window_killed_by_hand() {
     let world = tmux_world();
     world.settings(r#"{"backend": "tmux"}"#);
