@@ -27,6 +27,7 @@ pub(crate) async fn dispatch(
         method::SPAWN
         | method::DELEGATE
         | method::PLAN
+        | method::RELEASE
         | method::MESSAGE
         | method::WATCH
         | method::CLOSE
@@ -64,7 +65,8 @@ pub(crate) async fn dispatch(
         method::SPAWN => reply(crate::spawn::spawn(broker, parse(&name, params)?).await),
         method::DELEGATE => reply(crate::parent::delegate(broker, parse(&name, params)?).await),
         method::MESSAGE => reply(crate::parent::message(broker, parse(&name, params)?).await),
-        method::PLAN => reply(crate::parent::plan(broker, parse(&name, params)?).await),
+        method::PLAN => reply(crate::plan::plan(broker, parse(&name, params)?).await),
+        method::RELEASE => reply(crate::plan::release(broker, parse(&name, params)?).await),
         method::WATCH => reply(crate::parent::watch(broker, parse(&name, params)?).await),
         method::WAIT => reply(crate::parent::wait(broker, session, parse(&name, params)?).await),
         method::STATUS => reply(crate::parent::status(

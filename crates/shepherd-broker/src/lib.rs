@@ -23,6 +23,7 @@ mod herdr_link;
 mod inbox;
 mod parent;
 mod pi;
+mod plan;
 mod recovery;
 mod server;
 mod sheep;

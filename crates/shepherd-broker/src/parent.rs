@@ -8,16 +8,15 @@ use serde_json::Value;
 use shepherd_core::herd::{DelegateInput, Herd, MessageInput, Sheep};
 use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
-    DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, PlanParams,
-    PlanResult, ReadParams, ReadResult, Role, StatusParams, WaitParams, WaitResult, WatchParams,
-    WatchResult,
+    DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
+    ReadResult, Role, StatusParams, WaitParams, WaitResult, WatchParams, WatchResult,
 };
 use shepherd_core::task::TaskState;
 use shepherd_term::{BackendKind, ReadSource};
 
 use crate::broker::{Broker, duration_ms};
 use crate::error::{BrokerError, BrokerResult};
-use crate::fieldnotes::{NoteRequest, PlanRequest, SessionChoice};
+use crate::fieldnotes::NoteRequest;
 use crate::server::Session;
 
 /// A fresh id part.
@@ -144,57 +143,6 @@ pub(crate) async fn delegate(
         session_relative: note.as_ref().map(|n| n.session_relative.clone()),
         session_name: note.as_ref().map(|n| n.session_name.clone()),
         resumed: note.as_ref().is_some_and(|n| n.resumed),
-    })
-}
-
-/// Runs `plan`: reserves a run's notes in input order, in one commit, before anything launches.
-pub(crate) async fn plan(broker: &Arc<Broker>, params: PlanParams) -> BrokerResult<PlanResult> {
-    let mode: shepherd_notes::Mode = params.mode.parse().map_err(|_| {
-        BrokerError::new(
-            "invalid_mode",
-            format!(
-                "mode `{}` is not one of single, parallel, chain",
-                params.mode
-            ),
-        )
-    })?;
-    if params.notes.is_empty() {
-        return Err(BrokerError::new(
-            "invalid_request",
-            "a plan needs at least one note",
-        ));
-    }
-    let session = match &params.session_name {
-        Some(name) => SessionChoice::Named(name.clone()),
-        None => SessionChoice::NewForTask(params.notes.first().map(|n| n.task.clone())),
-    };
-    let notes = params
-        .notes
-        .iter()
-        .map(|planned| {
-            let mut note = shepherd_notes::PlannedNote::new(planned.agent.clone());
-            note.mode = mode;
-            note.task = Some(planned.task.clone());
-            note.group.clone_from(&params.group);
-            note
-        })
-        .collect();
-    let fieldnotes = broker.fieldnotes();
-    let reply =
-        tokio::task::spawn_blocking(move || fieldnotes.plan(PlanRequest { session, notes }))
-            .await
-            .map_err(|err| BrokerError::new("internal", err.to_string()))??;
-    Ok(PlanResult {
-        session_name: reply.session_name,
-        session_path: reply.session_path,
-        session_relative_path: reply.session_relative,
-        resumed: reply.resumed,
-        notes: reply.notes.iter().map(|n| n.note.clone()).collect(),
-        notes_relative: reply
-            .notes
-            .iter()
-            .map(|n| n.note_relative.clone())
-            .collect(),
     })
 }
 

@@ -67,7 +67,9 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     let backend = broker.backend(kind)?;
     broker.read(|herd| herd.check_unique_display_name(&def.name, &label))?;
 
-    let fieldnote = if settings.fieldnotes {
+    let fieldnote = if let Some(session) = &params.fieldnotes_session {
+        Some(checked_session_path(session)?)
+    } else if settings.fieldnotes {
         let fieldnotes = broker.fieldnotes();
         let session = tokio::task::spawn_blocking(move || fieldnotes.parent_session())
             .await
@@ -339,6 +341,28 @@ fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<PathBuf> {
         ));
     }
     Ok(canonical)
+}
+
+/// A session named by the caller, accepted only as `.shepherd/sessions/<directory>`.
+fn checked_session_path(session: &str) -> BrokerResult<String> {
+    use std::path::Component;
+    let parts: Vec<Component<'_>> = Path::new(session).components().collect();
+    let well_formed = matches!(
+        parts.as_slice(),
+        [Component::Normal(dot), Component::Normal(sessions), Component::Normal(_)]
+            if *dot == ".shepherd" && *sessions == "sessions"
+    );
+    if well_formed {
+        Ok(session.to_owned())
+    } else {
+        Err(BrokerError::new(
+            "invalid_session",
+            format!(
+                "fieldnotes session `{session}` must be a project-relative session directory, \
+                 `.shepherd/sessions/NNNN-slug`"
+            ),
+        ))
+    }
 }
 
 /// The environment a sheep starts with: its capability, where to find the broker and the

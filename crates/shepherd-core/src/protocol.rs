@@ -29,6 +29,8 @@ pub mod method {
     pub const DELEGATE: &str = "delegate";
     /// Parent: reserve a run's notes ahead of its tasks.
     pub const PLAN: &str = "plan";
+    /// Parent: finalise planned notes whose tasks never started.
+    pub const RELEASE: &str = "release";
     /// Parent: message a sheep.
     pub const MESSAGE: &str = "message";
     /// Parent: register a durable watcher.
@@ -202,6 +204,11 @@ pub struct SpawnParams {
     /// The parent's thinking level, inherited likewise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_thinking: Option<String>,
+    /// The fieldnotes session this sheep's tasks will go to, project-relative
+    /// (`.shepherd/sessions/NNNN-slug`), when the caller already has one (a run's planned,
+    /// named session). Without it, spawn resolves the parent's own session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fieldnotes_session: Option<String>,
 }
 
 /// The terminal a caller runs in, as its environment tells.
@@ -323,6 +330,37 @@ pub struct PlanResult {
     pub notes: Vec<String>,
     /// The same, relative to the project root.
     pub notes_relative: Vec<String>,
+}
+
+/// `release` parameters: planned notes whose tasks will never start (a chain step after the
+/// chain stopped, a task cancelled before its turn, a sheep that failed to start).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseParams {
+    /// The notes, each with how it ended.
+    pub notes: Vec<ReleasedNote>,
+}
+
+/// One planned note to finalise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasedNote {
+    /// The note (absolute, as `plan` returned it).
+    pub note: String,
+    /// `cancelled` or `failed`.
+    pub status: String,
+    /// Why its task never started.
+    pub reason: String,
+}
+
+/// `release` result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseResult {
+    /// Notes finalised now.
+    pub released: Vec<String>,
+    /// Notes left alone because their task had started (the broker finalises those).
+    pub skipped: Vec<String>,
 }
 
 /// `delegate` result.

@@ -253,8 +253,12 @@ impl Store {
             NoteOp::Start {
                 note: file,
                 metadata: extra,
+                task,
             } => {
                 metadata.start(&file, extra, now)?;
+                if let Some(task) = task {
+                    metadata.record_task(&file, task)?;
+                }
                 changes.entry(file.clone()).or_default();
                 Ok(note(metadata, &file))
             }

@@ -25,6 +25,9 @@ pub enum NoteOp {
         note: String,
         /// Metadata to merge (`null` removes a key).
         metadata: Metadata,
+        /// The task text as finally delivered, when it differs from the text reserved (a chain
+        /// step's `{previous}` filled in).
+        task: Option<String>,
     },
     /// Merge metadata into a note in any status.
     Update {
@@ -143,6 +146,7 @@ impl Store {
         let op = NoteOp::Start {
             note: note.to_owned(),
             metadata,
+            task: None,
         };
         self.apply_single(session, op, now)
     }

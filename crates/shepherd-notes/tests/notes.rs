@@ -304,6 +304,7 @@ fn a_batch_reports_refused_operations_without_failing_the_others() {
         NoteOp::Start {
             note: "b-01.md".to_owned(),
             metadata: meta(&[("agentId", json!("ag-1"))]),
+            task: None,
         },
         NoteOp::Update {
             note: "missing.md".to_owned(),

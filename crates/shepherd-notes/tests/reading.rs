@@ -145,6 +145,7 @@ fn a_whole_session_reads_well() {
         NoteOp::Start {
             note: "scout-01.md".to_owned(),
             metadata: meta(&[("taskId", json!("t1")), ("agentId", json!("a1"))]),
+            task: None,
         },
         NoteOp::Finalize {
             note: "scout-01.md".to_owned(),

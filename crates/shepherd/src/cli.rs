@@ -29,6 +29,9 @@ pub(crate) enum Command {
     Agents(commands::agents::AgentsArgs),
     /// Show and change settings.
     Settings(commands::settings::SettingsArgs),
+    /// Delegate in one call: spawn, hand over, wait, collect the result, close (single, parallel
+    /// or chain).
+    Run(commands::run::RunArgs),
     /// Start an idle sheep from an agent definition.
     Spawn(commands::parent::SpawnArgs),
     /// Hand a sheep a tracked task (returns at once with its task id).
@@ -67,7 +70,7 @@ pub(crate) enum Command {
 /// `--project DIR`, shared by every command that works on one project.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ProjectArg {
-    /// The project root (default: the current directory).
+    /// The project root (default: the current directory; inside a sheep, its herd's project).
     #[arg(long, value_name = "DIR")]
     pub(crate) project: Option<PathBuf>,
 }

@@ -12,6 +12,10 @@ use crate::error::CliError;
 pub(crate) struct Context {
     pub(crate) dirs: UserDirs,
     pub(crate) cwd: PathBuf,
+    /// Inside a sheep, the project its parent's herd belongs to (`SHEPHERD_PROJECT`): a sheep
+    /// working elsewhere (its own git worktree, a subdirectory) still belongs to that project,
+    /// so its own herds and notes land in the same fieldnotes.
+    pub(crate) sheep_project: Option<PathBuf>,
 }
 
 impl Context {
@@ -26,14 +30,24 @@ impl Context {
                 format!("cannot read the current directory: {err}"),
             )
         })?;
-        Ok(Self { dirs, cwd })
+        let inside_sheep = std::env::var_os("SHEPHERD_AGENT_ID").is_some_and(|id| !id.is_empty());
+        let sheep_project = std::env::var_os("SHEPHERD_PROJECT")
+            .filter(|dir| inside_sheep && !dir.is_empty())
+            .map(PathBuf::from);
+        Ok(Self {
+            dirs,
+            cwd,
+            sheep_project,
+        })
     }
 
-    /// `--project DIR` made absolute against the current directory, or the current directory.
+    /// `--project DIR` made absolute against the current directory; else, inside a sheep, its
+    /// herd's project; else the current directory.
     pub(crate) fn project_root(&self, project: Option<&Path>) -> PathBuf {
-        match project {
-            Some(dir) => self.cwd.join(dir),
-            None => self.cwd.clone(),
+        match (project, &self.sheep_project) {
+            (Some(dir), _) => self.cwd.join(dir),
+            (None, Some(dir)) => dir.clone(),
+            (None, None) => self.cwd.clone(),
         }
     }
 }

@@ -83,6 +83,14 @@ pub(crate) struct PlanReply {
     pub(crate) resumed: bool,
 }
 
+/// A planned note whose task never started, to finalise with how it ended.
+#[derive(Debug, Clone)]
+pub(crate) struct ReleaseRequest {
+    pub(crate) note: PathBuf,
+    pub(crate) status: NoteStatus,
+    pub(crate) reason: String,
+}
+
 /// What finalising a settled task's note needs.
 #[derive(Debug, Clone)]
 pub(crate) struct FinalizeJob {
@@ -238,6 +246,11 @@ impl Fieldnotes {
     /// Finalises a settled task's note.
     pub(crate) fn finalize(&self, job: &FinalizeJob) -> BrokerResult<()> {
         self.call(|tx| Job::Finalize(job.clone(), tx))
+    }
+
+    /// Finalises a planned note if it is still pending; `false` when its task started.
+    pub(crate) fn release(&self, request: ReleaseRequest) -> BrokerResult<bool> {
+        self.call(|tx| Job::Release(request, tx))
     }
 
     /// Replaces a final note's output (a sheep's last words after it settled its task).

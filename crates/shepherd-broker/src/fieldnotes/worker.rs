@@ -8,13 +8,13 @@ use std::sync::mpsc;
 use serde_json::Value;
 use shepherd_core::herd::NoteLink;
 use shepherd_notes::{
-    ArtifactRecord, Finalization, Metadata, Mode, NoteOp, PlannedNote, SessionMetadata, SessionRef,
-    Store,
+    ArtifactRecord, Finalization, Metadata, Mode, NoteOp, NoteStatus, PlannedNote, SessionMetadata,
+    SessionRef, Store,
 };
 
 use super::{
-    FinalizeJob, NoteRequest, PlanReply, PlanRequest, ReservedNote, SessionChoice, SessionSummary,
-    store_error,
+    FinalizeJob, NoteRequest, PlanReply, PlanRequest, ReleaseRequest, ReservedNote, SessionChoice,
+    SessionSummary, store_error,
 };
 use crate::error::{BrokerError, BrokerResult};
 
@@ -27,6 +27,7 @@ pub(crate) enum Job {
     Reserve(NoteRequest, Reply<ReservedNote>),
     Finalize(FinalizeJob, Reply<()>),
     UpdateOutput(NoteLink, Option<String>, Metadata, Reply<()>),
+    Release(ReleaseRequest, Reply<bool>),
 }
 
 /// The worker's own state: the store, and the sessions it resolved so far (with whether each
@@ -118,6 +119,9 @@ impl WorkerState {
                 Job::UpdateOutput(note, output, metadata, reply) => {
                     let _caller_gone = reply.send(self.update_output(&note, output, metadata));
                 }
+                Job::Release(request, reply) => {
+                    let _caller_gone = reply.send(self.release(request));
+                }
             }
         }
         for (session, jobs) in finals {
@@ -169,6 +173,46 @@ impl WorkerState {
             session_relative: metadata.session_relative_path.clone(),
             resumed,
         })
+    }
+
+    /// Finalises a planned note of this project that is still pending. Runs on this thread,
+    /// the broker's only fieldnotes writer, so no delegation can start the note meanwhile.
+    fn release(&mut self, request: ReleaseRequest) -> BrokerResult<bool> {
+        let located =
+            Store::locate_note(&request.note).map_err(|err| store_error(&err, store_code(&err)))?;
+        let store = self.store()?;
+        if located.store.project_root() != store.project_root() {
+            return Err(BrokerError::new(
+                "invalid_note",
+                format!(
+                    "`{}` is not a note of this project's fieldnotes",
+                    request.note.display()
+                ),
+            ));
+        }
+        if located.record.status != NoteStatus::Pending {
+            return Ok(false);
+        }
+        let op = NoteOp::Finalize {
+            note: located.record.file_name.clone(),
+            result: Finalization {
+                status: request.status,
+                output: None,
+                error: Some(request.reason).filter(|reason| !reason.trim().is_empty()),
+                metadata: Metadata::new(),
+            },
+        };
+        let applied = store
+            .apply(
+                &located.session,
+                vec![op],
+                shepherd_core::time::Timestamp::now(),
+            )
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        for outcome in applied.outcomes {
+            outcome.map_err(|err| store_error(&err, "fieldnotes"))?;
+        }
+        Ok(true)
     }
 
     fn update_output(
@@ -299,6 +343,7 @@ impl WorkerState {
                         .to_string(),
                 ),
                 metadata: ids_metadata(request),
+                task: Some(request.task.clone()),
             })
             .collect();
         let started = store

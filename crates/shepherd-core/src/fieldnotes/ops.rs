@@ -327,6 +327,20 @@ impl SessionMetadata {
         Ok(())
     }
 
+    /// Records the task text a note's sheep was finally given (a planned chain step's text with
+    /// `{previous}` filled in), while the note is still open.
+    pub fn record_task(&mut self, file_name: &str, task: String) -> Result<(), OpError> {
+        let note = self.note_mut(file_name)?;
+        if note.status.is_terminal() {
+            return Err(OpError::AlreadyFinal {
+                note: note.file_name.clone(),
+                status: note.status,
+            });
+        }
+        note.task = Some(task);
+        Ok(())
+    }
+
     /// Merges `metadata` into a note in any status.
     pub fn update(&mut self, file_name: &str, metadata: Metadata) -> Result<(), OpError> {
         check_metadata(&metadata)?;

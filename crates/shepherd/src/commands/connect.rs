@@ -18,7 +18,7 @@ const BROKER_START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Which herd a parent-side command works on.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct HerdArgs {
-    /// The project root (default: the current directory).
+    /// The project root (default: the current directory; inside a sheep, its herd's project).
     #[arg(long, value_name = "DIR", global = true)]
     pub(crate) project: Option<PathBuf>,
     /// Act for this parent identity (e.g. a pi session id) instead of this user's CLI herd.

@@ -5,6 +5,7 @@ pub(crate) mod broker;
 pub(crate) mod connect;
 pub(crate) mod notes;
 pub(crate) mod parent;
+pub(crate) mod run;
 pub(crate) mod settings;
 pub(crate) mod sheep;
 pub(crate) mod supervise;
@@ -29,6 +30,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
     };
     let ctx = Context::from_env()?;
     match command {
+        Command::Run(args) => run::run(args, &ctx, printer),
         Command::Spawn(args) => parent::spawn(args, &ctx, printer),
         Command::Delegate(args) => parent::delegate(args, &ctx, printer),
         Command::Message(args) => parent::message(args, &ctx, printer),

@@ -1,0 +1,289 @@
+//! What a person (or a calling program) sees while a run works: one line per task with its
+//! agent, state and elapsed time.
+//!
+//! Progress always goes to stderr, so stdout carries only the result (and with `--json`,
+//! exactly one JSON document). On a terminal the lines are redrawn in place (`live`); when
+//! stderr is a pipe or a file, a plain line is written whenever a task changes state
+//! (`plain`); `jsonl` writes one JSON object per change for programs such as the pi
+//! `subagent` tool; `off` writes nothing. `auto` picks `live` or `plain`.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use serde_json::json;
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProgressMode {
+    /// `live` when stderr is a terminal, else `plain`.
+    Auto,
+    /// Lines redrawn in place.
+    Live,
+    /// One line per state change.
+    Plain,
+    /// One JSON object per state change.
+    Jsonl,
+    /// Nothing.
+    Off,
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Waiting for its turn (a concurrency slot, or the previous chain step).
+    Queued,
+    /// Its sheep is being started and handed the task.
+    Starting,
+    /// Its sheep works on it.
+    Running,
+    /// Its sheep is being closed.
+    Closing,
+    /// Finished with this status (`completed`, `failed`, `cancelled`, `skipped`, …).
+    Done(String),
+}
+
+impl Phase {
+    fn word(&self) -> &str {
+        match self {
+            Self::Queued => "queued",
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Closing => "closing",
+            Self::Done(status) => status,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Row {
+    agent: String,
+    phase: Phase,
+    started: Option<Instant>,
+    took: Option<Duration>,
+    task_id: Option<String>,
+}
+
+impl Row {
+    fn elapsed(&self) -> Option<Duration> {
+        self.took.or_else(|| self.started.map(|s| s.elapsed()))
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    rows: Vec<Row>,
+    /// Lines drawn by the last live redraw.
+    drawn: usize,
+}
+
+/// The progress display of one run.
+#[derive(Debug)]
+pub(super) struct Progress {
+    mode: ProgressMode,
+    state: Mutex<State>,
+}
+
+impl Progress {
+    /// A display for tasks of these agents, in input order.
+    pub(super) fn new(mode: ProgressMode, agents: &[String]) -> Self {
+        let mode = match mode {
+            ProgressMode::Auto if std::io::stderr().is_terminal() => ProgressMode::Live,
+            ProgressMode::Auto => ProgressMode::Plain,
+            other => other,
+        };
+        let rows = agents
+            .iter()
+            .map(|agent| Row {
+                agent: agent.clone(),
+                phase: Phase::Queued,
+                started: None,
+                took: None,
+                task_id: None,
+            })
+            .collect();
+        Self {
+            mode,
+            state: Mutex::new(State { rows, drawn: 0 }),
+        }
+    }
+
+    /// Whether the display wants a redraw every second (elapsed times move).
+    pub(super) fn is_live(&self) -> bool {
+        self.mode == ProgressMode::Live
+    }
+
+    /// Draws the initial lines.
+    pub(super) fn start(&self) {
+        if self.is_live() {
+            self.redraw();
+        }
+    }
+
+    /// Records that task `index` has its task id.
+    pub(super) fn task_id(&self, index: usize, task_id: &str) {
+        let mut state = self.state.lock().expect("progress lock");
+        if let Some(row) = state.rows.get_mut(index) {
+            row.task_id = Some(task_id.to_owned());
+        }
+    }
+
+    /// Moves task `index` to `phase` and shows it.
+    pub(super) fn set(&self, index: usize, phase: Phase) {
+        let line = {
+            let mut state = self.state.lock().expect("progress lock");
+            let total = state.rows.len();
+            let Some(row) = state.rows.get_mut(index) else {
+                return;
+            };
+            if row.phase == phase {
+                return;
+            }
+            if phase == Phase::Starting && row.started.is_none() {
+                row.started = Some(Instant::now());
+            }
+            if matches!(phase, Phase::Done(_)) {
+                row.took = row.started.map(|s| s.elapsed());
+            }
+            row.phase = phase;
+            match self.mode {
+                ProgressMode::Plain => Some(plain_line(index, total, row)),
+                ProgressMode::Jsonl => Some(json_line(index, total, row)),
+                _ => None,
+            }
+        };
+        match line {
+            Some(line) => write_stderr(&format!("{line}\n")),
+            None if self.is_live() => self.redraw(),
+            None => {}
+        }
+    }
+
+    /// Redraws the live lines in place.
+    pub(super) fn redraw(&self) {
+        if !self.is_live() {
+            return;
+        }
+        let mut state = self.state.lock().expect("progress lock");
+        let width = terminal_width();
+        let total = state.rows.len();
+        let mut out = String::new();
+        if state.drawn > 0 {
+            out.push_str(&format!("\x1b[{}A", state.drawn));
+        }
+        for (index, row) in state.rows.iter().enumerate() {
+            let line: String = live_line(index, total, row).chars().take(width).collect();
+            out.push_str(&format!("\r\x1b[2K{line}\n"));
+        }
+        state.drawn = total;
+        drop(state);
+        write_stderr(&out);
+    }
+}
+
+fn seconds(elapsed: Option<Duration>) -> String {
+    elapsed.map_or_else(String::new, |d| format!("{:.1}s", d.as_secs_f64()))
+}
+
+fn plain_line(index: usize, total: usize, row: &Row) -> String {
+    let mut line = format!(
+        "[{}/{total}] {}: {}",
+        index + 1,
+        row.agent,
+        row.phase.word()
+    );
+    match &row.phase {
+        Phase::Running => {
+            if let Some(id) = &row.task_id {
+                line.push_str(&format!(" (task {id})"));
+            }
+        }
+        Phase::Done(_) if row.started.is_some() => {
+            line.push_str(&format!(" in {}", seconds(row.elapsed())));
+        }
+        _ => {}
+    }
+    line
+}
+
+fn json_line(index: usize, total: usize, row: &Row) -> String {
+    json!({
+        "event": "progress",
+        "index": index,
+        "total": total,
+        "agent": row.agent,
+        "state": row.phase.word(),
+        "taskId": row.task_id,
+        "elapsedMs": row.elapsed().map(|d| d.as_millis() as u64),
+    })
+    .to_string()
+}
+
+fn live_line(index: usize, total: usize, row: &Row) -> String {
+    let mark = match &row.phase {
+        Phase::Queued => "·",
+        Phase::Starting | Phase::Running | Phase::Closing => "▸",
+        Phase::Done(status) if status == "completed" => "✓",
+        Phase::Done(_) => "✗",
+    };
+    let width = total.to_string().len();
+    format!(
+        "{mark} [{:>width$}/{total}] {:<16} {:<10} {}",
+        index + 1,
+        row.agent,
+        row.phase.word(),
+        seconds(row.elapsed())
+    )
+}
+
+fn terminal_width() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|cols| *cols > 10)
+        .map_or(120, |cols| cols - 1)
+}
+
+fn write_stderr(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    // A closed stderr must not stop the run; progress is only a view.
+    let _ignored = stderr.write_all(text.as_bytes());
+    let _flushed = stderr.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_name_the_task_agent_and_state() {
+        let row = Row {
+            agent: "worker".into(),
+            phase: Phase::Running,
+            started: None,
+            took: None,
+            task_id: Some("t-1".into()),
+        };
+        assert_eq!(plain_line(0, 2, &row), "[1/2] worker: running (task t-1)");
+        let done = Row {
+            phase: Phase::Done("failed".into()),
+            started: Some(Instant::now()),
+            took: Some(Duration::from_millis(1500)),
+            ..row
+        };
+        assert_eq!(plain_line(1, 2, &done), "[2/2] worker: failed in 1.5s");
+        let skipped = Row {
+            phase: Phase::Done("skipped".into()),
+            started: None,
+            took: None,
+            agent: "b".into(),
+            task_id: None,
+        };
+        assert_eq!(plain_line(1, 2, &skipped), "[2/2] b: skipped");
+        let json: serde_json::Value = serde_json::from_str(&json_line(1, 2, &done)).unwrap();
+        assert_eq!(json["state"], "failed");
+        assert_eq!(json["elapsedMs"], 1500);
+        assert!(live_line(1, 2, &done).starts_with("✗ [2/2] worker"));
+    }
+}

@@ -1,0 +1,285 @@
+//! Isolated tasks: each runs in its own git worktree on its own branch, so parallel writers
+//! cannot trample each other, and what they leave is either nothing (the worktree goes) or
+//! kept for the user to integrate or discard.
+//!
+//! Everything goes through the `git` CLI. A worktree lives at
+//! `<git-common-dir>-wt/<run>-t<N>-<agent>` (for a repository at `/repo`:
+//! `/repo/.git-wt/…`) on branch `shepherd/<run>-t<N>-<agent>`, made from the repository's
+//! `HEAD`. Afterwards it is removed — with its branch — only when it is clean (no changes, no
+//! untracked files), its branch gained no commits and still points where it started, and the
+//! sheep's close was confirmed; otherwise it is kept and reported.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::error::CliError;
+
+/// A repository an isolated task's working directory belongs to, probed before anything runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Repo {
+    /// The working tree's top directory.
+    top: PathBuf,
+    /// The shared git directory (`/repo/.git`).
+    common_dir: PathBuf,
+    /// The task's working directory relative to `top`.
+    subdir: PathBuf,
+}
+
+/// A worktree made for one task.
+#[derive(Debug, Clone)]
+pub(super) struct Worktree {
+    repo: Repo,
+    pub(super) path: PathBuf,
+    pub(super) branch: String,
+    base: String,
+}
+
+impl Worktree {
+    /// Where the task runs: its working directory's twin inside the worktree.
+    pub(super) fn cwd(&self) -> PathBuf {
+        self.path.join(&self.repo.subdir)
+    }
+}
+
+/// What became of a worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct WorktreeReport {
+    pub(super) path: String,
+    pub(super) branch: String,
+    /// The commit it started from.
+    pub(super) base: String,
+    /// Whether it is still there.
+    pub(super) kept: bool,
+    /// Why it was kept (absent when it was removed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) reason: Option<String>,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .map_err(|err| format!("cannot run git: {err}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(format!(
+            "git {} failed: {}",
+            args.join(" "),
+            stderr.lines().next().unwrap_or("no message").trim()
+        ))
+    }
+}
+
+/// Checks that `cwd` is inside a git working tree with at least one commit.
+pub(super) fn probe(cwd: &Path, number: usize) -> Result<Repo, CliError> {
+    let refuse = |why: String| {
+        CliError::new(
+            "not_a_git_repository",
+            format!(
+                "task {number} asks for isolate, but its directory `{}` {why}; isolation needs a git repository with a commit",
+                cwd.display()
+            ),
+        )
+    };
+    let lines = git(
+        cwd,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+        ],
+    )
+    .map_err(|_| refuse("is not inside a git working tree".to_owned()))?;
+    let mut lines = lines.lines();
+    let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
+        return Err(refuse("is not inside a git working tree".to_owned()));
+    };
+    git(cwd, &["rev-parse", "--verify", "--quiet", "HEAD"])
+        .map_err(|_| refuse("is in a repository without any commit".to_owned()))?;
+    let top = PathBuf::from(top);
+    let subdir = cwd
+        .strip_prefix(&top)
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    Ok(Repo {
+        top,
+        common_dir: PathBuf::from(common),
+        subdir,
+    })
+}
+
+/// Makes the worktree `name` (on branch `shepherd/<name>`) from the repository's HEAD.
+pub(super) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
+    let mut parent = repo.common_dir.clone().into_os_string();
+    parent.push("-wt");
+    let path = PathBuf::from(parent).join(name);
+    let branch = format!("shepherd/{name}");
+    let base = git(&repo.top, &["rev-parse", "HEAD"])?;
+    let shown = path.display().to_string();
+    git(
+        &repo.top,
+        &["worktree", "add", "-b", &branch, &shown, &base],
+    )?;
+    let worktree = Worktree {
+        repo: repo.clone(),
+        path,
+        branch,
+        base,
+    };
+    fs_err::create_dir_all(worktree.cwd()).map_err(|err| err.to_string())?;
+    Ok(worktree)
+}
+
+/// Removes the worktree and its branch when nothing is left in them (and `close_confirmed`);
+/// otherwise keeps them and says why.
+pub(super) fn release(worktree: &Worktree, close_confirmed: bool) -> WorktreeReport {
+    let reason = if close_confirmed {
+        leftovers(worktree)
+    } else {
+        Some("its sheep's close was not confirmed".to_owned())
+    };
+    let reason = match reason {
+        Some(reason) => Some(reason),
+        None => remove(worktree).err(),
+    };
+    WorktreeReport {
+        path: worktree.path.display().to_string(),
+        branch: worktree.branch.clone(),
+        base: worktree.base.clone(),
+        kept: reason.is_some(),
+        reason,
+    }
+}
+
+/// Why the worktree must stay, or `None` when it is clean and at its base.
+fn leftovers(worktree: &Worktree) -> Option<String> {
+    let path = &worktree.path;
+    let status = match git(path, &["status", "--porcelain", "--untracked-files=all"]) {
+        Ok(status) => status,
+        Err(err) => return Some(format!("its state could not be read ({err})")),
+    };
+    if !status.trim().is_empty() {
+        let files = status.lines().count();
+        return Some(format!("uncommitted changes in {files} file(s)"));
+    }
+    let range = format!("{}..HEAD", worktree.base);
+    match git(path, &["rev-list", "--count", &range]) {
+        Ok(count) if count.trim() != "0" => {
+            return Some(format!(
+                "{} new commit(s) on {}",
+                count.trim(),
+                worktree.branch
+            ));
+        }
+        Ok(_) => {}
+        Err(err) => return Some(format!("its commits could not be read ({err})")),
+    }
+    let branch_ref = format!("refs/heads/{}", worktree.branch);
+    match (
+        git(path, &["rev-parse", "HEAD"]),
+        git(path, &["rev-parse", &branch_ref]),
+    ) {
+        (Ok(head), Ok(tip)) if head == worktree.base && tip == worktree.base => None,
+        (Ok(_), Ok(_)) => Some(format!("{} moved from its base", worktree.branch)),
+        (Err(err), _) | (_, Err(err)) => Some(format!("its branch could not be read ({err})")),
+    }
+}
+
+fn remove(worktree: &Worktree) -> Result<(), String> {
+    let top = &worktree.repo.top;
+    let shown = worktree.path.display().to_string();
+    git(top, &["worktree", "remove", &shown])
+        .map_err(|err| format!("it could not be removed ({err})"))?;
+    git(top, &["branch", "-D", &worktree.branch])
+        .map_err(|err| format!("its branch could not be deleted ({err})"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let status = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "git {args:?}: {status:?}");
+        };
+        run(&["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        run(&["add", "a.txt"]);
+        run(&["commit", "-q", "-m", "first"]);
+        dir
+    }
+
+    #[test]
+    fn a_clean_worktree_goes_and_a_dirty_one_stays() {
+        let dir = repo();
+        let root = dir.path().canonicalize().unwrap();
+        let repo = probe(&root, 1).unwrap();
+        let clean = create(&repo, "r1-t1-a").unwrap();
+        assert!(clean.cwd().join("a.txt").is_file());
+        let report = release(&clean, true);
+        assert!(!report.kept, "{report:?}");
+        assert!(!clean.path.exists());
+        assert!(
+            git(
+                &root,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    "refs/heads/shepherd/r1-t1-a"
+                ]
+            )
+            .is_err()
+        );
+
+        let dirty = create(&repo, "r1-t2-b").unwrap();
+        std::fs::write(dirty.cwd().join("new.txt"), "x").unwrap();
+        let report = release(&dirty, true);
+        assert!(report.kept);
+        assert_eq!(
+            report.reason.as_deref(),
+            Some("uncommitted changes in 1 file(s)")
+        );
+        assert!(dirty.path.is_dir());
+        assert_eq!(
+            dirty.path,
+            root.join(".git-wt").join("r1-t2-b"),
+            "worktrees live beside the git directory"
+        );
+
+        let unconfirmed = create(&repo, "r1-t3-c").unwrap();
+        assert!(release(&unconfirmed, false).kept);
+    }
+
+    #[test]
+    fn a_directory_outside_git_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = probe(dir.path(), 2).unwrap_err();
+        assert_eq!(err.code, "not_a_git_repository");
+        assert!(
+            err.message.contains("task 2 asks for isolate"),
+            "{}",
+            err.message
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! `shepherd run` with real pi sheep on a scripted fake model: a single run whose result is the
+//! sheep's final words, and a two-step chain whose second step is handed the first step's final
+//! words as `{previous}`. Each test runs once per installed pi version and is skipped with one
+//! line when that version is not installed.
+
+mod herd_support;
+
+use std::path::Path;
+
+use herd_support::{World, read};
+use serde_json::{Value, json};
+use shepherd_testkit::fake_llm::{FakeLlm, Script, Step};
+use shepherd_testkit::pi::{PiBinary, PiEnv};
+
+const MODEL: &str = "sheep-model";
+
+/// One sheep turn: run `bash`, settle the task with `shepherd_done`, then say `final_words`.
+fn sheep_turn(summary: &str, final_words: &str) -> Vec<Step> {
+    vec![
+        Step::tool_call("bash", json!({"command": "echo checked"})),
+        Step::tool_call(
+            "shepherd_done",
+            json!({"status": "completed", "summary": summary}),
+        ),
+        Step::text(final_words),
+    ]
+}
+
+/// A world whose user agent `sheep` is a pi agent on the fake model, with pi's own files
+/// (models, settings) in the world's pi agent directory.
+fn pi_world(pi: &PiBinary, script: Script) -> (World, FakeLlm, PiEnv) {
+    let fake = FakeLlm::start(script).expect("fake model server");
+    let env = PiEnv::builder(&fake)
+        .model(MODEL)
+        .build()
+        .expect("pi environment");
+    let mut world = World::new();
+    let agent_dir = world.home.join(".pi/agent");
+    std::fs::create_dir_all(agent_dir.join("agents")).unwrap();
+    for file in ["models.json", "settings.json"] {
+        std::fs::copy(env.agent_dir().join(file), agent_dir.join(file)).unwrap();
+    }
+    std::fs::write(
+        agent_dir.join("agents/sheep.md"),
+        format!(
+            "---\nname: sheep\ndescription: A pi sheep on a scripted model.\nmodel: fake/{MODEL}\ntools: read, bash\n---\nYou are a test sheep.\n"
+        ),
+    )
+    .unwrap();
+    world.extra_env.extend([
+        (
+            "PI_CODING_AGENT_DIR".to_owned(),
+            agent_dir.display().to_string(),
+        ),
+        ("PI_OFFLINE".to_owned(), "1".to_owned()),
+        ("NO_COLOR".to_owned(), "1".to_owned()),
+        ("SHEPHERD_PI".to_owned(), pi.path.display().to_string()),
+    ]);
+    (world, fake, env)
+}
+
+fn assert_completed(result: &Value, text: &str) {
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["returnCode"], 0);
+    assert_eq!(
+        result["text"], text,
+        "the result is the sheep's final words"
+    );
+    let note = read(Path::new(result["note"].as_str().unwrap()));
+    assert!(note.contains("status: completed"), "{note}");
+    assert!(
+        note.contains(text),
+        "the note holds the final words: {note}"
+    );
+}
+
+fn single_run(pi: &PiBinary) {
+    let script = Script::new().with_queue(MODEL, sheep_turn("checked it", "All checked: 1 file."));
+    let (world, fake, _env) = pi_world(pi, script);
+    let (code, doc) = world.json_status(&["run", "sheep", "check the file", "--timeout", "2"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_completed(&doc["results"][0], "All checked: 1 file.");
+    assert!(fake.mismatches().is_empty(), "{:?}", fake.mismatches());
+}
+
+fn two_step_chain(pi: &PiBinary) {
+    let mut second = sheep_turn("reviewed", "Review done.");
+    second[0] = second[0]
+        .clone()
+        .expecting("review: Step one found 3 issues.");
+    let script = Script::new().with_queue(
+        MODEL,
+        sheep_turn("found issues", "Step one found 3 issues.")
+            .into_iter()
+            .chain(second),
+    );
+    let (world, fake, _env) = pi_world(pi, script);
+    let (code, doc) = world.json_status(&[
+        "run",
+        "--chain",
+        "sheep=find the issues",
+        "sheep=review: {previous}",
+        "--session-name",
+        "pi-chain",
+        "--timeout",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_completed(&doc["results"][0], "Step one found 3 issues.");
+    assert_completed(&doc["results"][1], "Review done.");
+    assert!(
+        fake.mismatches().is_empty(),
+        "the second sheep was handed the first one's final words: {:?}",
+        fake.mismatches()
+    );
+    let index = read(&Path::new(doc["sessionPath"].as_str().unwrap()).join("shepherd.md"));
+    assert!(
+        index.contains("[sheep-01](./sheep-01.md) → [sheep-02](./sheep-02.md)"),
+        "{index}"
+    );
+}
+
+shepherd_testkit::pi_tests!(single_run, two_step_chain);
