@@ -1,0 +1,386 @@
+//! The parent extension's own behaviour in the real pi: what it registers (and does not, inside
+//! a sheep), how its tools fail, the `/shepherd` command, project-agent confirmation through
+//! pi's dialog, the deprecated one-turn prompt, the opt-in `subagent` tool, and a resumed pi
+//! session getting its herd (and a completion it missed) back. Headless sheep; both pi versions.
+
+mod pi_support;
+
+use pi_support::{Backend, Options, PARENT_MODEL, Shepherd, TURN, result_text, tool_end};
+use serde_json::{Value, json};
+use shepherd_testkit::fake_llm::Step;
+use shepherd_testkit::pi::PiBinary;
+
+const PARENT_TOOLS: [&str; 9] = [
+    "shepherd",
+    "shepherd_spawn",
+    "shepherd_delegate",
+    "shepherd_message",
+    "shepherd_prompt",
+    "shepherd_watch",
+    "shepherd_status",
+    "shepherd_close",
+    "shepherd_read",
+];
+
+fn commands(s: &mut Shepherd) -> Vec<String> {
+    let response = s
+        .parent()
+        .call(json!({"type": "get_commands"}), TURN)
+        .expect("get_commands");
+    response["data"]["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The tools the parent's model is offered.
+fn offered_tools(s: &mut Shepherd) -> Vec<String> {
+    s.parent_turn("hello", vec![Step::text("hi")]);
+    let requests = s.requests(PARENT_MODEL);
+    requests.last().expect("one request").tool_names()
+}
+
+/// The nine tools with flat object schemas, the command, and no `subagent` unless opted in.
+fn registers_the_parent_surface(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    assert!(commands(&mut s).contains(&"shepherd".to_owned()));
+    s.parent_turn("hello", vec![Step::text("hi")]);
+    let request = s.requests(PARENT_MODEL).pop().unwrap();
+    let names = request.tool_names();
+    for tool in PARENT_TOOLS {
+        assert!(
+            names.contains(&tool.to_owned()),
+            "{tool} missing: {names:?}"
+        );
+    }
+    assert!(!names.contains(&"subagent".to_owned()), "{names:?}");
+    for tool in request.body["tools"].as_array().unwrap() {
+        let parameters = &tool["function"]["parameters"];
+        assert_eq!(parameters["type"], "object", "{tool}");
+        assert!(parameters.get("anyOf").is_none(), "flat root: {tool}");
+    }
+}
+
+/// Inside a sheep (SHEPHERD_AGENT_ID set) the extension registers nothing.
+fn silent_inside_a_sheep(pi: &PiBinary) {
+    let options = Options {
+        env: vec![("SHEPHERD_AGENT_ID".into(), "shepherd-agent-test".into())],
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    assert!(!commands(&mut s).contains(&"shepherd".to_owned()));
+    let names = offered_tools(&mut s);
+    assert!(
+        names.iter().all(|n| !n.starts_with("shepherd")),
+        "{names:?}"
+    );
+}
+
+/// Without the binary every tool fails, saying how to install it.
+fn missing_binary(pi: &PiBinary) {
+    let options = Options {
+        env: vec![("SHEPHERD_BIN".into(), "/nonexistent/shepherd".into())],
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    let error = s.call_tool_failing("shepherd", json!({"action": "herd"}));
+    assert!(
+        error.contains("cargo install --path crates/shepherd"),
+        "{error}"
+    );
+    assert!(error.contains("SHEPHERD_BIN"), "{error}");
+}
+
+/// A failure is thrown (pi marks it an error) with the protocol block and the broker's code.
+fn failures_are_errors_with_the_protocol_block(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let error = s.call_tool_failing(
+        "shepherd_delegate",
+        json!({"target": "shepherd-agent-nope", "task": "x"}),
+    );
+    assert!(
+        error.starts_with("Herd delegate failed (return code 1): "),
+        "{error}"
+    );
+    assert!(
+        error.contains("\ncall:\n    shepherd_delegate {"),
+        "{error}"
+    );
+    assert!(error.contains("\nreturn:\n"), "{error}");
+    assert!(error.contains("    code: "), "{error}");
+    let unknown = s.call_tool_failing("shepherd_spawn", json!({"agent": "Worker", "label": "x"}));
+    assert!(unknown.contains("Did you mean \"worker\"?"), "{unknown}");
+    assert!(unknown.contains("action \"agents\""), "{unknown}");
+
+    // Success has the same block; legacy argument shapes are normalised first.
+    let worker = s.spawn("worker", "shape");
+    let records = s.parent_turn(
+        "status",
+        vec![
+            Step::tool_call("shepherd_status", json!({"handle": {"id": worker}})),
+            Step::text("ok"),
+        ],
+    );
+    let end = tool_end(&records, "shepherd_status").unwrap();
+    let text = result_text(&end["result"]);
+    assert!(text.starts_with("worker: shape idle."), "{text}");
+    assert!(
+        text.contains(&format!(
+            "call:\n    shepherd_status {{\"id\":\"{worker}\"}}"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("return code: 0"), "{text}");
+}
+
+/// `/shepherd` for people: agents, spawn, herd, status, read, settings, prune, usage errors.
+fn shepherd_command(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let notify = |s: &mut Shepherd, command: &str, needle: &str| -> Value {
+        let start = s.parent().records().len();
+        let response = s
+            .parent()
+            .call(json!({"type": "prompt", "message": command}), TURN)
+            .expect("the command runs");
+        assert_eq!(response["success"], true, "{response}");
+        let shown = s.wait_ui_since(start, "notify", |_| true);
+        let message = shown["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(needle),
+            "{command}: expected {needle:?} in {shown}"
+        );
+        shown
+    };
+    notify(&mut s, "/shepherd agents", "worker (user): Test worker");
+    let spawned = notify(
+        &mut s,
+        "/shepherd spawn worker --label \"by hand\"",
+        "Spawned worker: by hand",
+    );
+    assert_eq!(spawned["notifyType"], "info", "{spawned}");
+    notify(&mut s, "/shepherd herd", "• worker: by hand [idle]");
+    notify(&mut s, "/shepherd status worker", "worker: by hand idle.");
+    notify(&mut s, "/shepherd read \"worker: by hand\" --lines 5", "");
+    notify(&mut s, "/shepherd settings timeout 7", "Set timeout to 7");
+    notify(&mut s, "/shepherd settings", "timeout: 7 (user)");
+    notify(&mut s, "/shepherd prune", "No stale sheep records found");
+    let usage = notify(&mut s, "/shepherd spawn", "spawn requires an agent name.");
+    assert_eq!(usage["notifyType"], "warning", "{usage}");
+    let bad = notify(
+        &mut s,
+        "/shepherd read worker --source nowhere",
+        "Invalid value",
+    );
+    assert!(
+        bad["message"]
+            .as_str()
+            .unwrap()
+            .contains("Usage: /shepherd"),
+        "{bad}"
+    );
+    // The model saw none of it.
+    assert!(s.requests(PARENT_MODEL).is_empty());
+    let herd = s.shepherd(&["herd"]);
+    assert_eq!(herd["sheep"][0]["displayName"], "worker: by hand", "{herd}");
+}
+
+/// A project agent is confirmed in pi's dialog; yes approves it (stored) and spawns it, no
+/// refuses.
+fn project_agent_confirmation(pi: &PiBinary) {
+    let options = Options {
+        settings: json!({"agentScope": "both"}),
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    let agents = s.project().join(".pi/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let file = agents.join("local.md");
+    std::fs::write(
+        &file,
+        "---\nname: local\ndescription: A project agent.\nmodel: fake/worker-model\n---\nYou are local.\n",
+    )
+    .unwrap();
+
+    let answer = |s: &mut Shepherd, confirmed: bool, label: &str| -> Vec<Value> {
+        s.parent_says([
+            Step::tool_call("shepherd_spawn", json!({"agent": "local", "label": label})),
+            Step::text("done"),
+        ]);
+        let parent = s.parent();
+        parent.prompt("spawn local", TURN).expect("prompt");
+        let dialog = parent
+            .wait_for("the confirmation dialog", TURN, |r| {
+                r["type"] == "extension_ui_request" && r["method"] == "confirm"
+            })
+            .expect("pi asks");
+        assert_eq!(dialog["title"], "Run project-local agent?", "{dialog}");
+        let message = dialog["message"].as_str().unwrap();
+        assert!(message.contains("Agent: local"), "{message}");
+        assert!(message.contains(&file.display().to_string()), "{message}");
+        parent
+            .send(&json!({"type": "extension_ui_response", "id": dialog["id"], "confirmed": confirmed}))
+            .unwrap();
+        parent.wait_run_finished(TURN).expect("the run ends")
+    };
+
+    let declined = answer(&mut s, false, "no");
+    let end = tool_end(&declined, "shepherd_spawn").unwrap();
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(result_text(&end["result"]).contains("was not approved"));
+
+    let accepted = answer(&mut s, true, "yes");
+    let end = tool_end(&accepted, "shepherd_spawn").unwrap();
+    assert_eq!(end["isError"], false, "{end}");
+    let shown = s.shepherd_project(&["agents", "show", "local", "--scope", "project"]);
+    assert_eq!(shown["approval"], "approved", "{shown}");
+}
+
+/// The deprecated `shepherd_prompt`: a one-turn task that completes with the sheep's final text.
+fn deprecated_prompt(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let worker = s.spawn("worker", "oneshot");
+    s.fake.append(
+        "worker-model",
+        [Step::text("The answer is 42.").held_until("hold")],
+    );
+    let prompted = s.call_tool(
+        "shepherd_prompt",
+        json!({"id": worker, "message": "What is the answer?"}),
+    );
+    let task = prompted["taskId"].as_str().unwrap().to_owned();
+    s.watch(&[&task]);
+    s.parent_says([Step::text("Noted.")]);
+    s.fake.release("hold");
+    let wake = s.wait_parent_input("worker: oneshot completed");
+    assert!(wake.contains("The answer is 42."), "{wake}");
+}
+
+/// With `subagentCompatibility` on, the `subagent` tool is offered too.
+fn subagent_is_opt_in(pi: &PiBinary) {
+    let options = Options {
+        settings: json!({"subagentCompatibility": true}),
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    let names = offered_tools(&mut s);
+    assert!(names.contains(&"subagent".to_owned()), "{names:?}");
+}
+
+/// Quitting pi leaves the herd running; resuming the session reconnects, lists the same sheep,
+/// and delivers the completion that settled while pi was away.
+fn resumed_session_gets_its_herd_back(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let worker = s.spawn("worker", "survivor");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "finished while you were away"}),
+            )
+            .held_until("hold"),
+            Step::text("Bye."),
+        ],
+    );
+    let task = s.delegate(&worker, "Finish later.", None)["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.watch(&[&task]);
+    s.restart_parent();
+    // The new pi is idle when the completion lands: it wakes the model, which lists the herd.
+    s.parent_says([
+        Step::tool_call("shepherd", json!({"action": "herd"}))
+            .expecting("finished while you were away"),
+        Step::text("Back."),
+    ]);
+    s.fake.release("hold");
+    let woken = s.parent_woken();
+    let end = tool_end(&woken, "shepherd").expect("herd listed");
+    let text = result_text(&end["result"]);
+    assert!(text.contains("• worker: survivor [done]"), "{text}");
+    assert!(text.contains(&worker), "{text}");
+    s.assert_no_mismatches();
+}
+
+shepherd_testkit::pi_tests!(
+    registers_the_parent_surface,
+    silent_inside_a_sheep,
+    missing_binary,
+    failures_are_errors_with_the_protocol_block,
+    shepherd_command,
+    project_agent_confirmation,
+    deprecated_prompt,
+    subagent_is_opt_in,
+    resumed_session_gets_its_herd_back,
+);
+
+/// The opt-in `subagent` tool runs `shepherd run` and answers with the sheep's final text; an
+/// aborted call cancels the run.
+fn subagent_single_run(pi: &PiBinary) {
+    let options = Options {
+        settings: json!({"subagentCompatibility": true}),
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "did it"}),
+            ),
+            Step::text("Subagent result: all done."),
+        ],
+    );
+    let records = s.parent_turn(
+        "run a subagent",
+        vec![
+            Step::tool_call("subagent", json!({"agent": "worker", "task": "Do it."})),
+            Step::text("ok"),
+        ],
+    );
+    let end = tool_end(&records, "subagent").expect("subagent ran");
+    let text = result_text(&end["result"]);
+    assert_eq!(end["isError"], false, "{text}");
+    assert!(text.starts_with("Subagent result: all done."), "{text}");
+    let details = &end["result"]["details"];
+    assert_eq!(details["mode"], "single", "{details}");
+    assert_eq!(details["results"][0]["status"], "completed", "{details}");
+    assert_eq!(details["compatibility"], "shepherd", "{details}");
+    let herd = s.shepherd(&["herd"]);
+    assert_eq!(herd["sheep"], json!([]), "the run closed its sheep: {herd}");
+
+    // Aborting the tool call interrupts `shepherd run`: the task is cancelled, the sheep closed.
+    s.fake
+        .append("worker-model", [Step::text("Working.").held_until("never")]);
+    s.parent_says([
+        Step::tool_call(
+            "subagent",
+            json!({"agent": "worker", "task": "Never ends."}),
+        ),
+        Step::text("aborted"),
+    ]);
+    s.parent().prompt("run another", TURN).expect("prompt");
+    s.wait_requests("worker-model", 3);
+    let aborted = s
+        .parent()
+        .call(json!({"type": "abort"}), TURN)
+        .expect("abort answers");
+    assert_eq!(aborted["success"], true, "{aborted}");
+    let end = s
+        .parent()
+        .wait_for("the aborted subagent call", TURN, |r| {
+            r["type"] == "tool_execution_end" && r["toolName"] == "subagent"
+        })
+        .expect("the call ends");
+    let text = result_text(&end["result"]);
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(text.contains("cancelled"), "{text}");
+    let herd = s.shepherd(&["herd"]);
+    assert_eq!(herd["sheep"], json!([]), "the run closed its sheep: {herd}");
+}
+
+shepherd_testkit::pi_tests!(subagent_single_run);

@@ -1,0 +1,91 @@
+/**
+ * The parent's line to its herd's broker.
+ *
+ * A pi session is one herd: its identity is pi's session id and its project is the session's
+ * cwd, so a resumed session reaches the same broker and gets its sheep back. On session start
+ * this asks `shepherd broker ensure` for the socket (starting the broker when none runs),
+ * connects as the parent and subscribes, so inbox items are pushed the moment they are durable;
+ * a reconnection subscribes again and the broker re-sends what was not acknowledged. A request
+ * that finds no broker at all (it stopped, or crashed) ensures it again once and retries.
+ */
+
+import { BrokerConnection, BrokerError } from "../lib/broker.ts";
+import { runShepherd, ShepherdError } from "./cli.ts";
+
+export type InboxHandler = (items: any[]) => Promise<void> | void;
+
+export class ParentLink {
+	readonly identity: string;
+	readonly project: string;
+	private connection?: BrokerConnection;
+	private starting?: Promise<BrokerConnection>;
+	private closed = false;
+
+	constructor(
+		identity: string,
+		project: string,
+		private readonly onInbox: InboxHandler,
+	) {
+		this.identity = identity;
+		this.project = project;
+	}
+
+	/** Ensures the broker and connects (once; later calls share the attempt). */
+	start(): Promise<BrokerConnection> {
+		if (this.connection) return Promise.resolve(this.connection);
+		if (!this.starting) {
+			this.starting = this.open().finally(() => {
+				this.starting = undefined;
+			});
+		}
+		return this.starting;
+	}
+
+	private async open(): Promise<BrokerConnection> {
+		const ensured = await runShepherd<{ socket: string }>(
+			["broker", "ensure", "--parent-session", this.identity, "--project", this.project],
+			{ cwd: this.project },
+		);
+		if (this.closed) throw new ShepherdError("broker_disconnected", "the pi session has ended");
+		const connection: BrokerConnection = new BrokerConnection(
+			ensured.socket,
+			{ role: "parent", client: "pi" },
+			{
+				reconnectFor: 10_000,
+				onConnect: async () => {
+					await connection.call("subscribe");
+				},
+			},
+		);
+		connection.on("inbox", async (data: any) => {
+			const items: any[] = Array.isArray(data?.items) ? data.items : [];
+			if (items.length) await this.onInbox(items);
+		});
+		await connection.connect();
+		this.connection?.close();
+		this.connection = connection;
+		return connection;
+	}
+
+	/** One broker request. */
+	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+		const connection = await this.start();
+		try {
+			return await connection.call<T>(method, params);
+		} catch (error) {
+			// Only a request that never reached a broker is retried (nothing can have happened).
+			if (!(error instanceof BrokerError) || error.code !== "broker_unavailable" || this.closed) throw error;
+			connection.close();
+			if (this.connection === connection) this.connection = undefined;
+			const fresh = await this.start();
+			return fresh.call<T>(method, params);
+		}
+	}
+
+	/** Closes the connection; the broker and the herd keep running. */
+	close(): void {
+		this.closed = true;
+		this.connection?.close();
+		this.connection = undefined;
+	}
+}

@@ -1,0 +1,147 @@
+/**
+ * The operations the tools and the `/shepherd` command share, each one broker request (or one
+ * CLI command) plus the words that describe its answer. Spawning is the only one with a step of
+ * its own: a project agent that needs approval is confirmed in pi's own dialog, approved through
+ * `shepherd agents approve`, and the spawn is asked again.
+ */
+
+import { runShepherd, ShepherdError } from "./cli.ts";
+import { callerContext, type ParentState } from "./state.ts";
+
+export interface SpawnRequest {
+	agent: string;
+	label?: string;
+	placement?: string;
+	cwd?: string;
+	model?: string;
+}
+
+function parentModel(ctx: any): string | undefined {
+	const model = ctx?.model;
+	return model?.provider && model?.id ? `${model.provider}/${model.id}` : undefined;
+}
+
+/** Spawns a sheep; a project agent that needs approval is confirmed first when there is a UI. */
+export async function spawnSheep(state: ParentState, pi: any, ctx: any, request: SpawnRequest): Promise<any> {
+	let thinking: string | undefined;
+	try {
+		thinking = pi.getThinkingLevel?.();
+	} catch {
+		thinking = undefined;
+	}
+	const params = {
+		agent: request.agent,
+		label: request.label,
+		placement: request.placement,
+		cwd: request.cwd,
+		model: request.model,
+		caller: callerContext(),
+		parentModel: parentModel(ctx),
+		parentThinking: thinking,
+	};
+	try {
+		const result = await state.call("spawn", params);
+		state.remember(result?.agentId, result?.displayName);
+		return result;
+	} catch (error) {
+		const code = (error as { code?: string }).code;
+		if (code === "unknown_agent") {
+			throw new ShepherdError(code, `${(error as Error).message} Call shepherd with action "agents" to list exact names.`);
+		}
+		if (code !== "approval_required" || !ctx?.hasUI) throw error;
+		const source = await agentFile(state, request.agent);
+		const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${request.agent}\nSource: ${source}`);
+		if (!approved) {
+			throw new ShepherdError(
+				"approval_declined",
+				`Project agent "${request.agent}" was not approved, so it was not started.`,
+			);
+		}
+		await runShepherd(["agents", "approve", request.agent, "--project", state.cwd], { cwd: state.cwd });
+		const result = await state.call("spawn", params);
+		state.remember(result?.agentId, result?.displayName);
+		return result;
+	}
+}
+
+async function agentFile(state: ParentState, name: string): Promise<string> {
+	try {
+		const shown = await runShepherd(["agents", "show", name, "--scope", "project", "--project", state.cwd], {
+			cwd: state.cwd,
+		});
+		return shown?.filePath ?? "(unknown file)";
+	} catch {
+		return "(unknown file)";
+	}
+}
+
+/** `shepherd agents --json`: the definitions a spawn accepts. */
+export async function listAgents(state: ParentState, scope?: string): Promise<{ scope: string; agents: any[] }> {
+	const args = ["agents", "--project", state.cwd];
+	if (scope) args.push("--scope", scope);
+	const listing = await runShepherd(args, { cwd: state.cwd });
+	return { scope: listing?.scope ?? scope ?? "user", agents: listing?.agents ?? [] };
+}
+
+export function agentsText(listing: { scope: string; agents: any[] }): string {
+	if (!listing.agents.length) {
+		return `No agent definitions found in ${listing.scope} scope. Do not guess an agent name; add a definition or choose another scope.`;
+	}
+	return [
+		"Available agent names (copy the name exactly; names are case-sensitive):",
+		...listing.agents.map((a) => `${a.name} (${a.source}): ${a.description}`),
+	].join("\n");
+}
+
+/** The herd: every sheep not closed. */
+export async function herd(state: ParentState): Promise<any[]> {
+	const result = await state.call("herd");
+	const sheep = result?.sheep ?? [];
+	state.rememberHerd(sheep);
+	return sheep;
+}
+
+export function herdText(sheep: any[]): string {
+	if (!sheep.length) return "No sheep in this herd.";
+	return sheep
+		.map((s) => {
+			let line = `• ${s.displayName} [${s.state}] id=${s.agentId}`;
+			if (s.task) line += ` task ${s.task.id} ${s.task.state}${s.task.stale ? " (stale)" : ""}`;
+			if (s.error) line += ` (${s.error})`;
+			return line;
+		})
+		.join("\n");
+}
+
+/** The public status of one sheep: state, task, error (no pane ids). */
+export function publicStatus(status: any): Record<string, unknown> {
+	const out: Record<string, unknown> = { id: status.agentId, state: status.state };
+	if (status.task) out.task = status.task;
+	if (status.error) out.error = status.error;
+	return out;
+}
+
+export function statusText(status: any): string {
+	const task = status.task ? `; task ${status.task.id} ${status.task.state}` : "";
+	const waiting =
+		status.task?.state === "waiting" && status.task.waitingOn
+			? ` (waiting on ${status.task.waitingOn}${status.task.stale ? ", stale" : ""})`
+			: "";
+	return `${status.displayName ?? "agent"} ${status.state}${task}${waiting}.`;
+}
+
+/** Resolves a person's target (agent id, display name or definition name) to an agent id. */
+export async function resolveTarget(state: ParentState, target: string): Promise<string> {
+	const sheep = await herd(state);
+	const exact = sheep.find((s) => s.agentId === target || s.displayName === target);
+	if (exact) return exact.agentId;
+	const byAgent = sheep.filter((s) => s.agent === target);
+	if (byAgent.length === 1) return byAgent[0].agentId;
+	if (byAgent.length > 1) {
+		throw new ShepherdError(
+			"invalid_target",
+			`Several sheep run "${target}": ${byAgent.map((s) => `${s.displayName} (${s.agentId})`).join(", ")}. Name one.`,
+		);
+	}
+	return target;
+}

@@ -1,0 +1,120 @@
+/**
+ * How Shepherd's tool calls, results and notifications look in pi's TUI. The model reads the
+ * protocol block; a person reads one compact row: the call with ids replaced by display names,
+ * and `✓ delegated`, `watching…`, `✗ failed · <error>` and the like, with the full block on
+ * expand. Notifications get a short title line and their body.
+ */
+
+import { Text } from "@mariozechner/pi-tui";
+import type { ParentState } from "./state.ts";
+
+function compact(value: unknown, max = 72): string {
+	const text = (typeof value === "string" ? value : JSON.stringify(value ?? "")).replace(/\s+/g, " ").trim();
+	return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function nameFor(state: ParentState, id: unknown): string {
+	if (typeof id !== "string") return compact(id);
+	return state.names.get(id) ?? id;
+}
+
+/** The parts of a call row, first part accented. */
+function callParts(tool: string, args: any, state: ParentState): string[] {
+	switch (tool) {
+		case "shepherd":
+			return [args?.action ?? "", args?.agentScope ? `scope ${args.agentScope}` : ""];
+		case "shepherd_spawn":
+			return [args?.agent ?? "", args?.label ?? "", args?.placement ?? ""];
+		case "shepherd_delegate":
+			return [nameFor(state, args?.target), compact(args?.task), args?.timeout ? `timeout ${args.timeout}m` : ""];
+		case "shepherd_message":
+			return [
+				nameFor(state, args?.target),
+				compact(args?.message),
+				args?.expectsReply ? "expects reply" : "",
+				args?.delivery ?? "",
+			];
+		case "shepherd_prompt":
+			return [nameFor(state, args?.id), compact(args?.message), args?.timeout ? `timeout ${args.timeout}m` : ""];
+		case "shepherd_watch":
+			return [Array.isArray(args?.id) ? args.id.join(", ") : String(args?.id ?? "")];
+		case "shepherd_read":
+			return [nameFor(state, args?.name), args?.source ?? "", args?.lines ? `${args.lines} lines` : ""];
+		case "subagent":
+			return [args?.agent ?? (args?.tasks ? `${args.tasks.length} parallel` : args?.chain ? `${args.chain.length}-step chain` : ""), compact(args?.task ?? "")];
+		default:
+			return [nameFor(state, args?.id)];
+	}
+}
+
+export function renderCall(tool: string, args: any, theme: any, state: ParentState): any {
+	const parts = callParts(tool, args, state).filter((part) => part);
+	let text = theme.fg("toolTitle", theme.bold(`${tool} `));
+	if (parts.length) text += theme.fg("accent", parts[0]!);
+	for (const part of parts.slice(1)) text += theme.fg("dim", ` · ${part}`);
+	return new Text(text, 0, 0);
+}
+
+function summary(tool: string, details: any, firstLine: string): string {
+	switch (tool) {
+		case "shepherd_spawn":
+			return "✓ spawned";
+		case "shepherd_delegate":
+			return "✓ delegated";
+		case "shepherd_message":
+			return details?.targetTaskState === "waiting" ? "waiting…" : "✓ queued";
+		case "shepherd_prompt":
+			return "✓ prompted";
+		case "shepherd_watch":
+			return details?.pending?.length ? "watching…" : "✓ completed";
+		case "shepherd_close":
+			return "✓ closed";
+		case "shepherd":
+			if (Array.isArray(details?.sheep)) return `Sheep: ${details.sheep.length}`;
+			if (Array.isArray(details?.agents)) return `Available agents: ${details.agents.map((a: any) => a.name).join(", ")}`;
+			return firstLine;
+		default:
+			return firstLine;
+	}
+}
+
+export function renderResult(tool: string, result: any, options: any, theme: any, context: any): any {
+	const text: string = result?.content?.find?.((c: any) => c?.type === "text")?.text ?? "";
+	if (options?.isPartial) return new Text(theme.fg("warning", tool === "shepherd_spawn" ? "spawning…" : "working…"), 0, 0);
+	const details = result?.details ?? {};
+	const failed = context?.isError || details.error || (typeof details.returnCode === "number" && details.returnCode !== 0);
+	const firstLine = text.split("\n")[0] ?? "";
+	let row: string;
+	if (failed) {
+		const error = details.error ?? firstLine.replace(/^Herd \S+ failed \(return code \d+\): /, "");
+		row = theme.fg("error", `✗ failed · ${compact(error, 160)}`);
+	} else {
+		row = theme.fg(summary(tool, details, firstLine).startsWith("✓") ? "success" : "muted", summary(tool, details, firstLine));
+	}
+	if (options?.expanded && text) row += `\n\n${text}`;
+	return new Text(row, 0, 0);
+}
+
+/** Notifications: a title line, then the body (first lines only when collapsed). */
+export function registerMessageRenderers(pi: any): void {
+	if (typeof pi.registerMessageRenderer !== "function") return;
+	const types = [
+		"shepherd.task.completion",
+		"shepherd.message.incoming",
+		"shepherd.message.reply",
+		"shepherd.stale.wait",
+		"shepherd.notice",
+	];
+	for (const type of types) {
+		pi.registerMessageRenderer(type, (message: any, options: any, theme: any) => {
+			const content = typeof message.content === "string" ? message.content : "";
+			const [title, ...rest] = content.split("\n");
+			const failed = type === "shepherd.task.completion" && (message.details?.completions ?? []).some((c: any) => !c.ok);
+			let text = theme.fg(failed ? "error" : "accent", theme.bold(title ?? ""));
+			const body = options?.expanded ? rest : rest.slice(0, 3);
+			const shown = options?.expanded ? body : body.map((line: string) => compact(line, 160));
+			if (shown.length) text += `\n${shown.join("\n")}`;
+			return new Text(text, 0, 0);
+		});
+	}
+}

@@ -1,0 +1,107 @@
+/**
+ * The opt-in `subagent` tool: the original's blocking single / parallel / chain facade, for
+ * people whose prompts and habits expect it. It is registered only when the user setting
+ * `subagentCompatibility` is on (read once when pi loads). One call runs
+ * `shepherd run --plan - --json` with the tool's arguments as the plan; `shepherd run` spawns,
+ * delegates, waits, collects and closes. Aborting the tool call sends that process SIGINT,
+ * which cancels the run. The result text is the original's: the last text for single and chain,
+ * `Parallel: X/Y succeeded` with one section per task for parallel; failed runs are errors.
+ */
+
+import { Type } from "typebox";
+import { runShepherd } from "./cli.ts";
+import { renderCall, renderResult } from "./render.ts";
+import type { ParentState } from "./state.ts";
+
+const Task = Type.Object({
+	agent: Type.String({ description: "Exact agent definition name" }),
+	task: Type.String({ description: "The task" }),
+	cwd: Type.Optional(Type.String({ description: "Working directory for this task" })),
+	isolate: Type.Optional(Type.Boolean({ description: "Run in its own git worktree" })),
+});
+
+const Step = Type.Object({
+	agent: Type.String({ description: "Exact agent definition name" }),
+	task: Type.String({ description: "The task; {previous} is replaced by the previous step's result" }),
+	cwd: Type.Optional(Type.String({ description: "Working directory for this step" })),
+});
+
+/** The text the model reads for a finished run (`shepherd run --json`'s document). */
+export function subagentText(run: any): { text: string; failed: boolean } {
+	const results: any[] = run?.results ?? [];
+	const failed = run?.interrupted === true || results.length === 0 || results.some((r) => r.status !== "completed");
+	let text: string;
+	// A text cut at 50 KiB already ends with the path of the file holding all of it.
+	const body = (r: any) => r?.text || r?.error || "(no output)";
+	if (run?.mode === "parallel") {
+		const ok = results.filter((r) => r.status === "completed").length;
+		const sections = results.map((r) => `### [${r.agent}] ${r.status}\n\n${body(r)}`);
+		text = [`Parallel: ${ok}/${results.length} succeeded`, ...sections].join("\n\n");
+	} else {
+		text = body(results[results.length - 1]);
+		if (run?.stopped) {
+			text += `\n\nChain stopped at step ${run.stopped.step} (${run.stopped.agent}): ${run.stopped.status}.`;
+		}
+	}
+	if (run?.interrupted) text += "\n\nThe run was cancelled.";
+	const kept = (Array.isArray(run?.worktrees) ? run.worktrees : []).filter((w: any) => w?.kept !== false);
+	if (kept.length) {
+		const listed = kept.map((w: any) => `${w.path} (branch ${w.branch}${w.reason ? `: ${w.reason}` : ""})`);
+		text += `\n\nWorktrees kept (integrate or discard these yourself): ${listed.join(", ")}`;
+	}
+	if (run?.sessionName) text += `\n\nSession: ${run.sessionName} (${run.sessionRelativePath ?? run.sessionPath})`;
+	return { text, failed };
+}
+
+export function registerSubagent(pi: any, state: ParentState, trusted: { agentScope?: string; confirmProjectAgents?: boolean }): void {
+	pi.registerTool({
+		name: "subagent",
+		label: "Subagent (Shepherd)",
+		description:
+			"Run agents and wait for their results (blocking). Exactly one mode: single (`agent` + `task`), parallel " +
+			"(`tasks`: up to 8, 4 at a time, results in input order) or chain (`chain`: steps in order; `{previous}` in a " +
+			"step's task is replaced by the previous step's result; stops at the first step that does not complete). " +
+			"Every task gets a note in a fieldnotes session; pass `sessionName` to continue a session. Each sheep is " +
+			"closed when its task ends. For long or interactive work prefer shepherd_spawn + shepherd_delegate.",
+		promptSnippet: "Run an agent (or several, in parallel or a chain) and wait for the result",
+		parameters: Type.Object({
+			agent: Type.Optional(Type.String({ description: "Single mode: exact agent name" })),
+			task: Type.Optional(Type.String({ description: "Single mode: the task" })),
+			tasks: Type.Optional(Type.Array(Task, { description: "Parallel mode: the tasks" })),
+			chain: Type.Optional(Type.Array(Step, { description: "Chain mode: the steps, in order" })),
+			cwd: Type.Optional(Type.String({ description: "Working directory (default: the project directory)" })),
+			sessionName: Type.Optional(Type.String({ description: "Create or continue the fieldnotes session with this name" })),
+			agentScope: Type.Optional(Type.String({ description: "Must match the agentScope setting when given" })),
+			confirmProjectAgents: Type.Optional(Type.Boolean({ description: "Must match the confirmProjectAgents setting when given" })),
+		}),
+		async execute(_toolCallId: string, params: any, signal: AbortSignal | undefined, onUpdate: any) {
+			for (const key of ["agentScope", "confirmProjectAgents"] as const) {
+				if (params[key] !== undefined && params[key] !== trusted[key]) {
+					throw new Error(`${key} is controlled by trusted Shepherd settings; omit it (the setting is ${JSON.stringify(trusted[key])}).`);
+				}
+			}
+			const link = state.requireLink();
+			const plan: Record<string, unknown> = {};
+			for (const key of ["agent", "task", "tasks", "chain", "cwd", "sessionName"]) {
+				if (params[key] !== undefined) plan[key] = params[key];
+			}
+			onUpdate?.({ content: [{ type: "text", text: "Running…" }], details: {} });
+			const run = await runShepherd(
+				["run", "--plan", "-", "--parent-session", link.identity, "--project", link.project],
+				{ cwd: link.project, input: JSON.stringify(plan), signal },
+			);
+			const { text, failed } = subagentText(run);
+			return {
+				content: [{ type: "text", text }],
+				details: { ...run, compatibility: "shepherd", failed },
+			};
+		},
+		renderCall: (args: any, theme: any) => renderCall("subagent", args, theme, state),
+		renderResult: (result: any, options: any, theme: any, context: any) => renderResult("subagent", result, options, theme, context),
+	});
+
+	pi.on("tool_result", (event: any) => {
+		if (event?.toolName === "subagent" && event?.details?.failed === true) return { isError: true };
+		return undefined;
+	});
+}
