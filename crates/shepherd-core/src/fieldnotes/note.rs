@@ -139,7 +139,8 @@ pub fn render_note(
 }
 
 /// The orchestration section for a finalised note: final status, completion time, the note's
-/// metadata, and the final output and error when there are any.
+/// metadata, and the task it was given, its final output and its error when there are any (the
+/// task is repeated here so a person reading the note sees what was asked).
 pub fn render_section(note: &ArtifactRecord, output: Option<&str>) -> String {
     let mut out = format!(
         "{SECTION_START}\n## Shepherd orchestration\n\n- **Final status:** {}\n",
@@ -152,7 +153,12 @@ pub fn render_section(note: &ArtifactRecord, output: Option<&str>) -> String {
         let json = serde_json::to_string(&note.metadata).expect("metadata serialises");
         out.push_str(&format!("- **Metadata:** {}\n", inline_code(&json)));
     }
-    for (title, text) in [("Final output", output), ("Error", note.error.as_deref())] {
+    let sections = [
+        ("Task", note.task.as_deref()),
+        ("Final output", output),
+        ("Error", note.error.as_deref()),
+    ];
+    for (title, text) in sections {
         if let Some(text) = text
             .map(str::trim_end)
             .filter(|text| !text.trim().is_empty())
