@@ -289,6 +289,29 @@ fn crash(pi: &PiBinary, backend: Backend) {
     assert_eq!(status["state"], "exited", "{status}");
 }
 
+/// g. A run that ends in a provider error (here a rejected key) fails the task at once with
+/// that error, instead of leaving it to the deadline.
+fn provider_error(pi: &PiBinary, backend: Backend) {
+    let mut s = Shepherd::start(pi, backend, &Options::default());
+    let worker = s.spawn("worker", "unlucky");
+    s.fake.append(
+        "worker-model",
+        [Step::error(401, "invalid x-api-key").held_until("go")],
+    );
+    let delegated = s.delegate(&worker, "Do anything.", Some(30.0));
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    let note = s.project().join(delegated["note"].as_str().unwrap());
+    s.watch(&[&task]);
+    s.parent_says([Step::text("Noted.")]);
+    s.fake.release("go");
+    let text = s.wait_parent_input("worker: unlucky failed");
+    assert!(text.contains(&task), "{text}");
+    assert!(text.contains("run ended with an error"), "{text}");
+    assert!(text.contains("invalid x-api-key"), "{text}");
+    let note_text = read(&note);
+    assert!(note_text.contains("status: failed"), "{note_text}");
+}
+
 /// f. A sheep that ends its turn without `shepherd_done` is reminded once, then completes.
 fn forgotten_done(pi: &PiBinary, backend: Backend) {
     let mut s = Shepherd::start(pi, backend, &Options::default());
@@ -346,4 +369,5 @@ on_both_backends! {
     close_cancels => d_close_cancels_headless, d_close_cancels_tmux;
     crash => e_crash_headless, e_crash_tmux;
     forgotten_done => f_forgotten_done_headless, f_forgotten_done_tmux;
+    provider_error => g_provider_error_headless, g_provider_error_tmux;
 }
