@@ -1,5 +1,6 @@
 //! Broker benchmark (a bench binary, not a timed test): run with
-//! `cargo bench -p shepherd --bench broker` (add `-- --quick` for a short run).
+//! `cargo build --release -p shepherd-testkit && cargo bench -p shepherd --bench broker`
+//! (add `-- --quick` for a short run; the first command builds the test sheep it uses).
 //!
 //! Measures, against a real broker process:
 //! 1. delivery latency parent → sheep and sheep → parent (p50/p99/max);
@@ -421,6 +422,7 @@ async fn crowd(world: &World, backend: &str, sheep: usize) {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (cpu_idle_end, _) = proc_stat(pid);
     let idle_secs = idle_from.elapsed().as_secs_f64();
+    let closing = Instant::now();
     let mut closes = tokio::task::JoinSet::new();
     for (mut client, id, _) in ids {
         closes.spawn(async move {
@@ -431,11 +433,11 @@ async fn crowd(world: &World, backend: &str, sheep: usize) {
         });
     }
     while closes.join_next().await.is_some() {}
-    let wall = started.elapsed().as_secs_f64();
+    let closed_in = closing.elapsed().as_secs_f64();
     let (cpu_end, hwm_kb) = proc_stat(pid);
     let hz = 100.0;
     println!(
-        "{sheep} {backend} test sheep: spawned+delegated in {spawned_at:.2} s, all settled at {settled_at:.2} s, all closed at {wall:.2} s; {settled}/{sheep} completed"
+        "{sheep} {backend} test sheep: spawned+delegated in {spawned_at:.2} s, all settled at {settled_at:.2} s; after the idle window all closed in {closed_in:.2} s (processes confirmed gone); {settled}/{sheep} completed"
     );
     println!(
         "  broker CPU {:.2} s for the run, idle CPU {:.3}% over {idle_secs:.1} s with {sheep} sheep alive, peak RSS {:.1} MB",
@@ -447,6 +449,12 @@ async fn crowd(world: &World, backend: &str, sheep: usize) {
 }
 
 fn main() {
+    let test_sheep = bin("shepherd-test-sheep");
+    assert!(
+        test_sheep.exists(),
+        "{} is missing: run `cargo build --release -p shepherd-testkit` first",
+        test_sheep.display()
+    );
     let quick = std::env::args().any(|a| a == "--quick");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -305,6 +305,47 @@ fn resumed_session_gets_its_herd_back(pi: &PiBinary) {
     s.assert_no_mismatches();
 }
 
+/// The broker is killed while pi sits idle: the extension starts a new one (its connection does
+/// at once; the herd widget's next refresh would too; the test itself runs no `shepherd`
+/// command until the end), the new broker replays its journal and re-adopts the sheep, the
+/// sheep's `shepherd_done` — possibly in flight at the moment of the kill — reaches it, and the
+/// completion still wakes the parent.
+fn broker_killed_while_pi_is_idle(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let worker = s.spawn("worker", "steady");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "done after the crash"}),
+            )
+            .held_until("hold"),
+            Step::text("Bye."),
+        ],
+    );
+    let task = s.delegate(&worker, "Finish after the crash.", None)["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.watch(&[&task]);
+    let broker = s.shepherd(&["broker", "status"])["status"]["pid"]
+        .as_u64()
+        .expect("the broker runs");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &broker.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    s.parent_says([Step::text("Noted the completion.").expecting("done after the crash")]);
+    s.fake.release("hold");
+    let text = s.wait_parent_input("worker: steady completed");
+    assert!(text.contains(&task), "{text}");
+    let status = s.shepherd(&["broker", "status"]);
+    assert_ne!(status["status"]["pid"].as_u64(), Some(broker), "{status}");
+    s.assert_no_mismatches();
+}
+
 shepherd_testkit::pi_tests!(
     registers_the_parent_surface,
     silent_inside_a_sheep,
@@ -315,6 +356,7 @@ shepherd_testkit::pi_tests!(
     deprecated_prompt,
     subagent_is_opt_in,
     resumed_session_gets_its_herd_back,
+    broker_killed_while_pi_is_idle,
 );
 
 /// The opt-in `subagent` tool runs `shepherd run` and answers with the sheep's final text; an

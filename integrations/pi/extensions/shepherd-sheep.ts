@@ -18,6 +18,10 @@ import * as fs from "node:fs";
 import { Type } from "typebox";
 import { BrokerConnection, BrokerError } from "./lib/broker.ts";
 
+/** A string enum as a plain JSON-schema `enum` (some providers reject `anyOf` of literals). */
+const StringEnum = (values: string[], description: string) =>
+	Type.Unsafe<string>({ type: "string", enum: values, description });
+
 const IDENTITY_START = "You are an expert coding assistant operating inside pi";
 const DOCS_START = "Pi documentation (read only when the user asks about pi itself";
 
@@ -155,18 +159,18 @@ export default function (pi: any) {
 			"concise report.",
 		promptSnippet: "Finish the delegated Shepherd task (completed, blocked or failed) with a summary",
 		parameters: Type.Object({
-			status: Type.Union([Type.Literal("completed"), Type.Literal("blocked"), Type.Literal("failed")], {
-				description: "completed, blocked or failed",
-			}),
+			status: StringEnum(["completed", "blocked", "failed"], "completed, blocked or failed"),
 			summary: Type.Optional(Type.String({ description: "What was done, or why not" })),
 			taskId: Type.Optional(Type.String({ description: "The task id (optional: your current task)" })),
 		}),
 		async execute(_id: string, params: any) {
-			const result = await broker.call("done", {
-				status: params.status,
-				summary: params.summary,
-				taskId: params.taskId ?? currentTask,
-			});
+			const taskId = params.taskId ?? currentTask;
+			// Naming the task makes a repeated done a no-op, so one lost with the broker is resent.
+			const result = await broker.call(
+				"done",
+				{ status: params.status, summary: params.summary, taskId },
+				{ repeatable: taskId !== undefined },
+			);
 			const note = result.suppliedTaskId ? " (task id corrected to the delegated task)" : "";
 			return {
 				content: [{ type: "text", text: `Task ${result.taskId} ${result.status}${note}.` }],
@@ -190,7 +194,7 @@ export default function (pi: any) {
 			threadId: Type.Optional(Type.String()),
 			replyTo: Type.Optional(Type.String({ description: "The message id you are answering" })),
 			expectsReply: Type.Optional(Type.Boolean()),
-			delivery: Type.Optional(Type.Union([Type.Literal("followUp"), Type.Literal("steer")])),
+			delivery: Type.Optional(StringEnum(["followUp", "steer"], "followUp (default) or steer")),
 		}),
 		async execute(_id: string, params: any) {
 			const known = params.replyTo ? taskOf.get(params.replyTo) : undefined;

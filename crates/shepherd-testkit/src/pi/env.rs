@@ -94,8 +94,11 @@ impl PiEnvBuilder {
         if self.models.is_empty() && self.anthropic_models.is_empty() {
             self.models.push("fake-model".to_owned());
         }
+        // `SHEPHERD_KEEP_TEST_DIRS=1` keeps the directory (logs, journals, notes) for a post-mortem.
+        let keep = std::env::var_os("SHEPHERD_KEEP_TEST_DIRS").is_some_and(|v| v == "1");
         let root = tempfile::Builder::new()
             .prefix("shepherd-pi-")
+            .disable_cleanup(keep)
             .tempdir()
             .map_err(io_err("creating a temporary directory"))?;
         let base = root.path();

@@ -38,6 +38,11 @@ export interface ConnectionOptions {
 	onConnect?: () => Promise<void>;
 	/** Gives up reconnecting after this long without a broker (ms). */
 	reconnectFor?: number;
+	/**
+	 * Called once per reconnection when the broker does not answer, before trying again: the
+	 * parent starts a new broker here, which replays its journal and re-adopts the herd.
+	 */
+	revive?: () => Promise<void>;
 	/** How long one request may take (ms). */
 	requestTimeout?: number;
 }
@@ -75,10 +80,26 @@ export class BrokerConnection {
 		return this.connecting;
 	}
 
-	/** Makes one request; connects first if needed. */
-	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+	/**
+	 * Makes one request; connects first if needed. With `repeatable` (a request the broker
+	 * treats as a no-op when it comes twice, like `done` naming its task), a request that was
+	 * in flight when the broker went away is sent once more to the broker that replaces it:
+	 * whether the first copy landed cannot be known, and losing it would be worse.
+	 */
+	async call<T = any>(
+		method: string,
+		params: Record<string, unknown> = {},
+		options: { repeatable?: boolean } = {},
+	): Promise<T> {
 		await this.connect();
-		return this.send<T>(method, params);
+		try {
+			return await this.send<T>(method, params);
+		} catch (error) {
+			const lost = error instanceof BrokerError && error.code === "broker_disconnected";
+			if (!lost || !options.repeatable || this.closed) throw error;
+			await this.connect();
+			return this.send<T>(method, params);
+		}
 	}
 
 	/** Closes for good: no reconnection, pending calls fail. */
@@ -91,6 +112,7 @@ export class BrokerConnection {
 	private async establish(): Promise<void> {
 		const deadline = Date.now() + (this.options.reconnectFor ?? 30_000);
 		let backoff = 25;
+		let revived = false;
 		for (;;) {
 			if (this.closed) throw new BrokerError("broker_disconnected", "the Shepherd connection was closed");
 			try {
@@ -101,12 +123,21 @@ export class BrokerConnection {
 			} catch (error) {
 				this.socket?.destroy();
 				this.socket = undefined;
-				if (error instanceof BrokerError && error.code !== "broker_unavailable") throw error;
+				// A broker that dies while we say hello (a listener still accepting in its last
+				// moments) is as absent as one that never answered: try again.
+				const retryable = ["broker_unavailable", "broker_disconnected"];
+				if (error instanceof BrokerError && !retryable.includes(error.code)) throw error;
 				if (Date.now() + backoff > deadline) {
 					throw new BrokerError(
 						"broker_unavailable",
 						`no Shepherd broker answers on ${this.socketPath}: ${(error as Error).message}`,
 					);
+				}
+				if (!revived && this.options.revive) {
+					revived = true;
+					// A failed revival leaves the retries to find a broker some other way.
+					await this.options.revive().catch(() => {});
+					continue;
 				}
 				await new Promise((resolve) => setTimeout(resolve, backoff));
 				backoff = Math.min(backoff * 2, 500);

@@ -5,8 +5,10 @@
  * cwd, so a resumed session reaches the same broker and gets its sheep back. On session start
  * this asks `shepherd broker ensure` for the socket (starting the broker when none runs),
  * connects as the parent and subscribes, so inbox items are pushed the moment they are durable;
- * a reconnection subscribes again and the broker re-sends what was not acknowledged. A request
- * that finds no broker at all (it stopped, or crashed) ensures it again once and retries.
+ * a reconnection subscribes again and the broker re-sends what was not acknowledged. When the
+ * broker goes away (it crashed, or was stopped) the connection starts a new one at once with
+ * `broker ensure`, so completions keep arriving while pi sits idle. A request that finds no
+ * broker at all ensures it again once and retries.
  */
 
 import { BrokerConnection, BrokerError } from "../lib/broker.ts";
@@ -41,11 +43,15 @@ export class ParentLink {
 		return this.starting;
 	}
 
-	private async open(): Promise<BrokerConnection> {
-		const ensured = await runShepherd<{ socket: string }>(
+	private ensure(): Promise<{ socket: string }> {
+		return runShepherd<{ socket: string }>(
 			["broker", "ensure", "--parent-session", this.identity, "--project", this.project],
 			{ cwd: this.project },
 		);
+	}
+
+	private async open(): Promise<BrokerConnection> {
+		const ensured = await this.ensure();
 		if (this.closed) throw new ShepherdError("broker_disconnected", "the pi session has ended");
 		const connection: BrokerConnection = new BrokerConnection(
 			ensured.socket,
@@ -54,6 +60,9 @@ export class ParentLink {
 				reconnectFor: 10_000,
 				onConnect: async () => {
 					await connection.call("subscribe");
+				},
+				revive: async () => {
+					if (!this.closed) await this.ensure();
 				},
 			},
 		);
