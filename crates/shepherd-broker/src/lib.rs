@@ -30,6 +30,7 @@ mod sheep;
 mod spawn;
 mod supervisor;
 mod telemetry;
+mod transcript;
 
 pub mod client;
 pub mod clock;

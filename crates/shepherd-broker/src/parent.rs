@@ -350,9 +350,9 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
         })?,
     };
     let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
-    let (id, kind) = broker.read(|herd| {
+    let (id, kind, runtime) = broker.read(|herd| {
         read_target(herd, &params.target)
-            .map(|s| (s.id.clone(), s.backend.clone()))
+            .map(|s| (s.id.clone(), s.backend.clone(), s.runtime.clone()))
             .ok_or_else(|| {
                 BrokerError::new(
                     "invalid_target",
@@ -368,9 +368,24 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     let backend = BackendKind::parse(&kind)
         .ok_or_else(|| BrokerError::new("internal", format!("unknown backend `{kind}`")))
         .and_then(|kind| broker.backend(kind))?;
-    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, lines))
+    // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
+    // once rendered as a transcript.
+    let rpc_log = kind == BackendKind::Headless.as_str() && runtime == "pi";
+    let raw_lines = if rpc_log {
+        lines.saturating_mul(50).min(10_000)
+    } else {
+        lines
+    };
+    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, raw_lines))
         .await
         .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+    let text = if rpc_log {
+        let rendered = crate::transcript::transcript(&text);
+        let all: Vec<&str> = rendered.lines().collect();
+        all[all.len().saturating_sub(lines as usize)..].join("\n")
+    } else {
+        text
+    };
     let text = if text.trim().is_empty() {
         "(no terminal output)".to_owned()
     } else {

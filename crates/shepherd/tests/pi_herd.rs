@@ -81,6 +81,23 @@ fn worker_task(pi: &PiBinary, backend: Backend) {
     let file_name = note.file_name().unwrap().to_string_lossy().into_owned();
     assert!(index.contains(&file_name), "{index}");
 
+    // Reading a headless pi sheep shows a transcript, not pi's RPC events.
+    if backend == Backend::Headless {
+        let shown = s.shepherd(&["read", &worker, "--lines", "200"]);
+        let transcript = shown["text"].as_str().unwrap();
+        assert!(
+            transcript.contains("» [Shepherd delegated task from Shepherd]"),
+            "{transcript}"
+        );
+        assert!(transcript.contains("→ bash"), "{transcript}");
+        assert!(transcript.contains("← shepherd_done: Task"), "{transcript}");
+        assert!(
+            transcript.contains("Final report: out.txt holds hello."),
+            "{transcript}"
+        );
+        assert!(!transcript.contains(r#"{"type""#), "{transcript}");
+    }
+
     // The widget showed the working sheep and was cleared once the herd went quiet.
     let shown = s.wait_ui("setWidget", |w| {
         w["widgetLines"].to_string().contains("worker: fix")
