@@ -168,6 +168,11 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
         }
     }
     if let Some(session) = &session {
+        if broker.shutdown.is_cancelled() {
+            // An orderly stop says so (a crash cannot): clients then know not to bring the
+            // broker straight back.
+            session.push(shepherd_core::protocol::event::SHUTDOWN, Value::Null);
+        }
         crate::supervisor::connection_closed(&broker, session).await;
     }
     closed.cancel();

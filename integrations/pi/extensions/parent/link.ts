@@ -6,9 +6,9 @@
  * this asks `shepherd broker ensure` for the socket (starting the broker when none runs),
  * connects as the parent and subscribes, so inbox items are pushed the moment they are durable;
  * a reconnection subscribes again and the broker re-sends what was not acknowledged. When the
- * broker goes away (it crashed, or was stopped) the connection starts a new one at once with
- * `broker ensure`, so completions keep arriving while pi sits idle. A request that finds no
- * broker at all ensures it again once and retries.
+ * broker crashes the connection starts a new one at once with `broker ensure` (which replays
+ * the journal and re-adopts the herd), so completions keep arriving while pi sits idle. A broker
+ * stopped on purpose says so first; then the link lets it go, and the next request starts one.
  */
 
 import { BrokerConnection, BrokerError } from "../lib/broker.ts";
@@ -66,6 +66,11 @@ export class ParentLink {
 				},
 			},
 		);
+		connection.on("shutdown", () => {
+			// Stopped on purpose (`shepherd broker stop`, or idle): do not bring it straight back.
+			connection.close();
+			if (this.connection === connection) this.connection = undefined;
+		});
 		connection.on("inbox", async (data: any) => {
 			const items: any[] = Array.isArray(data?.items) ? data.items : [];
 			if (items.length) await this.onInbox(items);
