@@ -261,6 +261,7 @@ pub fn approve_agent(
     if def.source != AgentSource::Project {
         return Ok(ApproveOutcome::NotNeeded);
     }
+    let _guard = crate::atomic::lock_for_update(&Approvals::file_path(dirs))?;
     let mut approvals = Approvals::load(dirs)?;
     let outcome = approvals.approve(def, now);
     if outcome == ApproveOutcome::Approved {

@@ -11,6 +11,25 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ConfigErr
     shepherd_fs::write_atomic(path, contents, None).map_err(|err| ConfigError::io(path, err))
 }
 
+/// How long a change waits for another process changing the same file.
+const UPDATE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Takes the cross-process lock that guards a read-modify-write of `path` (an OS advisory lock
+/// on a hidden sibling `.<name>.lock`, so a process that dies holding it blocks no one). Two
+/// `shepherd settings set` or `agents approve` at once then both land.
+pub(crate) fn lock_for_update(path: &Path) -> Result<shepherd_fs::FileLock, ConfigError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let lock = path.with_file_name(format!(".{name}.lock"));
+    if let Some(dir) = lock.parent() {
+        fs_err::create_dir_all(dir).map_err(|err| ConfigError::io(dir, err))?;
+    }
+    shepherd_fs::lock(&lock, UPDATE_WAIT)
+        .map_err(|err| ConfigError::io(&lock, std::io::Error::other(err.to_string())))
+}
+
 /// Serialises `value` as pretty JSON with a final newline and writes it atomically.
 pub(crate) fn write_json_atomic(
     path: &Path,

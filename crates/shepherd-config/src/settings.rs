@@ -20,7 +20,7 @@ use shepherd_core::settings::{
     SettingSource, UnknownSettingKey, UserOnlyKey,
 };
 
-use crate::atomic::write_json_atomic;
+use crate::atomic::{lock_for_update, write_json_atomic};
 use crate::error::ConfigError;
 
 /// The settings file name, in both layers.
@@ -257,13 +257,13 @@ pub fn set_setting(
         return Err(UserOnlyKey(key).into());
     }
     let file = match layer {
-        Layer::User => {
-            let file = user_settings_file(dirs);
-            migrate_legacy_user_file(&file, &mut Vec::new());
-            file
-        }
+        Layer::User => user_settings_file(dirs),
         Layer::Project => project_settings_file(project_root),
     };
+    let _guard = lock_for_update(&file)?;
+    if layer == Layer::User {
+        migrate_legacy_user_file(&file, &mut Vec::new());
+    }
     let (mut doc, created) = read_for_update(&file)?;
     match layer {
         Layer::User => settings::set_in_user_layer(&mut doc, key, value.clone()),
@@ -297,6 +297,7 @@ fn set_project_scope(
         return Err(SetSettingError::ProjectScopeNeedsProject);
     }
     let file = project_settings_file(project_root);
+    let _guard = lock_for_update(&file)?;
     let (mut doc, created) = read_for_update(&file)?;
     if active {
         settings::activate_project_layer(&mut doc);

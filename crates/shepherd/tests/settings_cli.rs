@@ -171,3 +171,34 @@ fn the_legacy_settings_file_is_migrated_and_millisecond_timeouts_read_as_minutes
     assert_eq!(doc["projectFileState"], "absent");
     assert_eq!(doc["warnings"], json!([]));
 }
+
+#[test]
+fn concurrent_changes_to_one_file_all_land() {
+    let machine = Machine::new();
+    let changes = [
+        ("timeout", "7"),
+        ("staleWaitThreshold", "3"),
+        ("doneNudges", "2"),
+        ("maxParallelTasks", "6"),
+        ("maxConcurrency", "3"),
+        ("maxDepth", "1"),
+        ("brokerIdleMinutes", "5"),
+        ("keepOpen", "false"),
+    ];
+    for _round in 0..3 {
+        fs_err::remove_file(machine.user_config()).ok();
+        std::thread::scope(|scope| {
+            for (key, value) in changes {
+                let machine = &machine;
+                scope.spawn(move || {
+                    let run = machine.run(&["settings", "set", key, value]);
+                    assert_eq!(run.code, 0, "{}", run.stderr);
+                });
+            }
+        });
+        let stored = read_json(&machine.user_config());
+        for (key, _) in changes {
+            assert!(stored.get(key).is_some(), "{key} was lost: {stored}");
+        }
+    }
+}
