@@ -15,7 +15,7 @@ use shepherd_core::ids::AgentId;
 use shepherd_core::label::{display_name, validate_label};
 use shepherd_core::protocol::{CallerContext, SpawnParams, SpawnResult};
 use shepherd_core::settings::Backend as BackendSetting;
-use shepherd_term::{BackendKind, LaunchRecord, LaunchSpec, Placement, ReadSource};
+use shepherd_term::{Backend, BackendKind, LaunchRecord, LaunchSpec, Placement, ReadSource};
 use tokio::sync::oneshot;
 
 use crate::broker::Broker;
@@ -183,27 +183,11 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     };
     merge_launch(broker, &id, &record);
     if let Err(err) = register_pane(broker, &id, &display, kind, &record) {
-        broker
-            .links
-            .lock()
-            .expect("links lock")
-            .ready_waiters
-            .remove(&id);
-        let closer = backend.clone();
-        let cleanup = record.clone();
-        let _closed = tokio::task::spawn_blocking(move || {
-            closer.close(
-                &cleanup,
-                false,
-                Instant::now() + std::time::Duration::from_secs(10),
-            )
-        })
-        .await;
         let exit = ExitInfo {
             reason: Some(err.to_string()),
             ..ExitInfo::default()
         };
-        broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+        abandon_launch(broker, &id, &backend, record, exit).await;
         return Err(BrokerError::new(
             "spawn_failed",
             format!("Agent \"{}\" was not started: {err}", def.name),
@@ -228,30 +212,15 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
             fieldnote,
         }),
         Err(mut exit) => {
-            broker
-                .links
-                .lock()
-                .expect("links lock")
-                .ready_waiters
-                .remove(&id);
             let record = current_launch(broker, &id);
             if exit.tail.is_empty() {
                 exit.tail = backend
                     .read(&record, ReadSource::RecentUnwrapped, 20)
                     .unwrap_or_default();
             }
-            let closer = backend.clone();
-            let _closed = tokio::task::spawn_blocking(move || {
-                closer.close(
-                    &record,
-                    false,
-                    Instant::now() + std::time::Duration::from_secs(10),
-                )
-            })
-            .await;
             let reason = exit.describe();
             let tail = exit.tail.clone();
-            broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+            abandon_launch(broker, &id, &backend, record, exit).await;
             let mut message = format!("Agent \"{}\" failed to start: it {reason}.", def.name);
             if !tail.trim().is_empty() {
                 message.push_str(" Last output: ");
@@ -341,6 +310,33 @@ fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<PathBuf> {
         ));
     }
     Ok(canonical)
+}
+
+/// Gives up on a launch: nobody waits for its readiness any more, its pane and processes are
+/// ended (within a deadline), and the sheep is recorded as failed to start.
+async fn abandon_launch(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    backend: &Arc<dyn Backend>,
+    record: LaunchRecord,
+    exit: ExitInfo,
+) {
+    broker
+        .links
+        .lock()
+        .expect("links lock")
+        .ready_waiters
+        .remove(id);
+    let closer = backend.clone();
+    let _closed = tokio::task::spawn_blocking(move || {
+        closer.close(
+            &record,
+            false,
+            Instant::now() + std::time::Duration::from_secs(10),
+        )
+    })
+    .await;
+    broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, id, exit));
 }
 
 /// A session named by the caller, accepted only as `.shepherd/sessions/<directory>`.
