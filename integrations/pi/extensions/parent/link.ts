@@ -81,6 +81,11 @@ export class ParentLink {
 		return connection;
 	}
 
+	/** Whether a broker connection is held (none after an orderly stop, until the next request). */
+	get connected(): boolean {
+		return this.connection !== undefined;
+	}
+
 	/** One broker request. */
 	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
 		const connection = await this.start();

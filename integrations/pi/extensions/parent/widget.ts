@@ -65,6 +65,13 @@ export class HerdWidget {
 			this.again = true;
 			return;
 		}
+		if (!this.state.link.connected) {
+			// The broker was stopped on purpose: its herd is gone, and a refresh must not start
+			// a new broker (the next request the model or you make does).
+			this.show([]);
+			this.stopTimer();
+			return;
+		}
 		this.refreshing = true;
 		this.again = false;
 		try {
