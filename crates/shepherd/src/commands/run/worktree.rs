@@ -120,8 +120,19 @@ pub(super) fn probe(cwd: &Path, number: usize) -> Result<Repo, CliError> {
     })
 }
 
+/// Held while this run adds or removes worktrees and branches: git takes its own lock files
+/// for those (`.git/worktrees`, refs), and parallel tasks doing it at once can trip over them.
+static GIT_CHANGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn git_changes() -> std::sync::MutexGuard<'static, ()> {
+    GIT_CHANGES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Makes the worktree `name` (on branch `shepherd/<name>`) from the repository's HEAD.
 pub(super) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
+    let _serialised = git_changes();
     let mut parent = repo.common_dir.clone().into_os_string();
     parent.push("-wt");
     let path = PathBuf::from(parent).join(name);
@@ -198,6 +209,7 @@ fn leftovers(worktree: &Worktree) -> Option<String> {
 }
 
 fn remove(worktree: &Worktree) -> Result<(), String> {
+    let _serialised = git_changes();
     let top = &worktree.repo.top;
     let shown = worktree.path.display().to_string();
     git(top, &["worktree", "remove", &shown])

@@ -1,0 +1,176 @@
+//! The broker wire protocol: JSON lines over a Unix socket.
+//!
+//! A client sends `{"id", "method", "params"}` and gets `{"id", "result"}` or
+//! `{"id", "error": {"code", "message"}}`; the broker may also push `{"event", "data"}` lines
+//! (inbox items, supervisor commands) on a connection that subscribed. The first request on
+//! every connection is `hello`, which fixes the caller's role: the **parent** controls its herd,
+//! a **sheep** (with its capability token) may only talk for itself, an **observer** only reads,
+//! and a **supervisor** reports one sheep's process. Every front end — the CLI, the pi extension,
+//! later MCP — speaks exactly this, so they all behave alike.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+mod parent;
+mod sheep;
+
+pub use parent::*;
+pub use sheep::*;
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Method names.
+pub mod method {
+    /// Opens a session on a connection.
+    pub const HELLO: &str = "hello";
+    /// Parent: start a sheep.
+    pub const SPAWN: &str = "spawn";
+    /// Parent: hand a sheep a tracked task.
+    pub const DELEGATE: &str = "delegate";
+    /// Parent: reserve a run's notes ahead of its tasks.
+    pub const PLAN: &str = "plan";
+    /// Parent: finalise planned notes whose tasks never started.
+    pub const RELEASE: &str = "release";
+    /// Parent: message a sheep.
+    pub const MESSAGE: &str = "message";
+    /// Parent: register a durable watcher.
+    pub const WATCH: &str = "watch";
+    /// Parent or observer: wait on this connection for tasks to settle.
+    pub const WAIT: &str = "wait";
+    /// Parent or observer: one sheep's status, or all.
+    pub const STATUS: &str = "status";
+    /// Parent: close a sheep.
+    pub const CLOSE: &str = "close";
+    /// Parent or observer: the herd.
+    pub const HERD: &str = "herd";
+    /// Parent: drop records of sheep that are gone.
+    pub const PRUNE: &str = "prune";
+    /// Parent or observer: a sheep's recent output.
+    pub const READ: &str = "read";
+    /// Parent or sheep: push inbox items on this connection as they arrive.
+    pub const SUBSCRIBE: &str = "subscribe";
+    /// Parent or sheep: fetch inbox items, waiting up to a deadline.
+    pub const INBOX: &str = "inbox";
+    /// Parent or sheep: acknowledge inbox items.
+    pub const ACK: &str = "ack";
+    /// Sheep: message the parent or a herd-mate.
+    pub const TELL: &str = "tell";
+    /// Sheep: settle its task.
+    pub const DONE: &str = "done";
+    /// Sheep: report its run's lifecycle.
+    pub const REPORT: &str = "report";
+    /// Supervisor: the sheep's program runs.
+    pub const SUPERVISOR_STARTED: &str = "supervisor.started";
+    /// Supervisor: the sheep's program ended.
+    pub const SUPERVISOR_EXITED: &str = "supervisor.exited";
+    /// Anyone: the broker's own status.
+    pub const BROKER_STATUS: &str = "broker.status";
+    /// Parent: stop the broker (closing every sheep first).
+    pub const BROKER_STOP: &str = "broker.stop";
+}
+
+/// Push event names.
+pub mod event {
+    /// Inbox items for the subscribed participant (`data: {items}`).
+    pub const INBOX: &str = "inbox";
+    /// Broker → supervisor: end the sheep (`data: {graceMs}`).
+    pub const TERMINATE: &str = "terminate";
+    /// Broker → client: the broker is shutting down.
+    pub const SHUTDOWN: &str = "shutdown";
+}
+
+/// One request line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Echoed in the response.
+    pub id: u64,
+    /// The method name.
+    pub method: String,
+    /// Method parameters (an object; absent means `{}`).
+    #[serde(default)]
+    pub params: Value,
+}
+
+/// An error body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    /// Stable machine code.
+    pub code: String,
+    /// One human line.
+    pub message: String,
+}
+
+/// One line from the broker: a response (has `id`) or a push (has `event`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ServerLine {
+    /// The answer to a request.
+    Response {
+        /// The request's id.
+        id: u64,
+        /// Success value.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        /// Failure.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<WireError>,
+    },
+    /// Something the broker pushes unasked.
+    Push {
+        /// The event name.
+        event: String,
+        /// Its data.
+        #[serde(default)]
+        data: Value,
+    },
+}
+
+/// Who a connection speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The herd's owner.
+    Parent,
+    /// One sheep, proven by its token.
+    Sheep,
+    /// Read-only.
+    Observer,
+    /// The process supervising one sheep, proven by the sheep's token.
+    Supervisor,
+}
+
+/// `hello` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hello {
+    /// The caller's protocol version.
+    pub protocol: u32,
+    /// The role asked for.
+    pub role: Role,
+    /// For sheep and supervisors: the sheep's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// For sheep and supervisors: the capability token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Free-form client name (`cli`, `pi`, …), for diagnostics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// `hello` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloResult {
+    /// The broker's protocol version.
+    pub protocol: u32,
+    /// The broker's id (stable for its parent and project).
+    pub broker_id: String,
+    /// The parent identity the broker serves.
+    pub parent_identity: String,
+    /// The canonical project root.
+    pub project_root: String,
+    /// The role granted.
+    pub role: Role,
+}

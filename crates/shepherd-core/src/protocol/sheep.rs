@@ -1,0 +1,135 @@
+//! Requests from inside a herd — a sheep's inbox, acknowledgements, `done` and run reports, a
+//! supervisor's start and exit reports — and the broker's own status.
+
+use serde::{Deserialize, Serialize};
+
+use crate::herd::InboxItem;
+use crate::ids::TaskId;
+use crate::task::{DoneStatus, TaskState};
+
+/// `inbox` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxParams {
+    /// How long to wait for the first item (ms); 0 answers at once.
+    #[serde(default)]
+    pub wait_ms: u64,
+}
+
+/// `inbox` result, and the data of an `inbox` push.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboxResult {
+    /// Unacknowledged items, oldest first.
+    pub items: Vec<InboxItem>,
+}
+
+/// `ack` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckParams {
+    /// Acknowledge every item up to and including this sequence number.
+    pub seq: u64,
+}
+
+/// `done` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoneParams {
+    /// Completed, blocked or failed.
+    pub status: DoneStatus,
+    /// What was done, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The task (optional: inferred from the sheep's open task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+/// `done` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoneResult {
+    /// Always true when no error is returned.
+    pub accepted: bool,
+    /// The task settled.
+    pub task_id: TaskId,
+    /// Its state now.
+    pub status: TaskState,
+    /// Whether the task had already settled (the stored result stands).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
+    /// The task id the sheep named, when it named another one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supplied_task_id: Option<String>,
+}
+
+/// `report` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportParams {
+    /// `agent_start` or `run_settled`.
+    pub event: String,
+    /// For `run_settled`: pi's stop reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// For `run_settled`: the error that ended the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// For `run_settled`: the run's final assistant text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The sheep's session file, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+}
+
+/// `supervisor.started` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorStarted {
+    /// The sheep program's pid (also its process group).
+    pub pid: u32,
+    /// The supervisor's own pid.
+    pub supervisor_pid: u32,
+}
+
+/// `supervisor.exited` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorExited {
+    /// Exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Terminating signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Why, when the program could not even start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The end of its output.
+    #[serde(default)]
+    pub tail: String,
+}
+
+/// `broker.status` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerStatus {
+    /// The broker's id.
+    pub broker_id: String,
+    /// The parent identity it serves.
+    pub parent_identity: String,
+    /// The canonical project root.
+    pub project_root: String,
+    /// Its pid.
+    pub pid: u32,
+    /// Its socket.
+    pub socket: String,
+    /// Its journal.
+    pub journal: String,
+    /// When it started (ms).
+    pub started_at: i64,
+    /// Connected clients.
+    pub clients: usize,
+    /// Sheep still holding processes.
+    pub live_sheep: usize,
+    /// Open tasks.
+    pub open_tasks: usize,
+}
