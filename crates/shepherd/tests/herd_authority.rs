@@ -239,3 +239,46 @@ fn a_sheep_cannot_act_as_its_own_parent() {
     .unwrap();
     assert_eq!(answer["error"]["code"], "forbidden", "{answer}");
 }
+
+#[test]
+fn release_finalises_only_notes_this_herds_plans_reserved() {
+    let world = World::new();
+    // A pending note reserved by someone else (another program, through the store).
+    let foreign = world.json(&[
+        "notes",
+        "reserve",
+        "--session-name",
+        "theirs",
+        "--agent",
+        "scout",
+        "--task",
+        "their work",
+    ])["note"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut parent = Raw::open(&world);
+    parent.hello("parent", None, None);
+    let refused = parent.call(
+        "release",
+        json!({"notes": [{"note": foreign, "status": "cancelled", "reason": "not mine"}]}),
+    );
+    assert_eq!(error_code(&refused), "invalid_note", "{refused}");
+    let note = herd_support::read(std::path::Path::new(&foreign));
+    assert!(note.contains("status: pending"), "{note}");
+
+    // A note this herd planned is released once; a second release leaves it alone.
+    let planned = parent.call(
+        "plan",
+        json!({"mode": "single", "notes": [{"agent": "scout", "task": "ours"}]}),
+    );
+    let ours = planned["result"]["notes"][0].as_str().unwrap().to_owned();
+    let release = json!({"notes": [{"note": ours, "status": "cancelled", "reason": "never ran"}]});
+    let first = parent.call("release", release.clone());
+    assert_eq!(first["result"]["released"], json!([ours]), "{first}");
+    let second = parent.call("release", release);
+    assert_eq!(second["result"]["skipped"], json!([ours]), "{second}");
+    let note = herd_support::read(std::path::Path::new(&ours));
+    assert!(note.contains("status: cancelled"), "{note}");
+    assert!(note.contains("never ran"), "{note}");
+}

@@ -208,6 +208,7 @@ impl Fieldnotes {
             identity,
             store: None,
             sessions: HashMap::new(),
+            planned: std::collections::HashSet::new(),
         };
         std::thread::Builder::new()
             .name("fieldnotes".into())

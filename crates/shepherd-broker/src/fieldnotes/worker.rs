@@ -37,6 +37,9 @@ pub(crate) struct WorkerState {
     pub(crate) identity: String,
     pub(crate) store: Option<Store>,
     pub(crate) sessions: HashMap<SessionChoice, (SessionRef, bool)>,
+    /// Notes this broker's plans reserved (record ids, `<session>/<file>`): the only ones `release` may
+    /// finalise, so no parent can end another's planned note.
+    pub(crate) planned: std::collections::HashSet<String>,
 }
 
 impl WorkerState {
@@ -163,6 +166,8 @@ impl WorkerState {
             .load(&session)
             .map_err(|err| store_error(&err, store_code(&err)))?;
         let resumed = resumed || metadata.artifacts.len() > planned;
+        self.planned
+            .extend(records.iter().map(|record| record.id.clone()));
         Ok(PlanReply {
             notes: records
                 .iter()
@@ -180,6 +185,15 @@ impl WorkerState {
     fn release(&mut self, request: ReleaseRequest) -> BrokerResult<bool> {
         let located =
             Store::locate_note(&request.note).map_err(|err| store_error(&err, store_code(&err)))?;
+        if !self.planned.contains(&located.record.id) {
+            return Err(BrokerError::new(
+                "invalid_note",
+                format!(
+                    "`{}` was not reserved by a plan of this herd; only those can be released",
+                    request.note.display()
+                ),
+            ));
+        }
         let store = self.store()?;
         if located.store.project_root() != store.project_root() {
             return Err(BrokerError::new(
