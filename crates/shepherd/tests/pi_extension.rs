@@ -164,7 +164,7 @@ fn shepherd_command(pi: &PiBinary) {
     notify(&mut s, "/shepherd status worker", "worker: by hand idle.");
     notify(&mut s, "/shepherd read \"worker: by hand\" --lines 5", "");
     notify(&mut s, "/shepherd settings timeout 7", "Set timeout to 7");
-    notify(&mut s, "/shepherd settings", "timeout: 7 (user)");
+    notify(&mut s, "/shepherd settings show", "timeout: 7 (user)");
     notify(&mut s, "/shepherd prune", "No stale sheep records found");
     let usage = notify(&mut s, "/shepherd spawn", "spawn requires an agent name.");
     assert_eq!(usage["notifyType"], "warning", "{usage}");
@@ -184,6 +184,110 @@ fn shepherd_command(pi: &PiBinary) {
     assert!(s.requests(PARENT_MODEL).is_empty());
     let herd = s.shepherd(&["herd"]);
     assert_eq!(herd["sheep"][0]["displayName"], "worker: by hand", "{herd}");
+}
+
+/// `/shepherd` opens the settings menu in pi's select dialog: a yes/no row flips, a row with
+/// choices offers them, switching the scope to project creates the project file, a user-only
+/// row still saves to the user file, and dismissing the menu ends it.
+fn settings_menu(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let start = s.parent().records().len();
+    s.parent()
+        .send(&json!({"type": "prompt", "message": "/shepherd"}))
+        .expect("the command is sent");
+    let is_menu = |r: &Value| {
+        r["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Shepherd settings"))
+    };
+    let mut menu = s.wait_ui_since(start, "select", is_menu);
+    // Picks `option` in the open dialog; returns the next dialog and what was notified meanwhile.
+    let pick = |s: &mut Shepherd,
+                dialog: &Value,
+                option: &str,
+                next_is_menu: bool|
+     -> (Value, Vec<String>) {
+        let options: Vec<&str> = dialog["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            options.contains(&option),
+            "{option:?} is not offered in {dialog}"
+        );
+        let from = s.parent().records().len();
+        s.parent()
+            .send(&json!({"type": "extension_ui_response", "id": dialog["id"], "value": option}))
+            .unwrap();
+        let next = s.wait_ui_since(from, "select", |r| is_menu(r) == next_is_menu);
+        let said = s.parent().records()[from..]
+            .iter()
+            .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+            .filter_map(|r| r["message"].as_str().map(str::to_owned))
+            .collect();
+        (next, said)
+    };
+
+    assert_eq!(
+        menu["title"], "Shepherd settings (saving to the user file)",
+        "{menu}"
+    );
+    let (next, said) = pick(&mut s, &menu, "Keep tab open after done: on", true);
+    assert_eq!(said, ["Saved Keep tab open after done: off (user file)."]);
+    menu = next;
+    let (choices, _) = pick(&mut s, &menu, "Default run timeout: 20 min", false);
+    assert_eq!(
+        choices["title"], "Default run timeout (now 20 min)",
+        "{choices}"
+    );
+    (menu, _) = pick(&mut s, &choices, "5 min", true);
+    let (choices, _) = pick(&mut s, &menu, "Settings scope: user", false);
+    let (next, said) = pick(&mut s, &choices, "project", true);
+    assert!(said[0].starts_with("Config created at "), "{said:?}");
+    menu = next;
+    assert!(
+        menu["title"].as_str().unwrap().contains("project file"),
+        "{menu}"
+    );
+    let (choices, _) = pick(&mut s, &menu, "Stale wait reminder: 5 min", false);
+    (menu, _) = pick(&mut s, &choices, "off", true);
+    let (choices, _) = pick(&mut s, &menu, "Deepest nested herd: 2 (user file)", false);
+    let (next, said) = pick(&mut s, &choices, "3", true);
+    assert_eq!(said, ["Saved Deepest nested herd: 3 (user file)."]);
+    let options = next["options"].to_string();
+    assert!(options.contains("Settings scope: project"), "{options}");
+    assert!(options.contains("Stale wait reminder: off"), "{options}");
+    s.parent()
+        .send(&json!({"type": "extension_ui_response", "id": next["id"], "cancelled": true}))
+        .unwrap();
+
+    let doc = s.shepherd_project(&["settings"]);
+    assert_eq!(doc["activeLayer"], "project", "{doc}");
+    assert_eq!(doc["settings"]["staleWaitThreshold"], 0, "{doc}");
+    assert_eq!(doc["sources"]["staleWaitThreshold"], "project", "{doc}");
+    assert_eq!(doc["settings"]["maxDepth"], 3, "{doc}");
+    assert_eq!(doc["sources"]["maxDepth"], "user", "{doc}");
+    let user: Value = serde_json::from_str(&pi_support::read(std::path::Path::new(
+        doc["userFile"].as_str().unwrap(),
+    )))
+    .unwrap();
+    assert_eq!(user["keepOpen"], false, "{user}");
+    assert_eq!(user["timeout"], 5, "{user}");
+    // The menu is closed: the next command is answered.
+    let from = s.parent().records().len();
+    s.parent()
+        .send(&json!({"type": "prompt", "message": "/shepherd settings show"}))
+        .unwrap();
+    let shown = s.wait_ui_since(from, "notify", |_| true);
+    assert!(
+        shown["message"]
+            .as_str()
+            .unwrap()
+            .contains("Active layer: project"),
+        "{shown}"
+    );
 }
 
 /// A project agent is confirmed in pi's dialog; yes approves it (stored) and spawns it, no
@@ -352,6 +456,7 @@ shepherd_testkit::pi_tests!(
     missing_binary,
     failures_are_errors_with_the_protocol_block,
     shepherd_command,
+    settings_menu,
     project_agent_confirmation,
     deprecated_prompt,
     subagent_is_opt_in,

@@ -1,10 +1,13 @@
 /**
  * The `/shepherd` command for people: `agents`, `herd`, `spawn`, `status`, `read`, `settings`
  * and `prune`, with argument completion. It parses the words, makes the same requests as the
- * tools (or runs `shepherd settings`), and shows the answer as a pi notification.
+ * tools (or runs `shepherd settings`), and shows the answer as a pi notification. With no
+ * action, or `settings` alone, it opens the settings menu where pi has a UI (the settings as
+ * text otherwise, and always with `settings show`).
  */
 
 import { runShepherd } from "./cli.ts";
+import { openSettingsMenu } from "./settings-menu.ts";
 import { agentsText, herd, herdText, listAgents, resolveTarget, spawnSheep, statusText } from "./ops.ts";
 import type { ParentState } from "./state.ts";
 
@@ -12,7 +15,7 @@ const ACTIONS = ["agents", "herd", "spawn", "status", "read", "settings", "prune
 const USAGE =
 	"Usage: /shepherd agents [user|project|both] | herd | spawn <agent> [--label <text>] [--placement tab|pane_right|pane_down|workspace] " +
 	"[--cwd <dir>] [--model <provider/id>] | status <target> | read <target> [--lines <n>] [--source visible|recent|recent-unwrapped|detection] " +
-	"| settings [<key> <value> [--project]] | prune";
+	"| settings [show | <key> <value> [--project]] | prune";
 
 class UsageError extends Error {}
 
@@ -88,7 +91,7 @@ function settingsText(doc: any): string {
 	const sources = doc?.sources ?? {};
 	const rows = Object.keys(settings).map((key) => `${key}: ${JSON.stringify(settings[key])}${sources[key] && sources[key] !== "default" ? ` (${sources[key]})` : ""}`);
 	const where = `Active layer: ${doc?.activeLayer ?? "user"} · user file ${doc?.userFile ?? "?"}${doc?.projectFileState && doc.projectFileState !== "absent" ? ` · project file ${doc.projectFile} (${doc.projectFileState})` : ""}`;
-	return [...rows, where, "Change one with /shepherd settings <key> <value> [--project]."].join("\n");
+	return [...rows, where, "Change one with /shepherd settings <key> <value> [--project], or in the menu: /shepherd settings."].join("\n");
 }
 
 export function registerCommand(pi: any, state: ParentState): void {
@@ -114,7 +117,8 @@ export function registerCommand(pi: any, state: ParentState): void {
 		}
 	}
 
-	async function run(args: string, ctx: any): Promise<{ text: string; level: "info" | "error" }> {
+	/** What to tell the person, or nothing when the answer was a dialog. */
+	async function run(args: string, ctx: any): Promise<{ text: string; level: "info" | "error" } | undefined> {
 		const tokens = tokenize(args ?? "");
 		const action = tokens.shift() ?? "settings";
 		switch (action) {
@@ -177,11 +181,15 @@ export function registerCommand(pi: any, state: ParentState): void {
 			}
 			case "settings": {
 				const parsed = parse(tokens, { project: [] });
-				if (parsed.positional.length === 0) {
+				if (parsed.positional.length === 0 && ctx?.hasUI && typeof ctx.ui?.select === "function") {
+					await openSettingsMenu(ctx.ui, state.cwd);
+					return undefined;
+				}
+				if (parsed.positional.length === 0 || (parsed.positional.length === 1 && parsed.positional[0] === "show")) {
 					const doc = await runShepherd(["settings", "--project", state.cwd], { cwd: state.cwd });
 					return { text: settingsText(doc), level: "info" };
 				}
-				if (parsed.positional.length !== 2) throw new UsageError("settings takes a key and a value, or nothing.");
+				if (parsed.positional.length !== 2) throw new UsageError("settings takes show, a key and a value, or nothing.");
 				const [key, value] = parsed.positional as [string, string];
 				const args = ["settings", "set", key, value];
 				if (parsed.flags.project) args.push("--project", state.cwd);
@@ -203,7 +211,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 	}
 
 	pi.registerCommand("shepherd", {
-		description: "Shepherd: agents | herd | spawn <agent> | status <target> | read <target> | settings | prune",
+		description: "Shepherd: (no args) settings menu | agents | herd | spawn <agent> | status <target> | read <target> | settings | prune",
 		getArgumentCompletions: async (prefix: string) => {
 			const words = prefix.split(/\s+/);
 			if (words.length <= 1) {
@@ -229,7 +237,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 			} else if (action === "settings" && rest.length === 1) {
 				try {
 					const doc = await runShepherd(["settings", "--project", state.cwd], { cwd: state.cwd });
-					candidates = Object.keys(doc?.settings ?? {}).map((value) => ({ value, description: JSON.stringify(doc.settings[value]) }));
+					candidates = [{ value: "show", description: "every setting as text" }, ...Object.keys(doc?.settings ?? {}).map((value) => ({ value, description: JSON.stringify(doc.settings[value]) }))];
 				} catch {
 					candidates = [];
 				}
@@ -249,8 +257,8 @@ export function registerCommand(pi: any, state: ParentState): void {
 				state.hasUI = true;
 			}
 			try {
-				const { text, level } = await run(args, ctx);
-				ctx.ui?.notify?.(text, level);
+				const answer = await run(args, ctx);
+				if (answer) ctx.ui?.notify?.(answer.text, answer.level);
 			} catch (error) {
 				const message = error instanceof UsageError ? `${error.message}\n${USAGE}` : (error as Error).message;
 				ctx.ui?.notify?.(`shepherd: ${message}`, error instanceof UsageError ? "warning" : "error");

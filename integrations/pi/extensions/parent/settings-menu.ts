@@ -1,0 +1,139 @@
+/**
+ * The interactive settings menu behind `/shepherd` and `/shepherd settings`: a list of every
+ * setting with its current value, built on pi's own `select` dialog so it works the same in the
+ * terminal and over RPC. Picking a yes/no row flips it; picking any other row offers its
+ * choices. Every change is saved by `shepherd settings set` (the CLI owns the files, their lock
+ * and their validation) into the layer that is active, except the user-only rows, which always
+ * go to the user file; the menu then reopens with the new values until it is dismissed.
+ */
+
+import { runShepherd } from "./cli.ts";
+
+interface Choice {
+	label: string;
+	value: string;
+}
+
+interface Row {
+	key: string;
+	label: string;
+	/** Absent: a yes/no setting, flipped when picked. */
+	choices?: Choice[];
+	userOnly?: boolean;
+	/** Shown after a save, when it helps to know when the change applies. */
+	note?: (value: unknown) => string | undefined;
+}
+
+const minutes = (values: number[]): Choice[] => values.map((n) => ({ label: `${n} min`, value: String(n) }));
+const counts = (values: number[]): Choice[] => values.map((n) => ({ label: String(n), value: String(n) }));
+
+/** The rows in menu order: the original's eleven, then Shepherd's own. */
+export const ROWS: Row[] = [
+	{ key: "projectScope", label: "Settings scope", choices: [{ label: "user", value: "user" }, { label: "project", value: "project" }] },
+	{
+		key: "agentScope",
+		label: "Agent scope",
+		choices: ["user", "project", "both"].map((value) => ({ label: value, value })),
+		note: (value) => (value !== "user" ? "project agents are repository-controlled" : undefined),
+	},
+	{ key: "includeBundledAgents", label: "Include bundled agents" },
+	{ key: "confirmProjectAgents", label: "Confirm project agents", userOnly: true },
+	{ key: "subagentCompatibility", label: "Legacy subagent compatibility", userOnly: true, note: () => "restart pi to apply" },
+	{ key: "keepOpen", label: "Keep tab open after done" },
+	{ key: "stayOpen", label: "Keep agent alive after done" },
+	{ key: "fieldnotes", label: "Enable fieldnotes" },
+	{ key: "emojiSheep", label: "Use sheep emoji" },
+	{ key: "timeout", label: "Default run timeout", choices: minutes([1, 2, 5, 10, 20, 30, 60]) },
+	{ key: "staleWaitThreshold", label: "Stale wait reminder", choices: [{ label: "off", value: "off" }, ...minutes([1, 2, 5, 10, 15, 30])] },
+	{ key: "backend", label: "Where sheep run", choices: ["auto", "herdr", "tmux", "headless"].map((value) => ({ label: value, value })) },
+	{ key: "doneNudges", label: "Forgotten-done reminders", choices: counts([0, 1, 2, 3]) },
+	{ key: "maxParallelTasks", label: "Most tasks in one subagent call", choices: counts([1, 2, 4, 8, 16]) },
+	{ key: "maxConcurrency", label: "Most subagent tasks at once", choices: counts([1, 2, 4, 8]) },
+	{ key: "maxDepth", label: "Deepest nested herd", choices: counts([0, 1, 2, 3]), userOnly: true },
+	{ key: "brokerIdleMinutes", label: "Idle broker exits after", choices: minutes([1, 5, 10, 30, 60]) },
+];
+
+/** `shepherd settings --json` for one project. */
+interface SettingsDoc {
+	settings: Record<string, unknown>;
+	activeLayer: "user" | "project";
+	projectFile: string;
+	projectFileState: "absent" | "dormant" | "active" | string;
+}
+
+/** How a row's current value reads in the menu. */
+export function valueText(row: Row, doc: SettingsDoc): string {
+	if (row.key === "projectScope") {
+		if (doc.activeLayer === "project") return "project";
+		return doc.projectFileState === "absent" ? "user" : `user (project file ${doc.projectFileState})`;
+	}
+	const value = doc.settings[row.key];
+	if (!row.choices) return value === true ? "on" : "off";
+	if (row.key === "staleWaitThreshold" && typeof value === "number" && value < 1) return "off";
+	const choice = row.choices.find((c) => c.value === String(value));
+	if (choice) return choice.label;
+	return row.choices[0]?.label.endsWith(" min") ? `${value} min` : String(value);
+}
+
+/** One menu line per row, e.g. `Default run timeout: 20 min`; user-only rows say so while the project layer is active. */
+export function menuLines(doc: SettingsDoc): string[] {
+	return ROWS.map((row) => {
+		const scope = row.userOnly && doc.activeLayer === "project" ? " (user file)" : "";
+		return `${row.label}: ${valueText(row, doc)}${scope}`;
+	});
+}
+
+/** Opens the menu on `ui` for the project at `cwd`; returns when it is dismissed. */
+export async function openSettingsMenu(ui: any, cwd: string): Promise<void> {
+	const load = () => runShepherd<SettingsDoc>(["settings", "--project", cwd], { cwd });
+	let doc = await load();
+	for (;;) {
+		const lines = menuLines(doc);
+		const where = doc.activeLayer === "project" ? `project file ${doc.projectFile}` : "user file";
+		const picked = await ui.select(`Shepherd settings (saving to the ${where})`, lines);
+		const row = picked === undefined ? undefined : ROWS[lines.indexOf(picked)];
+		if (!row) return;
+		try {
+			const message = await change(ui, row, doc, cwd);
+			if (message) ui.notify(message, "info");
+		} catch (error) {
+			ui.notify(`shepherd: could not save ${row.key}: ${(error as Error).message}`, "error");
+		}
+		doc = await load();
+	}
+}
+
+/** Asks for (or flips to) the row's new value and saves it; returns what to tell the person, if anything changed. */
+async function change(ui: any, row: Row, doc: SettingsDoc, cwd: string): Promise<string | undefined> {
+	const current = valueText(row, doc);
+	let value: string;
+	if (row.choices) {
+		const labels = row.choices.map((c) => c.label);
+		const picked = await ui.select(`${row.label} (now ${current})`, labels);
+		const choice = row.choices.find((c) => c.label === picked);
+		if (!choice) return undefined;
+		value = choice.value;
+	} else {
+		value = doc.settings[row.key] === true ? "false" : "true";
+	}
+	if (row.key === "projectScope") return switchScope(value === "project", doc, cwd);
+
+	const project = doc.activeLayer === "project" && !row.userOnly;
+	await runShepherd(["settings", "set", row.key, value, ...(project ? ["--project", cwd] : [])], { cwd });
+	const shown = row.choices ? row.choices.find((c) => c.value === value)!.label : value === "true" ? "on" : "off";
+	const note = row.note?.(value);
+	return `Saved ${row.label}: ${shown} (${project ? "project file" : "user file"})${note ? ` (${note})` : ""}.`;
+}
+
+async function switchScope(toProject: boolean, doc: SettingsDoc, cwd: string): Promise<string> {
+	if (toProject) {
+		if (doc.activeLayer === "project") return "Project settings are already active.";
+		await runShepherd(["settings", "set", "projectScope", "true", "--project", cwd], { cwd });
+		return doc.projectFileState === "absent"
+			? `Config created at ${doc.projectFile}; project settings are active for this workspace.`
+			: "Project settings activated for this workspace.";
+	}
+	if (doc.activeLayer !== "project") return "Project settings are already inactive.";
+	await runShepherd(["settings", "set", "projectScope", "false", "--project", cwd], { cwd });
+	return "Project settings deactivated; user settings are active.";
+}
