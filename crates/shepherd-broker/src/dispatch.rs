@@ -33,7 +33,9 @@ pub(crate) async fn dispatch(
         | method::CLOSE
         | method::PRUNE
         | method::BROKER_STOP => role == Role::Parent,
-        method::WAIT | method::HERD | method::READ => matches!(role, Role::Parent | Role::Observer),
+        method::WAIT | method::HERD | method::HERD_SUBSCRIBE | method::READ => {
+            matches!(role, Role::Parent | Role::Observer)
+        }
         method::STATUS | method::BROKER_STATUS => role != Role::Supervisor,
         method::INBOX | method::ACK | method::SUBSCRIBE => {
             matches!(role, Role::Parent | Role::Sheep)
@@ -75,6 +77,7 @@ pub(crate) async fn dispatch(
             parse(&name, params)?,
         )),
         method::HERD => reply(crate::parent::herd(broker)),
+        method::HERD_SUBSCRIBE => reply(crate::herd_feed::subscribe(broker, session)),
         method::READ => reply(crate::parent::read(broker, parse(&name, params)?).await),
         method::CLOSE => reply(crate::close::close(broker, parse(&name, params)?).await),
         method::PRUNE => reply(crate::close::prune(broker).await),

@@ -8,7 +8,7 @@
 //! Layout:
 //! - [`paths`]: where a broker lives; [`clock`]: its time source; [`journal`]: durability.
 //! - `broker`: shared state and the commit path; `server`/`dispatch`: connections and routing.
-//! - `spawn`, `parent`, `close`, `inbox`, `sheep`, `supervisor`: request handlers.
+//! - `spawn`, `parent`, `close`, `inbox`, `herd_feed`, `sheep`, `supervisor`: request handlers.
 //! - `fieldnotes`: the batched note writer; `recovery`: re-adoption after a restart;
 //!   [`serve`]: start-up, loops and shutdown.
 
@@ -19,6 +19,7 @@ mod close;
 mod dispatch;
 mod error;
 mod fieldnotes;
+mod herd_feed;
 mod herdr_link;
 mod inbox;
 mod parent;

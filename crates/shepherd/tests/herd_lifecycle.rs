@@ -171,3 +171,63 @@ fn a_sheep_that_never_starts_fails_spawn_with_its_output() {
         "{message}"
     );
 }
+
+/// `herd --follow` prints the herd, then each change the broker pushes — including one the
+/// parent did not cause (a sheep asking a question) — and ends cleanly on Ctrl-C.
+#[test]
+fn herd_follow_prints_every_pushed_change_until_interrupted() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+
+    let world = World::new();
+    world.define_test_sheep("asker", "ask shepherd which file?; idle", None);
+    let mut follower = world
+        .command(&["herd", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, seen) = mpsc::channel::<serde_json::Value>();
+    let stdout = follower.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(serde_json::from_str(&line).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let wait_for = |what: &str, matches: &dyn Fn(&serde_json::Value) -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match seen.recv_timeout(left) {
+                Ok(view) if matches(&view) => return view,
+                Ok(_) => {}
+                Err(err) => panic!("no herd line showed {what}: {err}"),
+            }
+        }
+    };
+
+    wait_for("the empty herd", &|v| v["sheep"] == serde_json::json!([]));
+    let agent = world.spawn("asker", "curious");
+    wait_for("the idle sheep", &|v| {
+        v["sheep"][0]["agentId"] == agent.as_str() && v["sheep"][0]["state"] == "idle"
+    });
+    world.delegate(&agent, "pick a file");
+    let waiting = wait_for("the task waiting on the parent", &|v| {
+        v["sheep"][0]["task"]["state"] == "waiting"
+    });
+    assert_eq!(waiting["sheep"][0]["displayName"], "asker: curious");
+    assert_eq!(
+        waiting["sheep"][0]["task"]["waitingOn"], "shepherd",
+        "{waiting}"
+    );
+    world.json(&["close", &agent]);
+    wait_for("the herd without the closed sheep", &|v| {
+        v["sheep"] == serde_json::json!([])
+    });
+
+    let pid = rustix::process::Pid::from_raw(i32::try_from(follower.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    assert!(follower.wait().unwrap().success());
+}

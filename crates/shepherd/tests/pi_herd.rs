@@ -181,6 +181,11 @@ fn ping_pong(pi: &PiBinary, backend: Backend) {
     let status = s.shepherd(&["status", &worker]);
     assert_eq!(status["task"]["state"], "waiting", "{status}");
     assert_eq!(status["task"]["waitingOn"], "planner: ping", "{status}");
+    // The herd widget shows the wait too: the broker pushed it (the parent asked nothing).
+    s.wait_ui("setWidget", |w| {
+        let rows = w["widgetLines"].to_string();
+        rows.contains("worker: pong") && rows.contains("←planner: ping") && rows.contains("waiting")
+    });
 
     s.fake.append(
         "planner-model",

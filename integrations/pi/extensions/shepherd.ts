@@ -50,11 +50,11 @@ export default async function shepherd(pi: any) {
 		const identity = ctx.sessionManager?.getSessionId?.();
 		if (!identity) return;
 		state.link?.close();
-		state.link = new ParentLink(identity, state.cwd, onInbox);
+		state.link = new ParentLink(identity, state.cwd, onInbox, (sheep) => widget.update(sheep));
 		// Start the broker and subscribe in the background: a resumed session gets its herd's
 		// pending completions as soon as the connection is up; a tool call waits for it.
 		state.link.start().then(
-			() => widget.refresh(),
+			() => void widget.refresh(),
 			() => {
 				// reported by the first tool call or command that needs the broker
 			},

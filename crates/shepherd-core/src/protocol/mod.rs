@@ -44,6 +44,8 @@ pub mod method {
     pub const CLOSE: &str = "close";
     /// Parent or observer: the herd.
     pub const HERD: &str = "herd";
+    /// Parent or observer: the herd now, then pushed `herd` events whenever it changes.
+    pub const HERD_SUBSCRIBE: &str = "herd.subscribe";
     /// Parent: drop records of sheep that are gone.
     pub const PRUNE: &str = "prune";
     /// Parent or observer: a sheep's recent output.
@@ -74,6 +76,8 @@ pub mod method {
 pub mod event {
     /// Inbox items for the subscribed participant (`data: {items}`).
     pub const INBOX: &str = "inbox";
+    /// The herd changed (`data`: the same document as a `herd` result).
+    pub const HERD: &str = "herd";
     /// Broker → supervisor: end the sheep (`data: {graceMs}`).
     pub const TERMINATE: &str = "terminate";
     /// Broker → client: the broker is shutting down.

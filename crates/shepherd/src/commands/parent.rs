@@ -12,7 +12,7 @@ use shepherd_core::herd::{SheepStatus, TaskReport};
 use shepherd_core::protocol::{
     CallerContext, CloseParams, CloseResult, DelegateParams, DelegateResult, HerdResult, IdList,
     MessageParams, MessageResult, PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult,
-    StatusParams, WaitParams, WaitResult, method,
+    StatusParams, WaitParams, WaitResult, event, method,
 };
 
 use super::connect::{HerdArgs, parent, runtime, target};
@@ -384,6 +384,10 @@ fn herd_lines(herd: &HerdResult) -> String {
 /// List the herd.
 #[derive(Debug, Args)]
 pub(crate) struct HerdListArgs {
+    /// Keep listening: print the herd again each time it changes (pushed by the broker; with
+    /// --json one document per line) until interrupted or the broker stops.
+    #[arg(long)]
+    follow: bool,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -393,9 +397,46 @@ pub(crate) fn herd(
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
+    if args.follow {
+        return follow_herd(args, ctx, *printer);
+    }
     let herd: HerdResult = call(ctx, &args.herd, method::HERD, &json!({}))?;
     printer.emit(&herd, || herd_lines(&herd));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `herd --follow`: the herd now, then every pushed change, each human block headed by the
+/// local time it was seen.
+fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<ExitCode, CliError> {
+    let target = target(ctx, &args.herd)?;
+    let show = |herd: &HerdResult| {
+        printer.emit(herd, || {
+            let at = jiff::Zoned::now().strftime("%H:%M:%S");
+            format!("[{at}] {} sheep\n{}", herd.sheep.len(), herd_lines(herd))
+        });
+    };
+    runtime()?.block_on(async {
+        let mut client = parent(&target).await?;
+        let now: HerdResult = client.call(method::HERD_SUBSCRIBE, &json!({})).await?;
+        show(&now);
+        loop {
+            let push = tokio::select! {
+                push = client.next_push() => push,
+                _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            };
+            match push {
+                Ok((name, data)) if name == event::HERD => {
+                    let herd: HerdResult = serde_json::from_value(data)
+                        .map_err(|e| CliError::new("protocol", e.to_string()))?;
+                    show(&herd);
+                }
+                Ok((name, _)) if name == event::SHUTDOWN => return Ok(ExitCode::SUCCESS),
+                Ok(_) => {}
+                Err(shepherd_broker::client::ClientError::Closed) => return Ok(ExitCode::SUCCESS),
+                Err(err) => return Err(err.into()),
+            }
+        }
+    })
 }
 
 /// Close a sheep: its open task is cancelled, its processes end before this returns.

@@ -4,8 +4,9 @@
  * A pi session is one herd: its identity is pi's session id and its project is the session's
  * cwd, so a resumed session reaches the same broker and gets its sheep back. On session start
  * this asks `shepherd broker ensure` for the socket (starting the broker when none runs),
- * connects as the parent and subscribes, so inbox items are pushed the moment they are durable;
- * a reconnection subscribes again and the broker re-sends what was not acknowledged. When the
+ * connects as the parent and subscribes, so inbox items are pushed the moment they are durable
+ * and the herd view each time it changes (for the widget); a reconnection subscribes again and
+ * the broker re-sends what was not acknowledged. When the
  * broker crashes the connection starts a new one at once with `broker ensure` (which replays
  * the journal and re-adopts the herd), so completions keep arriving while pi sits idle. A broker
  * stopped on purpose says so first; then the link lets it go, and the next request starts one.
@@ -15,6 +16,8 @@ import { BrokerConnection, BrokerError } from "../lib/broker.ts";
 import { runShepherd, ShepherdError } from "./cli.ts";
 
 export type InboxHandler = (items: any[]) => Promise<void> | void;
+/** The herd's sheep as the broker pushed them; `undefined` when the broker was stopped. */
+export type HerdHandler = (sheep: any[] | undefined) => void;
 
 export class ParentLink {
 	readonly identity: string;
@@ -22,11 +25,14 @@ export class ParentLink {
 	private connection?: BrokerConnection;
 	private starting?: Promise<BrokerConnection>;
 	private closed = false;
+	/** Whether the broker pushes herd views (a broker from an older build does not). */
+	herdFeed = false;
 
 	constructor(
 		identity: string,
 		project: string,
 		private readonly onInbox: InboxHandler,
+		private readonly onHerd: HerdHandler = () => {},
 	) {
 		this.identity = identity;
 		this.project = project;
@@ -60,6 +66,15 @@ export class ParentLink {
 				reconnectFor: 10_000,
 				onConnect: async () => {
 					await connection.call("subscribe");
+					try {
+						const herd = await connection.call("herd.subscribe");
+						this.herdFeed = true;
+						this.onHerd(Array.isArray(herd?.sheep) ? herd.sheep : []);
+					} catch (error) {
+						// A broker from an older build: the widget asks for the herd on changes instead.
+						if (error instanceof BrokerError && error.code === "unknown_method") this.herdFeed = false;
+						else throw error;
+					}
 				},
 				revive: async () => {
 					if (!this.closed) await this.ensure();
@@ -70,6 +85,10 @@ export class ParentLink {
 			// Stopped on purpose (`shepherd broker stop`, or idle): do not bring it straight back.
 			connection.close();
 			if (this.connection === connection) this.connection = undefined;
+			this.onHerd(undefined);
+		});
+		connection.on("herd", (data: any) => {
+			if (Array.isArray(data?.sheep)) this.onHerd(data.sheep);
 		});
 		connection.on("inbox", async (data: any) => {
 			const items: any[] = Array.isArray(data?.items) ? data.items : [];

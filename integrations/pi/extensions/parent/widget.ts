@@ -1,9 +1,9 @@
 /**
  * The herd widget below pi's editor: one row per sheep that is working or holds an open task,
  * with the time since it was spawned, its state, and for a waiting task how long it has waited,
- * on whom, and whether the wait is stale. It is refreshed when the herd may have changed (a
- * push, a Shepherd tool call) and every second while a row is shown; with no row it is cleared
- * and the timer stops.
+ * on whom, and whether the wait is stale. The broker pushes the herd each time it changes; a
+ * timer only redraws the clocks once a second while a row is shown, asking nothing; with no
+ * row the widget is cleared and the timer stops.
  */
 
 import type { ParentState } from "./state.ts";
@@ -51,49 +51,66 @@ export class HerdWidget {
 	private timer?: ReturnType<typeof setInterval>;
 	private shown = "";
 	private tick = 0;
-	private refreshing = false;
+	private sheep: any[] = [];
+	/** When `sheep` arrived: waiting times grow from there between pushes. */
+	private receivedAt = 0;
+	private fetching = false;
 	private again = false;
 	private disposed = false;
 
 	constructor(private readonly state: ParentState) {}
 
-	/** Fetches the herd and redraws; keeps the 1 s timer running only while rows are shown. */
+	/** The herd as the broker pushed it (`undefined`: the broker was stopped, the herd is gone). */
+	update(sheep: any[] | undefined): void {
+		if (this.disposed) return;
+		this.sheep = sheep ?? [];
+		this.receivedAt = Date.now();
+		this.state.rememberHerd(this.sheep);
+		this.draw();
+	}
+
+	/**
+	 * Called when the herd may have changed because of something this session did. With the
+	 * broker's herd feed the push brings the change; without it (a broker from an older build)
+	 * the herd is fetched once here.
+	 */
 	async refresh(): Promise<void> {
-		if (this.disposed || !this.state.hasUI || !this.state.ui || !this.state.link) return;
-		if (this.refreshing) {
-			// A change during a refresh is drawn right after it, not lost until the next tick.
+		const link = this.state.link;
+		if (this.disposed || !this.state.hasUI || !link || !link.connected || link.herdFeed) return;
+		if (this.fetching) {
 			this.again = true;
 			return;
 		}
-		if (!this.state.link.connected) {
-			// The broker was stopped on purpose: its herd is gone, and a refresh must not start
-			// a new broker (the next request the model or you make does).
-			this.show([]);
-			this.stopTimer();
-			return;
-		}
-		this.refreshing = true;
+		this.fetching = true;
 		this.again = false;
 		try {
 			const result = await this.state.call("herd");
-			const sheep: any[] = result?.sheep ?? [];
-			this.state.rememberHerd(sheep);
-			const theme = this.state.ui.theme;
-			const color = theme?.fg ? (name: string, text: string) => theme.fg(name, text) : undefined;
-			const lines = widgetLines(sheep, Date.now(), this.tick++, color);
-			if (this.disposed) return;
-			this.show(lines);
-			if (lines.length && !this.timer) {
-				this.timer = setInterval(() => void this.refresh(), 1000);
-				this.timer.unref?.();
-			} else if (!lines.length) {
-				this.stopTimer();
-			}
+			this.update(result?.sheep ?? []);
 		} catch {
-			// the broker is away: keep what is shown, try again on the next change
+			// the broker is away: keep what is shown
 		} finally {
-			this.refreshing = false;
+			this.fetching = false;
 			if (this.again) void this.refresh();
+		}
+	}
+
+	/** Draws the rows; a 1 s timer redraws the clocks locally (no request) while rows are shown. */
+	private draw(): void {
+		if (this.disposed || !this.state.hasUI || !this.state.ui) return;
+		const now = Date.now();
+		const elapsed = now - this.receivedAt;
+		const sheep = this.sheep.map((s) =>
+			s.task?.state === "waiting" ? { ...s, task: { ...s.task, waitingMs: (s.task.waitingMs ?? 0) + elapsed } } : s,
+		);
+		const theme = this.state.ui.theme;
+		const color = theme?.fg ? (name: string, text: string) => theme.fg(name, text) : undefined;
+		const lines = widgetLines(sheep, now, this.tick++, color);
+		this.show(lines);
+		if (lines.length && !this.timer) {
+			this.timer = setInterval(() => this.draw(), 1000);
+			this.timer.unref?.();
+		} else if (!lines.length) {
+			this.stopTimer();
 		}
 	}
 

@@ -1,0 +1,72 @@
+//! Pushed herd views: a parent or observer that calls `herd.subscribe` gets the herd now and
+//! then a `herd` event each time it changes, so a widget or a terminal dashboard shows the herd
+//! without asking for it on a timer.
+//!
+//! Every change goes through a commit, and every commit bumps the broker's generation; the feed
+//! waits for a bump, lets a burst of commits (a parallel run spawning eight sheep) settle for a
+//! moment, and pushes the view only when something a person would see differs from the last
+//! one pushed — an acknowledged inbox item or a journal snapshot pushes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shepherd_core::herd::SheepStatus;
+use shepherd_core::protocol::{HerdResult, event};
+
+use crate::broker::Broker;
+use crate::error::BrokerResult;
+use crate::server::Session;
+
+/// How long a burst of commits may take before the view is pushed.
+const COALESCE: Duration = Duration::from_millis(20);
+
+/// Runs `herd.subscribe`: answers with the herd now; later views are pushed as `herd` events.
+pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerResult<HerdResult> {
+    let mut generation = broker.generation.subscribe();
+    generation.borrow_and_update();
+    let now = crate::parent::herd(broker)?;
+    let broker = broker.clone();
+    let session = session.clone();
+    let mut last = comparable(&now.sheep);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = generation.changed() => if changed.is_err() { return },
+                () = session.closed.cancelled() => return,
+                () = broker.shutdown.cancelled() => return,
+            }
+            tokio::select! {
+                () = tokio::time::sleep(COALESCE) => {}
+                () = session.closed.cancelled() => return,
+                () = broker.shutdown.cancelled() => return,
+            }
+            generation.borrow_and_update();
+            let Ok(view) = crate::parent::herd(&broker) else {
+                return;
+            };
+            let seen = comparable(&view.sheep);
+            if seen != last {
+                last = seen;
+                session.push(
+                    event::HERD,
+                    serde_json::to_value(view).expect("the herd serialises"),
+                );
+            }
+        }
+    });
+    Ok(now)
+}
+
+/// The view without what only the clock changes (how long a task has waited so far).
+fn comparable(sheep: &[SheepStatus]) -> Vec<SheepStatus> {
+    sheep
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            if let Some(task) = s.task.as_mut() {
+                task.waiting_ms = None;
+            }
+            s
+        })
+        .collect()
+}
