@@ -3,9 +3,10 @@
 //! without asking for it on a timer.
 //!
 //! Every change goes through a commit, and every commit bumps the broker's generation; the feed
-//! waits for a bump, lets a burst of commits (a parallel run spawning eight sheep) settle for a
-//! moment, and pushes the view only when something a person would see differs from the last
-//! one pushed — an acknowledged inbox item or a journal snapshot pushes nothing.
+//! wakes on a bump and pushes the view only when something a person would see differs from the
+//! last one pushed (an acknowledged inbox item pushes nothing). A change is pushed at once, but
+//! at most one push per short window: a burst of commits (a parallel run spawning eight sheep)
+//! ends in one push of where the burst got to.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use crate::broker::Broker;
 use crate::error::BrokerResult;
 use crate::server::Session;
 
-/// How long a burst of commits may take before the view is pushed.
+/// The shortest time between two pushes to one connection.
 const COALESCE: Duration = Duration::from_millis(20);
 
 /// Runs `herd.subscribe`: answers with the herd now; later views are pushed as `herd` events.
@@ -29,6 +30,7 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
     let session = session.clone();
     let mut last = comparable(&now.sheep);
     tokio::spawn(async move {
+        let mut next_allowed = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 changed = generation.changed() => if changed.is_err() { return },
@@ -36,7 +38,7 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
                 () = broker.shutdown.cancelled() => return,
             }
             tokio::select! {
-                () = tokio::time::sleep(COALESCE) => {}
+                () = tokio::time::sleep_until(next_allowed) => {}
                 () = session.closed.cancelled() => return,
                 () = broker.shutdown.cancelled() => return,
             }
@@ -47,6 +49,7 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
             let seen = comparable(&view.sheep);
             if seen != last {
                 last = seen;
+                next_allowed = tokio::time::Instant::now() + COALESCE;
                 session.push(
                     event::HERD,
                     serde_json::to_value(view).expect("the herd serialises"),

@@ -216,14 +216,24 @@ async fn latency(world: &World, rounds: usize) {
     summary("delivery parent -> sheep (send to push received)", down);
     summary("delivery sheep -> parent (send to push received)", up);
 
-    // done -> the parent's completion push, one task at a time.
+    // done -> the parent's completion push, one task at a time; and -> the herd view pushed to
+    // an observer (the widget's feed).
+    let mut observer = connect(&socket, Role::Observer, None, None).await;
+    observer
+        .call_value("herd.subscribe", json!({}))
+        .await
+        .unwrap();
     let mut done = Vec::new();
+    let mut herd_view = Vec::new();
     let mut current = task["taskId"].as_str().unwrap().to_owned();
     for i in 0..rounds {
         parent
             .call_value("watch", json!({ "id": current }))
             .await
             .unwrap();
+        // A quiet gap longer than the feed's 20 ms window, so the herd figure is one change's
+        // latency: back-to-back changes are throttled to one push per window by design.
+        tokio::time::sleep(Duration::from_millis(25)).await;
         let started = Instant::now();
         sheep
             .call_value("done", json!({ "status": "completed", "summary": "ok" }))
@@ -236,6 +246,13 @@ async fn latency(world: &World, rounds: usize) {
             }
         }
         done.push(started.elapsed().as_secs_f64() * 1000.0);
+        loop {
+            let (event, data) = observer.next_push().await.unwrap();
+            if event == "herd" && data["sheep"][0]["task"].is_null() {
+                break;
+            }
+        }
+        herd_view.push(started.elapsed().as_secs_f64() * 1000.0);
         let next = parent
             .call_value(
                 "delegate",
@@ -245,11 +262,20 @@ async fn latency(world: &World, rounds: usize) {
             .unwrap();
         current = next["taskId"].as_str().unwrap().to_owned();
         next_inbox(&mut sheep).await;
+        // The feed pushes only what differs from its last push: let it show the new task
+        // before the next `done`, or a whole cycle inside one burst window would push nothing.
+        loop {
+            let (event, data) = observer.next_push().await.unwrap();
+            if event == "herd" && data["sheep"][0]["task"]["id"] == current.as_str() {
+                break;
+            }
+        }
     }
     summary(
         "done -> parent completion push (note finalised first)",
         done,
     );
+    summary("done -> herd view pushed to an observer", herd_view);
 }
 
 async fn lifecycles(world: &World, clients: usize, per_client: usize) {

@@ -98,9 +98,10 @@ fn worker_task(pi: &PiBinary, backend: Backend) {
         assert!(!transcript.contains(r#"{"type""#), "{transcript}");
     }
 
-    // The widget showed the working sheep and was cleared once the herd went quiet.
+    // The widget showed the working sheep (walking) and was cleared once the herd went quiet.
     let shown = s.wait_ui("setWidget", |w| {
-        w["widgetLines"].to_string().contains("worker: fix")
+        let rows = w["widgetLines"].to_string();
+        rows.contains("worker: fix") && rows.contains("🐑")
     });
     assert_eq!(shown["widgetPlacement"], "belowEditor", "{shown}");
     s.wait_ui("setWidget", |w| w["widgetLines"].is_null());

@@ -33,7 +33,12 @@ export default async function shepherd(pi: any) {
 	registerMessageRenderers(pi);
 
 	// User-only settings, read once at load: changing them needs a pi restart.
-	const settings = await readSettings();
+	const settings = await readSettings(process.cwd());
+	widget.emojiSheep = settings?.emojiSheep !== false;
+	state.onSettingsChange = async () => {
+		const now = await readSettings(state.cwd);
+		widget.emojiSheep = now?.emojiSheep !== false;
+	};
 	if (settings?.subagentCompatibility === true) {
 		registerSubagent(pi, state, {
 			agentScope: settings.agentScope,
@@ -68,9 +73,9 @@ export default async function shepherd(pi: any) {
 	});
 }
 
-async function readSettings(): Promise<any> {
+async function readSettings(cwd: string): Promise<any> {
 	try {
-		const doc = await runShepherd(["settings"], { cwd: process.cwd() });
+		const doc = await runShepherd(["settings", "--project", cwd], { cwd });
 		return doc?.settings;
 	} catch {
 		return undefined;

@@ -182,7 +182,11 @@ export function registerCommand(pi: any, state: ParentState): void {
 			case "settings": {
 				const parsed = parse(tokens, { project: [] });
 				if (parsed.positional.length === 0 && ctx?.hasUI && typeof ctx.ui?.select === "function") {
-					await openSettingsMenu(ctx.ui, state.cwd);
+					try {
+						await openSettingsMenu(ctx.ui, state.cwd);
+					} finally {
+						await state.onSettingsChange().catch(() => {});
+					}
 					return undefined;
 				}
 				if (parsed.positional.length === 0 || (parsed.positional.length === 1 && parsed.positional[0] === "show")) {
@@ -194,6 +198,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 				const args = ["settings", "set", key, value];
 				if (parsed.flags.project) args.push("--project", state.cwd);
 				await runShepherd(args, { cwd: state.cwd });
+				await state.onSettingsChange().catch(() => {});
 				const note = key === "subagentCompatibility" ? " (restart pi to apply)" : "";
 				return { text: `Set ${key} to ${value}${parsed.flags.project ? " in the project file" : ""}${note}.`, level: "info" };
 			}

@@ -18,6 +18,8 @@ export class ParentState {
 	readonly names = new Map<string, string>();
 	/** Called whenever the herd may have changed. */
 	onHerdChange: () => void = () => {};
+	/** Called after the settings were changed from this session (the widget reads `emojiSheep`). */
+	onSettingsChange: () => Promise<void> = async () => {};
 
 	/** The broker link; throws when the session has not started (or has ended). */
 	requireLink(): ParentLink {

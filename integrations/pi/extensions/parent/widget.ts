@@ -1,7 +1,8 @@
 /**
  * The herd widget below pi's editor: one row per sheep that is working or holds an open task,
  * with the time since it was spawned, its state, and for a waiting task how long it has waited,
- * on whom, and whether the wait is stale. The broker pushes the herd each time it changes; a
+ * on whom, and whether the wait is stale; a working sheep walks (🐑, or `o` with the `emojiSheep`
+ * setting off) right to left across a short lane beside its name. The broker pushes the herd each time it changes; a
  * timer only redraws the clocks once a second while a row is shown, asking nothing; with no
  * row the widget is cleared and the timer stops.
  */
@@ -11,6 +12,14 @@ import type { ParentState } from "./state.ts";
 const WIDGET_KEY = "shepherd-herd";
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const OPEN_TASK = new Set(["created", "running", "waiting"]);
+/** Cells the walking sheep crosses before it wraps to the right again. */
+const LANE = 8;
+
+/** The lane of a working row at animation step `step`: the sheep one cell further left each step. */
+export function walkingSheep(step: number, emoji: boolean): string {
+	const at = LANE - 1 - (step % LANE);
+	return `${" ".repeat(at)}${emoji ? "🐑" : "o"}${" ".repeat(LANE - 1 - at)}`;
+}
 
 function clock(ms: number): string {
 	const total = Math.max(0, Math.floor(ms / 1000));
@@ -25,7 +34,13 @@ export function isActive(sheep: any): boolean {
 }
 
 /** The widget's lines for `sheep` at `now` (empty: nothing to show). */
-export function widgetLines(sheep: any[], now: number, tick: number, color?: (name: string, text: string) => string): string[] {
+export function widgetLines(
+	sheep: any[],
+	now: number,
+	tick: number,
+	color?: (name: string, text: string) => string,
+	emoji = true,
+): string[] {
 	const paint = color ?? ((_name: string, text: string) => text);
 	const rows = sheep.filter(isActive);
 	if (!rows.length) return [];
@@ -42,7 +57,8 @@ export function widgetLines(sheep: any[], now: number, tick: number, color?: (na
 			detail = ` ⏳${minutes}m${s.task.waitingOn ? ` ←${s.task.waitingOn}` : ""}`;
 		}
 		const state = s.task && OPEN_TASK.has(s.task.state) ? (s.task.stale ? `${s.task.state} (stale)` : s.task.state) : s.state;
-		lines.push(` ${icon} ${clock(now - s.createdAt)}  ${s.displayName}${detail}  ${paint(s.task?.stale ? "warning" : "dim", state)}`);
+		const walk = s.state === "working" && !isWaiting ? ` ${walkingSheep(tick, emoji)}` : "";
+		lines.push(` ${icon} ${clock(now - s.createdAt)}  ${s.displayName}${detail}${walk}  ${paint(s.task?.stale ? "warning" : "dim", state)}`);
 	}
 	return lines;
 }
@@ -57,6 +73,8 @@ export class HerdWidget {
 	private fetching = false;
 	private again = false;
 	private disposed = false;
+	/** The `emojiSheep` setting: 🐑 or `o` for a working sheep. */
+	emojiSheep = true;
 
 	constructor(private readonly state: ParentState) {}
 
@@ -104,7 +122,7 @@ export class HerdWidget {
 		);
 		const theme = this.state.ui.theme;
 		const color = theme?.fg ? (name: string, text: string) => theme.fg(name, text) : undefined;
-		const lines = widgetLines(sheep, now, this.tick++, color);
+		const lines = widgetLines(sheep, now, this.tick++, color, this.emojiSheep);
 		this.show(lines);
 		if (lines.length && !this.timer) {
 			this.timer = setInterval(() => this.draw(), 1000);

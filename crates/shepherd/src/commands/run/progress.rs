@@ -166,17 +166,24 @@ impl Progress {
             return;
         }
         let mut state = self.state.lock().expect("progress lock");
-        let width = terminal_width();
-        let total = state.rows.len();
+        let (width, height) = terminal_size();
+        let lines = live_lines(&state.rows, height);
         let mut out = String::new();
         if state.drawn > 0 {
             out.push_str(&format!("\x1b[{}A", state.drawn));
         }
-        for (index, row) in state.rows.iter().enumerate() {
-            let line: String = live_line(index, total, row).chars().take(width).collect();
+        for line in &lines {
+            let line: String = line.chars().take(width).collect();
             out.push_str(&format!("\r\x1b[2K{line}\n"));
         }
-        state.drawn = total;
+        // A shorter block than last time: clear what is left of the old one below.
+        for _ in lines.len()..state.drawn {
+            out.push_str("\r\x1b[2K\n");
+        }
+        if state.drawn > lines.len() {
+            out.push_str(&format!("\x1b[{}A", state.drawn - lines.len()));
+        }
+        state.drawn = lines.len();
         drop(state);
         write_stderr(&out);
     }
@@ -237,12 +244,69 @@ fn live_line(index: usize, total: usize, row: &Row) -> String {
     )
 }
 
-fn terminal_width() -> usize {
-    rustix::termios::tcgetwinsize(std::io::stderr())
-        .ok()
+/// The live lines for a block at most `max` lines tall. Redrawing in place moves the cursor up
+/// over the block, which cannot reach above the top of the terminal; so when the rows do not
+/// fit, the rows in progress are shown first, then the others in input order, and the last line
+/// counts what is hidden.
+fn live_lines(rows: &[Row], max: usize) -> Vec<String> {
+    let total = rows.len();
+    if total <= max {
+        return rows
+            .iter()
+            .enumerate()
+            .map(|(index, row)| live_line(index, total, row))
+            .collect();
+    }
+    let in_progress =
+        |row: &Row| matches!(row.phase, Phase::Starting | Phase::Running | Phase::Closing);
+    let room = max.saturating_sub(1).max(1);
+    let mut shown: Vec<usize> = (0..total)
+        .filter(|&i| in_progress(&rows[i]))
+        .chain((0..total).filter(|&i| !in_progress(&rows[i])))
+        .take(room)
+        .collect();
+    shown.sort_unstable();
+    let mut hidden = (0, 0, 0);
+    for (index, row) in rows.iter().enumerate() {
+        if shown.binary_search(&index).is_err() {
+            match row.phase {
+                Phase::Queued => hidden.0 += 1,
+                Phase::Done(_) => hidden.1 += 1,
+                _ => hidden.2 += 1,
+            }
+        }
+    }
+    let mut lines: Vec<String> = shown
+        .iter()
+        .map(|&index| live_line(index, total, &rows[index]))
+        .collect();
+    let counts = [
+        (hidden.2, "in progress"),
+        (hidden.1, "finished"),
+        (hidden.0, "queued"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect::<Vec<_>>()
+    .join(", ");
+    lines.push(format!("… {} more tasks ({counts})", total - shown.len()));
+    lines
+}
+
+/// The usable width and the most lines the live block may take (one row is kept for the
+/// cursor); 120 × 24 when stderr is not a terminal that says.
+fn terminal_size() -> (usize, usize) {
+    let size = rustix::termios::tcgetwinsize(std::io::stderr()).ok();
+    let width = size
         .map(|size| usize::from(size.ws_col))
         .filter(|cols| *cols > 10)
-        .map_or(120, |cols| cols - 1)
+        .map_or(120, |cols| cols - 1);
+    let height = size
+        .map(|size| usize::from(size.ws_row))
+        .filter(|rows| *rows > 2)
+        .map_or(23, |rows| rows - 1);
+    (width, height)
 }
 
 fn write_stderr(text: &str) {
@@ -285,5 +349,39 @@ mod tests {
         assert_eq!(json["state"], "failed");
         assert_eq!(json["elapsedMs"], 1500);
         assert!(live_line(1, 2, &done).starts_with("✗ [2/2] worker"));
+    }
+
+    fn rows(phases: &[Phase]) -> Vec<Row> {
+        phases
+            .iter()
+            .enumerate()
+            .map(|(i, phase)| Row {
+                agent: format!("a{i}"),
+                phase: phase.clone(),
+                started: None,
+                took: None,
+                task_id: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_block_taller_than_the_terminal_keeps_the_running_rows_and_counts_the_rest() {
+        let done = Phase::Done("completed".into());
+        let all = rows(&[
+            done.clone(),
+            done,
+            Phase::Queued,
+            Phase::Running,
+            Phase::Queued,
+            Phase::Running,
+        ]);
+        assert_eq!(live_lines(&all, 6).len(), 6, "they fit: every row");
+        let lines = live_lines(&all, 4);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[0].contains("[1/6] a0"), "{lines:#?}");
+        assert!(lines[1].contains("[4/6] a3"), "{lines:#?}");
+        assert!(lines[2].contains("[6/6] a5"), "{lines:#?}");
+        assert_eq!(lines[3], "… 3 more tasks (1 finished, 2 queued)");
     }
 }
