@@ -21,7 +21,7 @@ use super::events::{HerdrEvents, Hub};
 use super::server::{self, ServerStart, ServerStatus};
 use super::shell;
 use super::socket::{HerdrEnv, SocketTarget};
-use super::wire::{PaneInfo, ProcessInfo};
+use super::wire::PaneInfo;
 use crate::headless::TERM_GRACE;
 use crate::process;
 use crate::{
@@ -351,7 +351,7 @@ impl HerdrBackend {
             if ours && self.hub.is_gone(pane_id) {
                 return Ok(());
             }
-            if let Ok(false) = listed(client, pane_id, deadline) {
+            if let Ok(false) = client.pane_listed(pane_id, deadline) {
                 if ours {
                     self.hub.mark_gone(pane_id);
                 }
@@ -398,7 +398,7 @@ impl HerdrBackend {
                     )));
                 }
             };
-            if quiet(&info) {
+            if info.only_shell_runs() {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -534,11 +534,10 @@ impl Backend for HerdrBackend {
         if ours && self.hub.is_gone(pane_id) {
             return Presence::Gone;
         }
-        match listed(
-            &self.client_for(record),
-            pane_id,
-            Instant::now() + DEFAULT_CALL_TIMEOUT,
-        ) {
+        match self
+            .client_for(record)
+            .pane_listed(pane_id, Instant::now() + DEFAULT_CALL_TIMEOUT)
+        {
             Ok(true) => {
                 if ours {
                     self.hub.watch(pane_id);
@@ -556,24 +555,6 @@ impl Backend for HerdrBackend {
                 Presence::Unknown
             }
         }
-    }
-}
-
-/// Whether `pane.list` shows the pane.
-fn listed(client: &HerdrClient, pane_id: &str, deadline: Instant) -> Result<bool, HerdrError> {
-    let panes = client.pane_list(None, Some(deadline))?;
-    Ok(panes.iter().any(|pane| pane.pane_id == pane_id))
-}
-
-/// Whether only the shell runs in the pane: it owns the terminal, or (when Herdr cannot tell)
-/// no foreground process is a supervisor.
-fn quiet(info: &ProcessInfo) -> bool {
-    match info.shell_in_foreground() {
-        Some(in_foreground) => in_foreground,
-        None => !info
-            .foreground_processes
-            .iter()
-            .any(|process| process.argv.iter().any(|arg| arg == "supervise")),
     }
 }
 

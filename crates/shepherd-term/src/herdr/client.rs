@@ -210,6 +210,12 @@ impl HerdrClient {
         self.create("pane.get", params, deadline)
     }
 
+    /// Whether `pane.list` (over every workspace) shows `pane_id`.
+    pub fn pane_listed(&self, pane_id: &str, deadline: Instant) -> Result<bool, HerdrError> {
+        let panes = self.pane_list(None, Some(deadline))?;
+        Ok(panes.iter().any(|pane| pane.pane_id == pane_id))
+    }
+
     /// `pane.list`, of one workspace or all.
     pub fn pane_list(
         &self,

@@ -125,6 +125,18 @@ impl ProcessInfo {
             _ => None,
         }
     }
+
+    /// Whether only the shell runs in the pane: it owns the terminal, or (when Herdr cannot
+    /// tell) no foreground process is a Shepherd supervisor.
+    pub fn only_shell_runs(&self) -> bool {
+        match self.shell_in_foreground() {
+            Some(in_foreground) => in_foreground,
+            None => !self
+                .foreground_processes
+                .iter()
+                .any(|process| process.argv.iter().any(|arg| arg == "supervise")),
+        }
+    }
 }
 
 /// `pane.read`'s `read` object.
