@@ -210,8 +210,31 @@ fn approval_is_bound_to_the_contents_and_asked_again_after_an_edit() {
     machine.write(&file, &agent("deploy", "Ships it, now with extra steps"));
     assert_eq!(approval(&machine), "changed");
     let changed = machine.run(&["agents", "show", "deploy", "--scope", "project"]);
+    // Approving what was reviewed: a hash the file no longer has changes nothing.
+    let reviewed = machine
+        .run(&["--json", "agents", "show", "deploy", "--scope", "project"])
+        .json()["contentHash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    machine.write(&file, &agent("deploy", "Ships it, edited after the review"));
+    let stale = machine.run(&["agents", "approve", "deploy", "--hash", &reviewed]);
+    assert_eq!(stale.code, 1, "{}", stale.stderr);
+    assert!(
+        stale.stderr.contains("is not the file that was reviewed")
+            && stale.stderr.contains(&format!("not {reviewed:?}")),
+        "{}",
+        stale.stderr
+    );
+    assert_eq!(approval(&machine), "changed");
+    let current = machine
+        .run(&["--json", "agents", "show", "deploy", "--scope", "project"])
+        .json()["contentHash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let reapproved = machine
-        .run(&["--json", "agents", "approve", "deploy"])
+        .run(&["--json", "agents", "approve", "deploy", "--hash", &current])
         .json();
     assert_eq!(reapproved["outcome"], "approved");
     assert_eq!(approval(&machine), "approved");

@@ -307,7 +307,11 @@ fn project_agent_confirmation(pi: &PiBinary) {
     )
     .unwrap();
 
-    let answer = |s: &mut Shepherd, confirmed: bool, label: &str| -> Vec<Value> {
+    let answer = |s: &mut Shepherd,
+                  confirmed: bool,
+                  label: &str,
+                  edit: Option<&str>|
+     -> Vec<Value> {
         s.parent_says([
             Step::tool_call("shepherd_spawn", json!({"agent": "local", "label": label})),
             Step::text("done"),
@@ -323,18 +327,33 @@ fn project_agent_confirmation(pi: &PiBinary) {
         let message = dialog["message"].as_str().unwrap();
         assert!(message.contains("Agent: local"), "{message}");
         assert!(message.contains(&file.display().to_string()), "{message}");
+        if let Some(text) = edit {
+            std::fs::write(&file, text).unwrap();
+        }
         parent
             .send(&json!({"type": "extension_ui_response", "id": dialog["id"], "confirmed": confirmed}))
             .unwrap();
         parent.wait_run_finished(TURN).expect("the run ends")
     };
 
-    let declined = answer(&mut s, false, "no");
+    let declined = answer(&mut s, false, "no", None);
     let end = tool_end(&declined, "shepherd_spawn").unwrap();
     assert_eq!(end["isError"], true, "{end}");
     assert!(result_text(&end["result"]).contains("was not approved"));
 
-    let accepted = answer(&mut s, true, "yes");
+    // Edited while the dialog was open: what was confirmed is not what would run.
+    let edited = "---\nname: local\ndescription: A project agent.\nmodel: fake/worker-model\n---\nYou are local, and edited.\n";
+    let raced = answer(&mut s, true, "raced", Some(edited));
+    let end = tool_end(&raced, "shepherd_spawn").unwrap();
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(
+        result_text(&end["result"]).contains("is not the file that was reviewed"),
+        "{end}"
+    );
+    let shown = s.shepherd_project(&["agents", "show", "local", "--scope", "project"]);
+    assert_eq!(shown["approval"], "required", "{shown}");
+
+    let accepted = answer(&mut s, true, "yes", None);
     let end = tool_end(&accepted, "shepherd_spawn").unwrap();
     assert_eq!(end["isError"], false, "{end}");
     let shown = s.shepherd_project(&["agents", "show", "local", "--scope", "project"]);

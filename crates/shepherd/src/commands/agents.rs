@@ -82,6 +82,11 @@ struct ApproveArgs {
     #[arg(long, value_enum, default_value = "project")]
     scope: ScopeChoice,
 
+    /// Approve only if the file's sha256 is still this one (the hash that `agents show`
+    /// printed when it was reviewed), so an edit in between is never approved unseen.
+    #[arg(long, value_name = "SHA256")]
+    hash: Option<String>,
+
     #[command(flatten)]
     project: ProjectArg,
 }
@@ -360,6 +365,21 @@ struct Approved<'a> {
 fn approve(args: &ApproveArgs, ctx: &Context, printer: Printer) -> Result<(), CliError> {
     let search = Search::run(ctx, &args.project, Some(args.scope))?;
     let def = search.get(ctx, &args.name)?;
+    if let Some(reviewed) = &args.hash
+        && !reviewed.eq_ignore_ascii_case(&def.content_hash)
+    {
+        return Err(CliError::new(
+            "definition_changed",
+            format!(
+                "{:?} ({}) is not the file that was reviewed: its sha256 is {}, not {reviewed:?}; \
+                 review it again (`shepherd agents show {}`) and approve that",
+                def.name,
+                def.file_display(),
+                def.content_hash,
+                def.name
+            ),
+        ));
+    }
     let outcome =
         approve_agent(&ctx.dirs, def, Timestamp::now()).map_err(|err| config_error(&err))?;
     let report = Approved {

@@ -49,29 +49,32 @@ export async function spawnSheep(state: ParentState, pi: any, ctx: any, request:
 			throw new ShepherdError(code, `${(error as Error).message} Call shepherd with action "agents" to list exact names.`);
 		}
 		if (code !== "approval_required" || !ctx?.hasUI) throw error;
-		const source = await agentFile(state, request.agent);
-		const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${request.agent}\nSource: ${source}`);
+		const shown = await agentFile(state, request.agent);
+		const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${request.agent}\nSource: ${shown.file}`);
 		if (!approved) {
 			throw new ShepherdError(
 				"approval_declined",
 				`Project agent "${request.agent}" was not approved, so it was not started.`,
 			);
 		}
-		await runShepherd(["agents", "approve", request.agent, "--project", state.cwd], { cwd: state.cwd });
+		// Approve exactly the file that was shown: an edit since then is refused, not approved.
+		const hash = shown.hash ? ["--hash", shown.hash] : [];
+		await runShepherd(["agents", "approve", request.agent, ...hash, "--project", state.cwd], { cwd: state.cwd });
 		const result = await state.call("spawn", params);
 		state.remember(result?.agentId, result?.displayName);
 		return result;
 	}
 }
 
-async function agentFile(state: ParentState, name: string): Promise<string> {
+/** The project definition's file and content hash, as shown in the confirmation dialog. */
+async function agentFile(state: ParentState, name: string): Promise<{ file: string; hash?: string }> {
 	try {
 		const shown = await runShepherd(["agents", "show", name, "--scope", "project", "--project", state.cwd], {
 			cwd: state.cwd,
 		});
-		return shown?.filePath ?? "(unknown file)";
+		return { file: shown?.filePath ?? "(unknown file)", hash: shown?.contentHash };
 	} catch {
-		return "(unknown file)";
+		return { file: "(unknown file)" };
 	}
 }
 
