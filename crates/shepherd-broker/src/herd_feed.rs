@@ -9,6 +9,7 @@
 //! ends in one push of where the burst got to.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use shepherd_core::herd::SheepStatus;
@@ -21,11 +22,15 @@ use crate::server::Session;
 /// The shortest time between two pushes to one connection.
 const COALESCE: Duration = Duration::from_millis(20);
 
-/// Runs `herd.subscribe`: answers with the herd now; later views are pushed as `herd` events.
+/// Runs `herd.subscribe`: answers with the herd now; later views are pushed as `herd` events
+/// (once per connection however often it subscribes).
 pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerResult<HerdResult> {
     let mut generation = broker.generation.subscribe();
     generation.borrow_and_update();
     let now = crate::parent::herd(broker)?;
+    if session.follows_herd.swap(true, Ordering::SeqCst) {
+        return Ok(now);
+    }
     let broker = broker.clone();
     let session = session.clone();
     let mut last = comparable(&now.sheep);

@@ -31,6 +31,8 @@ pub(crate) struct Session {
     pub(crate) out: mpsc::UnboundedSender<String>,
     /// Cancelled when the connection closes.
     pub(crate) closed: CancellationToken,
+    /// Whether this connection already follows the herd (`herd.subscribe` runs one feed).
+    pub(crate) follows_herd: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Session {
@@ -237,6 +239,7 @@ async fn hello(
         agent_id,
         out: out.clone(),
         closed: closed.clone(),
+        follows_herd: Arc::default(),
     });
     if hello.role == Role::Supervisor {
         crate::supervisor::attach(broker, &session);

@@ -245,10 +245,15 @@ fn settings_menu(pi: &PiBinary) {
     (menu, _) = pick(&mut s, &choices, "5 min", true);
     let (choices, _) = pick(&mut s, &menu, "Settings scope: user", false);
     let (next, said) = pick(&mut s, &choices, "project", true);
-    assert!(said[0].starts_with("Config created at "), "{said:?}");
+    assert_eq!(
+        said,
+        [
+            "Config created at .shepherd/config.json; project settings are active for this workspace."
+        ]
+    );
     menu = next;
-    assert!(
-        menu["title"].as_str().unwrap().contains("project file"),
+    assert_eq!(
+        menu["title"], "Shepherd settings (saving to the project file .shepherd/config.json)",
         "{menu}"
     );
     let (choices, _) = pick(&mut s, &menu, "Stale wait reminder: 5 min", false);

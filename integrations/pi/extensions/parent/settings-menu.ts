@@ -7,6 +7,8 @@
  * go to the user file; the menu then reopens with the new values until it is dismissed.
  */
 
+import { relative } from "node:path";
+
 import { runShepherd } from "./cli.ts";
 
 interface Choice {
@@ -89,7 +91,7 @@ export async function openSettingsMenu(ui: any, cwd: string): Promise<void> {
 	let doc = await load();
 	for (;;) {
 		const lines = menuLines(doc);
-		const where = doc.activeLayer === "project" ? `project file ${doc.projectFile}` : "user file";
+		const where = doc.activeLayer === "project" ? `project file ${relative(cwd, doc.projectFile)}` : "user file";
 		const picked = await ui.select(`Shepherd settings (saving to the ${where})`, lines);
 		const row = picked === undefined ? undefined : ROWS[lines.indexOf(picked)];
 		if (!row) return;
@@ -130,7 +132,7 @@ async function switchScope(toProject: boolean, doc: SettingsDoc, cwd: string): P
 		if (doc.activeLayer === "project") return "Project settings are already active.";
 		await runShepherd(["settings", "set", "projectScope", "true", "--project", cwd], { cwd });
 		return doc.projectFileState === "absent"
-			? `Config created at ${doc.projectFile}; project settings are active for this workspace.`
+			? `Config created at ${relative(cwd, doc.projectFile)}; project settings are active for this workspace.`
 			: "Project settings activated for this workspace.";
 	}
 	if (doc.activeLayer !== "project") return "Project settings are already inactive.";
