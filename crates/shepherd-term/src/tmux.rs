@@ -88,10 +88,20 @@ impl TmuxBackend {
         } else {
             Err(TermError::Unavailable(format!(
                 "tmux {} failed: {}",
-                args.join(" "),
+                shown_args(args),
                 out.stderr.trim()
             )))
         }
+    }
+
+    /// The caller's session, as a new-window target (`$3:`): new-window takes a window, not
+    /// the pane the caller knows.
+    fn session_of(&self, server: &Server, pane: &str) -> Result<String, TermError> {
+        let session = self.run(
+            server,
+            &["display-message", "-p", "-t", pane, "#{session_id}"],
+        )?;
+        Ok(format!("{}:", session.trim()))
     }
 
     fn server_of(record: &LaunchRecord) -> Server {
@@ -152,6 +162,23 @@ impl TmuxBackend {
     }
 }
 
+/// tmux arguments for an error message, with `-e` values left out: they hold the sheep's
+/// capability token, which must not travel into errors, logs or a model's context.
+fn shown_args(args: &[&str]) -> String {
+    let mut shown = Vec::with_capacity(args.len());
+    let mut after_e = false;
+    for arg in args {
+        if after_e {
+            let name = arg.split_once('=').map_or(*arg, |(name, _)| name);
+            shown.push(format!("{name}=…"));
+        } else {
+            shown.push((*arg).to_owned());
+        }
+        after_e = *arg == "-e";
+    }
+    shown.join(" ")
+}
+
 fn env_args(spec: &LaunchSpec) -> Vec<String> {
     spec.env
         .iter()
@@ -191,7 +218,9 @@ impl Backend for TmuxBackend {
                 } else {
                     match &spec.caller_pane {
                         // The caller's own session: a background window beside the caller.
-                        Some(pane) => pane.clone(),
+                        Some(pane) => self
+                            .session_of(&server, pane)
+                            .map_err(|err| TermError::Launch(err.to_string()))?,
                         None => String::new(),
                     }
                 };
@@ -363,5 +392,16 @@ impl Backend for TmuxBackend {
             }
             Err(_) => Presence::Unknown,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_args;
+
+    #[test]
+    fn errors_show_the_command_without_environment_values() {
+        let shown = shown_args(&["new-window", "-d", "-e", "SHEPHERD_TOKEN=secret", "-n", "w"]);
+        assert_eq!(shown, "new-window -d -e SHEPHERD_TOKEN=… -n w");
     }
 }

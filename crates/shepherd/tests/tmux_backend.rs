@@ -223,7 +223,7 @@ fn the_lifecycle_runs_in_panes_peers_crashes_and_closes() {
 }
 
 #[test]
-fn inside_tmux_sheep_join_the_callers_server_and_split_its_pane() {
+fn inside_tmux_sheep_join_the_callers_server_in_a_split_or_a_background_window() {
     let mut world = tmux_world();
     world.tmux(&["new-session", "-d", "-s", "user", "-x", "200", "-y", "50"]);
     let socket = world
@@ -269,6 +269,25 @@ fn inside_tmux_sheep_join_the_callers_server_and_split_its_pane() {
     world.json(&["close", right["agentId"].as_str().unwrap()]);
     let panes = world.tmux(&["list-panes", "-t", "=user", "-F", "#{pane_id}"]);
     assert_eq!(panes.trim(), caller_pane);
+
+    // The default placement: a background window in the caller's own session.
+    let tab = world.json(&["spawn", "helper", "--label", "tab"]);
+    assert_eq!(tab["backend"], "tmux", "{tab}");
+    let windows = world.tmux(&[
+        "list-windows",
+        "-t",
+        "=user",
+        "-F",
+        "#{window_active} #{window_name}",
+    ]);
+    assert_eq!(windows.lines().count(), 2, "{windows}");
+    assert!(
+        windows.lines().any(|l| l == "0 helper: tab"),
+        "a background window named after the sheep: {windows}"
+    );
+    world.json(&["close", tab["agentId"].as_str().unwrap()]);
+    let windows = world.tmux(&["list-windows", "-t", "=user", "-F", "#{window_name}"]);
+    assert_eq!(windows.lines().count(), 1, "{windows}");
 }
 
 #[test]
