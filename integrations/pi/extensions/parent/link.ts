@@ -6,10 +6,10 @@
  * this asks `shepherd broker ensure` for the socket (starting the broker when none runs),
  * connects as the parent and subscribes, so inbox items are pushed the moment they are durable
  * and the herd view each time it changes (for the widget); a reconnection subscribes again and
- * the broker re-sends what was not acknowledged. When the
- * broker crashes the connection starts a new one at once with `broker ensure` (which replays
- * the journal and re-adopts the herd), so completions keep arriving while pi sits idle. A broker
- * stopped on purpose says so first; then the link lets it go, and the next request starts one.
+ * the broker re-sends what was not acknowledged. When the broker crashes the connection starts
+ * a new one at once with `broker ensure` (which replays the journal and re-adopts the herd), so
+ * completions keep arriving while pi sits idle. A broker stopped on purpose says so first; then
+ * the link lets it go, and the next request starts one.
  */
 
 import { BrokerConnection, BrokerError } from "../lib/broker.ts";
