@@ -123,17 +123,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
                     launch.argv
                 }
                 Err(err) => {
-                    broker
-                        .links
-                        .lock()
-                        .expect("links lock")
-                        .ready_waiters
-                        .remove(&id);
-                    let exit = ExitInfo {
-                        reason: Some(err.message.clone()),
-                        ..ExitInfo::default()
-                    };
-                    broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+                    never_launched(broker, &id, err.message.clone());
                     return Err(err);
                 }
             }
@@ -164,17 +154,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     let record = match launched {
         Ok(record) => record,
         Err(err) => {
-            broker
-                .links
-                .lock()
-                .expect("links lock")
-                .ready_waiters
-                .remove(&id);
-            let exit = ExitInfo {
-                reason: Some(err.to_string()),
-                ..ExitInfo::default()
-            };
-            broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, &id, exit));
+            never_launched(broker, &id, err.to_string());
             return Err(BrokerError::new(
                 "spawn_failed",
                 format!("Agent \"{}\" could not be started: {err}", def.name),
@@ -312,6 +292,26 @@ fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<PathBuf> {
     Ok(canonical)
 }
 
+/// A launch that never happened (its command could not be built, or the backend refused):
+/// nobody waits for its readiness any more and the sheep is recorded as failed to start.
+fn never_launched(broker: &Arc<Broker>, id: &AgentId, reason: String) {
+    forget_ready_waiter(broker, id);
+    let exit = ExitInfo {
+        reason: Some(reason),
+        ..ExitInfo::default()
+    };
+    broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, id, exit));
+}
+
+fn forget_ready_waiter(broker: &Broker, id: &AgentId) {
+    broker
+        .links
+        .lock()
+        .expect("links lock")
+        .ready_waiters
+        .remove(id);
+}
+
 /// Gives up on a launch: nobody waits for its readiness any more, its pane and processes are
 /// ended (within a deadline), and the sheep is recorded as failed to start.
 async fn abandon_launch(
@@ -321,12 +321,7 @@ async fn abandon_launch(
     record: LaunchRecord,
     exit: ExitInfo,
 ) {
-    broker
-        .links
-        .lock()
-        .expect("links lock")
-        .ready_waiters
-        .remove(id);
+    forget_ready_waiter(broker, id);
     let closer = backend.clone();
     let _closed = tokio::task::spawn_blocking(move || {
         closer.close(

@@ -305,25 +305,7 @@ impl WorkerState {
                 NoteOp::Reserve(planned)
             })
             .collect();
-        let store = self.store()?;
-        let reserved = store
-            .apply(&session, ops, shepherd_core::time::Timestamp::now())
-            .map_err(|err| store_error(&err, store_code(&err)))?;
-        let metadata = store
-            .load(&session)
-            .map_err(|err| store_error(&err, store_code(&err)))?;
-        let resumed = resumed_before || metadata.artifacts.len() > jobs.len();
-        Ok(reserved
-            .outcomes
-            .into_iter()
-            .map(|outcome| {
-                let outcome = outcome.map_err(|err| store_error(&err, "fieldnotes"))?;
-                let record = outcome
-                    .note()
-                    .ok_or_else(|| BrokerError::new("internal", "reserve returned no note"))?;
-                Ok(reserved_note(&store, &metadata, record, resumed))
-            })
-            .collect())
+        commit_notes(&self.store()?, &session, ops, |_| resumed_before)
     }
 
     /// Starts notes a plan reserved earlier, one commit per session.
@@ -360,29 +342,7 @@ impl WorkerState {
                 task: Some(request.task.clone()),
             })
             .collect();
-        let started = store
-            .apply(&session, ops, shepherd_core::time::Timestamp::now())
-            .map_err(|err| store_error(&err, store_code(&err)))?;
-        let metadata = store
-            .load(&session)
-            .map_err(|err| store_error(&err, store_code(&err)))?;
-        let earlier = metadata.artifacts.len() > jobs.len();
-        Ok(started
-            .outcomes
-            .into_iter()
-            .map(|outcome| {
-                let outcome = outcome.map_err(|err| store_error(&err, "fieldnotes"))?;
-                let record = outcome
-                    .note()
-                    .ok_or_else(|| BrokerError::new("internal", "start returned no note"))?;
-                Ok(reserved_note(
-                    &store,
-                    &metadata,
-                    record,
-                    metadata.resumed || earlier,
-                ))
-            })
-            .collect())
+        commit_notes(&store, &session, ops, |metadata| metadata.resumed)
     }
 }
 
@@ -399,6 +359,38 @@ fn answer<T>(jobs: Vec<(impl Sized, Reply<T>)>, results: BrokerResult<Vec<Broker
             }
         }
     }
+}
+
+/// Applies one reserve or start per job to `session` in one commit and describes each note.
+/// The session counts as resumed when `resumed_before` says so or it held other notes already.
+fn commit_notes(
+    store: &Store,
+    session: &SessionRef,
+    ops: Vec<NoteOp>,
+    resumed_before: impl FnOnce(&SessionMetadata) -> bool,
+) -> BrokerResult<Vec<BrokerResult<ReservedNote>>> {
+    let count = ops.len();
+    let applied = store
+        .apply(session, ops, shepherd_core::time::Timestamp::now())
+        .map_err(|err| store_error(&err, store_code(&err)))?;
+    let metadata = store
+        .load(session)
+        .map_err(|err| store_error(&err, store_code(&err)))?;
+    let resumed = resumed_before(&metadata) || metadata.artifacts.len() > count;
+    Ok(applied
+        .outcomes
+        .into_iter()
+        .map(|outcome| {
+            let outcome = outcome.map_err(|err| store_error(&err, "fieldnotes"))?;
+            let record = outcome.note().ok_or_else(|| {
+                BrokerError::new(
+                    "internal",
+                    "the store answered a note operation without a note",
+                )
+            })?;
+            Ok(reserved_note(store, &metadata, record, resumed))
+        })
+        .collect())
 }
 
 fn reserved_note(
