@@ -74,7 +74,7 @@ export function valueText(row: Row, doc: SettingsDoc): string {
 	if (row.key === "staleWaitThreshold" && typeof value === "number" && value < 1) return "off";
 	const choice = row.choices.find((c) => c.value === String(value));
 	if (choice) return choice.label;
-	return row.choices[0]?.label.endsWith(" min") ? `${value} min` : String(value);
+	return row.choices.some((c) => c.label.endsWith(" min")) ? `${value} min` : String(value);
 }
 
 /** One menu line per row, e.g. `Default run timeout: 20 min`; user-only rows say so while the project layer is active. */
