@@ -5,8 +5,8 @@
 //! Every change goes through a commit, and every commit bumps the broker's generation; the feed
 //! wakes on a bump and pushes the view only when something a person would see differs from the
 //! last one pushed (an acknowledged inbox item pushes nothing). A change is pushed at once, but
-//! at most one push per short window: a burst of commits (a parallel run spawning eight sheep)
-//! ends in one push of where the burst got to.
+//! the view is built at most once per short window: a burst of commits (a parallel run spawning
+//! eight sheep) ends in one push of where the burst got to.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,7 +19,7 @@ use crate::broker::Broker;
 use crate::error::BrokerResult;
 use crate::server::Session;
 
-/// The shortest time between two pushes to one connection.
+/// The shortest time between two looks at the herd (and so two pushes) for one connection.
 const COALESCE: Duration = Duration::from_millis(20);
 
 /// Runs `herd.subscribe`: answers with the herd now; later views are pushed as `herd` events
@@ -48,13 +48,15 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
                 () = broker.shutdown.cancelled() => return,
             }
             generation.borrow_and_update();
+            // The view is built at most once per window, pushed or not: a busy herd commits far
+            // more often than anything a person sees changes.
+            next_allowed = tokio::time::Instant::now() + COALESCE;
             let Ok(view) = crate::parent::herd(&broker) else {
                 return;
             };
             let seen = comparable(&view.sheep);
             if seen != last {
                 last = seen;
-                next_allowed = tokio::time::Instant::now() + COALESCE;
                 session.push(
                     event::HERD,
                     serde_json::to_value(view).expect("the herd serialises"),

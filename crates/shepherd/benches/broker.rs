@@ -231,8 +231,9 @@ async fn latency(world: &World, rounds: usize) {
             .call_value("watch", json!({ "id": current }))
             .await
             .unwrap();
-        // A quiet gap longer than the feed's 20 ms window, so the herd figure is one change's
-        // latency: back-to-back changes are throttled to one push per window by design.
+        // A quiet gap longer than the feed's 20 ms window, so each round starts with the feed
+        // idle: it looks at the herd at most once per window by design, so a visible change
+        // that follows an invisible commit within the window waits for the window's end.
         tokio::time::sleep(Duration::from_millis(25)).await;
         let started = Instant::now();
         sheep
