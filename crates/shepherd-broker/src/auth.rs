@@ -30,7 +30,32 @@ pub(crate) fn new_token() -> String {
     )
 }
 
-/// Checks a sheep or supervisor hello: the agent must be this herd's and the token its own.
+/// Hands a supervisor its credential: a private file it reads and deletes before it starts the
+/// sheep, so the credential is never in the sheep's environment, command line or reach.
+pub(crate) fn write_credential(
+    broker: &Broker,
+    id: &AgentId,
+    token: &str,
+) -> BrokerResult<std::path::PathBuf> {
+    let dir = broker.config.paths.runtime_dir.join("cred");
+    let path = dir.join(format!("{id}.{}", uuid::Uuid::new_v4().simple()));
+    crate::paths::ensure_private_dir(&dir)
+        .and_then(|()| shepherd_fs::write_atomic(&path, token.as_bytes(), Some(0o600)))
+        .map_err(|err| {
+            BrokerError::new(
+                "spawn_failed",
+                format!(
+                    "cannot write the supervisor's credential {}: {err}",
+                    path.display()
+                ),
+            )
+        })?;
+    Ok(path)
+}
+
+/// Checks a sheep or supervisor hello: the agent must be this herd's and the token its own — a
+/// sheep's capability for a sheep, the supervisor's own credential for a supervisor (a sheep
+/// can never claim to be its own supervisor).
 pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<AgentId> {
     let text = hello.agent_id.as_deref().unwrap_or_default();
     let unauthenticated = || {
@@ -46,7 +71,14 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
     let id = AgentId::parse(text).ok_or_else(unauthenticated)?;
     broker.read(|herd| {
         let sheep = herd.sheep.get(&id).ok_or_else(unauthenticated)?;
-        if sheep.token_digest != digest(token) {
+        let expected = match hello.role {
+            shepherd_core::protocol::Role::Supervisor => sheep
+                .supervisor_digest
+                .as_ref()
+                .unwrap_or(&sheep.token_digest),
+            _ => &sheep.token_digest,
+        };
+        if *expected != digest(token) {
             return Err(unauthenticated());
         }
         if sheep.phase == Phase::Closed {

@@ -63,6 +63,8 @@ pub(crate) struct Links {
     pub(crate) exit_waiters: HashMap<AgentId, Vec<oneshot::Sender<()>>>,
     /// Sheep whose supervisor reported the exit (so a disconnect is not a second exit).
     pub(crate) exit_reported: std::collections::HashSet<AgentId>,
+    /// Requests being worked on, by client request id: a resent copy joins the first.
+    pub(crate) in_flight: HashMap<String, watch::Sender<Option<BrokerResult<serde_json::Value>>>>,
 }
 
 /// The state a running broker shares between its connections and tasks.
@@ -194,6 +196,7 @@ impl Broker {
 
     fn after_commit(self: &Arc<Self>, events: &[Event], pos: u64) {
         let mut settled = Vec::new();
+        let mut noted = Vec::new();
         {
             let signals = self.inbox_signals.lock().expect("signals lock");
             for event in events {
@@ -204,6 +207,7 @@ impl Broker {
                         }
                     }
                     Event::TaskSettled { task_id, .. } => settled.push(task_id.clone()),
+                    Event::NoteAttached { task_id, .. } => noted.push(task_id.clone()),
                     _ => {}
                 }
             }
@@ -219,6 +223,9 @@ impl Broker {
             if has_note {
                 self.spawn_finalize(task_id, pos);
             }
+        }
+        for task_id in noted {
+            self.spawn_finalize(task_id, pos);
         }
     }
 

@@ -20,6 +20,7 @@ pub(crate) async fn dispatch(
     let Request {
         method: name,
         params,
+        request_id,
         ..
     } = request;
     let role = session.role;
@@ -63,35 +64,59 @@ pub(crate) async fn dispatch(
             role_name(role)
         )));
     }
-    match name.as_str() {
-        method::SPAWN => reply(crate::spawn::spawn(broker, parse(&name, params)?).await),
-        method::DELEGATE => reply(crate::parent::delegate(broker, parse(&name, params)?).await),
-        method::MESSAGE => reply(crate::parent::message(broker, parse(&name, params)?).await),
-        method::PLAN => reply(crate::plan::plan(broker, parse(&name, params)?).await),
-        method::RELEASE => reply(crate::plan::release(broker, parse(&name, params)?).await),
-        method::WATCH => reply(crate::parent::watch(broker, parse(&name, params)?).await),
-        method::WAIT => reply(crate::parent::wait(broker, session, parse(&name, params)?).await),
-        method::STATUS => reply(crate::parent::status(
-            broker,
-            session,
-            parse(&name, params)?,
-        )),
+    if let Some(id) = &request_id
+        && !shepherd_core::protocol::valid_request_id(id)
+    {
+        return Err(BrokerError::new(
+            "invalid_request",
+            format!(
+                "requestId `{id}` must be 1 to {} printable ASCII characters",
+                shepherd_core::protocol::MAX_REQUEST_ID
+            ),
+        ));
+    }
+    match request_id.filter(|_| crate::resend::keyed(&name)) {
+        Some(id) => {
+            let routed = route(broker, session, &name, params, Some(&id));
+            crate::resend::once(broker, &id, routed).await
+        }
+        None => route(broker, session, &name, params, None).await,
+    }
+}
+
+/// Runs an allowed request; `rid` is its client request id when it changes the herd.
+async fn route(
+    broker: &Arc<Broker>,
+    session: &Arc<Session>,
+    name: &str,
+    params: Value,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    match name {
+        method::SPAWN => reply(crate::spawn::spawn(broker, parse(name, params)?, rid).await),
+        method::DELEGATE => reply(crate::parent::delegate(broker, parse(name, params)?, rid).await),
+        method::MESSAGE => crate::parent::message(broker, parse(name, params)?, rid).await,
+        method::PLAN => reply(crate::plan::plan(broker, parse(name, params)?).await),
+        method::RELEASE => reply(crate::plan::release(broker, parse(name, params)?).await),
+        method::WATCH => crate::parent::watch(broker, parse(name, params)?, rid).await,
+        method::WAIT => reply(crate::parent::wait(broker, session, parse(name, params)?).await),
+        method::STATUS => reply(crate::parent::status(broker, session, parse(name, params)?)),
         method::HERD => reply(crate::parent::herd(broker)),
         method::HERD_SUBSCRIBE => reply(crate::herd_feed::subscribe(broker, session)),
-        method::READ => reply(crate::parent::read(broker, parse(&name, params)?).await),
-        method::CLOSE => reply(crate::close::close(broker, parse(&name, params)?).await),
+        method::READ => reply(crate::parent::read(broker, parse(name, params)?).await),
+        method::CLOSE => reply(crate::close::close(broker, parse(name, params)?).await),
         method::PRUNE => reply(crate::close::prune(broker).await),
-        method::INBOX => reply(crate::inbox::inbox(broker, session, parse(&name, params)?).await),
-        method::ACK => reply(crate::inbox::ack(broker, session, parse(&name, params)?).await),
+        method::INBOX => reply(crate::inbox::inbox(broker, session, parse(name, params)?).await),
+        method::ACK => reply(crate::inbox::ack(broker, session, parse(name, params)?).await),
         method::SUBSCRIBE => reply(crate::inbox::subscribe(broker, session).await),
-        method::TELL => reply(crate::sheep::tell(broker, session, parse(&name, params)?).await),
-        method::DONE => reply(crate::sheep::done(broker, session, parse(&name, params)?).await),
-        method::REPORT => reply(crate::sheep::report(broker, session, parse(&name, params)?).await),
+        method::TELL => crate::sheep::tell(broker, session, parse(name, params)?, rid).await,
+        method::DONE => crate::sheep::done(broker, session, parse(name, params)?, rid).await,
+        method::REPORT => crate::sheep::report(broker, session, parse(name, params)?, rid).await,
         method::SUPERVISOR_STARTED => {
-            reply(crate::supervisor::started(broker, session, parse(&name, params)?).await)
+            reply(crate::supervisor::started(broker, session, parse(name, params)?).await)
         }
         method::SUPERVISOR_EXITED => {
-            reply(crate::supervisor::exited(broker, session, parse(&name, params)?).await)
+            reply(crate::supervisor::exited(broker, session, parse(name, params)?).await)
         }
         method::BROKER_STATUS => reply(Ok(crate::serve::status(broker))),
         method::BROKER_STOP => reply(crate::serve::stop(broker).await),

@@ -48,7 +48,11 @@ impl From<HerdError> for BrokerError {
 
 impl From<crate::journal::JournalError> for BrokerError {
     fn from(err: crate::journal::JournalError) -> Self {
-        Self::new("journal", err.to_string())
+        let code = match err {
+            crate::journal::JournalError::Stalled => "journal_stalled",
+            _ => "journal",
+        };
+        Self::new(code, err.to_string())
     }
 }
 

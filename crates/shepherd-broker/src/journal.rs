@@ -3,19 +3,32 @@
 //! Events are appended as JSON lines (`{"pos", "event"}`) by one writer thread that takes every
 //! batch waiting in its queue, writes them together and syncs once (group commit), so many
 //! clients committing at once share one fsync. Callers wait on [`Journal::durable`] for their
-//! position before acknowledging. On start the journal is replayed on top of the last snapshot,
-//! a torn last line (a crash mid-write, never acknowledged) is cut off, and the result is
-//! compacted into a fresh snapshot and an empty journal.
+//! position (with a deadline) before acknowledging.
+//!
+//! On start the herd is rebuilt from the last snapshot and the journals after it, and then
+//! compacted: the current snapshot and journal become the previous generation
+//! (`*.prev.*`) and a fresh snapshot with an empty journal replaces them. Keeping one previous
+//! generation is what makes a damaged snapshot survivable: it is set aside (renamed
+//! `*.corrupt-<ms>`) and the herd is rebuilt from the previous snapshot and both journals, with
+//! a message saying so. Replay skips events at or below the snapshot's position, so reading
+//! both journals is always safe, whichever step of a compaction a crash interrupted. A torn
+//! last line (a crash mid-write, never acknowledged) is cut off; an unreadable line with
+//! readable lines after it means the journal is damaged, and the broker refuses to start
+//! rather than silently dropping what follows: the journal is kept as it is.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use shepherd_core::herd::{Event, Herd};
 use tokio::sync::watch;
+
+/// Longest a caller waits for its change to reach the disk before the request fails.
+pub const DURABLE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A journal failure.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -28,9 +41,26 @@ pub enum JournalError {
         /// What failed.
         message: String,
     },
+    /// A line before the end of the journal cannot be read: replaying past it would lose what
+    /// follows, so nothing is replayed and the file is kept as it is.
+    #[error(
+        "journal {path}: line {line} is unreadable ({reason}) and readable lines follow it; \
+         the journal is kept as it is. Repair or move it aside to start this herd afresh."
+    )]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// The 1-based line number.
+        line: usize,
+        /// Why it does not parse.
+        reason: String,
+    },
     /// The writer stopped after a failure; nothing more can be made durable.
     #[error("the journal stopped accepting writes: {0}")]
     Stopped(String),
+    /// The disk did not confirm a write within [`DURABLE_DEADLINE`].
+    #[error("the journal did not reach the disk within {} s", DURABLE_DEADLINE.as_secs())]
+    Stalled,
 }
 
 #[derive(Serialize)]
@@ -52,25 +82,60 @@ struct Snapshot {
     herd: Herd,
 }
 
-enum Job {
-    Append { bytes: Vec<u8>, end: u64 },
-    Compact { snapshot: Vec<u8> },
-}
-
 #[derive(Debug, Clone, Default)]
 struct Durable {
     pos: u64,
     failed: Option<String>,
 }
 
+/// The files of one journal: the current and previous generation of snapshot and log.
+#[derive(Debug, Clone)]
+pub struct JournalFiles {
+    /// The current journal.
+    pub journal: PathBuf,
+    /// The current snapshot.
+    pub snapshot: PathBuf,
+}
+
+impl JournalFiles {
+    fn prev(path: &Path) -> PathBuf {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let prev = match name.rsplit_once('.') {
+            Some((stem, ext)) => format!("{stem}.prev.{ext}"),
+            None => format!("{name}.prev"),
+        };
+        path.with_file_name(prev)
+    }
+
+    fn prev_journal(&self) -> PathBuf {
+        Self::prev(&self.journal)
+    }
+
+    fn prev_snapshot(&self) -> PathBuf {
+        Self::prev(&self.snapshot)
+    }
+}
+
+/// Serialised events and the position of the last of them.
+type Batch = (Vec<u8>, u64);
+
 /// An open journal with its writer thread.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
     next_pos: AtomicU64,
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    jobs: Mutex<Option<mpsc::Sender<Batch>>>,
     durable: watch::Receiver<Durable>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// A replayed herd, and what had to be worked around to rebuild it.
+#[derive(Debug)]
+pub struct Replayed {
+    /// The herd.
+    pub herd: Herd,
+    /// One line per problem the rebuild met (a damaged snapshot set aside, missing events).
+    pub notes: Vec<String>,
 }
 
 impl Journal {
@@ -80,10 +145,15 @@ impl Journal {
         journal: &Path,
         snapshot: &Path,
         namespace: &str,
-    ) -> Result<(Self, Herd), JournalError> {
-        let (mut herd, mut pos) = read_snapshot(snapshot)?
-            .map(|s| (s.herd, s.pos))
-            .unwrap_or_else(|| {
+    ) -> Result<(Self, Replayed), JournalError> {
+        let files = JournalFiles {
+            journal: journal.to_path_buf(),
+            snapshot: snapshot.to_path_buf(),
+        };
+        let mut notes = Vec::new();
+        let base = load_base(&files, &mut notes)?;
+        let (mut herd, base_pos) = base.map_or_else(
+            || {
                 (
                     Herd {
                         namespace: namespace.to_owned(),
@@ -91,19 +161,28 @@ impl Journal {
                     },
                     0,
                 )
-            });
-        pos = replay(journal, &mut herd, pos)?;
-        let bytes = serde_json::to_vec(&Snapshot {
-            version: 1,
-            pos,
-            herd: herd.clone(),
-        })
-        .map_err(|err| io_error(snapshot, &err.to_string()))?;
-        write_atomic(snapshot, &bytes)?;
+            },
+            |s| (s.herd, s.pos),
+        );
+        let mut pos = base_pos;
+        let mut first = None;
+        for path in [files.prev_journal(), files.journal.clone()] {
+            let applied = replay(&path, &mut herd, &mut pos)?;
+            first = first.or(applied);
+        }
+        if let Some(first) = first
+            && first > base_pos + 1
+        {
+            notes.push(format!(
+                "events {} to {} were missing from the journal; what they changed is lost",
+                base_pos + 1,
+                first - 1
+            ));
+        }
+        compact(&files, &herd, pos)?;
         let file = fs_err::OpenOptions::new()
             .create(true)
-            .write(true)
-            .truncate(true)
+            .append(true)
             .open(journal)
             .map_err(|err| io_error(journal, &err.to_string()))?;
         shepherd_fs::sync_parent(journal);
@@ -111,18 +190,9 @@ impl Journal {
         let (jobs_tx, jobs_rx) = mpsc::channel();
         let (durable_tx, durable_rx) = watch::channel(Durable { pos, failed: None });
         let writer_path = journal.to_path_buf();
-        let snapshot_path = snapshot.to_path_buf();
         let writer = std::thread::Builder::new()
             .name("journal".into())
-            .spawn(move || {
-                write_loop(
-                    file.into_parts().0,
-                    &writer_path,
-                    &snapshot_path,
-                    &jobs_rx,
-                    &durable_tx,
-                );
-            })
+            .spawn(move || write_loop(file.into_parts().0, &writer_path, &jobs_rx, &durable_tx))
             .map_err(|err| io_error(journal, &format!("cannot start the writer: {err}")))?;
         Ok((
             Self {
@@ -132,7 +202,7 @@ impl Journal {
                 durable: durable_rx,
                 writer: Mutex::new(Some(writer)),
             },
-            herd,
+            Replayed { herd, notes },
         ))
     }
 
@@ -155,7 +225,9 @@ impl Journal {
             bytes.push(b'\n');
         }
         self.next_pos.store(pos, Ordering::SeqCst);
-        self.send(Job::Append { bytes, end: pos });
+        if let Some(jobs) = self.jobs.lock().expect("journal lock").as_ref() {
+            let _sent = jobs.send((bytes, pos));
+        }
         pos
     }
 
@@ -164,25 +236,16 @@ impl Journal {
         self.next_pos.load(Ordering::SeqCst)
     }
 
-    /// Replaces the journal with a snapshot of `herd` (call while holding the herd's lock).
-    pub fn compact(&self, herd: &Herd) {
-        let pos = self.position();
-        let snapshot = serde_json::to_vec(&Snapshot {
-            version: 1,
-            pos,
-            herd: herd.clone(),
-        })
-        .expect("herd serialises");
-        self.send(Job::Compact { snapshot });
-    }
-
-    /// Waits until everything up to `pos` is on disk.
+    /// Waits until everything up to `pos` is on disk, at most [`DURABLE_DEADLINE`].
     pub async fn durable(&self, pos: u64) -> Result<(), JournalError> {
         let mut rx = self.durable.clone();
-        let state = rx
-            .wait_for(|d| d.pos >= pos || d.failed.is_some())
-            .await
-            .map_err(|_| JournalError::Stopped("the writer ended".into()))?;
+        let waited = tokio::time::timeout(
+            DURABLE_DEADLINE,
+            rx.wait_for(|d| d.pos >= pos || d.failed.is_some()),
+        )
+        .await
+        .map_err(|_| JournalError::Stalled)?;
+        let state = waited.map_err(|_| JournalError::Stopped("the writer ended".into()))?;
         match &state.failed {
             Some(message) if state.pos < pos => Err(JournalError::Stopped(message.clone())),
             _ => Ok(()),
@@ -196,12 +259,6 @@ impl Journal {
             let _joined = writer.join();
         }
     }
-
-    fn send(&self, job: Job) {
-        if let Some(jobs) = self.jobs.lock().expect("journal lock").as_ref() {
-            let _sent = jobs.send(job);
-        }
-    }
 }
 
 impl Drop for Journal {
@@ -213,44 +270,19 @@ impl Drop for Journal {
 fn write_loop(
     mut file: std::fs::File,
     path: &Path,
-    snapshot: &Path,
-    jobs: &mpsc::Receiver<Job>,
+    jobs: &mpsc::Receiver<Batch>,
     durable: &watch::Sender<Durable>,
 ) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         batch.extend(jobs.try_iter());
-        let mut end = None;
-        let mut result = Ok(());
-        for job in batch {
-            match job {
-                Job::Append { bytes, end: pos } => {
-                    result = result.and_then(|()| file.write_all(&bytes));
-                    end = Some(pos);
-                }
-                Job::Compact { snapshot: bytes } => {
-                    // Everything appended so far is in the snapshot; sync it first, then start
-                    // an empty journal.
-                    result = result
-                        .and_then(|()| file.sync_data())
-                        .and_then(|()| {
-                            write_atomic(snapshot, &bytes).map_err(std::io::Error::other)
-                        })
-                        .and_then(|()| file.set_len(0))
-                        .and_then(|()| {
-                            use std::io::Seek;
-                            file.seek(std::io::SeekFrom::Start(0)).map(|_| ())
-                        });
-                }
-            }
-        }
-        result = result.and_then(|()| file.sync_data());
+        let end = batch.last().map_or(0, |(_, pos)| *pos);
+        let result = batch
+            .iter()
+            .try_for_each(|(bytes, _)| file.write_all(bytes))
+            .and_then(|()| file.sync_data());
         match result {
-            Ok(()) => {
-                if let Some(pos) = end {
-                    durable.send_modify(|d| d.pos = d.pos.max(pos));
-                }
-            }
+            Ok(()) => durable.send_modify(|d| d.pos = d.pos.max(end)),
             Err(err) => {
                 let message = format!("{}: {err}", path.display());
                 tracing::error!("journal write failed: {message}");
@@ -261,55 +293,142 @@ fn write_loop(
     }
 }
 
-fn read_snapshot(path: &Path) -> Result<Option<Snapshot>, JournalError> {
-    match fs_err::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|err| io_error(path, &format!("unreadable snapshot: {err}"))),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(io_error(path, &err.to_string())),
+/// The snapshot to replay on: the current one, or — when it is damaged — the previous one (the
+/// damaged file is set aside and a note says so).
+fn load_base(
+    files: &JournalFiles,
+    notes: &mut Vec<String>,
+) -> Result<Option<Snapshot>, JournalError> {
+    match read_snapshot(&files.snapshot) {
+        Ok(Some(snapshot)) => return Ok(Some(snapshot)),
+        // None yet (a new herd), or a compaction stopped after moving it to the previous
+        // generation: the previous snapshot, if any, is then the base.
+        Ok(None) => {}
+        Err(reason) => {
+            let aside = set_aside(&files.snapshot)?;
+            let note = format!(
+                "the herd's snapshot was damaged ({reason}); it was set aside as {} and the herd \
+                 rebuilt from the previous snapshot and the journal",
+                aside.display()
+            );
+            tracing::error!("{note}");
+            notes.push(note);
+        }
+    }
+    match read_snapshot(&files.prev_snapshot()) {
+        Ok(snapshot) => Ok(snapshot),
+        Err(reason) => {
+            let aside = set_aside(&files.prev_snapshot())?;
+            let note = format!(
+                "the previous snapshot was damaged ({reason}; set aside as {}): the herd was \
+                 rebuilt from the journals alone and may be missing older sheep and tasks",
+                aside.display()
+            );
+            tracing::error!("{note}");
+            notes.push(note);
+            Ok(None)
+        }
     }
 }
 
-fn replay(path: &Path, herd: &mut Herd, mut pos: u64) -> Result<u64, JournalError> {
-    let file = match fs_err::File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(pos),
+/// A snapshot, `None` when there is none, or why it cannot be read.
+fn read_snapshot(path: &Path) -> Result<Option<Snapshot>, String> {
+    match fs_err::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|err| format!("unreadable: {err}")),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+fn set_aside(path: &Path) -> Result<PathBuf, JournalError> {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let aside = path.with_file_name(format!("{name}.corrupt-{millis}"));
+    fs_err::rename(path, &aside).map_err(|err| io_error(path, &err.to_string()))?;
+    Ok(aside)
+}
+
+/// Replays the journal at `path` onto `herd`, applying events after `pos` and advancing it.
+/// Returns the position of the first event it applied, if any.
+fn replay(path: &Path, herd: &mut Herd, pos: &mut u64) -> Result<Option<u64>, JournalError> {
+    let bytes = match fs_err::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io_error(path, &err.to_string())),
     };
-    let mut reader = std::io::BufReader::new(file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|err| io_error(path, &err.to_string()))?;
-        if read == 0 || line.last() != Some(&b'\n') {
-            // End, or a torn final line that was never acknowledged.
+    let mut first = None;
+    let mut lines = bytes
+        .split_inclusive(|b| *b == b'\n')
+        .enumerate()
+        .peekable();
+    while let Some((index, line)) = lines.next() {
+        if line.last() != Some(&b'\n') {
+            // A torn final line that was never acknowledged.
             break;
         }
-        let Ok(record) = serde_json::from_slice::<LineIn>(&line) else {
-            tracing::warn!(
-                "journal {}: stopping replay at an unreadable line",
-                path.display()
-            );
-            break;
+        let record = match serde_json::from_slice::<LineIn>(line) {
+            Ok(record) => record,
+            Err(err) => {
+                let readable_after = lines
+                    .clone()
+                    .any(|(_, rest)| serde_json::from_slice::<LineIn>(rest).is_ok());
+                if readable_after {
+                    return Err(JournalError::Corrupt {
+                        path: path.display().to_string(),
+                        line: index + 1,
+                        reason: err.to_string(),
+                    });
+                }
+                tracing::warn!(
+                    "journal {}: cutting off an unreadable tail at line {}",
+                    path.display(),
+                    index + 1
+                );
+                break;
+            }
         };
-        if record.pos <= pos {
+        if record.pos <= *pos {
             continue;
         }
-        let Ok(event) = serde_json::from_value::<Event>(record.event) else {
-            tracing::warn!(
+        first.get_or_insert(record.pos);
+        match serde_json::from_value::<Event>(record.event) {
+            Ok(event) => herd.apply(&event),
+            Err(_) => tracing::warn!(
                 "journal {}: skipping an event this build cannot read",
                 path.display()
-            );
-            pos = record.pos;
-            continue;
-        };
-        herd.apply(&event);
-        pos = record.pos;
+            ),
+        }
+        *pos = record.pos;
     }
-    Ok(pos)
+    Ok(first)
+}
+
+/// Makes the replayed herd the new base: the current generation becomes the previous one, and
+/// a fresh snapshot at `pos` with an empty journal replaces it. Each step leaves files that
+/// replay to the same herd, so a crash anywhere in between loses nothing.
+fn compact(files: &JournalFiles, herd: &Herd, pos: u64) -> Result<(), JournalError> {
+    let bytes = serde_json::to_vec(&Snapshot {
+        version: 1,
+        pos,
+        herd: herd.clone(),
+    })
+    .map_err(|err| io_error(&files.snapshot, &err.to_string()))?;
+    let rename = |from: &Path, to: &Path| match fs_err::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(io_error(from, &err.to_string())),
+    };
+    // The previous snapshot goes first: until the new one is in place, the current snapshot
+    // and both journals still replay to this herd.
+    rename(&files.snapshot, &files.prev_snapshot())?;
+    write_atomic(&files.snapshot, &bytes)?;
+    rename(&files.journal, &files.prev_journal())?;
+    shepherd_fs::sync_parent(&files.journal);
+    Ok(())
 }
 
 /// The journal's files are private: they hold the herd's state.
@@ -338,49 +457,178 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn appended_events_replay_after_reopen_and_torn_tail_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let (journal_path, snapshot) = (dir.path().join("j.jsonl"), dir.path().join("s.json"));
-        let (journal, herd) = Journal::open(&journal_path, &snapshot, "abcdef01").unwrap();
-        assert_eq!(herd.namespace, "abcdef01");
-        let created = Event::Enqueued {
+    fn notice(seq: u64) -> Event {
+        Event::Enqueued {
             to: Participant::Parent,
             item: shepherd_core::herd::InboxItem {
-                seq: 7,
+                seq,
                 at: 1,
                 payload: shepherd_core::herd::Payload::Notice(shepherd_core::herd::Notice {
                     notice: shepherd_core::herd::NoticeKind::SheepExited,
-                    text: "t".into(),
+                    text: format!("notice {seq}"),
                     agent_id: None,
                     task_id: None,
                 }),
             },
-        };
-        let pos = journal.append(&[created, ack_event(1)]);
-        journal.durable(pos).await.unwrap();
+        }
+    }
+
+    struct Files {
+        _dir: tempfile::TempDir,
+        journal: PathBuf,
+        snapshot: PathBuf,
+    }
+
+    fn files() -> Files {
+        let dir = tempfile::tempdir().unwrap();
+        Files {
+            journal: dir.path().join("journal.jsonl"),
+            snapshot: dir.path().join("snapshot.json"),
+            _dir: dir,
+        }
+    }
+
+    /// Opens, appends `events` durably, closes; returns the herd the open replayed.
+    async fn session(files: &Files, events: &[Event]) -> Replayed {
+        let (journal, replayed) =
+            Journal::open(&files.journal, &files.snapshot, "abcdef01").unwrap();
+        if !events.is_empty() {
+            let pos = journal.append(events);
+            journal.durable(pos).await.unwrap();
+        }
         journal.close();
+        replayed
+    }
+
+    fn parent_notices(herd: &Herd) -> usize {
+        herd.pending_items(&Participant::Parent).len()
+    }
+
+    #[tokio::test]
+    async fn appended_events_replay_after_reopen_and_torn_tail_is_ignored() {
+        let files = files();
+        let first = session(&files, &[notice(7), ack_event(1)]).await;
+        assert_eq!(first.herd.namespace, "abcdef01");
         // A crash mid-write leaves a torn line at the end.
         let mut file = fs_err::OpenOptions::new()
             .append(true)
-            .open(&journal_path)
+            .open(&files.journal)
             .unwrap();
         file.write_all(b"{\"pos\":3,\"event\":{\"ev").unwrap();
         drop(file);
-        let (journal, herd) = Journal::open(&journal_path, &snapshot, "ignored").unwrap();
-        assert_eq!(herd.namespace, "abcdef01");
-        assert_eq!(herd.last_seq, 7);
-        assert_eq!(herd.pending_items(&Participant::Parent).len(), 1);
+        let (journal, replayed) =
+            Journal::open(&files.journal, &files.snapshot, "ignored").unwrap();
+        assert_eq!(replayed.herd.namespace, "abcdef01");
+        assert_eq!(replayed.herd.last_seq, 7);
+        assert_eq!(parent_notices(&replayed.herd), 1);
+        assert!(replayed.notes.is_empty(), "{:?}", replayed.notes);
         assert_eq!(journal.position(), 2);
         // Compaction left an empty journal and a snapshot holding everything.
-        assert_eq!(fs_err::read(&journal_path).unwrap().len(), 0);
+        assert_eq!(fs_err::read(&files.journal).unwrap().len(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_line_with_readable_lines_after_it_refuses_to_replay_and_keeps_the_journal()
+     {
+        let files = files();
+        session(&files, &[]).await;
+        let mut file = fs_err::OpenOptions::new()
+            .append(true)
+            .open(&files.journal)
+            .unwrap();
+        let good = |pos: u64, seq: u64| {
+            let mut line = serde_json::to_vec(&LineOut {
+                pos,
+                event: &notice(seq),
+            })
+            .unwrap();
+            line.push(b'\n');
+            line
+        };
+        file.write_all(&good(1, 1)).unwrap();
+        file.write_all(b"{this is not json}\n").unwrap();
+        file.write_all(&good(3, 3)).unwrap();
+        drop(file);
+        let before = fs_err::read(&files.journal).unwrap();
+        let err = Journal::open(&files.journal, &files.snapshot, "x").unwrap_err();
+        match &err {
+            JournalError::Corrupt { line, .. } => assert_eq!(*line, 2),
+            other => panic!("expected a refusal, got {other}"),
+        }
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert_eq!(
+            fs_err::read(&files.journal).unwrap(),
+            before,
+            "kept as it is"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_damaged_snapshot_is_set_aside_and_the_herd_rebuilt_from_the_previous_generation() {
+        let files = files();
+        session(&files, &[notice(1)]).await;
+        // The second open compacts: the first snapshot and journal become the previous ones.
+        session(&files, &[notice(2)]).await;
+        session(&files, &[notice(3)]).await;
+        fs_err::write(&files.snapshot, b"{ damaged").unwrap();
+        let replayed = session(&files, &[]).await;
+        assert_eq!(parent_notices(&replayed.herd), 3, "nothing lost");
+        assert_eq!(replayed.notes.len(), 1, "{:?}", replayed.notes);
+        assert!(
+            replayed.notes[0].contains("set aside"),
+            "{:?}",
+            replayed.notes
+        );
+        let aside: Vec<_> = fs_err::read_dir(files.snapshot.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+            .collect();
+        assert_eq!(aside.len(), 1, "the damaged snapshot is kept aside");
+    }
+
+    #[tokio::test]
+    async fn a_compaction_cut_short_at_any_step_replays_to_the_same_herd() {
+        for step in 0..3 {
+            let files = files();
+            session(&files, &[notice(1)]).await;
+            session(&files, &[notice(2)]).await;
+            // Redo the next compaction by hand, stopping after `step` of its renames.
+            let journal_files = JournalFiles {
+                journal: files.journal.clone(),
+                snapshot: files.snapshot.clone(),
+            };
+            let herd = session(&files, &[]).await.herd;
+            let pos = 2;
+            if step >= 1 {
+                fs_err::rename(&files.snapshot, journal_files.prev_snapshot()).unwrap();
+            }
+            if step >= 2 {
+                write_atomic(
+                    &files.snapshot,
+                    &serde_json::to_vec(&Snapshot {
+                        version: 1,
+                        pos,
+                        herd: herd.clone(),
+                    })
+                    .unwrap(),
+                )
+                .unwrap();
+            }
+            let replayed = session(&files, &[]).await;
+            assert_eq!(parent_notices(&replayed.herd), 2, "step {step}");
+            assert!(
+                replayed.notes.is_empty(),
+                "step {step}: {:?}",
+                replayed.notes
+            );
+        }
     }
 
     #[tokio::test]
     async fn concurrent_appends_share_commits_and_all_become_durable() {
-        let dir = tempfile::tempdir().unwrap();
-        let (journal, _) =
-            Journal::open(&dir.path().join("j"), &dir.path().join("s"), "00000000").unwrap();
+        let files = files();
+        let (journal, _) = Journal::open(&files.journal, &files.snapshot, "00000000").unwrap();
         let journal = std::sync::Arc::new(journal);
         let mut tasks = Vec::new();
         for i in 0..50 {
@@ -394,7 +642,7 @@ mod tests {
             task.await.unwrap();
         }
         assert_eq!(journal.position(), 50);
-        let text = fs_err::read_to_string(dir.path().join("j")).unwrap();
+        let text = fs_err::read_to_string(&files.journal).unwrap();
         assert_eq!(text.lines().count(), 50);
     }
 }

@@ -5,18 +5,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use shepherd_core::herd::{DelegateInput, Herd, MessageInput, Sheep};
+use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Sheep};
 use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
     ReadResult, Role, StatusParams, WaitParams, WaitResult, WatchParams, WatchResult,
 };
-use shepherd_core::task::TaskState;
 use shepherd_term::{BackendKind, ReadSource};
 
 use crate::broker::{Broker, duration_ms};
 use crate::error::{BrokerError, BrokerResult};
-use crate::fieldnotes::NoteRequest;
 use crate::server::Session;
 
 /// A fresh id part.
@@ -37,12 +35,20 @@ pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
     Ok(((minutes * 60_000.0).round() as i64).max(1))
 }
 
-/// Runs `delegate`: accepts the task, reserves its note, then hands it to the sheep with the
-/// fieldnotes context block appended.
+/// Runs `delegate`: accepts the task (refusals change nothing), then hands it over — reserves
+/// its note and queues it for the sheep with the fieldnotes context block appended. A resent
+/// delegate finds the task its first copy created and finishes or reports it.
 pub(crate) async fn delegate(
     broker: &Arc<Broker>,
     params: DelegateParams,
+    rid: Option<&str>,
 ) -> BrokerResult<DelegateResult> {
+    if let Some(task_id) =
+        rid.and_then(|rid| broker.read(|h| h.task_by_request(rid).map(|t| t.id.clone())))
+    {
+        crate::handover::hand_over(broker, &task_id).await?;
+        return broker.read(|herd| crate::handover::delegate_result(herd, &task_id));
+    }
     let settings = broker.settings();
     let timeout_ms = timeout_ms(params.timeout.unwrap_or(settings.timeout_minutes))?;
     let mode = params.mode.clone().unwrap_or_else(|| "single".to_owned());
@@ -52,98 +58,43 @@ pub(crate) async fn delegate(
             format!("mode `{mode}` is not one of single, parallel, chain"),
         ));
     }
-    let namespace = &broker.config.address.namespace;
-    let task_id = TaskId::mint(namespace, &unique());
+    let task_id = TaskId::mint(&broker.config.address.namespace, &unique());
+    let agent_id = broker.read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
+    let (session_file, session_cursor) = match &agent_id {
+        Ok(agent_id) => {
+            let cursor = crate::pi::session_cursor(broker, agent_id);
+            let file = cursor.map(|_| {
+                crate::pi::session_file(broker, agent_id)
+                    .display()
+                    .to_string()
+            });
+            (file, cursor)
+        }
+        Err(_) => (None, None),
+    };
+    let handover = Handover {
+        fieldnotes: settings.fieldnotes || params.session_name.is_some() || params.note.is_some(),
+        session_name: params.session_name.clone(),
+        planned_note: params.note.clone(),
+        group: params.group.clone(),
+        mode,
+        session_file,
+        session_cursor,
+    };
     let input = DelegateInput {
         task_id: task_id.clone(),
         target: params.target.clone(),
         description: params.task.clone(),
         timeout_ms,
         turn: params.turn,
+        request_id: rid.map(str::to_owned),
+        handover: Some(handover),
     };
     broker
-        .commit(|tx| shepherd_core::herd::delegate(tx, input))
-        .value?;
-    let (agent_id, agent) = broker.read(|herd| {
-        let task = &herd.tasks[&task_id];
-        (
-            task.agent_id.clone(),
-            herd.sheep[&task.agent_id].agent.clone(),
-        )
-    });
-
-    let cursor = crate::pi::session_cursor(broker, &agent_id);
-    let session_file = cursor.map(|_| {
-        crate::pi::session_file(broker, &agent_id)
-            .display()
-            .to_string()
-    });
-    let mut content = params.task.clone();
-    let note = if settings.fieldnotes || params.session_name.is_some() || params.note.is_some() {
-        let request = NoteRequest {
-            session_name: params.session_name.clone(),
-            agent,
-            task: params.task.clone(),
-            mode,
-            task_id: task_id.clone(),
-            agent_id: agent_id.clone(),
-            session_file,
-            planned: params.note.as_ref().map(std::path::PathBuf::from),
-            group: params.group.clone(),
-        };
-        let fieldnotes = broker.fieldnotes();
-        let reserved = tokio::task::spawn_blocking(move || fieldnotes.reserve(&request))
-            .await
-            .map_err(|err| BrokerError::new("internal", err.to_string()))
-            .and_then(|result| result);
-        match reserved {
-            Ok(reserved) => {
-                content.push_str("\n\n");
-                content.push_str(&reserved.context);
-                Some(reserved.link)
-            }
-            Err(err) => {
-                let error = format!(
-                    "Task submission failed: its note could not be reserved: {}",
-                    err.message
-                );
-                broker.commit(|tx| {
-                    shepherd_core::herd::settle(
-                        tx,
-                        &task_id,
-                        TaskState::Failed,
-                        None,
-                        None,
-                        Some(error.clone()),
-                    );
-                });
-                return Err(BrokerError::new(err.code, error));
-            }
-        }
-    } else {
-        None
-    };
-    let message_id = MessageId::mint(namespace, &unique());
-    let link = note.clone();
-    broker
-        .commit_durable(|tx| {
-            if let Some(cursor) = cursor {
-                shepherd_core::herd::cursor(tx, &task_id, cursor);
-            }
-            shepherd_core::herd::start_task(tx, &task_id, link, message_id, content)
-        })
+        .commit_durable(|tx| shepherd_core::herd::delegate(tx, input))
         .await?;
-    Ok(DelegateResult {
-        task_id,
-        agent_id,
-        state: TaskState::Running,
-        note: note.as_ref().map(|n| n.note.clone()),
-        note_relative: note.as_ref().map(|n| n.note_relative.clone()),
-        session: note.as_ref().map(|n| n.session_path.clone()),
-        session_relative: note.as_ref().map(|n| n.session_relative.clone()),
-        session_name: note.as_ref().map(|n| n.session_name.clone()),
-        resumed: note.as_ref().is_some_and(|n| n.resumed),
-    })
+    crate::handover::hand_over(broker, &task_id).await?;
+    broker.read(|herd| crate::handover::delegate_result(herd, &task_id))
 }
 
 /// Builds a herd message from protocol parameters.
@@ -167,48 +118,63 @@ pub(crate) fn message_input(
     })
 }
 
-/// Commits a message and shapes the result.
+/// Commits a message and shapes the result (kept under `rid` for a resend).
 pub(crate) async fn send_message(
     broker: &Arc<Broker>,
     input: MessageInput,
-) -> BrokerResult<MessageResult> {
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
     let delivery = input.delivery;
-    let outcome = broker
-        .commit_durable(|tx| shepherd_core::herd::send(tx, input))
-        .await?;
-    Ok(MessageResult {
-        accepted: true,
-        message_id: outcome.message_id,
-        target_id: outcome.target.to_string(),
-        delivery,
-        task_id: outcome.task_id,
-        request_id: outcome.request_id,
-        target_task_state: outcome.task_state,
-    })
+    broker
+        .commit_reply(rid, |tx| {
+            let outcome = shepherd_core::herd::send(tx, input)?;
+            Ok(to_value(MessageResult {
+                accepted: true,
+                message_id: outcome.message_id,
+                target_id: outcome.target.to_string(),
+                delivery,
+                task_id: outcome.task_id,
+                request_id: outcome.request_id,
+                target_task_state: outcome.task_state,
+            }))
+        })
+        .await
 }
 
 /// Runs `message` (the parent messaging a sheep).
 pub(crate) async fn message(
     broker: &Arc<Broker>,
     params: MessageParams,
-) -> BrokerResult<MessageResult> {
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
     let input = message_input(broker, Participant::Parent, params)?;
-    send_message(broker, input).await
+    send_message(broker, input, rid).await
+}
+
+/// A result as the JSON it is sent as.
+pub(crate) fn to_value(result: impl serde::Serialize) -> Value {
+    serde_json::to_value(result).expect("results serialise")
 }
 
 /// Runs `watch`: a durable watcher whose completions arrive in the parent's inbox.
-pub(crate) async fn watch(broker: &Arc<Broker>, params: WatchParams) -> BrokerResult<WatchResult> {
+pub(crate) async fn watch(
+    broker: &Arc<Broker>,
+    params: WatchParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
     let ids = params.id.into_vec();
     let watcher_id = WatcherId::mint(&broker.config.address.namespace, &unique());
-    let outcome = broker
-        .commit_durable(|tx| shepherd_core::herd::watch(tx, watcher_id, &ids))
-        .await?;
-    Ok(WatchResult {
-        watcher_id: outcome.watcher_id,
-        task_ids: outcome.task_ids,
-        completed: outcome.completed,
-        pending: outcome.pending,
-    })
+    broker
+        .commit_reply(rid, |tx| {
+            let outcome = shepherd_core::herd::watch(tx, watcher_id, &ids)?;
+            Ok(to_value(WatchResult {
+                watcher_id: outcome.watcher_id,
+                task_ids: outcome.task_ids,
+                completed: outcome.completed,
+                pending: outcome.pending,
+            }))
+        })
+        .await
 }
 
 /// Runs `wait`: answers when every task has settled (with its note final), or when the wait

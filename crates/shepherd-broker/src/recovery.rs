@@ -3,9 +3,10 @@
 //! Sheep whose processes outlived the previous broker are waited for: their supervisors
 //! reconnect on their own and report that the program still runs, which re-adopts them. A sheep
 //! whose supervisor is gone, or does not reconnect within the adoption grace, is ended and
-//! recorded as exited (its open task fails). Tasks that were accepted but never handed over
-//! fail; settled tasks whose notes were not yet finalised are finalised now. Deadlines need no
-//! re-arming: the timer reads them from the herd.
+//! recorded as exited (its open task fails). Tasks that were accepted but not yet handed over
+//! are handed over now (their notes found again or reserved), before anything else can settle
+//! them, so no note is left running; settled tasks whose notes were not yet finalised are
+//! finalised now. Deadlines need no re-arming: the timer reads them from the herd.
 
 use std::sync::Arc;
 
@@ -16,15 +17,32 @@ use shepherd_term::Presence;
 
 use crate::broker::Broker;
 
-/// Runs once, right after replay.
+/// Runs once, right after replay (in the background: clients may connect meanwhile).
 pub(crate) fn recover(broker: &Arc<Broker>) {
-    let (unstarted, unfinalized, running) = broker.read(|herd| {
-        let unstarted: Vec<_> = herd
-            .tasks
+    let broker = broker.clone();
+    tokio::spawn(async move { recover_herd(&broker).await });
+}
+
+async fn recover_herd(broker: &Arc<Broker>) {
+    let unstarted: Vec<_> = broker.read(|herd| {
+        herd.tasks
             .values()
-            .filter(|t| t.state == TaskState::Created)
+            .filter(|t| {
+                let orphan_note = t.state.is_terminal()
+                    && t.note.is_none()
+                    && t.started_at.is_none()
+                    && t.handover.as_ref().is_some_and(|h| h.fieldnotes);
+                t.state == TaskState::Created || orphan_note
+            })
             .map(|t| t.id.clone())
-            .collect();
+            .collect()
+    });
+    for task_id in unstarted {
+        if let Err(err) = crate::handover::hand_over(broker, &task_id).await {
+            tracing::warn!("could not hand over {task_id} after the restart: {err}");
+        }
+    }
+    let (unfinalized, running) = broker.read(|herd| {
         let unfinalized: Vec<_> = herd
             .tasks
             .values()
@@ -37,26 +55,21 @@ pub(crate) fn recover(broker: &Arc<Broker>) {
             .filter(|s| crate::supervisor::may_be_running(&s.phase))
             .map(|s| (s.id.clone(), s.phase.clone(), s.backend.clone()))
             .collect();
-        (unstarted, unfinalized, running)
+        (unfinalized, running)
     });
-    for task_id in unstarted {
-        broker.commit(|tx| {
-            let error = "The broker stopped before the task reached its sheep.".to_owned();
-            shepherd_core::herd::settle(tx, &task_id, TaskState::Failed, None, None, Some(error));
-        });
-    }
     let pos = broker.journal.position();
     for task_id in unfinalized {
         broker.spawn_finalize(task_id, pos);
     }
     for (id, phase, backend) in running {
         let record = crate::spawn::current_launch(broker, &id);
-        let presence = shepherd_term::BackendKind::parse(&backend)
-            .and_then(|kind| broker.backend(kind).ok())
+        let backend =
+            shepherd_term::BackendKind::parse(&backend).and_then(|kind| broker.backend(kind).ok());
+        let presence = backend
+            .as_ref()
             .map_or(Presence::Unknown, |backend| backend.presence(&record));
         if presence == Presence::Gone {
-            let tail = shepherd_term::BackendKind::parse(&backend)
-                .and_then(|kind| broker.backend(kind).ok())
+            let tail = backend
                 .and_then(|b| {
                     b.read(&record, shepherd_term::ReadSource::RecentUnwrapped, 20)
                         .ok()
@@ -83,7 +96,7 @@ fn settle_gone(broker: &Arc<Broker>, id: &AgentId, phase: &Phase, exit: ExitInfo
 
 /// Gives a surviving sheep's supervisor the adoption grace to reconnect; then ends the sheep.
 /// A sheep that was being closed is closed again once its supervisor is back (or not).
-fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
+pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
     let broker = broker.clone();
     tokio::spawn(async move {
         let mut generation = broker.generation.subscribe();

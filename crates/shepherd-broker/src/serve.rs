@@ -84,8 +84,10 @@ pub async fn start(
         }
         Err(std::fs::TryLockError::Error(err)) => return Err(io("locking the broker", &err)),
     }
-    let (journal, herd) = Journal::open(&paths.journal, &paths.snapshot, &config.address.namespace)
-        .map_err(|e| io("opening the journal", &e))?;
+    let (journal, replayed) =
+        Journal::open(&paths.journal, &paths.snapshot, &config.address.namespace)
+            .map_err(|e| io("opening the journal", &e))?;
+    let herd = replayed.herd;
     match std::fs::remove_file(&paths.socket) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
@@ -102,11 +104,26 @@ pub async fn start(
         backends.insert(backend.kind(), backend);
     }
     let broker = Broker::new(config, herd, journal, clock, backends);
+    for note in replayed.notes {
+        // What a damaged journal cost is the parent's to know, not only the log's.
+        broker.commit(|tx| {
+            tx.enqueue(
+                shepherd_core::ids::Participant::Parent,
+                shepherd_core::herd::Payload::Notice(shepherd_core::herd::Notice {
+                    notice: shepherd_core::herd::NoticeKind::BrokerRecovered,
+                    text: format!("Shepherd's broker restarted: {note}."),
+                    agent_id: None,
+                    task_id: None,
+                }),
+            );
+        });
+    }
     crate::recovery::recover(&broker);
     let tasks = vec![
         tokio::spawn(crate::server::accept_loop(broker.clone(), listener)),
         tokio::spawn(timer_loop(broker.clone())),
         tokio::spawn(idle_loop(broker.clone())),
+        tokio::spawn(watchdog_loop(broker.clone())),
     ];
     tracing::info!("broker ready on {}", paths.socket.display());
     Ok(RunningBroker {
@@ -116,7 +133,23 @@ pub async fn start(
     })
 }
 
+/// A handle that can stop a running broker's herd from elsewhere (a signal handler).
+#[derive(Debug, Clone)]
+pub struct BrokerHandle(Arc<Broker>);
+
+impl BrokerHandle {
+    /// Closes every sheep of the herd (as `broker stop` does), then stops the broker.
+    pub async fn stop_herd(&self) {
+        stop_and_exit(&self.0).await;
+    }
+}
+
 impl RunningBroker {
+    /// A handle to stop this broker's herd from elsewhere.
+    pub fn handle(&self) -> BrokerHandle {
+        BrokerHandle(self.broker.clone())
+    }
+
     /// The socket clients connect to.
     pub fn socket(&self) -> &std::path::Path {
         &self.broker.config.paths.socket
@@ -127,7 +160,9 @@ impl RunningBroker {
         self.broker.shutdown.cancel();
     }
 
-    /// Waits until the broker has shut down, then releases its socket and journal.
+    /// Waits until the broker has shut down, then releases its socket and journal. A herd left
+    /// with no sheep has ended: its recorded environment is forgotten, so the next broker for
+    /// this parent starts a new herd with the environment of whoever starts it.
     pub async fn wait(self) {
         self.broker.shutdown.cancelled().await;
         for task in self.tasks {
@@ -135,7 +170,61 @@ impl RunningBroker {
         }
         self.broker.journal.close();
         let _removed = std::fs::remove_file(&self.broker.config.paths.socket);
+        if !self.broker.read(shepherd_core::herd::Herd::has_live_sheep) {
+            crate::client::start::forget_env(&self.broker.config.paths.state_dir);
+        }
         tracing::info!("broker stopped");
+    }
+}
+
+/// Closes every sheep, then stops the broker.
+async fn stop_and_exit(broker: &Arc<Broker>) {
+    if let Err(err) = stop(broker).await {
+        tracing::error!("closing the herd failed: {err}");
+    }
+    broker.shutdown.cancel();
+}
+
+/// How often the broker checks that its socket and project still exist.
+const WATCHDOG_EVERY: Duration = Duration::from_secs(5);
+
+/// A broker nobody can reach and whose project is gone would run forever: once the project
+/// folder is gone, the herd is closed and the broker stops. A socket deleted under a live
+/// project is bound again, so the herd stays reachable.
+async fn watchdog_loop(broker: Arc<Broker>) {
+    let mut every = tokio::time::interval(WATCHDOG_EVERY);
+    every.tick().await;
+    loop {
+        tokio::select! {
+            () = broker.shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let socket = broker.config.paths.socket.clone();
+        let project_gone = !broker.config.address.project_root.is_dir();
+        let socket_gone = !socket.exists();
+        if project_gone && socket_gone {
+            tracing::warn!("the project folder and the socket are gone; closing the herd");
+            stop_and_exit(&broker).await;
+            return;
+        }
+        if socket_gone {
+            tracing::warn!(
+                "the socket {} was removed; binding it again",
+                socket.display()
+            );
+            let rebound = ensure_private_dir(&broker.config.paths.runtime_dir)
+                .and_then(|()| UnixListener::bind(&socket))
+                .and_then(|listener| {
+                    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+                        .map(|()| listener)
+                });
+            match rebound {
+                Ok(listener) => {
+                    tokio::spawn(crate::server::accept_loop(broker.clone(), listener));
+                }
+                Err(err) => tracing::error!("could not bind {} again: {err}", socket.display()),
+            }
+        }
     }
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct Session {
     pub(crate) closed: CancellationToken,
     /// Whether this connection already follows the herd (`herd.subscribe` runs one feed).
     pub(crate) follows_herd: Arc<std::sync::atomic::AtomicBool>,
+    /// The connecting process, as the kernel reports it.
+    pub(crate) peer_pid: Option<u32>,
 }
 
 impl Session {
@@ -115,15 +117,41 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
     });
 
     broker.client_delta(true);
-    let mut lines = BufReader::new(read).lines();
+    let mut reader = BufReader::new(read);
+    let mut buf = Vec::new();
     let mut session: Option<Arc<Session>> = None;
+    let hello_by = tokio::time::Instant::now() + HELLO_DEADLINE;
     loop {
         let line = tokio::select! {
             () = broker.shutdown.cancelled() => break,
             () = closed.cancelled() => break,
-            line = lines.next_line() => line,
+            // A connection that never says who it is does not hold the broker.
+            () = tokio::time::sleep_until(hello_by), if session.is_none() => {
+                respond(&out, 0, Err(BrokerError::new(
+                    "hello_timeout",
+                    format!("no `hello` within {} s; closing the connection", HELLO_DEADLINE.as_secs()),
+                )));
+                break;
+            }
+            line = read_line(&mut reader, &mut buf) => line,
         };
-        let Ok(Some(line)) = line else { break };
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(LineError::Io) => break,
+            Err(LineError::TooLong) => {
+                respond(
+                    &out,
+                    0,
+                    Err(BrokerError::new(
+                        "request_too_large",
+                        format!(
+                            "a request line longer than {MAX_REQUEST_LINE} bytes was refused; closing the connection"
+                        ),
+                    )),
+                );
+                break;
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
@@ -183,6 +211,45 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
     broker.client_delta(false);
 }
 
+/// Longest request line accepted: a longer one is refused and its connection closed, so one
+/// client cannot make the broker hold an unbounded line in memory.
+pub(crate) const MAX_REQUEST_LINE: usize = 1024 * 1024;
+
+/// How long a new connection has to say `hello`.
+const HELLO_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+enum LineError {
+    Io,
+    TooLong,
+}
+
+/// The next line (without its newline), reading at most [`MAX_REQUEST_LINE`] bytes for it;
+/// `None` at the end of the stream.
+async fn read_line(
+    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    buf: &mut Vec<u8>,
+) -> Result<Option<String>, LineError> {
+    use tokio::io::AsyncReadExt as _;
+    buf.clear();
+    let limit = u64::try_from(MAX_REQUEST_LINE).unwrap_or(u64::MAX) + 1;
+    let read = (&mut *reader)
+        .take(limit)
+        .read_until(b'\n', buf)
+        .await
+        .map_err(|_| LineError::Io)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > MAX_REQUEST_LINE {
+        return Err(LineError::TooLong);
+    }
+    String::from_utf8(std::mem::take(buf))
+        .map(Some)
+        .map_err(|_| LineError::Io)
+}
+
 fn respond(out: &mpsc::UnboundedSender<String>, id: u64, result: BrokerResult<Value>) {
     let line = match result {
         Ok(value) => ServerLine::Response {
@@ -240,6 +307,7 @@ async fn hello(
         out: out.clone(),
         closed: closed.clone(),
         follows_herd: Arc::default(),
+        peer_pid,
     });
     if hello.role == Role::Supervisor {
         crate::supervisor::attach(broker, &session);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use shepherd_core::herd::{DoneInput, DoneOutcome, RunReport};
 use shepherd_core::ids::Participant;
-use shepherd_core::protocol::{DoneParams, DoneResult, MessageParams, MessageResult, ReportParams};
+use shepherd_core::protocol::{DoneParams, DoneResult, MessageParams, ReportParams};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
@@ -17,18 +17,22 @@ pub(crate) async fn tell(
     broker: &Arc<Broker>,
     session: &Session,
     params: MessageParams,
-) -> BrokerResult<MessageResult> {
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
     let sender = Participant::Sheep(session.sheep()?.clone());
     let input = crate::parent::message_input(broker, sender, params)?;
-    crate::parent::send_message(broker, input).await
+    crate::parent::send_message(broker, input, rid).await
 }
 
-/// Runs `done`.
+/// Runs `done`. A done that names a task already settled changes nothing and says so; one
+/// that changes nothing else is kept under its request id with its answer, so a resent done
+/// never settles twice nor reports a false "dropped".
 pub(crate) async fn done(
     broker: &Arc<Broker>,
     session: &Session,
     params: DoneParams,
-) -> BrokerResult<DoneResult> {
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
     let sender = session.sheep()?.clone();
     let input = DoneInput {
         sender,
@@ -36,30 +40,32 @@ pub(crate) async fn done(
         status: params.status,
         summary: params.summary,
     };
-    let outcome = broker
-        .commit_durable(|tx| shepherd_core::herd::done(tx, input))
-        .await?;
-    let (task_id, duplicate, supplied) = match outcome {
-        DoneOutcome::Settled {
-            task_id,
-            corrected_from,
-        } => (task_id, false, corrected_from),
-        DoneOutcome::Duplicate { task_id } => (task_id, true, None),
-        DoneOutcome::Dropped => {
-            return Err(BrokerError::new(
-                "no_delegated_task",
-                "There is no open task to complete: done was dropped (the parent has been told).",
-            ));
-        }
-    };
-    let status = broker.read(|herd| herd.tasks[&task_id].state);
-    Ok(DoneResult {
-        accepted: true,
-        task_id,
-        status,
-        duplicate,
-        supplied_task_id: supplied,
-    })
+    broker
+        .commit_reply(rid, |tx| {
+            let outcome = shepherd_core::herd::done(tx, input)?;
+            let (task_id, duplicate, supplied) = match outcome {
+                DoneOutcome::Settled {
+                    task_id,
+                    corrected_from,
+                } => (task_id, false, corrected_from),
+                DoneOutcome::Duplicate { task_id } => (task_id, true, None),
+                DoneOutcome::Dropped => {
+                    return Err(BrokerError::new(
+                        "no_delegated_task",
+                        "There is no open task to complete: done was dropped (the parent has been told).",
+                    ));
+                }
+            };
+            let status = tx.herd().tasks[&task_id].state;
+            Ok(crate::parent::to_value(DoneResult {
+                accepted: true,
+                task_id,
+                status,
+                duplicate,
+                supplied_task_id: supplied,
+            }))
+        })
+        .await
 }
 
 /// Runs `report`: the sheep is ready, or its run started or settled.
@@ -67,6 +73,7 @@ pub(crate) async fn report(
     broker: &Arc<Broker>,
     session: &Session,
     params: ReportParams,
+    rid: Option<&str>,
 ) -> BrokerResult<Value> {
     let sender = session.sheep()?.clone();
     let report = match params.event.as_str() {
@@ -90,9 +97,9 @@ pub(crate) async fn report(
     let settled = matches!(report, RunReport::Settled { .. });
     let budget = broker.settings().done_nudges;
     broker
-        .commit_durable(|tx| {
+        .commit_reply(rid, |tx| {
             shepherd_core::herd::report(tx, &sender, report, budget);
-            Ok(())
+            Ok(json!({ "ok": true }))
         })
         .await?;
     if settled {

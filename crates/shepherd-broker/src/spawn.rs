@@ -21,8 +21,18 @@ use tokio::sync::oneshot;
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 
-/// Runs `spawn`.
-pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerResult<SpawnResult> {
+/// Runs `spawn`. A resent spawn (same client request id) follows the sheep its first copy
+/// admitted instead of starting another.
+pub(crate) async fn spawn(
+    broker: &Arc<Broker>,
+    params: SpawnParams,
+    rid: Option<&str>,
+) -> BrokerResult<SpawnResult> {
+    if let Some(id) =
+        rid.and_then(|rid| broker.read(|herd| herd.sheep_by_request(rid).map(|s| s.id.clone())))
+    {
+        return follow(broker, &id, &params).await;
+    }
     let label = validate_label(params.label.as_deref().unwrap_or_default())
         .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
     let settings = broker.settings();
@@ -67,23 +77,14 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     let backend = broker.backend(kind)?;
     broker.read(|herd| herd.check_unique_display_name(&def.name, &label))?;
 
-    let fieldnote = if let Some(session) = &params.fieldnotes_session {
-        Some(checked_session_path(session)?)
-    } else if settings.fieldnotes {
-        let fieldnotes = broker.fieldnotes();
-        let session = tokio::task::spawn_blocking(move || fieldnotes.parent_session())
-            .await
-            .map_err(|err| BrokerError::new("internal", err.to_string()))??;
-        Some(session.relative)
-    } else {
-        None
-    };
+    let fieldnote = fieldnote_session(broker, &params, settings.fieldnotes).await?;
 
     let id = AgentId::mint(
         &broker.config.address.namespace,
         &uuid::Uuid::new_v4().to_string(),
     );
     let token = crate::auth::new_token();
+    let supervisor_token = crate::auth::new_token();
     let new = NewSheep {
         id: id.clone(),
         agent: def.name.clone(),
@@ -92,6 +93,8 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         runtime: if is_pi { "pi" } else { "command" }.to_owned(),
         cwd: cwd.display().to_string(),
         token_digest: crate::auth::digest(&token),
+        supervisor_digest: Some(crate::auth::digest(&supervisor_token)),
+        request_id: rid.map(str::to_owned),
     };
     let (ready_tx, ready_rx) = oneshot::channel();
     broker
@@ -131,6 +134,19 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     };
     let display = display_name(&def.name, &label);
     let (caller_pane, tmux_socket) = placement_context(kind, &caller);
+    let credential = match crate::auth::write_credential(broker, &id, &supervisor_token) {
+        Ok(path) => path,
+        Err(err) => {
+            never_launched(broker, &id, err.message.clone());
+            return Err(err);
+        }
+    };
+    let supervisor_args = vec![
+        "--credential-file".to_owned(),
+        credential.display().to_string(),
+        "--broker-state".to_owned(),
+        broker.config.paths.state_dir.display().to_string(),
+    ];
     let spec = LaunchSpec {
         agent_id: id.to_string(),
         display_name: display.clone(),
@@ -146,6 +162,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
         tmux_socket,
         keep_open: settings.keep_open,
         orphan_grace: broker.config.orphan_grace,
+        supervisor_args,
     };
     let launch_backend = backend.clone();
     let launched = tokio::task::spawn_blocking(move || launch_backend.launch(&spec))
@@ -154,6 +171,7 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
     let record = match launched {
         Ok(record) => record,
         Err(err) => {
+            let _unused = fs_err::remove_file(&credential);
             never_launched(broker, &id, err.to_string());
             return Err(BrokerError::new(
                 "spawn_failed",
@@ -207,6 +225,85 @@ pub(crate) async fn spawn(broker: &Arc<Broker>, params: SpawnParams) -> BrokerRe
                 message.push_str(tail.trim());
             }
             Err(BrokerError::new("agent_not_ready", message))
+        }
+    }
+}
+
+/// The fieldnotes session a spawn reports: the one the caller named, else the parent's own
+/// (created on first use) when fieldnotes are on.
+async fn fieldnote_session(
+    broker: &Arc<Broker>,
+    params: &SpawnParams,
+    fieldnotes_on: bool,
+) -> BrokerResult<Option<String>> {
+    if let Some(session) = &params.fieldnotes_session {
+        return Ok(Some(checked_session_path(session)?));
+    }
+    if !fieldnotes_on {
+        return Ok(None);
+    }
+    let fieldnotes = broker.fieldnotes();
+    let session = tokio::task::spawn_blocking(move || fieldnotes.parent_session())
+        .await
+        .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+    Ok(Some(session.relative))
+}
+
+/// Answers a resent spawn from the sheep its first copy admitted: once it runs, or with why it
+/// did not start. A restarted broker's recovery settles a sheep left starting, so this ends.
+async fn follow(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    params: &SpawnParams,
+) -> BrokerResult<SpawnResult> {
+    let limit = broker.config.startup_limit
+        + broker.config.adoption_grace
+        + std::time::Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let sheep = broker
+            .read(|herd| herd.sheep.get(id).cloned())
+            .ok_or_else(|| BrokerError::new("internal", format!("sheep {id} vanished")))?;
+        match sheep.phase {
+            shepherd_core::herd::Phase::Starting => {}
+            shepherd_core::herd::Phase::Ready => {
+                let fieldnote =
+                    fieldnote_session(broker, params, broker.settings().fieldnotes).await?;
+                return Ok(SpawnResult {
+                    agent_id: sheep.id.clone(),
+                    agent: sheep.agent.clone(),
+                    label: sheep.label.as_str().to_owned(),
+                    display_name: sheep.display_name(),
+                    backend: sheep.backend.clone(),
+                    fieldnote,
+                });
+            }
+            _ => {
+                let exit = sheep.exit.clone().unwrap_or_default();
+                let mut message = format!(
+                    "Agent \"{}\" failed to start: it {}.",
+                    sheep.agent,
+                    exit.describe()
+                );
+                if !exit.tail.trim().is_empty() {
+                    message.push_str(" Last output: ");
+                    message.push_str(exit.tail.trim());
+                }
+                return Err(BrokerError::new("agent_not_ready", message));
+            }
+        }
+        tokio::select! {
+            changed = generation.changed() => if changed.is_err() {
+                return Err(BrokerError::new("broker_stopping", "the broker is stopping"));
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(BrokerError::new(
+                    "agent_not_ready",
+                    format!("{} did not become ready within {} s", sheep.display_name(), limit.as_secs()),
+                ));
+            }
         }
     }
 }

@@ -33,6 +33,7 @@ pub(crate) async fn started(
         .agent_id
         .clone()
         .expect("supervisor sessions carry an agent");
+    check_reported_pids(session, &params)?;
     let update = LaunchRecord {
         supervisor_pid: Some(params.supervisor_pid),
         pid: Some(params.pid),
@@ -47,6 +48,29 @@ pub(crate) async fn started(
     }
     crate::recovery::adopted(broker, &id);
     Ok(json!({ "ok": true }))
+}
+
+/// A supervisor reports its own pid and its sheep's; both are checked against what the kernel
+/// says, so nobody can make a later close signal a process that is not the sheep.
+fn check_reported_pids(session: &Session, params: &SupervisorStarted) -> BrokerResult<()> {
+    let refuse =
+        |why: String| crate::server::forbidden(&format!("supervisor report refused: {why}"));
+    if let Some(peer) = session.peer_pid
+        && peer != params.supervisor_pid
+    {
+        return Err(refuse(format!(
+            "it names pid {} as the supervisor, but the connection comes from pid {peer}",
+            params.supervisor_pid
+        )));
+    }
+    match shepherd_term::process::parent_of(params.pid) {
+        Some(parent) if parent == params.supervisor_pid => Ok(()),
+        Some(parent) => Err(refuse(format!(
+            "pid {} is a child of {parent}, not of the supervisor {}",
+            params.pid, params.supervisor_pid
+        ))),
+        None => Err(refuse(format!("pid {} does not run", params.pid))),
+    }
 }
 
 /// Marks a sheep ready and releases the spawn waiting for it.
@@ -100,8 +124,10 @@ pub(crate) async fn exited(
     Ok(json!({ "ok": true }))
 }
 
-/// Called when any connection closes; for a supervisor that did not report an exit, the sheep
-/// is treated as ended.
+/// Called when any connection closes. A supervisor connection that closes without an exit
+/// report means either the supervisor died — then its sheep is ended (its whole process group,
+/// in case the parent-death signal left any of it) and recorded as exited — or it is alive and
+/// reconnecting (it gave up on a slow answer), which it gets the adoption grace for.
 pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
     if session.role != shepherd_core::protocol::Role::Supervisor {
         return;
@@ -109,7 +135,7 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
     let Some(id) = session.agent_id.clone() else {
         return;
     };
-    let reported = {
+    let (reported, still_attached) = {
         let mut links = broker.links.lock().expect("links lock");
         if links
             .supervisors
@@ -118,19 +144,37 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
         {
             links.supervisors.remove(&id);
         }
-        links.exit_reported.contains(&id)
+        (
+            links.exit_reported.contains(&id),
+            links.supervisors.contains_key(&id),
+        )
     };
-    if !reported && !broker.shutdown.is_cancelled() {
-        let record = crate::spawn::current_launch(broker, &id);
-        let tail = tail_of(broker, &id, &record);
-        let exit = ExitInfo {
-            reason: Some("ended: its supervisor went away".into()),
-            tail,
-            ..ExitInfo::default()
-        };
-        if let Err(err) = record_exit(broker, &id, exit).await {
-            tracing::error!("recording the end of {id} failed: {err}");
+    if reported || still_attached || broker.shutdown.is_cancelled() {
+        notify_exit_waiters(broker, &id);
+        return;
+    }
+    let record = crate::spawn::current_launch(broker, &id);
+    let supervisor_alive = record.supervisor_pid.is_some_and(|pid| {
+        shepherd_term::process::alive(pid) && !shepherd_term::process::is_zombie(pid)
+    });
+    if supervisor_alive {
+        let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
+        if let Some(phase) = phase.filter(may_be_running) {
+            crate::recovery::await_adoption(broker, id, phase);
         }
+        return;
+    }
+    if let Some(pid) = record.pid {
+        shepherd_term::process::signal_group(pid, rustix::process::Signal::KILL);
+    }
+    let tail = tail_of(broker, &id, &record);
+    let exit = ExitInfo {
+        reason: Some("ended: its supervisor went away".into()),
+        tail,
+        ..ExitInfo::default()
+    };
+    if let Err(err) = record_exit(broker, &id, exit).await {
+        tracing::error!("recording the end of {id} failed: {err}");
     }
     notify_exit_waiters(broker, &id);
 }

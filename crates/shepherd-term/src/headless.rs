@@ -40,17 +40,17 @@ impl Backend for HeadlessBackend {
             .map_err(io("opening the sheep log"))?
             .into_parts()
             .0;
+        let mut extra = vec![
+            "--headless".to_owned(),
+            "--log".to_owned(),
+            spec.log.display().to_string(),
+        ];
+        if spec.keep_stdin {
+            extra.push("--keep-stdin".to_owned());
+        }
         let mut command = std::process::Command::new(&spec.shepherd_exe);
         command
-            .arg("supervise")
-            .arg("--headless")
-            .arg("--log")
-            .arg(&spec.log)
-            .arg("--grace-ms")
-            .arg(spec.orphan_grace.as_millis().to_string())
-            .args(spec.keep_stdin.then_some("--keep-stdin"))
-            .arg("--")
-            .args(&spec.program)
+            .args(spec.supervisor_args(&extra))
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&spec.cwd)
             .stdin(Stdio::null())

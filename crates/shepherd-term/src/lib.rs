@@ -112,6 +112,26 @@ pub struct LaunchSpec {
     /// How long the supervisor keeps the sheep alive without a broker, so a restarted broker
     /// can re-adopt it.
     pub orphan_grace: std::time::Duration,
+    /// Further supervisor options from the broker (its state directory, the supervisor's
+    /// credential file), passed through unchanged.
+    pub supervisor_args: Vec<String>,
+}
+
+impl LaunchSpec {
+    /// The supervisor's argument list after the executable: `supervise`, the options every
+    /// backend passes, `extra` (backend-specific), then `--` and the sheep's program.
+    pub fn supervisor_args(&self, extra: &[String]) -> Vec<String> {
+        let mut args = vec![
+            "supervise".to_owned(),
+            "--grace-ms".to_owned(),
+            self.orphan_grace.as_millis().to_string(),
+        ];
+        args.extend(self.supervisor_args.iter().cloned());
+        args.extend(extra.iter().cloned());
+        args.push("--".to_owned());
+        args.extend(self.program.iter().cloned());
+        args
+    }
 }
 
 /// Facts a backend needs to find a sheep again, also after a broker restart.

@@ -75,6 +75,77 @@ pub fn terminate_group(pgid: u32, grace: Duration, deadline: Instant) -> bool {
     gone
 }
 
+/// Every live process below `root` — its children, theirs, and so on — from one scan of
+/// `/proc`. A supervisor that is a child subreaper sees here whatever its sheep left behind,
+/// daemons that called `setsid` included.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some((state, ppid)) = stat_fields(pid)
+            && state != 'Z'
+        {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(parent) = queue.pop() {
+        for child in children.get(&parent).into_iter().flatten() {
+            if !found.contains(child) {
+                found.push(*child);
+                queue.push(*child);
+            }
+        }
+    }
+    found
+}
+
+/// Ends every process below `root` except those in `spare` (and their own descendants):
+/// SIGTERM, up to `grace` for them to exit, then SIGKILL to what is left. Processes that
+/// appear meanwhile are caught by a second pass. Returns whether none is left by `deadline`.
+pub fn end_descendants(root: u32, spare: &[u32], grace: Duration, deadline: Instant) -> bool {
+    let targets = |spare: &[u32]| -> Vec<u32> {
+        let spared: Vec<u32> = spare
+            .iter()
+            .flat_map(|pid| std::iter::once(*pid).chain(descendants(*pid)))
+            .collect();
+        descendants(root)
+            .into_iter()
+            .filter(|pid| !spared.contains(pid))
+            .collect()
+    };
+    let first = targets(spare);
+    if first.is_empty() {
+        return true;
+    }
+    for pid in &first {
+        signal_process(*pid, Signal::TERM);
+    }
+    let soft = (Instant::now() + grace).min(deadline);
+    for pid in &first {
+        wait_gone(*pid, soft);
+    }
+    for _pass in 0..2 {
+        let left = targets(spare);
+        if left.is_empty() {
+            return true;
+        }
+        for pid in &left {
+            signal_process(*pid, Signal::KILL);
+        }
+        for pid in &left {
+            wait_gone(*pid, deadline);
+        }
+    }
+    targets(spare).is_empty()
+}
+
 /// Whether `pid` is a zombie (exited, not yet reaped).
 pub fn is_zombie(pid: u32) -> bool {
     stat_fields(pid).is_some_and(|(state, _)| state == 'Z')

@@ -187,14 +187,8 @@ fn env_args(spec: &LaunchSpec) -> Vec<String> {
 }
 
 fn supervisor_argv(spec: &LaunchSpec) -> Vec<String> {
-    let mut argv = vec![
-        spec.shepherd_exe.display().to_string(),
-        "supervise".to_owned(),
-        "--grace-ms".to_owned(),
-        spec.orphan_grace.as_millis().to_string(),
-        "--".to_owned(),
-    ];
-    argv.extend(spec.program.iter().cloned());
+    let mut argv = vec![spec.shepherd_exe.display().to_string()];
+    argv.extend(spec.supervisor_args(&[]));
     argv
 }
 

@@ -47,7 +47,7 @@ impl Raw {
     fn hello(&mut self, role: &str, agent: Option<&str>, token: Option<&str>) -> Value {
         self.call(
             "hello",
-            json!({ "protocol": 1, "role": role, "agentId": agent, "token": token }),
+            json!({ "protocol": shepherd_core::protocol::PROTOCOL_VERSION, "role": role, "agentId": agent, "token": token }),
         )
     }
 }
@@ -212,7 +212,9 @@ fn a_sheep_cannot_act_as_its_own_parent() {
         let stream = UnixStream::connect(socket).unwrap();
         let mut reader = BufReader::new(stream.try_clone().unwrap());
         let mut stream = stream;
-        stream.write_all(b"{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1,\"role\":\"observer\"}}\n").unwrap();
+        let hello = json!({"id": 1, "method": "hello", "params": {
+            "protocol": shepherd_core::protocol::PROTOCOL_VERSION, "role": "observer"}});
+        stream.write_all(format!("{hello}\n").as_bytes()).unwrap();
         let mut line = String::new();
         reader.read_line(&mut line).unwrap();
         let hello: Value = serde_json::from_str(&line).unwrap();

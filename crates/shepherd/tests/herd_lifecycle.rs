@@ -121,10 +121,11 @@ fn a_crashing_sheep_fails_its_task_with_status_and_tail() {
         .unwrap()
         .to_owned();
     let (code, watched) = world.json_status(&["watch", &task, "--wait", "30"]);
-    assert_eq!(code, 1);
+    // A sheep that dies with an open task fails it with its own exit status.
+    assert_eq!(code, 3);
     let settled = &watched["settled"][0];
     assert_eq!(settled["status"], "failed");
-    assert_eq!(settled["returnCode"], 1);
+    assert_eq!(settled["returnCode"], 3);
     let error = settled["error"].as_str().unwrap();
     assert!(error.contains("exited with status 3"), "{error}");
     assert!(error.contains("about to fail loudly"), "{error}");

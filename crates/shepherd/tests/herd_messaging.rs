@@ -3,7 +3,7 @@
 
 mod herd_support;
 
-use herd_support::World;
+use herd_support::{World, read};
 use serde_json::Value;
 
 fn task_of(value: &Value) -> String {
@@ -167,18 +167,45 @@ fn with_no_reminders_left_the_parent_is_told_once() {
 #[test]
 fn done_naming_the_wrong_task_settles_the_senders_own_task() {
     let world = World::new();
-    let script = "shepherd inbox --wait 30 >/dev/null; shepherd done --status completed --summary mine --task shepherd-task-00000000-0000; \
-                  shepherd done --status completed --summary again 2>&1 | tee /dev/stderr; sleep 30";
-    world.define("mislabel", &["sh".into(), "-c".into(), script.into()]);
+    let again = world.dir.path().join("again.json");
+    let script = format!(
+        "shepherd inbox --wait 30 >/dev/null; shepherd done --status completed --summary mine --task shepherd-task-00000000-0000; \
+         shepherd done --status completed --summary again --json > {}; shepherd tell shepherd finished; sleep 30",
+        again.display()
+    );
+    world.define("mislabel", &["sh".into(), "-c".into(), script]);
     let agent = world.spawn("mislabel", "");
     let task = task_of(&world.delegate(&agent, "go"));
     let watched = world.json(&["watch", &task, "--wait", "30"]);
     assert_eq!(watched["settled"][0]["summary"], "mine");
     let items = parent_items_until(&world, |items| {
-        items.iter().filter(|i| i["notice"].is_string()).count() >= 2
+        items.iter().any(|i| i["content"] == "finished")
     });
     let notices: Vec<&str> = items.iter().filter_map(|i| i["notice"].as_str()).collect();
-    assert_eq!(notices, ["task_done_mismatch", "task_done_dropped"]);
+    // The plain second done names the task `inbox` delivered, which has settled: it changes
+    // nothing and says so, and the parent hears of no dropped completion.
+    assert_eq!(notices, ["task_done_mismatch"]);
+    let again: Value = serde_json::from_str(&read(&again)).unwrap();
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(again["taskId"], task.as_str());
+    assert_eq!(
+        world.json(&["watch", &task])["settled"][0]["summary"],
+        "mine",
+        "the first result stands"
+    );
+}
+
+#[test]
+fn a_done_with_no_task_delivered_is_dropped_and_the_parent_told() {
+    let world = World::new();
+    let script = "shepherd done --status completed --summary nothing 2>/dev/null; shepherd tell shepherd finished; sleep 30";
+    world.define("eager", &["sh".into(), "-c".into(), script.into()]);
+    world.spawn("eager", "");
+    let items = parent_items_until(&world, |items| {
+        items.iter().any(|i| i["content"] == "finished")
+    });
+    let notices: Vec<&str> = items.iter().filter_map(|i| i["notice"].as_str()).collect();
+    assert_eq!(notices, ["task_done_dropped"]);
 }
 
 #[test]

@@ -145,10 +145,13 @@ fn without_a_new_broker_the_sheep_is_ended_after_the_grace() {
 fn a_broker_with_no_sheep_and_no_clients_exits_when_idle() {
     let world = World::new();
     world.settings(r#"{"brokerIdleMinutes": 0.005}"#);
-    world.json(&["herd"]);
+    // Reading a herd that was never started starts no broker.
+    assert_eq!(world.json(&["herd"])["sheep"], serde_json::json!([]));
+    assert_eq!(world.json(&["broker", "status"])["running"], false);
+    world.json(&["broker", "ensure"]);
     let pid = world
         .broker_pid()
-        .expect("the broker started for `herd` still runs");
+        .expect("the broker started by `broker ensure` still runs");
     assert!(
         wait_gone(pid, Duration::from_secs(15)),
         "the idle broker kept running"

@@ -165,12 +165,9 @@ export default function (pi: any) {
 		}),
 		async execute(_id: string, params: any) {
 			const taskId = params.taskId ?? currentTask;
-			// Naming the task makes a repeated done a no-op, so one lost with the broker is resent.
-			const result = await broker.call(
-				"done",
-				{ status: params.status, summary: params.summary, taskId },
-				{ repeatable: taskId !== undefined },
-			);
+			// Naming the task it settles means a redelivered old task can never settle a newer one;
+			// a done lost with the broker is resent under its request id and applied once.
+			const result = await broker.call("done", { status: params.status, summary: params.summary, taskId });
 			const note = result.suppliedTaskId ? " (task id corrected to the delegated task)" : "";
 			return {
 				content: [{ type: "text", text: `Task ${result.taskId} ${result.status}${note}.` }],

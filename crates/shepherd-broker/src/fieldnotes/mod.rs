@@ -187,6 +187,10 @@ pub(crate) fn one_line(text: &str) -> String {
     }
 }
 
+/// Longest one fieldnotes operation may take before its caller gives up on it (the store's own
+/// lock wait is 30 s).
+const FIELDNOTES_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub(crate) use worker::Job;
 use worker::WorkerState;
 
@@ -226,7 +230,17 @@ impl Fieldnotes {
             .expect("jobs lock")
             .send(make(tx))
             .map_err(|_| stopped())?;
-        rx.recv().map_err(|_| stopped())?
+        match rx.recv_timeout(FIELDNOTES_DEADLINE) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(BrokerError::new(
+                "fieldnotes_timeout",
+                format!(
+                    "the fieldnotes writer did not answer within {} s (is the disk or a session lock stuck?)",
+                    FIELDNOTES_DEADLINE.as_secs()
+                ),
+            )),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
+        }
     }
 
     /// Resolves (creating on first use) the parent-bound session.

@@ -285,27 +285,53 @@ impl WorkerState {
             .collect())
     }
 
-    /// Reserves every note of one session, already running, in one commit.
+    /// Reserves every note of one session, already running, in one commit. A task that has a
+    /// note already (its hand-over is being repeated) gets that note back instead of another.
     fn reserve_group(
         &mut self,
         choice: &SessionChoice,
         jobs: &[(NoteRequest, Reply<ReservedNote>)],
     ) -> BrokerResult<Vec<BrokerResult<ReservedNote>>> {
         let (session, resumed_before) = self.session(choice)?;
-        let ops = jobs
-            .iter()
-            .map(|(request, _)| {
-                let mut planned = PlannedNote::new(request.agent.clone());
-                planned.mode = request.mode.parse().unwrap_or(Mode::Single);
-                planned.task = Some(request.task.clone());
-                planned.group.clone_from(&request.group);
-                planned.metadata = ids_metadata(request);
-                // Reserved already running: the task reaches its sheep right after this commit.
-                planned.start = true;
-                NoteOp::Reserve(planned)
+        let store = self.store()?;
+        let existing = store
+            .load(&session)
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        let mut results: Vec<Option<BrokerResult<ReservedNote>>> = Vec::new();
+        let mut ops = Vec::new();
+        for (request, _) in jobs {
+            match note_of_task(&existing, &request.task_id) {
+                Some(record) => results.push(Some(Ok(reserved_note(
+                    &store,
+                    &existing,
+                    record,
+                    resumed_before || existing.artifacts.len() > 1,
+                )))),
+                None => {
+                    let mut planned = PlannedNote::new(request.agent.clone());
+                    planned.mode = request.mode.parse().unwrap_or(Mode::Single);
+                    planned.task = Some(request.task.clone());
+                    planned.group.clone_from(&request.group);
+                    planned.metadata = ids_metadata(request);
+                    // Reserved already running: the task reaches its sheep right after this commit.
+                    planned.start = true;
+                    ops.push(NoteOp::Reserve(planned));
+                    results.push(None);
+                }
+            }
+        }
+        if !ops.is_empty() {
+            let mut applied = commit_notes(&store, &session, ops, |_| resumed_before)?.into_iter();
+            for slot in results.iter_mut().filter(|slot| slot.is_none()) {
+                *slot = applied.next();
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|slot| {
+                slot.unwrap_or_else(|| Err(BrokerError::new("internal", "a note went missing")))
             })
-            .collect();
-        commit_notes(&self.store()?, &session, ops, |_| resumed_before)
+            .collect())
     }
 
     /// Starts notes a plan reserved earlier, one commit per session.
@@ -326,6 +352,22 @@ impl WorkerState {
                     dir.display()
                 ),
             ));
+        }
+        let metadata = store
+            .load(&session)
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        if jobs
+            .iter()
+            .all(|(request, _)| note_of_task(&metadata, &request.task_id).is_some())
+        {
+            // A repeated hand-over: every note was started for its task already.
+            return Ok(jobs
+                .iter()
+                .map(|(request, _)| {
+                    let record = note_of_task(&metadata, &request.task_id).expect("checked above");
+                    Ok(reserved_note(&store, &metadata, record, metadata.resumed))
+                })
+                .collect());
         }
         let ops = jobs
             .iter()
@@ -441,6 +483,17 @@ pub(crate) fn store_code(err: &shepherd_notes::StoreError) -> &'static str {
         E::NotANote { .. } => "invalid_note",
         _ => "fieldnotes",
     }
+}
+
+/// The note already reserved for `task_id` in a session, if any.
+fn note_of_task<'m>(
+    metadata: &'m SessionMetadata,
+    task_id: &shepherd_core::ids::TaskId,
+) -> Option<&'m ArtifactRecord> {
+    metadata
+        .artifacts
+        .iter()
+        .find(|a| a.metadata.get("taskId").and_then(Value::as_str) == Some(task_id.as_str()))
 }
 
 fn ids_metadata(request: &NoteRequest) -> Metadata {

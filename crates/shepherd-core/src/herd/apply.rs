@@ -2,7 +2,7 @@
 //! decided, and the broker's journal replay applies the same events in the same order.
 
 use super::model::{Activity, Event, Phase, Task};
-use super::{Herd, MAX_INBOX_ITEMS, MAX_MESSAGE_RECORDS};
+use super::{Herd, MAX_MESSAGE_RECORDS, MAX_STORED_REPLIES};
 use crate::task::TaskState;
 
 impl Herd {
@@ -64,13 +64,14 @@ impl Herd {
                 }
                 self.tasks.insert(task.id.clone(), (**task).clone());
             }
-            Event::TaskStarted { task_id, note } => {
+            Event::TaskStarted { task_id, note, at } => {
                 let mut agent = None;
                 if let Some(task) = self.tasks.get_mut(task_id)
                     && task.state == TaskState::Created
                 {
                     task.state = TaskState::Running;
                     task.note.clone_from(note);
+                    task.started_at = *at;
                     agent = Some(task.agent_id.clone());
                 }
                 if let Some(sheep) = agent.and_then(|id| self.sheep.get_mut(&id)) {
@@ -121,10 +122,6 @@ impl Herd {
                 self.last_seq = self.last_seq.max(item.seq);
                 if let Some(inbox) = self.inbox_for(to) {
                     inbox.items.push_back(item.clone());
-                    while inbox.items.len() > MAX_INBOX_ITEMS {
-                        inbox.items.pop_front();
-                        inbox.dropped += 1;
-                    }
                 }
             }
             Event::Acked { who, seq } => {
@@ -163,6 +160,33 @@ impl Herd {
             Event::Escalated { task_id } => {
                 if let Some(task) = self.tasks.get_mut(task_id) {
                     task.escalated = true;
+                }
+            }
+            Event::Replied { request_id, reply } => {
+                self.replies.insert(request_id.clone(), reply.clone());
+                while self.replies.len() > MAX_STORED_REPLIES {
+                    self.replies.shift_remove_index(0);
+                }
+            }
+            Event::NoteAttached { task_id, note } => {
+                if let Some(task) = self.tasks.get_mut(task_id)
+                    && task.note.is_none()
+                {
+                    task.note = Some(note.clone());
+                    task.finalized = false;
+                }
+            }
+            Event::TaskWithdrawn { task_id } => {
+                if let Some(task) = self.tasks.get(task_id)
+                    && task.state == TaskState::Created
+                {
+                    let agent_id = task.agent_id.clone();
+                    self.tasks.shift_remove(task_id);
+                    if let Some(sheep) = self.sheep.get_mut(&agent_id)
+                        && sheep.active_task.as_ref() == Some(task_id)
+                    {
+                        sheep.active_task = None;
+                    }
                 }
             }
         }

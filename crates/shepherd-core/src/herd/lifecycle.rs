@@ -26,6 +26,10 @@ pub struct NewSheep {
     pub cwd: String,
     /// sha256 (hex) of its capability token.
     pub token_digest: String,
+    /// sha256 (hex) of its supervisor's credential.
+    pub supervisor_digest: Option<String>,
+    /// The client request id of the spawn, when the caller gave one.
+    pub request_id: Option<String>,
 }
 
 /// A task the parent hands to a sheep.
@@ -41,9 +45,49 @@ pub struct DelegateInput {
     pub timeout_ms: i64,
     /// Settle when the sheep's run settles (one turn) instead of on `shepherd_done`.
     pub turn: bool,
+    /// The client request id of the delegation, when the caller gave one.
+    pub request_id: Option<String>,
+    /// Where its note goes when it is handed over.
+    pub handover: Option<super::Handover>,
 }
 
 impl Herd {
+    /// Refuses a new message or task for `who` when its inbox is full: nothing queued for a
+    /// participant is ever dropped, so the sender hears about it instead.
+    pub fn check_inbox_room(&self, who: &Participant) -> Result<(), HerdError> {
+        let (limit, whose) = match who {
+            Participant::Parent => (super::MAX_PARENT_INBOX_ITEMS, "the parent's".to_owned()),
+            Participant::Sheep(id) => (super::MAX_INBOX_ITEMS, format!("{id}'s")),
+        };
+        let held = self.inboxes.get(who).map_or(0, |inbox| inbox.items.len());
+        if held >= limit {
+            return Err(HerdError::new(
+                "inbox_full",
+                format!(
+                    "{whose} inbox holds {held} unacknowledged items, the most it keeps; nothing \
+                     was sent. Let it read its inbox (`shepherd inbox`) first."
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The sheep a spawn with client request id `request_id` created.
+    pub fn sheep_by_request(&self, request_id: &str) -> Option<&Sheep> {
+        self.sheep
+            .values()
+            .rev()
+            .find(|s| s.request_id.as_deref() == Some(request_id))
+    }
+
+    /// The task a delegation with client request id `request_id` created.
+    pub fn task_by_request(&self, request_id: &str) -> Option<&Task> {
+        self.tasks
+            .values()
+            .rev()
+            .find(|t| t.request_id.as_deref() == Some(request_id))
+    }
+
     /// Looks up a sheep by the id text a caller passed.
     pub fn sheep_by_text(&self, text: &str) -> Result<&Sheep, HerdError> {
         AgentId::parse(text)
@@ -88,6 +132,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         runtime: new.runtime,
         cwd: new.cwd,
         token_digest: new.token_digest,
+        supervisor_digest: new.supervisor_digest,
         created_at: tx.now(),
         phase: Phase::Starting,
         activity: Activity::Idle,
@@ -96,6 +141,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         last_outcome: None,
         exit: None,
         launch: Value::Null,
+        request_id: new.request_id,
     };
     tx.emit(Event::SheepCreated {
         sheep: Box::new(sheep),
@@ -169,7 +215,13 @@ pub fn exited(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
         error.push_str(&exit.tail);
     }
     match active {
-        Some(task_id) => settle(tx, &task_id, TaskState::Failed, None, None, Some(error)),
+        Some(task_id) => settle_with_code(
+            tx,
+            &task_id,
+            TaskState::Failed,
+            exit.return_code(),
+            Some(error),
+        ),
         None => {
             let text = format!("{display} ({agent_id}) {}.", exit.describe());
             tx.enqueue(
@@ -281,6 +333,8 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
             "Delegated task timeout must be a positive number of minutes.",
         ));
     }
+    tx.herd()
+        .check_inbox_room(&Participant::Sheep(sheep.id.clone()))?;
     let task = Task {
         id: input.task_id.clone(),
         agent_id: sheep.id.clone(),
@@ -300,6 +354,8 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
         session_cursor: None,
         turn: input.turn,
         output: None,
+        request_id: input.request_id,
+        handover: input.handover,
     };
     tx.emit(Event::TaskCreated {
         task: Box::new(task),
@@ -331,9 +387,11 @@ pub fn start_task(
         ));
     }
     let agent_id = task.agent_id.clone();
+    let at = Some(tx.now());
     tx.emit(Event::TaskStarted {
         task_id: task_id.clone(),
         note,
+        at,
     });
     let envelope = Envelope {
         schema_version: SCHEMA_VERSION,
@@ -364,6 +422,37 @@ pub fn start_task(
     Ok(())
 }
 
+/// Gives a task that settled before it was handed over the note reserved for it, so the note
+/// is finalised with the task instead of being left running.
+pub fn attach_note(tx: &mut Tx<'_>, task_id: &TaskId, note: NoteLink) {
+    if tx
+        .herd()
+        .tasks
+        .get(task_id)
+        .is_some_and(|t| t.note.is_none() && t.state.is_terminal())
+    {
+        tx.emit(Event::NoteAttached {
+            task_id: task_id.clone(),
+            note,
+        });
+    }
+}
+
+/// Withdraws a task that was accepted but never handed over (its note could not be reserved),
+/// so a delegation that failed before reaching its sheep leaves nothing behind.
+pub fn withdraw(tx: &mut Tx<'_>, task_id: &TaskId) {
+    if tx
+        .herd()
+        .tasks
+        .get(task_id)
+        .is_some_and(|t| t.state == TaskState::Created)
+    {
+        tx.emit(Event::TaskWithdrawn {
+            task_id: task_id.clone(),
+        });
+    }
+}
+
 /// Settles a task unless it is already settled (the first settlement wins).
 pub fn settle(
     tx: &mut Tx<'_>,
@@ -384,6 +473,35 @@ pub fn settle(
         return_code: status.return_code().unwrap_or(1),
         summary,
         text,
+        error,
+        completed_at: tx.now(),
+    };
+    tx.emit(Event::TaskSettled {
+        task_id: task_id.clone(),
+        result,
+    });
+}
+
+/// Settles a task as failed (or another terminal state) with an explicit return code: a sheep
+/// that died fails its task with its own exit status.
+pub fn settle_with_code(
+    tx: &mut Tx<'_>,
+    task_id: &TaskId,
+    status: TaskState,
+    return_code: i32,
+    error: Option<String>,
+) {
+    let Some(task) = tx.herd().tasks.get(task_id) else {
+        return;
+    };
+    if task.state.is_terminal() || !status.is_terminal() {
+        return;
+    }
+    let result = TaskResult {
+        status,
+        return_code,
+        summary: None,
+        text: None,
         error,
         completed_at: tx.now(),
     };

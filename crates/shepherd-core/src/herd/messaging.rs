@@ -115,6 +115,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         .map(parse_message_id)
         .transpose()?;
     let task_id = attribute_task(tx, &input, reply_to.as_ref())?;
+    tx.herd().check_inbox_room(&target)?;
 
     let mut request = None;
     if input.expects_reply {
@@ -513,6 +514,14 @@ fn nudge(tx: &mut Tx<'_>, sender: &AgentId, task_id: &TaskId, display: &str, bud
         .values()
         .any(|r| r.asker == Participant::Sheep(sender.clone()));
     if task.state != TaskState::Running || asking {
+        return;
+    }
+    // A reminder is never worth refusing or dropping anything for.
+    if tx
+        .herd()
+        .check_inbox_room(&Participant::Sheep(sender.clone()))
+        .is_err()
+    {
         return;
     }
     if task.nudges < budget {

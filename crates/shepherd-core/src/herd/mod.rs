@@ -23,8 +23,9 @@ mod tests;
 
 pub use error::HerdError;
 pub use lifecycle::{
-    DelegateInput, NewSheep, admit, begin_close, closed, cursor, delegate, exited, failed_to_start,
-    finalized, launched, output, ready, settle, start_task,
+    DelegateInput, NewSheep, admit, attach_note, begin_close, closed, cursor, delegate, exited,
+    failed_to_start, finalized, launched, output, ready, settle, settle_with_code, start_task,
+    withdraw,
 };
 pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
@@ -40,8 +41,17 @@ use std::collections::BTreeMap;
 
 use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
 
-/// Most undelivered items one inbox keeps; older ones are dropped (and counted) beyond it.
+/// Most unacknowledged items a sheep's inbox holds: a task or message to a sheep whose inbox is
+/// this full is refused (`inbox_full`), never dropped.
 pub const MAX_INBOX_ITEMS: usize = 1000;
+
+/// Most unacknowledged items the parent's inbox holds before sheep messages to the parent are
+/// refused. What the broker itself reports (completions, notices) is always kept.
+pub const MAX_PARENT_INBOX_ITEMS: usize = 10_000;
+
+/// Most stored replies kept for resent requests (oldest forgotten first). A resend comes within
+/// seconds of the first attempt, so this is far more than needed.
+pub const MAX_STORED_REPLIES: usize = 4096;
 
 /// Most message routing records kept for reply inference.
 pub const MAX_MESSAGE_RECORDS: usize = 10_000;
@@ -66,6 +76,9 @@ pub struct Herd {
     pub watchers: IndexMap<WatcherId, Watcher>,
     /// The last inbox sequence number handed out.
     pub last_seq: u64,
+    /// Answers to state-changing requests by client request id, oldest first.
+    #[serde(default)]
+    pub replies: IndexMap<String, StoredReply>,
 }
 
 /// A change in progress: commands validate first, then [`Tx::emit`] each event, which applies it
@@ -125,6 +138,11 @@ impl<'a> Tx<'a> {
             payload,
         };
         self.emit(Event::Enqueued { to, item });
+    }
+
+    /// Whether anything changed so far.
+    pub fn changed(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// Ends the change: notifies watchers of tasks that became reportable, and returns every

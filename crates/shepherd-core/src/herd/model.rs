@@ -57,6 +57,17 @@ pub struct ExitInfo {
 }
 
 impl ExitInfo {
+    /// The return code of a task whose sheep ended this way before settling it: the exit
+    /// status when it is non-zero, 128 + n when killed by signal n, else 1 (it exited 0, or
+    /// how it ended is unknown).
+    pub fn return_code(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(code), _) if code != 0 => code,
+            (None, Some(signal)) => 128 + signal,
+            _ => 1,
+        }
+    }
+
     /// `status 3`, `signal 9` or the reason.
     pub fn describe(&self) -> String {
         match (self.code, self.signal, &self.reason) {
@@ -86,6 +97,9 @@ pub struct Sheep {
     pub cwd: String,
     /// sha256 (hex) of its capability token; the token itself is never stored.
     pub token_digest: String,
+    /// sha256 (hex) of its supervisor's own credential (never given to the sheep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_digest: Option<String>,
     /// When it was spawned (ms).
     pub created_at: i64,
     /// Process phase.
@@ -108,6 +122,9 @@ pub struct Sheep {
     /// Backend facts needed to find it again (pids, pane id, log file), opaque to core.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub launch: Value,
+    /// The client request id of the spawn that created it, so a resent spawn finds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl Sheep {
@@ -224,6 +241,38 @@ pub struct Task {
     /// The sheep's final words and run telemetry, once its run settled after the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<TaskOutput>,
+    /// The client request id of the delegation that created it, so a resent delegate finds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// How its note is reserved when it is handed over, kept so that a broker restarted
+    /// between accepting the task and handing it over can finish the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<Handover>,
+}
+
+/// What handing a task over needs besides the task itself: where its note goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Handover {
+    /// Whether the task gets a note at all.
+    pub fieldnotes: bool,
+    /// A named session for the note, instead of the parent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// A note reserved ahead by a run, to start instead of reserving a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_note: Option<String>,
+    /// The flow group the note belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// `single`, `parallel` or `chain`.
+    pub mode: String,
+    /// A pi sheep's session file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    /// Where that session file stood when the task was accepted (bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_cursor: Option<u64>,
 }
 
 /// What a sheep left when its run settled: its last assistant text and what the run cost.
@@ -277,15 +326,25 @@ pub struct MessageRecord {
     pub task_id: Option<TaskId>,
 }
 
-/// A participant's queue of undelivered items.
+/// A participant's queue of undelivered items. Nothing in it is ever dropped: a full inbox
+/// refuses new messages instead (see [`super::MAX_INBOX_ITEMS`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Inbox {
     /// Items not yet acknowledged, oldest first.
     pub items: VecDeque<InboxItem>,
-    /// Items dropped because the inbox was full.
-    #[serde(default)]
-    pub dropped: u64,
+}
+
+/// The answer a state-changing request got, kept under its client request id so that the same
+/// request sent again is answered alike instead of being applied twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredReply {
+    /// The result, when it succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The error, when it failed after changing something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::protocol::WireError>,
 }
 
 /// One delivered-but-unacknowledged item.
@@ -368,6 +427,8 @@ pub enum NoticeKind {
     AutoClosed,
     /// A sheep due to be closed automatically could not be closed.
     AutoCloseFailed,
+    /// The broker restarted and had to work around damaged state (the text says what).
+    BrokerRecovered,
 }
 
 /// A notice for the parent.
@@ -503,6 +564,9 @@ pub enum Event {
         task_id: TaskId,
         /// Its note.
         note: Option<NoteLink>,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// A tracked request opened; its task waits.
     RequestOpened {
@@ -585,6 +649,27 @@ pub enum Event {
     },
     /// The parent was told a task's sheep stalled.
     Escalated {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A state-changing request was answered (kept for resends of the same request id).
+    Replied {
+        /// The client request id.
+        request_id: String,
+        /// The answer.
+        reply: StoredReply,
+    },
+    /// A note reserved for a task that settled before it was handed over (its sheep died in
+    /// between): the note is the task's, and is finalised with it.
+    NoteAttached {
+        /// The task.
+        task_id: TaskId,
+        /// Its note.
+        note: NoteLink,
+    },
+    /// A task that was accepted but never reached its sheep was withdrawn (its note could not
+    /// be reserved): it leaves no trace, as if it had been refused.
+    TaskWithdrawn {
         /// The task.
         task_id: TaskId,
     },

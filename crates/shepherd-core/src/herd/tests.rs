@@ -53,6 +53,8 @@ impl Harness {
             runtime: "command".into(),
             cwd: "/p".into(),
             token_digest: "d".into(),
+            supervisor_digest: None,
+            request_id: None,
         };
         self.run(|tx| admit(tx, new)).unwrap();
         self.run(|tx| ready(tx, &id));
@@ -68,6 +70,8 @@ impl Harness {
             description: text.into(),
             timeout_ms: 20 * MIN,
             turn: false,
+            request_id: None,
+            handover: None,
         };
         self.run(|tx| {
             delegate(tx, input)?;
@@ -224,6 +228,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         description: "second".into(),
         timeout_ms: MIN,
         turn: false,
+        request_id: None,
+        handover: None,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, input)).unwrap_err().code,
@@ -236,6 +242,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         description: "  ".into(),
         timeout_ms: MIN,
         turn: false,
+        request_id: None,
+        handover: None,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, empty)).unwrap_err().code,
@@ -247,6 +255,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         description: "x".repeat(100_001),
         timeout_ms: MIN,
         turn: false,
+        request_id: None,
+        handover: None,
     };
     assert_eq!(h.run(|tx| delegate(tx, big)).unwrap_err().code, "too_large");
     let foreign = DelegateInput {
@@ -255,6 +265,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         description: "y".into(),
         timeout_ms: MIN,
         turn: false,
+        request_id: None,
+        handover: None,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, foreign)).unwrap_err().code,
@@ -513,6 +525,8 @@ fn watchers_wait_for_the_note_to_be_final() {
         description: "x".into(),
         timeout_ms: MIN,
         turn: false,
+        request_id: None,
+        handover: None,
     };
     h.run(|tx| {
         delegate(tx, input).unwrap();
@@ -703,6 +717,8 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         runtime: "command".into(),
         cwd: "/".into(),
         token_digest: "d".into(),
+        supervisor_digest: None,
+        request_id: None,
     };
     let err = h.run(|tx| admit(tx, dup)).unwrap_err();
     assert_eq!(err.code, "duplicate_label");
@@ -753,6 +769,8 @@ fn a_one_turn_task_settles_with_the_runs_final_text() {
         description: "one turn".into(),
         timeout_ms: MIN,
         turn: true,
+        request_id: None,
+        handover: None,
     };
     h.run(|tx| {
         delegate(tx, input).unwrap();

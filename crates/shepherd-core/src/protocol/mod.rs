@@ -18,7 +18,10 @@ pub use parent::*;
 pub use sheep::*;
 
 /// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Longest client request id accepted, in bytes.
+pub const MAX_REQUEST_ID: usize = 128;
 
 /// Method names.
 pub mod method {
@@ -70,6 +73,12 @@ pub mod method {
     pub const BROKER_STATUS: &str = "broker.status";
     /// Parent: stop the broker (closing every sheep first).
     pub const BROKER_STOP: &str = "broker.stop";
+    /// Parent: submit a run (single, parallel or chain) for the broker to carry out.
+    pub const RUN_SUBMIT: &str = "run.submit";
+    /// Parent or observer: follow a run's progress until it finishes.
+    pub const RUN_ATTACH: &str = "run.attach";
+    /// Parent: cancel a run.
+    pub const RUN_CANCEL: &str = "run.cancel";
 }
 
 /// Push event names.
@@ -94,6 +103,16 @@ pub struct Request {
     /// Method parameters (an object; absent means `{}`).
     #[serde(default)]
     pub params: Value,
+    /// A client-chosen id for a request that changes state. A request resent with the same id
+    /// (after a lost answer or a broker restart) is applied once and answered as the first time.
+    #[serde(default, rename = "requestId", skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Whether `id` is usable as a client request id: 1 to [`MAX_REQUEST_ID`] printable ASCII
+/// characters.
+pub fn valid_request_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// An error body.

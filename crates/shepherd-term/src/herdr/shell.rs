@@ -6,16 +6,20 @@
 
 use crate::LaunchSpec;
 
-/// `'<shepherd>' supervise --grace-ms <ms> -- '<program>' '<arg>'…`.
+/// `'<shepherd>' supervise --grace-ms <ms> … -- '<program>' '<arg>'…`: the supervisor's own
+/// options are quoted only when they need it, the sheep's program always.
 pub(crate) fn supervisor_command(spec: &LaunchSpec, shepherd_exe: &str) -> String {
-    let mut words = vec![
-        quote(shepherd_exe),
-        "supervise".to_owned(),
-        "--grace-ms".to_owned(),
-        spec.orphan_grace.as_millis().to_string(),
-        "--".to_owned(),
-    ];
-    words.extend(spec.program.iter().map(|word| quote(word)));
+    let mut words = vec![quote(shepherd_exe)];
+    let mut program = false;
+    for word in spec.supervisor_args(&[]) {
+        let plain = !program
+            && !word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+        words.push(if plain { word.clone() } else { quote(&word) });
+        program |= word == "--";
+    }
     words.join(" ")
 }
 

@@ -54,6 +54,7 @@ pub fn spec(cwd: &Path, placement: Placement, caller: Option<&str>) -> LaunchSpe
         keep_open: false,
         keep_stdin: false,
         orphan_grace: Duration::from_millis(1500),
+        supervisor_args: Vec::new(),
     }
 }
 

@@ -12,13 +12,17 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use shepherd_broker::BrokerConfig;
-use shepherd_broker::client::Client;
+use shepherd_broker::client::{Link, LinkSpec, StartSpec};
 use shepherd_broker::clock::SystemClock;
 use shepherd_broker::paths::{BrokerAddress, BrokerPaths};
 use shepherd_broker::serve::{ServeError, start};
 use shepherd_core::protocol::{BrokerStatus, Role, method};
 
-use super::connect::{HerdArgs, hello, runtime, target};
+use super::connect::{HerdArgs, broker_timeout, hello, runtime, target};
+
+/// How long `broker stop` may take to close the herd (each close has its own deadline; they
+/// run side by side).
+const STOP_WAIT: Duration = Duration::from_secs(60);
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
@@ -51,6 +55,10 @@ pub(crate) struct ServeArgs {
     /// accepts connections.
     #[arg(long)]
     notify_ready: bool,
+    /// Run the broker as a new process that is nobody's child (this one exits at once), so
+    /// whoever started it — possibly a sheep's supervisor — never holds it in its tree.
+    #[arg(long)]
+    detach: bool,
 }
 
 pub(crate) fn run(
@@ -64,7 +72,10 @@ pub(crate) fn run(
         BrokerCommand::Stop(args) => stop(&args, ctx, printer),
         BrokerCommand::Ensure(args) => {
             let target = target(ctx, &args)?;
-            runtime()?.block_on(super::connect::parent(&target))?;
+            runtime()?.block_on(async {
+                super::connect::parent(&target, super::connect::deadline_after(Duration::ZERO)?)
+                    .await
+            })?;
             let socket = target.paths.socket.display().to_string();
             printer.emit(
                 &json!({ "socket": socket, "brokerId": target.address.key }),
@@ -82,7 +93,39 @@ fn env_duration(name: &str, default: Duration) -> Duration {
         .map_or(default, Duration::from_millis)
 }
 
+/// `--detach`: starts the broker again without it, handing over stdout (where it says it is
+/// ready), and exits, so the broker is reparented away from whoever started this.
+fn detach(args: &ServeArgs) -> Result<ExitCode, CliError> {
+    let exe = std::env::current_exe().map_err(|err| {
+        CliError::new(
+            "environment",
+            format!("cannot find the shepherd executable: {err}"),
+        )
+    })?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(["broker", "serve", "--parent-session"])
+        .arg(&args.parent_session)
+        .arg("--project")
+        .arg(&args.project)
+        .arg("--depth")
+        .arg(args.depth.to_string())
+        .args(args.notify_ready.then_some("--notify-ready"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    match command.spawn() {
+        Ok(_broker) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            notify(&format!("error: cannot start the broker: {err}"));
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
 fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
+    if args.detach {
+        return detach(args);
+    }
     if args.notify_ready {
         // Leave the starting client's session: the broker outlives that client and its terminal.
         let _already_leader = rustix::process::setsid();
@@ -129,9 +172,29 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
     if tmux.available() {
         backends.push(Arc::new(tmux));
     }
+    let start_spec = StartSpec {
+        exe: config.shepherd_exe.clone(),
+        identity: args.parent_session.clone(),
+        project_root: project_root.clone(),
+        depth: args.depth,
+        state_dir: paths.state_dir.clone(),
+        env: Vec::new(),
+    };
     let started = rt.block_on(start(config, Arc::new(SystemClock), backends));
     match started {
         Ok(running) => {
+            record_herd(&start_spec);
+            // SIGTERM ends the herd in order (every sheep closed), as `broker stop` does: it is
+            // how a supervisor cleaning up after a sheep ends the herd that sheep started.
+            let handle = running.handle();
+            rt.spawn(async move {
+                if let Ok(mut term) =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                {
+                    term.recv().await;
+                    handle.stop_herd().await;
+                }
+            });
             if args.notify_ready {
                 notify(&format!("ready {}", running.socket().display()));
             }
@@ -150,6 +213,23 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
             }
             Err(CliError::new("broker", err.to_string()))
         }
+    }
+}
+
+/// Records what this herd's brokers must share whoever starts them: the environment (kept from
+/// the herd's first broker) and how to start one.
+fn record_herd(spec: &StartSpec) {
+    use shepherd_broker::client::start;
+    if let Err(err) = start::record_env(&spec.state_dir, std::env::vars()) {
+        tracing::warn!("could not record the herd's environment: {err}");
+    }
+    let written = serde_json::to_vec_pretty(spec)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| {
+            shepherd_fs::write_atomic(&start::spec_file(&spec.state_dir), &bytes, Some(0o600))
+        });
+    if let Err(err) = written {
+        tracing::warn!("could not record how to start this broker: {err}");
     }
 }
 
@@ -185,8 +265,13 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     let target = target(ctx, args)?;
     let rt = runtime()?;
     let status: Option<BrokerStatus> = rt.block_on(async {
-        let mut client = super::connect::observer(&target).await.ok()?;
-        client.call(method::BROKER_STATUS, &json!({})).await.ok()
+        let deadline = super::connect::deadline_after(Duration::ZERO).ok()?;
+        let mut link = super::connect::observer(&target, deadline).await.ok()?;
+        let value = link
+            .request(method::BROKER_STATUS, json!({}), deadline)
+            .await
+            .ok()?;
+        serde_json::from_value(value).ok()
     });
     match status {
         Some(status) => printer.emit(&json!({ "running": true, "status": status }), || {
@@ -209,13 +294,28 @@ fn stop(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, C
     let target = target(ctx, args)?;
     let rt = runtime()?;
     let outcome = rt.block_on(async {
-        let Ok((mut client, _)) =
-            Client::open(&target.paths.socket, &hello(Role::Parent, None, None)).await
-        else {
+        if tokio::net::UnixStream::connect(&target.paths.socket)
+            .await
+            .is_err()
+        {
             return Ok(None);
-        };
-        let status: BrokerStatus = client.call(method::BROKER_STATUS, &json!({})).await?;
-        let stopped: serde_json::Value = client.call(method::BROKER_STOP, &json!({})).await?;
+        }
+        let mut link = Link::new(LinkSpec {
+            socket: target.paths.socket.clone(),
+            hello: hello(Role::Parent, None, None),
+            start: None,
+        });
+        let status: BrokerStatus = link
+            .call(method::BROKER_STATUS, &json!({}), broker_timeout()?)
+            .await?;
+        // Closing a herd of many sheep takes a while; each close has its own deadline.
+        let stopped: serde_json::Value = link
+            .call(
+                method::BROKER_STOP,
+                &json!({}),
+                broker_timeout()? + STOP_WAIT,
+            )
+            .await?;
         Ok::<_, CliError>(Some((status.pid, stopped)))
     })?;
     match outcome {

@@ -5,15 +5,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use shepherd_broker::client::{Client, ClientError, StartSpec, ensure_broker};
+use shepherd_broker::client::{ClientError, Link, LinkSpec, StartSpec};
 use shepherd_broker::paths::{BrokerAddress, BrokerPaths, cli_parent_identity};
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
 
+use tokio::time::Instant;
+
 use crate::context::Context;
 use crate::error::CliError;
-
-/// How long a command waits for a broker it started to become ready.
-const BROKER_START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Which herd a parent-side command works on.
 #[derive(Debug, Clone, Args)]
@@ -28,9 +27,43 @@ pub(crate) struct HerdArgs {
 
 impl From<ClientError> for CliError {
     fn from(err: ClientError) -> Self {
-        Self::new(err.code().to_owned(), err.to_string())
+        let error = Self::new(err.code().to_owned(), err.to_string());
+        match err.code() {
+            "broker_unavailable" | "broker_unresponsive" | "broker_disconnected" => {
+                error.with_exit(EXIT_BROKER)
+            }
+            _ => error,
+        }
     }
 }
+
+/// Exit status of any command whose broker could not be reached, or did not answer, in time.
+pub(crate) const EXIT_BROKER: u8 = 69;
+
+/// How long a command waits for its broker beyond what the request itself waits for
+/// (`SHEPHERD_BROKER_TIMEOUT`, in seconds; 15 by default).
+pub(crate) fn broker_timeout() -> Result<Duration, CliError> {
+    match std::env::var("SHEPHERD_BROKER_TIMEOUT") {
+        Err(_) => Ok(DEFAULT_BROKER_TIMEOUT),
+        Ok(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|secs| secs.is_finite() && *secs > 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| {
+                CliError::new(
+                    "invalid_environment",
+                    format!(
+                        "SHEPHERD_BROKER_TIMEOUT `{text}` must be a positive number of seconds"
+                    ),
+                )
+                .with_exit(2)
+            }),
+    }
+}
+
+/// The default for [`broker_timeout`].
+const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The broker a parent-side command talks to.
 #[derive(Debug, Clone)]
@@ -93,31 +126,72 @@ fn canonical_root(root: &Path) -> Result<PathBuf, CliError> {
     Ok(canonical)
 }
 
-/// Connects as the parent, starting the broker if none runs.
-pub(crate) async fn parent(target: &Target) -> Result<Client, CliError> {
+/// How to start this target's broker.
+pub(crate) fn start_spec(target: &Target) -> Result<StartSpec, CliError> {
     let exe = std::env::current_exe().map_err(|err| {
         CliError::new(
             "environment",
             format!("cannot find the shepherd executable: {err}"),
         )
     })?;
-    let spec = StartSpec {
+    Ok(StartSpec {
         exe,
         identity: target.address.identity.clone(),
         project_root: target.address.project_root.clone(),
         depth: target.depth,
+        state_dir: target.paths.state_dir.clone(),
         env: Vec::new(),
-    };
-    ensure_broker(&target.paths.socket, &spec, BROKER_START_TIMEOUT).await?;
-    let (client, _) = Client::open(&target.paths.socket, &hello(Role::Parent, None, None)).await?;
-    Ok(client)
+    })
 }
 
-/// Connects as an observer to a broker that is already running.
-pub(crate) async fn observer(target: &Target) -> Result<Client, CliError> {
-    let (client, _) =
-        Client::open(&target.paths.socket, &hello(Role::Observer, None, None)).await?;
-    Ok(client)
+/// Whether this target's herd is alive: its broker recorded the herd's environment and has
+/// not ended it (an orderly stop with no sheep left forgets it). A command that only reads
+/// starts no broker for a herd that is not alive.
+pub(crate) fn herd_alive(target: &Target) -> bool {
+    shepherd_broker::client::start::env_file(&target.paths.state_dir).exists()
+}
+
+/// A link to this target's broker as its parent, starting the broker when none runs, connected
+/// before `deadline`.
+pub(crate) async fn parent(target: &Target, deadline: Instant) -> Result<Link, CliError> {
+    let spec = LinkSpec {
+        socket: target.paths.socket.clone(),
+        hello: hello(Role::Parent, None, None),
+        start: Some(start_spec(target)?),
+    };
+    Ok(Link::open(spec, deadline).await?)
+}
+
+/// Like [`parent`] for a command that only reads: `None` when the herd is not alive and no
+/// broker runs, rather than starting one for nothing.
+pub(crate) async fn parent_if_alive(
+    target: &Target,
+    deadline: Instant,
+) -> Result<Option<Link>, CliError> {
+    if herd_alive(target)
+        || tokio::net::UnixStream::connect(&target.paths.socket)
+            .await
+            .is_ok()
+    {
+        return parent(target, deadline).await.map(Some);
+    }
+    Ok(None)
+}
+
+/// Connects as an observer to a broker that is already running, before `deadline`.
+pub(crate) async fn observer(target: &Target, deadline: Instant) -> Result<Link, CliError> {
+    let spec = LinkSpec {
+        socket: target.paths.socket.clone(),
+        hello: hello(Role::Observer, None, None),
+        start: None,
+    };
+    Ok(Link::open(spec, deadline).await?)
+}
+
+/// The deadline of a command whose request itself may wait `wait`: that wait plus the broker
+/// timeout.
+pub(crate) fn deadline_after(wait: Duration) -> Result<Instant, CliError> {
+    Ok(Instant::now() + wait + broker_timeout()?)
 }
 
 /// The capability a sheep was started with.
@@ -126,6 +200,8 @@ pub(crate) struct SheepCapability {
     pub(crate) socket: PathBuf,
     pub(crate) agent_id: String,
     pub(crate) token: String,
+    /// A supervisor's own credential (never in the sheep's environment).
+    pub(crate) supervisor_token: Option<String>,
 }
 
 impl SheepCapability {
@@ -141,6 +217,7 @@ impl SheepCapability {
                 socket: socket.into(),
                 agent_id,
                 token,
+                supervisor_token: None,
             }),
             _ => Err(CliError::new(
                 "not_a_sheep",
@@ -151,12 +228,21 @@ impl SheepCapability {
     }
 }
 
-/// Connects as the sheep (or its supervisor) the capability names.
-pub(crate) async fn sheep(cap: &SheepCapability, role: Role) -> Result<Client, ClientError> {
-    let hello = hello(role, Some(cap.agent_id.clone()), Some(cap.token.clone()));
-    Client::open(&cap.socket, &hello)
-        .await
-        .map(|(client, _)| client)
+/// A link as the sheep (or its supervisor) the capability names. It never starts a broker: a
+/// sheep waits for its herd's broker to come back (its supervisor restarts it).
+pub(crate) fn sheep(cap: &SheepCapability, role: Role) -> Link {
+    let token = match role {
+        Role::Supervisor => cap
+            .supervisor_token
+            .clone()
+            .unwrap_or_else(|| cap.token.clone()),
+        _ => cap.token.clone(),
+    };
+    Link::new(LinkSpec {
+        socket: cap.socket.clone(),
+        hello: hello(role, Some(cap.agent_id.clone()), Some(token)),
+        start: None,
+    })
 }
 
 /// A `hello` from this build.

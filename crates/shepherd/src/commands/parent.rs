@@ -15,7 +15,9 @@ use shepherd_core::protocol::{
     StatusParams, WaitParams, WaitResult, event, method,
 };
 
-use super::connect::{HerdArgs, parent, runtime, target};
+use std::time::Duration;
+
+use super::connect::{HerdArgs, deadline_after, parent, parent_if_alive, runtime, target};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
@@ -23,16 +25,57 @@ use crate::output::Printer;
 /// Exit status of `watch` when the wait ended with tasks still open.
 pub(crate) const EXIT_PENDING: u8 = 75;
 
+/// How long a spawn may wait for its sheep to start (the broker's own limit, plus the time to
+/// clean up a sheep that did not).
+fn spawn_wait() -> Duration {
+    let startup = std::env::var("SHEPHERD_STARTUP_LIMIT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(30), Duration::from_millis);
+    startup + Duration::from_secs(15)
+}
+
+/// How long a close may take: the sheep's grace to end, the backend's confirmation and a pi
+/// sheep's last words.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+/// Makes one parent request, starting the broker if needed; `wait` is how long the request
+/// itself may legitimately take, on top of the broker timeout.
 fn call<P: Serialize, R: DeserializeOwned>(
     ctx: &Context,
     herd: &HerdArgs,
     name: &str,
     params: &P,
+    wait: Duration,
 ) -> Result<R, CliError> {
     let target = target(ctx, herd)?;
+    let params =
+        serde_json::to_value(params).map_err(|e| CliError::new("internal", e.to_string()))?;
     runtime()?.block_on(async {
-        let mut client = parent(&target).await?;
-        Ok(client.call(name, params).await?)
+        let deadline = deadline_after(wait)?;
+        let mut link = parent(&target, deadline).await?;
+        let value = link.request(name, params, deadline).await?;
+        serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
+    })
+}
+
+/// Like [`call`] for a read: `None` when the herd is not alive (no broker is started for it).
+fn read_call<R: DeserializeOwned>(
+    ctx: &Context,
+    herd: &HerdArgs,
+    name: &str,
+    params: Value,
+) -> Result<Option<R>, CliError> {
+    let target = target(ctx, herd)?;
+    runtime()?.block_on(async {
+        let deadline = deadline_after(Duration::ZERO)?;
+        let Some(mut link) = parent_if_alive(&target, deadline).await? else {
+            return Ok(None);
+        };
+        let value = link.request(name, params, deadline).await?;
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
     })
 }
 
@@ -77,7 +120,7 @@ pub(crate) fn spawn(
         parent_thinking: None,
         fieldnotes_session: None,
     };
-    let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params)?;
+    let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params, spawn_wait())?;
     printer.emit(&result, || {
         format!(
             "spawned {} ({}) on {}",
@@ -133,7 +176,7 @@ pub(crate) fn delegate(
         note: None,
         turn: false,
     };
-    let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params)?;
+    let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params, Duration::ZERO)?;
     printer.emit(&result, || {
         let note = result
             .note_relative
@@ -181,7 +224,7 @@ pub(crate) fn message(
         args.expects_reply,
         args.steer,
     );
-    let result: MessageResult = call(ctx, &args.herd, method::MESSAGE, &params)?;
+    let result: MessageResult = call(ctx, &args.herd, method::MESSAGE, &params, Duration::ZERO)?;
     print_message(printer, &result);
     Ok(ExitCode::SUCCESS)
 }
@@ -278,7 +321,13 @@ pub(crate) fn watch(
         id: IdList::Many(args.task_ids.clone()),
         timeout_ms: (args.wait * 1000.0).round() as u64,
     };
-    let result: WaitResult = call(ctx, &args.herd, method::WAIT, &params)?;
+    let result: WaitResult = call(
+        ctx,
+        &args.herd,
+        method::WAIT,
+        &params,
+        Duration::from_secs_f64(args.wait),
+    )?;
     let settled: Vec<Settled<'_>> = result.settled.iter().map(settled_view).collect();
     printer.emit(
         &json!({ "settled": settled, "pending": result.pending }),
@@ -357,7 +406,12 @@ pub(crate) fn status(
     let params = StatusParams {
         id: args.agent_id.clone(),
     };
-    let value: Value = call(ctx, &args.herd, method::STATUS, &params)?;
+    let value: Value = if args.agent_id.is_some() {
+        call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
+    } else {
+        read_call(ctx, &args.herd, method::STATUS, json!(params))?
+            .unwrap_or_else(|| json!(HerdResult { sheep: Vec::new() }))
+    };
     if args.agent_id.is_some() {
         let status: SheepStatus = serde_json::from_value(value.clone())
             .map_err(|e| CliError::new("protocol", e.to_string()))?;
@@ -400,7 +454,8 @@ pub(crate) fn herd(
     if args.follow {
         return follow_herd(args, ctx, *printer);
     }
-    let herd: HerdResult = call(ctx, &args.herd, method::HERD, &json!({}))?;
+    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?
+        .unwrap_or(HerdResult { sheep: Vec::new() });
     printer.emit(&herd, || herd_lines(&herd));
     Ok(ExitCode::SUCCESS)
 }
@@ -416,12 +471,25 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
         });
     };
     runtime()?.block_on(async {
-        let mut client = parent(&target).await?;
-        let now: HerdResult = client.call(method::HERD_SUBSCRIBE, &json!({})).await?;
-        show(&now);
+        let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
+        let mut subscribed = 0;
         loop {
+            if link.generation() != subscribed || !link.is_connected() {
+                // A new connection (the broker restarted): follow the herd again from now.
+                let deadline = deadline_after(Duration::ZERO)?;
+                let now: HerdResult = match link
+                    .request(method::HERD_SUBSCRIBE, json!({}), deadline)
+                    .await
+                {
+                    Ok(value) => serde_json::from_value(value)
+                        .map_err(|e| CliError::new("protocol", e.to_string()))?,
+                    Err(err) => return Err(err.into()),
+                };
+                subscribed = link.generation();
+                show(&now);
+            }
             let push = tokio::select! {
-                push = client.next_push() => push,
+                push = link.next_push() => push,
                 _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
             };
             match push {
@@ -432,7 +500,7 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
                 }
                 Ok((name, _)) if name == event::SHUTDOWN => return Ok(ExitCode::SUCCESS),
                 Ok(_) => {}
-                Err(shepherd_broker::client::ClientError::Closed) => return Ok(ExitCode::SUCCESS),
+                Err(err) if err.is_lost() => {}
                 Err(err) => return Err(err.into()),
             }
         }
@@ -461,6 +529,7 @@ pub(crate) fn close(
             id: args.agent_id,
             keep_pane: false,
         },
+        CLOSE_WAIT,
     )?;
     printer.emit(&result, || {
         let cancelled = result
@@ -494,7 +563,7 @@ pub(crate) fn read(args: ReadArgs, ctx: &Context, printer: &Printer) -> Result<E
         lines: Some(args.lines),
         source: args.source,
     };
-    let result: ReadResult = call(ctx, &args.herd, method::READ, &params)?;
+    let result: ReadResult = call(ctx, &args.herd, method::READ, &params, Duration::ZERO)?;
     printer.emit(&result, || result.text.clone());
     Ok(ExitCode::SUCCESS)
 }
@@ -511,7 +580,11 @@ pub(crate) fn prune(
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
-    let result: PruneResult = call(ctx, &args.herd, method::PRUNE, &json!({}))?;
+    let result: PruneResult =
+        read_call(ctx, &args.herd, method::PRUNE, json!({}))?.unwrap_or(PruneResult {
+            pruned: 0,
+            remaining: 0,
+        });
     printer.emit(&result, || match result.pruned {
         0 => format!("nothing to prune ({} remain)", result.remaining),
         n => format!("pruned {n}; {} remain", result.remaining),

@@ -1,10 +1,13 @@
 //! A sheep's commands: `inbox`, `tell`, `done` (and the hidden `report`). They use the
 //! capability Shepherd put in the sheep's environment, so any program can be a sheep.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
+use shepherd_core::envelope::Kind;
 use shepherd_core::herd::{InboxItem, Payload};
 use shepherd_core::protocol::{
     AckParams, DoneParams, DoneResult, InboxParams, InboxResult, MessageResult, ReportParams, Role,
@@ -12,22 +15,60 @@ use shepherd_core::protocol::{
 };
 use shepherd_core::task::DoneStatus;
 
-use super::connect::{SheepCapability, runtime, sheep};
+use tokio::time::Instant;
+
+use super::connect::{SheepCapability, deadline_after, runtime, sheep};
 use crate::error::CliError;
 use crate::output::Printer;
 
 /// Exit status of `inbox` when the wait ended with nothing delivered.
 pub(crate) const EXIT_NOTHING: u8 = 75;
 
+/// Makes one request as this sheep. It rides out a broker restart (the herd's supervisors
+/// bring the broker back) until the broker timeout, resending under the same request id, so
+/// the request is applied exactly once.
 fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
     name: &str,
     params: &P,
 ) -> Result<R, CliError> {
     let cap = SheepCapability::from_env()?;
+    let params =
+        serde_json::to_value(params).map_err(|e| CliError::new("internal", e.to_string()))?;
     runtime()?.block_on(async {
-        let mut client = sheep(&cap, Role::Sheep).await?;
-        Ok(client.call(name, params).await?)
+        let deadline = deadline_after(Duration::ZERO)?;
+        let value = sheep(&cap, Role::Sheep)
+            .request(name, params, deadline)
+            .await?;
+        serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
     })
+}
+
+/// Where this sheep's CLI remembers the task of the last task envelope `inbox` printed, so a
+/// plain `shepherd done` names the task it settles (a redelivered old task then changes nothing
+/// instead of settling a newer one).
+fn last_task_file(cap: &SheepCapability) -> Option<PathBuf> {
+    let dir = cap.socket.parent()?.join("sheep");
+    Some(dir.join(format!("{}.task", cap.agent_id)))
+}
+
+fn remember_task(cap: &SheepCapability, items: &[InboxItem]) {
+    let task = items.iter().rev().find_map(|item| match &item.payload {
+        Payload::Envelope { envelope } if envelope.kind == Kind::Task => envelope.task_id.clone(),
+        _ => None,
+    });
+    let (Some(task), Some(file)) = (task, last_task_file(cap)) else {
+        return;
+    };
+    if let Some(dir) = file.parent()
+        && shepherd_broker::paths::ensure_private_dir(dir).is_ok()
+    {
+        let _kept = shepherd_fs::write_atomic(&file, task.as_str().as_bytes(), Some(0o600));
+    }
+}
+
+fn remembered_task(cap: &SheepCapability) -> Option<String> {
+    let text = fs_err::read_to_string(last_task_file(cap)?).ok()?;
+    Some(text.trim().to_owned()).filter(|t| !t.is_empty())
 }
 
 /// Print what was delivered (one JSON object per line) and acknowledge it: a sheep's own inbox
@@ -62,23 +103,29 @@ pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, Cli
         ));
     }
     let cap = SheepCapability::from_env().ok();
-    let wait_ms = (args.wait * 1000.0).round() as u64;
-    let items = runtime()?.block_on(async {
-        let mut client = match &cap {
-            Some(cap) => sheep(cap, Role::Sheep).await?,
+    let wait = Duration::from_secs_f64(args.wait);
+    let rt = runtime()?;
+    let fetched = rt.block_on(async {
+        let deadline = deadline_after(wait)?;
+        let mut link = match &cap {
+            Some(cap) => sheep(cap, Role::Sheep),
             None => {
                 let ctx = crate::context::Context::from_env()?;
-                super::connect::parent(&super::connect::target(&ctx, &args.herd)?).await?
+                let target = super::connect::target(&ctx, &args.herd)?;
+                match super::connect::parent_if_alive(&target, deadline).await? {
+                    Some(link) => link,
+                    None => return Ok::<_, CliError>(None),
+                }
             }
         };
-        let result: InboxResult = client.call(method::INBOX, &InboxParams { wait_ms }).await?;
-        if let Some(last) = result.items.last() {
-            let _acked: Value = client
-                .call(method::ACK, &AckParams { seq: last.seq })
-                .await?;
-        }
-        Ok::<_, CliError>(result.items)
+        let items = fetch(&mut link, Instant::now() + wait, deadline).await?;
+        Ok(Some((link, items)))
     })?;
+    let Some((mut link, items)) = fetched else {
+        return Ok(ExitCode::from(EXIT_NOTHING));
+    };
+    // Printed first, acknowledged after: a lost acknowledgement means a redelivery (which the
+    // envelope ids make recognisable), never a loss.
     let values: Vec<Value> = items.iter().map(item_json).collect();
     if printer.is_json() {
         printer.emit(&json!({ "items": values }), String::new);
@@ -87,11 +134,59 @@ pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, Cli
             printer.emit(value, || value.to_string());
         }
     }
+    if let Some(cap) = &cap {
+        remember_task(cap, &items);
+    }
+    if let Some(last) = items.last() {
+        let acked = rt.block_on(async {
+            let deadline = deadline_after(Duration::ZERO)?;
+            let params = serde_json::to_value(AckParams { seq: last.seq })
+                .map_err(|e| CliError::new("internal", e.to_string()))?;
+            link.request(method::ACK, params, deadline).await?;
+            Ok::<_, CliError>(())
+        });
+        if let Err(err) = acked {
+            eprintln!("shepherd inbox: printed, but not acknowledged ({err}); it may come again");
+        }
+    }
     Ok(if items.is_empty() {
         ExitCode::from(EXIT_NOTHING)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Waits for inbox items until `until`, across broker restarts: a lost connection is
+/// reconnected and the wait goes on for what is left of it.
+async fn fetch(
+    link: &mut shepherd_broker::client::Link,
+    until: Instant,
+    deadline: Instant,
+) -> Result<Vec<InboxItem>, CliError> {
+    loop {
+        let wait_ms = u64::try_from(until.saturating_duration_since(Instant::now()).as_millis())
+            .unwrap_or(u64::MAX);
+        let params = serde_json::to_value(InboxParams { wait_ms })
+            .map_err(|e| CliError::new("internal", e.to_string()))?;
+        let client = link.reach(deadline).await?;
+        match tokio::time::timeout_at(deadline, client.request(method::INBOX, params, None)).await {
+            Ok(Ok(value)) => {
+                let result: InboxResult = serde_json::from_value(value)
+                    .map_err(|e| CliError::new("protocol", format!("inbox: {e}")))?;
+                return Ok(result.items);
+            }
+            Ok(Err(err)) if err.is_lost() => link.disconnect(),
+            Ok(Err(err)) => return Err(err.into()),
+            Err(_) => {
+                link.disconnect();
+                return Err(shepherd_broker::client::ClientError::Timeout {
+                    method: method::INBOX.to_owned(),
+                    after: Duration::ZERO,
+                }
+                .into());
+            }
+        }
+    }
 }
 
 /// Message the parent (`shepherd`) or a herd-mate (its agent id).
@@ -153,10 +248,16 @@ pub(crate) fn done(args: DoneArgs, printer: &Printer) -> Result<ExitCode, CliErr
             ),
         )
     })?;
+    // Name the task being settled: the one given, else the last task `inbox` printed here.
+    let task_id = args.task_id.or_else(|| {
+        SheepCapability::from_env()
+            .ok()
+            .and_then(|cap| remembered_task(&cap))
+    });
     let params = DoneParams {
         status,
         summary: args.summary,
-        task_id: args.task_id,
+        task_id,
     };
     let result: DoneResult = call(method::DONE, &params)?;
     printer.emit(&result, || {

@@ -11,9 +11,10 @@
  * This file has no pi dependency: it is the whole protocol client the pi extensions need.
  */
 
+import { randomUUID } from "node:crypto";
 import * as net from "node:net";
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export interface Hello {
 	role: "parent" | "sheep" | "observer";
@@ -81,24 +82,22 @@ export class BrokerConnection {
 	}
 
 	/**
-	 * Makes one request; connects first if needed. With `repeatable` (a request the broker
-	 * treats as a no-op when it comes twice, like `done` naming its task), a request that was
-	 * in flight when the broker went away is sent once more to the broker that replaces it:
-	 * whether the first copy landed cannot be known, and losing it would be worse.
+	 * Makes one request; connects first if needed. Every request carries a client request id:
+	 * a request that was in flight when the broker went away is sent again, under the same id,
+	 * to the broker that replaces it (within the reconnection deadline), and the broker applies
+	 * it once and answers it as it did the first time — whether the first copy landed or not.
 	 */
-	async call<T = any>(
-		method: string,
-		params: Record<string, unknown> = {},
-		options: { repeatable?: boolean } = {},
-	): Promise<T> {
-		await this.connect();
-		try {
-			return await this.send<T>(method, params);
-		} catch (error) {
-			const lost = error instanceof BrokerError && error.code === "broker_disconnected";
-			if (!lost || !options.repeatable || this.closed) throw error;
+	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+		const requestId = randomUUID();
+		const deadline = Date.now() + (this.options.reconnectFor ?? 30_000);
+		for (;;) {
 			await this.connect();
-			return this.send<T>(method, params);
+			try {
+				return await this.send<T>(method, params, requestId);
+			} catch (error) {
+				const lost = error instanceof BrokerError && error.code === "broker_disconnected";
+				if (!lost || this.closed || Date.now() > deadline) throw error;
+			}
 		}
 	}
 
@@ -167,7 +166,7 @@ export class BrokerConnection {
 		});
 	}
 
-	private send<T>(method: string, params: Record<string, unknown>): Promise<T> {
+	private send<T>(method: string, params: Record<string, unknown>, requestId?: string): Promise<T> {
 		const socket = this.socket;
 		if (!socket) return Promise.reject(new BrokerError("broker_disconnected", "not connected"));
 		const id = this.nextId++;
@@ -177,7 +176,7 @@ export class BrokerConnection {
 				reject(new BrokerError("timeout", `the broker did not answer \`${method}\` in time`));
 			}, this.options.requestTimeout ?? 120_000);
 			this.pending.set(id, { resolve, reject, timer });
-			socket.write(`${JSON.stringify({ id, method, params })}\n`);
+			socket.write(`${JSON.stringify({ id, method, params, requestId })}\n`);
 		});
 	}
 

@@ -154,7 +154,7 @@ async fn reserve_notes(
     ctx: &RunContext,
     session_name: Option<String>,
 ) -> Result<PlanResult, CliError> {
-    let mut client = connect::parent(&ctx.target).await?;
+    let mut client = connect::parent(&ctx.target, connect::deadline_after(PLAN_DEADLINE)?).await?;
     let params = PlanParams {
         session_name,
         mode: run.mode.as_str().to_owned(),
@@ -168,14 +168,17 @@ async fn reserve_notes(
             })
             .collect(),
     };
-    let planned = tokio::time::timeout(PLAN_DEADLINE, client.call(method::PLAN, &params))
-        .await
-        .map_err(|_| {
-            CliError::new(
-                "broker_unavailable",
-                "the broker did not reserve the run's notes within 60 s",
-            )
-        })??;
+    let planned = tokio::time::timeout(
+        PLAN_DEADLINE,
+        client.call(method::PLAN, &params, PLAN_DEADLINE),
+    )
+    .await
+    .map_err(|_| {
+        CliError::new(
+            "broker_unavailable",
+            "the broker did not reserve the run's notes within 60 s",
+        )
+    })??;
     Ok(planned)
 }
 

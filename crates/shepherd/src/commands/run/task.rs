@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shepherd_broker::client::{Client, ClientError};
+use shepherd_broker::client::{ClientError, Link as Client};
 use shepherd_core::herd::TaskReport;
 use shepherd_core::protocol::{
     CallerContext, CloseParams, CloseResult, DelegateParams, DelegateResult, IdList, SpawnParams,
@@ -153,7 +153,8 @@ async fn within<T>(
 }
 
 async fn connect(ctx: &RunContext) -> Result<Client, String> {
-    connect::parent(&ctx.target)
+    let deadline = connect::deadline_after(Duration::ZERO).map_err(|err| err.message)?;
+    connect::parent(&ctx.target, deadline)
         .await
         .map_err(|err| format!("cannot reach the broker: {}", err.message))
 }
@@ -223,11 +224,16 @@ async fn launch(ctx: &RunContext, spec: &TaskSpec, cwd: PathBuf) -> (TaskOutcome
         parent_thinking: ctx.parent_thinking.clone(),
         fieldnotes_session: Some(ctx.session_relative.clone()).filter(|s| !s.is_empty()),
     };
-    let spawned: SpawnResult =
-        match within(SPAWN_DEADLINE, "spawn", client.call(method::SPAWN, &params)).await {
-            Ok(spawned) => spawned,
-            Err(err) => return failed(format!("its sheep could not be started: {err}")),
-        };
+    let spawned: SpawnResult = match within(
+        SPAWN_DEADLINE,
+        "spawn",
+        client.call(method::SPAWN, &params, SPAWN_DEADLINE),
+    )
+    .await
+    {
+        Ok(spawned) => spawned,
+        Err(err) => return failed(format!("its sheep could not be started: {err}")),
+    };
     let agent_id = spawned.agent_id.to_string();
 
     let mut task_id = None;
@@ -249,7 +255,7 @@ async fn launch(ctx: &RunContext, spec: &TaskSpec, cwd: PathBuf) -> (TaskOutcome
         let delegated: Result<DelegateResult, String> = within(
             DELEGATE_DEADLINE,
             "delegate",
-            client.call(method::DELEGATE, &params),
+            client.call(method::DELEGATE, &params, DELEGATE_DEADLINE),
         )
         .await;
         match delegated {
@@ -319,7 +325,7 @@ async fn wait_unless_cancelled(
     let wait = within(
         budget + Duration::from_secs(10),
         "wait",
-        client.call::<_, WaitResult>(method::WAIT, &params),
+        client.call::<_, WaitResult>(method::WAIT, &params, budget + Duration::from_secs(10)),
     );
     tokio::select! {
         waited = wait => waited.ok().and_then(|result| result.settled.into_iter().next()),
@@ -335,7 +341,12 @@ async fn close(ctx: &RunContext, agent_id: &str) -> Result<CloseResult, String> 
         id: agent_id.to_owned(),
         keep_pane: ctx.keep_pane,
     };
-    within(CLOSE_DEADLINE, "close", client.call(method::CLOSE, &params)).await
+    within(
+        CLOSE_DEADLINE,
+        "close",
+        client.call(method::CLOSE, &params, CLOSE_DEADLINE),
+    )
+    .await
 }
 
 /// The task's report once it is settled and its note final (after a close cancelled it).
@@ -349,7 +360,11 @@ async fn report_after_close(ctx: &RunContext, task_id: &str) -> Option<TaskRepor
     let waited: WaitResult = within(
         REPORT_AFTER_CLOSE + Duration::from_secs(5),
         "wait",
-        client.call(method::WAIT, &params),
+        client.call(
+            method::WAIT,
+            &params,
+            REPORT_AFTER_CLOSE + Duration::from_secs(5),
+        ),
     )
     .await
     .ok()?;

@@ -41,8 +41,11 @@ pub(super) async fn release_all(target: &Target, unlaunched: Vec<Unlaunched>) ->
             .collect(),
     };
     let released = async {
-        let mut client = connect::parent(target).await?;
-        let result: ReleaseResult = client.call(method::RELEASE, &params).await?;
+        let mut client =
+            connect::parent(target, connect::deadline_after(RELEASE_DEADLINE)?).await?;
+        let result: ReleaseResult = client
+            .call(method::RELEASE, &params, RELEASE_DEADLINE)
+            .await?;
         Ok::<_, crate::error::CliError>(result)
     };
     match tokio::time::timeout(RELEASE_DEADLINE, released).await {

@@ -1,13 +1,22 @@
 //! The broker client: what the CLI, supervisors and test sheep use to talk to a broker, and how
 //! a broker is started on demand.
 //!
-//! A client opens a connection, says `hello` with its role, then makes requests; pushed lines
-//! (`{"event", …}`) that arrive while it waits for a response are kept for
-//! [`Client::next_push`]. Every wait here has a deadline supplied by the caller.
+//! A [`Client`] is one connection: it says `hello` with its role, then makes requests; pushed
+//! lines (`{"event", …}`) that arrive while it waits for a response are kept for
+//! [`Client::next_push`]. A [`Link`] is what front ends use: a connection that rides out a
+//! broker restart, reconnecting with backoff (starting the broker again when it may) and
+//! resending the request in flight under the same client request id, so it is applied once.
+//! [`start`] starts a broker with the environment its herd was created with. Every wait here
+//! has a deadline.
+
+mod link;
+pub mod start;
+
+pub use link::{Link, LinkSpec};
+pub use start::{StartSpec, ensure_broker};
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -45,6 +54,17 @@ pub enum ClientError {
     /// A broker could not be started.
     #[error("{0}")]
     Start(String),
+    /// No broker could be reached (or started) before the deadline.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The broker did not answer before the deadline.
+    #[error("the broker did not answer `{method}` within {} s (is it stopped or overloaded?)", .after.as_secs())]
+    Timeout {
+        /// The request.
+        method: String,
+        /// How long the caller waited.
+        after: Duration,
+    },
 }
 
 impl ClientError {
@@ -52,10 +72,16 @@ impl ClientError {
     pub fn code(&self) -> &str {
         match self {
             Self::Remote(err) => &err.code,
-            Self::Connect { .. } | Self::Start(_) => "broker_unavailable",
+            Self::Connect { .. } | Self::Start(_) | Self::Unavailable(_) => "broker_unavailable",
             Self::Io(_) | Self::Closed => "broker_disconnected",
             Self::Protocol(_) => "protocol",
+            Self::Timeout { .. } => "broker_unresponsive",
         }
+    }
+
+    /// Whether the connection was lost (the request may or may not have been applied).
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Self::Io(_) | Self::Closed)
     }
 }
 
@@ -111,12 +137,24 @@ impl Client {
 
     /// Makes one request with raw JSON parameters.
     pub async fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request(method, params, None).await
+    }
+
+    /// Makes one request, tagged with a client request id when given, and waits for its answer
+    /// (pushes arriving meanwhile are kept).
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        request_id: Option<&str>,
+    ) -> Result<Value, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
         let mut line = serde_json::to_vec(&Request {
             id,
             method: method.to_owned(),
             params,
+            request_id: request_id.map(str::to_owned),
         })
         .map_err(|e| ClientError::Protocol(e.to_string()))?;
         line.push(b'\n');
@@ -154,76 +192,5 @@ impl Client {
     async fn read_line(&mut self) -> Result<ServerLine, ClientError> {
         let line = self.lines.next_line().await?.ok_or(ClientError::Closed)?;
         serde_json::from_str(&line).map_err(|err| ClientError::Protocol(format!("{err}: {line}")))
-    }
-}
-
-/// How to start a broker that is not running.
-#[derive(Debug, Clone)]
-pub struct StartSpec {
-    /// The `shepherd` executable.
-    pub exe: PathBuf,
-    /// The parent identity.
-    pub identity: String,
-    /// The canonical project root.
-    pub project_root: PathBuf,
-    /// How deep in nested herds this parent is (0 for a person or a top-level agent).
-    pub depth: u32,
-    /// Environment overrides for the broker process.
-    pub env: Vec<(String, String)>,
-}
-
-/// Makes sure a broker answers on `socket`, starting one with `spec` if none does, and waits
-/// (up to `timeout`) for it to say it is ready.
-pub async fn ensure_broker(
-    socket: &Path,
-    spec: &StartSpec,
-    timeout: Duration,
-) -> Result<(), ClientError> {
-    if UnixStream::connect(socket).await.is_ok() {
-        return Ok(());
-    }
-    let mut child = tokio::process::Command::new(&spec.exe)
-        .arg("broker")
-        .arg("serve")
-        .arg("--parent-session")
-        .arg(&spec.identity)
-        .arg("--project")
-        .arg(&spec.project_root)
-        .arg("--depth")
-        .arg(spec.depth.to_string())
-        .arg("--notify-ready")
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|err| {
-            ClientError::Start(format!(
-                "cannot start the broker `{}`: {err}",
-                spec.exe.display()
-            ))
-        })?;
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let first = tokio::time::timeout(timeout, lines.next_line()).await;
-    let line = match first {
-        Ok(Ok(Some(line))) => line,
-        Ok(Ok(None)) | Ok(Err(_)) => {
-            let status = child.wait().await.ok();
-            return Err(ClientError::Start(format!(
-                "the broker exited before it was ready ({}); see its log under the Shepherd state directory",
-                status.map_or_else(|| "unknown status".to_owned(), |s| s.to_string())
-            )));
-        }
-        Err(_) => {
-            return Err(ClientError::Start(format!(
-                "the broker did not become ready within {} ms",
-                timeout.as_millis()
-            )));
-        }
-    };
-    match line.strip_prefix("error: ") {
-        Some(message) => Err(ClientError::Start(message.to_owned())),
-        None => Ok(()),
     }
 }

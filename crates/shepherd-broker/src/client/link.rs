@@ -1,0 +1,212 @@
+//! A connection that outlives its broker.
+//!
+//! A [`Link`] keeps one [`Client`] connection and replaces it when it is lost: it reconnects
+//! with backoff (25 ms doubling to 500 ms), starting the broker again when its [`LinkSpec`]
+//! allows (a parent, a supervisor), or waiting for someone else to (a sheep), and says `hello`
+//! again. A request whose connection was lost before its answer came is sent again under the
+//! same client request id, which the broker uses to apply it once and answer it as it did the
+//! first time. Everything happens before the caller's deadline: past it, the caller gets
+//! `broker_unavailable` (nothing answered) or `broker_unresponsive` (something connected but
+//! did not answer), never a hang.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use shepherd_core::protocol::{Hello, HelloResult, method};
+use tokio::time::Instant;
+
+use super::{Client, ClientError, StartSpec, ensure_broker};
+
+/// How a link reaches its broker.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// The broker's socket.
+    pub socket: PathBuf,
+    /// Who this link speaks for.
+    pub hello: Hello,
+    /// How to start the broker when none answers; `None` waits for someone else to.
+    pub start: Option<StartSpec>,
+}
+
+/// A broker connection that reconnects and resends across broker restarts.
+#[derive(Debug)]
+pub struct Link {
+    spec: LinkSpec,
+    client: Option<Client>,
+    hello: Option<HelloResult>,
+    /// Bumped on every new connection, so followers know to subscribe again.
+    generation: u64,
+}
+
+impl Link {
+    /// A link that has not connected yet.
+    pub fn new(spec: LinkSpec) -> Self {
+        Self {
+            spec,
+            client: None,
+            hello: None,
+            generation: 0,
+        }
+    }
+
+    /// Connects (starting the broker if the spec allows), before `deadline`.
+    pub async fn open(spec: LinkSpec, deadline: Instant) -> Result<Self, ClientError> {
+        let mut link = Self::new(spec);
+        link.reach(deadline).await?;
+        Ok(link)
+    }
+
+    /// What the broker said to the last `hello`.
+    pub fn hello_result(&self) -> Option<&HelloResult> {
+        self.hello.as_ref()
+    }
+
+    /// How many connections this link has made (a change means pushes must be asked for again).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The socket this link reaches.
+    pub fn socket(&self) -> &std::path::Path {
+        &self.spec.socket
+    }
+
+    /// Forgets the current connection (the next request reconnects).
+    pub fn disconnect(&mut self) {
+        self.client = None;
+    }
+
+    /// Whether a connection is open now.
+    pub fn is_connected(&self) -> bool {
+        self.client.is_some()
+    }
+
+    /// The current connection, making one first if needed, before `deadline`.
+    pub async fn reach(&mut self, deadline: Instant) -> Result<&mut Client, ClientError> {
+        if self.client.is_none() {
+            let (client, hello) = self.connect(deadline).await?;
+            self.client = Some(client);
+            self.hello = Some(hello);
+            self.generation += 1;
+        }
+        Ok(self.client.as_mut().expect("just connected"))
+    }
+
+    async fn connect(&mut self, deadline: Instant) -> Result<(Client, HelloResult), ClientError> {
+        let began = Instant::now();
+        let mut backoff = Duration::from_millis(25);
+        let mut last: Option<ClientError> = None;
+        loop {
+            if let Some(start) = &self.spec.start {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if let Err(err) = ensure_broker(&self.spec.socket, start, left).await {
+                    last = Some(err);
+                }
+            }
+            match tokio::time::timeout_at(deadline, Client::connect(&self.spec.socket)).await {
+                Err(_) => return Err(unavailable(&self.spec.socket, last.as_ref())),
+                Ok(Ok(mut client)) => {
+                    let hello = serde_json::to_value(&self.spec.hello)
+                        .map_err(|err| ClientError::Protocol(err.to_string()))?;
+                    match tokio::time::timeout_at(deadline, client.call_value(method::HELLO, hello))
+                        .await
+                    {
+                        Err(_) => {
+                            return Err(ClientError::Timeout {
+                                method: method::HELLO.to_owned(),
+                                after: began.elapsed(),
+                            });
+                        }
+                        Ok(Ok(value)) => {
+                            let hello = serde_json::from_value(value)
+                                .map_err(|err| ClientError::Protocol(format!("hello: {err}")))?;
+                            return Ok((client, hello));
+                        }
+                        // A broker that died while we said hello is as absent as one that
+                        // never answered: try again.
+                        Ok(Err(err)) if err.is_lost() => last = Some(err),
+                        Ok(Err(err)) => return Err(err),
+                    }
+                }
+                Ok(Err(err)) => last = Some(err),
+            }
+            if Instant::now() + backoff >= deadline {
+                return Err(unavailable(&self.spec.socket, last.as_ref()));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// Makes one request and waits for its answer before `deadline`. When the connection is
+    /// lost first, it reconnects and sends the same request again under the same client
+    /// request id.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+    ) -> Result<Value, ClientError> {
+        let request_id = uuid::Uuid::new_v4().simple().to_string();
+        let began = Instant::now();
+        loop {
+            let client = self.reach(deadline).await?;
+            let answer = tokio::time::timeout_at(
+                deadline,
+                client.request(method, params.clone(), Some(&request_id)),
+            )
+            .await;
+            match answer {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) if err.is_lost() => self.client = None,
+                Ok(Err(err)) => return Err(err),
+                Err(_) => {
+                    // The answer may still come on this connection; a later request must not
+                    // read it as its own.
+                    self.client = None;
+                    return Err(ClientError::Timeout {
+                        method: method.to_owned(),
+                        after: began.elapsed(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// [`Link::request`] with typed parameters and result, within `within` from now.
+    pub async fn call<P: Serialize, R: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &P,
+        within: Duration,
+    ) -> Result<R, ClientError> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let value = self
+            .request(method, params, Instant::now() + within)
+            .await?;
+        serde_json::from_value(value)
+            .map_err(|err| ClientError::Protocol(format!("{method}: {err}")))
+    }
+
+    /// The next push on the current connection; `Closed` when it is lost (reconnect with
+    /// [`Link::reach`] and ask for the pushes again).
+    pub async fn next_push(&mut self) -> Result<(String, Value), ClientError> {
+        let Some(client) = self.client.as_mut() else {
+            return Err(ClientError::Closed);
+        };
+        let push = client.next_push().await;
+        if push.as_ref().is_err_and(ClientError::is_lost) {
+            self.client = None;
+        }
+        push
+    }
+}
+
+fn unavailable(socket: &std::path::Path, last: Option<&ClientError>) -> ClientError {
+    let why = last.map_or_else(String::new, |err| format!(": {err}"));
+    ClientError::Unavailable(format!("no broker answers on {}{why}", socket.display()))
+}

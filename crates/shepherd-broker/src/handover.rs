@@ -1,0 +1,137 @@
+//! Handing an accepted task to its sheep: reserve its note, then queue the task envelope.
+//!
+//! A delegation is two durable steps with fieldnotes work between them: the task is accepted
+//! (journaled, state `created`, with everything its note needs in [`Handover`]), its note is
+//! reserved, and the task starts (journaled with the envelope for its sheep). [`hand_over`]
+//! does the second half and is safe to repeat: the note is found again by task id rather than
+//! reserved twice, and a task that already started is left as it is. So a resent delegate,
+//! and a broker restarted in between, both finish a delegation instead of losing it or leaving
+//! its note running. A task whose note cannot be reserved at all is withdrawn: it leaves no
+//! trace, as a refused delegation would.
+
+use std::sync::Arc;
+
+use shepherd_core::herd::{Handover, Herd};
+use shepherd_core::ids::{MessageId, TaskId};
+use shepherd_core::protocol::DelegateResult;
+use shepherd_core::task::TaskState;
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+use crate::fieldnotes::NoteRequest;
+
+/// Hands an accepted task over (idempotent): reserves or finds its note and starts it.
+pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerResult<()> {
+    let Some((handover, request)) = broker.read(|herd| note_request(herd, task_id)) else {
+        return Ok(());
+    };
+    let mut content = broker.read(|herd| {
+        herd.tasks
+            .get(task_id)
+            .map(|t| t.description.clone())
+            .unwrap_or_default()
+    });
+    let note = match request {
+        Some(request) => {
+            let fieldnotes = broker.fieldnotes();
+            let reserved = tokio::task::spawn_blocking(move || fieldnotes.reserve(&request))
+                .await
+                .map_err(|err| BrokerError::new("internal", err.to_string()))
+                .and_then(|result| result);
+            match reserved {
+                Ok(reserved) => {
+                    content.push_str("\n\n");
+                    content.push_str(&reserved.context);
+                    Some(reserved.link)
+                }
+                Err(err) => {
+                    broker
+                        .commit_durable(|tx| {
+                            shepherd_core::herd::withdraw(tx, task_id);
+                            Ok(())
+                        })
+                        .await?;
+                    return Err(BrokerError::new(
+                        err.code,
+                        format!(
+                            "Task submission failed: its note could not be reserved: {}",
+                            err.message
+                        ),
+                    ));
+                }
+            }
+        }
+        None => None,
+    };
+    let message_id = MessageId::mint(&broker.config.address.namespace, &crate::parent::unique());
+    broker
+        .commit_durable(|tx| {
+            let state = tx.herd().tasks.get(task_id).map(|t| t.state);
+            match state {
+                Some(TaskState::Created) => {
+                    if let Some(cursor) = handover.session_cursor {
+                        shepherd_core::herd::cursor(tx, task_id, cursor);
+                    }
+                    shepherd_core::herd::start_task(tx, task_id, note, message_id, content)
+                }
+                // Settled before it reached its sheep (the sheep died meanwhile): its note
+                // belongs to it and is finalised with it.
+                Some(state) if state.is_terminal() => {
+                    if let Some(note) = note {
+                        shepherd_core::herd::attach_note(tx, task_id, note);
+                    }
+                    Ok(())
+                }
+                // Started already (a repeated hand-over), or withdrawn.
+                _ => Ok(()),
+            }
+        })
+        .await
+}
+
+/// What reserving the task's note takes, unless the task is past handing over.
+fn note_request(herd: &Herd, task_id: &TaskId) -> Option<(Handover, Option<NoteRequest>)> {
+    let task = herd.tasks.get(task_id)?;
+    let handed_over = task.state != TaskState::Created
+        && !(task.state.is_terminal() && task.note.is_none() && task.started_at.is_none());
+    if handed_over {
+        return None;
+    }
+    let handover = task.handover.clone().unwrap_or_default();
+    let request = handover.fieldnotes.then(|| NoteRequest {
+        session_name: handover.session_name.clone(),
+        agent: herd
+            .sheep
+            .get(&task.agent_id)
+            .map(|s| s.agent.clone())
+            .unwrap_or_default(),
+        task: task.description.clone(),
+        mode: handover.mode.clone(),
+        task_id: task.id.clone(),
+        agent_id: task.agent_id.clone(),
+        session_file: handover.session_file.clone(),
+        planned: handover.planned_note.as_ref().map(std::path::PathBuf::from),
+        group: handover.group.clone(),
+    });
+    Some((handover, request))
+}
+
+/// The answer to a delegation, read from the task as it stands.
+pub(crate) fn delegate_result(herd: &Herd, task_id: &TaskId) -> BrokerResult<DelegateResult> {
+    let task = herd
+        .tasks
+        .get(task_id)
+        .ok_or_else(|| BrokerError::new("unknown_task", format!("no task {task_id}")))?;
+    let note = task.note.as_ref();
+    Ok(DelegateResult {
+        task_id: task.id.clone(),
+        agent_id: task.agent_id.clone(),
+        state: task.state,
+        note: note.map(|n| n.note.clone()),
+        note_relative: note.map(|n| n.note_relative.clone()),
+        session: note.map(|n| n.session_path.clone()),
+        session_relative: note.map(|n| n.session_relative.clone()),
+        session_name: note.map(|n| n.session_name.clone()),
+        resumed: note.is_some_and(|n| n.resumed),
+    })
+}
