@@ -65,6 +65,10 @@ pub(crate) struct Links {
     pub(crate) exit_reported: std::collections::HashSet<AgentId>,
     /// Requests being worked on, by client request id: a resent copy joins the first.
     pub(crate) in_flight: HashMap<String, watch::Sender<Option<BrokerResult<serde_json::Value>>>>,
+    /// Connections following each run.
+    pub(crate) run_followers: HashMap<String, Vec<Arc<crate::server::Session>>>,
+    /// Runs whose driver is running.
+    pub(crate) run_drivers: std::collections::HashSet<String>,
 }
 
 /// The state a running broker shares between its connections and tasks.
@@ -197,6 +201,7 @@ impl Broker {
     fn after_commit(self: &Arc<Self>, events: &[Event], pos: u64) {
         let mut settled = Vec::new();
         let mut noted = Vec::new();
+        let mut runs: Vec<&str> = Vec::new();
         {
             let signals = self.inbox_signals.lock().expect("signals lock");
             for event in events {
@@ -208,6 +213,11 @@ impl Broker {
                     }
                     Event::TaskSettled { task_id, .. } => settled.push(task_id.clone()),
                     Event::NoteAttached { task_id, .. } => noted.push(task_id.clone()),
+                    Event::RunSubmitted { run } => runs.push(&run.id),
+                    Event::RunPlanned { run_id, .. }
+                    | Event::RunStepChanged { run_id, .. }
+                    | Event::RunCancelled { run_id, .. }
+                    | Event::RunFinished { run_id, .. } => runs.push(run_id),
                     _ => {}
                 }
             }
@@ -226,6 +236,10 @@ impl Broker {
         }
         for task_id in noted {
             self.spawn_finalize(task_id, pos);
+        }
+        runs.dedup();
+        for run_id in runs {
+            crate::run::push_view(self, run_id);
         }
     }
 

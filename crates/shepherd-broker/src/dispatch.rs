@@ -27,14 +27,18 @@ pub(crate) async fn dispatch(
     let allowed = match name.as_str() {
         method::SPAWN
         | method::DELEGATE
-        | method::PLAN
-        | method::RELEASE
+        | method::RUN_SUBMIT
+        | method::RUN_CANCEL
         | method::MESSAGE
         | method::WATCH
         | method::CLOSE
         | method::PRUNE
         | method::BROKER_STOP => role == Role::Parent,
-        method::WAIT | method::HERD | method::HERD_SUBSCRIBE | method::READ => {
+        method::WAIT
+        | method::HERD
+        | method::HERD_SUBSCRIBE
+        | method::READ
+        | method::RUN_ATTACH => {
             matches!(role, Role::Parent | Role::Observer)
         }
         method::STATUS | method::BROKER_STATUS => role != Role::Supervisor,
@@ -96,8 +100,9 @@ async fn route(
         method::SPAWN => reply(crate::spawn::spawn(broker, parse(name, params)?, rid).await),
         method::DELEGATE => reply(crate::parent::delegate(broker, parse(name, params)?, rid).await),
         method::MESSAGE => crate::parent::message(broker, parse(name, params)?, rid).await,
-        method::PLAN => reply(crate::plan::plan(broker, parse(name, params)?).await),
-        method::RELEASE => reply(crate::plan::release(broker, parse(name, params)?).await),
+        method::RUN_SUBMIT => crate::run::submit(broker, session, parse(name, params)?, rid).await,
+        method::RUN_ATTACH => crate::run::attach(broker, session, &parse(name, params)?),
+        method::RUN_CANCEL => crate::run::cancel(broker, &parse(name, params)?).await,
         method::WATCH => crate::parent::watch(broker, parse(name, params)?, rid).await,
         method::WAIT => reply(crate::parent::wait(broker, session, parse(name, params)?).await),
         method::STATUS => reply(crate::parent::status(broker, session, parse(name, params)?)),

@@ -61,6 +61,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     for task_id in unfinalized {
         broker.spawn_finalize(task_id, pos);
     }
+    crate::run::resume(broker);
     for (id, phase, backend) in running {
         let record = crate::spawn::current_launch(broker, &id);
         let backend =

@@ -252,7 +252,7 @@ async fn idle_loop(broker: Arc<Broker>) {
     loop {
         generation.borrow_and_update();
         let idle = broker.clients.load(Ordering::SeqCst) == 0
-            && !broker.read(shepherd_core::herd::Herd::has_live_sheep);
+            && !broker.read(|herd| herd.has_live_sheep() || herd.has_open_runs());
         let minutes = broker.settings().broker_idle_minutes;
         let idle_for = Duration::from_secs_f64((minutes * 60.0).max(0.0));
         tokio::select! {
@@ -295,8 +295,25 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
     }
 }
 
-/// `broker.stop`: closes every sheep. The server stops the broker once this answer is written.
+/// `broker.stop`: cancels every run and closes every sheep. The server stops the broker once
+/// this answer is written (a run's report is written by the next broker, which finishes the
+/// cancelled run).
 pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
+    let open: Vec<String> = broker.read(|herd| {
+        herd.runs
+            .values()
+            .filter(|run| !run.is_finished())
+            .map(|run| run.id.clone())
+            .collect()
+    });
+    broker
+        .commit_durable(|tx| {
+            for run_id in &open {
+                shepherd_core::herd::cancel_run(tx, run_id, "the broker was stopped");
+            }
+            Ok(())
+        })
+        .await?;
     let live: Vec<_> = broker.read(|herd| {
         herd.sheep
             .values()

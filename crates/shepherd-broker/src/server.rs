@@ -203,6 +203,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
             // broker straight back.
             session.push(shepherd_core::protocol::event::SHUTDOWN, Value::Null);
         }
+        crate::run::connection_closed(&broker, session);
         crate::supervisor::connection_closed(&broker, session).await;
     }
     closed.cancel();

@@ -89,6 +89,8 @@ pub(crate) struct ReleaseRequest {
     pub(crate) note: PathBuf,
     pub(crate) status: NoteStatus,
     pub(crate) reason: String,
+    /// The run that planned it: the note must belong to that run's flow group.
+    pub(crate) group: String,
 }
 
 /// What finalising a settled task's note needs.
@@ -212,7 +214,6 @@ impl Fieldnotes {
             identity,
             store: None,
             sessions: HashMap::new(),
-            planned: std::collections::HashSet::new(),
         };
         std::thread::Builder::new()
             .name("fieldnotes".into())
@@ -266,6 +267,13 @@ impl Fieldnotes {
     /// Finalises a planned note if it is still pending; `false` when its task started.
     pub(crate) fn release(&self, request: ReleaseRequest) -> BrokerResult<bool> {
         self.call(|tx| Job::Release(request, tx))
+    }
+
+    /// The notes a run's plan reserved earlier (found by its flow group), if its plan got as far
+    /// as reserving them before a restart.
+    pub(crate) fn find_plan(&self, group: &str) -> BrokerResult<Option<PlanReply>> {
+        let group = group.to_owned();
+        self.call(|tx| Job::FindPlan(group, tx))
     }
 
     /// Replaces a final note's output (a sheep's last words after it settled its task).

@@ -28,6 +28,7 @@ pub(crate) enum Job {
     Finalize(FinalizeJob, Reply<()>),
     UpdateOutput(NoteLink, Option<String>, Metadata, Reply<()>),
     Release(ReleaseRequest, Reply<bool>),
+    FindPlan(String, Reply<Option<PlanReply>>),
 }
 
 /// The worker's own state: the store, and the sessions it resolved so far (with whether each
@@ -37,9 +38,6 @@ pub(crate) struct WorkerState {
     pub(crate) identity: String,
     pub(crate) store: Option<Store>,
     pub(crate) sessions: HashMap<SessionChoice, (SessionRef, bool)>,
-    /// Notes this broker's plans reserved (record ids, `<session>/<file>`): the only ones `release` may
-    /// finalise, so no parent can end another's planned note.
-    pub(crate) planned: std::collections::HashSet<String>,
 }
 
 impl WorkerState {
@@ -125,6 +123,9 @@ impl WorkerState {
                 Job::Release(request, reply) => {
                     let _caller_gone = reply.send(self.release(request));
                 }
+                Job::FindPlan(group, reply) => {
+                    let _caller_gone = reply.send(self.find_plan(&group));
+                }
             }
         }
         for (session, jobs) in finals {
@@ -166,8 +167,6 @@ impl WorkerState {
             .load(&session)
             .map_err(|err| store_error(&err, store_code(&err)))?;
         let resumed = resumed || metadata.artifacts.len() > planned;
-        self.planned
-            .extend(records.iter().map(|record| record.id.clone()));
         Ok(PlanReply {
             notes: records
                 .iter()
@@ -180,17 +179,51 @@ impl WorkerState {
         })
     }
 
+    /// The notes reserved for the run whose flow group is `group`, in input order.
+    fn find_plan(&mut self, group: &str) -> BrokerResult<Option<PlanReply>> {
+        let store = self.store()?;
+        let sessions = store
+            .list_sessions()
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        for listed in sessions {
+            let shepherd_notes::ListedSession::Valid { metadata, .. } = listed else {
+                continue;
+            };
+            let records: Vec<&ArtifactRecord> = metadata
+                .artifacts
+                .iter()
+                .filter(|a| a.group.as_deref() == Some(group))
+                .collect();
+            if records.is_empty() {
+                continue;
+            }
+            let resumed = metadata.artifacts.len() > records.len();
+            return Ok(Some(PlanReply {
+                notes: records
+                    .iter()
+                    .map(|record| link(&metadata, record, resumed))
+                    .collect(),
+                session_name: metadata.session_name.clone(),
+                session_path: metadata.session_path.clone(),
+                session_relative: metadata.session_relative_path.clone(),
+                resumed,
+            }));
+        }
+        Ok(None)
+    }
+
     /// Finalises a planned note of this project that is still pending. Runs on this thread,
     /// the broker's only fieldnotes writer, so no delegation can start the note meanwhile.
     fn release(&mut self, request: ReleaseRequest) -> BrokerResult<bool> {
         let located =
             Store::locate_note(&request.note).map_err(|err| store_error(&err, store_code(&err)))?;
-        if !self.planned.contains(&located.record.id) {
+        if located.record.group.as_deref() != Some(request.group.as_str()) {
             return Err(BrokerError::new(
                 "invalid_note",
                 format!(
-                    "`{}` was not reserved by a plan of this herd; only those can be released",
-                    request.note.display()
+                    "`{}` was not reserved by run {}; only its own notes can be released",
+                    request.note.display(),
+                    request.group
                 ),
             ));
         }

@@ -168,6 +168,11 @@ impl Herd {
                     self.replies.shift_remove_index(0);
                 }
             }
+            Event::RunSubmitted { .. }
+            | Event::RunPlanned { .. }
+            | Event::RunStepChanged { .. }
+            | Event::RunCancelled { .. }
+            | Event::RunFinished { .. } => super::run::apply(&mut self.runs, event),
             Event::NoteAttached { task_id, note } => {
                 if let Some(task) = self.tasks.get_mut(task_id)
                     && task.note.is_none()

@@ -14,6 +14,7 @@ mod error;
 mod lifecycle;
 mod messaging;
 mod model;
+mod run;
 mod tick;
 mod view;
 mod watch;
@@ -31,6 +32,7 @@ pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
 };
 pub use model::*;
+pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
 pub use view::{SheepStatus, TaskView, ack};
 pub use watch::{WatchOutcome, watch};
@@ -79,6 +81,9 @@ pub struct Herd {
     /// Answers to state-changing requests by client request id, oldest first.
     #[serde(default)]
     pub replies: IndexMap<String, StoredReply>,
+    /// Runs, in submission order (finished ones kept for a while).
+    #[serde(default)]
+    pub runs: IndexMap<String, Run>,
 }
 
 /// A change in progress: commands validate first, then [`Tx::emit`] each event, which applies it

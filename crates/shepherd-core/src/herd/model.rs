@@ -667,6 +667,41 @@ pub enum Event {
         /// Its note.
         note: NoteLink,
     },
+    /// A run was accepted.
+    RunSubmitted {
+        /// The run.
+        run: Box<super::run::Run>,
+    },
+    /// A run's notes were reserved.
+    RunPlanned {
+        /// The run.
+        run_id: String,
+        /// Its session and notes.
+        plan: Value,
+    },
+    /// One of a run's tasks moved on.
+    RunStepChanged {
+        /// The run.
+        run_id: String,
+        /// The task's position in the run.
+        index: usize,
+        /// Its new state.
+        step: Value,
+    },
+    /// A run was cancelled.
+    RunCancelled {
+        /// The run.
+        run_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// A run finished.
+    RunFinished {
+        /// The run.
+        run_id: String,
+        /// Its final report.
+        report: Value,
+    },
     /// A task that was accepted but never reached its sheep was withdrawn (its note could not
     /// be reserved): it leaves no trace, as if it had been refused.
     TaskWithdrawn {

@@ -130,6 +130,11 @@ impl Herd {
             .values()
             .any(|s| matches!(s.phase, Phase::Starting | Phase::Ready | Phase::Closing))
     }
+
+    /// Whether a run is still going (between its tasks it may hold no sheep at all).
+    pub fn has_open_runs(&self) -> bool {
+        self.runs.values().any(|run| !run.is_finished())
+    }
 }
 
 fn process_state(sheep: &Sheep) -> &'static str {

@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod parent;
+mod run;
 mod sheep;
 
 pub use parent::*;
+pub use run::*;
 pub use sheep::*;
 
 /// The protocol version this build speaks.
@@ -31,10 +33,6 @@ pub mod method {
     pub const SPAWN: &str = "spawn";
     /// Parent: hand a sheep a tracked task.
     pub const DELEGATE: &str = "delegate";
-    /// Parent: reserve a run's notes ahead of its tasks.
-    pub const PLAN: &str = "plan";
-    /// Parent: finalise planned notes whose tasks never started.
-    pub const RELEASE: &str = "release";
     /// Parent: message a sheep.
     pub const MESSAGE: &str = "message";
     /// Parent: register a durable watcher.
@@ -91,6 +89,8 @@ pub mod event {
     pub const TERMINATE: &str = "terminate";
     /// Broker → client: the broker is shutting down.
     pub const SHUTDOWN: &str = "shutdown";
+    /// A run followed on this connection changed (`data`: the run's view).
+    pub const RUN: &str = "run";
 }
 
 /// One request line.

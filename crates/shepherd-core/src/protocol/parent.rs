@@ -1,5 +1,5 @@
-//! Requests a parent makes and what they answer: spawn, delegate, plan and release, message,
-//! watch and wait, status, close, prune and read.
+//! Requests a parent makes and what they answer: spawn, delegate, message, watch and wait,
+//! status, close, prune and read.
 
 use serde::{Deserialize, Serialize};
 
@@ -119,82 +119,6 @@ pub struct DelegateParams {
     /// text when its run settles, instead of on `shepherd_done`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn: bool,
-}
-
-/// One note of a `plan`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlannedNoteParams {
-    /// The agent that will write it.
-    pub agent: String,
-    /// Its task.
-    pub task: String,
-}
-
-/// `plan` parameters: reserve a run's notes, in input order, before anything launches.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanParams {
-    /// Continue (or create) the session with this exact name; without it a new session is
-    /// named after the first task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    /// `single`, `parallel` or `chain`.
-    pub mode: String,
-    /// The run's flow group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// The notes, in input order.
-    pub notes: Vec<PlannedNoteParams>,
-}
-
-/// `plan` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanResult {
-    /// The session's name (pass it to later runs to continue the session).
-    pub session_name: String,
-    /// The session directory (absolute).
-    pub session_path: String,
-    /// The session directory relative to the project root.
-    pub session_relative_path: String,
-    /// Whether the session existed before.
-    pub resumed: bool,
-    /// The reserved notes (absolute paths), in input order.
-    pub notes: Vec<String>,
-    /// The same, relative to the project root.
-    pub notes_relative: Vec<String>,
-}
-
-/// `release` parameters: planned notes whose tasks will never start (a chain step after the
-/// chain stopped, a task cancelled before its turn, a sheep that failed to start).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReleaseParams {
-    /// The notes, each with how it ended.
-    pub notes: Vec<ReleasedNote>,
-}
-
-/// One planned note to finalise.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReleasedNote {
-    /// The note (absolute, as `plan` returned it).
-    pub note: String,
-    /// `cancelled` or `failed`.
-    pub status: String,
-    /// Why its task never started.
-    pub reason: String,
-}
-
-/// `release` result.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReleaseResult {
-    /// Notes finalised now.
-    pub released: Vec<String>,
-    /// Notes left alone because their task had started (the broker finalises those).
-    pub skipped: Vec<String>,
 }
 
 /// `delegate` result.

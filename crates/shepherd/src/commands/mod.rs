@@ -30,7 +30,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
     };
     let ctx = Context::from_env()?;
     match command {
-        Command::Run(args) => run::run(args, &ctx, printer),
+        Command::Run(args) => run::run(&args, &ctx, printer),
         Command::Spawn(args) => parent::spawn(args, &ctx, printer),
         Command::Delegate(args) => parent::delegate(args, &ctx, printer),
         Command::Message(args) => parent::message(args, &ctx, printer),

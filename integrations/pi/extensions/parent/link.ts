@@ -19,10 +19,18 @@ export type InboxHandler = (items: any[]) => Promise<void> | void;
 /** The herd's sheep as the broker pushed them; `undefined` when the broker was stopped. */
 export type HerdHandler = (sheep: any[] | undefined) => void;
 
+/** A run this session submitted and waits for: its report settles `done`. */
+interface FollowedRun {
+	done: (report: any) => void;
+	onView?: (view: any) => void;
+}
+
 export class ParentLink {
 	readonly identity: string;
 	readonly project: string;
 	private connection?: BrokerConnection;
+	/** Runs submitted from this session that have not finished, by run id. */
+	private readonly runs = new Map<string, FollowedRun>();
 	private starting?: Promise<BrokerConnection>;
 	private closed = false;
 	/** Whether the broker pushes herd views (a broker from an older build does not). */
@@ -66,6 +74,11 @@ export class ParentLink {
 				reconnectFor: 10_000,
 				onConnect: async () => {
 					await connection.call("subscribe");
+					// A new connection (the broker restarted): follow this session's runs again.
+					for (const runId of this.runs.keys()) {
+						const view = await connection.call("run.attach", { runId }).catch(() => undefined);
+						if (view) this.runView(view);
+					}
 					try {
 						const herd = await connection.call("herd.subscribe");
 						this.herdFeed = true;
@@ -87,6 +100,7 @@ export class ParentLink {
 			if (this.connection === connection) this.connection = undefined;
 			this.onHerd(undefined);
 		});
+		connection.on("run", (data: any) => this.runView(data));
 		connection.on("herd", (data: any) => {
 			if (Array.isArray(data?.sheep)) this.onHerd(data.sheep);
 		});
@@ -118,6 +132,36 @@ export class ParentLink {
 			const fresh = await this.start();
 			return fresh.call<T>(method, params);
 		}
+	}
+
+	/**
+	 * Submits a run to the broker and waits for its report (the `shepherd run --json` document).
+	 * The broker carries the run out; this only follows it. Aborting cancels the run in the
+	 * broker, which closes its sheep, and the report still comes back.
+	 */
+	async run(params: Record<string, unknown>, signal?: AbortSignal, onView?: (view: any) => void): Promise<any> {
+		const view = await this.call("run.submit", params);
+		const runId: string = view.runId;
+		const report = new Promise<any>((resolve) => this.runs.set(runId, { done: resolve, onView }));
+		this.runView(view);
+		const cancel = () => {
+			this.call("run.cancel", { runId }).catch(() => {});
+		};
+		signal?.addEventListener("abort", cancel, { once: true });
+		if (signal?.aborted) cancel();
+		try {
+			return await report;
+		} finally {
+			signal?.removeEventListener("abort", cancel);
+			this.runs.delete(runId);
+		}
+	}
+
+	private runView(view: any): void {
+		const followed = this.runs.get(view?.runId);
+		if (!followed) return;
+		followed.onView?.(view);
+		if (view?.report) followed.done(view.report);
 	}
 
 	/** Closes the connection; the broker and the herd keep running. */

@@ -1,15 +1,17 @@
 /**
  * The opt-in `subagent` tool: the original's blocking single / parallel / chain facade, for
  * people whose prompts and habits expect it. It is registered only when the user setting
- * `subagentCompatibility` is on (read once when pi loads). One call runs
- * `shepherd run --plan - --json` with the tool's arguments as the plan; `shepherd run` spawns,
- * delegates, waits, collects and closes. Aborting the tool call sends that process SIGINT,
- * which cancels the run. The result text is the original's: the last text for single and chain,
- * `Parallel: X/Y succeeded` with one section per task for parallel; failed runs are errors.
+ * `subagentCompatibility` is on (read once when pi loads). One call submits the run to the
+ * broker (`run.submit`), which spawns, delegates, waits, collects and closes, and waits for its
+ * report; aborting the tool call cancels the run in the broker. The result text is the
+ * original's: the last text for single and chain, `Parallel: X/Y succeeded` with one section per
+ * task for parallel; failed runs are errors.
  */
 
 import { Type } from "typebox";
-import { runShepherd } from "./cli.ts";
+import * as path from "node:path";
+import { ShepherdError } from "./cli.ts";
+import { callerContext } from "./state.ts";
 import { renderCall, renderResult } from "./render.ts";
 import type { ParentState } from "./state.ts";
 
@@ -25,6 +27,35 @@ const Step = Type.Object({
 	task: Type.String({ description: "The task; {previous} is replaced by the previous step's result" }),
 	cwd: Type.Optional(Type.String({ description: "Working directory for this step" })),
 });
+
+/**
+ * The tool's arguments as a `run.submit` request: exactly one mode, working directories made
+ * absolute (a task's against the run's, the run's against the project). Everything else — the
+ * agents, the limits, `{previous}` — the broker checks.
+ */
+export function runParams(params: any, project: string): Record<string, unknown> {
+	const single = params.agent !== undefined || params.task !== undefined;
+	const modes = [single, params.tasks !== undefined, params.chain !== undefined].filter(Boolean).length;
+	if (modes !== 1) {
+		throw new ShepherdError(
+			"invalid_run",
+			"give exactly one of: agent + task (single), tasks (parallel), chain",
+		);
+	}
+	const base = params.cwd ? path.resolve(project, params.cwd) : project;
+	const step = (s: any) => ({
+		agent: s.agent,
+		task: s.task,
+		cwd: s.cwd ? path.resolve(base, s.cwd) : base,
+		isolate: s.isolate === true ? true : undefined,
+	});
+	const [mode, steps] = single
+		? ["single", [step({ agent: params.agent, task: params.task })]]
+		: params.tasks !== undefined
+			? ["parallel", params.tasks.map(step)]
+			: ["chain", params.chain.map(step)];
+	return { mode, steps, sessionName: params.sessionName, caller: callerContext() };
+}
 
 /** The text the model reads for a finished run (`shepherd run --json`'s document). */
 export function subagentText(run: any): { text: string; failed: boolean } {
@@ -81,15 +112,10 @@ export function registerSubagent(pi: any, state: ParentState, trusted: { agentSc
 				}
 			}
 			const link = state.requireLink();
-			const plan: Record<string, unknown> = {};
-			for (const key of ["agent", "task", "tasks", "chain", "cwd", "sessionName"]) {
-				if (params[key] !== undefined) plan[key] = params[key];
-			}
+			const submitted = runParams(params, link.project);
 			onUpdate?.({ content: [{ type: "text", text: "Running…" }], details: {} });
-			const run = await runShepherd(
-				["run", "--plan", "-", "--parent-session", link.identity, "--project", link.project],
-				{ cwd: link.project, input: JSON.stringify(plan), signal },
-			);
+			const run = await link.run(submitted, signal);
+			if (run?.error) throw new Error(`The run could not start: ${run.error}`);
 			const { text, failed } = subagentText(run);
 			return {
 				content: [{ type: "text", text }],

@@ -2,38 +2,40 @@
 //! task, wait, collect the result, close — for one task, several side by side, or a chain,
 //! every task with its note in a named, continuable fieldnotes session.
 //!
-//! The command composes broker requests (`plan`, `spawn`, `delegate`, `wait`, `close`); the
-//! broker keeps every rule about sheep, tasks and notes. This module reads the arguments
-//! ([`plan`]), refuses what cannot run before anything happens ([`checks`], [`conflict`],
-//! [`worktree`]), drives the tasks ([`orchestrate`], [`task`]) while showing progress
-//! ([`progress`]), and prints the outcome ([`output`]). The pi `subagent` tool runs
-//! `shepherd run --plan - --json`; `docs/run.md` documents the interface.
+//! The run itself belongs to the broker: this command reads the arguments into a plan
+//! ([`plan`]), submits it (`run.submit`), shows the progress the broker pushes
+//! ([`progress`]) and prints the report it ends with ([`output`]). Ctrl-C, SIGTERM and SIGHUP
+//! cancel the run in the broker, which closes its sheep and finalises its notes; a lost
+//! connection (a broker restart) is reconnected and the run followed again; a client killed
+//! outright leaves a run the broker cancels a few seconds later, unless it was submitted with
+//! `--detach` (then `--attach RUN` follows it again). `docs/run.md` documents the interface.
 
-mod checks;
-mod conflict;
-mod orchestrate;
 mod output;
 mod plan;
 mod progress;
-mod task;
-mod unlaunched;
-mod worktree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
+use serde_json::{Value, json};
+use shepherd_broker::client::Link;
+use shepherd_core::protocol::{
+    RunIdParams, RunStepParams, RunSubmitParams, RunView, event, method,
+};
+use tokio::signal::unix::{SignalKind, signal};
 
 use self::plan::PlanInput;
 use self::progress::{Progress, ProgressMode};
-use self::task::RunContext;
-use super::connect::{HerdArgs, runtime, target};
+use super::connect::{HerdArgs, deadline_after, parent, runtime, target};
 use super::parent::caller_context;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
+
+/// How often live progress redraws its elapsed times.
+const REDRAW_EVERY: Duration = Duration::from_secs(1);
 
 /// Delegate in one call: spawn → task → wait → result → close, for one task (`AGENT TASK`),
 /// several at once (`--parallel`), a chain (`--chain`) or a plan file (`--plan`).
@@ -95,16 +97,48 @@ pub(crate) struct RunArgs {
     /// For integrations: the parent's thinking level, inherited likewise.
     #[arg(long, value_name = "LEVEL")]
     parent_thinking: Option<String>,
+    /// Submit the run and return at once with its id; it goes on without this command (follow
+    /// it again with --attach).
+    #[arg(long)]
+    detach: bool,
+    /// Follow a run already submitted (its id), until it finishes.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["agent", "parallel", "chain", "plan", "detach"])]
+    attach: Option<String>,
     #[command(flatten)]
     herd: HerdArgs,
 }
 
 /// Runs `shepherd run`.
-pub(crate) fn run(args: RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
     let target = target(ctx, &args.herd)?;
+    if let Some(run_id) = &args.attach {
+        let report = runtime()?.block_on(async {
+            let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
+            let params = json!(RunIdParams {
+                run_id: run_id.clone()
+            });
+            let view = request_view(&mut link, method::RUN_ATTACH, params).await?;
+            let agents: Vec<String> = view.steps.iter().map(|s| s.agent.clone()).collect();
+            follow(&mut link, view, &Progress::new(args.progress, &agents)).await
+        })?;
+        return Ok(output::emit(&report, printer));
+    }
     let root = target.address.project_root.clone();
-    let settings = shepherd_config::load_settings(&ctx.dirs, &root).settings;
-    checks::depth(target.depth, settings.max_depth)?;
+    // This process's own nesting, refused before anything is asked of the broker (which checks
+    // its herd's depth again).
+    let max_depth = shepherd_config::load_settings(&ctx.dirs, &root)
+        .settings
+        .max_depth;
+    if target.depth.saturating_add(1) > max_depth {
+        let depth = target.depth;
+        return Err(CliError::new(
+            "depth_exceeded",
+            format!(
+                "shepherd run is nested {depth} deep (SHEPHERD_DEPTH={depth}) and maxDepth is {max_depth}; \
+                 a sheep at this depth may not start sheep of its own"
+            ),
+        ));
+    }
     let input = PlanInput {
         agent: args.agent.as_deref(),
         task: args.task.as_deref(),
@@ -119,38 +153,149 @@ pub(crate) fn run(args: RunArgs, ctx: &Context, printer: &Printer) -> Result<Exi
         label: args.label.as_deref(),
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
-    let session_name = plan.session_name.clone();
-    let backend = plan.backend.clone();
-    let checked = checks::check(&plan, &settings, &ctx.dirs.home, |name| {
-        shepherd_config::resolve_agent(&ctx.dirs, &root, &settings, name)
-            .map_err(|err| CliError::new(err.code(), err.to_string()))
-    })?;
-
-    let agents: Vec<String> = checked.steps.iter().map(|s| s.agent.clone()).collect();
-    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let run_ctx = RunContext {
-        target,
-        run_id: run_id.clone(),
-        mode: checked.mode.as_str(),
-        session_name: String::new(),
-        session_relative: String::new(),
-        timeout_minutes: checked.timeout_minutes,
-        keep_pane: settings.keep_open,
-        backend,
-        parent_model: args.parent_model,
-        parent_thinking: args.parent_thinking,
-        caller: caller_context(),
-        cancel: CancellationToken::new(),
-        progress: Arc::new(Progress::new(args.progress, &agents)),
+    let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
+    let params = RunSubmitParams {
+        mode: plan.mode.as_str().to_owned(),
+        steps: plan
+            .steps
+            .iter()
+            .map(|step| RunStepParams {
+                agent: step.agent.clone(),
+                task: step.task.clone(),
+                cwd: Some(step.cwd.display().to_string()),
+                isolate: step.isolate,
+                label: step.label.clone(),
+            })
+            .collect(),
+        session_name: plan.session_name.clone(),
+        timeout: plan.timeout_minutes,
+        backend: plan.backend.clone(),
+        parent_model: args.parent_model.clone(),
+        parent_thinking: args.parent_thinking.clone(),
+        caller: Some(caller_context()),
+        detach: args.detach,
     };
-    let outcome = runtime()?.block_on(orchestrate::run(&checked, run_ctx, session_name))?;
-    let results_dir = ctx.dirs.runtime_dir.join("results");
-    Ok(output::emit(
-        &outcome,
-        checked.mode,
-        &agents,
-        &results_dir,
-        &run_id,
-        printer,
-    ))
+    let progress = Progress::new(args.progress, &agents);
+    let report = runtime()?.block_on(async {
+        let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
+        let params =
+            serde_json::to_value(&params).map_err(|e| CliError::new("internal", e.to_string()))?;
+        let view = request_view(&mut link, method::RUN_SUBMIT, params)
+            .await
+            .map_err(refusal)?;
+        if args.detach {
+            return Ok(json!({ "runId": view.run_id, "detached": true }));
+        }
+        follow(&mut link, view, &progress).await
+    })?;
+    if args.detach {
+        let run_id = report["runId"].as_str().unwrap_or_default().to_owned();
+        printer.emit(&report, || {
+            format!("submitted {run_id}; follow it with `shepherd run --attach {run_id}`")
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
+    Ok(output::emit(&report, printer))
+}
+
+/// A refused run says why with the exit status of a malformed command line (2) when the run
+/// itself was malformed, else 1.
+fn refusal(err: CliError) -> CliError {
+    match err.code.as_str() {
+        "invalid_run"
+        | "invalid_session_name"
+        | "invalid_backend"
+        | "invalid_label"
+        | "invalid_cwd" => err.with_exit(2),
+        _ => err,
+    }
+}
+
+async fn request_view(link: &mut Link, name: &str, params: Value) -> Result<RunView, CliError> {
+    let value = link
+        .request(name, params, deadline_after(Duration::ZERO)?)
+        .await?;
+    serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
+}
+
+/// Follows the run until it finishes and returns its report. The first SIGINT, SIGTERM or
+/// SIGHUP cancels it in the broker (later ones are absorbed while its sheep close); a lost
+/// connection is reconnected and the run followed again.
+async fn follow(
+    link: &mut Link,
+    mut view: RunView,
+    progress: &Progress,
+) -> Result<Value, CliError> {
+    let install = |kind: SignalKind| {
+        signal(kind).map_err(|err| {
+            CliError::new(
+                "internal",
+                format!("cannot install a signal handler: {err}"),
+            )
+        })
+    };
+    let mut interrupt = install(SignalKind::interrupt())?;
+    let mut terminate = install(SignalKind::terminate())?;
+    let mut hangup = install(SignalKind::hangup())?;
+    let run_id = view.run_id.clone();
+    let mut following = link.generation();
+    let mut cancel_asked = false;
+    let mut redraw = tokio::time::interval(REDRAW_EVERY);
+    progress.start();
+    loop {
+        progress.update(&view);
+        if let Some(report) = view.report.take() {
+            progress.redraw();
+            if report.get("error").is_some() {
+                return Err(CliError::new(
+                    "run_failed",
+                    report["error"]
+                        .as_str()
+                        .unwrap_or("the run failed")
+                        .to_owned(),
+                ));
+            }
+            return Ok(report);
+        }
+        if link.generation() != following || !link.is_connected() {
+            // A new connection (the broker restarted): follow the run again from now.
+            let params = json!(RunIdParams {
+                run_id: run_id.clone()
+            });
+            view = request_view(link, method::RUN_ATTACH, params).await?;
+            following = link.generation();
+            continue;
+        }
+        let signalled = tokio::select! {
+            push = link.next_push() => {
+                match push {
+                    Ok((name, data)) if name == event::RUN => {
+                        if let Ok(pushed) = serde_json::from_value::<RunView>(data)
+                            && pushed.run_id == run_id
+                        {
+                            view = pushed;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(err) if err.is_lost() => {}
+                    Err(err) => return Err(err.into()),
+                }
+                false
+            }
+            _ = interrupt.recv() => true,
+            _ = terminate.recv() => true,
+            _ = hangup.recv() => true,
+            _ = redraw.tick(), if progress.is_live() => {
+                progress.redraw();
+                false
+            }
+        };
+        if signalled && !cancel_asked {
+            cancel_asked = true;
+            let params = json!(RunIdParams {
+                run_id: run_id.clone()
+            });
+            view = request_view(link, method::RUN_CANCEL, params).await?;
+        }
+    }
 }

@@ -122,10 +122,28 @@ impl Progress {
     }
 
     /// Records that task `index` has its task id.
-    pub(super) fn task_id(&self, index: usize, task_id: &str) {
+    fn task_id(&self, index: usize, task_id: &str) {
         let mut state = self.state.lock().expect("progress lock");
         if let Some(row) = state.rows.get_mut(index) {
             row.task_id = Some(task_id.to_owned());
+        }
+    }
+
+    /// Shows the run as the broker pushed it.
+    pub(super) fn update(&self, view: &shepherd_core::protocol::RunView) {
+        for (index, step) in view.steps.iter().enumerate() {
+            if let Some(task_id) = &step.task_id {
+                self.task_id(index, task_id);
+            }
+            let phase = match (step.phase.as_str(), &step.status) {
+                ("done", Some(status)) => Phase::Done(status.clone()),
+                ("starting", _) => Phase::Starting,
+                ("running", _) => Phase::Running,
+                ("closing", _) => Phase::Closing,
+                _ => Phase::Queued,
+            };
+            // Starting and closing can pass between two pushes; show them in order anyway.
+            self.set(index, phase);
         }
     }
 

@@ -1,42 +1,24 @@
 //! Everything a run can refuse, checked before anything launches: nesting depth, task limits,
-//! session name, backend, labels, agent definitions, chain rules, isolation and parallel write
-//! conflicts. A refused run changes nothing — no broker request, no note, no worktree.
+//! mode, session name, backend, labels, agent definitions, chain rules, isolation and parallel
+//! write conflicts. A refused run changes nothing — no note, no worktree, no sheep.
 
 use std::path::{Path, PathBuf};
 
 use shepherd_core::agent_def::AgentDef;
+use shepherd_core::protocol::RunSubmitParams;
 use shepherd_core::settings::{Backend, EffectiveSettings};
+use shepherd_notes::Mode;
 
 use super::conflict;
-use super::plan::{Mode, RunPlan};
-use super::worktree::{self, Repo};
-use crate::error::CliError;
+use super::model::{RunSpec, SpecStep};
+use super::worktree;
+use crate::error::{BrokerError, BrokerResult};
 
-/// A run that passed every check.
-#[derive(Debug, Clone)]
-pub(super) struct CheckedRun {
-    pub(super) mode: Mode,
-    pub(super) steps: Vec<CheckedStep>,
-    pub(super) max_concurrency: usize,
-    pub(super) timeout_minutes: f64,
-}
-
-/// One checked task.
-#[derive(Debug, Clone)]
-pub(super) struct CheckedStep {
-    pub(super) agent: String,
-    pub(super) task: String,
-    pub(super) cwd: PathBuf,
-    pub(super) label: Option<String>,
-    /// Set when the task runs in its own worktree of this repository.
-    pub(super) repo: Option<Repo>,
-}
-
-/// Refuses a run nested deeper than `maxDepth` allows (`depth` is this process's
-/// `SHEPHERD_DEPTH`: 0 for a person, 1 inside a sheep, …).
-pub(super) fn depth(depth: u32, max_depth: u32) -> Result<(), CliError> {
+/// Refuses a run nested deeper than `maxDepth` allows (`depth` is this herd's: 0 for a person's
+/// herd, 1 for a herd a sheep started, …).
+pub(crate) fn depth(depth: u32, max_depth: u32) -> BrokerResult<()> {
     if depth.saturating_add(1) > max_depth {
-        return Err(CliError::new(
+        return Err(BrokerError::new(
             "depth_exceeded",
             format!(
                 "shepherd run is nested {depth} deep (SHEPHERD_DEPTH={depth}) and maxDepth is {max_depth}; \
@@ -47,101 +29,148 @@ pub(super) fn depth(depth: u32, max_depth: u32) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Checks `plan` against the settings and the agent definitions `resolve` finds.
-pub(super) fn check(
-    plan: &RunPlan,
+fn invalid(message: impl Into<String>) -> BrokerError {
+    BrokerError::new("invalid_run", message)
+}
+
+/// Checks a submitted run against the settings and the agent definitions `resolve` finds;
+/// relative working directories resolve against `root`.
+pub(crate) fn check(
+    params: &RunSubmitParams,
     settings: &EffectiveSettings,
     home: &Path,
-    resolve: impl Fn(&str) -> Result<AgentDef, CliError>,
-) -> Result<CheckedRun, CliError> {
-    let count = plan.steps.len();
+    root: &Path,
+    resolve: impl Fn(&str) -> BrokerResult<AgentDef>,
+) -> BrokerResult<RunSpec> {
+    let mode: Mode = params.mode.parse().map_err(|_| {
+        invalid(format!(
+            "mode `{}` is not one of single, parallel, chain",
+            params.mode
+        ))
+    })?;
+    let count = params.steps.len();
+    if count == 0 {
+        return Err(invalid("a run needs at least one task"));
+    }
+    if mode == Mode::Single && count != 1 {
+        return Err(invalid(format!(
+            "a single run has exactly one task, not {count}"
+        )));
+    }
     let max_tasks = settings.max_parallel_tasks as usize;
-    if plan.mode == Mode::Parallel && count > max_tasks {
-        return Err(CliError::new(
+    if mode == Mode::Parallel && count > max_tasks {
+        return Err(BrokerError::new(
             "too_many_tasks",
             format!(
                 "Too many parallel tasks ({count}). Max is {max_tasks} (setting maxParallelTasks)."
             ),
         ));
     }
-    if let Some(name) = &plan.session_name {
+    if let Some(name) = &params.session_name {
         shepherd_core::slug::validate_session_name(name)
-            .map_err(|err| CliError::new("invalid_session_name", err.to_string()).with_exit(2))?;
+            .map_err(|err| BrokerError::new("invalid_session_name", err.to_string()))?;
     }
-    if let Some(backend) = &plan.backend
+    if let Some(backend) = &params.backend
         && !Backend::ALL.iter().any(|b| b.as_str() == backend)
     {
-        return Err(CliError::new(
+        return Err(BrokerError::new(
             "invalid_backend",
             format!("backend `{backend}` is not one of auto, herdr, tmux, headless"),
-        )
-        .with_exit(2));
+        ));
     }
-    check_labels(plan)?;
+    let timeout_minutes = params.timeout.unwrap_or(settings.timeout_minutes);
+    if !(timeout_minutes.is_finite() && timeout_minutes > 0.0) {
+        return Err(invalid(format!(
+            "timeout `{timeout_minutes}` must be a positive number of minutes"
+        )));
+    }
+    check_labels(mode, params)?;
     let mut defs = Vec::with_capacity(count);
-    for step in &plan.steps {
+    for step in &params.steps {
+        if step.task.trim().is_empty() {
+            return Err(invalid(format!("the task for `{}` is empty", step.agent)));
+        }
         defs.push(resolve(&step.agent)?);
     }
-    if plan.mode == Mode::Chain {
-        if let Some(first) = plan.steps.first()
+    if mode == Mode::Chain {
+        if let Some(first) = params.steps.first()
             && first.task.contains("{previous}")
         {
-            return Err(CliError::new(
-                "invalid_run",
+            return Err(invalid(
                 "chain step 1 uses {previous}, but there is no previous step",
-            )
-            .with_exit(2));
+            ));
         }
-        if let Some(number) = plan.steps.iter().position(|s| s.isolate) {
-            return Err(CliError::new(
-                "invalid_run",
-                format!(
-                    "chain step {} asks for isolate; chain steps share one directory so each sees the previous step's work \
-                     (isolate single or parallel tasks instead)",
-                    number + 1
-                ),
-            )
-            .with_exit(2));
+        if let Some(number) = params.steps.iter().position(|s| s.isolate) {
+            return Err(invalid(format!(
+                "chain step {} asks for isolate; chain steps share one directory so each sees the previous step's work \
+                 (isolate single or parallel tasks instead)",
+                number + 1
+            )));
         }
     }
     let mut steps = Vec::with_capacity(count);
-    for (index, step) in plan.steps.iter().enumerate() {
+    for (index, step) in params.steps.iter().enumerate() {
+        let cwd = resolve_cwd(root, step.cwd.as_deref(), index + 1)?;
         let repo = if step.isolate {
-            Some(worktree::probe(&step.cwd, index + 1)?)
+            Some(worktree::probe(&cwd, index + 1)?)
         } else {
             None
         };
-        steps.push(CheckedStep {
+        steps.push(SpecStep {
             agent: step.agent.clone(),
             task: step.task.clone(),
-            cwd: step.cwd.clone(),
+            cwd,
             label: step.label.clone(),
             repo,
         });
     }
-    if plan.mode == Mode::Parallel {
+    if mode == Mode::Parallel {
         check_conflicts(&steps, &defs, home)?;
     }
-    Ok(CheckedRun {
-        mode: plan.mode,
+    Ok(RunSpec {
+        mode,
         steps,
+        session_name: params.session_name.clone(),
+        timeout_minutes,
+        backend: params.backend.clone(),
+        parent_model: params.parent_model.clone(),
+        parent_thinking: params.parent_thinking.clone(),
+        caller: params.caller.clone().unwrap_or_default(),
+        keep_pane: settings.keep_open,
         max_concurrency: settings.max_concurrency.max(1) as usize,
-        timeout_minutes: plan.timeout_minutes.unwrap_or(settings.timeout_minutes),
     })
 }
 
-fn check_labels(plan: &RunPlan) -> Result<(), CliError> {
+/// A task's working directory: absolute, existing, a directory.
+fn resolve_cwd(root: &Path, requested: Option<&str>, number: usize) -> BrokerResult<PathBuf> {
+    let path = match requested {
+        None | Some("") => root.to_path_buf(),
+        Some(text) => root.join(text),
+    };
+    match path.canonicalize() {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        _ => Err(BrokerError::new(
+            "invalid_cwd",
+            format!(
+                "task {number}'s directory `{}` is not an existing directory",
+                path.display()
+            ),
+        )),
+    }
+}
+
+fn check_labels(mode: Mode, params: &RunSubmitParams) -> BrokerResult<()> {
     let mut seen: Vec<(&str, String)> = Vec::new();
-    for (index, step) in plan.steps.iter().enumerate() {
+    for (index, step) in params.steps.iter().enumerate() {
         let Some(label) = &step.label else { continue };
         let label = shepherd_core::label::validate_label(label)
-            .map_err(|err| CliError::new(err.code(), err.to_string()).with_exit(2))?;
-        if label.is_empty() || plan.mode != Mode::Parallel {
+            .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
+        if label.is_empty() || mode != Mode::Parallel {
             continue;
         }
         let key = (step.agent.as_str(), label.as_str().to_owned());
         if seen.contains(&key) {
-            return Err(CliError::new(
+            return Err(BrokerError::new(
                 "duplicate_label",
                 format!(
                     "parallel task {} would be a second `{}: {}`; give each parallel task of one agent its own label",
@@ -158,7 +187,7 @@ fn check_labels(plan: &RunPlan) -> Result<(), CliError> {
 
 /// Whether a sheep of `def` may write files: a command agent always may; a pi agent unless its
 /// tool allowlist leaves out write, edit and bash.
-pub(super) fn is_writer(def: &AgentDef) -> bool {
+pub(crate) fn is_writer(def: &AgentDef) -> bool {
     if def.command.is_some() {
         return true;
     }
@@ -172,7 +201,7 @@ pub(super) fn is_writer(def: &AgentDef) -> bool {
 }
 
 /// Refuses two parallel writers (not isolated) whose tasks claim the same file or directory.
-fn check_conflicts(steps: &[CheckedStep], defs: &[AgentDef], home: &Path) -> Result<(), CliError> {
+fn check_conflicts(steps: &[SpecStep], defs: &[AgentDef], home: &Path) -> BrokerResult<()> {
     let mut claims: Vec<(usize, String, PathBuf)> = Vec::new();
     for (index, (step, def)) in steps.iter().zip(defs).enumerate() {
         if step.repo.is_some() || !is_writer(def) {
@@ -189,7 +218,7 @@ fn check_conflicts(steps: &[CheckedStep], defs: &[AgentDef], home: &Path) -> Res
                 } else {
                     format!("`{other_text}` and `{written}`")
                 };
-                return Err(CliError::new(
+                return Err(BrokerError::new(
                     "write_conflict",
                     format!(
                         "parallel tasks {} ({}) and {} ({}) would both write {what} ({}); \
@@ -211,7 +240,7 @@ fn check_conflicts(steps: &[CheckedStep], defs: &[AgentDef], home: &Path) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::run::plan::StepPlan;
+    use shepherd_core::protocol::RunStepParams;
 
     fn def(name: &str, tools: Option<&[&str]>, command: bool) -> AgentDef {
         let mut text = format!("---\nname: {name}\ndescription: d\n");
@@ -231,31 +260,29 @@ mod tests {
         .def
     }
 
-    fn plan(mode: Mode, tasks: &[(&str, &str, bool)], cwd: &Path) -> RunPlan {
-        RunPlan {
-            mode,
+    fn plan(mode: Mode, tasks: &[(&str, &str, bool)], cwd: &Path) -> RunSubmitParams {
+        RunSubmitParams {
+            mode: mode.as_str().to_owned(),
             steps: tasks
                 .iter()
-                .map(|(agent, task, isolate)| StepPlan {
+                .map(|(agent, task, isolate)| RunStepParams {
                     agent: (*agent).to_owned(),
                     task: (*task).to_owned(),
-                    cwd: cwd.to_path_buf(),
+                    cwd: Some(cwd.display().to_string()),
                     isolate: *isolate,
                     label: None,
                 })
                 .collect(),
-            session_name: None,
-            timeout_minutes: None,
-            backend: None,
+            ..RunSubmitParams::default()
         }
     }
 
-    fn resolver(name: &str) -> Result<AgentDef, CliError> {
+    fn resolver(name: &str) -> BrokerResult<AgentDef> {
         match name {
             "scout" => Ok(def("scout", Some(&["read", "grep"]), false)),
             "worker" => Ok(def("worker", None, false)),
             "tool" => Ok(def("tool", Some(&["read"]), true)),
-            other => Err(CliError::new(
+            other => Err(BrokerError::new(
                 "unknown_agent",
                 format!("no agent `{other}`"),
             )),
@@ -283,7 +310,7 @@ mod tests {
             ],
             &cwd,
         );
-        let err = check(&both, &settings, &cwd, resolver).unwrap_err();
+        let err = check(&both, &settings, &cwd, &cwd, resolver).unwrap_err();
         assert_eq!(err.code, "write_conflict");
         assert!(
             err.message.contains("tasks 1 (worker) and 2 (tool)"),
@@ -299,7 +326,7 @@ mod tests {
             ],
             &cwd,
         );
-        assert!(check(&reader, &settings, &cwd, resolver).is_ok());
+        assert!(check(&reader, &settings, &cwd, &cwd, resolver).is_ok());
         let chain = plan(
             Mode::Chain,
             &[
@@ -308,7 +335,7 @@ mod tests {
             ],
             &cwd,
         );
-        assert!(check(&chain, &settings, &cwd, resolver).is_ok());
+        assert!(check(&chain, &settings, &cwd, &cwd, resolver).is_ok());
     }
 
     #[test]
@@ -328,21 +355,23 @@ mod tests {
             ],
             &cwd,
         );
-        let err = check(&three, &settings, &cwd, resolver).unwrap_err();
+        let err = check(&three, &settings, &cwd, &cwd, resolver).unwrap_err();
         assert_eq!(
             err.message,
             "Too many parallel tasks (3). Max is 2 (setting maxParallelTasks)."
         );
         let previous = plan(Mode::Chain, &[("scout", "use {previous}", false)], &cwd);
         assert!(
-            check(&previous, &settings, &cwd, resolver)
+            check(&previous, &settings, &cwd, &cwd, resolver)
                 .unwrap_err()
                 .message
                 .contains("step 1 uses {previous}")
         );
         let unknown = plan(Mode::Single, &[("nobody", "x", false)], &cwd);
         assert_eq!(
-            check(&unknown, &settings, &cwd, resolver).unwrap_err().code,
+            check(&unknown, &settings, &cwd, &cwd, resolver)
+                .unwrap_err()
+                .code,
             "unknown_agent"
         );
         assert!(depth(1, 2).is_ok());

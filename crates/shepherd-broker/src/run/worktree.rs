@@ -12,13 +12,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::error::CliError;
+use crate::error::BrokerError;
 
 /// A repository an isolated task's working directory belongs to, probed before anything runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Repo {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Repo {
     /// The working tree's top directory.
     top: PathBuf,
     /// The shared git directory (`/repo/.git`).
@@ -28,34 +29,35 @@ pub(super) struct Repo {
 }
 
 /// A worktree made for one task.
-#[derive(Debug, Clone)]
-pub(super) struct Worktree {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Worktree {
     repo: Repo,
-    pub(super) path: PathBuf,
-    pub(super) branch: String,
+    pub(crate) path: PathBuf,
+    pub(crate) branch: String,
     base: String,
 }
 
 impl Worktree {
     /// Where the task runs: its working directory's twin inside the worktree.
-    pub(super) fn cwd(&self) -> PathBuf {
+    pub(crate) fn cwd(&self) -> PathBuf {
         self.path.join(&self.repo.subdir)
     }
 }
 
 /// What became of a worktree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct WorktreeReport {
-    pub(super) path: String,
-    pub(super) branch: String,
+pub(crate) struct WorktreeReport {
+    pub(crate) path: String,
+    pub(crate) branch: String,
     /// The commit it started from.
-    pub(super) base: String,
+    pub(crate) base: String,
     /// Whether it is still there.
-    pub(super) kept: bool,
+    pub(crate) kept: bool,
     /// Why it was kept (absent when it was removed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
@@ -82,9 +84,9 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// Checks that `cwd` is inside a git working tree with at least one commit.
-pub(super) fn probe(cwd: &Path, number: usize) -> Result<Repo, CliError> {
+pub(crate) fn probe(cwd: &Path, number: usize) -> Result<Repo, BrokerError> {
     let refuse = |why: String| {
-        CliError::new(
+        BrokerError::new(
             "not_a_git_repository",
             format!(
                 "task {number} asks for isolate, but its directory `{}` {why}; isolation needs a git repository with a commit",
@@ -130,19 +132,30 @@ fn git_changes() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Makes the worktree `name` (on branch `shepherd/<name>`) from the repository's HEAD.
-pub(super) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
+/// Makes the worktree `name` (on branch `shepherd/<name>`) from the repository's HEAD. A
+/// worktree already made under that name for this run (the broker restarted after making it)
+/// is taken as it is.
+pub(crate) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
     let _serialised = git_changes();
     let mut parent = repo.common_dir.clone().into_os_string();
     parent.push("-wt");
     let path = PathBuf::from(parent).join(name);
     let branch = format!("shepherd/{name}");
-    let base = git(&repo.top, &["rev-parse", "HEAD"])?;
     let shown = path.display().to_string();
-    git(
-        &repo.top,
-        &["worktree", "add", "-b", &branch, &shown, &base],
-    )?;
+    let existing = git(&path, &["rev-parse", "--abbrev-ref", "HEAD"])
+        .ok()
+        .filter(|head| *head == branch);
+    let base = if existing.is_some() {
+        // Its base is where the branch began: the merge base with the repository's HEAD.
+        git(&repo.top, &["merge-base", "HEAD", &branch])?
+    } else {
+        let base = git(&repo.top, &["rev-parse", "HEAD"])?;
+        git(
+            &repo.top,
+            &["worktree", "add", "-b", &branch, &shown, &base],
+        )?;
+        base
+    };
     let worktree = Worktree {
         repo: repo.clone(),
         path,
@@ -155,7 +168,7 @@ pub(super) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
 
 /// Removes the worktree and its branch when nothing is left in them (and `close_confirmed`);
 /// otherwise keeps them and says why.
-pub(super) fn release(worktree: &Worktree, close_confirmed: bool) -> WorktreeReport {
+pub(crate) fn release(worktree: &Worktree, close_confirmed: bool) -> WorktreeReport {
     let reason = if close_confirmed {
         leftovers(worktree)
     } else {

@@ -1,0 +1,275 @@
+//! Runs belong to the broker: `run.submit` hands over a whole run (single, parallel, chain)
+//! and the broker carries it out — reserving its notes, scheduling its tasks, carrying
+//! `{previous}`, isolating tasks in worktrees, closing every sheep and finalising every note —
+//! and journals it, so after a crash it continues where it was. Front ends only submit, follow
+//! (pushed `run` views) and cancel.
+//!
+//! A run is followed by the connection that submitted it (and any that `run.attach`). When the
+//! last follower goes away without cancelling — its client was killed — and the run was not
+//! submitted `detach`ed, the broker cancels it after [`ORPHAN_GRACE`], long enough for a
+//! client that only lost its connection (a broker restart) to reattach. A restarted broker
+//! gives every unfinished run the same grace.
+
+mod check;
+mod conflict;
+mod driver;
+mod model;
+mod report;
+mod step;
+mod worktree;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use shepherd_core::herd::Run;
+use shepherd_core::protocol::{RunIdParams, RunSubmitParams, RunView, event};
+
+use self::model::{StepState, from_value, to_value};
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+use crate::server::Session;
+
+/// How long a run that is not detached goes on with nobody following it.
+pub(crate) const ORPHAN_GRACE: Duration = Duration::from_secs(5);
+
+/// Runs `run.submit`: checks the run (a refusal changes nothing), accepts it, reserves its
+/// notes, and starts it; the calling connection follows it. A resent submission (same request
+/// id) follows the run its first copy started.
+pub(crate) async fn submit(
+    broker: &Arc<Broker>,
+    session: &Arc<Session>,
+    params: RunSubmitParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    if let Some(run_id) = rid.and_then(|rid| {
+        broker.read(|herd| {
+            herd.runs
+                .values()
+                .find(|run| run.request_id.as_deref() == Some(rid))
+                .map(|run| run.id.clone())
+        })
+    }) {
+        follow(broker, session, &run_id);
+        return view(broker, &run_id);
+    }
+    let settings = broker.settings();
+    check::depth(broker.config.depth, settings.max_depth)?;
+    let root = broker.config.address.project_root.clone();
+    let dirs = broker.config.dirs.clone();
+    let resolve_settings = settings.clone();
+    let spec = check::check(&params, &settings, &dirs.home, &root, |name| {
+        shepherd_config::resolve_agent(&dirs, &root, &resolve_settings, name)
+            .map_err(|err| BrokerError::new(err.code(), err.to_string()))
+    })?;
+    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let run = Run {
+        id: run_id.clone(),
+        request_id: rid.map(str::to_owned),
+        created_at: broker.now(),
+        detach: params.detach,
+        spec: to_value(&spec),
+        planned: None,
+        steps: vec![to_value(&StepState::default()); spec.steps.len()],
+        cancelled: None,
+        finished: None,
+    };
+    broker
+        .commit_durable(|tx| {
+            shepherd_core::herd::submit_run(tx, run);
+            Ok(())
+        })
+        .await?;
+    follow(broker, session, &run_id);
+    if let Err(err) = driver::plan_notes(broker, &run_id, &spec).await {
+        // Nothing was launched: the run ends here, cancelled with the reason.
+        let reason = format!("its notes could not be reserved: {}", err.message);
+        broker
+            .commit_durable(|tx| {
+                shepherd_core::herd::cancel_run(tx, &run_id, &reason);
+                shepherd_core::herd::finish_run(
+                    tx,
+                    &run_id,
+                    serde_json::json!({ "error": reason }),
+                );
+                Ok(())
+            })
+            .await?;
+        return Err(err);
+    }
+    driver::start(broker, &run_id);
+    view(broker, &run_id)
+}
+
+/// Runs `run.attach`: the run now, and its changes pushed to this connection from now on.
+pub(crate) fn attach(
+    broker: &Arc<Broker>,
+    session: &Arc<Session>,
+    params: &RunIdParams,
+) -> BrokerResult<Value> {
+    let found = broker.read(|herd| herd.runs.contains_key(&params.run_id));
+    if !found {
+        return Err(unknown_run(&params.run_id));
+    }
+    follow(broker, session, &params.run_id);
+    view(broker, &params.run_id)
+}
+
+/// Runs `run.cancel`: queued tasks never start, running ones are closed (their tasks end
+/// cancelled, rc 130); the run then finishes as usual.
+pub(crate) async fn cancel(broker: &Arc<Broker>, params: &RunIdParams) -> BrokerResult<Value> {
+    cancel_run(broker, &params.run_id, "cancelled by its client").await?;
+    view(broker, &params.run_id)
+}
+
+async fn cancel_run(broker: &Arc<Broker>, run_id: &str, reason: &str) -> BrokerResult<()> {
+    let known = broker.read(|herd| herd.runs.contains_key(run_id));
+    if !known {
+        return Err(unknown_run(run_id));
+    }
+    broker
+        .commit_durable(|tx| {
+            shepherd_core::herd::cancel_run(tx, run_id, reason);
+            Ok(())
+        })
+        .await
+}
+
+fn unknown_run(run_id: &str) -> BrokerError {
+    BrokerError::new(
+        "unknown_run",
+        format!("no run `{run_id}` in this herd (finished runs are kept only for a while)"),
+    )
+}
+
+/// The run as its followers see it.
+pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<Value> {
+    let run = broker
+        .read(|herd| herd.runs.get(run_id).cloned())
+        .ok_or_else(|| unknown_run(run_id))?;
+    Ok(serde_json::to_value(view_of(&run)).expect("views serialise"))
+}
+
+fn view_of(run: &Run) -> RunView {
+    let spec = serde_json::from_value::<model::RunSpec>(run.spec.clone()).ok();
+    let plan = run.planned.as_ref().map(from_value::<model::Plan>);
+    RunView {
+        run_id: run.id.clone(),
+        mode: spec
+            .as_ref()
+            .map_or_else(String::new, |s| s.mode.as_str().to_owned()),
+        detach: run.detach,
+        session_name: plan.as_ref().map(|p| p.session_name.clone()),
+        session_relative_path: plan.as_ref().map(|p| p.session_relative_path.clone()),
+        steps: run
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(index, step)| {
+                let agent = spec
+                    .as_ref()
+                    .and_then(|s| s.steps.get(index))
+                    .map_or("", |s| s.agent.as_str());
+                from_value::<StepState>(step).view(agent)
+            })
+            .collect(),
+        cancelled: run.cancelled.clone(),
+        report: run.finished.clone(),
+    }
+}
+
+/// Adds `session` to the run's followers.
+fn follow(broker: &Broker, session: &Arc<Session>, run_id: &str) {
+    let mut links = broker.links.lock().expect("links lock");
+    let followers = links.run_followers.entry(run_id.to_owned()).or_default();
+    if !followers.iter().any(|f| Arc::ptr_eq(f, session)) {
+        followers.push(session.clone());
+    }
+}
+
+/// Pushes the run's view to everyone following it.
+pub(crate) fn push_view(broker: &Arc<Broker>, run_id: &str) {
+    let followers: Vec<Arc<Session>> = {
+        let mut links = broker.links.lock().expect("links lock");
+        let Some(followers) = links.run_followers.get_mut(run_id) else {
+            return;
+        };
+        followers.retain(|f| !f.closed.is_cancelled());
+        followers.clone()
+    };
+    if followers.is_empty() {
+        return;
+    }
+    let Ok(data) = view(broker, run_id) else {
+        return;
+    };
+    for follower in followers {
+        follower.push(event::RUN, data.clone());
+    }
+}
+
+/// A connection closed: the runs it followed may now have nobody following them.
+pub(crate) fn connection_closed(broker: &Arc<Broker>, session: &Arc<Session>) {
+    let orphaned: Vec<String> = {
+        let mut links = broker.links.lock().expect("links lock");
+        let mut orphaned = Vec::new();
+        for (run_id, followers) in &mut links.run_followers {
+            let before = followers.len();
+            followers.retain(|f| !Arc::ptr_eq(f, session) && !f.closed.is_cancelled());
+            if before > 0 && followers.is_empty() {
+                orphaned.push(run_id.clone());
+            }
+        }
+        orphaned
+    };
+    for run_id in orphaned {
+        watch_orphan(broker, run_id, ORPHAN_GRACE);
+    }
+}
+
+/// Cancels a run that is not detached once it has had nobody following it for `grace`.
+fn watch_orphan(broker: &Arc<Broker>, run_id: String, grace: Duration) {
+    let broker = broker.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = tokio::time::sleep(grace) => {}
+            () = broker.shutdown.cancelled() => return,
+        }
+        let followed = broker
+            .links
+            .lock()
+            .expect("links lock")
+            .run_followers
+            .get(&run_id)
+            .is_some_and(|f| f.iter().any(|s| !s.closed.is_cancelled()));
+        let open = broker.read(|herd| {
+            herd.runs
+                .get(&run_id)
+                .is_some_and(|run| !run.detach && !run.is_finished() && run.cancelled.is_none())
+        });
+        if open && !followed {
+            tracing::info!("run {run_id}: its client went away; cancelling it");
+            if let Err(err) = cancel_run(&broker, &run_id, "its client went away").await {
+                tracing::warn!("run {run_id}: could not cancel it: {err}");
+            }
+        }
+    });
+}
+
+/// After a restart: every unfinished run goes on, and those that are not detached get the
+/// grace to be followed again.
+pub(crate) fn resume(broker: &Arc<Broker>) {
+    let unfinished: Vec<(String, bool)> = broker.read(|herd| {
+        herd.runs
+            .values()
+            .filter(|run| !run.is_finished())
+            .map(|run| (run.id.clone(), run.detach))
+            .collect()
+    });
+    for (run_id, detach) in unfinished {
+        driver::start(broker, &run_id);
+        if !detach {
+            watch_orphan(broker, run_id, ORPHAN_GRACE * 2);
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! One task of a run, from start to close: make its worktree, spawn its sheep, delegate,
+//! wait, close, and read how it ended. Each phase is journaled before the next begins, so a
+//! task picked up after a broker restart goes on from the phase it was in; the requests it makes
+//! carry request ids derived from the run and the task, so a spawn or delegation that was in
+//! flight is followed rather than made twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shepherd_core::herd::TaskReport;
+use shepherd_core::protocol::{CloseParams, DelegateParams, SpawnParams};
+
+use super::driver::Run;
+use super::model::{Outcome, StepPhase, StepState};
+use super::worktree;
+use crate::broker::Broker;
+
+/// Extra wait beyond a task's own timeout: the broker settles the task at its deadline, then
+/// finalises the note and may wait for a pi sheep's final words.
+const WAIT_MARGIN: Duration = Duration::from_secs(30);
+/// How long a task's report may take to appear after its sheep was closed.
+const REPORT_AFTER_CLOSE: Duration = Duration::from_secs(20);
+
+/// One task from start to close, resumable from whatever phase it was journaled in.
+pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome {
+    let mut state = run.state(index);
+    if state.phase == StepPhase::Done {
+        return state.outcome.unwrap_or_else(|| {
+            Outcome::not_run("failed", Some(1), "its outcome was lost".to_owned())
+        });
+    }
+    if state.phase == StepPhase::Queued {
+        if run.cancelled() {
+            return run.not_run(index, Outcome::cancelled_before_start()).await;
+        }
+        state.phase = StepPhase::Starting;
+        state.started_at = Some(run.broker.now());
+        state.task_text = Some(text);
+        run.save(index, &state).await;
+    }
+    if state.phase == StepPhase::Starting {
+        start_task(run, index, &mut state).await;
+        if state.phase == StepPhase::Done {
+            return finish(run, index, state, true).await;
+        }
+    }
+    let mut report = None;
+    if state.phase == StepPhase::Running {
+        if let Some(task_id) = state.task_id.clone() {
+            report = wait_task(run, &task_id).await;
+        }
+        state.phase = StepPhase::Closing;
+        run.save(index, &state).await;
+    }
+    // Closing: end the sheep whatever happened, then read how the task ended.
+    let closed = match &state.agent_id {
+        Some(agent_id) => close_sheep(run, agent_id).await,
+        None => Ok(()),
+    };
+    if report.is_none()
+        && let Some(task_id) = &state.task_id
+    {
+        report = report_after_close(run, task_id).await;
+    }
+    let mut outcome = match (report, state.outcome.take()) {
+        (Some(report), _) => from_report(report),
+        (None, Some(early)) => early,
+        (None, None) => Outcome::not_run(
+            "failed",
+            Some(1),
+            "its final report could not be read".to_owned(),
+        ),
+    };
+    outcome.agent_id.clone_from(&state.agent_id);
+    outcome.delegated = state.task_id.is_some();
+    if let Err(err) = &closed {
+        // As the original: a sheep whose end is unconfirmed fails its task, whatever it said.
+        outcome.error = Some(match outcome.error.take() {
+            Some(first) => format!("{first}; {err}"),
+            None => err.clone(),
+        });
+        if outcome.completed() {
+            outcome.status = "failed".to_owned();
+            outcome.return_code = Some(1);
+        }
+    }
+    state.outcome = Some(outcome);
+    finish(run, index, state, closed.is_ok()).await
+}
+
+/// Makes the worktree, spawns the sheep and delegates, journaling each; a failure or a
+/// cancellation records the task's early outcome (and leaves the sheep, if any, to be closed).
+async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
+    let spec = &run.spec.steps[index];
+    if let Some(repo) = &spec.repo
+        && state.worktree.is_none()
+    {
+        let name = format!(
+            "{}-t{}-{}",
+            run.id,
+            index + 1,
+            shepherd_core::slug::agent_slug(&spec.agent)
+        );
+        let repo = repo.clone();
+        let made = tokio::task::spawn_blocking(move || worktree::create(&repo, &name))
+            .await
+            .map_err(|err| err.to_string())
+            .and_then(|made| made);
+        match made {
+            Ok(made) => {
+                state.worktree = Some(made);
+                run.save(index, state).await;
+            }
+            Err(err) => {
+                state.outcome = Some(Outcome::not_run(
+                    "failed",
+                    Some(1),
+                    format!("its worktree could not be made: {err}"),
+                ));
+                state.phase = StepPhase::Done;
+                return;
+            }
+        }
+    }
+    let cwd = state
+        .worktree
+        .as_ref()
+        .map_or_else(|| spec.cwd.clone(), worktree::Worktree::cwd);
+    let params = SpawnParams {
+        agent: spec.agent.clone(),
+        label: spec.label.clone(),
+        backend: run.spec.backend.clone(),
+        cwd: Some(cwd.display().to_string()),
+        placement: None,
+        model: None,
+        caller: Some(run.spec.caller.clone()),
+        parent_model: run.spec.parent_model.clone(),
+        parent_thinking: run.spec.parent_thinking.clone(),
+        fieldnotes_session: Some(run.plan.session_relative_path.clone()).filter(|s| !s.is_empty()),
+    };
+    let rid = format!("{}/{}/spawn", run.id, index + 1);
+    match crate::spawn::spawn(&run.broker, params, Some(&rid)).await {
+        Ok(spawned) => {
+            state.agent_id = Some(spawned.agent_id.to_string());
+            run.save(index, state).await;
+        }
+        Err(err) => {
+            state.outcome = Some(Outcome::not_run(
+                "failed",
+                Some(1),
+                format!("its sheep could not be started: {}", err.message),
+            ));
+            state.phase = StepPhase::Done;
+            return;
+        }
+    }
+    if run.cancelled() {
+        state.outcome = Some(Outcome::cancelled_before_start());
+        state.phase = StepPhase::Closing;
+        run.save(index, state).await;
+        return;
+    }
+    let params = DelegateParams {
+        target: state.agent_id.clone().unwrap_or_default(),
+        task: state.task_text.clone().unwrap_or_else(|| spec.task.clone()),
+        timeout: Some(run.spec.timeout_minutes),
+        session_name: Some(run.plan.session_name.clone()),
+        mode: Some(run.spec.mode.as_str().to_owned()),
+        group: Some(run.id.clone()),
+        note: run.plan.notes.get(index).cloned(),
+        turn: false,
+    };
+    let rid = format!("{}/{}/delegate", run.id, index + 1);
+    match crate::parent::delegate(&run.broker, params, Some(&rid)).await {
+        Ok(delegated) => {
+            state.task_id = Some(delegated.task_id.to_string());
+            state.phase = StepPhase::Running;
+        }
+        Err(err) => {
+            state.outcome = Some(Outcome::not_run(
+                "failed",
+                Some(1),
+                format!("the task could not be handed over: {}", err.message),
+            ));
+            state.phase = StepPhase::Closing;
+        }
+    }
+    run.save(index, state).await;
+}
+
+/// Records the task done, after releasing its worktree.
+async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool) -> Outcome {
+    let mut outcome = state
+        .outcome
+        .take()
+        .unwrap_or_else(|| Outcome::not_run("failed", Some(1), "its outcome was lost".to_owned()));
+    if let Some(made) = state.worktree.clone()
+        && outcome.worktree.is_none()
+    {
+        let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
+            .await
+            .ok();
+        outcome.worktree = report;
+    }
+    state.phase = StepPhase::Done;
+    state.finished_at = Some(run.broker.now());
+    state.outcome = Some(outcome.clone());
+    run.save(index, &state).await;
+    outcome
+}
+
+/// Waits for the task to settle with its note final (and a pi sheep's last words), within its
+/// timeout and a margin, unless the run is cancelled first.
+async fn wait_task(run: &Arc<Run>, task_id: &str) -> Option<TaskReport> {
+    let budget = Duration::from_secs_f64(run.spec.timeout_minutes * 60.0) + WAIT_MARGIN;
+    tokio::select! {
+        report = settled(&run.broker, task_id, budget) => report,
+        () = run.until_cancelled() => None,
+    }
+}
+
+/// The task's report once it is settled and its note final, within `budget`.
+async fn settled(broker: &Arc<Broker>, task_id: &str, budget: Duration) -> Option<TaskReport> {
+    let id = shepherd_core::ids::TaskId::parse(task_id)?;
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let reportable = broker.read(|herd| {
+            herd.tasks
+                .get(&id)
+                .is_some_and(shepherd_core::herd::Task::is_reportable)
+        });
+        if reportable {
+            let grace = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .min(crate::pi::OUTPUT_GRACE);
+            crate::pi::await_output(broker, &id, grace).await;
+            return broker.read(|herd| herd.task_report(&id));
+        }
+        tokio::select! {
+            changed = generation.changed() => if changed.is_err() { return None },
+            () = tokio::time::sleep_until(deadline) => return None,
+        }
+    }
+}
+
+async fn report_after_close(run: &Arc<Run>, task_id: &str) -> Option<TaskReport> {
+    settled(&run.broker, task_id, REPORT_AFTER_CLOSE).await
+}
+
+/// Closes the sheep (its open task ends cancelled, rc 130); closing a closed sheep is a no-op.
+async fn close_sheep(run: &Arc<Run>, agent_id: &str) -> Result<(), String> {
+    let params = CloseParams {
+        id: agent_id.to_owned(),
+        keep_pane: run.spec.keep_pane,
+    };
+    crate::close::close(&run.broker, params)
+        .await
+        .map(|_| ())
+        .map_err(|err| format!("close: {}", err.message))
+}
+
+fn from_report(report: TaskReport) -> Outcome {
+    let text = report
+        .text
+        .clone()
+        .or_else(|| report.summary.clone())
+        .or_else(|| report.error.clone())
+        .unwrap_or_default();
+    Outcome {
+        agent_id: Some(report.agent_id.to_string()),
+        task_id: Some(report.task_id.to_string()),
+        status: report.status.as_str().to_owned(),
+        return_code: Some(report.return_code.unwrap_or(1)),
+        text,
+        error: report.error,
+        delegated: true,
+        worktree: None,
+    }
+}

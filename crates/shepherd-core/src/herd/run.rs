@@ -1,0 +1,165 @@
+//! Runs: a whole `shepherd run` (single, parallel or chain) kept as herd state, so it survives
+//! a broker restart and continues where it was.
+//!
+//! The broker decides everything about a run — scheduling, `{previous}`, worktrees, closing —
+//! and records each step of it here; this module only keeps the record and the events that
+//! change it. A run's specification, plan and step states are the broker's own shapes, stored
+//! as JSON values so the herd model stays independent of them. Finished runs are kept (the
+//! newest [`MAX_FINISHED_RUNS`]) so a client that reattaches still gets the result.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Tx;
+use super::model::Event;
+
+/// Finished runs kept for clients that come back for their result.
+pub const MAX_FINISHED_RUNS: usize = 50;
+
+/// One run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    /// `run-xxxxxxxx`.
+    pub id: String,
+    /// The client request id of the submission, so a resent submission finds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// When it was accepted (ms).
+    pub created_at: i64,
+    /// Whether it goes on without a client following it.
+    #[serde(default)]
+    pub detach: bool,
+    /// What was asked for, checked.
+    pub spec: Value,
+    /// Its session and reserved notes, once planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<Value>,
+    /// Each task's state, in input order.
+    pub steps: Vec<Value>,
+    /// Why it was cancelled, once it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<String>,
+    /// Its final report, once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<Value>,
+}
+
+impl Run {
+    /// Whether it has finished.
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some()
+    }
+}
+
+/// Applies a run event to the herd's runs.
+pub(super) fn apply(runs: &mut IndexMap<String, Run>, event: &Event) {
+    match event {
+        Event::RunSubmitted { run } => {
+            runs.insert(run.id.clone(), (**run).clone());
+        }
+        Event::RunPlanned { run_id, plan } => {
+            if let Some(run) = runs.get_mut(run_id) {
+                run.planned = Some(plan.clone());
+            }
+        }
+        Event::RunStepChanged {
+            run_id,
+            index,
+            step,
+        } => {
+            if let Some(slot) = runs
+                .get_mut(run_id)
+                .and_then(|run| run.steps.get_mut(*index))
+            {
+                slot.clone_from(step);
+            }
+        }
+        Event::RunCancelled { run_id, reason } => {
+            if let Some(run) = runs.get_mut(run_id)
+                && run.cancelled.is_none()
+                && !run.is_finished()
+            {
+                run.cancelled = Some(reason.clone());
+            }
+        }
+        Event::RunFinished { run_id, report } => {
+            if let Some(run) = runs.get_mut(run_id) {
+                run.finished = Some(report.clone());
+            }
+            let finished: Vec<String> = runs
+                .values()
+                .filter(|run| run.is_finished())
+                .map(|run| run.id.clone())
+                .collect();
+            for old in finished
+                .iter()
+                .take(finished.len().saturating_sub(MAX_FINISHED_RUNS))
+            {
+                runs.shift_remove(old);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Accepts a run.
+pub fn submit_run(tx: &mut Tx<'_>, run: Run) {
+    tx.emit(Event::RunSubmitted { run: Box::new(run) });
+}
+
+/// Records a run's plan (its session and reserved notes).
+pub fn plan_run(tx: &mut Tx<'_>, run_id: &str, plan: Value) {
+    if tx.herd().runs.get(run_id).is_some_and(|r| !r.is_finished()) {
+        tx.emit(Event::RunPlanned {
+            run_id: run_id.to_owned(),
+            plan,
+        });
+    }
+}
+
+/// Records a step's new state.
+pub fn run_step(tx: &mut Tx<'_>, run_id: &str, index: usize, step: Value) {
+    let changed = tx
+        .herd()
+        .runs
+        .get(run_id)
+        .and_then(|r| r.steps.get(index))
+        .is_some_and(|old| *old != step);
+    if changed {
+        tx.emit(Event::RunStepChanged {
+            run_id: run_id.to_owned(),
+            index,
+            step,
+        });
+    }
+}
+
+/// Cancels a run (the first reason stands). Returns whether the run is one that can be
+/// cancelled (known and not finished).
+pub fn cancel_run(tx: &mut Tx<'_>, run_id: &str, reason: &str) -> bool {
+    let Some(run) = tx.herd().runs.get(run_id) else {
+        return false;
+    };
+    if run.is_finished() {
+        return false;
+    }
+    if run.cancelled.is_none() {
+        tx.emit(Event::RunCancelled {
+            run_id: run_id.to_owned(),
+            reason: reason.to_owned(),
+        });
+    }
+    true
+}
+
+/// Records a run's final report.
+pub fn finish_run(tx: &mut Tx<'_>, run_id: &str, report: Value) {
+    if tx.herd().runs.get(run_id).is_some_and(|r| !r.is_finished()) {
+        tx.emit(Event::RunFinished {
+            run_id: run_id.to_owned(),
+            report,
+        });
+    }
+}

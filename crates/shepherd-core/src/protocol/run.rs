@@ -1,0 +1,121 @@
+//! Runs over the protocol: a front end submits a whole run (`run.submit`), follows its progress
+//! (pushed `run` events, or `run.attach` after reconnecting) and may cancel it (`run.cancel`);
+//! the broker does the rest. The finished run's report is the document `shepherd run --json`
+//! prints.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::CallerContext;
+
+/// One task of a run, as submitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStepParams {
+    /// The agent definition's exact name.
+    pub agent: String,
+    /// The task (chain steps may use `{previous}`).
+    pub task: String,
+    /// Its working directory, absolute (default: the project root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Run it in its own git worktree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolate: bool,
+    /// A label for its sheep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// `run.submit` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSubmitParams {
+    /// `single`, `parallel` or `chain`.
+    pub mode: String,
+    /// The tasks, in input order.
+    pub steps: Vec<RunStepParams>,
+    /// Continue (or create) the fieldnotes session with this exact name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// Minutes each task may take (default: the `timeout` setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Where sheep run (default: the `backend` setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The parent's model, inherited by pi sheep whose definition names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_model: Option<String>,
+    /// The parent's thinking level, inherited likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_thinking: Option<String>,
+    /// Where the caller runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerContext>,
+    /// Keep the run going when no client follows it (otherwise it is cancelled once its
+    /// client has been gone for a few seconds).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detach: bool,
+}
+
+/// `run.attach` and `run.cancel` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunIdParams {
+    /// The run.
+    pub run_id: String,
+}
+
+/// A run as its followers see it: pushed (`run` event) whenever it changes, and the answer to
+/// `run.submit` and `run.attach`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    /// The run.
+    pub run_id: String,
+    /// `single`, `parallel` or `chain`.
+    pub mode: String,
+    /// Whether it goes on without a client.
+    #[serde(default)]
+    pub detach: bool,
+    /// Its fieldnotes session, once its notes are reserved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// The session directory relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_relative_path: Option<String>,
+    /// Each task, in input order.
+    pub steps: Vec<RunStepView>,
+    /// Why it was cancelled, once it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<String>,
+    /// The final report (the `shepherd run --json` document), once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Value>,
+}
+
+/// One task of a run as its followers see it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStepView {
+    /// The agent.
+    pub agent: String,
+    /// `queued`, `starting`, `running`, `closing` or `done`.
+    pub phase: String,
+    /// Once done: `completed`, `failed`, `blocked`, `timed_out`, `cancelled` or `skipped`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Its task, once delegated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Its sheep, once spawned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// When it started (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// When it finished (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+}
