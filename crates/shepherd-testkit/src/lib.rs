@@ -7,8 +7,11 @@
 //!   `shepherd-fake-llm` binary), so the real pi runs offline with every reply chosen by a test.
 //! - [`pi`]: finding the pinned pi versions `scripts/setup` installs, an isolated pi environment
 //!   pointed at the fake model, and process helpers for driving pi.
+//! - [`test_mcp`]: a one-tool stdio MCP server (also the `shepherd-test-mcp` binary), to give
+//!   a real coding agent an MCP server for one run.
 
 pub mod fake_herdr;
 pub mod fake_llm;
 pub mod pi;
 pub mod script;
+pub mod test_mcp;
