@@ -6,20 +6,25 @@
 //! fail on their own: the line is in the file (the agent started the server and called it), the
 //! answer text is in the next model request (the agent passed the result back), and the agent's
 //! final text is in its output. The server speaks stdio with the `rmcp` crate, as Shepherd's own
-//! MCP front end will, and can log each session (the client's name and protocol version, each
-//! call) as JSON lines for tests to read.
+//! MCP front end will. It reports each event of a session (`initialize` with the client's name
+//! and protocol version, `list_tools`, each `call`) as a JSON line in a log file and, so that a
+//! test can wait for one without polling, as a datagram to a Unix socket ([`Events`]): a TUI
+//! test waits for `list_tools` before it types, because Claude Code's TUI connects MCP servers
+//! in the background.
 //!
-//! Usage: `shepherd-test-mcp --file PATH [--log PATH] [--name NAME]`.
+//! Usage: `shepherd-test-mcp --file PATH [--log PATH] [--notify SOCKET] [--name NAME]`.
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
+use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult,
-    ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -47,6 +52,8 @@ pub struct Config {
     pub file: PathBuf,
     /// A JSON-lines log of the session, when wanted.
     pub log: Option<PathBuf>,
+    /// A Unix datagram socket each event is also sent to ([`Events`]), when wanted.
+    pub notify: Option<PathBuf>,
     /// The server name in the `initialize` answer.
     pub name: String,
 }
@@ -57,21 +64,29 @@ impl Config {
     /// # Errors
     /// A usage message for a missing `--file`, a flag without a value or an unknown flag.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
-        const USAGE: &str = "usage: shepherd-test-mcp --file PATH [--log PATH] [--name NAME]";
+        const USAGE: &str =
+            "usage: shepherd-test-mcp --file PATH [--log PATH] [--notify SOCKET] [--name NAME]";
         let mut args = args.into_iter();
-        let (mut file, mut log, mut name) = (None, None, DEFAULT_NAME.to_owned());
+        let (mut file, mut log, mut notify) = (None, None, None);
+        let mut name = DEFAULT_NAME.to_owned();
         while let Some(arg) = args.next() {
             let mut value = || args.next().ok_or(format!("{arg} needs a value\n{USAGE}"));
             match arg.as_str() {
                 "--file" => file = Some(PathBuf::from(value()?)),
                 "--log" => log = Some(PathBuf::from(value()?)),
+                "--notify" => notify = Some(PathBuf::from(value()?)),
                 "--name" => name = value()?,
                 "-h" | "--help" => return Err(USAGE.to_owned()),
                 other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
             }
         }
         let file = file.ok_or(format!("--file is required\n{USAGE}"))?;
-        Ok(Self { file, log, name })
+        Ok(Self {
+            file,
+            log,
+            notify,
+            name,
+        })
     }
 }
 
@@ -122,12 +137,18 @@ impl TestMcp {
         }
     }
 
-    /// Appends one JSON line to the log, if there is one. Logging must never fail a call.
+    /// Appends one JSON line to the log and sends it to the notify socket, for those there
+    /// are. Reporting must never fail a call.
     fn log(&self, event: &Value) {
         if let Some(path) = &self.config.log
             && let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path)
         {
             drop(writeln!(file, "{event}"));
+        }
+        if let Some(path) = &self.config.notify
+            && let Ok(socket) = UnixDatagram::unbound()
+        {
+            drop(socket.send_to(event.to_string().as_bytes(), path));
         }
     }
 }
@@ -141,6 +162,15 @@ impl ServerHandler for TestMcp {
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions("A test server: append_line appends a line to a file.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.log(&json!({"event": "list_tools"}));
+        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
     }
 
     async fn initialize(
@@ -178,4 +208,86 @@ pub async fn serve_stdio(config: Config) -> Result<(), Box<dyn std::error::Error
     let reason = running.waiting().await?;
     logger.log(&json!({"event": "closed", "reason": format!("{reason:?}")}));
     Ok(())
+}
+
+/// The receiving end of `--notify`: a Unix datagram socket in a temporary directory that
+/// collects the server's events, so a test can wait for one (an event with a deadline).
+#[derive(Debug)]
+pub struct Events {
+    dir: tempfile::TempDir,
+    socket: UnixDatagram,
+    received: Vec<Value>,
+}
+
+/// A wait for an event that passed its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("no {event:?} event from the test MCP server within {waited:?}; received: {received:?}")]
+pub struct EventTimeout {
+    /// The awaited event.
+    pub event: String,
+    /// How long.
+    pub waited: Duration,
+    /// What did arrive.
+    pub received: Vec<Value>,
+}
+
+impl Events {
+    /// Binds the socket.
+    ///
+    /// # Errors
+    /// When the temporary directory or the socket cannot be made.
+    pub fn bind() -> std::io::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("shepherd-mcp-").tempdir()?;
+        let socket = UnixDatagram::bind(dir.path().join("events"))?;
+        Ok(Self {
+            dir,
+            socket,
+            received: Vec::new(),
+        })
+    }
+
+    /// The socket's path, for `--notify`.
+    #[must_use]
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("events")
+    }
+
+    /// Every event received so far.
+    #[must_use]
+    pub fn received(&self) -> &[Value] {
+        &self.received
+    }
+
+    /// Waits until an event named `event` has arrived (now or before); returns it.
+    ///
+    /// # Errors
+    /// [`EventTimeout`] when none arrives within `timeout`.
+    pub fn wait_for(&mut self, event: &str, timeout: Duration) -> Result<Value, EventTimeout> {
+        let deadline = Instant::now() + timeout;
+        let mut buffer = vec![0; 64 * 1024];
+        loop {
+            if let Some(found) = self.received.iter().find(|e| e["event"] == event) {
+                return Ok(found.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let received = !left.is_zero()
+                && self.socket.set_read_timeout(Some(left)).is_ok()
+                && match self.socket.recv(&mut buffer) {
+                    Ok(n) => {
+                        if let Ok(value) = serde_json::from_slice(&buffer[..n]) {
+                            self.received.push(value);
+                        }
+                        true
+                    }
+                    Err(_) => false,
+                };
+            if !received {
+                return Err(EventTimeout {
+                    event: event.to_owned(),
+                    waited: timeout,
+                    received: self.received.clone(),
+                });
+            }
+        }
+    }
 }

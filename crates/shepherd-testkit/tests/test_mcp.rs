@@ -1,7 +1,7 @@
 //! `shepherd-test-mcp` through a real MCP client (rmcp's, over the child's stdio): it offers
 //! exactly one tool with a flat schema, appends each line and answers with the count, reports a
-//! write failure as a tool error the model can read, logs the session, and refuses bad
-//! arguments.
+//! write failure as a tool error the model can read, logs the session to a file and to a
+//! datagram socket, and refuses bad arguments.
 
 use std::process::Command as StdCommand;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
 use serde_json::{Value, json};
-use shepherd_testkit::test_mcp::{TOOL, answer};
+use shepherd_testkit::test_mcp::{Events, TOOL, answer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shepherd-test-mcp");
 const T: Duration = Duration::from_secs(20);
@@ -25,11 +25,14 @@ async fn offers_one_tool_appends_lines_answers_with_the_count_and_logs_the_sessi
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lines.txt");
     let log = dir.path().join("mcp.jsonl");
+    let mut events = Events::bind().unwrap();
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
         cmd.arg("--file")
             .arg(&file)
             .arg("--log")
             .arg(&log)
+            .arg("--notify")
+            .arg(events.path())
             .arg("--name")
             .arg("test");
     }))
@@ -62,18 +65,32 @@ async fn offers_one_tool_appends_lines_answers_with_the_count_and_logs_the_sessi
         "first\nsecond line\n"
     );
     // Each event is logged before the client hears the answer to its request.
-    let events: Vec<Value> = std::fs::read_to_string(&log)
+    let logged: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let kinds: Vec<&str> = events
+    let kinds: Vec<&str> = logged
         .iter()
         .map(|e| e["event"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds[..3], ["initialize", "call", "call"]);
-    assert_eq!(events[0]["client"], "rmcp");
-    assert_eq!(events[2]["line"], "second line");
+    assert_eq!(kinds[..4], ["initialize", "list_tools", "call", "call"]);
+    assert_eq!(logged[0]["client"], "rmcp");
+    assert_eq!(logged[3]["line"], "second line");
+    // The same events came as datagrams.
+    let initialize = events.wait_for("initialize", T).unwrap();
+    assert_eq!(initialize["client"], "rmcp");
+    events.wait_for("list_tools", T).unwrap();
+    let timeout = events
+        .wait_for("never", Duration::from_millis(50))
+        .unwrap_err();
+    let kinds: Vec<&str> = timeout
+        .received
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    // `closed` follows once the server saw the client go, if that happened yet.
+    assert_eq!(kinds[..4], ["initialize", "list_tools", "call", "call"]);
 }
 
 #[tokio::test]

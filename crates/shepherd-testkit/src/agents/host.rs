@@ -105,6 +105,18 @@ impl Host {
         }
     }
 
+    /// A text the TUI shows once it takes input (in the pinned version): the prompt's
+    /// placeholder or hint line.
+    #[must_use]
+    pub fn tui_ready_text(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "? for shortcuts",
+            Self::Codex => "Ask Codex",
+            Self::Gemini => "Type your message",
+            Self::Opencode => "Ask anything",
+        }
+    }
+
     /// The `clientInfo.name` it sends an MCP server.
     #[must_use]
     pub fn mcp_client_name(self) -> &'static str {

@@ -18,6 +18,7 @@ mod gemini;
 mod host;
 mod opencode;
 mod process;
+mod tmux;
 
 use std::ffi::OsString;
 use std::io;
@@ -31,6 +32,7 @@ use crate::fake_llm::FakeLlm;
 
 pub use host::{AgentBinary, Host, installed_or_skip, locate, with_agent};
 pub use process::{RunOutput, run};
+pub use tmux::TmuxPane;
 
 /// What can go wrong around an agent.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +55,16 @@ pub enum AgentError {
         what: String,
         /// Why it failed.
         source: io::Error,
+    },
+    /// A TUI did not show what was awaited in time.
+    #[error("timed out after {waited:?} waiting for {what}; the screen:\n{screen}")]
+    Screen {
+        /// What was awaited.
+        what: String,
+        /// How long.
+        waited: Duration,
+        /// What the pane showed last.
+        screen: String,
     },
     /// A deadline passed; the agent and its process group were killed.
     #[error("timed out after {waited:?} waiting for {what}; its stderr:\n{stderr}")]
@@ -203,9 +215,16 @@ impl AgentEnv {
     /// Starts a builder for `host` talking to `fake`.
     #[must_use]
     pub fn builder(host: Host, fake: &FakeLlm) -> AgentEnvBuilder {
+        Self::builder_with_url(host, &fake.url())
+    }
+
+    /// Starts a builder for `host` talking to the model server at `base_url`
+    /// (`http://host:port`, without `/v1`), e.g. a `shepherd-fake-llm` process.
+    #[must_use]
+    pub fn builder_with_url(host: Host, base_url: &str) -> AgentEnvBuilder {
         AgentEnvBuilder {
             host,
-            base_url: fake.url(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
             model: None,
             mcp: Vec::new(),
         }
@@ -346,6 +365,55 @@ impl AgentEnv {
             Host::Gemini => gemini::outcome(&events),
             Host::Opencode => opencode::outcome(&events),
         }
+    }
+
+    /// Every live process started for this environment (its `HOME` is this one's): the agent,
+    /// its MCP servers, shells, daemons it left behind. Zombies are not counted.
+    #[must_use]
+    pub fn processes(&self) -> Vec<u32> {
+        let mut needle = b"HOME=".to_vec();
+        needle.extend(self.home.as_os_str().as_encoded_bytes());
+        needle.push(0);
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found: Vec<u32> = entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                    return false;
+                };
+                // Each variable ends with a NUL; the first one has none before it.
+                let mut padded = vec![0];
+                padded.extend(environ);
+                padded
+                    .windows(needle.len() + 1)
+                    .any(|w| w[0] == 0 && w[1..] == needle[..])
+                    && !shepherd_term::process::is_zombie(*pid)
+            })
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    /// Waits until every process of [`processes`](Self::processes) is gone (each wait is an
+    /// event with a deadline); kills what is still there at `deadline`. Returns the processes
+    /// that had to be killed, with their command lines.
+    #[must_use]
+    pub fn reap_processes(&self, timeout: Duration) -> Vec<(u32, String)> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut stragglers = Vec::new();
+        for pid in self.processes() {
+            if !shepherd_term::process::wait_gone(pid, deadline) {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                    .unwrap_or_default();
+                shepherd_term::process::signal_process(pid, rustix::process::Signal::KILL);
+                stragglers.push((pid, cmdline.trim().to_owned()));
+            }
+        }
+        stragglers
     }
 
     /// Writes a file under the root (settings the agent reads).
