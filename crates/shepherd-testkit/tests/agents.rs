@@ -1,14 +1,15 @@
 //! Claude Code, Codex, Gemini CLI and opencode, the real programs, headless and offline against
 //! the fake model, each with `shepherd-test-mcp` given for the run: the model calls the MCP
-//! tool, sees its result in the next request, and ends with a text the agent prints; and a
-//! provider error ends the run with that error. Each test is skipped (one line) when
+//! tool, sees its result in the next request, and ends with a text the agent prints; the model
+//! thinks and calls the agent's own shell tool; and a provider error ends the run with that
+//! error. Each test is skipped (one line) when
 //! `scripts/setup` has not installed that agent, and fails under `SHEPHERD_REQUIRE_AGENTS=1`.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, McpServer, RunOutput};
+use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, Host, McpServer, RunOutput};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 use shepherd_testkit::test_mcp::{TOOL, answer};
 
@@ -110,6 +111,46 @@ fn mcp_tool_call_then_text(agent: &AgentBinary) {
     assert!(outcome.output_tokens.is_some_and(|n| n > 0), "{outcome:?}");
 }
 
+fn shell_call_with_thinking_then_text(agent: &AgentBinary) {
+    let host = agent.host;
+    let script = Script::new().with_responses([
+        // No `$(…)` or `$((…))`: Gemini CLI's shell tool refuses command substitution.
+        Step::shell("echo shell-ran > shell.txt && echo printed | tr a-z A-Z")
+            .with_thinking("I will run the command."),
+        Step::text(FINAL_WORDS).with_thinking("It ran."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, env) = setup(agent, script, dir.path());
+    let output = agents::run(&mut env.headless(agent, "Run the command."), RUN).unwrap();
+    assert!(output.success(), "{host}: {}", describe(&output));
+
+    let written = std::fs::read_to_string(env.work_dir().join("shell.txt")).unwrap_or_default();
+    assert_eq!(written, "shell-ran\n", "{host}: {}", describe(&output));
+    let turn: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.queue != TOOLLESS_QUEUE)
+        .collect();
+    assert_eq!(turn.len(), 2, "{host}");
+    let results = turn[1].tool_results();
+    assert!(
+        results.len() == 1 && results[0].contains("PRINTED"),
+        "{host}: {results:?}"
+    );
+    assert!(fake.mismatches().is_empty(), "{:?}", fake.mismatches());
+    let outcome = env.parse_output(&output.stdout);
+    assert_eq!(outcome.final_text.as_deref(), Some(FINAL_WORDS), "{host}");
+    // Claude Code and Codex show the model's thinking in their JSON output (as a `thinking`
+    // block, a `reasoning` item); Gemini CLI and opencode keep it to themselves.
+    if matches!(host, Host::ClaudeCode | Host::Codex) {
+        assert!(
+            output.stdout.contains("I will run the command."),
+            "{host}: {}",
+            describe(&output)
+        );
+    }
+}
+
 fn provider_error_ends_the_run(agent: &AgentBinary) {
     let host = agent.host;
     let message = "fake-llm refuses this request";
@@ -135,4 +176,8 @@ fn provider_error_ends_the_run(agent: &AgentBinary) {
     assert_eq!(turn, 1, "{host}");
 }
 
-shepherd_testkit::agent_tests!(mcp_tool_call_then_text, provider_error_ends_the_run);
+shepherd_testkit::agent_tests!(
+    mcp_tool_call_then_text,
+    shell_call_with_thinking_then_text,
+    provider_error_ends_the_run
+);
