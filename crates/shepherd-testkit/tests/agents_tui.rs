@@ -53,10 +53,12 @@ fn tui_turn_with_an_mcp_call(agent: &AgentBinary) {
     let mut pane = TmuxPane::start(&env.tui(agent), 160, 45).unwrap();
     pane.wait_for(host.tui_ready_text(), START)
         .unwrap_or_else(|err| panic!("{host}: {err}"));
-    // Claude Code's TUI connects MCP servers in the background: a task typed before the
-    // server's tools are listed reaches the model without them.
+    // Claude Code's TUI connects MCP servers in the background: a task typed before their
+    // tools are registered reaches the model without them.
     events
         .wait_for("list_tools", START)
+        .unwrap_or_else(|err| panic!("{host}: {err}"));
+    pane.wait_mcp_ready(host, "test", 1, START)
         .unwrap_or_else(|err| panic!("{host}: {err}"));
     pane.type_text(PROMPT).unwrap();
     // Enter only once the text is in the input box, so it is not taken as part of a paste.

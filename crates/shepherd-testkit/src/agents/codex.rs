@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::{API_KEY, AgentEnv, AgentError, Outcome, io_err};
+use super::{API_KEY, AgentEnv, AgentError, Outcome};
 
 /// The variable that holds the fake provider's key.
 const KEY_VAR: &str = "SHEPHERD_FAKE_API_KEY";
@@ -70,7 +70,6 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
         what: "writing Codex's config.toml".to_owned(),
         source: std::io::Error::other(err),
     })?;
-    std::fs::create_dir_all(codex_home(env)).map_err(io_err("creating CODEX_HOME"))?;
     env.write(&codex_home(env).join("config.toml"), &text)
 }
 

@@ -125,14 +125,17 @@ impl TmuxPane {
         }
     }
 
-    /// What the pane shows now, one line per row.
+    /// What the pane shows now, one line per row, with no-break spaces (Claude Code draws one
+    /// after its prompt sign) read as spaces.
     ///
     /// # Errors
     /// When tmux cannot be asked (the server is gone).
     pub fn screen(&self) -> Result<String, AgentError> {
         let mut capture = self.tmux();
         capture.args(["capture-pane", "-p", "-J", "-t", SESSION]);
-        self.ok(&mut capture, "reading the pane")
+        Ok(self
+            .ok(&mut capture, "reading the pane")?
+            .replace('\u{a0}', " "))
     }
 
     /// Waits until the screen contains `text`; returns the screen.
@@ -200,6 +203,38 @@ impl TmuxPane {
             what: "reading the pane's process id".to_owned(),
             source: std::io::Error::other(text.trim().to_owned()),
         })
+    }
+
+    /// Waits until the agent in this pane can use its MCP server `server` (with `tools` tools).
+    /// Only Claude Code's TUI needs this: it connects MCP servers in the background, and a
+    /// task typed before that reaches the model without their tools (even with
+    /// `MCP_CONNECTION_NONBLOCKING=0`, which only `-p` mode honours). Its `/mcp` dialog shows
+    /// `<server> · ✔ connected · N tool(s)` once they are registered; this opens it, waits for
+    /// that line, and closes it. The other agents wait by themselves (Codex with `required`,
+    /// Gemini CLI and opencode always).
+    ///
+    /// # Errors
+    /// [`AgentError::Screen`] when the line does not show within `timeout`.
+    pub fn wait_mcp_ready(
+        &self,
+        host: super::Host,
+        server: &str,
+        tools: usize,
+        timeout: Duration,
+    ) -> Result<(), AgentError> {
+        if host != super::Host::ClaudeCode {
+            return Ok(());
+        }
+        let plural = if tools == 1 { "tool" } else { "tools" };
+        self.type_text("/mcp")?;
+        self.wait_for("❯ /mcp", timeout)?;
+        self.press(&["Enter"])?;
+        self.wait_for(
+            &format!("{server} · ✔ connected · {tools} {plural}"),
+            timeout,
+        )?;
+        self.press(&["Escape"])?;
+        self.wait_for(host.tui_ready_text(), timeout).map(drop)
     }
 
     /// Ends the server: every pane's processes get SIGHUP.
