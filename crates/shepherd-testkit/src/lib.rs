@@ -3,12 +3,20 @@
 //! - [`script`]: the action language of the scripted test sheep (`shepherd-test-sheep`), a
 //!   deterministic sheep that can answer, ask, sleep, settle with any status, crash, forget to
 //!   call done, or ignore messages — so every broker rule can be driven without a model.
-//! - [`fake_llm`]: a scripted OpenAI/Anthropic-compatible model server (also the
-//!   `shepherd-fake-llm` binary), so the real pi runs offline with every reply chosen by a test.
+//! - [`fake_llm`]: a scripted model server speaking OpenAI chat completions and responses,
+//!   Anthropic messages and Gemini (also the `shepherd-fake-llm` binary), so real coding agents
+//!   run offline with every reply chosen by a test.
 //! - [`pi`]: finding the pinned pi versions `scripts/setup` installs, an isolated pi environment
 //!   pointed at the fake model, and process helpers for driving pi.
+//! - [`agents`]: the same for Claude Code, Codex, Gemini CLI and opencode: finding the pinned
+//!   installs, a hermetic per-run environment wired to the fake model and to MCP servers given
+//!   for the run, headless commands and TUI launches, and reading their output.
+//! - [`test_mcp`]: a one-tool stdio MCP server (also the `shepherd-test-mcp` binary), to give
+//!   a real coding agent an MCP server for one run.
 
+pub mod agents;
 pub mod fake_herdr;
 pub mod fake_llm;
 pub mod pi;
 pub mod script;
+pub mod test_mcp;

@@ -19,6 +19,8 @@ pub(crate) struct Request {
     pub(crate) method: String,
     /// The path without its query string.
     pub(crate) path: String,
+    /// The query string without `?` (empty when none).
+    pub(crate) query: String,
     /// Header names in lower case.
     pub(crate) headers: BTreeMap<String, String>,
     pub(crate) body: Vec<u8>,
@@ -44,7 +46,8 @@ pub(crate) fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Reque
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return Err(bad(format!("bad request line {line:?}")));
     };
-    let path = target.split('?').next().unwrap_or(target).to_owned();
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let (path, query) = (path.to_owned(), query.to_owned());
     let method = method.to_owned();
     let mut headers = BTreeMap::new();
     let mut head_size = line.len() as u64;
@@ -85,6 +88,7 @@ pub(crate) fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Reque
     Ok(Some(Request {
         method,
         path,
+        query,
         headers,
         body,
     }))
@@ -204,6 +208,7 @@ mod tests {
             ("POST", "/v1/chat/completions")
         );
         assert_eq!(request.body, b"{}");
+        assert_eq!(request.query, "x=1");
 
         let raw = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
         let request = read_request(&mut &raw[..]).unwrap().unwrap();

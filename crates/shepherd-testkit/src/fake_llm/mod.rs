@@ -1,11 +1,26 @@
-//! A scripted fake model server, so the real pi (and any agent speaking the OpenAI or Anthropic
-//! API) can run offline and deterministically in Shepherd's tests.
+//! A scripted fake model server, so real coding agents (pi, Claude Code, Codex, Gemini CLI,
+//! opencode) run offline and deterministically in Shepherd's tests.
 //!
-//! It serves `POST /v1/chat/completions` (OpenAI, streamed or not), `POST /v1/messages`
-//! (Anthropic, streamed or not) and `GET /v1/models`, answering each model request with the
-//! next [`Step`] of a [`Script`]. A request's `model` picks its queue, so one server scripts a
-//! parent agent and each of its sheep separately (one model id each). Control endpoints, for
-//! scripts driving the `shepherd-fake-llm` binary:
+//! It speaks every wire format those agents use, streamed or not, and answers each model
+//! request with the next [`Step`] of a [`Script`]:
+//!
+//! | route | format ([`Api`]) | who |
+//! |---|---|---|
+//! | `POST …/chat/completions` | OpenAI chat completions, SSE when `stream` | pi, opencode |
+//! | `POST …/v1/messages` | Anthropic messages, SSE when `stream` | Claude Code, pi |
+//! | `POST …/responses` | OpenAI responses, SSE when `stream` | Codex |
+//! | `POST …/models/M:streamGenerateContent` | Gemini, SSE with `?alt=sse`, else a JSON array | Gemini CLI |
+//! | `POST …/models/M:generateContent` | Gemini, one JSON body | Gemini CLI |
+//! | `POST …/messages/count_tokens`, `…:countTokens` | a fixed count | |
+//! | `GET /v1/models` | the queues' model ids | |
+//!
+//! A request's `model` (for Gemini, the model in the path) picks its queue, so one server
+//! scripts a parent agent and each of its sheep separately (one model id each). Every request
+//! is recorded with its format, query and headers ([`RecordedRequest`]), and read the same way
+//! whatever its format (the last user message or tool result, the tools offered, the tool
+//! results in the conversation). A provider error is a step with `error`: the status and
+//! message in each API's own error shape (use a 4xx: every agent retries 5xx and 429 for a
+//! while). Control endpoints, for scripts driving the `shepherd-fake-llm` binary:
 //!
 //! | route | effect |
 //! |---|---|
@@ -19,6 +34,7 @@
 //! dropped. Waiting for requests is an event with a deadline ([`FakeLlm::wait_for_requests`]).
 
 mod http;
+mod request;
 mod server;
 mod state;
 mod wire;
@@ -38,8 +54,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use script::{ErrorReply, Exhausted, Script, Step, ToolCall, Usage};
-pub use state::{DEFAULT_QUEUE, Mismatch, MismatchKind, RecordedRequest};
+pub use request::{Api, OfferedTool, RecordedRequest};
+pub use script::{ErrorReply, Exhausted, NameMatch, Script, Step, ToolCall, Usage};
+pub use state::{DEFAULT_QUEUE, Mismatch, MismatchKind, TOOLLESS_QUEUE};
 
 use server::Shared;
 
@@ -155,7 +172,8 @@ impl FakeLlm {
         self.addr.port()
     }
 
-    /// `http://127.0.0.1:<port>`: the base URL for Anthropic clients (they add `/v1/messages`).
+    /// `http://127.0.0.1:<port>`: the base URL for Anthropic clients (they add `/v1/messages`)
+    /// and Gemini clients (they add `/v1beta/models/…`).
     #[must_use]
     pub fn url(&self) -> String {
         format!("http://{}", self.connect_addr())

@@ -10,7 +10,16 @@
 //! ```
 //!
 //! A request's `model` picks the queue of that name when there is one, else `responses` (the
-//! default queue). Each request takes the first step of its queue.
+//! default queue). Each request takes the first step of its queue. The same script drives every
+//! wire format the server speaks; two additions let one script drive any coding agent:
+//!
+//! - `"toolless": STEP` answers requests that offer no tools (the title and summary requests
+//!   Claude Code and opencode send beside a turn) without taking a step from any queue;
+//! - a tool call may name its tool by suffix (`{"name": "append_line", "match": "suffix"}`
+//!   calls `mcp__test__append_line`, `mcp_test_append_line` or `test_append_line`, whichever the
+//!   agent offered) or ask for the agent's shell tool (`{"match": "shell", "arguments":
+//!   {"command": "echo hi"}}` becomes `Bash`, `exec_command`, `run_shell_command` or `bash`
+//!   with that tool's own argument names).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,6 +40,9 @@ pub struct Script {
     /// What a request gets when its queue is empty.
     #[serde(default)]
     pub exhausted: Exhausted,
+    /// When set, requests offering no tools get this step and leave the queues alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolless: Option<Step>,
 }
 
 impl Script {
@@ -69,6 +81,14 @@ impl Script {
     #[must_use]
     pub fn with_exhausted(mut self, exhausted: Exhausted) -> Self {
         self.exhausted = exhausted;
+        self
+    }
+
+    /// Answers requests that offer no tools (titles, summaries) with `step`, outside the
+    /// queues.
+    #[must_use]
+    pub fn with_toolless(mut self, step: Step) -> Self {
+        self.toolless = Some(step);
         self
     }
 }
@@ -188,6 +208,19 @@ impl Step {
         Self::default().with_tool_call(ToolCall::new(name, arguments))
     }
 
+    /// One call to the offered tool whose name ends with `suffix` (see
+    /// [`ToolCall::suffix`]): the way to call an MCP tool whatever prefix the agent gives it.
+    #[must_use]
+    pub fn tool_call_suffix(suffix: impl Into<String>, arguments: Value) -> Self {
+        Self::default().with_tool_call(ToolCall::suffix(suffix, arguments))
+    }
+
+    /// One call to the agent's shell tool running `command` (see [`ToolCall::shell`]).
+    #[must_use]
+    pub fn shell(command: impl Into<String>) -> Self {
+        Self::default().with_tool_call(ToolCall::shell(command))
+    }
+
     /// An HTTP error reply.
     #[must_use]
     pub fn error(status: u16, message: impl Into<String>) -> Self {
@@ -265,14 +298,42 @@ fn millis(duration: Duration) -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
-    /// The tool's name, e.g. `bash`.
+    /// The tool's name, e.g. `bash` (with [`NameMatch::Suffix`], the end of the name; with
+    /// [`NameMatch::Shell`], ignored).
+    #[serde(default)]
     pub name: String,
-    /// Its arguments: an object, or a string sent verbatim (to test malformed arguments).
+    /// Its arguments: an object, or a string sent verbatim (to test malformed arguments). For
+    /// [`NameMatch::Shell`], `{"command": "..."}`, rewritten to the shell tool's own shape.
     #[serde(default = "empty_object")]
     pub arguments: Value,
     /// The call id; generated (`call_<request>_<index>`) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// How `name` is matched against the tools the request offers.
+    #[serde(default, rename = "match", skip_serializing_if = "NameMatch::is_exact")]
+    pub matching: NameMatch,
+}
+
+/// How a scripted tool call finds its tool among those a request offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NameMatch {
+    /// Call `name` as written, offered or not (to test unknown tools too).
+    #[default]
+    Exact,
+    /// Call the offered tool named `name` or ending with `name` after a `_`, `/`, `.` or `-`:
+    /// MCP tools are prefixed differently by every agent. No such tool is a script mismatch.
+    Suffix,
+    /// Call the offered shell tool (`Bash`, `bash`, `exec_command`, `shell_command`,
+    /// `run_shell_command`, `shell`), its arguments shaped from its schema. No shell tool is a
+    /// script mismatch.
+    Shell,
+}
+
+impl NameMatch {
+    fn is_exact(&self) -> bool {
+        *self == Self::Exact
+    }
 }
 
 fn empty_object() -> Value {
@@ -287,6 +348,26 @@ impl ToolCall {
             name: name.into(),
             arguments,
             id: None,
+            matching: NameMatch::Exact,
+        }
+    }
+
+    /// A call to the offered tool whose name is or ends with `suffix` ([`NameMatch::Suffix`]).
+    #[must_use]
+    pub fn suffix(suffix: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            matching: NameMatch::Suffix,
+            ..Self::new(suffix, arguments)
+        }
+    }
+
+    /// A call to the agent's shell tool running `command` ([`NameMatch::Shell`]).
+    #[must_use]
+    pub fn shell(command: impl Into<String>) -> Self {
+        let command: String = command.into();
+        Self {
+            matching: NameMatch::Shell,
+            ..Self::new("shell", serde_json::json!({ "command": command }))
         }
     }
 

@@ -4,7 +4,6 @@
 //! mutex, with condition variables for "a request arrived" and "the server is stopping", so
 //! waits and scripted delays end on events rather than polls.
 
-use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -15,9 +14,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::{self, Request, Sse};
+use super::request::Api;
 use super::script::{Script, Step};
-use super::state::{Answer, State};
-use super::wire::{self, Reply};
+use super::state::{Answer, Incoming, State};
+use super::wire::{self, Reply, anthropic, chat, gemini, responses};
 
 /// How long a connection may stay silent before the server gives up on it.
 const IDLE: Duration = Duration::from_secs(60);
@@ -189,8 +189,16 @@ fn route(shared: &Shared, request: &Request, out: &mut impl Write) {
             }
             Err(err) => http::write_json(out, 400, &json!({"error": err})),
         },
-        ("POST", _) if path.ends_with("/chat/completions") => model_request(shared, request, out),
-        ("POST", _) if path.ends_with("/messages") => model_request(shared, request, out),
+        ("POST", _) if path.ends_with("/messages/count_tokens") => {
+            http::write_json(out, 200, &json!({"input_tokens": 42}))
+        }
+        ("POST", _) if path.ends_with(":countTokens") => {
+            http::write_json(out, 200, &json!({"totalTokens": 42}))
+        }
+        ("POST", _) if Api::from_path(path).is_some() => {
+            let api = Api::from_path(path).unwrap_or_default();
+            model_request(shared, api, request, out)
+        }
         _ => http::write_json(
             out,
             404,
@@ -201,19 +209,23 @@ fn route(shared: &Shared, request: &Request, out: &mut impl Write) {
     drop(result);
 }
 
-fn model_request(shared: &Shared, request: &Request, out: &mut impl Write) -> std::io::Result<()> {
-    let anthropic = !request.path.ends_with("/chat/completions");
+fn model_request(
+    shared: &Shared,
+    api: Api,
+    request: &Request,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     let body: Value = match parse(&request.body) {
         Ok(body) => body,
-        Err(err) => return http::write_json(out, 400, &wire::error_body(anthropic, &err)),
+        Err(err) => return http::write_json(out, 400, &wire::error_body(api, 400, &err)),
     };
-    let headers: BTreeMap<String, String> = request
-        .headers
-        .iter()
-        .filter(|(name, _)| matches!(name.as_str(), "authorization" | "x-api-key" | "user-agent"))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    let (recorded, answer) = shared.lock().take(&request.path, headers, body);
+    let (recorded, answer) = shared.lock().take(Incoming {
+        api,
+        path: request.path.clone(),
+        query: request.query.clone(),
+        headers: request.headers.clone(),
+        body,
+    });
     shared.arrived.notify_all();
     let step = match answer {
         Answer::Step(step) => step,
@@ -222,7 +234,7 @@ fn model_request(shared: &Shared, request: &Request, out: &mut impl Write) -> st
                 "fake-llm: script exhausted for queue {queue} (request {})",
                 recorded.seq
             );
-            return http::write_json(out, 500, &wire::error_body(anthropic, &message));
+            return http::write_json(out, 500, &wire::error_body(api, 500, &message));
         }
     };
     if step.delay_ms > 0 && !shared.pause(Duration::from_millis(step.delay_ms)) {
@@ -237,30 +249,41 @@ fn model_request(shared: &Shared, request: &Request, out: &mut impl Write) -> st
         return http::write_json(
             out,
             error.status,
-            &wire::error_body(anthropic, &error.message),
+            &wire::error_body(api, error.status, &error.message),
         );
     }
-    let reply = Reply::new(&step, &recorded);
-    let stream = recorded.body.get("stream").and_then(Value::as_bool) == Some(true);
-    if !stream {
-        let body = if anthropic {
-            wire::anthropic_json(&reply)
-        } else {
-            wire::openai_json(&reply)
+    let (reply, missing) = Reply::new(&step, &recorded);
+    if !missing.is_empty() {
+        let mut state = shared.lock();
+        for wanted in &missing {
+            state.no_such_tool(&recorded, wanted);
+        }
+    }
+    let sse = recorded.is_stream() && (api != Api::Gemini || recorded.query.contains("alt=sse"));
+    if !sse {
+        let body = match api {
+            Api::ChatCompletions => chat::whole(&reply),
+            Api::AnthropicMessages => anthropic::whole(&reply),
+            Api::Responses => responses::whole(&reply),
+            Api::Gemini if recorded.is_stream() => gemini::array(&reply),
+            Api::Gemini => gemini::whole(&reply),
         };
         return http::write_json(out, 200, &body);
     }
     let pause = |duration| shared.pause(duration);
     let mut sse = Sse::start(out, &pause, Duration::from_millis(step.chunk_delay_ms))?;
-    if anthropic {
-        wire::anthropic_stream(&mut sse, &reply)
-    } else {
-        let include_usage = recorded
-            .body
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            == Some(true);
-        wire::openai_stream(&mut sse, &reply, include_usage)
+    match api {
+        Api::ChatCompletions => {
+            let include_usage = recorded
+                .body
+                .pointer("/stream_options/include_usage")
+                .and_then(Value::as_bool)
+                == Some(true);
+            chat::stream(&mut sse, &reply, include_usage)
+        }
+        Api::AnthropicMessages => anthropic::stream(&mut sse, &reply),
+        Api::Responses => responses::stream(&mut sse, &reply),
+        Api::Gemini => gemini::stream(&mut sse, &reply),
     }
 }
 

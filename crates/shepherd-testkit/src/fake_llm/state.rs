@@ -12,145 +12,13 @@ use std::io::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::request::{Api, RecordedRequest, gemini_model};
 use super::script::{Exhausted, Script, Step};
 
 /// The name the default queue (`responses`) has in records and in `GET /_state`.
 pub const DEFAULT_QUEUE: &str = "default";
-
-/// One model request as received.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedRequest {
-    /// Position in arrival order, from 0.
-    pub seq: usize,
-    /// The request path, e.g. `/v1/chat/completions`.
-    pub path: String,
-    /// The body's `model`.
-    pub model: String,
-    /// The queue that answered it: the model id, or [`DEFAULT_QUEUE`].
-    pub queue: String,
-    /// The `authorization`, `x-api-key` and `user-agent` headers, when sent.
-    pub headers: BTreeMap<String, String>,
-    /// The whole JSON body.
-    pub body: Value,
-}
-
-impl RecordedRequest {
-    /// The `messages` array (empty when absent).
-    #[must_use]
-    pub fn messages(&self) -> &[Value] {
-        self.body
-            .get("messages")
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
-    }
-
-    /// The text of the last user or tool message: what the model is answering.
-    #[must_use]
-    pub fn last_input_text(&self) -> String {
-        last_input_text(self.messages())
-    }
-
-    /// The system prompt: OpenAI `system`/`developer` messages, or Anthropic's `system`.
-    #[must_use]
-    pub fn system_prompt(&self) -> Option<String> {
-        if let Some(system) = self.body.get("system") {
-            return Some(content_text(system));
-        }
-        let parts: Vec<String> = self
-            .messages()
-            .iter()
-            .filter(|m| matches!(role(m), "system" | "developer"))
-            .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)))
-            .collect();
-        (!parts.is_empty()).then(|| parts.join("\n"))
-    }
-
-    /// The names of the tools offered to the model.
-    #[must_use]
-    pub fn tool_names(&self) -> Vec<String> {
-        let tools = self.body.get("tools").and_then(Value::as_array);
-        tools
-            .into_iter()
-            .flatten()
-            .filter_map(|tool| {
-                tool.pointer("/function/name")
-                    .or_else(|| tool.get("name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .collect()
-    }
-
-    /// The texts of all tool results in the conversation, in order.
-    #[must_use]
-    pub fn tool_results(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for message in self.messages() {
-            if role(message) == "tool" {
-                out.push(content_text(message.get("content").unwrap_or(&Value::Null)));
-            } else if let Some(blocks) = message.get("content").and_then(Value::as_array) {
-                out.extend(
-                    blocks
-                        .iter()
-                        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                        .map(|b| content_text(b.get("content").unwrap_or(&Value::Null))),
-                );
-            }
-        }
-        out
-    }
-
-    /// Whether any string in the body (a message, the system prompt, a tool schema, ...)
-    /// contains `needle`.
-    #[must_use]
-    pub fn contains(&self, needle: &str) -> bool {
-        collect_strings(&self.body)
-            .iter()
-            .any(|s| s.contains(needle))
-    }
-}
-
-fn collect_strings(value: &Value) -> Vec<&str> {
-    match value {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(items) => items.iter().flat_map(collect_strings).collect(),
-        Value::Object(map) => map.values().flat_map(collect_strings).collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn role(message: &Value) -> &str {
-    message.get("role").and_then(Value::as_str).unwrap_or("")
-}
-
-/// Flattens message content (a string, or a list of text / tool-result blocks) into text.
-pub(crate) fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|block| match block.get("type").and_then(Value::as_str) {
-                Some("text" | "input_text") => {
-                    block.get("text").and_then(Value::as_str).map(str::to_owned)
-                }
-                Some("tool_result") => Some(content_text(block.get("content")?)),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The text of the last user or tool message.
-pub(crate) fn last_input_text(messages: &[Value]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find(|m| matches!(role(m), "user" | "tool"))
-        .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)))
-        .unwrap_or_default()
-}
+/// The queue name recorded for requests the script's `toolless` step answered.
+pub const TOOLLESS_QUEUE: &str = "toolless";
 
 /// A difference between the script and what arrived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +45,14 @@ pub enum MismatchKind {
     },
     /// The queue was empty and `exhausted` is `error` (or `repeat_last` with nothing to repeat).
     Exhausted,
+    /// A tool call to match by suffix or to the shell tool found no such tool offered; the
+    /// model answered with text saying so instead.
+    NoSuchTool {
+        /// What the script asked for (`shell` for the shell tool).
+        wanted: String,
+        /// The tools the request offered.
+        offered: Vec<String>,
+    },
 }
 
 impl fmt::Display for Mismatch {
@@ -190,6 +66,10 @@ impl fmt::Display for Mismatch {
             MismatchKind::Exhausted => {
                 write!(f, "request {request} (queue {queue}): script exhausted")
             }
+            MismatchKind::NoSuchTool { wanted, offered } => write!(
+                f,
+                "request {request} (queue {queue}): no offered tool matches {wanted:?}; offered {offered:?}"
+            ),
         }
     }
 }
@@ -201,6 +81,7 @@ pub(crate) struct State {
     queues: BTreeMap<String, VecDeque<Step>>,
     last: BTreeMap<String, Step>,
     exhausted: Exhausted,
+    toolless: Option<Step>,
     pub(crate) requests: Vec<RecordedRequest>,
     pub(crate) mismatches: Vec<Mismatch>,
     /// Gates released so far (they stay open).
@@ -228,6 +109,7 @@ impl State {
             .collect();
         self.last.clear();
         self.exhausted = script.exhausted;
+        self.toolless = script.toolless;
     }
 
     /// Appends steps to a model's queue, or to the default queue when `model` is `None`.
@@ -268,41 +150,40 @@ impl State {
     }
 
     /// Records a request and picks its answer.
-    pub(crate) fn take(
-        &mut self,
-        path: &str,
-        headers: BTreeMap<String, String>,
-        body: Value,
-    ) -> (RecordedRequest, Answer) {
-        let model = body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let (queue_name, queue) = match self.queues.get_mut(&model) {
-            Some(queue) => (model.clone(), queue),
-            None => (DEFAULT_QUEUE.to_owned(), &mut self.default_queue),
+    pub(crate) fn take(&mut self, incoming: Incoming) -> (RecordedRequest, Answer) {
+        let Incoming {
+            api,
+            path,
+            query,
+            headers,
+            body,
+        } = incoming;
+        let model = if api == Api::Gemini {
+            gemini_model(&path)
+        } else {
+            body.get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
         };
         let seq = self.requests.len();
-        let step = match queue.pop_front() {
-            Some(step) => {
-                self.last.insert(queue_name.clone(), step.clone());
-                Some(step)
-            }
-            None => match &self.exhausted {
-                Exhausted::Error => None,
-                Exhausted::RepeatLast => self.last.get(&queue_name).cloned(),
-                Exhausted::Step(step) => Some((**step).clone()),
-            },
-        };
-        let request = RecordedRequest {
+        let mut request = RecordedRequest {
             seq,
-            path: path.to_owned(),
+            path,
+            query,
+            api,
             model,
-            queue: queue_name.clone(),
+            queue: String::new(),
             headers,
             body,
         };
+        let (queue_name, step) = match &self.toolless {
+            Some(step) if request.offered_tools().is_empty() => {
+                (TOOLLESS_QUEUE.to_owned(), Some(step.clone()))
+            }
+            _ => self.next_step(&request.model),
+        };
+        request.queue.clone_from(&queue_name);
         if let Some(log) = &mut self.log {
             // The log is a debugging aid; a full disk must not fail the request.
             drop(writeln!(log, "{}", json!(request)).and_then(|()| log.flush()));
@@ -335,6 +216,51 @@ impl State {
         };
         self.requests.push(request.clone());
         (request, answer)
+    }
+}
+
+/// A model request as it arrived, before it is recorded.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    pub(crate) api: Api,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) body: Value,
+}
+
+impl State {
+    /// The next step for `model`'s queue (or the default queue), as `exhausted` says when
+    /// empty; with the queue's name.
+    fn next_step(&mut self, model: &str) -> (String, Option<Step>) {
+        let (queue_name, queue) = match self.queues.get_mut(model) {
+            Some(queue) => (model.to_owned(), queue),
+            None => (DEFAULT_QUEUE.to_owned(), &mut self.default_queue),
+        };
+        let step = match queue.pop_front() {
+            Some(step) => {
+                self.last.insert(queue_name.clone(), step.clone());
+                Some(step)
+            }
+            None => match &self.exhausted {
+                Exhausted::Error => None,
+                Exhausted::RepeatLast => self.last.get(&queue_name).cloned(),
+                Exhausted::Step(step) => Some((**step).clone()),
+            },
+        };
+        (queue_name, step)
+    }
+
+    /// Records that a scripted call found no matching tool.
+    pub(crate) fn no_such_tool(&mut self, request: &RecordedRequest, wanted: &str) {
+        self.mismatches.push(Mismatch {
+            request: request.seq,
+            queue: request.queue.clone(),
+            kind: MismatchKind::NoSuchTool {
+                wanted: wanted.to_owned(),
+                offered: request.tool_names(),
+            },
+        });
     }
 }
 
