@@ -50,6 +50,8 @@ pub struct BrokerConfig {
     pub orphan_grace: std::time::Duration,
     /// The command that runs pi (`pi`, or a pinned install), for pi sheep.
     pub pi_command: Vec<String>,
+    /// How long a new connection has to say `hello`.
+    pub hello_deadline: std::time::Duration,
 }
 
 /// Runtime links that are not herd state.

@@ -66,9 +66,14 @@ async fn recover_herd(broker: &Arc<Broker>) {
         let record = crate::spawn::current_launch(broker, &id);
         let backend =
             shepherd_term::BackendKind::parse(&backend).and_then(|kind| broker.backend(kind).ok());
-        let presence = backend
-            .as_ref()
-            .map_or(Presence::Unknown, |backend| backend.presence(&record));
+        // A launch the previous broker never recorded (it died while the backend placed the
+        // sheep) may still have a supervisor on its way: only its reconnection can tell.
+        let recorded =
+            record.supervisor_pid.is_some() || record.pid.is_some() || record.pane.is_some();
+        let presence = match &backend {
+            Some(backend) if recorded => backend.presence(&record),
+            _ => Presence::Unknown,
+        };
         if presence == Presence::Gone {
             let tail = backend
                 .and_then(|b| {

@@ -120,7 +120,8 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
     let mut reader = BufReader::new(read);
     let mut buf = Vec::new();
     let mut session: Option<Arc<Session>> = None;
-    let hello_by = tokio::time::Instant::now() + HELLO_DEADLINE;
+    let hello_deadline = broker.config.hello_deadline;
+    let hello_by = tokio::time::Instant::now() + hello_deadline;
     loop {
         let line = tokio::select! {
             () = broker.shutdown.cancelled() => break,
@@ -129,7 +130,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
             () = tokio::time::sleep_until(hello_by), if session.is_none() => {
                 respond(&out, 0, Err(BrokerError::new(
                     "hello_timeout",
-                    format!("no `hello` within {} s; closing the connection", HELLO_DEADLINE.as_secs()),
+                    format!("no `hello` within {} ms; closing the connection", hello_deadline.as_millis()),
                 )));
                 break;
             }
@@ -215,9 +216,6 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
 /// Longest request line accepted: a longer one is refused and its connection closed, so one
 /// client cannot make the broker hold an unbounded line in memory.
 pub(crate) const MAX_REQUEST_LINE: usize = 1024 * 1024;
-
-/// How long a new connection has to say `hello`.
-const HELLO_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 enum LineError {
     Io,

@@ -31,7 +31,25 @@ pub(crate) async fn spawn(
     if let Some(id) =
         rid.and_then(|rid| broker.read(|herd| herd.sheep_by_request(rid).map(|s| s.id.clone())))
     {
-        return follow(broker, &id, &params).await;
+        // The first copy's sheep never got as far as being placed (a broker restart cut its
+        // launch short): it is recorded as failed and a fresh one started under the same id.
+        // Any other sheep of the first copy is followed to its end.
+        let record = current_launch(broker, &id);
+        let placed =
+            record.supervisor_pid.is_some() || record.pid.is_some() || record.pane.is_some();
+        let starting = broker.read(|herd| {
+            herd.sheep
+                .get(&id)
+                .is_some_and(|s| s.phase == shepherd_core::herd::Phase::Starting)
+        });
+        if placed || !starting {
+            return follow(broker, &id, &params).await;
+        }
+        never_launched(
+            broker,
+            &id,
+            "its launch was cut short by a broker restart".to_owned(),
+        );
     }
     let label = validate_label(params.label.as_deref().unwrap_or_default())
         .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;

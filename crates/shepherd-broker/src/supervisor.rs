@@ -11,7 +11,7 @@ use shepherd_core::protocol::{SupervisorExited, SupervisorStarted, event};
 use shepherd_term::LaunchRecord;
 
 use crate::broker::Broker;
-use crate::error::BrokerResult;
+use crate::error::{BrokerError, BrokerResult};
 use crate::server::Session;
 
 /// Registers a supervisor connection's push channel.
@@ -34,6 +34,15 @@ pub(crate) async fn started(
         .clone()
         .expect("supervisor sessions carry an agent");
     check_reported_pids(session, &params)?;
+    // A sheep already recorded as ended (its supervisor came back too late) is not taken back:
+    // its supervisor hears so and ends it.
+    let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
+    if !phase.as_ref().is_some_and(may_be_running) {
+        return Err(BrokerError::new(
+            "closed_handle",
+            format!("{id} has ended in this herd; its supervisor must end it"),
+        ));
+    }
     let update = LaunchRecord {
         supervisor_pid: Some(params.supervisor_pid),
         pid: Some(params.pid),
@@ -154,9 +163,19 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
         return;
     }
     let record = crate::spawn::current_launch(broker, &id);
-    let supervisor_alive = record.supervisor_pid.is_some_and(|pid| {
-        shepherd_term::process::alive(pid) && !shepherd_term::process::is_zombie(pid)
-    });
+    // A process killed outright closes its sockets a moment before it is gone: give it that
+    // moment before deciding it lives on.
+    let supervisor_alive = match record.supervisor_pid {
+        Some(pid) => tokio::task::spawn_blocking(move || {
+            !shepherd_term::process::wait_gone(
+                pid,
+                std::time::Instant::now() + std::time::Duration::from_millis(500),
+            )
+        })
+        .await
+        .unwrap_or(false),
+        None => false,
+    };
     if supervisor_alive {
         let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
         if let Some(phase) = phase.filter(may_be_running) {

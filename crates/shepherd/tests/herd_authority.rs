@@ -241,3 +241,76 @@ fn a_sheep_cannot_act_as_its_own_parent() {
     .unwrap();
     assert_eq!(answer["error"]["code"], "forbidden", "{answer}");
 }
+
+#[test]
+fn a_sheep_cannot_claim_to_be_its_own_supervisor() {
+    let world = World::new();
+    let (a, token_a) = capable_sheep(&world, "alpha");
+    let before = snapshot(&world);
+    let mut raw = Raw::open(&world);
+    // The supervisor speaks with a credential of its own, never the sheep's token.
+    assert_eq!(
+        error_code(&raw.hello("supervisor", Some(&a), Some(&token_a))),
+        "unauthenticated"
+    );
+    assert_eq!(snapshot(&world), before);
+}
+
+#[test]
+fn a_process_that_strips_its_capability_and_leaves_the_session_is_still_inside_the_sheep() {
+    let world = World::new();
+    world.define_test_sheep("worker", "done completed ok", None);
+    let out = world.dir.path().join("escape.json");
+    let script = format!(
+        "env -u SHEPHERD_AGENT_ID -u SHEPHERD_TOKEN -u SHEPHERD_SOCKET -u SHEPHERD_PROJECT -u SHEPHERD_DEPTH \
+         setsid -f sh -c 'shepherd spawn worker --label escaped --json > {out}.part 2>/dev/null; mv {out}.part {out}'; \
+         while [ ! -e {out} ]; do sleep 0.05; done; shepherd tell shepherd tried; sleep 60",
+        out = out.display()
+    );
+    world.define("escaper", &["sh".into(), "-c".into(), script]);
+    world.spawn("escaper", "");
+    let before = snapshot(&world);
+    wait_for_word(&world, "tried");
+    let answer: Value =
+        serde_json::from_str(std::fs::read_to_string(&out).unwrap().trim()).unwrap();
+    assert_eq!(answer["error"]["code"], "forbidden", "{answer}");
+    assert_eq!(snapshot(&world), before, "the parent's herd is unchanged");
+}
+
+#[test]
+fn an_oversized_request_line_is_refused_and_the_broker_keeps_serving() {
+    let world = World::new();
+    let mut raw = Raw::open(&world);
+    raw.hello("parent", None, None);
+    // 2 MiB with no newline: refused once the limit is passed, and the connection closed.
+    let line = "x".repeat(2 * 1024 * 1024);
+    // The broker stops reading after the limit, so the rest of the write may fail.
+    let _partly_written = raw.stream.write_all(line.as_bytes());
+    let mut answer = String::new();
+    raw.reader.read_line(&mut answer).unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(error_code(&answer), "request_too_large", "{answer}");
+    let mut rest = String::new();
+    assert_eq!(
+        raw.reader.read_line(&mut rest).unwrap(),
+        0,
+        "closed: {rest}"
+    );
+    assert_eq!(world.json(&["herd"])["sheep"], json!([]), "still serving");
+}
+
+#[test]
+fn a_connection_that_never_says_hello_is_closed() {
+    let mut world = World::new();
+    world
+        .extra_env
+        .push(("SHEPHERD_HELLO_DEADLINE_MS".into(), "300".into()));
+    let raw = Raw::open(&world);
+    let mut reader = raw.reader;
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(error_code(&answer), "hello_timeout", "{answer}");
+    line.clear();
+    assert_eq!(reader.read_line(&mut line).unwrap(), 0, "closed");
+}

@@ -52,6 +52,7 @@ async fn clocked() -> Clocked {
         adoption_grace: Duration::from_secs(10),
         orphan_grace: Duration::from_secs(60),
         pi_command: vec!["pi".into()],
+        hello_deadline: Duration::from_secs(10),
     };
     let clock = ManualClock::new(1_800_000_000_000);
     let running = start(config, Arc::new(clock.clone()), Vec::new())

@@ -4,81 +4,11 @@
 
 mod herd_support;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
-use herd_support::{World, parse_one_line, processes_mentioning, read, wait_gone};
-use rustix::process::{Pid, Signal, kill_process};
+use herd_support::{Background, World, processes_mentioning, read};
+use rustix::process::Signal;
 use serde_json::Value;
-
-/// A `shepherd run` in the background whose plain progress lines arrive on a channel.
-struct Background {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Background {
-    fn start(world: &World, args: &[&str]) -> Self {
-        let mut all = vec!["run"];
-        all.extend_from_slice(args);
-        all.extend(["--json", "--progress", "plain"]);
-        let mut child = world
-            .command(&all)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits (up to 30 s) for a progress line starting with `prefix`.
-    fn wait_for(&mut self, prefix: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.seen.iter().any(|line| line.starts_with(prefix)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!(
-                    "no `{prefix}` within 30 s; progress so far: {:?}",
-                    self.seen
-                ),
-            }
-        }
-    }
-
-    /// Sends `signal` and waits (up to 60 s) for the command to end; returns (status, document).
-    fn signal_and_finish(self, signal: Signal) -> (i32, Value) {
-        let pid = self.child.id();
-        kill_process(Pid::from_raw(pid.cast_signed()).unwrap(), signal).unwrap();
-        assert!(
-            wait_gone(pid, Duration::from_secs(60)),
-            "shepherd run did not end within 60 s of {signal:?}"
-        );
-        let output = self.child.wait_with_output().unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            parse_one_line(&output.stdout),
-        )
-    }
-}
 
 fn note_status(result: &Value) -> String {
     let text = read(Path::new(result["note"].as_str().unwrap()));

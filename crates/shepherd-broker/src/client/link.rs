@@ -102,8 +102,10 @@ impl Link {
         loop {
             if let Some(start) = &self.spec.start {
                 let left = deadline.saturating_duration_since(Instant::now());
-                if let Err(err) = ensure_broker(&self.spec.socket, start, left).await {
-                    last = Some(err);
+                match ensure_broker(&self.spec.socket, start, left).await {
+                    Err(err @ ClientError::StartRefused(_)) => return Err(err),
+                    Err(err) => last = Some(err),
+                    Ok(()) => {}
                 }
             }
             match tokio::time::timeout_at(deadline, Client::connect(&self.spec.socket)).await {

@@ -54,6 +54,9 @@ pub enum ClientError {
     /// A broker could not be started.
     #[error("{0}")]
     Start(String),
+    /// The broker started and refused to run (it said why); trying again would not help.
+    #[error("the broker could not start: {0}")]
+    StartRefused(String),
     /// No broker could be reached (or started) before the deadline.
     #[error("{0}")]
     Unavailable(String),
@@ -72,7 +75,10 @@ impl ClientError {
     pub fn code(&self) -> &str {
         match self {
             Self::Remote(err) => &err.code,
-            Self::Connect { .. } | Self::Start(_) | Self::Unavailable(_) => "broker_unavailable",
+            Self::Connect { .. }
+            | Self::Start(_)
+            | Self::StartRefused(_)
+            | Self::Unavailable(_) => "broker_unavailable",
             Self::Io(_) | Self::Closed => "broker_disconnected",
             Self::Protocol(_) => "protocol",
             Self::Timeout { .. } => "broker_unresponsive",

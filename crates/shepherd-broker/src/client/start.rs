@@ -156,7 +156,7 @@ pub async fn ensure_broker(
         }
     };
     match line.strip_prefix("error: ") {
-        Some(message) => Err(ClientError::Start(message.to_owned())),
+        Some(message) => Err(ClientError::StartRefused(message.to_owned())),
         None => Ok(()),
     }
 }

@@ -153,6 +153,7 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         startup_limit: env_duration("SHEPHERD_STARTUP_LIMIT_MS", Duration::from_secs(30)),
         adoption_grace: env_duration("SHEPHERD_ADOPTION_GRACE_MS", Duration::from_secs(10)),
         orphan_grace: env_duration("SHEPHERD_ORPHAN_GRACE_MS", Duration::from_secs(60)),
+        hello_deadline: env_duration("SHEPHERD_HELLO_DEADLINE_MS", Duration::from_secs(10)),
         pi_command: vec![
             std::env::var("SHEPHERD_PI")
                 .ok()
@@ -265,14 +266,22 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     let target = target(ctx, args)?;
     let rt = runtime()?;
     let status: Option<BrokerStatus> = rt.block_on(async {
-        let deadline = super::connect::deadline_after(Duration::ZERO).ok()?;
-        let mut link = super::connect::observer(&target, deadline).await.ok()?;
+        if tokio::net::UnixStream::connect(&target.paths.socket)
+            .await
+            .is_err()
+        {
+            return Ok(None);
+        }
+        // Something listens: it must answer in time, or that is an error, not "not running".
+        let deadline = super::connect::deadline_after(Duration::ZERO)?;
+        let mut link = super::connect::observer(&target, deadline).await?;
         let value = link
             .request(method::BROKER_STATUS, json!({}), deadline)
-            .await
-            .ok()?;
-        serde_json::from_value(value).ok()
-    });
+            .await?;
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| CliError::new("protocol", e.to_string()))
+    })?;
     match status {
         Some(status) => printer.emit(&json!({ "running": true, "status": status }), || {
             format!(

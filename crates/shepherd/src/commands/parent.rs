@@ -52,9 +52,9 @@ fn call<P: Serialize, R: DeserializeOwned>(
     let params =
         serde_json::to_value(params).map_err(|e| CliError::new("internal", e.to_string()))?;
     runtime()?.block_on(async {
-        let deadline = deadline_after(wait)?;
-        let mut link = parent(&target, deadline).await?;
-        let value = link.request(name, params, deadline).await?;
+        // Reaching the broker gets the broker timeout; the request itself may take `wait` more.
+        let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
+        let value = link.request(name, params, deadline_after(wait)?).await?;
         serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
     })
 }

@@ -112,7 +112,8 @@ pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, Cli
             None => {
                 let ctx = crate::context::Context::from_env()?;
                 let target = super::connect::target(&ctx, &args.herd)?;
-                match super::connect::parent_if_alive(&target, deadline).await? {
+                let reach_by = deadline_after(Duration::ZERO)?;
+                match super::connect::parent_if_alive(&target, reach_by).await? {
                     Some(link) => link,
                     None => return Ok::<_, CliError>(None),
                 }
@@ -168,7 +169,10 @@ async fn fetch(
             .unwrap_or(u64::MAX);
         let params = serde_json::to_value(InboxParams { wait_ms })
             .map_err(|e| CliError::new("internal", e.to_string()))?;
-        let client = link.reach(deadline).await?;
+        // Reaching the broker (again, after a restart) gets the broker timeout, never more
+        // than what is left of the whole wait.
+        let reach_by = deadline_after(Duration::ZERO)?.min(deadline);
+        let client = link.reach(reach_by).await?;
         match tokio::time::timeout_at(deadline, client.request(method::INBOX, params, None)).await {
             Ok(Ok(value)) => {
                 let result: InboxResult = serde_json::from_value(value)

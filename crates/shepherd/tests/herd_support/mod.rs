@@ -283,3 +283,153 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// Kills `pid` with SIGKILL and waits (up to 10 s, on an event) until it is gone.
+pub fn kill9(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -9 {pid}");
+    assert!(
+        wait_gone(pid, Duration::from_secs(10)),
+        "process {pid} survived SIGKILL"
+    );
+}
+
+impl World {
+    /// The pid of the broker answering now, without starting one (`broker status` never does).
+    pub fn running_broker(&self) -> Option<u32> {
+        let output = self.run(&["broker", "status", "--json"]);
+        let doc: Value = serde_json::from_slice(&output.stdout).ok()?;
+        doc["status"]["pid"].as_u64().map(|p| p as u32)
+    }
+
+    /// Waits (up to `within`) until a broker other than `old` answers, and returns its pid.
+    /// Nothing here starts one: it must come back by itself.
+    pub fn await_new_broker(&self, old: u32, within: Duration) -> u32 {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(pid) = self.running_broker().filter(|pid| *pid != old) {
+                return pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no broker came back within {within:?}"
+            );
+            // `broker status` is one short round trip; asking again is the event we wait for.
+            std::thread::yield_now();
+        }
+    }
+
+    /// Makes a named pipe in the world's directory: a sheep reading it blocks until the test
+    /// writes a line, so the test decides exactly when the sheep goes on.
+    pub fn fifo(&self, name: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        let status = Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(status.success());
+        path
+    }
+}
+
+/// Writes one line into a named pipe (blocks until its reader opens it).
+pub fn release(fifo: &Path) {
+    std::fs::write(fifo, "go\n").unwrap();
+}
+
+/// A `shepherd run` in the background whose plain progress lines arrive on a channel.
+pub struct Background {
+    pub child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+impl Background {
+    pub fn start(world: &World, args: &[&str]) -> Self {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--json", "--progress", "plain"]);
+        let mut child = world
+            .command(&all)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in
+                std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (up to 30 s) for a progress line starting with `prefix`.
+    pub fn wait_for(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.seen.iter().any(|line| line.starts_with(prefix)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!(
+                    "no `{prefix}` within 30 s; progress so far: {:?}",
+                    self.seen
+                ),
+            }
+        }
+        self.seen
+            .iter()
+            .find(|line| line.starts_with(prefix))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Kills the command outright (SIGKILL), as a crash would, and reaps it.
+    pub fn kill9(mut self) {
+        let _killed = self.child.kill();
+        let _reaped = self.child.wait();
+    }
+
+    /// Waits (up to 60 s) for the command to end by itself; returns (status, document).
+    pub fn finish(self) -> (i32, Value) {
+        let pid = self.child.id();
+        assert!(
+            wait_gone(pid, Duration::from_secs(60)),
+            "shepherd run did not end within 60 s"
+        );
+        let output = self.child.wait_with_output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            parse_one_line(&output.stdout),
+        )
+    }
+
+    /// Sends `signal` and waits (up to 60 s) for the command to end; returns (status, document).
+    pub fn signal_and_finish(self, signal: rustix::process::Signal) -> (i32, Value) {
+        let pid = self.child.id();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid.cast_signed()).unwrap(),
+            signal,
+        )
+        .unwrap();
+        assert!(
+            wait_gone(pid, Duration::from_secs(60)),
+            "shepherd run did not end within 60 s of {signal:?}"
+        );
+        let output = self.child.wait_with_output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            parse_one_line(&output.stdout),
+        )
+    }
+}

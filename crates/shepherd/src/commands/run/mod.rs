@@ -241,7 +241,7 @@ async fn follow(
     let mut following = link.generation();
     let mut cancel_asked = false;
     let mut redraw = tokio::time::interval(REDRAW_EVERY);
-    progress.start();
+    progress.start(&run_id);
     loop {
         progress.update(&view);
         if let Some(report) = view.report.take() {

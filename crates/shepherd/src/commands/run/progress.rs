@@ -114,8 +114,15 @@ impl Progress {
         self.mode == ProgressMode::Live
     }
 
-    /// Draws the initial lines.
-    pub(super) fn start(&self) {
+    /// Names the run (so it can be followed again with `--attach`), then draws the lines.
+    pub(super) fn start(&self, run_id: &str) {
+        match self.mode {
+            ProgressMode::Plain => write_stderr(&format!("run {run_id}\n")),
+            ProgressMode::Jsonl => {
+                write_stderr(&format!("{}\n", json!({ "event": "run", "runId": run_id })));
+            }
+            _ => {}
+        }
         if self.is_live() {
             self.redraw();
         }

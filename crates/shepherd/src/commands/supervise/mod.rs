@@ -204,12 +204,13 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
         }
         tokio::select! {
             status = child.wait(), if exit.is_none() => {
+                // Whatever the sheep left running ends with it, in its group or not — first,
+                // since a leftover may hold the output pipes open.
+                process::signal_group(pid, rustix::process::Signal::KILL);
+                let _ended = tokio::task::spawn_blocking(reap::end_leftovers).await;
                 for pump in pumps.drain(..) {
                     let _drained = tokio::time::timeout(Duration::from_secs(2), pump).await;
                 }
-                // Whatever the sheep left running ends with it, in its group or not.
-                process::signal_group(pid, rustix::process::Signal::KILL);
-                let _ended = tokio::task::spawn_blocking(reap::end_leftovers).await;
                 let status = status.ok();
                 exit = Some(SupervisorExited {
                     code: status.and_then(|s| s.code()),
