@@ -171,14 +171,7 @@ fn a_sheeps_leftovers_go_before_herdr_is_asked_to_close_its_pane() {
     spec.keep_open = true;
     spec.env.push(("SHELL".into(), "/bin/sh".into()));
     spec.shepherd_exe = herdr_support::fake_shepherd(dir.path());
-    spec.program = vec![
-        "sh".into(),
-        "-c".into(),
-        format!(
-            "set -m; (trap 'echo hup >> {log}' HUP; sleep 0.5; echo done >> {log}) & echo leftover-started",
-            log = log.display()
-        ),
-    ];
+    spec.program = vec!["sh".into(), "-c".into(), leftover(&log)];
     let record = backend.launch(&spec).unwrap();
     let pane = pane_of(&record);
     assert!(fake.wait_until(WAIT, |state| {
@@ -198,4 +191,12 @@ fn a_sheeps_leftovers_go_before_herdr_is_asked_to_close_its_pane() {
         "the leftover was signalled by the close"
     );
     fake.inspect(|state| assert!(state.pane(&pane).unwrap().closed));
+}
+
+/// A process that leaves the sheep's process group (so ending the sheep does not reach it),
+/// prints `leftover-started`, lives a second and notes in `log` any hang-up it hears, then
+/// `done`.
+fn leftover(log: &std::path::Path) -> String {
+    r#"perl -e '$| = 1; setpgrp(0, 0); sub note { open(my $f, ">>", $ARGV[0]); print $f "$_[0]\n" } $SIG{HUP} = sub { note("hup") }; print "leftover-started\n"; select(undef, undef, undef, 1); note("done")' 'LOG' &"#
+        .replace("LOG", &log.display().to_string())
 }

@@ -329,21 +329,22 @@ fn a_sheeps_leftovers_end_before_herdr_is_asked_to_close_its_pane() {
     };
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("leftover");
-    let mut spec = running(
-        dir.path(),
-        Placement::Tab,
-        &format!(
-            "set -m; (trap 'echo hup >> {log}' HUP; sleep 0.5; echo done >> {log}) & echo leftover-started",
-            log = log.display()
-        ),
-    );
+    let mut spec = running(dir.path(), Placement::Tab, &leftover(&log));
     spec.keep_open = true;
     let record = backend.launch(&spec).unwrap();
-    wait_for(&real, &pane_of(&record), "^leftover-started$");
+    wait_for(&real, &pane_of(&record), "leftover-started");
     backend
         .close(&record, false, Instant::now() + WAIT)
         .unwrap();
     let heard = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(heard.trim(), "done", "Herdr's close signalled the leftover");
     assert!(!terminal_listed(&real, &record));
+}
+
+/// A process that leaves the sheep's process group (so ending the sheep does not reach it),
+/// prints `leftover-started`, lives a second and notes in `log` any hang-up it hears, then
+/// `done`.
+fn leftover(log: &Path) -> String {
+    r#"perl -e '$| = 1; setpgrp(0, 0); sub note { open(my $f, ">>", $ARGV[0]); print $f "$_[0]\n" } $SIG{HUP} = sub { note("hup") }; print "leftover-started\n"; select(undef, undef, undef, 1); note("done")' 'LOG' &"#
+        .replace("LOG", &log.display().to_string())
 }

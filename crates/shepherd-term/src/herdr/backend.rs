@@ -46,6 +46,8 @@ const ANCESTRY_LIMIT: usize = 16;
 pub(crate) const CLEANUP_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long the server gets to answer whether it is still there.
 const AVAILABILITY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a supervisor that was asked to end gets to exit before its pane is closed anyway.
+const SUPERVISOR_EXIT: Duration = Duration::from_secs(2);
 /// How long a sheep's leftover processes get to be reaped before its pane is closed anyway.
 const LINGER_LIMIT: Duration = Duration::from_secs(3);
 
@@ -289,9 +291,11 @@ impl HerdrBackend {
         pane: &PaneInfo,
         deadline: Instant,
     ) -> Result<(), TermError> {
-        let supervisor_runs = record
-            .supervisor_pid
-            .is_some_and(|pid| process::alive(pid) && !process::is_zombie(pid));
+        // A supervisor asked to end has reported its sheep's end and is exiting: give it a
+        // moment. One that is stuck is left to Herdr's close.
+        let supervisor_runs = record.supervisor_pid.is_some_and(|pid| {
+            !process::wait_gone(pid, deadline.min(Instant::now() + SUPERVISOR_EXIT))
+        });
         let root = client
             .pane_process_info(&pane.pane_id, Some(deadline))
             .ok()
