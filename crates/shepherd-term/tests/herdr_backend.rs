@@ -396,13 +396,12 @@ fn a_kept_pane_stays_and_close_waits_until_only_the_shell_runs() {
     // The wrapper's shell reads the pane's input afterwards; here it stays idle.
     spec.env.push(("SHELL".into(), "/bin/sh".into()));
     let pid_file = dir.path().join("sheep.pid");
+    // Like a supervised sheep, it leads a process group of its own.
     spec.program = vec![
-        "sh".into(),
-        "-c".into(),
-        format!(
-            "echo $$ > '{}'; echo \"started $SHEPHERD_AGENT_ID\"; exec sleep 60",
-            pid_file.display()
-        ),
+        "perl".into(),
+        "-e".into(),
+        r#"setpgrp(0, 0); open(my $f, ">", $ARGV[0]); print $f "$$\n"; close $f; $| = 1; print "started $ENV{SHEPHERD_AGENT_ID}\n"; exec "sleep", "60""#.into(),
+        pid_file.display().to_string(),
     ];
     let record = backend.launch(&spec).unwrap();
     let pane = pane_of(&record);

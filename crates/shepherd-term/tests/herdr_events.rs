@@ -96,6 +96,17 @@ fn one_base_subscription_serves_every_pane_and_is_never_replaced() {
     let backend = backend(&fake);
     let first = launch(&backend);
     let second = launch(&backend);
+    // The status subscription is replaced in the background.
+    assert!(fake.wait_until(WAIT, |state| {
+        state
+            .requests_for("events.subscribe")
+            .last()
+            .is_some_and(|s| {
+                s["subscriptions"]
+                    .as_array()
+                    .is_some_and(|l| l.len() == 2 && l[1]["pane_id"] == pane_id(&second).as_str())
+            })
+    }));
     fake.inspect(|state| {
         let subscribes = state.requests_for("events.subscribe");
         assert_eq!(

@@ -238,7 +238,10 @@ impl Hub {
                 return;
             }
         }
-        self.refresh_status();
+        // Herdr probes every pane of a new status subscription before acknowledging it: do
+        // that off the caller's path.
+        let hub = Arc::clone(self);
+        spawn_thread("herdr-status", move || hub.refresh_status());
     }
 
     /// Whether the pane with `terminal` is known to be gone.

@@ -203,11 +203,14 @@ fn session_members(leader: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Who holds a real session's terminal: the first process group in it other than the
-/// leader's, with its leader's argv.
+/// Who holds a real session's terminal. The fake has no terminal, so it says what one would
+/// show: a process group of the session other than its leader's (made by job control, or by a
+/// supervisor that puts its sheep in a group of its own) holds it, with its leader's argv;
+/// with none, the leader does.
 pub(crate) fn foreground_of(leader: u32) -> Option<(u32, Vec<String>)> {
     let group = session_members(leader)
         .into_iter()
+        .filter(|pid| !is_zombie(*pid))
         .filter_map(|pid| session_and_group(pid).map(|(_, group)| group))
         .filter(|group| *group != leader)
         .min()?;
@@ -218,6 +221,14 @@ pub(crate) fn foreground_of(leader: u32) -> Option<(u32, Vec<String>)> {
         .map(|word| String::from_utf8_lossy(word).into_owned())
         .collect();
     Some((group, argv))
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
 }
 
 /// Closes a pane's processes as Herdr does (see the module docs). Called without the state
