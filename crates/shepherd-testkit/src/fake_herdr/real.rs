@@ -49,6 +49,8 @@ pub struct RealHerdr {
     bin: PathBuf,
     options: RealOptions,
     child: Option<Child>,
+    /// Where the running server listens while it is being prepared elsewhere.
+    staging: Option<PathBuf>,
 }
 
 impl RealHerdr {
@@ -88,6 +90,7 @@ impl RealHerdr {
             bin,
             options,
             child: None,
+            staging: None,
         };
         herdr.prepare();
         herdr.launch();
@@ -121,6 +124,9 @@ impl RealHerdr {
 
     /// The API socket.
     pub fn socket(&self) -> PathBuf {
+        if let Some(staging) = &self.staging {
+            return staging.clone();
+        }
         if self.options.default_socket {
             self.config_home().join("herdr").join("herdr.sock")
         } else {
@@ -241,9 +247,26 @@ impl RealHerdr {
     /// Kills the server and starts a new one on the same socket with a fresh session (no
     /// saved layout): pane ids start again at `w1:p1`.
     pub fn restart_fresh(&mut self) {
+        self.restart_fresh_then(|_| {});
+    }
+
+    /// [`Self::restart_fresh`], letting `prepare` use the new server on a socket of its own
+    /// before it takes over the old socket: clients of the old socket meet the new server
+    /// only once `prepare` is done (a user who made panes while Shepherd was not looking).
+    pub fn restart_fresh_then(&mut self, prepare: impl FnOnce(&Self)) {
+        assert!(
+            !self.options.default_socket,
+            "a staged restart needs its own socket path"
+        );
         self.kill9();
         let _fresh = std::fs::remove_file(self.config_home().join("herdr").join("session.json"));
+        let target = self.socket();
+        let staging = self.dir().join("staging.sock");
+        self.staging = Some(staging.clone());
         self.launch();
+        prepare(self);
+        std::fs::rename(&staging, &target).expect("the new server takes over the socket");
+        self.staging = None;
     }
 
     /// Stops the server the supported way, then makes sure nothing of it is left.
@@ -263,7 +286,13 @@ impl RealHerdr {
     /// Ends every process whose environment names this server's socket (pane programs and
     /// anything they started), so no test leaves one behind.
     fn sweep(&self) {
-        let needle = format!("HERDR_SOCKET_PATH={}", self.socket().display());
+        for socket in [self.socket(), self.dir().join("staging.sock")] {
+            self.sweep_socket(&socket);
+        }
+    }
+
+    fn sweep_socket(&self, socket: &Path) {
+        let needle = format!("HERDR_SOCKET_PATH={}", socket.display());
         let me = std::process::id();
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return;
