@@ -3,10 +3,10 @@
 //! `herdr` on `PATH`; add `-- --quick` for a short run).
 //!
 //! Every figure is the `shepherd` CLI as a caller inside a Herdr pane sees it, with a sleeper
-//! sheep (`sleep 600`) and `keepOpen` off, on a private Herdr server:
+//! sheep (`sleep 600`) and `keepOpen` off unless said, on a private Herdr server:
 //! 1. spawn → ready, one at a time, and close with the pane confirmed gone (Herdr no longer
-//!    lists its terminal) — beside headless and tmux (when installed) measured the same way
-//!    in the same run;
+//!    lists its terminal), with `keepOpen` off and on — beside headless and tmux (when
+//!    installed) measured the same way in the same run;
 //! 2. ten spawns at once, then ten closes at once: the wall time and each call's latency;
 //! 3. `shepherd broker stop` with 40 sheep in Herdr: how long the whole herd takes to close,
 //!    and what it could not confirm.
@@ -28,6 +28,10 @@ struct World {
 
 impl World {
     fn new(env: Vec<(String, String)>) -> Self {
+        Self::with_settings(env, r#"{"keepOpen": false}"#)
+    }
+
+    fn with_settings(env: Vec<(String, String)>, settings_json: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let runtime = dir.path().join("run");
@@ -44,7 +48,7 @@ impl World {
         .unwrap();
         let settings = home.join(".pi/agent/pi-shepherd");
         std::fs::create_dir_all(&settings).unwrap();
-        std::fs::write(settings.join("config.json"), r#"{"keepOpen": false}"#).unwrap();
+        std::fs::write(settings.join("config.json"), settings_json).unwrap();
         let project = project.canonicalize().unwrap();
         Self {
             _dir: dir,
@@ -120,7 +124,13 @@ fn summary(label: &str, mut ms: Vec<f64>) {
 
 /// Spawns and closes `rounds` sleepers one at a time; `gone` confirms a closed sheep's pane
 /// is gone (Herdr) before the next round.
-fn one_at_a_time(world: &World, backend: &str, rounds: usize, gone: &dyn Fn(&str) -> bool) {
+fn one_at_a_time(
+    world: &World,
+    backend: &str,
+    name: &str,
+    rounds: usize,
+    gone: &dyn Fn(&str) -> bool,
+) {
     world.run(&["broker", "ensure"]);
     let (mut spawns, mut closes) = (Vec::new(), Vec::new());
     for n in 0..rounds {
@@ -130,8 +140,8 @@ fn one_at_a_time(world: &World, backend: &str, rounds: usize, gone: &dyn Fn(&str
         closes.push(world.close(&agent));
         assert!(gone(&format!("sleeper: {label}")), "{label} is still there");
     }
-    summary(&format!("{backend}: spawn → ready (sleeper)"), spawns);
-    summary(&format!("{backend}: close, pane confirmed gone"), closes);
+    summary(&format!("{name}: spawn → ready (sleeper)"), spawns);
+    summary(&format!("{name}: close, pane confirmed gone"), closes);
 }
 
 fn labels(herdr: &RealHerdr) -> Vec<String> {
@@ -217,8 +227,17 @@ fn main() {
     ];
     let world = World::new(inside.clone());
     let herdr_gone = |label: &str| !labels(&herdr).iter().any(|l| l == label);
-    one_at_a_time(&world, "herdr", rounds, &herdr_gone);
-    one_at_a_time(&World::new(Vec::new()), "headless", rounds, &|_| true);
+    one_at_a_time(&world, "herdr", "herdr", rounds, &herdr_gone);
+    let kept = World::with_settings(inside.clone(), r#"{"keepOpen": true}"#);
+    one_at_a_time(&kept, "herdr", "herdr, keepOpen on", rounds, &herdr_gone);
+    drop(kept);
+    one_at_a_time(
+        &World::new(Vec::new()),
+        "headless",
+        "headless",
+        rounds,
+        &|_| true,
+    );
     let tmux_dir = tempfile::tempdir().unwrap();
     let tmux_installed = Command::new("tmux").arg("-V").output().is_ok();
     if tmux_installed {
@@ -226,7 +245,7 @@ fn main() {
             "TMUX_TMPDIR".into(),
             tmux_dir.path().display().to_string(),
         )]);
-        one_at_a_time(&tmux, "tmux", rounds, &|_| true);
+        one_at_a_time(&tmux, "tmux", "tmux", rounds, &|_| true);
         let _killed = Command::new("tmux")
             .arg("kill-server")
             .env("TMUX_TMPDIR", tmux_dir.path())

@@ -37,9 +37,10 @@ const READ_FLOOR: u32 = 200;
 const READ_SLACK: u32 = 100;
 /// The most rows asked for in one read.
 const READ_CEILING: u32 = 20_000;
-/// Longest pause before looking at a pane again while waiting for it to go. Herdr itself
-/// reports events on a 100 ms poll, and a new subscription replays old events first.
-const RECHECK: Duration = Duration::from_millis(100);
+/// Longest pause before looking at a pane again while waiting for it to go: Herdr reports
+/// events on a 100 ms poll (after replaying old ones to a new subscription), and checks a
+/// closing pane's processes every 20 ms.
+const RECHECK: Duration = Duration::from_millis(20);
 /// How many ancestors are searched for a pane's process (the original looked at 12).
 const ANCESTRY_LIMIT: usize = 16;
 /// How long cleaning up a half-made launch may take.
