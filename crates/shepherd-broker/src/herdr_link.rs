@@ -1,7 +1,9 @@
 //! Herdr joins a broker on first use: when a caller inside Herdr spawns with `backend = auto`,
 //! or anyone asks for `herdr`. Only an explicit choice may start a Herdr server (and only one
-//! started by us is ever stopped). The backend's single event subscription then feeds the herd:
-//! agent states Herdr recognises become the activity of sheep that do not report their own.
+//! started by us is ever stopped). A Herdr that was connected but no longer answers is not
+//! used: `auto` falls back as a fresh broker would, and an explicit choice connects afresh
+//! (starting a server). The backend's event subscription then feeds the herd: agent states
+//! Herdr recognises become the activity of sheep that do not report their own.
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -15,15 +17,26 @@ use shepherd_term::{BackendKind, TermError};
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 
-/// Connects the Herdr backend if it is not connected yet. `may_start` lets it start a Herdr
-/// server when none runs (the user chose Herdr explicitly).
+/// Makes sure a Herdr server answers for this broker, connecting the backend if needed.
+/// `may_start` lets it start a Herdr server when none runs (the user chose Herdr explicitly).
 pub(crate) async fn ensure(
     broker: &Arc<Broker>,
     caller: &CallerContext,
     may_start: bool,
 ) -> BrokerResult<()> {
-    if broker.has_backend(BackendKind::Herdr) {
-        return Ok(());
+    if let Ok(connected) = broker.backend(BackendKind::Herdr) {
+        let check = connected.clone();
+        let answer = tokio::task::spawn_blocking(move || check.available())
+            .await
+            .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+        match answer {
+            Ok(()) => return Ok(()),
+            Err(err) if !may_start => return Err(unavailable(&err)),
+            // Chosen explicitly: connect again below, starting a server if none runs.
+            Err(err) => {
+                tracing::warn!("the connected Herdr no longer answers ({err}); reconnecting");
+            }
+        }
     }
     let mut vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     // The caller's own Herdr wins over whatever the broker inherited when it started.
@@ -37,15 +50,16 @@ pub(crate) async fn ensure(
     let backend = tokio::task::spawn_blocking(move || HerdrBackend::connect(config))
         .await
         .map_err(|err| BrokerError::new("internal", err.to_string()))?
-        .map_err(|err| {
-            let err = TermError::from(err);
-            BrokerError::new(err.code(), format!("Herdr is not available: {err}"))
-        })?;
+        .map_err(|err| unavailable(&TermError::from(err)))?;
     if let Some(events) = backend.events() {
         tokio::spawn(consume(broker.clone(), events));
     }
     broker.add_backend(Arc::new(backend));
     Ok(())
+}
+
+fn unavailable(err: &TermError) -> BrokerError {
+    BrokerError::new(err.code(), format!("Herdr is not available: {err}"))
 }
 
 async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
@@ -56,9 +70,7 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
         };
         match event {
             None => return,
-            Some(HerdrEvent::AgentStatus {
-                pane_id, status, ..
-            }) => {
+            Some(HerdrEvent::AgentStatus { pane, status, .. }) => {
                 let activity = match status {
                     AgentStatus::Working => Activity::Working,
                     AgentStatus::Idle | AgentStatus::Done | AgentStatus::Blocked => Activity::Idle,
@@ -70,7 +82,7 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                         .find(|s| {
                             s.runtime != "pi"
                                 && s.launch.get("pane").and_then(|p| p.as_str())
-                                    == Some(pane_id.as_str())
+                                    == Some(pane.as_str())
                         })
                         .filter(|s| s.activity != activity)
                         .map(|s| s.id.clone())
@@ -79,10 +91,10 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                     broker.commit(|tx| tx.emit(Event::SheepActivity { agent_id, activity }));
                 }
             }
-            Some(HerdrEvent::PaneClosed { pane_id }) => {
+            Some(HerdrEvent::PaneClosed { pane }) => {
                 // The sheep's supervisor lived in that pane; its dropped connection ends the
                 // sheep. Nothing else to do here.
-                tracing::debug!("Herdr pane {pane_id} closed");
+                tracing::debug!("Herdr pane {pane} closed");
             }
             Some(HerdrEvent::Disconnected { reason }) => {
                 tracing::warn!("Herdr events dropped: {reason}");

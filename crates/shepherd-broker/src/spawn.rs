@@ -177,6 +177,7 @@ pub(crate) async fn spawn(
         log: broker.config.paths.sheep_logs.join(format!("{id}.log")),
         placement,
         caller_pane,
+        caller_pid: caller.pid,
         tmux_socket,
         keep_open: settings.keep_open,
         orphan_grace: broker.config.orphan_grace,
@@ -335,16 +336,15 @@ pub(crate) async fn choose_backend(
     broker: &Arc<Broker>,
 ) -> BrokerResult<BackendKind> {
     let name = requested.unwrap_or(setting.as_str());
+    // Inside Herdr, Herdr — falling back to what else fits if its server does not answer
+    // (never started, or gone since it was connected), and saying so.
+    let herdr_down = if name == "auto" && caller.in_herdr {
+        crate::herdr_link::ensure(broker, caller, false).await.err()
+    } else {
+        None
+    };
     let kind = match name {
-        // Inside Herdr, Herdr — falling back to what else fits if it cannot be reached.
-        "auto"
-            if caller.in_herdr
-                && crate::herdr_link::ensure(broker, caller, false)
-                    .await
-                    .is_ok() =>
-        {
-            BackendKind::Herdr
-        }
+        "auto" if caller.in_herdr && herdr_down.is_none() => BackendKind::Herdr,
         "auto" if caller.tmux.is_some() && broker.has_backend(BackendKind::Tmux) => {
             BackendKind::Tmux
         }
@@ -356,7 +356,14 @@ pub(crate) async fn choose_backend(
             )
         })?,
     };
-    if kind == BackendKind::Herdr {
+    if let Some(err) = herdr_down {
+        tracing::warn!(
+            "backend auto inside Herdr: {}; this sheep runs on {} instead",
+            err.message,
+            kind.as_str()
+        );
+    }
+    if kind == BackendKind::Herdr && name != "auto" {
         // Chosen explicitly: start a Herdr server if none runs.
         crate::herdr_link::ensure(broker, caller, true).await?;
     }

@@ -103,6 +103,9 @@ pub struct LaunchSpec {
     pub placement: Placement,
     /// The caller's pane, for split placements.
     pub caller_pane: Option<String>,
+    /// The caller's pid: its pane is found through its ancestry when `caller_pane` is not
+    /// known (a wrapper stripped the terminal's variables). Used by the Herdr backend.
+    pub caller_pid: Option<u32>,
     /// The tmux server to use (the caller's); `None` means the default server.
     pub tmux_socket: Option<PathBuf>,
     /// Keep the pane open after the sheep ends (visible backends).
@@ -278,4 +281,10 @@ pub trait Backend: Send + Sync {
 
     /// Whether the sheep's pane or processes still exist.
     fn presence(&self, record: &LaunchRecord) -> Presence;
+
+    /// Whether a new sheep can be started here now (Herdr: its server still answers). A
+    /// backend that is always there keeps this default.
+    fn available(&self) -> Result<(), TermError> {
+        Ok(())
+    }
 }

@@ -22,7 +22,9 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PaneEntry {
-    /// The pane (`%4`, `w1:p3`).
+    /// The pane: tmux `%4`; Herdr `w1:p3@term_661905df528db37`, the pane id it was created
+    /// with and its terminal id, which is what identifies it (see
+    /// [`crate::herdr::identity`]). The original's Herdr entries hold a bare pane id.
     pub pane_id: String,
     /// Its window or tab.
     #[serde(default, skip_serializing_if = "Option::is_none")]

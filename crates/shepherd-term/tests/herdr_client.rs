@@ -56,7 +56,7 @@ fn a_protocol_below_20_is_refused_with_a_clear_error() {
 
 #[test]
 fn every_error_code_becomes_a_typed_error() {
-    let fake = fake(FakeOptions::default());
+    let fake = fake(FakeOptions::with_user_session());
     let client = client(&fake);
     let cases = [
         ("pane_not_found", ErrorCode::PaneNotFound),
@@ -92,7 +92,7 @@ fn every_error_code_becomes_a_typed_error() {
 
 #[test]
 fn errors_herdr_produces_itself_are_typed_too() {
-    let fake = fake(FakeOptions::default());
+    let fake = fake(FakeOptions::with_user_session());
     let client = client(&fake);
     let code = |err: HerdrError| err.code().cloned();
     assert_eq!(
@@ -134,7 +134,7 @@ fn a_server_that_keeps_the_connection_open_still_gets_answered() {
 fn a_reply_that_ends_at_eof_without_a_newline_is_read() {
     let fake = fake(FakeOptions {
         newline_after_reply: false,
-        ..FakeOptions::default()
+        ..FakeOptions::with_user_session()
     });
     let client = client(&fake);
     assert_eq!(client.ping(None).unwrap().protocol, 20);
@@ -192,7 +192,7 @@ fn a_socket_nobody_listens_on_is_unreachable() {
 fn unknown_fields_and_values_are_tolerated() {
     let fake = fake(FakeOptions {
         odd_values: true,
-        ..FakeOptions::default()
+        ..FakeOptions::with_user_session()
     });
     let client = client(&fake);
     let panes = client.pane_list(None, None).unwrap();
@@ -203,17 +203,17 @@ fn unknown_fields_and_values_are_tolerated() {
     let read = client
         .pane_read("w1:p1", ReadSource::Visible, 80, None)
         .unwrap();
-    assert!(read.truncated, "an empty screen reads as blank");
+    assert_eq!(read.text, "", "an empty screen reads as blank");
 }
 
 #[test]
 fn requests_use_the_apis_spellings() {
-    let fake = fake(FakeOptions::default());
+    let fake = fake(FakeOptions::with_user_session());
     let client = client(&fake);
     client
         .pane_read("w1:p1", ReadSource::RecentUnwrapped, 120, None)
         .unwrap();
-    let new = shepherd_term::herdr::client::NewPane {
+    let new = shepherd_term::herdr::NewPane {
         cwd: "/tmp",
         label: Some("ignored for splits"),
         env: &[("K".into(), "V".into())],
@@ -234,7 +234,7 @@ fn requests_use_the_apis_spellings() {
 #[test]
 fn small_recent_reads_come_back_blank_as_herdr_does() {
     // The fake reproduces the observed gotcha that the backend works around.
-    let fake = fake(FakeOptions::default());
+    let fake = fake(FakeOptions::with_user_session());
     fake.set_screen("w1:p1", "one\ntwo\nthree\n");
     let client = client(&fake);
     let small = client

@@ -1,5 +1,5 @@
 //! The broker with the Herdr backend, end to end against the in-repo fake Herdr server (which
-//! runs what is typed into its panes, so the real supervisor and test sheep run there): a caller
+//! runs its panes' programs, so the real supervisor and test sheep run there): a caller
 //! inside Herdr gets sheep in background tabs named after them, focus never moves, `read` shows
 //! the pane, `close` closes it, and the lifecycle works as everywhere else.
 
@@ -13,8 +13,8 @@ use shepherd_testkit::fake_herdr::{FakeHerdr, FakeOptions};
 fn herdr_world() -> (World, FakeHerdr) {
     let mut world = World::new();
     let fake = FakeHerdr::start(FakeOptions {
-        run_typed: true,
-        ..FakeOptions::default()
+        run_processes: true,
+        ..FakeOptions::with_user_session()
     })
     .unwrap();
     world.extra_env.push((

@@ -1,34 +1,35 @@
 //! [`HerdrBackend`]: sheep in Herdr tabs, split panes or workspaces.
 //!
-//! A launch creates the pane without taking focus (Herdr's creation methods get
-//! `focus: false`), with the sheep's cwd and environment given at creation — so the capability
-//! token never appears on a command line — and the display name as the tab, workspace and pane
-//! label. It then waits until the pane's shell owns its terminal (`pane.process_info`; while
-//! another process, such as an rc-file command, holds it, we wait on that process's pidfd)
-//! and types the supervisor's command line. From then on the supervisor reports to the broker
-//! itself. Reads go through `pane.read`, always asking for a generous number of rows and
-//! trimming on our side, because Herdr returns blank text for small `lines` on the recent
-//! sources. A close is confirmed by Herdr's `pane_closed` event, or `pane.list` when the event
-//! stream is down.
+//! A launch makes a pane whose own program is the supervisor ([`super::place`],
+//! [`super::command`]), without taking focus, with the sheep's cwd and environment given at
+//! creation — so the capability token never appears on a command line — and the display name
+//! as its label. The launch record names the pane with its terminal id ([`super::identity`]),
+//! and every later action finds the pane by that identity first: a pane that moved is
+//! followed, a pane id reused after a Herdr restart is never touched, and a server that is gone
+//! counts as having taken its panes with it. Reads go through `pane.read`, always asking for a
+//! generous number of rows and trimming on our side, because Herdr returns blank text for
+//! small `lines` on the recent sources. A close is confirmed by `pane.list`, woken early by
+//! Herdr's events.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::client::{DEFAULT_CALL_TIMEOUT, HerdrClient, NewPane};
+use super::api::CommandPane;
+use super::client::{DEFAULT_CALL_TIMEOUT, HerdrClient};
+use super::command;
 use super::error::HerdrError;
 use super::events::{HerdrEvents, Hub};
+use super::identity::{GoneBecause, PaneRef, Whereabouts, locate};
 use super::server::{self, ServerStart, ServerStatus};
-use super::shell;
+use super::session;
 use super::socket::{HerdrEnv, SocketTarget};
 use super::wire::PaneInfo;
 use crate::headless::TERM_GRACE;
 use crate::process;
-use crate::{
-    Backend, BackendKind, LaunchRecord, LaunchSpec, Placement, Presence, ReadSource, TermError,
-};
+use crate::{Backend, BackendKind, LaunchRecord, LaunchSpec, Presence, ReadSource, TermError};
 
-/// How long a launch may take, shell start-up included (the original allowed 15 s).
+/// How long a launch may take (the original allowed 15 s).
 pub const DEFAULT_LAUNCH_TIMEOUT: Duration = Duration::from_secs(15);
 /// Rows always asked for when reading: small counts on the recent sources come back blank.
 const READ_FLOOR: u32 = 200;
@@ -36,13 +37,20 @@ const READ_FLOOR: u32 = 200;
 const READ_SLACK: u32 = 100;
 /// The most rows asked for in one read.
 const READ_CEILING: u32 = 20_000;
-/// Pause before asking again when there is nothing to wait on (a process we cannot see, an
-/// event stream that is down). Any Herdr event ends it early.
-const RETRY_PAUSE: Duration = Duration::from_millis(25);
-/// How many ancestors are searched for a pane's shell (the original looked at 12).
+/// Longest pause before looking at a pane again while waiting for it to go: Herdr reports
+/// events on a 100 ms poll (after replaying old ones to a new subscription), and checks a
+/// closing pane's processes every 20 ms.
+const RECHECK: Duration = Duration::from_millis(20);
+/// How many ancestors are searched for a pane's process (the original looked at 12).
 const ANCESTRY_LIMIT: usize = 16;
 /// How long cleaning up a half-made launch may take.
-const CLEANUP_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const CLEANUP_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the server gets to answer whether it is still there.
+const AVAILABILITY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a supervisor that was asked to end gets to exit before its pane is closed anyway.
+const SUPERVISOR_EXIT: Duration = Duration::from_secs(2);
+/// How long a sheep's leftover processes get to be reaped before its pane is closed anyway.
+const LINGER_LIMIT: Duration = Duration::from_secs(3);
 
 /// How to reach Herdr.
 #[derive(Debug, Clone)]
@@ -122,8 +130,8 @@ impl HerdrBackend {
         })
     }
 
-    /// The event stream for the broker: pane closes and exits, agent status changes. Only the
-    /// first call gets it.
+    /// The event stream for the broker: closes, exits and agent states of the sheep's panes.
+    /// Only the first call gets it.
     pub fn events(&self) -> Option<HerdrEvents> {
         self.hub.take_events()
     }
@@ -138,19 +146,39 @@ impl HerdrBackend {
         &self.client
     }
 
+    /// Whether the server still answers (`ping` within `timeout`).
+    pub fn answers(&self, timeout: Duration) -> Result<(), HerdrError> {
+        self.client.ping(Some(Instant::now() + timeout)).map(drop)
+    }
+
+    pub(crate) fn workspace_hint(&self) -> Option<&str> {
+        self.workspace_hint.as_deref()
+    }
+
     /// Starts reporting a pane's exit and agent status (for records re-adopted after a broker
     /// restart; launches and `presence` do this themselves).
     pub fn watch(&self, record: &LaunchRecord) {
-        if let Some(pane) = &record.pane
-            && self.ours(record)
+        if self.ours(record)
+            && let Some(reference) = record.pane.as_deref().map(PaneRef::parse)
+            && let Whereabouts::Here(pane) = self.find(&self.client, &reference, true)
         {
-            self.hub.watch(pane);
+            self.follow(&reference, &pane);
         }
     }
 
-    /// The Herdr pane a process runs in, found through its ancestry: the pane whose shell is
-    /// the process's nearest ancestor. For callers whose `HERDR_PANE_ID` a wrapper stripped;
-    /// `None` when no pane's shell is among its ancestors.
+    /// Where the pane a record names is now, by its terminal id.
+    pub fn whereabouts(&self, record: &LaunchRecord) -> Whereabouts {
+        let Some(reference) = record.pane.as_deref().map(PaneRef::parse) else {
+            return Whereabouts::Gone(GoneBecause::Unprovable);
+        };
+        let client = self.client_for(record);
+        let ours = self.ours(record);
+        self.find(&client, &reference, ours)
+    }
+
+    /// The Herdr pane a process runs in, found through its ancestry: the pane whose process
+    /// is the process's nearest ancestor. For callers whose `HERDR_PANE_ID` a wrapper stripped;
+    /// `None` when no pane's process is among its ancestors.
     pub fn pane_of_process(&self, pid: u32) -> Result<Option<String>, HerdrError> {
         let chain = process::ancestry(pid, ANCESTRY_LIMIT);
         let mut nearest: Option<(usize, String)> = None;
@@ -192,188 +220,105 @@ impl HerdrBackend {
         }
     }
 
-    /// Creates the pane for `spec`.
-    fn place(
-        &self,
-        spec: &LaunchSpec,
-        new: &NewPane<'_>,
-        deadline: Instant,
-    ) -> Result<PaneInfo, TermError> {
-        let direction = match spec.placement {
-            Placement::Tab => {
-                let pane = match self.tab_workspace(spec.caller_pane.as_deref(), deadline)? {
-                    Some(workspace) => self.client.tab_create(&workspace, new, Some(deadline)),
-                    // No workspace at all: a new one's root pane is the sheep's.
-                    None => self.client.workspace_create(new, Some(deadline)),
-                };
-                return pane.map_err(launch_error);
-            }
-            Placement::Workspace => {
-                return self
-                    .client
-                    .workspace_create(new, Some(deadline))
-                    .map_err(launch_error);
-            }
-            Placement::PaneRight => "right",
-            Placement::PaneDown => "down",
-        };
-        let Some(caller) = spec.caller_pane.as_deref() else {
-            return Err(TermError::NoCallerPane(format!(
-                "placement {} splits the caller's Herdr pane, but no caller pane is known: run \
-                 inside a Herdr pane (HERDR_PANE_ID) or use placement tab",
-                placement_name(spec.placement)
-            )));
-        };
-        self.client
-            .pane_split(caller, direction, new, Some(deadline))
-            .map_err(|err| {
-                if err.is_pane_gone() {
-                    TermError::NoCallerPane(format!(
-                        "the caller's Herdr pane {caller} does not exist; use placement tab"
-                    ))
-                } else {
-                    launch_error(err)
-                }
-            })
-    }
-
-    /// The workspace a new tab goes to: the caller's, the environment's, the focused one,
-    /// the first one, or `None` when there is none.
-    fn tab_workspace(
-        &self,
-        caller: Option<&str>,
-        deadline: Instant,
-    ) -> Result<Option<String>, TermError> {
-        if let Some(caller) = caller {
-            match self.client.pane_get(caller, Some(deadline)) {
-                Ok(pane) if !pane.workspace_id.is_empty() => return Ok(Some(pane.workspace_id)),
-                Ok(_) => {}
-                Err(err) if err.is_pane_gone() => {}
-                Err(err) => return Err(launch_error(err)),
-            }
-        }
-        let workspaces = self
-            .client
-            .workspace_list(Some(deadline))
-            .map_err(launch_error)?;
-        if let Some(hint) = &self.workspace_hint
-            && workspaces.iter().any(|ws| &ws.workspace_id == hint)
+    /// [`locate`]; for a pane on our own server (`ours`), what the event stream already knows
+    /// counts, and what is found is recorded there.
+    fn find(&self, client: &HerdrClient, reference: &PaneRef, ours: bool) -> Whereabouts {
+        let terminal = reference.terminal_id.as_deref();
+        if let (true, Some(terminal)) = (ours, terminal)
+            && self.hub.is_gone(terminal)
         {
-            return Ok(Some(hint.clone()));
+            return Whereabouts::Gone(GoneBecause::NotListed);
         }
-        Ok(workspaces
-            .iter()
-            .find(|ws| ws.focused)
-            .or_else(|| workspaces.first())
-            .map(|ws| ws.workspace_id.clone()))
-    }
-
-    /// Labels the pane, waits for its shell and types the supervisor's command.
-    fn start_supervisor(
-        &self,
-        pane_id: &str,
-        spec: &LaunchSpec,
-        exe: &str,
-        deadline: Instant,
-    ) -> Result<(), TermError> {
-        // Cosmetic: a failure leaves an unlabelled pane, not a failed launch.
-        if let Err(err) = self
-            .client
-            .pane_rename(pane_id, &spec.display_name, Some(deadline))
-        {
-            tracing::warn!("could not label Herdr pane {pane_id}: {err}");
-        }
-        self.hub.watch(pane_id);
-        self.wait_for_shell(pane_id, deadline)?;
-        let command = shell::supervisor_command(spec, exe);
-        self.client
-            .pane_send_input(pane_id, &command, &["Enter"], Some(deadline))
-            .map_err(launch_error)
-    }
-
-    /// Waits until the pane's shell owns its terminal, so the typed line reaches the shell's
-    /// prompt rather than a start-up script.
-    fn wait_for_shell(&self, pane_id: &str, deadline: Instant) -> Result<(), TermError> {
-        loop {
-            let info = self
-                .client
-                .pane_process_info(pane_id, Some(deadline))
-                .map_err(launch_error)?;
-            // When Herdr cannot tell, typing now is still safe: the terminal buffers it.
-            let (Some(false), Some(holder)) =
-                (info.shell_in_foreground(), info.foreground_process_group_id)
-            else {
-                return Ok(());
-            };
-            self.wait_for_holder(pane_id, holder, deadline)?;
-            if Instant::now() >= deadline {
-                return Err(TermError::Launch(format!(
-                    "the shell in Herdr pane {pane_id} was not ready within {} ms: process \
-                     {holder} holds its terminal",
-                    self.launch_timeout.as_millis()
-                )));
+        let found = locate(client, reference, Instant::now() + DEFAULT_CALL_TIMEOUT);
+        if let (true, Some(terminal)) = (ours, terminal) {
+            match &found {
+                Whereabouts::Gone(_) => self.hub.mark_gone(terminal),
+                Whereabouts::Here(pane) => self.follow(reference, pane),
+                Whereabouts::Unknown(_) => {}
             }
         }
+        found
     }
 
-    /// Waits for the process holding a pane's terminal to end (its pidfd), or briefly when
-    /// we cannot see it; fails if the pane closes meanwhile.
-    fn wait_for_holder(
-        &self,
-        pane_id: &str,
-        holder: u32,
-        deadline: Instant,
-    ) -> Result<(), TermError> {
-        let closed = if process::alive(holder) && !process::is_zombie(holder) {
-            process::wait_gone(holder, deadline);
-            self.hub.is_gone(pane_id)
-        } else {
-            self.hub
-                .wait_gone(pane_id, deadline.min(Instant::now() + RETRY_PAUSE))
-        };
-        if closed {
-            return Err(TermError::Launch(format!(
-                "Herdr pane {pane_id} closed before its shell was ready"
-            )));
-        }
-        Ok(())
+    fn follow(&self, reference: &PaneRef, pane: &PaneInfo) {
+        self.hub
+            .watch(&pane.terminal_id, &reference.to_string(), &pane.pane_id);
     }
 
-    /// Waits until `pane_id` is gone: Herdr's close event, or `pane.list` without it.
+    /// Waits until the pane is gone: `pane.list` no longer shows its terminal (or its server
+    /// is gone), woken early by Herdr's events.
     fn confirm_gone(
         &self,
         client: &HerdrClient,
         ours: bool,
-        pane_id: &str,
+        reference: &PaneRef,
         deadline: Instant,
     ) -> Result<(), TermError> {
         loop {
-            if ours && self.hub.is_gone(pane_id) {
-                return Ok(());
-            }
-            if let Ok(false) = client.pane_listed(pane_id, deadline) {
-                if ours {
-                    self.hub.mark_gone(pane_id);
+            let seen = self.hub.changes();
+            match self.find(client, reference, ours) {
+                Whereabouts::Gone(_) => return Ok(()),
+                Whereabouts::Here(pane) if Instant::now() >= deadline => {
+                    return Err(TermError::NotConfirmed(format!(
+                        "Herdr pane {} was still open at the close deadline",
+                        pane.pane_id
+                    )));
                 }
-                return Ok(());
+                Whereabouts::Unknown(err) if Instant::now() >= deadline => {
+                    return Err(TermError::NotConfirmed(format!(
+                        "cannot tell whether Herdr pane {} is gone: {err}",
+                        reference.pane_id
+                    )));
+                }
+                Whereabouts::Here(_) | Whereabouts::Unknown(_) => {}
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(TermError::NotConfirmed(format!(
-                    "Herdr pane {pane_id} was still open at the close deadline"
-                )));
-            }
-            // With the event stream up, its close event ends the wait; otherwise ask again.
-            let until = if ours && self.hub.connected() {
-                deadline
+            let until = deadline.min(Instant::now() + RECHECK);
+            if ours && self.hub.connected() {
+                self.hub.wait_change(seen, until);
             } else {
-                deadline.min(now + RETRY_PAUSE)
-            };
-            self.hub.wait_gone(pane_id, until);
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            }
         }
     }
 
-    /// For a kept pane: waits until nothing but the shell runs in it.
+    /// Closes a pane found `Here`: lets a sheep's leftovers go first, so Herdr's close (which
+    /// holds every other request while the pane's processes linger) is quick; then confirms.
+    fn close_pane(
+        &self,
+        client: &HerdrClient,
+        ours: bool,
+        reference: &PaneRef,
+        record: &LaunchRecord,
+        pane: &PaneInfo,
+        deadline: Instant,
+    ) -> Result<(), TermError> {
+        // A supervisor asked to end has reported its sheep's end and is exiting: give it a
+        // moment. One that is stuck is left to Herdr's close.
+        let supervisor_runs = record.supervisor_pid.is_some_and(|pid| {
+            !process::wait_gone(pid, deadline.min(Instant::now() + SUPERVISOR_EXIT))
+        });
+        let root = client
+            .pane_process_info(&pane.pane_id, Some(deadline))
+            .ok()
+            .and_then(|info| info.shell_pid);
+        if !supervisor_runs && let Some(root) = root {
+            session::wait_quiet(root, deadline.min(Instant::now() + LINGER_LIMIT));
+        }
+        // A pane whose program ended closes by itself; asking again is harmless.
+        match client.pane_close(&pane.pane_id, Some(deadline)) {
+            Ok(()) => {}
+            Err(err) if err.is_pane_gone() || err.is_server_gone() => {}
+            Err(err) => {
+                return Err(TermError::NotConfirmed(format!(
+                    "could not close Herdr pane {}: {err}",
+                    pane.pane_id
+                )));
+            }
+        }
+        self.confirm_gone(client, ours, reference, deadline)
+    }
+
+    /// For a kept pane: waits until nothing but its shell runs in it.
     fn confirm_quiet(
         &self,
         client: &HerdrClient,
@@ -391,7 +336,7 @@ impl HerdrBackend {
         loop {
             let info = match client.pane_process_info(pane_id, Some(deadline)) {
                 Ok(info) => info,
-                Err(err) if err.is_pane_gone() => return Ok(()),
+                Err(err) if err.is_pane_gone() || err.is_server_gone() => return Ok(()),
                 Err(err) => {
                     return Err(TermError::NotConfirmed(format!(
                         "cannot check Herdr pane {pane_id}: {err}"
@@ -407,9 +352,14 @@ impl HerdrBackend {
                 )));
             }
             let holder = info.foreground_process_group_id.unwrap_or_default();
-            if self.wait_for_holder(pane_id, holder, deadline).is_err() {
-                // The pane closed, and its processes with it.
-                return Ok(());
+            if process::alive(holder) && !process::is_zombie(holder) {
+                process::wait_gone(holder, deadline);
+            } else {
+                std::thread::sleep(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .min(RECHECK),
+                );
             }
         }
     }
@@ -433,26 +383,21 @@ impl Backend for HerdrBackend {
         if spec.program.is_empty() {
             return Err(TermError::Launch("the sheep has no program to run".into()));
         }
-        let new = NewPane {
+        let argv = command::pane_argv(spec, exe);
+        let pane = CommandPane {
+            argv: &argv,
             cwd,
-            label: Some(&spec.display_name),
             env: &spec.env,
+            label: &spec.display_name,
         };
-        let pane = self.place(spec, &new, deadline)?;
-        if let Err(err) = self.start_supervisor(&pane.pane_id, spec, exe, deadline) {
-            // Nothing half-made is left behind.
-            let cleanup = Instant::now() + CLEANUP_TIMEOUT;
-            if let Err(close) = self.client.pane_close(&pane.pane_id, Some(cleanup)) {
-                tracing::warn!(
-                    "could not close Herdr pane {} after a failed launch: {close}",
-                    pane.pane_id
-                );
-            }
-            return Err(err);
+        let placed = self.place(spec, &pane, deadline)?;
+        let reference = PaneRef::new(placed.pane_id.clone(), placed.terminal_id.clone());
+        if reference.terminal_id.is_some() {
+            self.follow(&reference, &placed);
         }
         Ok(LaunchRecord {
-            pane: Some(pane.pane_id),
-            window: Some(pane.tab_id).filter(|tab| !tab.is_empty()),
+            pane: Some(reference.to_string()),
+            window: Some(placed.tab_id).filter(|tab| !tab.is_empty()),
             server: Some(self.client.socket().to_string_lossy().into_owned()),
             ..LaunchRecord::default()
         })
@@ -464,8 +409,16 @@ impl Backend for HerdrBackend {
         source: ReadSource,
         lines: u32,
     ) -> Result<String, TermError> {
-        let Some(pane_id) = record.pane.as_deref() else {
+        let Some(recorded) = record.pane.as_deref() else {
             return Err(TermError::Read("this sheep has no Herdr pane".into()));
+        };
+        let pane = match self.whereabouts(record) {
+            Whereabouts::Here(pane) => pane,
+            Whereabouts::Gone(_) => {
+                let id = PaneRef::parse(recorded).pane_id;
+                return Err(TermError::Read(format!("Herdr pane {id} is gone")));
+            }
+            Whereabouts::Unknown(err) => return Err(TermError::Read(err.to_string())),
         };
         if lines == 0 {
             return Ok(String::new());
@@ -475,15 +428,15 @@ impl Backend for HerdrBackend {
             .clamp(READ_FLOOR, READ_CEILING);
         let read = self
             .client_for(record)
-            .pane_read(pane_id, source, ask, None)
+            .pane_read(&pane.pane_id, source, ask, None)
             .map_err(|err| {
-                if err.is_pane_gone() {
-                    TermError::Read(format!("Herdr pane {pane_id} is gone"))
+                if err.is_pane_gone() || err.is_server_gone() {
+                    TermError::Read(format!("Herdr pane {} is gone", pane.pane_id))
                 } else {
                     TermError::Read(err.to_string())
                 }
             })?;
-        // Rows under the last output are blank on a screen that is not full.
+        // Rows under the last output may be blank on a screen that is not full.
         Ok(process::last_lines(read.text.trim_end(), lines as usize))
     }
 
@@ -493,77 +446,54 @@ impl Backend for HerdrBackend {
         keep_pane: bool,
         deadline: Instant,
     ) -> Result<(), TermError> {
-        let Some(pane_id) = record.pane.as_deref() else {
+        let Some(reference) = record.pane.as_deref().map(PaneRef::parse) else {
             return Ok(());
         };
         let client = self.client_for(record);
         let ours = self.ours(record);
-        if keep_pane {
-            return self.confirm_quiet(&client, record, pane_id, deadline);
-        }
-        if !(ours && self.hub.is_gone(pane_id)) {
-            match client.pane_close(pane_id, Some(deadline)) {
-                Ok(()) => {}
-                Err(err) if err.is_pane_gone() => {}
-                Err(err) => {
-                    return Err(TermError::NotConfirmed(format!(
-                        "could not close Herdr pane {pane_id}: {err}"
-                    )));
-                }
+        match self.find(&client, &reference, ours) {
+            Whereabouts::Gone(_) => {}
+            Whereabouts::Unknown(err) => {
+                return Err(TermError::NotConfirmed(format!(
+                    "cannot tell whether Herdr pane {} is still open: {err}",
+                    reference.pane_id
+                )));
+            }
+            Whereabouts::Here(pane) if keep_pane => {
+                self.confirm_quiet(&client, record, &pane.pane_id, deadline)?;
+            }
+            Whereabouts::Here(pane) => {
+                self.close_pane(&client, ours, &reference, record, &pane, deadline)?;
             }
         }
-        self.confirm_gone(&client, ours, pane_id, deadline)?;
-        // The pane's hang-up reaches the terminal's foreground group (the supervisor); the
-        // sheep leads a group of its own, so end whatever of it is left.
+        // The pane's hang-up reaches its session; the sheep leads a group of its own, so end
+        // whatever of it is left.
         if let Some(pgid) = record.pid
             && process::group_alive(pgid)
             && !process::terminate_group(pgid, TERM_GRACE, deadline)
         {
             return Err(TermError::NotConfirmed(format!(
-                "the sheep (process group {pgid}) outlived its Herdr pane {pane_id}"
+                "the sheep (process group {pgid}) outlived its Herdr pane {}",
+                reference.pane_id
             )));
         }
         Ok(())
     }
 
+    fn available(&self) -> Result<(), TermError> {
+        self.answers(AVAILABILITY_TIMEOUT)
+            .map_err(|err| TermError::Unavailable(err.to_string()))
+    }
+
     fn presence(&self, record: &LaunchRecord) -> Presence {
-        let Some(pane_id) = record.pane.as_deref() else {
-            return Presence::Unknown;
-        };
-        let ours = self.ours(record);
-        if ours && self.hub.is_gone(pane_id) {
-            return Presence::Gone;
-        }
-        match self
-            .client_for(record)
-            .pane_listed(pane_id, Instant::now() + DEFAULT_CALL_TIMEOUT)
-        {
-            Ok(true) => {
-                if ours {
-                    self.hub.watch(pane_id);
-                }
-                Presence::Present
-            }
-            Ok(false) => {
-                if ours {
-                    self.hub.mark_gone(pane_id);
-                }
-                Presence::Gone
-            }
-            Err(err) => {
-                tracing::debug!("cannot tell whether Herdr pane {pane_id} exists: {err}");
+        match self.whereabouts(record) {
+            Whereabouts::Here(_) => Presence::Present,
+            Whereabouts::Gone(_) => Presence::Gone,
+            Whereabouts::Unknown(err) => {
+                tracing::debug!("cannot tell whether a Herdr pane exists: {err}");
                 Presence::Unknown
             }
         }
-    }
-}
-
-fn launch_error(err: HerdrError) -> TermError {
-    match err {
-        HerdrError::Unreachable { .. } | HerdrError::ProtocolTooOld { .. } => {
-            TermError::Unavailable(err.to_string())
-        }
-        other => TermError::Launch(other.to_string()),
     }
 }
 
@@ -574,13 +504,4 @@ fn utf8<'a>(path: &'a std::path::Path, what: &str) -> Result<&'a str, TermError>
             path.display()
         ))
     })
-}
-
-fn placement_name(placement: Placement) -> &'static str {
-    match placement {
-        Placement::Tab => "tab",
-        Placement::PaneRight => "pane_right",
-        Placement::PaneDown => "pane_down",
-        Placement::Workspace => "workspace",
-    }
 }

@@ -16,53 +16,15 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::MIN_PROTOCOL;
 use super::error::{ErrorCode, HerdrError};
-use super::wire::{
-    self, Created, PaneInfo, PaneList, PaneRead, Pong, ProcessInfo, ProcessInfoResult, ReadResult,
-    WorkspaceInfo, WorkspaceList,
-};
-use crate::ReadSource;
 
 /// How long one call may take unless the caller's deadline is sooner.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The largest reply line accepted (a full scrollback read is far smaller).
 const MAX_REPLY_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Where a new pane starts and what it carries.
-#[derive(Debug, Clone, Copy)]
-pub struct NewPane<'a> {
-    /// Its working directory (absolute).
-    pub cwd: &'a str,
-    /// The tab or workspace label, where the method takes one.
-    pub label: Option<&'a str>,
-    /// Environment for the pane's shell.
-    pub env: &'a [(String, String)],
-}
-
-impl NewPane<'_> {
-    /// The shared creation parameters; `focus` is always false so nothing steals focus.
-    fn params(&self) -> Map<String, Value> {
-        let mut params = Map::new();
-        params.insert("cwd".into(), json!(self.cwd));
-        if let Some(label) = self.label {
-            params.insert("label".into(), json!(label));
-        }
-        let env: Map<String, Value> = self
-            .env
-            .iter()
-            .map(|(key, value)| (key.clone(), json!(value)))
-            .collect();
-        if !env.is_empty() {
-            params.insert("env".into(), Value::Object(env));
-        }
-        params.insert("focus".into(), json!(false));
-        params
-    }
-}
 
 /// A connection to one Herdr socket.
 #[derive(Debug)]
@@ -135,177 +97,6 @@ impl HerdrClient {
         })
     }
 
-    /// `ping`, without judging the protocol.
-    pub fn ping(&self, deadline: Option<Instant>) -> Result<Pong, HerdrError> {
-        self.call("ping", &json!({}), deadline)
-    }
-
-    /// `ping`, refusing a server older than [`MIN_PROTOCOL`].
-    pub fn handshake(&self, deadline: Option<Instant>) -> Result<Pong, HerdrError> {
-        let pong = self.ping(deadline)?;
-        if pong.protocol < MIN_PROTOCOL {
-            return Err(HerdrError::ProtocolTooOld {
-                path: self.socket.clone(),
-                version: pong.version,
-                found: pong.protocol,
-            });
-        }
-        Ok(pong)
-    }
-
-    /// `workspace.list`.
-    pub fn workspace_list(
-        &self,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<WorkspaceInfo>, HerdrError> {
-        let list: WorkspaceList = self.call("workspace.list", &json!({}), deadline)?;
-        Ok(list.workspaces)
-    }
-
-    /// `workspace.create`, without focus; returns the new workspace's root pane.
-    pub fn workspace_create(
-        &self,
-        pane: &NewPane<'_>,
-        deadline: Option<Instant>,
-    ) -> Result<PaneInfo, HerdrError> {
-        self.create("workspace.create", pane.params(), deadline)
-    }
-
-    /// `tab.create` in `workspace_id`, without focus; returns the new tab's root pane.
-    pub fn tab_create(
-        &self,
-        workspace_id: &str,
-        pane: &NewPane<'_>,
-        deadline: Option<Instant>,
-    ) -> Result<PaneInfo, HerdrError> {
-        let mut params = pane.params();
-        params.insert("workspace_id".into(), json!(workspace_id));
-        self.create("tab.create", params, deadline)
-    }
-
-    /// `pane.split` of `target_pane_id` towards `direction` (`right` or `down`), without
-    /// focus. Panes take no label at creation; see [`Self::pane_rename`].
-    pub fn pane_split(
-        &self,
-        target_pane_id: &str,
-        direction: &str,
-        pane: &NewPane<'_>,
-        deadline: Option<Instant>,
-    ) -> Result<PaneInfo, HerdrError> {
-        let mut params = pane.params();
-        params.remove("label");
-        params.insert("target_pane_id".into(), json!(target_pane_id));
-        params.insert("direction".into(), json!(direction));
-        self.create("pane.split", params, deadline)
-    }
-
-    /// `pane.get`.
-    pub fn pane_get(
-        &self,
-        pane_id: &str,
-        deadline: Option<Instant>,
-    ) -> Result<PaneInfo, HerdrError> {
-        let mut params = Map::new();
-        params.insert("pane_id".into(), json!(pane_id));
-        self.create("pane.get", params, deadline)
-    }
-
-    /// Whether `pane.list` (over every workspace) shows `pane_id`.
-    pub fn pane_listed(&self, pane_id: &str, deadline: Instant) -> Result<bool, HerdrError> {
-        let panes = self.pane_list(None, Some(deadline))?;
-        Ok(panes.iter().any(|pane| pane.pane_id == pane_id))
-    }
-
-    /// `pane.list`, of one workspace or all.
-    pub fn pane_list(
-        &self,
-        workspace_id: Option<&str>,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<PaneInfo>, HerdrError> {
-        let params = match workspace_id {
-            Some(id) => json!({ "workspace_id": id }),
-            None => json!({}),
-        };
-        let list: PaneList = self.call("pane.list", &params, deadline)?;
-        Ok(list.panes)
-    }
-
-    /// `pane.rename`: the label Herdr shows for the pane.
-    pub fn pane_rename(
-        &self,
-        pane_id: &str,
-        label: &str,
-        deadline: Option<Instant>,
-    ) -> Result<(), HerdrError> {
-        let params = json!({ "pane_id": pane_id, "label": label });
-        self.request("pane.rename", &params, deadline).map(drop)
-    }
-
-    /// `pane.process_info`: the shell and who owns the terminal's foreground.
-    pub fn pane_process_info(
-        &self,
-        pane_id: &str,
-        deadline: Option<Instant>,
-    ) -> Result<ProcessInfo, HerdrError> {
-        let result: ProcessInfoResult =
-            self.call("pane.process_info", &pane_params(pane_id), deadline)?;
-        Ok(result.process_info)
-    }
-
-    /// `pane.read` as plain text (`strip_ansi`), asking for `lines` rows.
-    pub fn pane_read(
-        &self,
-        pane_id: &str,
-        source: ReadSource,
-        lines: u32,
-        deadline: Option<Instant>,
-    ) -> Result<PaneRead, HerdrError> {
-        let params = json!({
-            "pane_id": pane_id,
-            "source": wire::api_source(source),
-            "lines": lines,
-            "format": "text",
-            "strip_ansi": true,
-        });
-        let result: ReadResult = self.call("pane.read", &params, deadline)?;
-        Ok(result.read)
-    }
-
-    /// `pane.send_input`: `text`, then `keys` (Herdr key names such as `Enter`).
-    pub fn pane_send_input(
-        &self,
-        pane_id: &str,
-        text: &str,
-        keys: &[&str],
-        deadline: Option<Instant>,
-    ) -> Result<(), HerdrError> {
-        let params = json!({ "pane_id": pane_id, "text": text, "keys": keys });
-        self.request("pane.send_input", &params, deadline).map(drop)
-    }
-
-    /// `pane.close`.
-    pub fn pane_close(&self, pane_id: &str, deadline: Option<Instant>) -> Result<(), HerdrError> {
-        self.request("pane.close", &pane_params(pane_id), deadline)
-            .map(drop)
-    }
-
-    /// `server.stop`: ends the server and every pane in it. A server that goes away before
-    /// answering has done what was asked.
-    pub fn server_stop(&self, deadline: Option<Instant>) -> Result<(), HerdrError> {
-        match self.request("server.stop", &json!({}), deadline) {
-            Ok(_) | Err(HerdrError::NoReply { .. }) => Ok(()),
-            Err(HerdrError::Io { source, .. })
-                if matches!(
-                    source.kind(),
-                    ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
-                ) =>
-            {
-                Ok(())
-            }
-            Err(err) => Err(err),
-        }
-    }
-
     /// Opens an `events.subscribe` stream and waits for its acknowledgement. The returned
     /// stream has no read timeout: events arrive whenever they happen.
     pub(crate) fn subscribe(
@@ -345,19 +136,6 @@ impl HerdrClient {
                 timeout_ms: deadline.saturating_duration_since(started).as_millis(),
             },
             other => other,
-        })
-    }
-
-    fn create(
-        &self,
-        method: &str,
-        params: Map<String, Value>,
-        deadline: Option<Instant>,
-    ) -> Result<PaneInfo, HerdrError> {
-        let created: Created = self.call(method, &Value::Object(params), deadline)?;
-        created.into_pane().ok_or_else(|| HerdrError::Protocol {
-            method: method.to_owned(),
-            detail: "the reply names no pane".into(),
         })
     }
 
@@ -457,10 +235,6 @@ impl HerdrClient {
             }
         }
     }
-}
-
-fn pane_params(pane_id: &str) -> Value {
-    json!({ "pane_id": pane_id })
 }
 
 fn remaining(deadline: Instant) -> Option<Duration> {

@@ -190,6 +190,14 @@ impl HerdrError {
     pub fn is_unreachable(&self) -> bool {
         matches!(self, Self::Unreachable { .. })
     }
+
+    /// Whether no server listens on the socket any more (nothing accepts there, or the socket
+    /// file is gone): its panes went with it. A socket we may not open says nothing of the
+    /// kind.
+    pub fn is_server_gone(&self) -> bool {
+        matches!(self, Self::Unreachable { source, .. }
+            if matches!(source.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound))
+    }
 }
 
 impl From<HerdrError> for TermError {

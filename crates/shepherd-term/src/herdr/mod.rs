@@ -2,12 +2,15 @@
 //!
 //! Herdr (a terminal multiplexer built for coding agents) owns every pane's terminal; Shepherd
 //! talks to it directly over its Unix socket instead of spawning the `herdr` CLI per call:
-//! newline-delimited JSON, one request per connection ([`client`]), plus one long-lived
-//! `events.subscribe` connection that reports pane closes, shell exits and agent status changes
-//! as they happen ([`events`]). [`backend::HerdrBackend`] implements [`crate::Backend`] on top;
-//! [`server`] starts a Herdr server when the user chose Herdr and none runs; [`socket`] finds
-//! the socket the way Herdr itself does. The wire shapes follow what a real Herdr 0.8.0
-//! (protocol 20) sent, read leniently because newer Herdr releases add fields.
+//! newline-delimited JSON, one request per connection ([`client`], the methods in [`api`]),
+//! plus long-lived `events.subscribe` connections that report pane closes, exits, moves and
+//! agent status changes as they happen ([`events`]). [`backend::HerdrBackend`] implements
+//! [`crate::Backend`] on top: a sheep's pane runs the supervisor as its own program, and is
+//! known by its terminal id ([`identity`]), never by a pane id alone. [`server`] starts a Herdr
+//! server when the user chose Herdr and none runs; [`socket`] finds the socket the way Herdr
+//! itself does. The wire shapes follow what a real Herdr 0.8.0 (protocol 20) sent, read
+//! leniently because newer Herdr releases add fields; the surprises are noted where they
+//! shaped the code (`research/herdr-real-check.md` has the evidence).
 //!
 //! The broker takes the event stream before erasing the backend's type:
 //!
@@ -24,19 +27,25 @@
 //! # Ok::<(), shepherd_term::herdr::HerdrError>(())
 //! ```
 
+pub mod api;
 pub mod backend;
 pub mod client;
+mod command;
 pub mod error;
 pub mod events;
+pub mod identity;
+mod place;
 pub mod server;
-mod shell;
+mod session;
 pub mod socket;
 pub mod wire;
 
+pub use api::{CommandPane, NewPane, TabSlot};
 pub use backend::{HerdrBackend, HerdrConfig};
 pub use client::HerdrClient;
 pub use error::{ErrorCode, HerdrError};
 pub use events::{HerdrEvent, HerdrEvents};
+pub use identity::{GoneBecause, PaneRef, Whereabouts};
 pub use server::{ServerOrigin, ServerStart, ServerStatus};
 pub use socket::{HerdrEnv, SocketSource, SocketTarget};
 

@@ -173,6 +173,47 @@ impl Created {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
+pub(crate) struct TabList {
+    pub(crate) tabs: Vec<TabInfo>,
+}
+
+/// `layout.apply`'s answer (`{"type":"layout_apply","layout":{..}}`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct LayoutApplied {
+    pub(crate) layout: AppliedLayout,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppliedLayout {
+    pub(crate) workspace_id: String,
+    pub(crate) tab_id: String,
+    pub(crate) root: LayoutLeaf,
+}
+
+/// The root of an applied layout; for a one-pane layout, that pane.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct LayoutLeaf {
+    pub(crate) pane_id: Option<String>,
+}
+
+/// `pane.move`'s answer (`{"type":"pane_move","move_result":{"pane":{..},..}}`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct MoveReply {
+    pub(crate) move_result: MoveResult,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct MoveResult {
+    pub(crate) pane: PaneInfo,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct WorkspaceList {
     pub(crate) workspaces: Vec<WorkspaceInfo>,
 }

@@ -1,18 +1,25 @@
-//! The fake's world: workspaces, tabs and panes with Herdr's id scheme (`w1`, `w1:t1`,
-//! `w1:p2`, never reused), focus, what was typed and what each pane shows — and the request
+//! The fake's world: workspaces, tabs and panes with Herdr's id shapes ([`super::ids`]),
+//! focus, what was typed, what each pane shows and which program it runs — and the request
 //! handlers that change it, answering with the shapes recorded from Herdr 0.8.0 (our own
 //! fixtures, plus an unknown field in every object to prove the client reads leniently).
+//! A fresh fake, like a fresh server, has no workspace at all.
 
 use std::collections::BTreeMap;
 use std::process::ChildStdin;
+use std::time::Instant;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::FakeOptions;
-use super::events::{EventKind, Subscriber};
+use super::events::{EventKind, Ring, Subscriber};
+use super::ids;
 
 mod handlers;
+mod panes;
 mod render;
+
+pub(crate) use handlers::error;
+pub(crate) use panes::Leaving;
 
 /// Rows of a fake pane's screen.
 pub const VIEWPORT_ROWS: usize = 23;
@@ -44,8 +51,8 @@ pub struct FakeWorkspace {
     pub focused_pane: String,
     /// Whether it was closed.
     pub closed: bool,
-    next_tab: u32,
-    next_pane: u32,
+    next_tab: u64,
+    next_pane: u64,
 }
 
 /// A tab.
@@ -55,7 +62,7 @@ pub struct FakeTab {
     pub id: String,
     /// Its workspace.
     pub workspace_id: String,
-    /// Its label.
+    /// Its label (a new tab's label is its number).
     pub label: Option<String>,
     /// Whether it was closed.
     pub closed: bool,
@@ -64,42 +71,61 @@ pub struct FakeTab {
 /// A pane and everything done to it.
 #[derive(Debug)]
 pub struct FakePane {
-    /// Such as `w1:p3`.
+    /// Its current id, such as `w1:p3`.
     pub id: String,
+    /// Ids it had before moves; they still resolve for `pane.get` and `pane.read`.
+    pub aliases: Vec<String>,
+    /// Its terminal: unique, kept across moves.
+    pub terminal_id: String,
     /// Its workspace.
     pub workspace_id: String,
     /// Its tab.
     pub tab_id: String,
-    /// Its label (`pane.rename`).
+    /// Its label.
     pub label: Option<String>,
     /// The cwd it was created with.
     pub cwd: String,
     /// The environment it was created with.
     pub env: BTreeMap<String, String>,
+    /// The program it was created to run (`layout.apply`); `None` for a shell pane.
+    pub command: Option<Vec<String>>,
     /// Every text and key sent, in order (keys as `<Key>`).
     pub typed: String,
     /// Lines completed with Enter.
     pub commands: Vec<String>,
     /// What the pane shows.
     pub screen: String,
-    /// Exit codes of the commands the fake ran, in order.
+    /// Exit codes of the commands the fake ran in it, in order.
     pub exit_codes: Vec<i32>,
     /// Whether it was closed.
     pub closed: bool,
     /// Its agent status as reported by events.
     pub agent_status: String,
-    /// The pid `pane.process_info` reports for its shell.
+    /// The pid `pane.process_info` reports as its root process.
     pub shell_pid: u32,
     pub(crate) pending: String,
+    /// A typed line's job, running for real (shell panes).
     pub(crate) running: Option<u32>,
-    pub(crate) startup: Option<(u32, Option<ChildStdin>)>,
+    /// Whether the pane's program runs for real (then `shell_pid` is its pid).
+    pub(crate) real_root: bool,
+    /// The write end of the program's stdin, held so it never sees EOF.
+    pub(crate) stdin: Option<ChildStdin>,
+    /// A `pane.close` is under way: the program's end is not an exit.
+    pub(crate) closing: bool,
+    pub(crate) created: Instant,
     revision: u64,
 }
 
 impl FakePane {
-    /// The pid of the command the fake is running in this pane, if any.
+    /// The pid of the command the fake is running in this pane for real, if any.
     pub fn running_pid(&self) -> Option<u32> {
         self.running
+            .or_else(|| self.real_root.then_some(self.shell_pid))
+    }
+
+    /// Whether `id` names this pane (its id or an earlier one).
+    pub fn answers_to(&self, id: &str) -> bool {
+        self.id == id || self.aliases.iter().any(|alias| alias == id)
     }
 }
 
@@ -116,14 +142,19 @@ pub(crate) struct Failure {
 pub(crate) enum Outcome {
     /// A `result`.
     Reply(Value),
-    /// An `error`; `anonymous` replies with id `""` as Herdr does for unparsable requests.
+    /// An `error`; `id` replaces the request id when set (`""` for unparsable requests, a
+    /// probe's own id for subscription probes).
     Error {
         code: String,
         message: String,
-        anonymous: bool,
+        id: Option<String>,
     },
-    /// Start an event subscription with these filters.
+    /// Start an event subscription.
     Subscribe(Subscriber),
+    /// Close a pane the way Herdr does: signal its session, wait, then answer.
+    Close(String),
+    /// Wait for output, outside the app lock.
+    WaitOutput(Value),
 }
 
 /// The fake server's whole state. Tests read it through [`super::FakeHerdr::inspect`].
@@ -134,8 +165,8 @@ pub struct FakeState {
     tabs: Vec<FakeTab>,
     panes: Vec<FakePane>,
     active_workspace: Option<String>,
-    next_workspace: u32,
-    next_terminal: u32,
+    next_workspace: u64,
+    next_fake_pid: u32,
     requests: Vec<Request>,
     focus_changes: u32,
     pub(crate) failures: Vec<Failure>,
@@ -143,9 +174,11 @@ pub struct FakeState {
     pub(crate) closes: Vec<String>,
     pub(crate) subscribers: Vec<Subscriber>,
     pub(crate) next_subscriber: u64,
-    pub(crate) recent_closed: Vec<(String, String)>,
+    pub(crate) ring: Ring,
     pub(crate) stopped: bool,
     pub(crate) stop_requested: bool,
+    /// Panes whose program should be started for real once the reply is out.
+    pub(crate) to_start: Vec<String>,
 }
 
 impl FakeState {
@@ -188,9 +221,16 @@ impl FakeState {
         Some(&ws.focused_pane)
     }
 
-    /// A pane, open or closed.
+    /// A pane, open or closed, by its id or an earlier one.
     pub fn pane(&self, id: &str) -> Option<&FakePane> {
-        self.panes.iter().find(|pane| pane.id == id)
+        self.panes.iter().rev().find(|pane| pane.answers_to(id))
+    }
+
+    /// The open pane with `label`.
+    pub fn pane_labelled(&self, label: &str) -> Option<&FakePane> {
+        self.panes
+            .iter()
+            .find(|pane| !pane.closed && pane.label.as_deref() == Some(label))
     }
 
     /// Every pane ever created, in order.
@@ -235,13 +275,19 @@ impl FakeState {
     }
 
     pub(crate) fn pane_any_mut(&mut self, id: &str) -> Option<&mut FakePane> {
-        self.panes.iter_mut().find(|pane| pane.id == id)
+        self.panes.iter_mut().rev().find(|pane| pane.answers_to(id))
     }
 
+    /// An open pane, by its id or an earlier one.
     pub(crate) fn pane_mut(&mut self, id: &str) -> Option<&mut FakePane> {
         self.panes
             .iter_mut()
-            .find(|pane| pane.id == id && !pane.closed)
+            .find(|pane| pane.answers_to(id) && !pane.closed)
+    }
+
+    /// An open pane by its current id only (what `pane.list` shows).
+    pub(crate) fn open_pane(&self, id: &str) -> Option<&FakePane> {
+        self.panes.iter().find(|pane| pane.id == id && !pane.closed)
     }
 
     fn create_workspace(
@@ -251,7 +297,7 @@ impl FakeState {
         env: BTreeMap<String, String>,
     ) -> (String, String, String) {
         self.next_workspace += 1;
-        let id = format!("w{}", self.next_workspace);
+        let id = format!("w{}", ids::encode(self.next_workspace));
         self.workspaces.push(FakeWorkspace {
             id: id.clone(),
             label,
@@ -261,7 +307,7 @@ impl FakeState {
             next_tab: 0,
             next_pane: 0,
         });
-        let (tab, pane) = self.create_tab(&id, None, cwd, env);
+        let (tab, pane) = self.create_tab(&id, None, cwd, env, None);
         let ws = self.workspace_mut(&id);
         ws.active_tab.clone_from(&tab);
         ws.focused_pane.clone_from(&pane);
@@ -274,18 +320,26 @@ impl FakeState {
         label: Option<String>,
         cwd: String,
         env: BTreeMap<String, String>,
+        command: Option<Vec<String>>,
     ) -> (String, String) {
         let workspace = self.workspace_mut(ws);
         workspace.next_tab += 1;
-        let id = format!("{ws}:t{}", workspace.next_tab);
+        let number = workspace.next_tab;
+        let id = format!("{ws}:t{}", ids::encode(number));
         self.tabs.push(FakeTab {
             id: id.clone(),
             workspace_id: ws.to_owned(),
-            label,
+            label: Some(label.unwrap_or_else(|| number.to_string())),
             closed: false,
         });
-        let pane = self.create_pane(ws, &id, cwd, env);
+        let pane = self.create_pane(ws, &id, cwd, env, command);
         (id, pane)
+    }
+
+    fn new_pane_id(&mut self, ws: &str) -> String {
+        let workspace = self.workspace_mut(ws);
+        workspace.next_pane += 1;
+        format!("{ws}:p{}", ids::encode(workspace.next_pane))
     }
 
     fn create_pane(
@@ -294,29 +348,38 @@ impl FakeState {
         tab: &str,
         cwd: String,
         env: BTreeMap<String, String>,
+        command: Option<Vec<String>>,
     ) -> String {
-        let workspace = self.workspace_mut(ws);
-        workspace.next_pane += 1;
-        let id = format!("{ws}:p{}", workspace.next_pane);
-        self.next_terminal += 1;
+        let id = self.new_pane_id(ws);
+        self.next_fake_pid += 1;
+        let real_root = command.is_some() && self.options.run_processes;
+        if real_root {
+            self.to_start.push(id.clone());
+        }
         self.panes.push(FakePane {
             id: id.clone(),
+            aliases: Vec::new(),
+            terminal_id: ids::terminal_id(),
             workspace_id: ws.to_owned(),
             tab_id: tab.to_owned(),
             label: None,
             cwd,
             env,
+            command,
             typed: String::new(),
             commands: Vec::new(),
             screen: String::new(),
             exit_codes: Vec::new(),
             closed: false,
             agent_status: "unknown".into(),
-            shell_pid: FAKE_SHELL_PIDS + self.next_terminal,
+            shell_pid: FAKE_SHELL_PIDS + self.next_fake_pid,
             pending: String::new(),
             running: None,
-            startup: None,
-            revision: u64::from(self.next_terminal),
+            real_root: false,
+            stdin: None,
+            closing: false,
+            created: Instant::now(),
+            revision: u64::from(self.next_fake_pid),
         });
         id
     }
@@ -329,78 +392,16 @@ impl FakeState {
         workspace.focused_pane = pane.to_owned();
     }
 
-    /// Closes a pane (and its tab and workspace when it was their last), telling subscribers.
-    pub(crate) fn close_pane(&mut self, pane_id: &str, exited: bool) {
-        let Some(pane) = self.pane_mut(pane_id) else {
-            return;
+    /// Adds an event to the ring.
+    pub(crate) fn emit(&mut self, kind: EventKind, subject: &str, extra: &Map<String, Value>) {
+        let mut data = extra.clone();
+        let key = if kind == EventKind::TabClosed {
+            "tab_id"
+        } else {
+            "pane_id"
         };
-        pane.closed = true;
-        super::run::hang_up(pane);
-        let (ws, tab) = (pane.workspace_id.clone(), pane.tab_id.clone());
-        if exited {
-            self.emit(EventKind::Exited, pane_id, &ws, &Map::new());
-        }
-        self.emit(EventKind::Closed, pane_id, &ws, &Map::new());
-        self.recent_closed.push((pane_id.to_owned(), ws.clone()));
-        let left_in_tab: Vec<String> = self
-            .panes
-            .iter()
-            .filter(|p| !p.closed && p.tab_id == tab)
-            .map(|p| p.id.clone())
-            .collect();
-        if let Some(next) = left_in_tab.first() {
-            let workspace = self.workspace_mut(&ws);
-            if workspace.focused_pane == pane_id {
-                workspace.focused_pane.clone_from(next);
-            }
-            return;
-        }
-        if let Some(t) = self.tabs.iter_mut().find(|t| t.id == tab) {
-            t.closed = true;
-        }
-        let next_tab = self
-            .tabs
-            .iter()
-            .find(|t| !t.closed && t.workspace_id == ws)
-            .map(|t| t.id.clone());
-        match next_tab {
-            Some(next_tab) => {
-                let next_pane = self
-                    .panes
-                    .iter()
-                    .find(|p| !p.closed && p.tab_id == next_tab)
-                    .map(|p| p.id.clone())
-                    .unwrap_or_default();
-                let workspace = self.workspace_mut(&ws);
-                if workspace.active_tab == tab {
-                    workspace.active_tab = next_tab;
-                    workspace.focused_pane = next_pane;
-                }
-            }
-            None => {
-                self.workspace_mut(&ws).closed = true;
-                if self.active_workspace.as_deref() == Some(&ws) {
-                    self.active_workspace = self
-                        .workspaces
-                        .iter()
-                        .find(|w| !w.closed)
-                        .map(|w| w.id.clone());
-                }
-            }
-        }
-    }
-
-    /// Sends an event to every subscriber that asked for it; drops subscribers that are gone.
-    pub(crate) fn emit(
-        &mut self,
-        kind: EventKind,
-        pane_id: &str,
-        ws: &str,
-        extra: &Map<String, Value>,
-    ) {
-        let style = self.options.event_style;
-        self.subscribers
-            .retain_mut(|subscriber| subscriber.deliver(style, kind, pane_id, ws, extra));
+        data.insert(key.into(), json!(subject));
+        self.ring.push(kind, subject, data);
     }
 
     fn workspace(&self, id: &str) -> &FakeWorkspace {
@@ -415,5 +416,9 @@ impl FakeState {
             .iter_mut()
             .find(|ws| ws.id == id)
             .expect("known workspace")
+    }
+
+    fn workspace_open(&self, id: &str) -> bool {
+        self.workspaces.iter().any(|ws| ws.id == id && !ws.closed)
     }
 }

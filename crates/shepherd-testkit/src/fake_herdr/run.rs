@@ -1,32 +1,41 @@
-//! Processes the fake runs on a pane's behalf: a line typed with Enter runs as `sh -c <line>`
-//! (when [`super::FakeOptions::run_typed`] is on) with the pane's creation environment, the
-//! `HERDR_*` variables a real pane has and the pane's cwd, its output becoming the pane's
-//! screen — so the real `shepherd supervise` can run in a fake pane. A "slow shell start"
-//! holds the terminal with a blocked `cat` until the test releases it. Closing a pane hangs up
-//! on them as a closing terminal would.
+//! Processes the fake runs on a pane's behalf, when [`super::FakeOptions::run_processes`] is
+//! on: a `layout.apply` pane's program runs for real as the leader of a session of its own
+//! (like a terminal's process), with the pane's creation environment, the `HERDR_*` variables a
+//! real pane has and the pane's cwd; a line typed with Enter into a shell pane runs as
+//! `sh -c <line>`. Their output becomes the pane's screen; a program that ends ends its pane.
+//!
+//! `pane.close` does what Herdr does: HUP, then TERM, then KILL to every process of the pane's
+//! session, waiting up to 250 ms after each for all of them — a zombie counts as alive — and
+//! answering only then, while holding every other request.
+//!
+//! A shell slow to read its rc file ([`super::FakeOptions::slow_shell_rc`]) is modelled the
+//! way Herdr shows it: the shell owns its terminal at once, but a line typed during the rc
+//! file's run is read by the rc file (`rc-file read: [<line>]`) and never runs.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 use super::Shared;
 use super::model::FakePane;
-use std::os::unix::process::CommandExt;
+use super::model::Leaving;
 
-/// Runs `line` in `pane_id`, recording its output and exit code in the pane.
-pub(crate) fn run_line(shared: &Arc<Shared>, pane: &mut FakePane, line: &str) {
+/// How long Herdr waits after each signal of a close.
+const CLOSE_STEP: Duration = Duration::from_millis(250);
+
+fn pane_command(shared: &Shared, pane: &FakePane, program: &str) -> Command {
     let cwd = if Path::new(&pane.cwd).is_dir() {
         pane.cwd.as_str()
     } else {
         "/"
     };
-    let mut command = Command::new("sh");
+    let mut command = Command::new(program);
     command
-        .arg("-c")
-        .arg(line)
         .current_dir(cwd)
         .envs(&pane.env)
         .env("HERDR_ENV", "1")
@@ -34,9 +43,62 @@ pub(crate) fn run_line(shared: &Arc<Shared>, pane: &mut FakePane, line: &str) {
         .env("HERDR_TAB_ID", &pane.tab_id)
         .env("HERDR_WORKSPACE_ID", &pane.workspace_id)
         .env("HERDR_SOCKET_PATH", &shared.socket)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Starts a `layout.apply` pane's program as a session leader; its end ends the pane.
+pub(crate) fn start_program(shared: &Arc<Shared>, pane: &mut FakePane) {
+    let Some(argv) = pane.command.clone().filter(|argv| !argv.is_empty()) else {
+        return;
+    };
+    // `setsid` makes the program lead a session of its own and then execs it (same pid).
+    let mut command = pane_command(shared, pane, "setsid");
+    command.args(&argv).stdin(Stdio::piped());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            pane.screen.push_str(&format!("herdr: {err}\n"));
+            return;
+        }
+    };
+    pane.shell_pid = child.id();
+    pane.real_root = true;
+    pane.stdin = child.stdin.take();
+    let id = pane.terminal_id.clone();
+    let pumps = pump_output(shared, &id, &mut child);
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || {
+        let status = child.wait();
+        for pump in pumps {
+            let _done = pump.join();
+        }
+        let mut state = shared.lock();
+        let code = status.ok().and_then(|s| s.code()).unwrap_or(-1);
+        let pane_id = state
+            .panes()
+            .iter()
+            .find(|p| p.terminal_id == id && !p.closed && !p.closing)
+            .map(|p| p.id.clone());
+        if let Some(pane_id) = pane_id {
+            if let Some(pane) = state.pane_mut(&pane_id) {
+                pane.exit_codes.push(code);
+            }
+            state.remove_pane(&pane_id, Leaving::Exited);
+        }
+        drop(state);
+        shared.changed.notify_all();
+    });
+}
+
+/// Runs a line typed into a shell pane, recording its output and exit code in the pane.
+pub(crate) fn run_line(shared: &Arc<Shared>, pane: &mut FakePane, line: &str) {
+    let mut command = pane_command(shared, pane, "sh");
+    command
+        .arg("-c")
+        .arg(line)
+        .stdin(Stdio::null())
         // A shell runs a job in a process group of its own, which owns the terminal.
         .process_group(0);
     let mut child = match command.spawn() {
@@ -48,8 +110,38 @@ pub(crate) fn run_line(shared: &Arc<Shared>, pane: &mut FakePane, line: &str) {
     };
     let pid = child.id();
     pane.running = Some(pid);
-    let id = pane.id.clone();
-    let pumps: Vec<_> = [
+    let id = pane.terminal_id.clone();
+    let pumps = pump_output(shared, &id, &mut child);
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || {
+        let status = child.wait();
+        for pump in pumps {
+            let _done = pump.join();
+        }
+        let mut state = shared.lock();
+        let pane = state
+            .panes()
+            .iter()
+            .find(|p| p.terminal_id == id)
+            .map(|p| p.id.clone());
+        if let Some(pane) = pane.and_then(|id| state.pane_any_mut(&id)) {
+            if pane.running == Some(pid) {
+                pane.running = None;
+            }
+            pane.exit_codes
+                .push(status.ok().and_then(|s| s.code()).unwrap_or(-1));
+        }
+        drop(state);
+        shared.changed.notify_all();
+    });
+}
+
+fn pump_output(
+    shared: &Arc<Shared>,
+    terminal: &str,
+    child: &mut std::process::Child,
+) -> Vec<std::thread::JoinHandle<()>> {
+    [
         child
             .stdout
             .take()
@@ -63,98 +155,125 @@ pub(crate) fn run_line(shared: &Arc<Shared>, pane: &mut FakePane, line: &str) {
     .flatten()
     .map(|from| {
         let shared = Arc::clone(shared);
-        let id = id.clone();
-        std::thread::spawn(move || pump(&shared, &id, from))
+        let terminal = terminal.to_owned();
+        std::thread::spawn(move || pump(&shared, &terminal, from))
     })
-    .collect();
-    let shared = Arc::clone(shared);
-    std::thread::spawn(move || {
-        let status = child.wait();
-        for pump in pumps {
-            let _done = pump.join();
-        }
-        let mut state = shared.lock();
-        if let Some(pane) = state.pane_any_mut(&id) {
-            if pane.running == Some(pid) {
-                pane.running = None;
-            }
-            let code = status.ok().and_then(|s| s.code()).unwrap_or(-1);
-            pane.exit_codes.push(code);
-        }
-        drop(state);
-        shared.changed.notify_all();
-    });
+    .collect()
 }
 
-fn pump(shared: &Shared, pane_id: &str, mut from: Box<dyn Read + Send>) {
+fn pump(shared: &Shared, terminal: &str, mut from: Box<dyn Read + Send>) {
     let mut buf = [0_u8; 4096];
     while let Ok(read) = from.read(&mut buf) {
         if read == 0 {
             break;
         }
         let text = String::from_utf8_lossy(&buf[..read]).into_owned();
-        if let Some(pane) = shared.lock().pane_any_mut(pane_id) {
+        let mut state = shared.lock();
+        let id = state
+            .panes()
+            .iter()
+            .find(|p| p.terminal_id == terminal)
+            .map(|p| p.id.clone());
+        if let Some(pane) = id.and_then(|id| state.pane_any_mut(&id)) {
             pane.screen.push_str(&text);
         }
+        drop(state);
         shared.changed.notify_all();
     }
 }
 
-/// Makes a blocked `cat` hold the pane's terminal until [`release_holder`].
-pub(crate) fn start_holder(shared: &Arc<Shared>, pane: &mut FakePane) {
-    let spawned = Command::new("cat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = spawned else {
-        return;
+/// The session a process belongs to and its process group (fields 6 and 5 of its stat).
+fn session_and_group(pid: u32) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(2);
+    let group = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some((session, group))
+}
+
+/// Every process (zombies included) of session `leader`.
+fn session_members(leader: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
     };
-    let pid = child.id();
-    pane.startup = Some((pid, child.stdin.take()));
-    let shared = Arc::clone(shared);
-    let id = pane.id.clone();
-    std::thread::spawn(move || {
-        let _status = child.wait();
-        if let Some(pane) = shared.lock().pane_any_mut(&id)
-            && pane
-                .startup
-                .as_ref()
-                .is_some_and(|(holder, _)| *holder == pid)
-        {
-            pane.startup = None;
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| session_and_group(*pid).is_some_and(|(session, _)| session == leader))
+        .collect()
+}
+
+/// Who holds a real session's terminal. The fake has no terminal, so it says what one would
+/// show: a process group of the session other than its leader's (made by job control, or by a
+/// supervisor that puts its sheep in a group of its own) holds it, with its leader's argv;
+/// with none, the leader does.
+pub(crate) fn foreground_of(leader: u32) -> Option<(u32, Vec<String>)> {
+    let group = session_members(leader)
+        .into_iter()
+        .filter(|pid| !is_zombie(*pid))
+        .filter_map(|pid| session_and_group(pid).map(|(_, group)| group))
+        .filter(|group| *group != leader)
+        .min()?;
+    let cmdline = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();
+    let argv = cmdline
+        .split(|byte| *byte == 0)
+        .filter(|word| !word.is_empty())
+        .map(|word| String::from_utf8_lossy(word).into_owned())
+        .collect();
+    Some((group, argv))
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
+}
+
+/// Closes a pane's processes as Herdr does (see the module docs). Called without the state
+/// lock; returns when they are gone or the last wait ran out.
+pub(crate) fn close_session(root: Option<u32>, job: Option<u32>) {
+    let pids = || {
+        let mut pids = root.map(session_members).unwrap_or_default();
+        pids.extend(job);
+        pids.retain(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        pids
+    };
+    for signal in [Signal::HUP, Signal::TERM, Signal::KILL] {
+        let targets = pids();
+        if targets.is_empty() {
+            return;
         }
-        shared.changed.notify_all();
-    });
-}
-
-/// Lets the holder end: its stdin closes, `cat` exits, the shell owns the terminal.
-pub(crate) fn release_holder(pane: &mut FakePane) {
-    if let Some((_, stdin)) = &mut pane.startup {
-        stdin.take();
-    }
-}
-
-/// What a closing terminal does: SIGHUP to the foreground job's group; the start-up holder
-/// is simply ended.
-pub(crate) fn hang_up(pane: &mut FakePane) {
-    if let Some(pid) = pane.running.and_then(to_pid) {
-        let _gone = kill_process_group(pid, Signal::HUP);
-    }
-    if let Some((holder, stdin)) = &mut pane.startup {
-        stdin.take();
-        if let Some(pid) = to_pid(*holder) {
-            let _gone = kill_process(pid, Signal::KILL);
+        for pid in &targets {
+            if let Some(pid) = to_pid(*pid) {
+                let _gone = kill_process(pid, signal);
+            }
+        }
+        // A typed job leads a process group of its own: all of it hears the signal.
+        if let Some(group) = job.and_then(to_pid) {
+            let _gone = kill_process_group(group, signal);
+        }
+        let until = Instant::now() + CLOSE_STEP;
+        while !pids().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
 
-/// Ends whatever still runs (the fake is going away).
-pub(crate) fn kill_all(pane: &mut FakePane) {
+/// Ends everything a pane runs at once (the pane is being dropped without a close).
+pub(crate) fn end_everything(pane: &mut FakePane) {
     if let Some(pid) = pane.running.and_then(to_pid) {
         let _gone = kill_process_group(pid, Signal::KILL);
     }
-    hang_up(pane);
+    if pane.real_root {
+        for pid in session_members(pane.shell_pid) {
+            if let Some(pid) = to_pid(pid) {
+                let _gone = kill_process(pid, Signal::KILL);
+            }
+        }
+    }
+    pane.stdin = None;
 }
 
 fn to_pid(pid: u32) -> Option<Pid> {

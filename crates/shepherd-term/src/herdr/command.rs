@@ -1,0 +1,54 @@
+//! The program a sheep's Herdr pane runs: Shepherd's supervisor, started by Herdr as the
+//! pane's own process (a `layout.apply` leaf with an argv), so nothing is ever typed into a
+//! shell. Typing raced the shell's start-up: Herdr reports the shell as owning its terminal
+//! before `~/.bashrc` has run, so an rc file that reads stdin ate the line and a slow one
+//! showed it twice. Secrets never appear here: they travel in the pane's environment.
+//!
+//! A pane closes when its program ends (Herdr has no remain-on-exit on Linux). With
+//! keep-open, a small `sh` runs the supervisor as a foreground job (`set -m`, so the shell
+//! takes the terminal back from the sheep afterwards) and then becomes the user's shell, so
+//! the pane stays readable and usable until it is closed.
+
+use crate::LaunchSpec;
+
+/// The keep-open wrapper: the supervisor, then the user's shell in the same pane.
+const KEEP_OPEN_SCRIPT: &str = r#"set -m; "$@"; exec "${SHELL:-/bin/sh}""#;
+
+/// The pane's argv: `<shepherd> supervise --grace-ms <ms> … -- <program>…`, wrapped when the
+/// pane is to outlive the sheep.
+pub(crate) fn pane_argv(spec: &LaunchSpec, shepherd_exe: &str) -> Vec<String> {
+    let mut argv = Vec::new();
+    if spec.keep_open {
+        argv.extend(["/bin/sh", "-c", KEEP_OPEN_SCRIPT, "shepherd-sheep"].map(str::to_owned));
+    }
+    argv.push(shepherd_exe.to_owned());
+    argv.extend(spec.supervisor_args(&[]));
+    argv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keep_open_wrapper_runs_its_arguments_verbatim_then_the_shell() {
+        let word = r#"it's a "test" $HOME `x` \n"#;
+        let output = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                KEEP_OPEN_SCRIPT,
+                "shepherd-sheep",
+                "printf",
+                "%s|",
+                word,
+            ])
+            .env("SHELL", "/bin/true")
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        assert_eq!(
+            String::from_utf8(output.stdout).unwrap(),
+            format!("{word}|")
+        );
+    }
+}
