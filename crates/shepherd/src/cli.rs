@@ -40,7 +40,7 @@ pub(crate) enum Command {
     Message(commands::parent::MessageArgs),
     /// Wait for tasks to settle and print what settled.
     Watch(commands::parent::WatchArgs),
-    /// Show a sheep's state and task, or every sheep's.
+    /// Show a sheep's state and task, or every sheep's (inside a sheep: its own).
     Status(commands::parent::StatusArgs),
     /// Close a sheep (its open task is cancelled).
     Close(commands::parent::CloseArgs),

@@ -314,3 +314,29 @@ fn a_connection_that_never_says_hello_is_closed() {
     line.clear();
     assert_eq!(reader.read_line(&mut line).unwrap(), 0, "closed");
 }
+
+#[test]
+fn a_full_inbox_refuses_new_items_instead_of_dropping_any() {
+    let world = World::new();
+    world.define("deaf", &["sleep".into(), "120".into()]);
+    let agent = world.spawn("deaf", "");
+    let mut raw = Raw::open(&world);
+    raw.hello("parent", None, None);
+    for n in 0..1000 {
+        let answer = raw.call(
+            "message",
+            json!({ "target": agent, "message": format!("m{n}") }),
+        );
+        assert!(answer["result"].is_object(), "message {n}: {answer}");
+    }
+    let before = snapshot(&world);
+    let refused = raw.call(
+        "message",
+        json!({ "target": agent, "message": "one too many" }),
+    );
+    assert_eq!(error_code(&refused), "inbox_full", "{refused}");
+    let (_, code, message) = world.error(&["delegate", &agent, "a task"]);
+    assert_eq!(code, "inbox_full");
+    assert!(message.contains("1000"), "{message}");
+    assert_eq!(snapshot(&world), before, "nothing was dropped or added");
+}

@@ -406,6 +406,27 @@ pub(crate) fn status(
     let params = StatusParams {
         id: args.agent_id.clone(),
     };
+    // Inside a sheep, plain `status` is the sheep's own, asked of its herd's broker as the
+    // sheep: it starts no herd of its own and rides out a broker restart like every
+    // sheep-side command.
+    if args.herd.parent_session.is_none()
+        && args.herd.project.is_none()
+        && let Ok(cap) = super::connect::SheepCapability::from_env()
+    {
+        let params = json!(params);
+        let value = runtime()?.block_on(async {
+            let deadline = deadline_after(Duration::ZERO)?;
+            Ok::<_, CliError>(
+                super::connect::sheep(&cap, shepherd_core::protocol::Role::Sheep)
+                    .request(method::STATUS, params, deadline)
+                    .await?,
+            )
+        })?;
+        let status: SheepStatus = serde_json::from_value(value.clone())
+            .map_err(|e| CliError::new("protocol", e.to_string()))?;
+        printer.emit(&value, || status_line(&status));
+        return Ok(ExitCode::SUCCESS);
+    }
     let value: Value = if args.agent_id.is_some() {
         call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
     } else {

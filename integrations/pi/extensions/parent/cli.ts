@@ -44,7 +44,13 @@ export interface RunOptions {
 	signal?: AbortSignal;
 	/** Extra environment. */
 	env?: Record<string, string>;
+	/** How long the command may take before it is ended (ms; default 60 s). */
+	timeoutMs?: number;
 }
+
+/** The default deadline of a `shepherd` command run from pi: every command it runs answers in
+ * well under this (each waits for its broker at most `SHEPHERD_BROKER_TIMEOUT`, 15 s). */
+const DEFAULT_TIMEOUT_MS = 60_000;
 
 /** Runs `shepherd <args> --json` and returns its JSON document; throws a `ShepherdError`. */
 export function runShepherd<T = any>(args: string[], options: RunOptions): Promise<T> {
@@ -71,12 +77,33 @@ export function runShepherd<T = any>(args: string[], options: RunOptions): Promi
 		child.stdin.end(options.input ?? "");
 		const onAbort = () => child.kill("SIGINT");
 		options.signal?.addEventListener("abort", onAbort, { once: true });
+		// Every wait has a deadline: a command that does not end in time is ended (SIGTERM,
+		// then SIGKILL), and the call fails saying so.
+		let timedOut = false;
+		const limit = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+		const timer = setTimeout(() => {
+			timedOut = true;
+			child.kill("SIGTERM");
+			setTimeout(() => child.kill("SIGKILL"), 2_000).unref();
+		}, limit);
+		timer.unref();
 		child.on("error", (error: NodeJS.ErrnoException) => {
 			options.signal?.removeEventListener("abort", onAbort);
+			clearTimeout(timer);
 			reject(spawnFailure(binary, error));
 		});
 		child.on("close", (code: number | null, signal: string | null) => {
 			options.signal?.removeEventListener("abort", onAbort);
+			clearTimeout(timer);
+			if (timedOut) {
+				reject(
+					new ShepherdError(
+						"shepherd_timeout",
+						`\`shepherd ${args.join(" ")}\` did not finish within ${Math.round(limit / 1000)} s and was ended`,
+					),
+				);
+				return;
+			}
 			const doc = lastJson(stdout);
 			// A document without `error` is the answer, whatever the exit status (`shepherd run`
 			// exits with the first failed task's return code and still reports every task).

@@ -255,11 +255,14 @@ async fn reconnect(
 ) {
     match broker
         .link
-        .reach(Instant::now() + Duration::from_secs(1))
+        // A short attempt: when nothing answers, starting the broker is what helps.
+        .reach(Instant::now() + Duration::from_millis(250))
         .await
     {
         Ok(_) => {
             broker.connected = true;
+            // The next outage may start the broker again at once.
+            broker.last_revival = None;
             if exited {
                 // The exit report goes out at the top of the loop.
                 broker.orphaned_since = None;
