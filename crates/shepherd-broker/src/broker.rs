@@ -48,8 +48,9 @@ pub struct BrokerConfig {
     pub adoption_grace: std::time::Duration,
     /// How long a supervisor keeps its sheep alive while no broker answers.
     pub orphan_grace: std::time::Duration,
-    /// The command that runs pi (`pi`, or a pinned install), for pi sheep.
-    pub pi_command: Vec<String>,
+    /// The command that runs pi for pi sheep when the user pinned one (`SHEPHERD_PI`); else a
+    /// sheep runs its parent's own pi, or `pi` from PATH.
+    pub pi_command: Option<Vec<String>>,
     /// How long a new connection has to say `hello`.
     pub hello_deadline: std::time::Duration,
 }
@@ -145,6 +146,17 @@ impl Broker {
     pub(crate) fn settings(&self) -> EffectiveSettings {
         shepherd_config::load_settings(&self.config.dirs, &self.config.address.project_root)
             .settings
+    }
+
+    /// Whether this herd writes fieldnotes: the setting as it was when the herd first needed
+    /// it, fixed from then on.
+    pub(crate) async fn fieldnotes_on(self: &Arc<Self>) -> BrokerResult<bool> {
+        if let Some(on) = self.read(|herd| herd.fieldnotes) {
+            return Ok(on);
+        }
+        let setting = self.settings().fieldnotes;
+        self.commit_durable(|tx| Ok(shepherd_core::herd::fix_fieldnotes(tx, setting)))
+            .await
     }
 
     /// The herd rules' view of the settings.

@@ -22,8 +22,20 @@ const TERMINATE_GRACE: Duration = Duration::from_secs(3);
 /// The whole budget for confirming that a closed sheep is gone.
 const CLOSE_BUDGET: Duration = Duration::from_secs(10);
 
-/// Runs `close`.
+/// Runs `close`. Closing a sheep that is closed already is a no-op that says so, on every
+/// backend.
 pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerResult<CloseResult> {
+    let closed = broker.read(|herd| {
+        herd.sheep_by_text(&params.id)
+            .map(|s| (s.phase == Phase::Closed).then(|| (s.id.clone(), s.display_name())))
+    })?;
+    if let Some((agent_id, display_name)) = closed {
+        return Ok(CloseResult {
+            agent_id,
+            display_name,
+            cancelled: None,
+        });
+    }
     let last_task = broker.read(|herd| {
         let id = herd.sheep_by_text(&params.id).ok()?.id.clone();
         herd.tasks

@@ -73,7 +73,9 @@ pub(crate) async fn delegate(
         Err(_) => (None, None),
     };
     let handover = Handover {
-        fieldnotes: settings.fieldnotes || params.session_name.is_some() || params.note.is_some(),
+        fieldnotes: broker.fieldnotes_on().await?
+            || params.session_name.is_some()
+            || params.note.is_some(),
         session_name: params.session_name.clone(),
         planned_note: params.note.clone(),
         group: params.group.clone(),

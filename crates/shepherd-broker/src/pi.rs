@@ -95,7 +95,14 @@ pub(crate) fn launch(
     shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600)).map_err(
         |err| BrokerError::new("io", format!("writing the sheep's system prompt: {err}")),
     )?;
-    let mut argv = broker.config.pi_command.clone();
+    // The user's pinned pi, else the parent's own (so a user of npx or a second install gets
+    // the same pi for sheep), else `pi` from PATH.
+    let mut argv = broker
+        .config
+        .pi_command
+        .clone()
+        .or_else(|| params.pi_command.clone().filter(|c| !c.is_empty()))
+        .unwrap_or_else(|| vec!["pi".to_owned()]);
     argv.extend([
         "--session".into(),
         path(&session),
@@ -205,19 +212,25 @@ pub(crate) async fn record_output(
     let Some((task_id, cursor, is_pi)) = target else {
         return Ok(());
     };
-    let telemetry = if is_pi {
+    let read = if is_pi {
         let session = session_file(broker, id);
         tokio::task::spawn_blocking(move || Telemetry::from_session(&session, cursor).ok())
             .await
             .ok()
             .flatten()
-            .map_or(Value::Null, |t| t.to_metadata())
     } else {
-        Value::Null
+        None
     };
+    // A pi sheep's final words are those of the task's own turns, read from its session: the
+    // run may have gone on answering a message that arrived after the task settled.
+    let text = read
+        .as_ref()
+        .and_then(|t| t.final_text().map(str::to_owned))
+        .or(text)
+        .unwrap_or_default();
     let output = TaskOutput {
-        text: text.unwrap_or_default(),
-        telemetry,
+        text,
+        telemetry: read.map_or(Value::Null, |t| t.to_metadata()),
     };
     let committed = broker.commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
     broker.durable(committed.pos).await?;

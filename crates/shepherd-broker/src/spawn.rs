@@ -95,7 +95,7 @@ pub(crate) async fn spawn(
     let backend = broker.backend(kind)?;
     broker.read(|herd| herd.check_unique_display_name(&def.name, &label))?;
 
-    let fieldnote = fieldnote_session(broker, &params, settings.fieldnotes).await?;
+    let fieldnote = fieldnote_session(broker, &params, broker.fieldnotes_on().await?).await?;
 
     let id = AgentId::mint(
         &broker.config.address.namespace,
@@ -289,7 +289,7 @@ async fn follow(
             shepherd_core::herd::Phase::Starting => {}
             shepherd_core::herd::Phase::Ready => {
                 let fieldnote =
-                    fieldnote_session(broker, params, broker.settings().fieldnotes).await?;
+                    fieldnote_session(broker, params, broker.fieldnotes_on().await?).await?;
                 return Ok(SpawnResult {
                     agent_id: sheep.id.clone(),
                     agent: sheep.agent.clone(),
@@ -422,7 +422,11 @@ fn never_launched(broker: &Arc<Broker>, id: &AgentId, reason: String) {
         reason: Some(reason),
         ..ExitInfo::default()
     };
-    broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, id, exit));
+    // Nothing of it runs: it is done with at once, not left listed until a prune.
+    broker.commit(|tx| {
+        shepherd_core::herd::failed_to_start(tx, id, exit);
+        shepherd_core::herd::closed(tx, id);
+    });
 }
 
 fn forget_ready_waiter(broker: &Broker, id: &AgentId) {
@@ -453,7 +457,11 @@ async fn abandon_launch(
         )
     })
     .await;
-    broker.commit(|tx| shepherd_core::herd::failed_to_start(tx, id, exit));
+    // Its processes and pane are ended: it is done with at once, not left listed until a prune.
+    broker.commit(|tx| {
+        shepherd_core::herd::failed_to_start(tx, id, exit);
+        shepherd_core::herd::closed(tx, id);
+    });
 }
 
 /// A session named by the caller, accepted only as `.shepherd/sessions/<directory>`.

@@ -1,9 +1,15 @@
 //! What a pi sheep's run cost, read from its session file: model, turns, tool calls, tokens
 //! (input, output, cache) and cost, and how long it took.
 //!
-//! pi appends one JSON entry per line and only ever appends, so a task's share is everything
-//! after the byte offset recorded when the task started. The file is read only once the sheep's
-//! run has settled (or its process ended): nothing reads a session while it can still be written.
+//! pi appends one JSON entry per line and only ever appends, so a task's share starts at the
+//! byte offset recorded when the task started. It ends where the task's own turns end: at the
+//! first message that arrives after the sheep called `shepherd_done` — a message the parent sent the
+//! moment the completion reached it runs in the same pi run, and neither its answer nor its
+//! cost belongs to the task. The task's final words are the last assistant text within that
+//! span, and its run time runs from its first message to its last entry (pi writes its header
+//! when the session starts, which may be long before the first task). The file is read only once
+//! the sheep's run has settled (or its process ended): nothing reads a session while it can
+//! still be written.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -23,6 +29,8 @@ pub(crate) struct Telemetry {
     cost: f64,
     first: Option<jiff::Timestamp>,
     last: Option<jiff::Timestamp>,
+    /// The last assistant text of the task's own turns.
+    final_text: Option<String>,
 }
 
 impl Telemetry {
@@ -33,18 +41,41 @@ impl Telemetry {
         let mut text = String::new();
         file.read_to_string(&mut text)?;
         let mut telemetry = Self::default();
+        let mut done_called = false;
         for line in text.lines() {
-            if let Ok(entry) = serde_json::from_str::<Value>(line) {
-                telemetry.add(&entry);
+            let Ok(entry) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let message = &entry["message"];
+            let arrived = (entry["type"] == "message" && message["role"] == "user")
+                || entry["type"] == "custom_message";
+            if arrived && done_called {
+                // Whatever arrives after the task was settled (a user message, or a message
+                // pi keeps as a custom entry) is not the task's.
+                break;
+            }
+            telemetry.add(&entry);
+            if entry["type"] == "message" && message["role"] == "assistant" {
+                done_called |= message["content"].as_array().is_some_and(|parts| {
+                    parts
+                        .iter()
+                        .any(|p| p["type"] == "toolCall" && p["name"] == "shepherd_done")
+                });
             }
         }
         Ok(telemetry)
     }
 
+    /// The last assistant text of the task's own turns, when it had any.
+    pub(crate) fn final_text(&self) -> Option<&str> {
+        self.final_text.as_deref()
+    }
+
     fn add(&mut self, entry: &Value) {
-        if let Some(at) = entry["timestamp"]
-            .as_str()
-            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        if entry["type"] == "message"
+            && let Some(at) = entry["timestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         {
             self.first = Some(self.first.map_or(at, |first| first.min(at)));
             self.last = Some(self.last.map_or(at, |last| last.max(at)));
@@ -70,6 +101,14 @@ impl Telemetry {
                     .map(Vec::as_slice)
                     .unwrap_or_default();
                 self.tool_calls += parts.iter().filter(|p| p["type"] == "toolCall").count() as u64;
+                let text: Vec<&str> = parts
+                    .iter()
+                    .filter(|p| p["type"] == "text")
+                    .filter_map(|p| p["text"].as_str())
+                    .collect();
+                if !text.is_empty() {
+                    self.final_text = Some(text.join("\n"));
+                }
                 let usage = &message["usage"];
                 let count = |key: &str| usage[key].as_u64().unwrap_or(0);
                 self.input += count("input");
@@ -118,6 +157,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_message_after_done_and_its_answer_are_not_the_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let lines = [
+            r#"{"type":"session","timestamp":"2026-01-01T00:00:00Z"}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:15Z","message":{"role":"user","content":[{"type":"text","text":"the task"}]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:16Z","message":{"role":"assistant","usage":{"input":10},"content":[{"type":"toolCall","name":"bash"}]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:17Z","message":{"role":"toolResult","content":[]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:18Z","message":{"role":"assistant","usage":{"input":10},"content":[{"type":"toolCall","name":"shepherd_done"}]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:19Z","message":{"role":"toolResult","content":[]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:20Z","message":{"role":"assistant","usage":{"input":10},"content":[{"type":"text","text":"Done: wrote the file."}]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:21Z","message":{"role":"user","content":[{"type":"text","text":"[Shepherd message] ping"}]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:22Z","message":{"role":"assistant","usage":{"input":99},"content":[{"type":"toolCall","name":"shepherd_message"}]}}"#,
+            r#"{"type":"message","timestamp":"2026-01-01T00:00:23Z","message":{"role":"assistant","usage":{"input":99},"content":[{"type":"text","text":"Replied pong."}]}}"#,
+        ];
+        std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
+        let telemetry = Telemetry::from_session(&path, 0).unwrap();
+        assert_eq!(telemetry.final_text(), Some("Done: wrote the file."));
+        let metadata = telemetry.to_metadata();
+        assert_eq!(metadata["turns"], 3);
+        assert_eq!(metadata["toolCalls"], 2);
+        assert_eq!(metadata["tokensIn"], 30);
+        // From the task's first message, not from when pi started the session.
+        assert_eq!(metadata["runMs"], 5000);
+    }
+
+    #[test]
     fn sums_the_span_after_the_cursor() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
@@ -136,7 +202,7 @@ mod tests {
             .to_metadata();
         assert_eq!(
             metadata,
-            json!({"model":"fake/m1","turns":2,"toolCalls":1,"tokensIn":30,"tokensOut":12,"tokensCacheRead":3,"tokensCacheWrite":1,"cost":0.25,"runMs":4000})
+            json!({"model":"fake/m1","turns":2,"toolCalls":1,"tokensIn":30,"tokensOut":12,"tokensCacheRead":3,"tokensCacheWrite":1,"cost":0.25,"runMs":3000})
         );
     }
 }

@@ -51,7 +51,7 @@ async fn clocked() -> Clocked {
         startup_limit: Duration::from_secs(30),
         adoption_grace: Duration::from_secs(10),
         orphan_grace: Duration::from_secs(60),
-        pi_command: vec!["pi".into()],
+        pi_command: None,
         hello_deadline: Duration::from_secs(10),
     };
     let clock = ManualClock::new(1_800_000_000_000);

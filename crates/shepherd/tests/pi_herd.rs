@@ -370,6 +370,58 @@ fn forgotten_done(pi: &PiBinary, backend: Backend) {
     s.assert_no_mismatches();
 }
 
+/// h. A message the parent sends the moment a task completes (the completion is pushed at
+/// `shepherd_done`, before the sheep writes its final words) runs in the sheep's same pi run;
+/// the task's note still records the task's own final words and telemetry, not the answer to
+/// that message.
+fn message_at_completion(pi: &PiBinary, backend: Backend) {
+    let mut s = Shepherd::start(pi, backend, &Options::default());
+    let worker = s.spawn("worker", "writer");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call("bash", json!({"command": "echo written > child-out.txt"})),
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "wrote child-out.txt"}),
+            ),
+            Step::text("Done: wrote child-out.txt.").held_until("words"),
+            // The turns that answer the parent's message, in the same run.
+            Step::tool_call(
+                "shepherd_message",
+                json!({"target": "shepherd", "message": "pong"}),
+            ),
+            Step::text("Replied pong."),
+        ],
+    );
+    let delegated = s.delegate(&worker, "Write child-out.txt.", None);
+    // The parent's model is woken by the pong; it only acknowledges it.
+    s.parent_says([Step::text("Noted.")]);
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    let note = s.project().join(delegated["note"].as_str().unwrap());
+    let settled = s.shepherd(&["watch", &task, "--wait", "60"]);
+    assert_eq!(settled["settled"][0]["status"], "completed", "{settled}");
+    // The worst moment: the sheep has settled its task and not written its last words yet.
+    s.shepherd(&["message", &worker, "ping"]);
+    s.fake.release("words");
+    // Close waits for the sheep's run to settle before it ends the sheep.
+    s.shepherd(&["close", &worker]);
+    let text = read(&note);
+    assert!(text.contains("Done: wrote child-out.txt."), "{text}");
+    assert!(
+        !text.contains("Replied pong."),
+        "the note took the message's answer: {text}"
+    );
+    assert!(
+        text.contains("turns: 3"),
+        "the task's own three turns: {text}"
+    );
+    assert!(
+        text.contains("toolCalls: 2"),
+        "the task's own two tool calls: {text}"
+    );
+}
+
 macro_rules! on_both_backends {
     ($($scenario:ident => $headless:ident, $tmux:ident;)+) => {
         $(
@@ -394,4 +446,5 @@ on_both_backends! {
     crash => e_crash_headless, e_crash_tmux;
     forgotten_done => f_forgotten_done_headless, f_forgotten_done_tmux;
     provider_error => g_provider_error_headless, g_provider_error_tmux;
+    message_at_completion => h_message_at_completion_headless, h_message_at_completion_tmux;
 }

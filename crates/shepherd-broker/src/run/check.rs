@@ -136,8 +136,10 @@ pub(crate) fn check(
         parent_model: params.parent_model.clone(),
         parent_thinking: params.parent_thinking.clone(),
         caller: params.caller.clone().unwrap_or_default(),
+        pi_command: params.pi_command.clone(),
         keep_pane: settings.keep_open,
         max_concurrency: settings.max_concurrency.max(1) as usize,
+        fieldnotes: true,
     })
 }
 

@@ -117,6 +117,16 @@ pub(crate) async fn plan_notes(
     run_id: &str,
     spec: &RunSpec,
 ) -> BrokerResult<PlanResult> {
+    if !spec.fieldnotes {
+        let plan = PlanResult::default();
+        broker
+            .commit_durable(|tx| {
+                shepherd_core::herd::plan_run(tx, run_id, to_value(&plan));
+                Ok(())
+            })
+            .await?;
+        return Ok(plan);
+    }
     let fieldnotes = broker.fieldnotes();
     let group = run_id.to_owned();
     let found = tokio::task::spawn_blocking(move || fieldnotes.find_plan(&group))

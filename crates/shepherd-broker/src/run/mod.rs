@@ -58,10 +58,12 @@ pub(crate) async fn submit(
     let root = broker.config.address.project_root.clone();
     let dirs = broker.config.dirs.clone();
     let resolve_settings = settings.clone();
-    let spec = check::check(&params, &settings, &dirs.home, &root, |name| {
+    let mut spec = check::check(&params, &settings, &dirs.home, &root, |name| {
         shepherd_config::resolve_agent(&dirs, &root, &resolve_settings, name)
             .map_err(|err| BrokerError::new(err.code(), err.to_string()))
     })?;
+    // With fieldnotes off the run writes no notes, unless it names a session to write them in.
+    spec.fieldnotes = params.session_name.is_some() || broker.fieldnotes_on().await?;
     let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let run = Run {
         id: run_id.clone(),

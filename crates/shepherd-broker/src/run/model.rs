@@ -42,8 +42,17 @@ pub(crate) struct RunSpec {
     pub(crate) parent_thinking: Option<String>,
     #[serde(default)]
     pub(crate) caller: CallerContext,
+    #[serde(default)]
+    pub(crate) pi_command: Option<Vec<String>>,
     pub(crate) keep_pane: bool,
     pub(crate) max_concurrency: usize,
+    /// Whether the run writes notes (the herd's fieldnotes setting, or a session named).
+    #[serde(default = "yes")]
+    pub(crate) fieldnotes: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One checked task.

@@ -29,9 +29,10 @@ const EXIT_CANCELLED: u8 = 130;
 struct RunDocument<'a> {
     run_id: &'a str,
     mode: &'static str,
-    session_name: &'a str,
-    session_path: &'a str,
-    session_relative_path: &'a str,
+    /// The fieldnotes session (absent when the run wrote no notes).
+    session_name: Option<&'a str>,
+    session_path: Option<&'a str>,
+    session_relative_path: Option<&'a str>,
     resumed: bool,
     results: Vec<ResultDocument<'a>>,
     /// Tasks that completed, and all tasks.
@@ -65,8 +66,8 @@ struct ResultDocument<'a> {
     return_code: Option<i32>,
     text: String,
     error: Option<&'a str>,
-    note: &'a str,
-    note_relative: &'a str,
+    note: Option<&'a str>,
+    note_relative: Option<&'a str>,
     full_output: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     worktree: Option<&'a WorktreeReport>,
@@ -132,9 +133,10 @@ pub(crate) fn build(run: &Finished<'_>) -> Value {
     let doc = RunDocument {
         run_id: run.run_id,
         mode: run.spec.mode.as_str(),
-        session_name: &run.plan.session_name,
-        session_path: &run.plan.session_path,
-        session_relative_path: &run.plan.session_relative_path,
+        session_name: Some(run.plan.session_name.as_str()).filter(|s| !s.is_empty()),
+        session_path: Some(run.plan.session_path.as_str()).filter(|s| !s.is_empty()),
+        session_relative_path: Some(run.plan.session_relative_path.as_str())
+            .filter(|s| !s.is_empty()),
         resumed: run.plan.resumed,
         results: run
             .outcomes
@@ -149,12 +151,8 @@ pub(crate) fn build(run: &Finished<'_>) -> Value {
                 return_code: outcome.return_code,
                 text: shown.text.clone(),
                 error: outcome.error.as_deref(),
-                note: run.plan.notes.get(index).map_or("", String::as_str),
-                note_relative: run
-                    .plan
-                    .notes_relative
-                    .get(index)
-                    .map_or("", String::as_str),
+                note: run.plan.notes.get(index).map(String::as_str),
+                note_relative: run.plan.notes_relative.get(index).map(String::as_str),
                 full_output: shown.full_output.as_ref().map(|p| p.display().to_string()),
                 worktree: outcome.worktree.as_ref(),
             })

@@ -136,6 +136,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         caller: Some(run.spec.caller.clone()),
         parent_model: run.spec.parent_model.clone(),
         parent_thinking: run.spec.parent_thinking.clone(),
+        pi_command: run.spec.pi_command.clone(),
         fieldnotes_session: Some(run.plan.session_relative_path.clone()).filter(|s| !s.is_empty()),
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
@@ -164,9 +165,9 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         target: state.agent_id.clone().unwrap_or_default(),
         task: state.task_text.clone().unwrap_or_else(|| spec.task.clone()),
         timeout: Some(run.spec.timeout_minutes),
-        session_name: Some(run.plan.session_name.clone()),
+        session_name: Some(run.plan.session_name.clone()).filter(|_| run.spec.fieldnotes),
         mode: Some(run.spec.mode.as_str().to_owned()),
-        group: Some(run.id.clone()),
+        group: Some(run.id.clone()).filter(|_| run.spec.fieldnotes),
         note: run.plan.notes.get(index).cloned(),
         turn: false,
     };

@@ -173,6 +173,9 @@ impl Herd {
             | Event::RunStepChanged { .. }
             | Event::RunCancelled { .. }
             | Event::RunFinished { .. } => super::run::apply(&mut self.runs, event),
+            Event::FieldnotesFixed { on } => {
+                self.fieldnotes.get_or_insert(*on);
+            }
             Event::NoteAttached { task_id, note } => {
                 if let Some(task) = self.tasks.get_mut(task_id)
                     && task.note.is_none()

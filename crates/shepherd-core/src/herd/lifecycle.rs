@@ -202,13 +202,23 @@ pub fn exited(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
     let closing = sheep.phase == Phase::Closing;
     let display = sheep.display_name();
     let active = sheep.active_task.clone();
+    if closing {
+        // Closed on purpose: that is its own outcome, whatever status or signal the close
+        // ended it with, on every backend.
+        tx.emit(Event::SheepExited {
+            agent_id: agent_id.clone(),
+            exit: ExitInfo {
+                reason: Some("closed".into()),
+                tail: exit.tail,
+                ..ExitInfo::default()
+            },
+        });
+        return;
+    }
     tx.emit(Event::SheepExited {
         agent_id: agent_id.clone(),
         exit: exit.clone(),
     });
-    if closing {
-        return;
-    }
     let mut error = format!("{display} {} before the task completed.", exit.describe());
     if !exit.tail.is_empty() {
         error.push_str("\n--- last output ---\n");
@@ -420,6 +430,16 @@ pub fn start_task(
     });
     tx.enqueue(Participant::Sheep(agent_id), Payload::Envelope { envelope });
     Ok(())
+}
+
+/// Fixes whether the herd writes fieldnotes, the first time it matters; returns the value in
+/// force.
+pub fn fix_fieldnotes(tx: &mut Tx<'_>, setting: bool) -> bool {
+    if let Some(on) = tx.herd().fieldnotes {
+        return on;
+    }
+    tx.emit(Event::FieldnotesFixed { on: setting });
+    setting
 }
 
 /// Gives a task that settled before it was handed over the note reserved for it, so the note

@@ -25,8 +25,8 @@ mod tests;
 pub use error::HerdError;
 pub use lifecycle::{
     DelegateInput, NewSheep, admit, attach_note, begin_close, closed, cursor, delegate, exited,
-    failed_to_start, finalized, launched, output, ready, settle, settle_with_code, start_task,
-    withdraw,
+    failed_to_start, finalized, fix_fieldnotes, launched, output, ready, settle, settle_with_code,
+    start_task, withdraw,
 };
 pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
@@ -84,6 +84,10 @@ pub struct Herd {
     /// Runs, in submission order (finished ones kept for a while).
     #[serde(default)]
     pub runs: IndexMap<String, Run>,
+    /// Whether this herd writes fieldnotes: the `fieldnotes` setting as it was when the herd
+    /// first needed it, fixed for the herd's life (as the original fixes it per session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fieldnotes: Option<bool>,
 }
 
 /// A change in progress: commands validate first, then [`Tx::emit`] each event, which applies it

@@ -667,6 +667,11 @@ pub enum Event {
         /// Its note.
         note: NoteLink,
     },
+    /// The herd's fieldnotes setting was fixed for its life.
+    FieldnotesFixed {
+        /// Whether it writes notes.
+        on: bool,
+    },
     /// A run was accepted.
     RunSubmitted {
         /// The run.

@@ -98,7 +98,12 @@ impl Herd {
             cwd: sheep.cwd.clone(),
             created_at: sheep.created_at,
             task,
-            error: sheep.exit.as_ref().map(super::ExitInfo::describe),
+            // A closed sheep did not fail: closing is its own outcome.
+            error: sheep
+                .exit
+                .as_ref()
+                .filter(|_| sheep.phase != Phase::Closed && sheep.phase != Phase::Closing)
+                .map(super::ExitInfo::describe),
             pid: sheep
                 .launch
                 .get("pid")
@@ -144,12 +149,14 @@ fn process_state(sheep: &Sheep) -> &'static str {
         Phase::Failed => "failed",
         Phase::Closing => "closing",
         Phase::Closed => "closed",
+        // A settled task is what the state says, even while the sheep is still writing its
+        // last words: the parent was just told the task ended.
         Phase::Ready => match (sheep.activity, &sheep.active_task, sheep.last_outcome) {
-            (super::Activity::Working, _, _) => "working",
-            (_, Some(_), _) | (_, None, None) => "idle",
             (_, None, Some(TaskState::Completed)) => "done",
             (_, None, Some(TaskState::Blocked)) => "blocked",
             (_, None, Some(_)) => "failed",
+            (super::Activity::Working, _, _) => "working",
+            (_, Some(_), _) | (_, None, None) => "idle",
         },
     }
 }

@@ -38,6 +38,10 @@ pub struct SpawnParams {
     /// The parent's thinking level, inherited likewise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_thinking: Option<String>,
+    /// The command that runs pi for a pi sheep (the parent's own pi, e.g. `[node, …/cli.js]`),
+    /// so sheep run the same pi as their parent; `SHEPHERD_PI`, when set, wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pi_command: Option<Vec<String>>,
     /// The fieldnotes session this sheep's tasks will go to, project-relative
     /// (`.shepherd/sessions/NNNN-slug`), when the caller already has one (a run's planned,
     /// named session). Without it, spawn resolves the parent's own session.

@@ -53,6 +53,9 @@ pub struct RunSubmitParams {
     /// Where the caller runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,
+    /// The command that runs pi for pi sheep (the parent's own pi); `SHEPHERD_PI` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pi_command: Option<Vec<String>>,
     /// Keep the run going when no client follows it (otherwise it is cancelled once its
     /// client has been gone for a few seconds).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

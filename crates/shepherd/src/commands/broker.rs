@@ -154,12 +154,10 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         adoption_grace: env_duration("SHEPHERD_ADOPTION_GRACE_MS", Duration::from_secs(10)),
         orphan_grace: env_duration("SHEPHERD_ORPHAN_GRACE_MS", Duration::from_secs(60)),
         hello_deadline: env_duration("SHEPHERD_HELLO_DEADLINE_MS", Duration::from_secs(10)),
-        pi_command: vec![
-            std::env::var("SHEPHERD_PI")
-                .ok()
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| "pi".into()),
-        ],
+        pi_command: std::env::var("SHEPHERD_PI")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .map(|p| vec![p]),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

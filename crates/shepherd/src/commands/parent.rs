@@ -118,6 +118,7 @@ pub(crate) fn spawn(
         caller: Some(caller_context()),
         parent_model: None,
         parent_thinking: None,
+        pi_command: None,
         fieldnotes_session: None,
     };
     let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params, spawn_wait())?;

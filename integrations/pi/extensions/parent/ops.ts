@@ -6,7 +6,7 @@
  */
 
 import { runShepherd, ShepherdError } from "./cli.ts";
-import { callerContext, type ParentState } from "./state.ts";
+import { callerContext, piCommand, type ParentState } from "./state.ts";
 
 export interface SpawnRequest {
 	agent: string;
@@ -23,12 +23,6 @@ function parentModel(ctx: any): string | undefined {
 
 /** Spawns a sheep; a project agent that needs approval is confirmed first when there is a UI. */
 export async function spawnSheep(state: ParentState, pi: any, ctx: any, request: SpawnRequest): Promise<any> {
-	let thinking: string | undefined;
-	try {
-		thinking = pi.getThinkingLevel?.();
-	} catch {
-		thinking = undefined;
-	}
 	const params = {
 		agent: request.agent,
 		label: request.label,
@@ -36,8 +30,8 @@ export async function spawnSheep(state: ParentState, pi: any, ctx: any, request:
 		cwd: request.cwd,
 		model: request.model,
 		caller: callerContext(),
-		parentModel: parentModel(ctx),
-		parentThinking: thinking,
+		piCommand: piCommand(),
+		...parentChoices(pi, ctx),
 	};
 	try {
 		const result = await state.call("spawn", params);
@@ -49,21 +43,45 @@ export async function spawnSheep(state: ParentState, pi: any, ctx: any, request:
 			throw new ShepherdError(code, `${(error as Error).message} Call shepherd with action "agents" to list exact names.`);
 		}
 		if (code !== "approval_required" || !ctx?.hasUI) throw error;
-		const shown = await agentFile(state, request.agent);
-		const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${request.agent}\nSource: ${shown.file}`);
-		if (!approved) {
-			throw new ShepherdError(
-				"approval_declined",
-				`Project agent "${request.agent}" was not approved, so it was not started.`,
-			);
-		}
-		// Approve exactly the file that was shown: an edit since then is refused, not approved.
-		const hash = shown.hash ? ["--hash", shown.hash] : [];
-		await runShepherd(["agents", "approve", request.agent, ...hash, "--project", state.cwd], { cwd: state.cwd });
+		await confirmProjectAgent(state, ctx, request.agent);
 		const result = await state.call("spawn", params);
 		state.remember(result?.agentId, result?.displayName);
 		return result;
 	}
+}
+
+/**
+ * Asks the person in pi's dialog whether a project-local agent may run, and approves exactly
+ * the file that was shown (an edit made since is refused, not approved). Throws
+ * `approval_declined` when they say no.
+ */
+export async function confirmProjectAgent(state: ParentState, ctx: any, agent: string): Promise<void> {
+	const shown = await agentFile(state, agent);
+	const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${agent}\nSource: ${shown.file}`);
+	if (!approved) {
+		throw new ShepherdError("approval_declined", `Project agent "${agent}" was not approved, so it was not started.`);
+	}
+	const hash = shown.hash ? ["--hash", shown.hash] : [];
+	await runShepherd(["agents", "approve", agent, ...hash, "--project", state.cwd], { cwd: state.cwd });
+}
+
+/** The name in an `approval_required` error (`Project agent "name" (file) …`). */
+export function agentNeedingApproval(error: unknown): string | undefined {
+	if ((error as { code?: string })?.code !== "approval_required") return undefined;
+	const match = /Project agent "((?:[^"\\]|\\.)*)"/.exec((error as Error).message ?? "");
+	return match ? JSON.parse(`"${match[1]}"`) : undefined;
+}
+
+/** The parent's model (`provider/id`) and thinking level, which sheep whose definitions name
+ * none inherit. */
+export function parentChoices(pi: any, ctx: any): { parentModel?: string; parentThinking?: string } {
+	let thinking: string | undefined;
+	try {
+		thinking = pi.getThinkingLevel?.();
+	} catch {
+		thinking = undefined;
+	}
+	return { parentModel: parentModel(ctx), parentThinking: thinking };
 }
 
 /** The project definition's file and content hash, as shown in the confirmation dialog. */

@@ -72,3 +72,10 @@ export function callerContext(): Record<string, unknown> {
 		pid: process.pid,
 	};
 }
+
+/** The pi this session runs (`node …/cli.js`), so its sheep run the same pi — a user of npx or
+ * of a second install gets the same version for the sheep (`SHEPHERD_PI`, when set, wins). */
+export function piCommand(): string[] | undefined {
+	const entry = process.argv[1];
+	return entry ? [process.execPath, entry] : undefined;
+}

@@ -11,7 +11,8 @@
 import { Type } from "typebox";
 import * as path from "node:path";
 import { ShepherdError } from "./cli.ts";
-import { callerContext } from "./state.ts";
+import { agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
+import { callerContext, piCommand } from "./state.ts";
 import { renderCall, renderResult } from "./render.ts";
 import type { ParentState } from "./state.ts";
 
@@ -54,7 +55,7 @@ export function runParams(params: any, project: string): Record<string, unknown>
 		: params.tasks !== undefined
 			? ["parallel", params.tasks.map(step)]
 			: ["chain", params.chain.map(step)];
-	return { mode, steps, sessionName: params.sessionName, caller: callerContext() };
+	return { mode, steps, sessionName: params.sessionName, caller: callerContext(), piCommand: piCommand() };
 }
 
 /** The text the model reads for a finished run (`shepherd run --json`'s document). */
@@ -105,16 +106,31 @@ export function registerSubagent(pi: any, state: ParentState, trusted: { agentSc
 			agentScope: Type.Optional(Type.String({ description: "Must match the agentScope setting when given" })),
 			confirmProjectAgents: Type.Optional(Type.Boolean({ description: "Must match the confirmProjectAgents setting when given" })),
 		}),
-		async execute(_toolCallId: string, params: any, signal: AbortSignal | undefined, onUpdate: any) {
+		async execute(_toolCallId: string, params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
 			for (const key of ["agentScope", "confirmProjectAgents"] as const) {
 				if (params[key] !== undefined && params[key] !== trusted[key]) {
 					throw new Error(`${key} is controlled by trusted Shepherd settings; omit it (the setting is ${JSON.stringify(trusted[key])}).`);
 				}
 			}
 			const link = state.requireLink();
-			const submitted = runParams(params, link.project);
+			// Sheep whose definitions name no model or thinking level get the session's, as
+			// spawned sheep do.
+			const submitted = { ...runParams(params, link.project), ...parentChoices(pi, ctx) };
 			onUpdate?.({ content: [{ type: "text", text: "Running…" }], details: {} });
-			const run = await link.run(submitted, signal);
+			let run: any;
+			for (const confirmed = new Set<string>(); ; ) {
+				try {
+					run = await link.run(submitted, signal);
+					break;
+				} catch (error) {
+					// A project agent is confirmed in pi's dialog, as for a spawn, then the run
+					// is submitted again (nothing ran: a refused run changes nothing).
+					const agent = agentNeedingApproval(error);
+					if (!agent || confirmed.has(agent) || !ctx?.hasUI) throw error;
+					confirmed.add(agent);
+					await confirmProjectAgent(state, ctx, agent);
+				}
+			}
 			if (run?.error) throw new Error(`The run could not start: ${run.error}`);
 			const { text, failed } = subagentText(run);
 			return {

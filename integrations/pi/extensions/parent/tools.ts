@@ -424,11 +424,9 @@ export function registerTools(pi: any, state: ParentState): void {
 			async run(params) {
 				const args = { name: params.name, lines: params.lines, source: params.source };
 				const result = await state.call("read", { target: params.name, lines: params.lines, source: params.source });
-				return success("shepherd_read", args, result.text, result.text, {
-					target: result.target,
-					lines: result.lines,
-					source: result.source,
-				});
+				// The output goes in once, as the answer; the return block names what was read.
+				const read = { target: result.target, lines: result.lines, source: result.source };
+				return success("shepherd_read", args, result.text, read, read);
 			},
 		}),
 	);

@@ -173,6 +173,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
         caller: Some(caller_context()),
+        pi_command: None,
         detach: args.detach,
     };
     let progress = Progress::new(args.progress, &agents);

@@ -99,15 +99,16 @@ fn human(report: &Value) -> String {
     for warning in report["warnings"].as_array().into_iter().flatten() {
         out.push_str(&format!("\nwarning: {}\n", text(warning)));
     }
-    out.push_str(&format!(
-        "\nSession `{}`: {}{}\n",
-        text(&report["sessionName"]),
-        text(&report["sessionRelativePath"]),
-        if report["resumed"] == true {
-            " (continued)"
-        } else {
-            ""
-        }
-    ));
+    if let Some(session) = report["sessionName"].as_str() {
+        out.push_str(&format!(
+            "\nSession `{session}`: {}{}\n",
+            text(&report["sessionRelativePath"]),
+            if report["resumed"] == true {
+                " (continued)"
+            } else {
+                ""
+            }
+        ));
+    }
     out
 }
