@@ -555,3 +555,83 @@ fn subagent_single_run(pi: &PiBinary) {
 }
 
 shepherd_testkit::pi_tests!(subagent_single_run);
+
+/// Review-reach events: a task handed to a reviewer emits `pi-shepherd:review-started` on pi's
+/// event bus, and its settlement `pi-shepherd:review-complete`, for other extensions to hear.
+fn review_events(pi: &PiBinary) {
+    let dir = tempfile::tempdir().unwrap();
+    let heard = dir.path().join("heard.jsonl");
+    let listener = dir.path().join("listener.ts");
+    std::fs::write(
+        &listener,
+        format!(
+            r#"import * as fs from "node:fs";
+export default function (pi: any) {{
+  for (const channel of ["pi-shepherd:review-started", "pi-shepherd:review-complete"]) {{
+    pi.events.on(channel, (data: any) => fs.appendFileSync({path:?}, JSON.stringify({{ channel, data }}) + "\n"));
+  }}
+}}
+"#,
+            path = heard.display().to_string()
+        ),
+    )
+    .unwrap();
+    let options = Options {
+        agents: vec![("reviewer", "reviewer-model"), ("worker", "worker-model")],
+        extensions: vec![listener],
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    let reviewer = s.spawn("reviewer", "code");
+    s.fake.append(
+        "reviewer-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "looks good"}),
+            ),
+            Step::text("Reviewed."),
+        ],
+    );
+    let delegated = s.delegate(&reviewer, "Review the change.", None);
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    s.watch(&[&task]);
+    s.parent_says([Step::text("Thanks.")]);
+    s.parent_woken();
+    s.wait_parent_input("reviewer: code completed");
+    let events: Vec<Value> = std::fs::read_to_string(&heard)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["channel"], "pi-shepherd:review-started");
+    assert_eq!(events[0]["data"]["taskId"], task.as_str());
+    assert_eq!(events[0]["data"]["agent"], "reviewer");
+    assert_eq!(events[0]["data"]["task"], "Review the change.");
+    assert_eq!(events[1]["channel"], "pi-shepherd:review-complete");
+    assert_eq!(events[1]["data"]["taskId"], task.as_str());
+    assert_eq!(events[1]["data"]["ok"], true);
+    assert_eq!(events[1]["data"]["returnCode"], 0);
+    // A worker's task is not a review: nothing is emitted for it.
+    let worker = s.spawn("worker", "plain");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call("shepherd_done", json!({"status": "completed"})),
+            Step::text("Done."),
+        ],
+    );
+    let plain = s.delegate(&worker, "Not a review.", None)["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.watch(&[&plain]);
+    s.parent_says([Step::text("Thanks.")]);
+    s.parent_woken();
+    s.wait_parent_input("worker: plain completed");
+    let count = std::fs::read_to_string(&heard).unwrap().lines().count();
+    assert_eq!(count, 2, "no review events for a worker");
+}
+
+shepherd_testkit::pi_tests!(review_events);

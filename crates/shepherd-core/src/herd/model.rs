@@ -498,6 +498,9 @@ pub struct TaskReport {
     /// When it settled (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<i64>,
+    /// Model, turns, tool calls, tokens and cost, once the sheep's run reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Value>,
 }
 
 /// Every change a herd can undergo. The broker journals these; [`super::Herd::apply`] replays

@@ -74,6 +74,11 @@ impl Herd {
             note: task.note.as_ref().map(|n| n.note.clone()),
             note_relative: task.note.as_ref().map(|n| n.note_relative.clone()),
             completed_at: result.map(|r| r.completed_at),
+            telemetry: task
+                .output
+                .as_ref()
+                .map(|o| o.telemetry.clone())
+                .filter(|t| !t.is_null()),
         })
     }
 }

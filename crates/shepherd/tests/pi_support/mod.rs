@@ -71,6 +71,8 @@ pub struct Options {
     pub settings: Value,
     /// Extra environment for the parent pi (and so the broker and its sheep).
     pub env: Vec<(String, String)>,
+    /// Further extensions the parent pi loads beside ours.
+    pub extensions: Vec<PathBuf>,
 }
 
 impl Default for Options {
@@ -79,6 +81,7 @@ impl Default for Options {
             agents: vec![("worker", "worker-model")],
             settings: json!({}),
             env: Vec::new(),
+            extensions: Vec::new(),
         }
     }
 }
@@ -178,7 +181,13 @@ impl Shepherd {
             session_id: String::new(),
             turns: 0,
         };
-        shepherd.launch_parent(&[]);
+        let extensions: Vec<String> = options
+            .extensions
+            .iter()
+            .flat_map(|e| ["-e".to_owned(), e.display().to_string()])
+            .collect();
+        let extra: Vec<&str> = extensions.iter().map(String::as_str).collect();
+        shepherd.launch_parent(&extra);
         shepherd
     }
 

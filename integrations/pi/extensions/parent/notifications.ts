@@ -8,6 +8,7 @@
  * Items are acknowledged only after pi has them, so a crash in between re-delivers them.
  */
 
+import { taskSettled } from "./events.ts";
 import { clip, completionLine } from "./tools.ts";
 import type { ParentState } from "./state.ts";
 
@@ -24,11 +25,14 @@ function minutesSeconds(ms: number): string {
 	return `${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}`;
 }
 
-async function describe(state: ParentState, item: any): Promise<Delivery | undefined> {
+async function describe(pi: any, state: ParentState, item: any): Promise<Delivery | undefined> {
 	switch (item.type) {
 		case "completion": {
 			const completions: any[] = item.completions ?? [];
-			for (const c of completions) state.remember(c.agentId, c.displayName);
+			for (const c of completions) {
+				state.remember(c.agentId, c.displayName);
+				taskSettled(pi, state, c);
+			}
 			const summary = completions.map((c) => `${c.displayName || c.agentId} ${c.status}`).join(", ");
 			const plural = completions.length === 1 ? "completion" : "completions";
 			const lines = completions.map((c) => `- ${completionLine(c)}`);
@@ -100,7 +104,7 @@ export function createInboxHandler(pi: any, state: ParentState) {
 			const seq = Number(item.seq);
 			last = seq;
 			if (seen.has(seq)) continue;
-			const message = await describe(state, item);
+			const message = await describe(pi, state, item);
 			if (message) {
 				try {
 					pi.sendMessage(

@@ -9,6 +9,7 @@
 import { Type } from "typebox";
 import { failure, normaliseArguments, success, type ToolResult } from "./protocol.ts";
 import { agentsText, herd, herdText, listAgents, publicStatus, spawnSheep, statusText } from "./ops.ts";
+import { taskDelegated } from "./events.ts";
 import { renderCall, renderResult } from "./render.ts";
 import type { ParentState } from "./state.ts";
 
@@ -221,6 +222,7 @@ export function registerTools(pi: any, state: ParentState): void {
 				}
 				const result = await state.call("delegate", { target: params.target, task: params.task, timeout: params.timeout });
 				const name = await state.nameOf(result.agentId);
+				taskDelegated(pi, state, result.taskId, result.agentId, params.task);
 				const returnValue = { taskId: result.taskId, agentId: result.agentId, state: result.state };
 				return success("shepherd_delegate", args, `Delegated task to ${name}`, returnValue, {
 					id: result.taskId,
