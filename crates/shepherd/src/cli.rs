@@ -56,6 +56,8 @@ pub(crate) enum Command {
     Tell(commands::sheep::TellArgs),
     /// Inside a sheep: finish its task (completed, blocked or failed).
     Done(commands::sheep::DoneArgs),
+    /// Inside a sheep: print the path of its task's note.
+    Note(commands::sheep::NoteArgs),
     /// Inside a sheep: report its run's lifecycle (for integrations).
     #[command(hide = true)]
     Report(commands::sheep::ReportArgs),

@@ -24,6 +24,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Inbox(args) => return sheep::inbox(&args, printer),
         Command::Tell(args) => return sheep::tell(args, printer),
         Command::Done(args) => return sheep::done(args, printer),
+        Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
         other => other,
@@ -44,6 +45,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Inbox(_)
         | Command::Tell(_)
         | Command::Done(_)
+        | Command::Note(_)
         | Command::Report(_)
         | Command::Supervise(_) => {
             unreachable!("handled above")
