@@ -14,6 +14,7 @@ mod error;
 mod lifecycle;
 mod messaging;
 mod model;
+mod resolve;
 mod run;
 mod tick;
 mod view;
@@ -32,6 +33,7 @@ pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
 };
 pub use model::*;
+pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
 pub use view::{SheepStatus, TaskView, ack};

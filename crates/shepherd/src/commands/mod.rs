@@ -8,6 +8,8 @@ pub(crate) mod parent;
 pub(crate) mod run;
 pub(crate) mod settings;
 pub(crate) mod sheep;
+pub(crate) mod shell;
+pub(crate) mod short_ids;
 pub(crate) mod supervise;
 
 use std::process::ExitCode;
@@ -27,6 +29,8 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Completions(args) => return shell::completions(&args),
+        Command::Man(args) => return shell::man(&args, printer),
         other => other,
     };
     let ctx = Context::from_env()?;
@@ -47,7 +51,9 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Done(_)
         | Command::Note(_)
         | Command::Report(_)
-        | Command::Supervise(_) => {
+        | Command::Supervise(_)
+        | Command::Completions(_)
+        | Command::Man(_) => {
             unreachable!("handled above")
         }
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),

@@ -216,9 +216,13 @@ impl World {
         self.json(&["delegate", agent_id, task])
     }
 
-    /// The broker's pid, from `broker status`.
+    /// The broker's pid, from `broker status` (which exits 3 when none runs).
     pub fn broker_pid(&self) -> Option<u32> {
-        let status = self.json(&["broker", "status"]);
+        let (code, status) = self.json_status(&["broker", "status"]);
+        assert!(
+            matches!(code, 0 | 3),
+            "broker status exited {code}: {status}"
+        );
         status["status"]["pid"].as_u64().map(|p| p as u32)
     }
 
