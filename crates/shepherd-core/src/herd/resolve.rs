@@ -61,22 +61,16 @@ impl Herd {
         if let Some((id, _)) = AgentId::parse(text).and_then(|id| self.sheep.get_key_value(&id)) {
             return Ok(Resolved::One(id.clone()));
         }
-        let named: Vec<&AgentId> = self
-            .sheep
-            .values()
-            .filter(|s| s.display_name() == text)
-            .map(|s| &s.id)
-            .collect();
+        // Names are reused once a sheep is closed: the one still running under a name is
+        // meant, or, when none is, the latest that carried it.
+        let named = self.by_name(|s| s.display_name() == text);
         if let [only] = named.as_slice() {
             return Ok(Resolved::One((*only).clone()));
         }
-        let labelled: Vec<&AgentId> = self
-            .sheep
-            .values()
-            .filter(|s| !s.label.as_str().is_empty() && s.label.as_str() == text)
-            .map(|s| &s.id)
-            .collect();
-        if let [only] = labelled.as_slice() {
+        let labelled = self.by_name(|s| !s.label.as_str().is_empty() && s.label.as_str() == text);
+        if named.is_empty()
+            && let [only] = labelled.as_slice()
+        {
             return Ok(Resolved::One((*only).clone()));
         }
         let prefixed: Vec<&AgentId> = self
@@ -132,6 +126,26 @@ impl Herd {
                     .collect();
                 Err(ambiguous(text, "tasks", &candidates))
             }
+        }
+    }
+
+    /// The sheep a name fits: those still running with it, else the latest that had it.
+    fn by_name(&self, fits: impl Fn(&super::Sheep) -> bool) -> Vec<&AgentId> {
+        let fitting: Vec<&super::Sheep> = self.sheep.values().filter(|s| fits(s)).collect();
+        let live: Vec<&AgentId> = fitting
+            .iter()
+            .filter(|s| s.holds_resources())
+            .map(|s| &s.id)
+            .collect();
+        if live.is_empty() {
+            fitting
+                .iter()
+                .max_by_key(|s| s.created_at)
+                .map(|s| &s.id)
+                .into_iter()
+                .collect()
+        } else {
+            live
         }
     }
 
