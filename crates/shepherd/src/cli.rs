@@ -62,6 +62,9 @@ pub(crate) enum Command {
     /// The herd's broker: status, stop.
     #[command(subcommand)]
     Broker(commands::broker::BrokerCommand),
+    /// Serve Shepherd's tools to an MCP host (Claude Code, Codex, Gemini CLI, opencode) over
+    /// stdio: the parent's tools, or with --sheep a sheep's own.
+    Mcp(commands::mcp::McpArgs),
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(commands::supervise::SuperviseArgs),

@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
+pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;
 pub(crate) mod run;
@@ -26,6 +27,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Done(args) => return sheep::done(args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Mcp(args) => return mcp::run(args),
         other => other,
     };
     let ctx = Context::from_env()?;
@@ -45,7 +47,8 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Tell(_)
         | Command::Done(_)
         | Command::Report(_)
-        | Command::Supervise(_) => {
+        | Command::Supervise(_)
+        | Command::Mcp(_) => {
             unreachable!("handled above")
         }
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),
