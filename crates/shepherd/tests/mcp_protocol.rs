@@ -220,8 +220,12 @@ async fn a_herd_lives_through_the_parent_tools_with_progress_and_pushes() {
     );
     let task = delegated.id("shepherd-task-");
 
-    let (first, token) = mcp
-        .call_tracked("shepherd_watch", json!({"id": [task], "wait": 1}))
+    let (first, progress) = mcp
+        .call_tracked(
+            "shepherd_watch",
+            json!({"id": [task], "wait": 1}),
+            "settled; waiting for",
+        )
         .await;
     assert!(!first.is_error, "{}", first.text);
     let again = format!("call shepherd_watch {{\"id\":[\"{task}\"]}} again");
@@ -237,10 +241,7 @@ async fn a_herd_lives_through_the_parent_tools_with_progress_and_pushes() {
         "{}",
         first.text
     );
-    assert!(
-        !mcp.progress_for(&token).is_empty(),
-        "no progress during a 1 s watch"
-    );
+    assert!(!progress.is_empty(), "no progress during a 1 s watch");
 
     let status = mcp.call("shepherd_status", json!({"id": agent})).await;
     assert!(
@@ -321,12 +322,29 @@ async fn a_herd_lives_through_the_parent_tools_with_progress_and_pushes() {
     assert!(!pruned.is_error, "{}", pruned.text);
     mcp.close().await;
     // The task's note is final, and the session's index lists it.
-    let note = settled.text.split(" Note: ").nth(1).unwrap().lines().next().unwrap();
+    let note = settled
+        .text
+        .split(" Note: ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap();
     let text = std::fs::read_to_string(world.project.join(note)).unwrap();
-    assert!(text.contains("completed") && text.contains("got bonjour"), "{text}");
-    let index = std::path::Path::new(note).parent().unwrap().join("shepherd.md");
+    assert!(
+        text.contains("completed") && text.contains("got bonjour"),
+        "{text}"
+    );
+    let index = std::path::Path::new(note)
+        .parent()
+        .unwrap()
+        .join("shepherd.md");
     let index = std::fs::read_to_string(world.project.join(index)).unwrap();
-    let file = std::path::Path::new(note).file_name().unwrap().to_string_lossy().into_owned();
+    let file = std::path::Path::new(note)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     assert!(index.contains(&file), "{index}");
 }
 

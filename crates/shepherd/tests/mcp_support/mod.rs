@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ListRootsResult,
-    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject,
-    Root, RootsCapabilities,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject, Root,
+    RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -139,7 +139,6 @@ pub fn word(text: &str, prefix: &str) -> Option<String> {
 pub struct Mcp {
     pub client: RunningService<RoleClient, Host>,
     pub seen: Arc<Seen>,
-    next_token: std::sync::atomic::AtomicI64,
 }
 
 impl Mcp {
@@ -165,11 +164,7 @@ impl Mcp {
             .await
             .expect("the MCP session starts within 20 s")
             .unwrap();
-        Self {
-            client,
-            seen,
-            next_token: std::sync::atomic::AtomicI64::new(1),
-        }
+        Self { client, seen }
     }
 
     /// Calls `tool` with `args` (an object), within 90 s.
@@ -177,13 +172,28 @@ impl Mcp {
         self.call_with(tool, args, None).await
     }
 
-    /// Calls `tool` with a progress token; returns the outcome and the token.
-    pub async fn call_tracked(&self, tool: &str, args: Value) -> (Called, ProgressToken) {
-        let n = self
-            .next_token
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let token = ProgressToken(NumberOrString::Number(n));
-        (self.call_with(tool, args, Some(token.clone())).await, token)
+    /// Calls `tool` and returns, with the outcome, the progress notifications sent for it:
+    /// those that arrived during the call with `marker` in their message, of one token (rmcp's
+    /// client gives every request a progress token of its own).
+    pub async fn call_tracked(
+        &self,
+        tool: &str,
+        args: Value,
+        marker: &str,
+    ) -> (Called, Vec<ProgressNotificationParam>) {
+        let before = self.seen.progress.lock().unwrap().len();
+        let called = self.call_with(tool, args, None).await;
+        let during: Vec<ProgressNotificationParam> = self.seen.progress.lock().unwrap()[before..]
+            .iter()
+            .filter(|p| p.message.as_deref().is_some_and(|m| m.contains(marker)))
+            .cloned()
+            .collect();
+        let token = during.first().map(|p| p.progress_token.clone());
+        let ours = during
+            .into_iter()
+            .filter(|p| Some(&p.progress_token) == token.as_ref())
+            .collect();
+        (called, ours)
     }
 
     async fn call_with(&self, tool: &str, args: Value, token: Option<ProgressToken>) -> Called {
@@ -207,18 +217,6 @@ impl Mcp {
             is_error: result.is_error == Some(true),
             elapsed,
         }
-    }
-
-    /// Progress notifications received for `token`.
-    pub fn progress_for(&self, token: &ProgressToken) -> Vec<ProgressNotificationParam> {
-        self.seen
-            .progress
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|p| &p.progress_token == token)
-            .cloned()
-            .collect()
     }
 
     /// Waits (up to `within`) until a log message matches `matches`; returns it.

@@ -177,9 +177,10 @@ impl Parent {
         }
         let total = ids.len();
         let mut result;
+        // The first look answers at once; then a progress report before each slice of waiting.
+        let mut slice = Duration::ZERO;
         loop {
-            let params =
-                json!({ "id": ids, "timeoutMs": millis(budget.slice()), "waitOutput": true });
+            let params = json!({ "id": ids, "timeoutMs": millis(slice), "waitOutput": true });
             result = tokio::select! {
                 answer = herd.call(method::WAIT, params, budget.hard) => answer?,
                 () = ctx.ct.cancelled() => return Err(ToolError::new("cancelled", "the host cancelled the call")),
@@ -194,6 +195,7 @@ impl Parent {
                 plural(pending, "task")
             );
             progress_of(ctx, budget.elapsed(), Some(budget.wait), &message).await;
+            slice = budget.slice();
         }
         let settled = result["settled"].as_array().cloned().unwrap_or_default();
         let pending: Vec<String> = result["pending"]
@@ -218,7 +220,8 @@ impl Parent {
             }
             service
         } else {
-            self.still_watching(&herd, &pending, &lines, total).await
+            self.still_watching(&herd, &pending, &lines, total, budget.hard)
+                .await
         };
         let returned = json!({ "watcherId": watcher_id, "taskIds": ids, "completed": settled, "pending": pending });
         Ok(success(
@@ -244,6 +247,7 @@ impl Parent {
         pending: &[String],
         settled: &[String],
         total: usize,
+        hard: Instant,
     ) -> String {
         let mut out = format!(
             "still running — call shepherd_watch {} again to keep waiting (each call waits up to {} s); {} of {total} settled so far",
@@ -256,7 +260,7 @@ impl Parent {
             out.push_str(line);
         }
         let sheep = herd
-            .quick(method::HERD, json!({}))
+            .call(method::HERD, json!({}), hard)
             .await
             .map(|h| {
                 herd.remember_herd(&h);
@@ -285,7 +289,7 @@ impl Parent {
             out.push('\n');
             out.push_str(&line);
         }
-        if let Ok(inbox) = herd.quick(method::INBOX, json!({ "waitMs": 0 })).await {
+        if let Ok(inbox) = herd.call(method::INBOX, json!({ "waitMs": 0 }), hard).await {
             let unread = fresh_items(herd, &inbox["items"]).len();
             if unread > 0 {
                 out.push_str(&format!(
@@ -310,8 +314,9 @@ impl Parent {
             wait_seconds(inbox.wait, 0.0, self.bound_secs())?,
         );
         let herd = self.herd(&ctx.peer).await?;
+        let mut slice = Duration::ZERO;
         let items = loop {
-            let params = json!({ "waitMs": millis(budget.slice()) });
+            let params = json!({ "waitMs": millis(slice) });
             let answer = tokio::select! {
                 answer = herd.call(method::INBOX, params, budget.hard) => answer?,
                 () = ctx.ct.cancelled() => return Err(ToolError::new("cancelled", "the host cancelled the call")),
@@ -327,6 +332,7 @@ impl Parent {
                 "waiting for something to arrive",
             )
             .await;
+            slice = budget.slice();
         };
         let shown = fresh_items(&herd, &Value::Array(items.clone()));
         let unknown = shown.iter().any(|item| {
@@ -336,7 +342,7 @@ impl Parent {
                 .or_else(|| item["agentId"].as_str());
             author.is_some_and(|id| herd.known_name(id) == id && id != "shepherd")
         });
-        if unknown && let Ok(all) = herd.quick(method::HERD, json!({})).await {
+        if unknown && let Ok(all) = herd.call(method::HERD, json!({}), budget.hard).await {
             herd.remember_herd(&all);
         }
         let words: Vec<String> = shown
@@ -350,7 +356,8 @@ impl Parent {
         }
         // Shown first, acknowledged after: a lost acknowledgement means a repeat, never a loss.
         if let Some(last) = items.last().and_then(|item| item["seq"].as_u64()) {
-            herd.quick(method::ACK, json!({ "seq": last })).await?;
+            herd.call(method::ACK, json!({ "seq": last }), budget.hard)
+                .await?;
         }
         let service = if words.is_empty() {
             "Nothing new since you last asked.".to_owned()
@@ -418,6 +425,7 @@ impl Parent {
         };
         let run_id = view["runId"].as_str().unwrap_or_default().to_owned();
         let mut following = link.generation();
+        let mut report_at = Instant::now();
         while view.get("report").is_none_or(Value::is_null) && !budget.over() {
             if link.generation() != following || !link.is_connected() {
                 // A new connection (the broker restarted): follow the run again.
@@ -427,16 +435,26 @@ impl Parent {
                 following = link.generation();
                 continue;
             }
-            let slice = budget.slice();
+            if Instant::now() >= report_at {
+                progress_of(
+                    ctx,
+                    budget.elapsed(),
+                    Some(budget.wait),
+                    &run_progress(&view),
+                )
+                .await;
+                report_at += budget.every;
+            }
+            let slice = budget
+                .slice()
+                .min(report_at.saturating_duration_since(Instant::now()));
             tokio::select! {
                 push = link.next_push() => match push {
                     Ok((name, data)) if name == event::RUN && data["runId"] == json!(run_id) => view = data,
                     Ok(_) => {}
                     Err(_) => link.disconnect(),
                 },
-                () = tokio::time::sleep(slice) => {
-                    progress_of(ctx, budget.elapsed(), Some(budget.wait), &run_progress(&view)).await;
-                }
+                () = tokio::time::sleep(slice) => {}
                 () = ctx.ct.cancelled() => break,
             }
         }
@@ -582,10 +600,12 @@ fn still_running(view: &Value, bound: f64) -> String {
             .as_str()
             .map(|s| format!(" {s}"))
             .unwrap_or_default();
-        let task = step["taskId"]
-            .as_str()
-            .map(|t| format!(" (task {t})"))
-            .unwrap_or_default();
+        let task = match (step["taskId"].as_str(), step["agentId"].as_str()) {
+            (Some(t), Some(a)) => format!(" (task {t}, sheep {a})"),
+            (Some(t), None) => format!(" (task {t})"),
+            (None, Some(a)) => format!(" (sheep {a})"),
+            (None, None) => String::new(),
+        };
         out.push_str(&format!(
             "\n- {}. {}: {}{status}{task}",
             index + 1,
