@@ -100,7 +100,12 @@ impl Parent {
             .herd
             .get_or_try_init(|| async {
                 let herd = Arc::new(Herd::open(&shared.ctx, &shared.choice, peer).await?);
-                tracing::info!("herd {} in {}", herd.identity, herd.project.display());
+                // One line on stderr (hosts keep it in their MCP logs): which herd this is.
+                eprintln!(
+                    "shepherd mcp: herd {} in {}",
+                    herd.identity,
+                    herd.project.display()
+                );
                 let feed = Feed {
                     link: herd.link(),
                     peer: peer.clone(),
