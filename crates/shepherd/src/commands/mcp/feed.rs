@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::herd::Herd;
-use super::text;
+use super::words;
 
 /// What both servers offer: tools, and log messages for what the broker pushes.
 pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
@@ -197,6 +197,6 @@ pub(crate) fn parent_words(herd: Arc<Herd>) -> Words {
                 completion["displayName"].as_str(),
             );
         }
-        text::inbox_item(item, &|id| herd.known_name(id))
+        words::inbox_item(item, &|id| herd.known_name(id))
     })
 }

@@ -17,19 +17,21 @@ mod error;
 mod feed;
 mod herd;
 mod parent;
+mod run;
 mod schema;
+mod server;
 mod sheep;
 mod text;
 mod waits;
+mod words;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rmcp::model::{Implementation, ProtocolVersion, ServerConfig};
-use rmcp::service::{RequestContext, RunningService};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _, tool_handler};
+use rmcp::service::RunningService;
+use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::context::Context;
@@ -113,7 +115,7 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         name: args.herd,
         project: args.project,
     };
-    let server = parent::Parent::new(ctx, choice, bound);
+    let server = server::Parent::new(ctx, choice, bound);
     runtime.block_on(async {
         let running = serve(server.clone()).await?;
         wait_for_end(running).await;
@@ -151,31 +153,5 @@ async fn wait_for_end<S: ServerHandler>(running: RunningService<RoleServer, S>) 
         ended = running.waiting() => drop(ended),
         _ = interrupt.recv() => cancel.cancel(),
         _ = terminate.recv() => cancel.cancel(),
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for parent::Parent {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(feed::capabilities())
-            .with_server_info(Implementation::new("shepherd", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "Shepherd runs child coding agents (sheep) for you. Workflow: shepherd {{action: \"agents\"}} to find an exact agent name → shepherd_spawn → shepherd_delegate → shepherd_watch (waits up to {} s per call; call it again while it says \"still running\", or do other work meanwhile) → shepherd_close when you no longer need the sheep. shepherd_run does spawn, delegate, wait and close in one call. Call shepherd_inbox between other work to see messages, questions and completions. A sheep going idle is not completion; only a settled task is. Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note.",
-                self.bound_secs()
-            ))
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
-    }
-
-    #[allow(deprecated, reason = "logging/setLevel is what 2025 hosts send")]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.shared.level.set(request.level);
-        Ok(())
     }
 }

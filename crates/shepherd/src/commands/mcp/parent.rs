@@ -2,35 +2,28 @@
 //! `shepherd_delegate`, `shepherd_message`, `shepherd_prompt`, `shepherd_status`,
 //! `shepherd_close` and `shepherd_read`. Each is one broker request (the agent listing reads
 //! the definitions, as `shepherd agents` does) and answers in the pi tools' words; the waiting
-//! tools are in [`super::waits`]. The server's shared state — its herd, opened on the first
-//! call, and the feed that passes pushes on to the host — lives here too.
+//! tools are in [`super::waits`], the server's shared state in [`super::server`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 use shepherd_config::{discover_agents, load_settings};
 use shepherd_core::agent_def::AgentScope;
-use shepherd_core::protocol::{
-    CloseParams, DelegateParams, MessageParams, ReadParams, SpawnParams, method,
-};
-use tokio::sync::{Notify, OnceCell};
+use shepherd_core::protocol::{CloseParams, DelegateParams, ReadParams, SpawnParams, method};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::args::{self, one_of};
 use super::error::ToolError;
-use super::feed::{Feed, Level, parent_words};
-use super::herd::{Choice, Herd, absolute};
+use super::herd::absolute;
 use super::schema::input;
-use super::text::{self, plural, success};
+use super::server::{Parent, message_params, progress, respond, to_value};
+use super::text::{plural, success};
+use super::words;
 use crate::commands::connect::broker_timeout;
 use crate::commands::parent::caller_context;
-use crate::context::Context;
 
 /// How long a close may take: the sheep's grace, the backend's confirmation, a pi sheep's
 /// last words (as `shepherd close` allows).
@@ -46,94 +39,7 @@ fn spawn_wait() -> Duration {
     startup + Duration::from_secs(15)
 }
 
-/// What every copy of the server shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) ctx: Context,
-    pub(crate) choice: Choice,
-    /// The longest any waiting tool call blocks.
-    pub(crate) bound: Duration,
-    herd: OnceCell<Arc<Herd>>,
-    pub(crate) level: Arc<Level>,
-    pub(crate) stop: CancellationToken,
-    wake: Arc<Notify>,
-}
-
-/// The parent MCP server.
-#[derive(Debug, Clone)]
-pub(crate) struct Parent {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) tool_router: ToolRouter<Self>,
-}
-
-/// A tool's outcome as rmcp wants it: a failure is a tool error the model reads.
-pub(crate) fn respond(
-    tool: &str,
-    action: &str,
-    args: &JsonObject,
-    outcome: Result<CallToolResult, ToolError>,
-) -> Result<CallToolResult, ErrorData> {
-    Ok(outcome.unwrap_or_else(|err| text::failure(tool, action, args, &err)))
-}
-
-impl Parent {
-    pub(crate) fn new(ctx: Context, choice: Choice, bound: Duration) -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                ctx,
-                choice,
-                bound,
-                herd: OnceCell::new(),
-                level: Arc::new(Level::new()),
-                stop: CancellationToken::new(),
-                wake: Arc::new(Notify::new()),
-            }),
-            tool_router: Self::tool_router() + Self::wait_router(),
-        }
-    }
-
-    /// The herd, opened on the first call (which also starts the feed).
-    pub(crate) async fn herd(&self, peer: &Peer<RoleServer>) -> Result<Arc<Herd>, ToolError> {
-        self.shared.wake.notify_waiters();
-        let shared = &self.shared;
-        shared
-            .herd
-            .get_or_try_init(|| async {
-                let herd = Arc::new(Herd::open(&shared.ctx, &shared.choice, peer).await?);
-                // One line on stderr (hosts keep it in their MCP logs): which herd this is.
-                eprintln!(
-                    "shepherd mcp: herd {} in {}",
-                    herd.identity,
-                    herd.project.display()
-                );
-                let feed = Feed {
-                    link: herd.link(),
-                    peer: peer.clone(),
-                    level: shared.level.clone(),
-                    stop: shared.stop.clone(),
-                    wake: shared.wake.clone(),
-                    words: parent_words(herd.clone()),
-                    logger: "shepherd",
-                };
-                tokio::spawn(feed.run());
-                Ok(herd)
-            })
-            .await
-            .cloned()
-    }
-
-    /// The herd, when a tool call has opened it.
-    pub(crate) fn opened(&self) -> Option<Arc<Herd>> {
-        self.shared.herd.get().cloned()
-    }
-
-    /// The waiting tools' bound in seconds, for their descriptions.
-    pub(crate) fn bound_secs(&self) -> f64 {
-        self.shared.bound.as_secs_f64()
-    }
-}
-
-#[tool_router]
+#[tool_router(vis = "pub(crate)")]
 impl Parent {
     #[tool(
         name = "shepherd",
@@ -320,7 +226,7 @@ impl Parent {
                 Ok(success(
                     "shepherd",
                     shown,
-                    &text::agents_text(&scope, &agents),
+                    &words::agents_text(&scope, &agents),
                     &Value::Array(names),
                     &[
                         ("scope", Some(json!(scope))),
@@ -337,7 +243,7 @@ impl Parent {
                 Ok(success(
                     "shepherd",
                     shown,
-                    &text::herd_text(&sheep),
+                    &words::herd_text(&sheep),
                     &Value::Array(ids),
                     &[("sheep", Some(json!(sheep)))],
                     &[],
@@ -554,11 +460,11 @@ impl Parent {
         let herd = self.herd(&ctx.peer).await?;
         let status = herd.quick(method::STATUS, json!({ "id": id.id })).await?;
         herd.remember(status["agentId"].as_str(), status["displayName"].as_str());
-        let shown = text::public_status(&status);
+        let shown = words::public_status(&status);
         Ok(success(
             "shepherd_status",
             args,
-            &text::status_text(&status),
+            &words::status_text(&status),
             &shown,
             &[("status", Some(shown.clone()))],
             &[],
@@ -642,51 +548,5 @@ impl Parent {
             ],
             &[],
         ))
-    }
-}
-
-/// The broker's `message` parameters from the tool's arguments.
-pub(crate) fn message_params(message: args::Message) -> Result<MessageParams, ToolError> {
-    let delivery = one_of("delivery", message.delivery, args::DELIVERIES)?
-        .map(|d| serde_json::from_value(json!(d)))
-        .transpose()
-        .map_err(|err| ToolError::arguments(format!("delivery: {err}")))?;
-    Ok(MessageParams {
-        target: message.target,
-        message: message.message,
-        task_id: message.task_id,
-        thread_id: message.thread_id,
-        reply_to: message.reply_to,
-        expects_reply: message.expects_reply == Some(true),
-        delivery,
-    })
-}
-
-/// Parameters as JSON (protocol types always serialise).
-pub(crate) fn to_value<T: serde::Serialize>(params: &T) -> Value {
-    serde_json::to_value(params).expect("protocol types serialise")
-}
-
-/// Sends `notifications/progress` when the host gave a progress token.
-pub(crate) async fn progress(ctx: &RequestContext<RoleServer>, done: f64, message: &str) {
-    progress_of(ctx, done, None, message).await;
-}
-
-/// Progress with a total.
-pub(crate) async fn progress_of(
-    ctx: &RequestContext<RoleServer>,
-    done: f64,
-    total: Option<f64>,
-    message: &str,
-) {
-    let Some(token) = ctx.meta.get_progress_token() else {
-        return;
-    };
-    let mut param = rmcp::model::ProgressNotificationParam::new(token, done).with_message(message);
-    if let Some(total) = total {
-        param = param.with_total(total);
-    }
-    if let Err(err) = ctx.peer.notify_progress(param).await {
-        tracing::debug!("notifications/progress not sent: {err}");
     }
 }

@@ -26,9 +26,10 @@ use tokio_util::sync::CancellationToken;
 use super::args::{self, one_of, wait_seconds};
 use super::error::ToolError;
 use super::feed::{Feed, Level, capabilities};
-use super::parent::{message_params, to_value};
 use super::schema::input;
+use super::server::{message_params, to_value};
 use super::text::{self, plural};
+use super::words;
 use crate::commands::connect::{SheepCapability, broker_timeout, sheep};
 
 /// What every copy of the sheep server shares.
@@ -252,7 +253,7 @@ impl Sheep {
                         .insert(id.to_owned(), task.to_owned());
                 }
             }
-            shown.push(text::sheep_envelope(envelope));
+            shown.push(words::sheep_envelope(envelope));
         }
         if let Some(last) = items.last().and_then(|item| item["seq"].as_u64()) {
             self.call(
@@ -312,7 +313,7 @@ impl ServerHandler for Sheep {
                 wake: shared.wake.clone(),
                 words: Box::new(|item: &Value| {
                     (item["type"] == json!("envelope"))
-                        .then(|| text::sheep_envelope(&item["envelope"]))
+                        .then(|| words::sheep_envelope(&item["envelope"]))
                 }),
                 logger: "shepherd",
             };
