@@ -115,7 +115,7 @@ fn summary(label: &str, mut ms: Vec<f64>) -> (f64, f64) {
     (p50, p99)
 }
 
-fn call(tool: &str, args: Value) -> CallToolRequestParams {
+fn call(tool: &str, args: &Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().unwrap().clone())
 }
 
@@ -128,7 +128,7 @@ async fn overhead(world: &World, rounds: usize) {
     let spawned = mcp
         .call_tool(call(
             "shepherd_spawn",
-            json!({"agent": "idle", "label": "bench"}),
+            &json!({"agent": "idle", "label": "bench"}),
         ))
         .await
         .unwrap();
@@ -168,7 +168,7 @@ async fn overhead(world: &World, rounds: usize) {
             direct.call_value(method, params.clone()).await.unwrap();
             broker.push(ms(started));
             let started = Instant::now();
-            let result = mcp.call_tool(call(tool, args.clone())).await.unwrap();
+            let result = mcp.call_tool(call(tool, &args)).await.unwrap();
             over_mcp.push(ms(started));
             assert_ne!(result.is_error, Some(true));
         }
@@ -194,7 +194,7 @@ async fn startup(world: &World, rounds: usize) {
         mcp.list_all_tools().await.unwrap();
         listed.push(ms(started));
         let called = Instant::now();
-        mcp.call_tool(call("shepherd", json!({"action": "herd"})))
+        mcp.call_tool(call("shepherd", &json!({"action": "herd"})))
             .await
             .unwrap();
         first.push(ms(called));
