@@ -236,3 +236,17 @@ fn shepherd_by_mcp(agent: &AgentBinary) {
 }
 
 shepherd_testkit::agent_tests!(shepherd_by_mcp);
+
+/// The README's one-step install lines are the ones tested above.
+#[test]
+fn the_readme_gives_the_tested_install_lines() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(readme).unwrap();
+    for host in Host::ALL {
+        let snippet = install_snippet(host);
+        assert!(
+            readme.lines().any(|line| line.starts_with(&snippet)),
+            "the README lacks {host}'s install line `{snippet}`"
+        );
+    }
+}
