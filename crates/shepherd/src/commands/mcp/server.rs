@@ -186,3 +186,23 @@ impl ServerHandler for Parent {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_arguments_become_the_brokers_message() {
+        let message: args::Message = args::read(
+            "shepherd_message",
+            json!({"target": "a", "message": "m", "delivery": "steer", "expectsReply": true})
+                .as_object()
+                .unwrap(),
+            false,
+        )
+        .unwrap();
+        let params = to_value(&message_params(message).unwrap());
+        assert_eq!(params["delivery"], "steer");
+        assert_eq!(params["expectsReply"], true);
+    }
+}

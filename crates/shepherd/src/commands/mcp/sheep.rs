@@ -29,6 +29,7 @@ use super::feed::{Feed, Level, capabilities};
 use super::schema::input;
 use super::server::{message_params, to_value};
 use super::text::{self, plural};
+use super::waits::{Budget, millis};
 use super::words;
 use crate::commands::connect::{SheepCapability, broker_timeout, sheep};
 
@@ -225,13 +226,15 @@ impl Sheep {
     async fn inbox(&self, args: &JsonObject) -> Result<String, ToolError> {
         let inbox: args::Inbox = args::read("shepherd_inbox", args, false)?;
         let bound = self.shared.bound.as_secs_f64();
-        let wait = Duration::from_secs_f64(wait_seconds(inbox.wait, 0.0, bound)?);
-        let deadline = Instant::now() + self.shared.bound;
+        let wait = wait_seconds(inbox.wait, 0.0, bound)?;
+        // The wait ends before the bound, leaving time to answer (as the parent's tools do).
+        let budget = Budget::new(Instant::now(), self.shared.bound, wait);
+        let waited = budget.until.saturating_duration_since(budget.started);
         let answer = self
             .call(
                 method::INBOX,
-                json!({ "waitMs": wait.as_millis() as u64 }),
-                deadline,
+                json!({ "waitMs": millis(waited) }),
+                budget.hard,
             )
             .await?;
         let items = answer["items"].as_array().cloned().unwrap_or_default();
