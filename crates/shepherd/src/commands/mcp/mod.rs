@@ -104,11 +104,15 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         })?;
     if args.sheep {
         let server = sheep::Sheep::new(bound);
-        return runtime.block_on(async {
+        let ended = runtime.block_on(async {
             let running = serve(server.clone()).await?;
             wait_for_end(running).await;
             Ok(ExitCode::SUCCESS)
         });
+        // The stdin reader may still be blocked in a read nobody will finish (a signal ended
+        // the session, not EOF): do not wait for it.
+        runtime.shutdown_background();
+        return ended;
     }
     let ctx = Context::from_env()?;
     let choice = herd::Choice {
@@ -116,7 +120,7 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         project: args.project,
     };
     let server = server::Parent::new(ctx, choice, bound);
-    runtime.block_on(async {
+    let ended = runtime.block_on(async {
         let running = serve(server.clone()).await?;
         wait_for_end(running).await;
         server.shared.stop.cancel();
@@ -129,7 +133,9 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
             );
         }
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    runtime.shutdown_background();
+    ended
 }
 
 async fn serve<S: ServerHandler>(server: S) -> Result<RunningService<RoleServer, S>, CliError> {
