@@ -60,8 +60,8 @@ pub(crate) struct McpArgs {
     /// directory; inside a sheep, its herd's project).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
-    /// The longest any tool call waits, in seconds: shepherd_watch, shepherd_run and
-    /// shepherd_inbox answer "still running" (or with what arrived) by then.
+    /// The longest a waiting tool call (shepherd_watch, shepherd_run, shepherd_inbox) blocks,
+    /// in seconds: by then it answers with what settled or arrived, or "still running".
     #[arg(
         long,
         env = "SHEPHERD_MCP_MAX_WAIT",
