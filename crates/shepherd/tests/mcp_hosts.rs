@@ -25,6 +25,21 @@ use serde_json::{Value, json};
 use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, Host, RunOutput};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 
+/// Every tool `shepherd mcp` offers a parent.
+const PARENT_TOOLS: [&str; 11] = [
+    "shepherd",
+    "shepherd_close",
+    "shepherd_delegate",
+    "shepherd_inbox",
+    "shepherd_message",
+    "shepherd_prompt",
+    "shepherd_read",
+    "shepherd_run",
+    "shepherd_spawn",
+    "shepherd_status",
+    "shepherd_watch",
+];
+
 const SHEPHERD: &str = env!("CARGO_BIN_EXE_shepherd");
 /// A run takes 10–40 s alone; four hosts at once on two cores take longer.
 const RUN: Duration = Duration::from_secs(300);
@@ -176,13 +191,8 @@ fn shepherd_by_mcp(agent: &AgentBinary) {
         describe(&output)
     );
     let offered = turn[0].tool_names();
-    for tool in [
-        "shepherd",
-        "shepherd_spawn",
-        "shepherd_watch",
-        "shepherd_run",
-        "shepherd_inbox",
-    ] {
+    // Every tool reached the model: no host dropped one for its schema.
+    for tool in PARENT_TOOLS {
         let name = host.mcp_tool_name("shepherd", tool);
         assert!(
             offered.contains(&name),
