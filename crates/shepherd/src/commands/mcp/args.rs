@@ -21,6 +21,9 @@ pub(crate) const ACTIONS: &[&str] = &["herd", "agents", "prune"];
 pub(crate) const SCOPES: &[&str] = &["user", "project", "both"];
 pub(crate) const DONE_STATUSES: &[&str] = &["completed", "blocked", "failed"];
 
+/// How the `wait` arguments name the server's bound.
+const BOUND_WORDS: &str = "the server's bound, 25 s unless set with --max-wait";
+
 /// Keys settings own, dropped before reading (as pi's normaliser does).
 const DROPPED_KEYS: &[&str] = &[
     "agentScope",
@@ -277,7 +280,7 @@ pub(crate) struct Watch {
     pub(crate) wait: Option<f64>,
 }
 
-pub(crate) fn watch_schema(bound: f64) -> Value {
+pub(crate) fn watch_schema() -> Value {
     object(
         &[
             (
@@ -287,7 +290,7 @@ pub(crate) fn watch_schema(bound: f64) -> Value {
             (
                 "wait",
                 number(&format!(
-                    "Seconds to wait at most for them to settle in this call (default and maximum {bound})"
+                    "Seconds to wait at most for them to settle in this call (default and maximum: {BOUND_WORDS})"
                 )),
             ),
         ],
@@ -352,7 +355,7 @@ pub(crate) struct Run {
     pub(crate) wait: Option<f64>,
 }
 
-pub(crate) fn run_schema(bound: f64) -> Value {
+pub(crate) fn run_schema() -> Value {
     let task = object(
         &[
             ("agent", string("Exact agent definition name")),
@@ -401,7 +404,7 @@ pub(crate) fn run_schema(bound: f64) -> Value {
             (
                 "wait",
                 number(&format!(
-                    "Seconds to wait at most for the run in this call (default and maximum {bound})"
+                    "Seconds to wait at most for the run in this call (default and maximum: {BOUND_WORDS})"
                 )),
             ),
         ],
@@ -414,12 +417,12 @@ pub(crate) struct Inbox {
     pub(crate) wait: Option<f64>,
 }
 
-pub(crate) fn inbox_schema(bound: f64) -> Value {
+pub(crate) fn inbox_schema() -> Value {
     object(
         &[(
             "wait",
             number(&format!(
-                "Seconds to wait for something to arrive when nothing has (default 0, maximum {bound})"
+                "Seconds to wait for something to arrive when nothing has (default 0; maximum: {BOUND_WORDS})"
             )),
         )],
         &[],
@@ -525,11 +528,11 @@ mod tests {
             message_schema(false),
             message_schema(true),
             prompt_schema(),
-            watch_schema(25.0),
+            watch_schema(),
             agent_id_schema(),
             read_schema(),
-            run_schema(25.0),
-            inbox_schema(25.0),
+            run_schema(),
+            inbox_schema(),
             done_schema(),
         ] {
             assert_eq!(is_flat(&schema), Ok(()), "{schema}");

@@ -146,7 +146,7 @@ impl Sheep {
     #[tool(
         name = "shepherd_inbox",
         description = "Your Shepherd inbox: the task delegated to you, messages, questions and replies that arrived since you last asked, oldest first, each once. With `wait`, waits up to that many seconds for something to arrive when nothing has.",
-        input_schema = input(&args::inbox_schema(25.0))
+        input_schema = input(&args::inbox_schema())
     )]
     async fn shepherd_inbox(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
         answer("inbox", self.inbox(&args).await)
