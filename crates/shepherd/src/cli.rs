@@ -64,6 +64,9 @@ pub(crate) enum Command {
     /// The herd's broker: status, stop, ensure.
     #[command(subcommand)]
     Broker(commands::broker::BrokerCommand),
+    /// Serve Shepherd's tools to an MCP host (Claude Code, Codex, Gemini CLI, opencode) over
+    /// stdio: the parent's tools, or with --sheep a sheep's own.
+    Mcp(commands::mcp::McpArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(commands::shell::CompletionsArgs),
     /// Print the manual page, or write one per command into a directory.

@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
+pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;
 pub(crate) mod run;
@@ -31,6 +32,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Supervise(args) => return supervise::run(&args),
         Command::Completions(args) => return shell::completions(&args),
         Command::Man(args) => return shell::man(&args, printer),
+        Command::Mcp(args) => return mcp::run(args),
         other => other,
     };
     let ctx = Context::from_env()?;
@@ -53,7 +55,8 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Report(_)
         | Command::Supervise(_)
         | Command::Completions(_)
-        | Command::Man(_) => {
+        | Command::Man(_)
+        | Command::Mcp(_) => {
             unreachable!("handled above")
         }
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),
