@@ -2,7 +2,8 @@
 //!
 //! An advisory lock belongs to an open file: when its holder dies, however it dies, the kernel
 //! releases it and the next waiter proceeds at once (lock files made with `O_EXCL` instead wedge
-//! every later writer when their holder crashes). Lock files stay on disk; they are harmless.
+//! every later writer when their holder crashes, unless recovered as `excl` does). Lock files
+//! stay on disk; they are harmless.
 //!
 //! `flock` has no timeout, so a contended lock is waited for on a helper thread that hands the
 //! locked file back over a channel; the caller gives up at its deadline. A helper that wins the

@@ -26,17 +26,17 @@ use shepherd_core::fieldnotes::index::render_index;
 use shepherd_core::fieldnotes::note::{Section, render_note, render_section};
 use shepherd_core::fieldnotes::ops::{TargetKind, check_related_target};
 use shepherd_core::fieldnotes::{
-    INDEX_FILE, NoteStatus, OpError, RelatedLink, SESSION_LOCK_FILE, SESSION_METADATA_FILE,
-    SessionMetadata,
+    INDEX_FILE, NoteStatus, OpError, RelatedLink, SESSION_METADATA_FILE, SessionMetadata,
 };
 use shepherd_core::time::iso;
 
 use crate::atomic::{self, Batch};
+use crate::lock::{self, Scope};
 use crate::ops::{Applied, NoteOp, NoteOpOutcome};
 use crate::queue::{Outcomes, Queue, RESPONSES_KEY, Request};
 use crate::read::read_regular_file;
 use crate::wait::Waiter;
-use crate::{CommitStage, SessionRef, Store, StoreError, lock};
+use crate::{CommitStage, SessionRef, Store, StoreError};
 
 /// How many times a note rewrite is redone when its sheep keeps changing it.
 const NOTE_REWRITE_ATTEMPTS: usize = 3;
@@ -68,10 +68,11 @@ impl Store {
         now: Timestamp,
     ) -> Result<Applied, StoreError> {
         let dir = self.checked_session_dir(session)?;
-        let lock_path = dir.join(SESSION_LOCK_FILE);
         let request = Request { now: iso(now), ops };
-        let lock_file = match lock::try_lock_file(lock::open(&lock_path)?)? {
-            Ok(lock) => {
+        let lock_file = match lock::try_lock_file(lock::open(&dir, Scope::Session)?)? {
+            Ok(ours) => {
+                let deadline = Instant::now() + self.options.lock_timeout;
+                let lock = lock::complete(&dir, Scope::Session, ours, deadline)?;
                 let (outcomes, synced) = self.combine(session, &dir, Some(request))?;
                 drop(lock);
                 if !synced {
@@ -109,7 +110,7 @@ impl Store {
         id: &str,
         lock_file: fs_err::File,
     ) -> Result<Outcomes, StoreError> {
-        let lock_path = dir.join(SESSION_LOCK_FILE);
+        let lock_path = Scope::Session.flock_path(dir);
         let mut waiter = Waiter::new(&lock_path, lock_file, &queue.answers_dir());
         let mut deadline = Instant::now() + self.options.lock_timeout;
         let mut extended = false;
@@ -117,10 +118,11 @@ impl Store {
             if let Some(outcomes) = queue.take_response(id)? {
                 return Ok(outcomes);
             }
-            if let Some(lock) = waiter.try_lock()? {
+            if let Some(ours) = waiter.try_lock()? {
                 if let Some(outcomes) = queue.take_response(id)? {
                     return Ok(outcomes);
                 }
+                let lock = lock::complete(dir, Scope::Session, ours, deadline)?;
                 self.combine(session, dir, None)?;
                 drop(lock);
                 return queue.take_response(id)?.ok_or_else(|| {

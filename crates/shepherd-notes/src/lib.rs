@@ -7,9 +7,12 @@
 //! [`Store::locate_note`]). What the files say is decided in `shepherd_core::fieldnotes`; this
 //! crate decides how they reach the disk:
 //!
-//! - **Locks** (`lock`): OS advisory locks on `.sessions.lock` (resolve and create) and on each
-//!   session's `.session.lock` (every read-modify-write), with a deadline. A holder that dies
-//!   releases its lock. Readers take no lock.
+//! - **Locks** (`lock`): for resolving and creating sessions, the sessions directory's; for
+//!   every read-modify-write, the session's. Each is Shepherd's OS advisory lock
+//!   (`.sessions.flock`, `.session.flock`) and, under it, the original extension's
+//!   exclusive-create lock file (`.sessions.lock`, `.session.lock`), so Shepherd and the
+//!   original exclude each other; every wait has a deadline, and a lock whose holder died is
+//!   taken over at once. Readers take no lock.
 //! - **Fresh reads**: every change re-reads `session.json` after taking the session lock, so no
 //!   update is ever lost to a stale copy (the original lost 568–748 of 800 entries this way).
 //! - **Atomic commits** (`atomic`): each commit stages its files in the session directory,

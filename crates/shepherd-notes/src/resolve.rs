@@ -20,15 +20,15 @@ use shepherd_core::fieldnotes::index::render_index;
 use shepherd_core::fieldnotes::metadata::is_valid_identity;
 use shepherd_core::fieldnotes::naming::unique_session_slug;
 use shepherd_core::fieldnotes::{
-    ALLOC_DIR, Binding, INDEX_FILE, ParentBinding, ROOT_LOCK_FILE, SESSION_LOCK_FILE,
-    SESSION_METADATA_FILE, SessionMetadata, directory_name, parse_directory_name,
-    parse_ordinal_token,
+    ALLOC_DIR, Binding, INDEX_FILE, ParentBinding, SESSION_METADATA_FILE, SessionMetadata,
+    directory_name, parse_directory_name, parse_ordinal_token,
 };
 use shepherd_core::slug::{MAX_SESSION_SLUG, hash8, session_name_from_task, slugify};
 use shepherd_core::time::iso;
 
 use crate::atomic::{self, Batch, TEMP_PREFIX};
-use crate::{CommitStage, MAX_IDENTITY, SessionRef, Store, StoreError, lock};
+use crate::lock::{self, Scope};
+use crate::{CommitStage, MAX_IDENTITY, SessionRef, Store, StoreError};
 
 /// A session found or made for a delegation.
 #[derive(Debug, Clone)]
@@ -60,7 +60,7 @@ impl Store {
             return self.resume(&session, session_file, now);
         }
         let root = self.ensure_sessions_dir()?;
-        let _lock = lock::acquire(&root.join(ROOT_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&root, Scope::Root, self.options.lock_timeout)?;
         self.hook(CommitStage::RootLocked(&root));
         if let Some((session, _)) = self.find_valid(owned)? {
             return self.resume(&session, session_file, now);
@@ -88,7 +88,7 @@ impl Store {
             return self.resume(&session, None, now);
         }
         let root = self.ensure_sessions_dir()?;
-        let _lock = lock::acquire(&root.join(ROOT_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&root, Scope::Root, self.options.lock_timeout)?;
         self.hook(CommitStage::RootLocked(&root));
         if let Some((session, _)) = self.find_valid(named)? {
             return self.resume(&session, None, now);
@@ -105,7 +105,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<Resolved, StoreError> {
         let root = self.ensure_sessions_dir()?;
-        let _lock = lock::acquire(&root.join(ROOT_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&root, Scope::Root, self.options.lock_timeout)?;
         self.hook(CommitStage::RootLocked(&root));
         let name = session_name_from_task(first_task);
         let name = match self.find_valid(|m| m.session_name == name)? {
@@ -134,7 +134,7 @@ impl Store {
                 resumed: true,
             });
         }
-        let _lock = lock::acquire(&dir.join(SESSION_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&dir, Scope::Session, self.options.lock_timeout)?;
         self.hook(CommitStage::SessionLocked(&dir));
         let mut metadata = self.load(session)?;
         if metadata.resume(session_file) {

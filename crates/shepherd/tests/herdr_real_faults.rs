@@ -180,9 +180,15 @@ fn a_sheeps_leftover_ends_before_herdr_is_asked_to_close_its_pane() {
     // The supervisor ended the leftover itself, before Herdr was asked to close the pane:
     // Herdr never had to hang up on it, and nothing of the sheep is left.
     let heard = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(!heard.contains("hup"), "Herdr's close hung up on the leftover: {heard}");
+    assert!(
+        !heard.contains("hup"),
+        "Herdr's close hung up on the leftover: {heard}"
+    );
     for pid in leftovers {
-        assert!(!herd_support::process_running(pid), "leftover {pid} outlived the close");
+        assert!(
+            !herd_support::process_running(pid),
+            "leftover {pid} outlived the close"
+        );
     }
     assert!(hw.pane_labelled("leaver").is_none());
 }
