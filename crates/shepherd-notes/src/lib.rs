@@ -24,6 +24,10 @@
 //!   waiter, so one session's throughput is not capped by one disk flush per note. Waiters
 //!   learn of their answer (or of the lock coming free) through inotify, not by winning the
 //!   lock, so no answered writer waits behind round after round of others.
+//! - **Lookup without scanning** (`bindings`): an index from each parent identity and each
+//!   session name to its session directory, checked against the session's own record before
+//!   it is believed and rebuilt by a scan whenever it is missing or wrong; a writer that found
+//!   its session there checks and continues it inside its own commit ([`Store::reserve_in`]).
 //! - **Allocation** (`resolve`): a new session's number is claimed with an exclusive `mkdir` of
 //!   `.alloc/NNNN`, so two processes never share one and an abandoned number is never reused.
 //! - **Defensive reads** (`read`): stored paths are never trusted; a record that does not
@@ -33,6 +37,7 @@
 
 mod apply;
 mod atomic;
+mod bindings;
 mod error;
 mod lock;
 mod ops;
@@ -46,10 +51,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use bindings::SessionKey;
 pub use error::StoreError;
-pub use ops::{Applied, Finalization, NoteOp, NoteOpOutcome};
+pub use ops::{Applied, Finalization, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 pub use read::{ListedSession, LocatedNote, NoteView};
-pub use resolve::Resolved;
+pub use resolve::{ReservedIn, Resolved};
 pub use shepherd_core::fieldnotes::{
     ArtifactRecord, Metadata, Mode, NoteStatus, OpError, PlannedNote, SessionMetadata,
 };
@@ -126,6 +132,8 @@ pub enum CommitStage<'a> {
     Committed(&'a Path),
     /// The session was busy: this writer's request is queued and it is about to wait.
     Queued(&'a Path),
+    /// A session's record was read (the session directory).
+    Loaded(&'a Path),
 }
 
 /// One session directory, by name. Obtained from the store; its paths are always derived from
