@@ -12,6 +12,7 @@ mod lock;
 
 pub use atomic::{sync_parent, write_atomic};
 pub use excl::{
-    EMPTY_GRACE, ExclusiveLock, RETRY_INTERVAL, is_held, lock_exclusive, try_lock_exclusive,
+    EMPTY_GRACE, ExclusiveLock, RETRY_INTERVAL, is_held, lock_exclusive, lock_exclusive_linked,
+    try_lock_exclusive,
 };
 pub use lock::{FileLock, LockError, lock, open as open_lock_file, try_lock, try_lock_file};

@@ -23,6 +23,18 @@ pub struct FileLock {
     _file: File,
 }
 
+impl FileLock {
+    /// The locked file's path.
+    pub fn path(&self) -> &Path {
+        self._file.path()
+    }
+
+    /// The locked file's metadata (its inode, for one).
+    pub fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        self._file.metadata()
+    }
+}
+
 /// Why a lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {

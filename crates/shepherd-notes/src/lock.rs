@@ -3,8 +3,9 @@
 //! Every lock is two: first Shepherd's own OS advisory lock on a file that stays on disk
 //! (`.sessions.flock`, `.session.flock`), which orders Shepherd writers among themselves, dies
 //! with its holder and is what queued writers watch (see `wait`); then, while holding it, the
-//! original's exclusive-create lock file beside it (`.sessions.lock`, `.session.lock`, holding
-//! our pid, removed on release), which the original waits on. A lock file the original or a
+//! original's lock file beside it (`.sessions.lock`, `.session.lock`), made exclusively as a
+//! hard link to our own and removed on release, which the original waits on exactly as on its
+//! own exclusive-create lock files. A lock file the original or a
 //! Shepherd left behind when it died is recognised as stale and taken over (see
 //! `shepherd_fs::lock_exclusive`), so no crash wedges anyone. Both are released on drop, the
 //! original's first, so a Shepherd writer woken by the release of the first never finds the
@@ -76,7 +77,7 @@ pub(crate) fn complete(
 ) -> Result<Held, StoreError> {
     let path = dir.join(scope.files().1);
     let left = deadline.saturating_duration_since(Instant::now());
-    let original = shepherd_fs::lock_exclusive(&path, left).map_err(store_error)?;
+    let original = shepherd_fs::lock_exclusive_linked(&path, &ours, left).map_err(store_error)?;
     Ok(Held {
         _original: original,
         _ours: ours,

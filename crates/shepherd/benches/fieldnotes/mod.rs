@@ -48,7 +48,8 @@ fn latency_summary(mut ms: Vec<f64>) -> String {
 }
 
 /// Every note of every session in `project`: listed once, present, linked once from
-/// `shepherd.md`, final when `final_only`. Returns how many there are and in how many sessions.
+/// `shepherd.md`, final when `final_only`. Returns how many there are and how many sessions
+/// hold them.
 fn verify_notes(project: &Path, final_only: bool) -> (usize, usize) {
     let sessions = project.join(".shepherd/sessions");
     let mut notes = 0;
@@ -82,6 +83,10 @@ fn verify_notes(project: &Path, final_only: bool) -> (usize, usize) {
             }
         }
         notes += files.len();
+        // Sessions without notes (the parent's, made when its sheep spawned) do not count.
+        if files.is_empty() {
+            count -= 1;
+        }
     }
     (notes, count)
 }
