@@ -242,3 +242,25 @@ fn budgets_and_resumes_are_refused_where_the_sheep_cannot_honour_them() {
     let (_, error, _) = world.error(&["resume", "shepherd-agent-nobody"]);
     assert_eq!(error, "invalid_target");
 }
+
+#[test]
+fn a_run_checks_its_budgets_before_anything_starts() {
+    let world = World::new();
+    world.settings(r#"{"backend": "headless"}"#);
+    world.define_test_sheep("idler", "done completed ok", None);
+    let (code, error, _) = world.error(&["run", "idler", "x", "--max-cost", "0"]);
+    assert_eq!((code, error.as_str()), (2, "invalid_budget"));
+    let plan = world.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "budget: {turns: 5}\ntasks:\n  - {agent: idler, task: a}\n  - {agent: idler, task: b, budget: {toolCalls: 3}}\n",
+    )
+    .unwrap();
+    let (_, error, message) = world.error(&["run", "--plan", plan.to_str().unwrap()]);
+    assert_eq!(error, "budget_unsupported");
+    assert!(
+        message.starts_with("task 1 (idler) is a command sheep"),
+        "{message}"
+    );
+    assert!(!world.project.join(".shepherd").exists(), "nothing started");
+}

@@ -1,6 +1,7 @@
 //! The controls with the real pi: a task budget reached by a pi sheep on the fake model stops
 //! its run and blocks its task; a closed pi sheep resumed on its own session answers from its
-//! own context, and its new note links the note it continues. Headless sheep, both pi versions,
+//! own context, and its new note links the note it continues; a pi sheep killed mid-task is
+//! resumed the same way. Headless sheep, both pi versions,
 //! driven through the parent's own pi tools.
 
 mod pi_support;
@@ -140,7 +141,77 @@ fn a_closed_sheep_resumes_with_its_context(pi: &PiBinary) {
     );
 }
 
+/// A pi sheep killed mid-task fails its task; resumed, it comes back on its own session and
+/// still knows what it was told before it died.
+fn a_crashed_sheep_resumes_on_its_session(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let worker = s.spawn("worker", "fragile");
+    // One whole turn (pi 0.73 writes its session file from the first answer on), then it dies
+    // waiting for the second.
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call("bash", json!({"command": "true"})),
+            Step::tool_call("bash", json!({"command": "true"})).held_until("crash"),
+        ],
+    );
+    let task = s.delegate(
+        &worker,
+        "The password is KIWI-3. Keep it in mind and wait.",
+        None,
+    )["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.wait_requests("worker-model", 2);
+    let pid = s.shepherd(&["status", &worker])["pid"].as_u64().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let watched = s.shepherd(&["watch", &task, "--wait", "60"]);
+    assert_eq!(watched["settled"][0]["status"], "failed", "{watched}");
+    assert_eq!(watched["settled"][0]["returnCode"], 137);
+    s.fake.release("crash");
+
+    let resumed = s.shepherd(&["resume", &worker]);
+    assert_eq!(resumed["agentId"], json!(worker), "{resumed}");
+    assert_eq!(resumed["resumes"], 1);
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "The password is KIWI-3"}),
+            )
+            .expecting("Which password"),
+            Step::text("KIWI-3."),
+        ],
+    );
+    let next = s.delegate(&worker, "Which password did I give you?", None)["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watched = s.shepherd(&["watch", &next, "--wait", "60"]);
+    assert_eq!(watched["settled"][0]["status"], "completed", "{watched}");
+    let requests = s.requests("worker-model");
+    let asked = requests
+        .iter()
+        .find(|r| r.last_input_text().contains("Which password"))
+        .unwrap();
+    assert!(
+        asked
+            .messages()
+            .iter()
+            .map(message_text)
+            .any(|m| m.contains("KIWI-3")),
+        "the resumed sheep's request lacks its earlier task"
+    );
+}
+
 shepherd_testkit::pi_tests!(
     a_two_turn_budget_stops_the_sheep,
-    a_closed_sheep_resumes_with_its_context
+    a_closed_sheep_resumes_with_its_context,
+    a_crashed_sheep_resumes_on_its_session
 );
