@@ -37,6 +37,7 @@ pub(crate) async fn dispatch(
         | method::BROKER_STOP => role == Role::Parent,
         method::WAIT
         | method::HERD
+        | method::RESOLVE
         | method::HERD_SUBSCRIBE
         | method::READ
         | method::RUN_ATTACH => {
@@ -109,6 +110,7 @@ async fn route(
         method::WAIT => reply(crate::parent::wait(broker, session, parse(name, params)?).await),
         method::STATUS => reply(crate::parent::status(broker, session, parse(name, params)?)),
         method::HERD => reply(crate::parent::herd(broker)),
+        method::RESOLVE => reply(crate::parent::resolve(broker, &parse(name, params)?)),
         method::HERD_SUBSCRIBE => reply(crate::herd_feed::subscribe(broker, session)),
         method::READ => reply(crate::parent::read(broker, parse(name, params)?).await),
         method::CLOSE => reply(crate::close::close(broker, parse(name, params)?).await),

@@ -48,7 +48,7 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
                 .and_then(|result| result);
             match reserved {
                 Ok(reserved) => {
-                    content.push_str("\n\n");
+                    // The block starts with its own blank line.
                     content.push_str(&reserved.context);
                     Some(reserved.link)
                 }

@@ -47,3 +47,4 @@ pub mod serve;
 
 pub use broker::BrokerConfig;
 pub use error::BrokerError;
+pub use pi::{PiLaunch, definition_args, install_sheep_extension};

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Sheep};
+use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Resolved, Sheep};
 use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
-    ReadResult, Role, StatusParams, WaitParams, WaitResult, WatchParams, WatchResult,
+    ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, WaitParams,
+    WaitResult, WatchParams, WatchResult,
 };
 use shepherd_term::{BackendKind, ReadSource};
 
@@ -287,6 +288,26 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
     Ok(broker.read(|herd| HerdResult {
         sheep: herd.herd_view(now, false),
     }))
+}
+
+/// Runs `resolve`: the full id a person's short name stands for.
+pub(crate) fn resolve(broker: &Arc<Broker>, params: &ResolveParams) -> BrokerResult<ResolveResult> {
+    let found = broker.read(|herd| match params.kind {
+        ResolveKind::Sheep => herd
+            .resolve_sheep(&params.text)
+            .map(|r| resolved(r, ToString::to_string)),
+        ResolveKind::Task => herd
+            .resolve_task(&params.text)
+            .map(|r| resolved(r, ToString::to_string)),
+    })?;
+    Ok(ResolveResult { id: found })
+}
+
+fn resolved<T>(found: Resolved<T>, show: impl Fn(&T) -> String) -> Option<String> {
+    match found {
+        Resolved::One(id) => Some(show(&id)),
+        Resolved::NoMatch => None,
+    }
 }
 
 /// The sheep `read` means: an agent id; else a display name or pane id, meaning the one sheep

@@ -36,9 +36,12 @@ pub(crate) const OUTPUT_GRACE: Duration = Duration::from_secs(10);
 
 /// The command and environment that start one pi sheep.
 #[derive(Debug, Clone)]
-pub(crate) struct PiLaunch {
-    pub(crate) argv: Vec<String>,
-    pub(crate) env: Vec<(String, String)>,
+pub struct PiLaunch {
+    /// The arguments (the whole command line in [`launch`], only the flags in
+    /// [`definition_args`]).
+    pub argv: Vec<String>,
+    /// Environment variables pi needs on top of the sheep's own.
+    pub env: Vec<(String, String)>,
 }
 
 /// Where a sheep's pi session lives.
@@ -49,6 +52,13 @@ pub(crate) fn session_file(broker: &Broker, id: &AgentId) -> PathBuf {
 /// Writes the shipped sheep extension under the broker's state directory (once per content) and
 /// returns the path pi loads.
 fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
+    install_sheep_extension(&broker.config.paths.state_dir)
+        .map_err(|err| BrokerError::new("io", format!("writing the pi sheep extension: {err}")))
+}
+
+/// Writes the shipped sheep extension under `state_dir` (once per content) and returns the path
+/// pi loads with `-e`.
+pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
     let digest = {
         use sha2::{Digest, Sha256};
         let mut hasher = Sha256::new();
@@ -56,24 +66,15 @@ fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
         hasher.update(BROKER_CLIENT);
         hex::encode(hasher.finalize())[..12].to_owned()
     };
-    let dir = broker
-        .config
-        .paths
-        .state_dir
-        .join("pi-extension")
-        .join(digest);
+    let dir = state_dir.join("pi-extension").join(digest);
     let entry = dir.join("shepherd-sheep.ts");
     if !entry.exists() {
-        let io = |err: std::io::Error| {
-            BrokerError::new("io", format!("writing the pi sheep extension: {err}"))
-        };
         shepherd_fs::write_atomic(
             &dir.join("lib").join("broker.ts"),
             BROKER_CLIENT.as_bytes(),
             None,
-        )
-        .map_err(io)?;
-        shepherd_fs::write_atomic(&entry, SHEEP_EXTENSION.as_bytes(), None).map_err(io)?;
+        )?;
+        shepherd_fs::write_atomic(&entry, SHEEP_EXTENSION.as_bytes(), None)?;
     }
     Ok(entry)
 }
@@ -116,13 +117,31 @@ pub(crate) fn launch(
         ModelChoice::Explicit(model) => Some(model.clone()),
         ModelChoice::Inherit => params.parent_model.clone(),
     });
-    if let Some(model) = model {
-        argv.extend(["--model".into(), model]);
-    }
     let thinking = match def.thinking {
         ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
         ThinkingChoice::Inherit => params.parent_thinking.clone(),
     };
+    let definition = definition_args(def, model, thinking, &prompt);
+    argv.extend(definition.argv);
+    Ok(PiLaunch {
+        argv,
+        env: definition.env,
+    })
+}
+
+/// The flags and environment that give pi a sheep's definition: its model and thinking level,
+/// its tools (with the two every sheep needs), context files, and its system prompt, whose body
+/// is at `prompt` (replacing pi's prompt, or pi's identity sentence in the sheep extension).
+pub fn definition_args(
+    def: &AgentDef,
+    model: Option<String>,
+    thinking: Option<String>,
+    prompt: &Path,
+) -> PiLaunch {
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(model) = model {
+        argv.extend(["--model".into(), model]);
+    }
     if let Some(thinking) = thinking {
         argv.extend(["--thinking".into(), thinking]);
     }
@@ -140,14 +159,14 @@ pub(crate) fn launch(
     }
     let mut env = Vec::new();
     if def.omit_system_prompt {
-        argv.extend(["--system-prompt".into(), path(&prompt)]);
+        argv.extend(["--system-prompt".into(), path(prompt)]);
     } else {
-        env.push(("SHEPHERD_AGENT_PROMPT_FILE".into(), path(&prompt)));
+        env.push(("SHEPHERD_AGENT_PROMPT_FILE".into(), path(prompt)));
     }
     if def.omit_pi_documentation {
         env.push(("SHEPHERD_OMIT_PI_DOCUMENTATION".into(), "1".into()));
     }
-    Ok(PiLaunch { argv, env })
+    PiLaunch { argv, env }
 }
 
 fn path(path: &Path) -> String {

@@ -83,7 +83,7 @@ fn without_max_sheep_a_herd_runs_as_many_as_it_is_given() {
 /// `notes.txt` without committing it.
 fn define_committer(world: &World) {
     let script = r#"while true; do
-  item=$(shepherd inbox --wait 30) || continue
+  item=$(shepherd inbox --wait 30 --json) || continue
   case "$item" in *'"kind":"task"'*)
     echo made > made.txt
     git add made.txt && git -c user.name=Sheep -c user.email=sheep@example.invalid commit -q -m "make made.txt"

@@ -30,7 +30,7 @@ fn a_two_turn_budget_stops_the_sheep(pi: &PiBinary) {
     );
     let delegated = s.call_tool(
         "shepherd_delegate",
-        json!({"target": worker, "task": "Keep appending lines to turns.txt.", "budget": {"turns": 2}}),
+        json!({"target": worker, "task": "Keep appending lines to turns.txt.", "maxTurns": 2}),
     );
     let task = delegated["taskId"].as_str().unwrap().to_owned();
     let note = s.project().join(delegated["note"].as_str().unwrap());

@@ -635,3 +635,37 @@ export default function (pi: any) {{
 }
 
 shepherd_testkit::pi_tests!(review_events);
+
+/// A spawn reports progress while the sheep starts (pi shows `spawning…` on its row), then its
+/// result.
+fn spawn_reports_progress(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let records = s.parent_turn(
+        "spawn",
+        vec![
+            Step::tool_call(
+                "shepherd_spawn",
+                json!({"agent": "worker", "label": "progress"}),
+            ),
+            Step::text("spawned"),
+        ],
+    );
+    let update = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_update" && r["toolName"] == "shepherd_spawn")
+        .unwrap_or_else(|| panic!("no progress update: {}", pi_support::summary(&records)));
+    assert_eq!(
+        update["partialResult"]["details"]["agent"], "worker",
+        "{update}"
+    );
+    assert_eq!(
+        update["partialResult"]["details"]["label"], "progress",
+        "{update}"
+    );
+    let end = tool_end(&records, "shepherd_spawn").expect("the spawn ends");
+    let at = |r: &Value| records.iter().position(|x| x == r).unwrap();
+    assert!(at(update) < at(end), "progress comes before the result");
+    assert_eq!(end["isError"], json!(false), "{end}");
+}
+
+shepherd_testkit::pi_tests!(spawn_reports_progress);

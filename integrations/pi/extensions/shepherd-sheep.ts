@@ -26,8 +26,13 @@ import { BrokerConnection, BrokerError } from "./lib/broker.ts";
 const StringEnum = (values: string[], description: string) =>
 	Type.Unsafe<string>({ type: "string", enum: values, description });
 
-const IDENTITY_START = "You are an expert coding assistant operating inside pi";
-const DOCS_START = "Pi documentation (read only when the user asks about pi itself";
+/** How pi's default prompt introduces pi (0.73, then 1.x): the sentence an agent's body replaces. */
+const IDENTITY_STARTS = [
+	"You are an expert coding assistant operating inside pi",
+	"You are a coding assistant running inside pi",
+];
+/** How pi's documentation section begins (0.73 says "about pi itself", 1.x "about the harness itself"). */
+const DOCS_START = "Pi documentation (read only when the user asks about";
 
 type Envelope = {
 	messageId: string;
@@ -61,21 +66,35 @@ function header(envelope: Envelope): string {
 }
 
 /** Replaces pi's default identity sentence with the agent's own prompt, and optionally drops the
- * section about pi's documentation. Other prompts are left alone. */
+ * section about pi's documentation. Other prompts are left alone. Both pi 0.73's prompt (plain
+ * text, the documentation a list of bullets) and pi 1.x's (sections in tags, `<docs>…</docs>`)
+ * are understood. */
 export function shapeSystemPrompt(prompt: string, body: string | undefined, omitDocs: boolean): string {
 	let shaped = prompt;
-	if (body && shaped.startsWith(IDENTITY_START) && !shaped.includes(body.trim())) {
+	if (body?.trim() && IDENTITY_STARTS.some((start) => shaped.startsWith(start)) && !shaped.includes(body.trim())) {
 		const sentenceEnd = shaped.indexOf("\n");
-		shaped = `${body.trim()}\n${sentenceEnd >= 0 ? shaped.slice(sentenceEnd) : ""}`;
+		shaped = `${body.trim()}${sentenceEnd >= 0 ? shaped.slice(sentenceEnd) : ""}`;
 	}
-	if (omitDocs) {
-		const start = shaped.indexOf(DOCS_START);
-		if (start >= 0) {
-			const afterLast = shaped.indexOf("\n\n", start);
-			shaped = shaped.slice(0, start) + (afterLast >= 0 ? shaped.slice(afterLast + 2) : "");
-		}
-	}
+	if (omitDocs) shaped = withoutDocs(shaped);
 	return shaped;
+}
+
+/** The prompt without pi's documentation section: the whole `<docs>` block on pi 1.x; on 0.73
+ * the heading line and the bullets under it, so what follows (date, working directory) stays. */
+function withoutDocs(prompt: string): string {
+	const start = prompt.indexOf(DOCS_START);
+	if (start < 0) return prompt;
+	const open = prompt.lastIndexOf("<docs>", start);
+	const close = prompt.indexOf("</docs>", start);
+	if (open >= 0 && close >= 0 && prompt.slice(open + "<docs>".length, start).trim() === "") {
+		const after = prompt.slice(close + "</docs>".length).replace(/^\n+/, "");
+		return prompt.slice(0, open) + after;
+	}
+	const lines = prompt.slice(start).split("\n");
+	let kept = 1;
+	while (kept < lines.length && lines[kept].startsWith("- ")) kept++;
+	while (kept < lines.length && lines[kept] === "") kept++;
+	return prompt.slice(0, start) + lines.slice(kept).join("\n");
 }
 
 /** What one turn used, from its assistant message: its tool calls, tokens and cost. */
@@ -112,7 +131,10 @@ export default function (pi: any) {
 	const socket = process.env.SHEPHERD_SOCKET;
 	const agentId = process.env.SHEPHERD_AGENT_ID;
 	const token = process.env.SHEPHERD_TOKEN;
-	if (!socket || !agentId || !token) return;
+	// `shepherd agents prompt` starts pi as a sheep would be started, with this set: the shaped
+	// prompt is written there once pi has built it, and pi ends before any provider call.
+	const capture = process.env.SHEPHERD_CAPTURE_SYSTEM_PROMPT;
+	if (!capture && (!socket || !agentId || !token)) return;
 
 	let sessionFile: string | undefined;
 	let currentTask: string | undefined;
@@ -127,8 +149,8 @@ export default function (pi: any) {
 	const omitDocs = process.env.SHEPHERD_OMIT_PI_DOCUMENTATION === "1";
 
 	const broker = new BrokerConnection(
-		socket,
-		{ role: "sheep", agentId, token, client: "pi-sheep" },
+		socket ?? "",
+		{ role: "sheep", agentId: agentId ?? "", token: token ?? "", client: "pi-sheep" },
 		{
 			reconnectFor: 60_000,
 			onConnect: async () => {
@@ -242,6 +264,11 @@ export default function (pi: any) {
 	});
 
 	pi.on("session_start", async (_event: any, ctx: any) => {
+		if (capture) {
+			const shaped = shapeSystemPrompt(ctx?.getSystemPrompt?.() ?? "", body, omitDocs);
+			fs.writeFileSync(capture, shaped, { mode: 0o600 });
+			process.exit(0);
+		}
 		sessionFile = ctx?.sessionManager?.getSessionFile?.();
 		await broker.connect();
 		await report({ event: "ready", sessionFile });

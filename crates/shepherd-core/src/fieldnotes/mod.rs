@@ -30,7 +30,7 @@ pub mod status;
 #[cfg(test)]
 mod snapshot_tests;
 
-pub use context::{SheepContext, render_context_block};
+pub use context::{SheepContext, render_context_block, split_context_block};
 pub use metadata::{
     ArtifactRecord, Binding, Malformed, Metadata, ParentBinding, RelatedLink, SessionMetadata,
 };

@@ -280,6 +280,7 @@ fn nudge(tx: &mut Tx<'_>, agent_id: &AgentId, task_id: &TaskId, minutes: &str) {
         status: None,
         origin_sender_id: None,
         created_at: tx.now(),
+        note: None,
     };
     tx.enqueue(to, Payload::Envelope { envelope });
 }

@@ -444,6 +444,7 @@ pub fn start_task(
     }
     let agent_id = task.agent_id.clone();
     let at = Some(tx.now());
+    let note_path = note.as_ref().map(|link| link.note.clone());
     tx.emit(Event::TaskStarted {
         task_id: task_id.clone(),
         note,
@@ -464,6 +465,7 @@ pub fn start_task(
         content: Some(content),
         status: None,
         origin_sender_id: None,
+        note: note_path,
         created_at: tx.now(),
     };
     tx.emit(Event::MessageRecorded {

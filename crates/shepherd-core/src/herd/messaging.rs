@@ -149,6 +149,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         content: Some(input.content.clone()),
         status: None,
         origin_sender_id: None,
+        note: None,
         created_at: tx.now(),
     };
 
@@ -566,6 +567,7 @@ fn nudge(tx: &mut Tx<'_>, sender: &AgentId, task_id: &TaskId, display: &str, bud
             content: Some(content),
             status: None,
             origin_sender_id: None,
+            note: None,
             created_at: tx.now(),
         };
         tx.enqueue(

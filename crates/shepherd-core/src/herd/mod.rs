@@ -16,6 +16,7 @@ mod event;
 mod lifecycle;
 mod messaging;
 mod model;
+mod resolve;
 mod run;
 mod tick;
 mod view;
@@ -39,6 +40,7 @@ pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
 };
 pub use model::*;
+pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
 pub use view::{SheepStatus, StallView, TaskView, ack};

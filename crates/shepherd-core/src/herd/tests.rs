@@ -833,3 +833,58 @@ fn a_one_turn_task_settles_with_the_runs_final_text() {
         "no nudge for a turn task"
     );
 }
+
+#[test]
+fn short_names_resolve_to_one_sheep_or_task_or_list_the_candidates() {
+    let mut h = Harness::new();
+    // Ids end in the counter: 000000000001, 000000000002, …
+    let review = h.spawn("worker", "review");
+    let docs = h.spawn("worker", "docs");
+    let scout = h.spawn("scout", "review");
+    let one = |r: Result<Resolved<AgentId>, HerdError>| match r {
+        Ok(Resolved::One(id)) => id,
+        other => panic!("expected one sheep, got {other:?}"),
+    };
+    assert_eq!(one(h.herd.resolve_sheep(review.as_str())), review);
+    assert_eq!(one(h.herd.resolve_sheep("worker: docs")), docs);
+    assert_eq!(one(h.herd.resolve_sheep("docs")), docs, "a unique label");
+    assert_eq!(
+        one(h.herd.resolve_sheep("000000000003")),
+        scout,
+        "the random part"
+    );
+    let whole_prefix = &scout.as_str()[..scout.as_str().len() - 1];
+    assert_eq!(
+        h.herd.resolve_sheep(whole_prefix).unwrap_err().code,
+        "ambiguous_id",
+        "a prefix of the whole id counts too"
+    );
+    let err = h.herd.resolve_sheep("review").unwrap_err();
+    assert_eq!(err.code, "ambiguous_id");
+    assert!(
+        err.message.contains("worker: review") && err.message.contains("scout: review"),
+        "{}",
+        err.message
+    );
+    let err = h.herd.resolve_sheep("0000").unwrap_err();
+    assert_eq!(err.code, "ambiguous_id");
+    assert!(err.message.contains("3 sheep"), "{}", err.message);
+    assert_eq!(h.herd.resolve_sheep("nobody").unwrap(), Resolved::NoMatch);
+    assert_eq!(h.herd.resolve_sheep("").unwrap(), Resolved::NoMatch);
+
+    let first = h.delegate(&review, "one");
+    let second = h.delegate(&docs, "two");
+    let unique = |id: &TaskId| id.as_str().rsplit('-').next().unwrap().to_owned();
+    assert_eq!(
+        h.herd.resolve_task(&unique(&first)).unwrap(),
+        Resolved::One(first.clone())
+    );
+    assert_eq!(
+        h.herd.resolve_task(second.as_str()).unwrap(),
+        Resolved::One(second.clone())
+    );
+    let err = h.herd.resolve_task("0").unwrap_err();
+    assert_eq!(err.code, "ambiguous_id");
+    assert!(err.message.contains("(worker: review)"), "{}", err.message);
+    assert_eq!(h.herd.resolve_task("ffff").unwrap(), Resolved::NoMatch);
+}

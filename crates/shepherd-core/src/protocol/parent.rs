@@ -386,3 +386,34 @@ pub struct ReadResult {
     /// The text.
     pub text: String,
 }
+
+/// What `resolve` looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolveKind {
+    /// A sheep: id, id prefix, display name or unique label.
+    Sheep,
+    /// A task: id or id prefix.
+    Task,
+}
+
+/// `resolve` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveParams {
+    /// Sheep or task.
+    pub kind: ResolveKind,
+    /// What the person typed.
+    pub text: String,
+}
+
+/// `resolve` result: the full id, or none when nothing in the herd is called that (the caller
+/// then sends the text as it is, for the request's own error). Several matches are an
+/// `ambiguous_id` error listing them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveResult {
+    /// The full id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}

@@ -143,12 +143,34 @@ impl TmuxPane {
     /// # Errors
     /// [`AgentError::Screen`] with the last screen when `timeout` passes first.
     pub fn wait_for(&self, text: &str, timeout: Duration) -> Result<String, AgentError> {
+        self.wait_until(&format!("{text:?}"), timeout, |screen| {
+            screen.contains(text)
+        })
+    }
+
+    /// Waits until the screen contains every one of `texts` at once (a redraw in progress can
+    /// show some and not yet the others); returns the screen.
+    ///
+    /// # Errors
+    /// [`AgentError::Screen`] with the last screen when `timeout` passes first.
+    pub fn wait_for_all(&self, texts: &[&str], timeout: Duration) -> Result<String, AgentError> {
+        self.wait_until(&format!("{texts:?}"), timeout, |screen| {
+            texts.iter().all(|text| screen.contains(text))
+        })
+    }
+
+    fn wait_until(
+        &self,
+        text: &str,
+        timeout: Duration,
+        done: impl Fn(&str) -> bool,
+    ) -> Result<String, AgentError> {
         let deadline = Instant::now() + timeout;
         loop {
             // Everything that happened so far is covered by the read that follows.
             while self.output.try_recv().is_ok() {}
             let screen = self.screen()?;
-            if screen.contains(text) {
+            if done(&screen) {
                 return Ok(screen);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -156,7 +178,7 @@ impl TmuxPane {
                 Ok(()) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(AgentError::Screen {
-                        what: format!("{text:?} on the screen"),
+                        what: format!("{text} on the screen"),
                         waited: timeout,
                         screen: self.screen().unwrap_or_default(),
                     });

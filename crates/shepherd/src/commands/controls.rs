@@ -12,6 +12,7 @@ use shepherd_core::protocol::{ResumeParams, SpawnResult, method};
 use super::connect::HerdArgs;
 use super::parent::{call, caller_context, spawn_wait};
 use crate::context::Context;
+use crate::values::BackendArg;
 use crate::error::CliError;
 use crate::output::Printer;
 
@@ -57,11 +58,11 @@ impl BudgetArgs {
 /// Reopen a closed or exited sheep on its own session (pi), under the same name.
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
-    /// The sheep's agent id.
+    /// The sheep: its agent id, a unique prefix of it, or its display name.
     agent_id: String,
-    /// Where it runs now: auto, headless, tmux or herdr (default: where it ran before).
-    #[arg(long)]
-    backend: Option<String>,
+    /// Where it runs now (default: where it ran before).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -72,8 +73,8 @@ pub(crate) fn resume(
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
     let params = ResumeParams {
-        id: args.agent_id,
-        backend: args.backend,
+        id: super::short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
+        backend: args.backend.map(|b| b.as_str().to_owned()),
         caller: Some(caller_context()),
     };
     // A resume of an exited sheep closes what is left of it first.

@@ -4,11 +4,14 @@ pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
 pub(crate) mod controls;
+pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;
 pub(crate) mod run;
 pub(crate) mod settings;
 pub(crate) mod sheep;
+pub(crate) mod shell;
+pub(crate) mod short_ids;
 pub(crate) mod supervise;
 
 use std::process::ExitCode;
@@ -25,8 +28,12 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Inbox(args) => return sheep::inbox(&args, printer),
         Command::Tell(args) => return sheep::tell(args, printer),
         Command::Done(args) => return sheep::done(args, printer),
+        Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Completions(args) => return shell::completions(&args),
+        Command::Man(args) => return shell::man(&args, printer),
+        Command::Mcp(args) => return mcp::run(args),
         other => other,
     };
     let ctx = Context::from_env()?;
@@ -46,8 +53,12 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Inbox(_)
         | Command::Tell(_)
         | Command::Done(_)
+        | Command::Note(_)
         | Command::Report(_)
-        | Command::Supervise(_) => {
+        | Command::Supervise(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::Mcp(_) => {
             unreachable!("handled above")
         }
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),

@@ -89,6 +89,20 @@ impl Default for Options {
 impl Shepherd {
     /// Starts the fake model, the environment and the parent pi (with our extension).
     pub fn start(pi: &PiBinary, backend: Backend, options: &Options) -> Self {
+        let mut shepherd = Self::prepare(pi, backend, options);
+        let extensions: Vec<String> = options
+            .extensions
+            .iter()
+            .flat_map(|e| ["-e".to_owned(), e.display().to_string()])
+            .collect();
+        let extra: Vec<&str> = extensions.iter().map(String::as_str).collect();
+        shepherd.launch_parent(&extra);
+        shepherd
+    }
+
+    /// Starts the fake model and the environment, without a parent pi: for a parent run some
+    /// other way (in a terminal, see [`Shepherd::tui_launch`]).
+    pub fn prepare(pi: &PiBinary, backend: Backend, options: &Options) -> Self {
         let fake = FakeLlm::start(Script::new()).expect("fake model server");
         let mut builder = PiEnv::builder(&fake)
             .model(PARENT_MODEL)
@@ -169,7 +183,7 @@ impl Shepherd {
         std::fs::write(&wrapper, script).unwrap();
         set_executable(&wrapper);
 
-        let mut shepherd = Self {
+        Self {
             fake,
             env,
             pi: pi.clone(),
@@ -180,15 +194,36 @@ impl Shepherd {
             parent: None,
             session_id: String::new(),
             turns: 0,
-        };
-        let extensions: Vec<String> = options
-            .extensions
-            .iter()
-            .flat_map(|e| ["-e".to_owned(), e.display().to_string()])
+        }
+    }
+
+    /// The parent pi's interactive TUI (through the wrapper, with our extension), for a test
+    /// terminal.
+    pub fn tui_launch(&self) -> shepherd_testkit::agents::TuiLaunch {
+        let mut env: Vec<(String, std::ffi::OsString)> = self
+            .env
+            .vars()
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
             .collect();
-        let extra: Vec<&str> = extensions.iter().map(String::as_str).collect();
-        shepherd.launch_parent(&extra);
-        shepherd
+        if let Some(path) = std::env::var_os("PATH") {
+            env.push(("PATH".to_owned(), path));
+        }
+        shepherd_testkit::agents::TuiLaunch {
+            program: self.bin_dir.join("parent-pi"),
+            args: shepherd_testkit::pi::HERMETIC_ARGS
+                .iter()
+                .map(Into::into)
+                .chain([
+                    "-e".into(),
+                    extension_path().into_os_string(),
+                    "--model".into(),
+                    format!("fake/{PARENT_MODEL}").into(),
+                ])
+                .collect(),
+            env,
+            cwd: self.project(),
+        }
     }
 
     /// Starts the parent pi (through the wrapper, with our extension) and reads its session.
@@ -387,6 +422,21 @@ impl Shepherd {
         parse_output(args, &mut command)
     }
 
+    /// Runs a `shepherd` command in the project that must fail, and returns what it said.
+    pub fn shepherd_project_failing(&self, args: &[&str]) -> String {
+        let output = self.shepherd_command(args).output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            !output.status.success(),
+            "shepherd {args:?} succeeded: {said}"
+        );
+        said
+    }
+
     fn shepherd_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_shepherd"));
         self.env.apply(&mut command);
@@ -395,6 +445,7 @@ impl Shepherd {
             .args(["--json", "--project", &self.project().display().to_string()])
             .env("XDG_RUNTIME_DIR", &self.runtime)
             .env("TMUX_TMPDIR", &self.tmux_dir)
+            .env("SHEPHERD_PI", &self.pi.path)
             .env_remove("TMUX");
         command
     }

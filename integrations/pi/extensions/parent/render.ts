@@ -1,11 +1,13 @@
 /**
  * How Shepherd's tool calls, results and notifications look in pi's TUI. The model reads the
  * protocol block; a person reads one compact row: the call with ids replaced by display names,
- * and `✓ delegated`, `watching…`, `✗ failed · <error>` and the like, with the full block on
- * expand. Notifications get a short title line and their body.
+ * and `✓ delegated`, `watching…`, `✗ failed · <error>` and the like; expanded (Ctrl+O), the
+ * `call` and `return` sections of `expanded.ts`. Notifications get a short title line and their
+ * body, and expand into their structured fields.
  */
 
 import { Text } from "@mariozechner/pi-tui";
+import { expandedNotification, expandedResult } from "./expanded.ts";
 import type { ParentState } from "./state.ts";
 
 function compact(value: unknown, max = 72): string {
@@ -81,17 +83,22 @@ function summary(tool: string, details: any, firstLine: string): string {
 export function renderResult(tool: string, result: any, options: any, theme: any, context: any): any {
 	const text: string = result?.content?.find?.((c: any) => c?.type === "text")?.text ?? "";
 	if (options?.isPartial) return new Text(theme.fg("warning", tool === "shepherd_spawn" ? "spawning…" : "working…"), 0, 0);
-	const details = result?.details ?? {};
+	const details = { ...(result?.details ?? {}) };
+	// A thrown failure reaches the renderer without its details: the call comes from the row.
+	if (!details.call && context?.args) details.call = { name: tool, arguments: context.args };
 	const failed = context?.isError || details.error || (typeof details.returnCode === "number" && details.returnCode !== 0);
 	const firstLine = text.split("\n")[0] ?? "";
 	let row: string;
+	const error = details.error ?? firstLine.replace(/^Herd \S+ failed \(return code \d+\): /, "");
 	if (failed) {
-		const error = details.error ?? firstLine.replace(/^Herd \S+ failed \(return code \d+\): /, "");
 		row = theme.fg("error", `✗ failed · ${compact(error, 160)}`);
 	} else {
 		row = theme.fg(summary(tool, details, firstLine).startsWith("✓") ? "success" : "muted", summary(tool, details, firstLine));
 	}
-	if (options?.expanded && text) row += `\n\n${text}`;
+	if (options?.expanded) {
+		if (failed && !details.error) details.error = error;
+		row += `\n\n${expandedResult(tool, details, Boolean(failed), theme)}`;
+	}
 	return new Text(row, 0, 0);
 }
 
@@ -110,6 +117,8 @@ export function registerMessageRenderers(pi: any): void {
 			const content = typeof message.content === "string" ? message.content : "";
 			const [title, ...rest] = content.split("\n");
 			const failed = type === "shepherd.task.completion" && (message.details?.completions ?? []).some((c: any) => !c.ok);
+			const expanded = options?.expanded ? expandedNotification(type, message.details, content, theme) : undefined;
+			if (expanded) return new Text(expanded, 0, 0);
 			let text = theme.fg(failed ? "error" : "accent", theme.bold(title ?? ""));
 			const body = options?.expanded ? rest : rest.slice(0, 3);
 			const shown = options?.expanded ? body : body.map((line: string) => compact(line, 160));

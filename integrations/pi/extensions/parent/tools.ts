@@ -221,19 +221,17 @@ export function registerTools(pi: any, state: ParentState): void {
 						exclusiveMinimum: 0,
 					}),
 				),
-				budget: Type.Optional(
-					Type.Object(
-						{
-							turns: Type.Optional(Type.Integer({ minimum: 1, description: "Most model turns" })),
-							toolCalls: Type.Optional(Type.Integer({ minimum: 1, description: "Most tool calls" })),
-							tokens: Type.Optional(Type.Integer({ minimum: 1, description: "Most tokens (input, output, cache)" })),
-							cost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Most cost (the model's pricing)" })),
-						},
-						{
-							description:
-								"Limits on the task (over the agent definition's own); reaching one stops the sheep and settles the task blocked, naming the limit",
-						},
-					),
+				maxTurns: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most model turns the task may take" })),
+				maxToolCalls: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most tool calls the task may make" })),
+				maxTokens: Type.Optional(
+					Type.Integer({ minimum: 1, description: "Budget: most tokens (input, output, cache) the task may use" }),
+				),
+				maxCost: Type.Optional(
+					Type.Number({
+						exclusiveMinimum: 0,
+						description:
+							"Budget: most cost the task may run up (the model's pricing). Reaching any budget stops the sheep and settles the task blocked, naming the limit",
+					}),
 				),
 				stall: Type.Optional(
 					Type.Number({
@@ -244,7 +242,23 @@ export function registerTools(pi: any, state: ParentState): void {
 				),
 			}),
 			async run(params) {
-				const args = { target: params.target, task: params.task, timeout: params.timeout, budget: params.budget, stall: params.stall };
+				const args = {
+					target: params.target,
+					task: params.task,
+					timeout: params.timeout,
+					maxTurns: params.maxTurns,
+					maxToolCalls: params.maxToolCalls,
+					maxTokens: params.maxTokens,
+					maxCost: params.maxCost,
+					stall: params.stall,
+				};
+				const budget = {
+					turns: params.maxTurns,
+					toolCalls: params.maxToolCalls,
+					tokens: params.maxTokens,
+					cost: params.maxCost,
+				};
+				const budgeted = Object.values(budget).some((value) => value !== undefined);
 				if (params.timeout !== undefined && !(Number.isFinite(params.timeout) && params.timeout > 0)) {
 					throw Object.assign(new Error("Delegated task timeout must be a positive number of minutes."), {
 						code: "invalid_timeout",
@@ -254,7 +268,7 @@ export function registerTools(pi: any, state: ParentState): void {
 					target: params.target,
 					task: params.task,
 					timeout: params.timeout,
-					budget: params.budget,
+					budget: budgeted ? budget : undefined,
 					stall: params.stall,
 				});
 				const name = await state.nameOf(result.agentId);

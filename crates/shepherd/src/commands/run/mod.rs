@@ -81,9 +81,9 @@ pub(crate) struct RunArgs {
     /// Minutes each task may take (fractions allowed; default: the `timeout` setting).
     #[arg(long, value_name = "MINUTES")]
     timeout: Option<f64>,
-    /// Where sheep run: auto, headless, tmux or herdr (default: the `backend` setting).
-    #[arg(long)]
-    backend: Option<String>,
+    /// Where sheep run (default: the `backend` setting).
+    #[arg(long, value_enum)]
+    backend: Option<crate::values::BackendArg>,
     /// A label for the sheep (shown as `<agent>: <label>`).
     #[arg(long)]
     label: Option<String>,
@@ -151,7 +151,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         cwd: args.cwd.as_deref(),
         isolate: args.isolate,
         timeout: args.timeout,
-        backend: args.backend.as_deref(),
+        backend: args.backend.map(crate::values::BackendArg::as_str),
         label: args.label.as_deref(),
         budget: args.budget.budget()?,
     };

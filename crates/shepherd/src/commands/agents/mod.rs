@@ -2,7 +2,7 @@
 //!
 //! The listing is the same one the parent agent gets (`name (source): description`), so a
 //! person sees exactly the names a spawn accepts. `show` prints a definition the way a spawn
-//! will resolve it, and `approve` records the user's consent to run a repository-controlled
+//! will resolve it, `prompt` the whole system prompt a pi sheep of it gets, and `approve` records the user's consent to run a repository-controlled
 //! definition as it is now.
 
 use std::fmt::Write as _;
@@ -23,6 +23,8 @@ use crate::cli::ProjectArg;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
+
+mod prompt;
 
 /// The arguments of `shepherd agents`; its one-line help is in `cli.rs`.
 #[derive(Debug, Args)]
@@ -48,6 +50,9 @@ enum AgentsCommand {
     /// Show one definition as a spawn resolves it: model, thinking, tools, command, file, hash
     /// and approval.
     Show(ShowArgs),
+    /// Print the whole system prompt a pi sheep of this definition gets: pi's own prompt with
+    /// the definition's body and flags applied, built by the pi sheep run, without calling a model.
+    Prompt(prompt::PromptArgs),
     /// Approve a project agent's current contents so that it may run. Approval is bound to the
     /// file's path and contents: after an edit it must be approved again.
     Approve(ApproveArgs),
@@ -131,6 +136,7 @@ pub(crate) fn run(
         AgentsCommand::List(list_args) => list(&list_args, ctx, *printer),
         AgentsCommand::Show(show_args) => show(&show_args, ctx, *printer),
         AgentsCommand::Approve(approve_args) => approve(&approve_args, ctx, *printer),
+        AgentsCommand::Prompt(prompt_args) => return prompt::run(&prompt_args, ctx, *printer),
     }?;
     Ok(ExitCode::SUCCESS)
 }
