@@ -128,6 +128,7 @@ impl FinalizeJob {
         if let Some(summary) = &result.summary {
             metadata.insert("summary".into(), Value::from(one_line(summary)));
         }
+        crate::controls::note_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);
         metadata.insert(
             "durationMs".into(),
@@ -183,6 +184,43 @@ pub(crate) async fn complete_output(broker: &Arc<crate::broker::Broker>, task_id
             tracing::warn!("could not add the final output to the note of {task_id}: {err}");
         }
         Err(err) => tracing::warn!("adding the final output of {task_id} panicked: {err}"),
+    }
+}
+
+/// Adds `metadata` to a settled task's note once it is final (waiting for its finalisation,
+/// within a deadline), keeping its final output as it is.
+pub(crate) async fn annotate_final(
+    broker: &Arc<crate::broker::Broker>,
+    task_id: &TaskId,
+    metadata: Metadata,
+) -> BrokerResult<()> {
+    let deadline = tokio::time::Instant::now() + FIELDNOTES_DEADLINE;
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let job = broker.read(|herd| {
+            let task = herd.tasks.get(task_id)?;
+            task.finalized
+                .then(|| FinalizeJob::for_task(herd, task_id))
+                .flatten()
+        });
+        if let Some(job) = job {
+            let fieldnotes = broker.fieldnotes();
+            return tokio::task::spawn_blocking(move || {
+                fieldnotes.update_output(&job.note, job.output, metadata)
+            })
+            .await
+            .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+        }
+        tokio::select! {
+            changed = generation.changed() => if changed.is_err() { return Err(stopped()) },
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(BrokerError::new(
+                    "fieldnotes_timeout",
+                    format!("the note of {task_id} was not final within {} s", FIELDNOTES_DEADLINE.as_secs()),
+                ));
+            }
+        }
     }
 }
 

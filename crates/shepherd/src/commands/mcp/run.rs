@@ -155,6 +155,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         cwd: Some(absolute(std::path::Path::new(&base), s.cwd).unwrap_or_else(|| base.clone())),
         isolate: s.isolate == Some(true),
         label: None,
+        budget: None,
     };
     let (mode, steps) = if single {
         let (Some(agent), Some(task)) = (run.agent, run.task) else {
@@ -189,6 +190,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         steps,
         session_name: run.session_name,
         timeout: args::minutes("timeout", run.timeout)?,
+        budget: run.budget.budget()?,
         backend: None,
         parent_model: None,
         parent_thinking: None,
