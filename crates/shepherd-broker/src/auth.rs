@@ -5,6 +5,7 @@
 //! from inside one of this herd's own sheep (its process descends from a sheep's supervisor or
 //! program): a sheep may start a herd of its own, but never act as its own parent.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -43,7 +44,7 @@ pub(crate) fn write_credential(
         .and_then(|()| shepherd_fs::write_atomic(&path, token.as_bytes(), Some(0o600)))
         .map_err(|err| {
             BrokerError::new(
-                "spawn_failed",
+                ErrorCode::SpawnFailed,
                 format!(
                     "cannot write the supervisor's credential {}: {err}",
                     path.display()
@@ -60,7 +61,7 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
     let text = hello.agent_id.as_deref().unwrap_or_default();
     let unauthenticated = || {
         BrokerError::new(
-            "unauthenticated",
+            ErrorCode::Unauthenticated,
             format!(
                 "no sheep `{text}` with that token in this herd; a sheep connects with the \
                  SHEPHERD_AGENT_ID and SHEPHERD_TOKEN it was started with"
@@ -83,7 +84,7 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
         }
         if sheep.phase == Phase::Closed {
             return Err(BrokerError::new(
-                "closed_handle",
+                ErrorCode::ClosedHandle,
                 format!("{} ({id}) is closed", sheep.display_name()),
             ));
         }
@@ -111,7 +112,7 @@ pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> Broke
     });
     match inside {
         Some((id, name)) => Err(BrokerError::new(
-            "forbidden",
+            ErrorCode::Forbidden,
             format!(
                 "this process runs inside the sheep {name} ({id}); a sheep cannot act as its \
                  parent. Leave out --parent-session to start a herd of its own."

@@ -11,6 +11,7 @@
 //! channels, spawns waiting for readiness, closes waiting for an exit) lives in [`Links`]; it
 //! is rebuilt, not replayed, after a restart.
 
+use shepherd_core::error_code::ErrorCode;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -324,7 +325,7 @@ impl Broker {
             .cloned()
             .ok_or_else(|| {
                 BrokerError::new(
-                    "backend_unavailable",
+                    ErrorCode::BackendUnavailable,
                     format!(
                         "The {} backend is not available in this broker.",
                         kind.as_str()

@@ -5,6 +5,7 @@
 //! backend confirms that every process (and the pane) is gone within a bounded wait. Only then
 //! is the sheep recorded closed, and an isolated sheep's worktree released (`isolation`).
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -62,7 +63,7 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
         .await?;
     end_sheep(broker, &id, params.keep_pane).await.map_err(|err| {
         BrokerError::new(
-            "close_unconfirmed",
+            ErrorCode::CloseUnconfirmed,
             format!(
                 "Close requested for {display}, but termination could not be confirmed ({err}). \
                  Retry close with agent id {id}."
@@ -85,13 +86,36 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
     })
 }
 
+/// Why a sheep's end could not be confirmed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EndError {
+    /// The herd records a backend this broker does not know.
+    #[error("unknown backend `{0}`")]
+    UnknownBackend(String),
+    /// The sheep's backend is not available in this broker.
+    #[error("{}", .0.message)]
+    Backend(BrokerError),
+    /// The record of panes Shepherd created could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] shepherd_term::registry::RegistryError),
+    /// The pane is not one Shepherd created for this herd, so it is not closed.
+    #[error("refusing to close pane {0}: Shepherd did not create it for this herd")]
+    ForeignPane(String),
+    /// The backend could not confirm the processes and pane are gone.
+    #[error(transparent)]
+    Close(#[from] shepherd_term::TermError),
+    /// The close task itself failed.
+    #[error(transparent)]
+    Join(#[from] tokio::task::JoinError),
+}
+
 /// Ends a sheep's processes and confirms they are gone: asks its supervisor first, then lets
 /// the backend make sure. A pane is closed only if Shepherd created it for this herd.
 pub(crate) async fn end_sheep(
     broker: &Arc<Broker>,
     id: &AgentId,
     keep_pane: bool,
-) -> Result<(), String> {
+) -> Result<(), EndError> {
     let (exited_tx, exited_rx) = oneshot::channel();
     broker
         .links
@@ -110,33 +134,23 @@ pub(crate) async fn end_sheep(
     let kind = broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend.clone()))
         .unwrap_or_default();
-    let kind = BackendKind::parse(&kind).ok_or_else(|| format!("unknown backend `{kind}`"))?;
-    let backend = broker.backend(kind).map_err(|err| err.message)?;
+    let kind = BackendKind::parse(&kind).ok_or_else(|| EndError::UnknownBackend(kind.clone()))?;
+    let backend = broker.backend(kind).map_err(EndError::Backend)?;
     if let Some(pane) = &record.pane {
         let identity = &broker.config.address.identity;
         let project = broker.config.address.project_root.display().to_string();
-        let entry = broker
-            .registry()
-            .find(kind, pane)
-            .map_err(|err| err.to_string())?;
+        let entry = broker.registry().find(kind, pane)?;
         if !entry.is_some_and(|entry| entry.owned_by(identity, &project)) {
-            return Err(format!(
-                "refusing to close pane {pane}: Shepherd did not create it for this herd"
-            ));
+            return Err(EndError::ForeignPane(pane.clone()));
         }
     }
     let closing = record.clone();
     tokio::task::spawn_blocking(move || {
         backend.close(&closing, keep_pane, Instant::now() + CLOSE_BUDGET)
     })
-    .await
-    .map_err(|err| err.to_string())?
-    .map_err(|err| err.to_string())?;
+    .await??;
     if let Some(pane) = record.pane.as_deref().filter(|_| !keep_pane) {
-        broker
-            .registry()
-            .unregister(kind, pane)
-            .map_err(|err| err.to_string())?;
+        broker.registry().unregister(kind, pane)?;
     }
     Ok(())
 }
@@ -179,7 +193,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
             broker
                 .registry()
                 .unregister(kind, pane)
-                .map_err(|err| BrokerError::new("registry", err.to_string()))?;
+                .map_err(|err| BrokerError::new(ErrorCode::Registry, err.to_string()))?;
         }
         pruned += 1;
     }
@@ -215,7 +229,7 @@ async fn prune_registry(broker: &Arc<Broker>) -> BrokerResult<usize> {
         )
     })
     .await
-    .map_err(|err| BrokerError::new("internal", err.to_string()))?
-    .map_err(|err| BrokerError::new("registry", err.to_string()))?;
+    .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
+    .map_err(|err| BrokerError::new(ErrorCode::Registry, err.to_string()))?;
     Ok(gone.len())
 }

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use shepherd_core::budget::Budget;
+use shepherd_core::error_code::ErrorCode;
 use shepherd_core::herd::Task;
 use shepherd_core::settings::EffectiveSettings;
 use shepherd_notes::Metadata;
@@ -19,7 +20,7 @@ pub(crate) fn stall_ms(
 ) -> BrokerResult<Option<i64>> {
     match given {
         Some(minutes) if !(minutes.is_finite() && minutes >= 0.0) => Err(BrokerError::new(
-            "invalid_stall",
+            ErrorCode::InvalidStall,
             format!(
                 "stall `{minutes}` is not a number of minutes, 0 or more (0 turns the watchdog off)"
             ),
@@ -41,7 +42,7 @@ pub(crate) fn check_budget(
     if let Some(budget) = given {
         budget
             .check()
-            .map_err(|err| BrokerError::new("invalid_budget", err.to_string()))?;
+            .map_err(|err| BrokerError::new(ErrorCode::InvalidBudget, err.to_string()))?;
     }
     let any = given.or(own).is_some_and(|b| !b.is_empty());
     if any {

@@ -1,5 +1,6 @@
 //! Routes each request to its handler after checking that the caller's role allows it.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -51,13 +52,13 @@ pub(crate) async fn dispatch(
         method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED => role == Role::Supervisor,
         method::HELLO => {
             return Err(BrokerError::new(
-                "invalid_request",
+                ErrorCode::InvalidRequest,
                 "hello was already said on this connection",
             ));
         }
         other => {
             return Err(BrokerError::new(
-                "unknown_method",
+                ErrorCode::UnknownMethod,
                 format!(
                     "unknown method `{other}`; see the protocol reference for the methods a broker accepts"
                 ),
@@ -74,7 +75,7 @@ pub(crate) async fn dispatch(
         && !shepherd_core::protocol::valid_request_id(id)
     {
         return Err(BrokerError::new(
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             format!(
                 "requestId `{id}` must be 1 to {} printable ASCII characters",
                 shepherd_core::protocol::MAX_REQUEST_ID

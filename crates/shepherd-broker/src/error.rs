@@ -1,6 +1,7 @@
 //! The broker's one error type: a stable wire code and one line for the caller. Every refusal
 //! leaves state unchanged; failures after an accepted change say what was changed.
 
+use shepherd_core::error_code::ErrorCode;
 use shepherd_core::herd::HerdError;
 use shepherd_core::protocol::WireError;
 
@@ -9,16 +10,16 @@ use shepherd_core::protocol::WireError;
 #[error("{message}")]
 pub struct BrokerError {
     /// Stable machine code.
-    pub code: String,
+    pub code: ErrorCode,
     /// One human line.
     pub message: String,
 }
 
 impl BrokerError {
     /// An error with `code` and `message`.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
@@ -26,7 +27,7 @@ impl BrokerError {
     /// A request whose parameters do not parse.
     pub fn invalid_params(method: &str, err: &impl std::fmt::Display) -> Self {
         Self::new(
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             format!("invalid parameters for `{method}`: {err}"),
         )
     }
@@ -34,7 +35,7 @@ impl BrokerError {
     /// The wire form.
     pub fn to_wire(&self) -> WireError {
         WireError {
-            code: self.code.clone(),
+            code: self.code,
             message: self.message.clone(),
         }
     }
@@ -49,8 +50,8 @@ impl From<HerdError> for BrokerError {
 impl From<crate::journal::JournalError> for BrokerError {
     fn from(err: crate::journal::JournalError) -> Self {
         let code = match err {
-            crate::journal::JournalError::Stalled => "journal_stalled",
-            _ => "journal",
+            crate::journal::JournalError::Stalled => ErrorCode::JournalStalled,
+            _ => ErrorCode::Journal,
         };
         Self::new(code, err.to_string())
     }

@@ -10,6 +10,7 @@
 //! trace, as a refused delegation would. The first task of a resumed sheep is told which note
 //! it continues, and that note gets a link to the new one.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use shepherd_core::herd::{Handover, Herd, NoteLink};
@@ -44,7 +45,7 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
             let fieldnotes = broker.fieldnotes();
             let reserved = tokio::task::spawn_blocking(move || fieldnotes.reserve(&request))
                 .await
-                .map_err(|err| BrokerError::new("internal", err.to_string()))
+                .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))
                 .and_then(|result| result);
             match reserved {
                 Ok(reserved) => {
@@ -157,7 +158,7 @@ pub(crate) fn delegate_result(herd: &Herd, task_id: &TaskId) -> BrokerResult<Del
     let task = herd
         .tasks
         .get(task_id)
-        .ok_or_else(|| BrokerError::new("unknown_task", format!("no task {task_id}")))?;
+        .ok_or_else(|| BrokerError::new(ErrorCode::UnknownTask, format!("no task {task_id}")))?;
     let note = task.note.as_ref();
     Ok(DelegateResult {
         task_id: task.id.clone(),

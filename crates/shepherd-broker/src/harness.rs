@@ -8,6 +8,7 @@
 //! a `command` sheep does neither, so those controls are refused for it with a clear error
 //! instead of being silently ignored. A new harness adds a variant here and says what it does.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 
 use shepherd_core::ids::AgentId;
@@ -60,7 +61,7 @@ impl Harness {
             return Ok(());
         }
         Err(BrokerError::new(
-            "budget_unsupported",
+            ErrorCode::BudgetUnsupported,
             format!(
                 "{who} is {}, which does not report turns, tool calls, tokens or cost; budgets \
                  apply to pi sheep",
@@ -75,7 +76,7 @@ impl Harness {
             return Ok(());
         }
         Err(BrokerError::new(
-            "resume_unsupported",
+            ErrorCode::ResumeUnsupported,
             format!(
                 "{who} is {}, which keeps no session to reopen; only pi sheep can be resumed",
                 self.describe()

@@ -5,6 +5,7 @@
 //! (starting a server). The backend's event subscription then feeds the herd: agent states
 //! Herdr recognises become the activity of sheep that do not report their own.
 
+use shepherd_core::error_code::ErrorCode;
 use std::ffi::OsString;
 use std::sync::Arc;
 
@@ -28,7 +29,7 @@ pub(crate) async fn ensure(
         let check = connected.clone();
         let answer = tokio::task::spawn_blocking(move || check.available())
             .await
-            .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+            .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?;
         match answer {
             Ok(()) => return Ok(()),
             Err(err) if !may_start => return Err(unavailable(&err)),
@@ -49,7 +50,7 @@ pub(crate) async fn ensure(
     }
     let backend = tokio::task::spawn_blocking(move || HerdrBackend::connect(config))
         .await
-        .map_err(|err| BrokerError::new("internal", err.to_string()))?
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
         .map_err(|err| unavailable(&TermError::from(err)))?;
     if let Some(events) = backend.events() {
         tokio::spawn(consume(broker.clone(), events));

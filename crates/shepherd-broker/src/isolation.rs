@@ -9,6 +9,7 @@
 //! its patch — files, diffstat, commits, and how to integrate or discard it — goes into the
 //! close's answer and into the note of the sheep's last task.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -42,10 +43,10 @@ pub(crate) fn name_for(agent: &str, label: &str, id: &AgentId) -> String {
 pub(crate) async fn create(repo: Repo, name: String) -> BrokerResult<Worktree> {
     tokio::task::spawn_blocking(move || worktree::create(&repo, &name))
         .await
-        .map_err(|err| BrokerError::new("internal", err.to_string()))?
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
         .map_err(|err| {
             BrokerError::new(
-                "worktree_failed",
+                ErrorCode::WorktreeFailed,
                 format!("the sheep's worktree could not be made: {err}"),
             )
         })

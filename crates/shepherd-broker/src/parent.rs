@@ -1,6 +1,7 @@
 //! The parent's requests besides spawn and close: delegate, message, watch, wait, status, herd
 //! and read.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ pub(crate) fn unique() -> String {
 pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
     if !(minutes.is_finite() && minutes > 0.0) {
         return Err(BrokerError::new(
-            "invalid_timeout",
+            ErrorCode::InvalidTimeout,
             format!(
                 "Delegated task timeout must be a positive number of minutes, got `{minutes}`."
             ),
@@ -55,7 +56,7 @@ pub(crate) async fn delegate(
     let mode = params.mode.clone().unwrap_or_else(|| "single".to_owned());
     if !matches!(mode.as_str(), "single" | "parallel" | "chain") {
         return Err(BrokerError::new(
-            "invalid_mode",
+            ErrorCode::InvalidMode,
             format!("mode `{mode}` is not one of single, parallel, chain"),
         ));
     }
@@ -337,7 +338,7 @@ fn read_target<'h>(herd: &'h Herd, target: &str) -> Option<&'h Sheep> {
 pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResult<ReadResult> {
     if params.target.trim().is_empty() {
         return Err(BrokerError::new(
-            "invalid_target",
+            ErrorCode::InvalidTarget,
             "Provide an agent id or display name to read.",
         ));
     }
@@ -345,7 +346,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
         None => ReadSource::RecentUnwrapped,
         Some(text) => ReadSource::parse(text).ok_or_else(|| {
             BrokerError::new(
-                "invalid_source",
+                ErrorCode::InvalidSource,
                 format!(
                     "source `{text}` is not one of visible, recent, recent-unwrapped, detection"
                 ),
@@ -358,7 +359,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
             .map(|s| (s.id.clone(), s.backend.clone(), s.runtime.clone()))
             .ok_or_else(|| {
                 BrokerError::new(
-                    "invalid_target",
+                    ErrorCode::InvalidTarget,
                     format!(
                         "no sheep with agent id, display name or pane id `{}` in this herd \
                          (see `shepherd herd`)",
@@ -369,7 +370,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     })?;
     let record = crate::spawn::current_launch(broker, &id);
     let backend = BackendKind::parse(&kind)
-        .ok_or_else(|| BrokerError::new("internal", format!("unknown backend `{kind}`")))
+        .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("unknown backend `{kind}`")))
         .and_then(|kind| broker.backend(kind))?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.
@@ -381,7 +382,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     };
     let text = tokio::task::spawn_blocking(move || backend.read(&record, source, raw_lines))
         .await
-        .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
     let text = if rpc_log {
         let rendered = crate::transcript::transcript(&text);
         let all: Vec<&str> = rendered.lines().collect();

@@ -10,6 +10,7 @@
 //! When a sheep's run settles after its task settled, its last assistant text and the run's
 //! telemetry complete the task's note (and are what `run` reports as the task's result).
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,8 +53,12 @@ pub(crate) fn session_file(broker: &Broker, id: &AgentId) -> PathBuf {
 /// Writes the shipped sheep extension under the broker's state directory (once per content) and
 /// returns the path pi loads.
 fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
-    install_sheep_extension(&broker.config.paths.state_dir)
-        .map_err(|err| BrokerError::new("io", format!("writing the pi sheep extension: {err}")))
+    install_sheep_extension(&broker.config.paths.state_dir).map_err(|err| {
+        BrokerError::new(
+            ErrorCode::Io,
+            format!("writing the pi sheep extension: {err}"),
+        )
+    })
 }
 
 /// Writes the shipped sheep extension under `state_dir` (once per content) and returns the path
@@ -94,7 +99,12 @@ pub(crate) fn launch(
         .sheep_logs
         .join(format!("{id}.prompt.md"));
     shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600)).map_err(
-        |err| BrokerError::new("io", format!("writing the sheep's system prompt: {err}")),
+        |err| {
+            BrokerError::new(
+                ErrorCode::Io,
+                format!("writing the sheep's system prompt: {err}"),
+            )
+        },
     )?;
     // The user's pinned pi, else the parent's own (so a user of npx or a second install gets
     // the same pi for sheep), else `pi` from PATH.

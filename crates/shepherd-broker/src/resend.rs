@@ -8,6 +8,7 @@
 //! answer back; and the requests that take several steps (spawn, delegate, runs) record the id
 //! on what they create, so a resend after a restart picks up where the first attempt stopped.
 
+use shepherd_core::error_code::ErrorCode;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -63,9 +64,14 @@ where
         let answered = first
             .wait_for(Option::is_some)
             .await
-            .map_err(|_| BrokerError::new("internal", "the first copy of this request vanished"))?
+            .map_err(|_| {
+                BrokerError::new(
+                    ErrorCode::Internal,
+                    "the first copy of this request vanished",
+                )
+            })?
             .clone();
-        return answered.unwrap_or_else(|| Err(BrokerError::new("internal", "no answer")));
+        return answered.unwrap_or_else(|| Err(BrokerError::new(ErrorCode::Internal, "no answer")));
     }
     let result = run.await;
     let first = broker
@@ -104,7 +110,7 @@ impl Broker {
                 && let Some(reply) = tx.herd().replies.get(id)
             {
                 stored = Some(reply.clone());
-                return Err(BrokerError::new("internal", "answered before"));
+                return Err(BrokerError::new(ErrorCode::Internal, "answered before"));
             }
             let result = f(tx);
             if let Some(id) = request_id

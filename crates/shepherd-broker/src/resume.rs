@@ -9,6 +9,7 @@
 //! the spawn recorded, in its worktree when it was isolated. Its next task gets a new note
 //! that links the note it continues, and that note links the new one.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use shepherd_core::herd::Phase;
@@ -44,7 +45,7 @@ pub(crate) async fn resume(
     match sheep.phase {
         Phase::Starting | Phase::Ready => {
             return Err(BrokerError::new(
-                "agent_running",
+                ErrorCode::AgentRunning,
                 format!("{who} is still running; only a closed or exited sheep can be resumed"),
             ));
         }
@@ -66,7 +67,7 @@ pub(crate) async fn resume(
         .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.len() > 0))
         .ok_or_else(|| {
             BrokerError::new(
-                "no_session",
+                ErrorCode::NoSession,
                 format!("{who} never started a session, so there is nothing to resume"),
             )
         })?;
@@ -122,10 +123,9 @@ pub(crate) async fn resume(
     let fieldnote =
         crate::spawn::fieldnote_session(broker, &spawn, broker.fieldnotes_on().await?).await?;
     broker.read(|herd| {
-        let sheep = herd
-            .sheep
-            .get(&sheep.id)
-            .ok_or_else(|| BrokerError::new("internal", format!("sheep {} vanished", sheep.id)))?;
+        let sheep = herd.sheep.get(&sheep.id).ok_or_else(|| {
+            BrokerError::new(ErrorCode::Internal, format!("sheep {} vanished", sheep.id))
+        })?;
         Ok(SpawnResult {
             agent_id: sheep.id.clone(),
             agent: sheep.agent.clone(),

@@ -5,6 +5,7 @@
 //! task, so a slow `spawn` never holds up a `message` on the same connection; responses and
 //! pushes are written by one writer task per connection, in the order they are produced.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -129,7 +130,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
             // A connection that never says who it is does not hold the broker.
             () = tokio::time::sleep_until(hello_by), if session.is_none() => {
                 respond(&out, 0, Err(BrokerError::new(
-                    "hello_timeout",
+                    ErrorCode::HelloTimeout,
                     format!("no `hello` within {} ms; closing the connection", hello_deadline.as_millis()),
                 )));
                 break;
@@ -144,7 +145,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
                     &out,
                     0,
                     Err(BrokerError::new(
-                        "request_too_large",
+                        ErrorCode::RequestTooLarge,
                         format!(
                             "a request line longer than {MAX_REQUEST_LINE} bytes was refused; closing the connection"
                         ),
@@ -163,7 +164,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
                     &out,
                     0,
                     Err(BrokerError::new(
-                        "invalid_request",
+                        ErrorCode::InvalidRequest,
                         format!("not a request: {err}"),
                     )),
                 );
@@ -274,7 +275,7 @@ async fn hello(
 ) -> BrokerResult<(Arc<Session>, Value)> {
     if request.method != method::HELLO {
         return Err(BrokerError::new(
-            "hello_required",
+            ErrorCode::HelloRequired,
             format!(
                 "the first request on a connection must be `hello`, not `{}`",
                 request.method
@@ -285,7 +286,7 @@ async fn hello(
         .map_err(|err| BrokerError::invalid_params(method::HELLO, &err))?;
     if hello.protocol != PROTOCOL_VERSION {
         return Err(BrokerError::new(
-            "protocol_mismatch",
+            ErrorCode::ProtocolMismatch,
             format!(
                 "this broker speaks protocol {PROTOCOL_VERSION}, the client {}; use the same shepherd version for both",
                 hello.protocol
@@ -326,5 +327,5 @@ async fn hello(
 
 /// A refusal for a caller whose role does not allow the request.
 pub(crate) fn forbidden(message: &str) -> BrokerError {
-    BrokerError::new("forbidden", message)
+    BrokerError::new(ErrorCode::Forbidden, message)
 }

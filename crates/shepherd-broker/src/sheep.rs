@@ -2,6 +2,7 @@
 //! usage, which budgets count). The sender is always the sheep the
 //! connection authenticated as; a sheep cannot speak for another.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -52,7 +53,7 @@ pub(crate) async fn done(
                 DoneOutcome::Duplicate { task_id } => (task_id, true, None),
                 DoneOutcome::Dropped => {
                     return Err(BrokerError::new(
-                        "no_delegated_task",
+                        ErrorCode::NoDelegatedTask,
                         "There is no open task to complete: done was dropped (the parent has been told).",
                     ));
                 }
@@ -91,7 +92,7 @@ pub(crate) async fn report(
         },
         other => {
             return Err(BrokerError::new(
-                "invalid_request",
+                ErrorCode::InvalidRequest,
                 format!(
                     "report event `{other}` is not one of ready, agent_start, turn, run_settled"
                 ),

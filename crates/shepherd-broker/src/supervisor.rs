@@ -3,6 +3,7 @@
 //! the broker pushes `terminate` to it on close. A supervisor connection that drops without an
 //! exit report means the supervisor itself died, which ends the sheep too.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -39,7 +40,7 @@ pub(crate) async fn started(
     let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
     if !phase.as_ref().is_some_and(may_be_running) {
         return Err(BrokerError::new(
-            "closed_handle",
+            ErrorCode::ClosedHandle,
             format!("{id} has ended in this herd; its supervisor must end it"),
         ));
     }

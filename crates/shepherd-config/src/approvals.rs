@@ -8,6 +8,7 @@
 //! `confirmProjectAgents` off nothing does (the setting lives in the user file only, so a
 //! repository cannot switch it off).
 
+use shepherd_core::error_code::ErrorCode;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -69,8 +70,8 @@ pub struct ApprovalRequired {
 
 impl ApprovalRequired {
     /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        "approval_required"
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::ApprovalRequired
     }
 }
 

@@ -8,6 +8,7 @@
 //! Definitions are read fresh on every call: editing a file takes effect on the next spawn.
 //! A file that cannot be read or parsed is skipped alone, with a warning naming it.
 
+use shepherd_core::error_code::ErrorCode;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -81,8 +82,8 @@ pub struct UnknownAgent {
 
 impl UnknownAgent {
     /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        "unknown_agent"
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::UnknownAgent
     }
 }
 

@@ -6,6 +6,7 @@
 //! [`ConfigError::Malformed`]; Shepherd refuses to overwrite such a file rather than lose what a
 //! person put there.
 
+use shepherd_core::error_code::ErrorCode;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -40,10 +41,10 @@ impl ConfigError {
     }
 
     /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Io { .. } => "io",
-            Self::Malformed { .. } => "malformed_file",
+            Self::Io { .. } => ErrorCode::Io,
+            Self::Malformed { .. } => ErrorCode::MalformedFile,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! [`crate::approvals::approve_agent`] and try again; callers without one pass the error on,
 //! and its message says how to approve.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::Path;
 
 use shepherd_core::agent_def::AgentDef;
@@ -34,7 +35,7 @@ pub enum ResolveAgentError {
 
 impl ResolveAgentError {
     /// The stable machine-readable code (`unknown_agent`, `approval_required`, …).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             Self::Unknown(err) => err.code(),
             Self::NotApproved(err) => err.code(),

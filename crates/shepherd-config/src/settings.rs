@@ -9,6 +9,7 @@
 //! no file when either is wrong; it refuses to overwrite a file it cannot parse, and replaces
 //! the file atomically.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
@@ -209,11 +210,11 @@ pub enum SetSettingError {
 
 impl SetSettingError {
     /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::UnknownKey(_) => "unknown_setting",
-            Self::InvalidValue(_) | Self::InvalidProjectScope(_) => "invalid_setting",
-            Self::UserOnly(_) | Self::ProjectScopeNeedsProject => "wrong_settings_layer",
+            Self::UnknownKey(_) => ErrorCode::UnknownSetting,
+            Self::InvalidValue(_) | Self::InvalidProjectScope(_) => ErrorCode::InvalidSetting,
+            Self::UserOnly(_) | Self::ProjectScopeNeedsProject => ErrorCode::WrongSettingsLayer,
             Self::File(err) => err.code(),
         }
     }

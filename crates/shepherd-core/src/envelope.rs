@@ -5,6 +5,7 @@
 //! integration written against either reads the same JSON. Limits live here too, so every
 //! front end refuses the same oversized input with the same words.
 
+use crate::error_code::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{MessageId, Participant, TaskId};
@@ -142,10 +143,10 @@ pub enum ContentError {
 
 impl ContentError {
     /// The stable wire code: `invalid_task` for empty input, `too_large` for oversized input.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Empty { .. } => "invalid_task",
-            Self::TooLarge { .. } => "too_large",
+            Self::Empty { .. } => ErrorCode::InvalidTask,
+            Self::TooLarge { .. } => ErrorCode::TooLarge,
         }
     }
 }

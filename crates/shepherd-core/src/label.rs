@@ -8,6 +8,7 @@
 //! non-empty display name must be unique within one herd, and the herd rejects a duplicate rather
 //! than numbering it: Shepherd never invents labels.
 
+use crate::error_code::ErrorCode;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -93,8 +94,8 @@ pub enum LabelError {
 
 impl LabelError {
     /// The stable machine-readable code of every label error.
-    pub fn code(&self) -> &'static str {
-        "invalid_label"
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::InvalidLabel
     }
 }
 
@@ -134,8 +135,8 @@ pub struct DuplicateLabelError {
 
 impl DuplicateLabelError {
     /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        "duplicate_label"
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::DuplicateLabel
     }
 }
 

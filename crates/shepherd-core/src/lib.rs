@@ -12,6 +12,7 @@ pub mod agent_def;
 pub mod budget;
 pub mod dirs;
 pub mod envelope;
+pub mod error_code;
 pub mod fieldnotes;
 pub mod herd;
 pub mod ids;

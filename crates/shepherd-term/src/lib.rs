@@ -15,6 +15,7 @@ pub mod process;
 pub mod registry;
 pub mod tmux;
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -242,14 +243,14 @@ pub enum TermError {
 
 impl TermError {
     /// The stable wire code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Unavailable(_) => "backend_unavailable",
-            Self::NoCallerPane(_) => "no_caller_pane",
-            Self::Launch(_) => "spawn_failed",
-            Self::NotConfirmed(_) => "close_unconfirmed",
-            Self::Read(_) => "read_failed",
-            Self::Io { .. } => "io",
+            Self::Unavailable(_) => ErrorCode::BackendUnavailable,
+            Self::NoCallerPane(_) => ErrorCode::NoCallerPane,
+            Self::Launch(_) => ErrorCode::SpawnFailed,
+            Self::NotConfirmed(_) => ErrorCode::CloseUnconfirmed,
+            Self::Read(_) => ErrorCode::ReadFailed,
+            Self::Io { .. } => ErrorCode::Io,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What every command needs from the outside world, resolved once: the user's directories and
 //! the current directory. Libraries receive these values; they never read the environment.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::dirs::UserDirs;
@@ -26,7 +27,7 @@ impl Context {
         let dirs = UserDirs::resolve(|name| std::env::var_os(name), uid, &std::env::temp_dir())?;
         let cwd = std::env::current_dir().map_err(|err| {
             CliError::new(
-                "environment",
+                ErrorCode::Environment,
                 format!("cannot read the current directory: {err}"),
             )
         })?;

@@ -4,13 +4,14 @@
 //! with a stable machine code (the same codes the broker sends on the wire), a one-line message
 //! that names the bad value and what would be accepted, and an exit status.
 
+use shepherd_core::error_code::ErrorCode;
 use std::fmt;
 
 /// A failure ready to be shown to a person or a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CliError {
     /// Stable machine-readable code, e.g. `invalid_label`, `not_found`.
-    pub(crate) code: String,
+    pub(crate) code: ErrorCode,
     /// One line, naming the bad value and what would be accepted.
     pub(crate) message: String,
     /// The process exit status.
@@ -18,12 +19,12 @@ pub(crate) struct CliError {
 }
 
 impl CliError {
-    /// A failure with exit status 1.
-    pub(crate) fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A failure with the exit status the catalogue gives its code.
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code,
             message: message.into(),
-            exit: 1,
+            exit: code.exit_status(),
         }
     }
 
@@ -42,6 +43,6 @@ impl fmt::Display for CliError {
 
 impl From<shepherd_core::dirs::DirsError> for CliError {
     fn from(err: shepherd_core::dirs::DirsError) -> Self {
-        Self::new("environment", err.to_string())
+        Self::new(ErrorCode::Environment, err.to_string())
     }
 }

@@ -12,6 +12,7 @@ mod error;
 mod output;
 mod values;
 
+use shepherd_core::error_code::ErrorCode;
 use std::process::ExitCode;
 
 use clap::Parser as _;
@@ -43,5 +44,5 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     let first = rendered.lines().next().unwrap_or("invalid arguments");
     let message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
     output::Printer::new(true)
-        .error(&error::CliError::new("invalid_argument", message).with_exit(2))
+        .error(&error::CliError::new(ErrorCode::InvalidArgument, message).with_exit(2))
 }

@@ -40,12 +40,19 @@ impl Printer {
     /// Renders `err`: one human line on stderr and, with `--json`, `{"error":{code,message}}`
     /// on stdout. Returns the exit status to end the process with.
     pub(crate) fn error(self, err: &CliError) -> ExitCode {
+        let hint = err.code.hint();
         if self.json {
-            let doc = serde_json::json!({ "error": { "code": err.code, "message": err.message } });
-            write_stdout(&doc.to_string());
+            let mut error = serde_json::json!({ "code": err.code, "message": err.message });
+            if let Some(hint) = hint {
+                error["hint"] = hint.into();
+            }
+            write_stdout(&serde_json::json!({ "error": error }).to_string());
         }
         let mut stderr = std::io::stderr().lock();
         let _ignored = writeln!(stderr, "shepherd: {}", err.message);
+        if let Some(hint) = hint {
+            let _ignored = writeln!(stderr, "hint: {hint}");
+        }
         ExitCode::from(err.exit.max(1))
     }
 }

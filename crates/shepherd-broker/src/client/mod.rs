@@ -15,6 +15,7 @@ pub mod start;
 pub use link::{Link, LinkSpec};
 pub use start::{StartSpec, ensure_broker};
 
+use shepherd_core::error_code::ErrorCode;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -72,16 +73,16 @@ pub enum ClientError {
 
 impl ClientError {
     /// The stable code: the broker's own for refusals, else a client-side one.
-    pub fn code(&self) -> &str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Remote(err) => &err.code,
+            Self::Remote(err) => err.code,
             Self::Connect { .. }
             | Self::Start(_)
             | Self::StartRefused(_)
-            | Self::Unavailable(_) => "broker_unavailable",
-            Self::Io(_) | Self::Closed => "broker_disconnected",
-            Self::Protocol(_) => "protocol",
-            Self::Timeout { .. } => "broker_unresponsive",
+            | Self::Unavailable(_) => ErrorCode::BrokerUnavailable,
+            Self::Io(_) | Self::Closed => ErrorCode::BrokerDisconnected,
+            Self::Protocol(_) => ErrorCode::Protocol,
+            Self::Timeout { .. } => ErrorCode::BrokerUnresponsive,
         }
     }
 

@@ -9,6 +9,7 @@
 //! released only while still pending and only for the run that planned it (`Release`).
 
 use serde_json::Value;
+use shepherd_core::error_code::ErrorCode;
 use shepherd_core::herd::NoteLink;
 use shepherd_notes::{
     ArtifactRecord, Finalization, Metadata, Mode, NoteOp, NoteOpOutcome, OpError, PlannedNote,
@@ -130,7 +131,7 @@ pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
     let prepared = SessionRef::new(directory)
         .ok_or_else(|| {
             BrokerError::new(
-                "fieldnotes",
+                ErrorCode::Fieldnotes,
                 format!("`{directory}` is not a session directory"),
             )
         })
@@ -252,9 +253,9 @@ impl Group<'_> {
                     Some(Ok(NoteOpOutcome::Note(_))) => Ok(true),
                     Some(Ok(_)) => Ok(false),
                     Some(Err(err @ (OpError::NotInGroup { .. } | OpError::UnknownNote { .. }))) => {
-                        Err(store_error(&err, "invalid_note"))
+                        Err(store_error(&err, ErrorCode::InvalidNote))
                     }
-                    Some(Err(err)) => Err(store_error(&err, "fieldnotes")),
+                    Some(Err(err)) => Err(store_error(&err, ErrorCode::Fieldnotes)),
                     None => Err(missing()),
                 };
                 let _gone = reply.send(answer);
@@ -264,15 +265,15 @@ impl Group<'_> {
 }
 
 fn missing() -> BrokerError {
-    BrokerError::new("internal", "a note operation went unanswered")
+    BrokerError::new(ErrorCode::Internal, "a note operation went unanswered")
 }
 
 /// The note record of a note operation's outcome (changed or already there).
 fn record_of(outcome: Outcome) -> BrokerResult<ArtifactRecord> {
-    match outcome.map_err(|err| store_error(&err, "fieldnotes"))? {
+    match outcome.map_err(|err| store_error(&err, ErrorCode::Fieldnotes))? {
         NoteOpOutcome::Note(record) | NoteOpOutcome::Unchanged(record) => Ok(*record),
         _ => Err(BrokerError::new(
-            "internal",
+            ErrorCode::Internal,
             "the store answered a note operation without a note",
         )),
     }

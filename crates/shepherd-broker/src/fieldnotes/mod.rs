@@ -12,6 +12,7 @@
 //! delegation's note is reserved and marked running before the task reaches its sheep; a
 //! settled task's note is finalised before watchers hear of it.
 
+use shepherd_core::error_code::ErrorCode;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -210,13 +211,13 @@ pub(crate) async fn annotate_final(
                 fieldnotes.update_output(&job.note, job.output, metadata)
             })
             .await
-            .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+            .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?;
         }
         tokio::select! {
             changed = generation.changed() => if changed.is_err() { return Err(stopped()) },
             () = tokio::time::sleep_until(deadline) => {
                 return Err(BrokerError::new(
-                    "fieldnotes_timeout",
+                    ErrorCode::FieldnotesTimeout,
                     format!("the note of {task_id} was not final within {} s", FIELDNOTES_DEADLINE.as_secs()),
                 ));
             }
@@ -256,7 +257,9 @@ impl Writer {
     fn store(&self) -> BrokerResult<Store> {
         let mut store = self.store.lock().expect("store lock");
         if store.is_none() {
-            *store = Some(Store::open(&self.root).map_err(|err| store_error(&err, "fieldnotes"))?);
+            *store = Some(
+                Store::open(&self.root).map_err(|err| store_error(&err, ErrorCode::Fieldnotes))?,
+            );
         }
         Ok(store.clone().expect("just opened"))
     }
@@ -297,7 +300,7 @@ impl Writer {
         let store = self.store()?;
         let refuse = || {
             BrokerError::new(
-                "invalid_note",
+                ErrorCode::InvalidNote,
                 format!(
                     "`{}` is not a note of this project's fieldnotes",
                     note.display()
@@ -396,7 +399,7 @@ impl Fieldnotes {
         match rx.recv_timeout(FIELDNOTES_DEADLINE) {
             Ok(result) => result,
             Err(mpsc::RecvTimeoutError::Timeout) => Err(BrokerError::new(
-                "fieldnotes_timeout",
+                ErrorCode::FieldnotesTimeout,
                 format!(
                     "the fieldnotes writer did not answer within {} s (is the disk or a session lock stuck?)",
                     FIELDNOTES_DEADLINE.as_secs()
@@ -422,7 +425,7 @@ impl Fieldnotes {
     pub(crate) fn plan(&self, request: PlanRequest) -> BrokerResult<PlanReply> {
         for note in &request.notes {
             shepherd_core::fieldnotes::ops::check_planned(note)
-                .map_err(|err| store_error(&err, "fieldnotes"))?;
+                .map_err(|err| store_error(&err, ErrorCode::Fieldnotes))?;
         }
         let (session, resumed) = self.writer.session(&request.session)?;
         self.call(&session, |reply| LaneJob::Plan {
@@ -488,21 +491,21 @@ impl Fieldnotes {
 fn session_ref(directory: &str) -> BrokerResult<SessionRef> {
     SessionRef::new(directory).ok_or_else(|| {
         BrokerError::new(
-            "fieldnotes",
+            ErrorCode::Fieldnotes,
             format!("`{directory}` is not a session directory"),
         )
     })
 }
 
 /// The wire code of a store failure.
-pub(crate) fn store_code(err: &shepherd_notes::StoreError) -> &'static str {
+pub(crate) fn store_code(err: &shepherd_notes::StoreError) -> ErrorCode {
     use shepherd_notes::StoreError as E;
     match err {
-        E::InvalidName(_) | E::InvalidIdentity { .. } => "invalid_name",
-        E::LockTimeout { .. } => "lock_timeout",
-        E::SessionNotFound { .. } => "not_found",
-        E::NotANote { .. } => "invalid_note",
-        _ => "fieldnotes",
+        E::InvalidName(_) | E::InvalidIdentity { .. } => ErrorCode::InvalidName,
+        E::LockTimeout { .. } => ErrorCode::LockTimeout,
+        E::SessionNotFound { .. } => ErrorCode::NotFound,
+        E::NotANote { .. } => ErrorCode::InvalidNote,
+        _ => ErrorCode::Fieldnotes,
     }
 }
 
@@ -514,9 +517,9 @@ fn file_name(path: &str) -> String {
 }
 
 pub(crate) fn stopped() -> BrokerError {
-    BrokerError::new("internal", "the fieldnotes writer stopped")
+    BrokerError::new(ErrorCode::Internal, "the fieldnotes writer stopped")
 }
 
-pub(crate) fn store_error(err: &impl std::fmt::Display, code: &str) -> BrokerError {
+pub(crate) fn store_error(err: &impl std::fmt::Display, code: ErrorCode) -> BrokerError {
     BrokerError::new(code, err.to_string())
 }

@@ -2,6 +2,7 @@
 //! mode, session name, backend, labels, agent definitions, chain rules, isolation and parallel
 //! write conflicts. A refused run changes nothing — no note, no worktree, no sheep.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::agent_def::AgentDef;
@@ -19,7 +20,7 @@ use crate::error::{BrokerError, BrokerResult};
 pub(crate) fn depth(depth: u32, max_depth: u32) -> BrokerResult<()> {
     if depth.saturating_add(1) > max_depth {
         return Err(BrokerError::new(
-            "depth_exceeded",
+            ErrorCode::DepthExceeded,
             format!(
                 "shepherd run is nested {depth} deep (SHEPHERD_DEPTH={depth}) and maxDepth is {max_depth}; \
                  a sheep at this depth may not start sheep of its own"
@@ -30,7 +31,7 @@ pub(crate) fn depth(depth: u32, max_depth: u32) -> BrokerResult<()> {
 }
 
 fn invalid(message: impl Into<String>) -> BrokerError {
-    BrokerError::new("invalid_run", message)
+    BrokerError::new(ErrorCode::InvalidRun, message)
 }
 
 /// Checks a submitted run against the settings and the agent definitions `resolve` finds;
@@ -60,7 +61,7 @@ pub(crate) fn check(
     let max_tasks = settings.max_parallel_tasks as usize;
     if mode == Mode::Parallel && count > max_tasks {
         return Err(BrokerError::new(
-            "too_many_tasks",
+            ErrorCode::TooManyTasks,
             format!(
                 "Too many parallel tasks ({count}). Max is {max_tasks} (setting maxParallelTasks)."
             ),
@@ -68,13 +69,13 @@ pub(crate) fn check(
     }
     if let Some(name) = &params.session_name {
         shepherd_core::slug::validate_session_name(name)
-            .map_err(|err| BrokerError::new("invalid_session_name", err.to_string()))?;
+            .map_err(|err| BrokerError::new(ErrorCode::InvalidSessionName, err.to_string()))?;
     }
     if let Some(backend) = &params.backend
         && !Backend::ALL.iter().any(|b| b.as_str() == backend)
     {
         return Err(BrokerError::new(
-            "invalid_backend",
+            ErrorCode::InvalidBackend,
             format!("backend `{backend}` is not one of auto, herdr, tmux, headless"),
         ));
     }
@@ -170,7 +171,7 @@ fn resolve_cwd(root: &Path, requested: Option<&str>, number: usize) -> BrokerRes
     match path.canonicalize() {
         Ok(dir) if dir.is_dir() => Ok(dir),
         _ => Err(BrokerError::new(
-            "invalid_cwd",
+            ErrorCode::InvalidCwd,
             format!(
                 "task {number}'s directory `{}` is not an existing directory",
                 path.display()
@@ -191,7 +192,7 @@ fn check_labels(mode: Mode, params: &RunSubmitParams) -> BrokerResult<()> {
         let key = (step.agent.as_str(), label.as_str().to_owned());
         if seen.contains(&key) {
             return Err(BrokerError::new(
-                "duplicate_label",
+                ErrorCode::DuplicateLabel,
                 format!(
                     "parallel task {} would be a second `{}: {}`; give each parallel task of one agent its own label",
                     index + 1,
@@ -239,7 +240,7 @@ fn check_conflicts(steps: &[SpecStep], defs: &[AgentDef], home: &Path) -> Broker
                     format!("`{other_text}` and `{written}`")
                 };
                 return Err(BrokerError::new(
-                    "write_conflict",
+                    ErrorCode::WriteConflict,
                     format!(
                         "parallel tasks {} ({}) and {} ({}) would both write {what} ({}); \
                          isolate one of them (isolate: true, or --isolate), run them as a chain, or give them separate files",
@@ -304,7 +305,7 @@ mod tests {
             "worker" => Ok(def("worker", None, false)),
             "tool" => Ok(def("tool", Some(&["read"]), true)),
             other => Err(BrokerError::new(
-                "unknown_agent",
+                ErrorCode::UnknownAgent,
                 format!("no agent `{other}`"),
             )),
         }

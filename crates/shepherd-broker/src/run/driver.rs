@@ -10,6 +10,7 @@
 //! open tasks end cancelled, rc 130); notes of tasks that never reached a sheep are finalised,
 //! so no note of the run is left pending.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use shepherd_notes::{Mode, NoteStatus, PlannedNote};
@@ -131,7 +132,7 @@ pub(crate) async fn plan_notes(
     let group = run_id.to_owned();
     let found = tokio::task::spawn_blocking(move || fieldnotes.find_plan(&group))
         .await
-        .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
     let reply = match found {
         Some(reply) if reply.notes.len() == spec.steps.len() => reply,
         _ => {
@@ -153,7 +154,7 @@ pub(crate) async fn plan_notes(
             let fieldnotes = broker.fieldnotes();
             tokio::task::spawn_blocking(move || fieldnotes.plan(PlanRequest { session, notes }))
                 .await
-                .map_err(|err| BrokerError::new("internal", err.to_string()))??
+                .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??
         }
     };
     let plan = PlanResult {
@@ -352,7 +353,7 @@ async fn release_unlaunched(run: &Arc<Run>, outcomes: &[Outcome]) -> Vec<String>
         let fieldnotes = run.broker.fieldnotes();
         let released = tokio::task::spawn_blocking(move || fieldnotes.release(request))
             .await
-            .map_err(|err| BrokerError::new("internal", err.to_string()))
+            .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))
             .and_then(|result| result);
         if let Err(err) = released {
             warnings.push(format!("the note {note} could not be finalised: {err}"));

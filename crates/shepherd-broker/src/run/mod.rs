@@ -18,6 +18,7 @@ mod report;
 mod step;
 pub(crate) mod worktree;
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -139,7 +140,7 @@ async fn cancel_run(broker: &Arc<Broker>, run_id: &str, reason: &str) -> BrokerR
 
 fn unknown_run(run_id: &str) -> BrokerError {
     BrokerError::new(
-        "unknown_run",
+        ErrorCode::UnknownRun,
         format!("no run `{run_id}` in this herd (finished runs are kept only for a while)"),
     )
 }

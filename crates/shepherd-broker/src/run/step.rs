@@ -76,8 +76,8 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
     if let Err(err) = &closed {
         // As the original: a sheep whose end is unconfirmed fails its task, whatever it said.
         outcome.error = Some(match outcome.error.take() {
-            Some(first) => format!("{first}; {err}"),
-            None => err.clone(),
+            Some(first) => format!("{first}; close: {err}"),
+            None => format!("close: {err}"),
         });
         if outcome.completed() {
             outcome.status = "failed".to_owned();
@@ -102,10 +102,10 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
             shepherd_core::slug::agent_slug(&spec.agent)
         );
         let repo = repo.clone();
-        let made = tokio::task::spawn_blocking(move || worktree::create(&repo, &name))
-            .await
-            .map_err(|err| err.to_string())
-            .and_then(|made| made);
+        let made = match tokio::task::spawn_blocking(move || worktree::create(&repo, &name)).await {
+            Ok(made) => made.map_err(|err| err.to_string()),
+            Err(err) => Err(err.to_string()),
+        };
         match made {
             Ok(made) => {
                 state.worktree = Some(made);
@@ -255,15 +255,12 @@ async fn report_after_close(run: &Arc<Run>, task_id: &str) -> Option<TaskReport>
 }
 
 /// Closes the sheep (its open task ends cancelled, rc 130); closing a closed sheep is a no-op.
-async fn close_sheep(run: &Arc<Run>, agent_id: &str) -> Result<(), String> {
+async fn close_sheep(run: &Arc<Run>, agent_id: &str) -> crate::error::BrokerResult<()> {
     let params = CloseParams {
         id: agent_id.to_owned(),
         keep_pane: run.spec.keep_pane,
     };
-    crate::close::close(&run.broker, params)
-        .await
-        .map(|_| ())
-        .map_err(|err| format!("close: {}", err.message))
+    crate::close::close(&run.broker, params).await.map(|_| ())
 }
 
 /// A step's budget: the run's, overridden key by key by the step's own.

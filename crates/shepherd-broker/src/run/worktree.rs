@@ -10,6 +10,7 @@
 //! branch gained no commits and still points where it started, and the sheep's close was
 //! confirmed; otherwise it is kept and reported.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -83,7 +84,32 @@ pub(crate) struct Patch {
     pub(crate) integrate: String,
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+/// Why a git command about a worktree did not do its work.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GitError {
+    /// git could not be started.
+    #[error("cannot run git: {0}")]
+    Start(#[source] std::io::Error),
+    /// git ran and refused; its first line of complaint.
+    #[error("git {args} failed: {message}")]
+    Failed {
+        /// The arguments, as typed.
+        args: String,
+        /// The first line git printed on stderr.
+        message: String,
+    },
+    /// The worktree's working directory could not be made.
+    #[error("cannot make {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -91,18 +117,22 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .output()
-        .map_err(|err| format!("cannot run git: {err}"))?;
+        .map_err(GitError::Start)?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout)
             .trim_end()
             .to_owned())
     } else {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            stderr.lines().next().unwrap_or("no message").trim()
-        ))
+        Err(GitError::Failed {
+            args: args.join(" "),
+            message: stderr
+                .lines()
+                .next()
+                .unwrap_or("no message")
+                .trim()
+                .to_owned(),
+        })
     }
 }
 
@@ -115,7 +145,7 @@ pub(crate) fn probe(cwd: &Path, number: usize) -> Result<Repo, BrokerError> {
 pub(crate) fn probe_for(cwd: &Path, who: &str) -> Result<Repo, BrokerError> {
     let refuse = |why: String| {
         BrokerError::new(
-            "not_a_git_repository",
+            ErrorCode::NotAGitRepository,
             format!(
                 "{who} asks for isolate, but its directory `{}` {why}; isolation needs a git repository with a commit",
                 cwd.display()
@@ -163,7 +193,7 @@ fn git_changes() -> std::sync::MutexGuard<'static, ()> {
 /// Makes the worktree `name` (on branch `shepherd/<name>`) from the repository's HEAD. A
 /// worktree already made under that name for this run (the broker restarted after making it)
 /// is taken as it is.
-pub(crate) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
+pub(crate) fn create(repo: &Repo, name: &str) -> Result<Worktree, GitError> {
     let _serialised = git_changes();
     let mut parent = repo.common_dir.clone().into_os_string();
     parent.push("-wt");
@@ -190,7 +220,10 @@ pub(crate) fn create(repo: &Repo, name: &str) -> Result<Worktree, String> {
         branch,
         base,
     };
-    fs_err::create_dir_all(worktree.cwd()).map_err(|err| err.to_string())?;
+    fs_err::create_dir_all(worktree.cwd()).map_err(|source| GitError::Directory {
+        path: worktree.cwd().display().to_string(),
+        source,
+    })?;
     Ok(worktree)
 }
 
@@ -204,7 +237,7 @@ pub(crate) fn release(worktree: &Worktree, close_confirmed: bool) -> WorktreeRep
     };
     let reason = match reason {
         Some(reason) => Some(reason),
-        None => remove(worktree).err(),
+        None => removal_failure(worktree),
     };
     WorktreeReport {
         path: worktree.path.display().to_string(),
@@ -294,15 +327,19 @@ fn leftovers(worktree: &Worktree) -> Option<String> {
     }
 }
 
-fn remove(worktree: &Worktree) -> Result<(), String> {
+/// Removes the worktree, then its branch; when either fails, says which, in the words the
+/// report gives as the reason the worktree was kept.
+fn removal_failure(worktree: &Worktree) -> Option<String> {
     let _serialised = git_changes();
     let top = &worktree.repo.top;
     let shown = worktree.path.display().to_string();
-    git(top, &["worktree", "remove", &shown])
-        .map_err(|err| format!("it could not be removed ({err})"))?;
-    git(top, &["branch", "-D", &worktree.branch])
-        .map_err(|err| format!("its branch could not be deleted ({err})"))?;
-    Ok(())
+    if let Err(err) = git(top, &["worktree", "remove", &shown]) {
+        return Some(format!("it could not be removed ({err})"));
+    }
+    if let Err(err) = git(top, &["branch", "-D", &worktree.branch]) {
+        return Some(format!("its branch could not be deleted ({err})"));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! that fails is cleaned up and the sheep recorded as failed to start, with the end of its
 //! output in the error.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -137,14 +138,14 @@ pub(crate) async fn launch(
     let backend = prepared.backend.clone();
     let launched = tokio::task::spawn_blocking(move || backend.launch(&spec))
         .await
-        .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?;
     let record = match launched {
         Ok(record) => record,
         Err(err) => {
             let _unused = fs_err::remove_file(&credential);
             never_launched(broker, id, err.to_string()).await;
             return Err(BrokerError::new(
-                "spawn_failed",
+                ErrorCode::SpawnFailed,
                 format!("Agent \"{}\" could not be started: {err}", def.name),
             ));
         }
@@ -157,7 +158,7 @@ pub(crate) async fn launch(
         };
         abandon_launch(broker, id, &prepared.backend, record, exit).await;
         return Err(BrokerError::new(
-            "spawn_failed",
+            ErrorCode::SpawnFailed,
             format!("Agent \"{}\" was not started: {err}", def.name),
         ));
     }
@@ -188,7 +189,7 @@ pub(crate) async fn launch(
         message.push_str(" Last output: ");
         message.push_str(tail.trim());
     }
-    Err(BrokerError::new("agent_not_ready", message))
+    Err(BrokerError::new(ErrorCode::AgentNotReady, message))
 }
 
 /// Where a visible sheep's pane goes: the caller's tmux server and pane, when it has them.
@@ -349,7 +350,7 @@ pub(crate) fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<
     };
     let canonical = path.canonicalize().map_err(|err| {
         BrokerError::new(
-            "invalid_cwd",
+            ErrorCode::InvalidCwd,
             format!(
                 "cwd `{}` is not an existing directory: {err}",
                 path.display()
@@ -358,7 +359,7 @@ pub(crate) fn resolve_cwd(root: &Path, requested: Option<&str>) -> BrokerResult<
     })?;
     if !canonical.is_dir() {
         return Err(BrokerError::new(
-            "invalid_cwd",
+            ErrorCode::InvalidCwd,
             format!("cwd `{}` is not a directory", path.display()),
         ));
     }

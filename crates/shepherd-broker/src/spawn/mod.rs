@@ -10,6 +10,7 @@
 
 pub(crate) mod launch;
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -161,7 +162,7 @@ pub(crate) async fn prepare(
     .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
     if broker.config.depth + 1 > settings.max_depth {
         return Err(BrokerError::new(
-            "depth_exceeded",
+            ErrorCode::DepthExceeded,
             format!(
                 "this herd is nested {} deep and maxDepth is {}; a sheep at this depth may not spawn sheep of its own",
                 broker.config.depth, settings.max_depth
@@ -171,7 +172,7 @@ pub(crate) async fn prepare(
     let is_pi = def.command.is_none();
     if let Some(model) = params.model.as_ref().filter(|_| !is_pi) {
         return Err(BrokerError::new(
-            "invalid_model",
+            ErrorCode::InvalidModel,
             format!(
                 "--model `{model}` applies to pi sheep only; \"{}\" runs a command",
                 def.name
@@ -191,7 +192,7 @@ pub(crate) async fn prepare(
         None => Placement::Tab,
         Some(text) => Placement::parse(text).ok_or_else(|| {
             BrokerError::new(
-                "invalid_placement",
+                ErrorCode::InvalidPlacement,
                 format!("placement `{text}` is not one of tab, pane_right, pane_down, workspace"),
             )
         })?,
@@ -227,7 +228,7 @@ pub(crate) async fn fieldnote_session(
     let fieldnotes = broker.fieldnotes();
     let session = tokio::task::spawn_blocking(move || fieldnotes.parent_session())
         .await
-        .map_err(|err| BrokerError::new("internal", err.to_string()))??;
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
     Ok(Some(session.relative))
 }
 
@@ -247,7 +248,7 @@ pub(crate) async fn follow(
         generation.borrow_and_update();
         let sheep = broker
             .read(|herd| herd.sheep.get(id).cloned())
-            .ok_or_else(|| BrokerError::new("internal", format!("sheep {id} vanished")))?;
+            .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("sheep {id} vanished")))?;
         match sheep.phase {
             shepherd_core::herd::Phase::Starting => {}
             shepherd_core::herd::Phase::Ready => {
@@ -275,16 +276,16 @@ pub(crate) async fn follow(
                     message.push_str(" Last output: ");
                     message.push_str(exit.tail.trim());
                 }
-                return Err(BrokerError::new("agent_not_ready", message));
+                return Err(BrokerError::new(ErrorCode::AgentNotReady, message));
             }
         }
         tokio::select! {
             changed = generation.changed() => if changed.is_err() {
-                return Err(BrokerError::new("broker_stopping", "the broker is stopping"));
+                return Err(BrokerError::new(ErrorCode::BrokerStopping, "the broker is stopping"));
             },
             () = tokio::time::sleep_until(deadline) => {
                 return Err(BrokerError::new(
-                    "agent_not_ready",
+                    ErrorCode::AgentNotReady,
                     format!("{} did not become ready within {} s", sheep.display_name(), limit.as_secs()),
                 ));
             }
@@ -316,7 +317,7 @@ pub(crate) async fn choose_backend(
         "auto" => BackendKind::Headless,
         other => BackendKind::parse(other).ok_or_else(|| {
             BrokerError::new(
-                "invalid_backend",
+                ErrorCode::InvalidBackend,
                 format!("backend `{other}` is not one of auto, headless, tmux, herdr"),
             )
         })?,
@@ -349,7 +350,7 @@ fn checked_session_path(session: &str) -> BrokerResult<String> {
         Ok(session.to_owned())
     } else {
         Err(BrokerError::new(
-            "invalid_session",
+            ErrorCode::InvalidSession,
             format!(
                 "fieldnotes session `{session}` must be a project-relative session directory, \
                  `.shepherd/sessions/NNNN-slug`"

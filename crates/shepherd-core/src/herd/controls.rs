@@ -9,6 +9,7 @@
 //! period, settles its task `blocked`. Only tasks under the watchdog record activity, so a herd
 //! without it journals nothing more than before.
 
+use crate::error_code::ErrorCode;
 use serde_json::Value;
 
 use super::error::HerdError;
@@ -40,7 +41,7 @@ impl Herd {
         let running = self.running_sheep();
         if running >= max as usize {
             return Err(HerdError::new(
-                "max_sheep",
+                ErrorCode::MaxSheep,
                 format!(
                     "this herd already runs {running} sheep and maxSheep is {max}; close one \
                      (shepherd close <id>) or raise maxSheep (shepherd settings set maxSheep <n>, 0 for no limit)"
@@ -96,7 +97,7 @@ pub fn reopen(tx: &mut Tx<'_>, input: Reopen) -> Result<(), HerdError> {
         .ok_or_else(|| HerdError::unknown_agent_id(input.agent_id.as_str()))?;
     if sheep.phase != Phase::Closed {
         return Err(HerdError::new(
-            "agent_running",
+            ErrorCode::AgentRunning,
             format!(
                 "{} ({}) is still running; only a closed or exited sheep can be resumed",
                 sheep.display_name(),

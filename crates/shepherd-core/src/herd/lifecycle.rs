@@ -1,5 +1,6 @@
 //! Sheep and task lifecycle commands: admit, launch, ready, exit, close, delegate, settle.
 
+use crate::error_code::ErrorCode;
 use serde_json::Value;
 
 use super::error::HerdError;
@@ -74,7 +75,7 @@ impl Herd {
         let held = self.inboxes.get(who).map_or(0, |inbox| inbox.items.len());
         if held >= limit {
             return Err(HerdError::new(
-                "inbox_full",
+                ErrorCode::InboxFull,
                 format!(
                     "{whose} inbox holds {held} unacknowledged items, the most it keeps; nothing \
                      was sent. Let it read its inbox (`shepherd inbox`) first."
@@ -321,7 +322,7 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
         Phase::Ready => {}
         Phase::Starting => {
             return Err(HerdError::new(
-                "agent_not_ready",
+                ErrorCode::AgentNotReady,
                 format!(
                     "{} ({}) is still starting; delegate once spawn has returned.",
                     sheep.display_name(),
@@ -346,7 +347,7 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
     }
     if let Some(active) = &sheep.active_task {
         return Err(HerdError::new(
-            "active_task",
+            ErrorCode::ActiveTask,
             format!(
                 "{} ({}) already has an open task {active}; wait for it to settle (shepherd watch) \
                  or close the sheep before delegating again.",
@@ -357,7 +358,7 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
     }
     if input.timeout_ms <= 0 {
         return Err(HerdError::new(
-            "invalid_timeout",
+            ErrorCode::InvalidTimeout,
             "Delegated task timeout must be a positive number of minutes.",
         ));
     }
@@ -371,13 +372,13 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
     if let Some(budget) = &budget {
         budget
             .check()
-            .map_err(|err| HerdError::new("invalid_budget", err.to_string()))?;
+            .map_err(|err| HerdError::new(ErrorCode::InvalidBudget, err.to_string()))?;
     }
     if let Some(after) = input.stall_after_ms
         && after <= 0
     {
         return Err(HerdError::new(
-            "invalid_stall",
+            ErrorCode::InvalidStall,
             format!("stall watchdog period must be a positive number of minutes, got {after} ms"),
         ));
     }
@@ -435,7 +436,7 @@ pub fn start_task(
         .ok_or_else(|| HerdError::unknown_task(task_id.as_str()))?;
     if task.state != TaskState::Created {
         return Err(HerdError::new(
-            "invalid_transition",
+            ErrorCode::InvalidTransition,
             format!(
                 "Task {task_id} is {}; only a created task can start.",
                 task.state.as_str()

@@ -11,6 +11,7 @@ use super::error::HerdError;
 use super::lifecycle::settle;
 use super::model::{Activity, Event, MessageRecord, Notice, NoticeKind, Payload, Phase, Request};
 use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
+use crate::error_code::ErrorCode;
 use crate::ids::{AgentId, MessageId, Participant, TaskId};
 use crate::task::{DoneStatus, TaskState};
 
@@ -207,7 +208,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
 fn parse_message_id(text: &str) -> Result<MessageId, HerdError> {
     MessageId::parse(text).ok_or_else(|| {
         HerdError::new(
-            "invalid_reply_to",
+            ErrorCode::InvalidReplyTo,
             format!("`{text}` is not a message id; replyTo takes the id of the message being answered (shepherd-message-…)."),
         )
     })
@@ -216,7 +217,7 @@ fn parse_message_id(text: &str) -> Result<MessageId, HerdError> {
 fn resolve_target(tx: &Tx<'_>, sender: &Participant, text: &str) -> Result<Participant, HerdError> {
     let target = Participant::parse(text).ok_or_else(|| {
         HerdError::new(
-            "invalid_target",
+            ErrorCode::InvalidTarget,
             format!(
                 "`{text}` is not a valid target. Use `shepherd` (or `parent`) for the parent, or the \
                  exact agent id returned by spawn (shepherd-agent-…); agent names, labels, pane ids \
@@ -226,12 +227,12 @@ fn resolve_target(tx: &Tx<'_>, sender: &Participant, text: &str) -> Result<Parti
     })?;
     match (&target, sender) {
         (Participant::Parent, Participant::Parent) => Err(HerdError::new(
-            "invalid_target",
+            ErrorCode::InvalidTarget,
             "The parent cannot message itself; target a sheep by its agent id.",
         )),
         (Participant::Sheep(id), _) if Participant::Sheep(id.clone()) == *sender => {
             Err(HerdError::new(
-                "invalid_target",
+                ErrorCode::InvalidTarget,
                 "A sheep cannot message itself; target `shepherd` or a herd-mate's agent id.",
             ))
         }
@@ -278,7 +279,7 @@ fn attribute_task(
         && input.sender != Participant::Parent
     {
         return Err(HerdError::new(
-            "reply_task_mismatch",
+            ErrorCode::ReplyTaskMismatch,
             format!(
                 "Reply to {} belongs to task {answered}; use that task id, not {named}.",
                 reply_to.map(MessageId::as_str).unwrap_or_default()
@@ -321,7 +322,7 @@ fn tracked_request(
             let task = &tx.herd().tasks[task_id];
             if Some(&task.agent_id) != target.agent_id() {
                 return Err(HerdError::new(
-                    "task_agent_mismatch",
+                    ErrorCode::TaskAgentMismatch,
                     format!(
                         "Task {task_id} belongs to {}, not to {target}; a tracked question goes to the task's own sheep.",
                         task.agent_id
@@ -345,7 +346,7 @@ fn tracked_request(
     }
     if let Some(pending) = &task.pending_request {
         return Err(HerdError::new(
-            "request_open",
+            ErrorCode::RequestOpen,
             format!(
                 "Task {} already waits for a reply to {pending}; one tracked question per task.",
                 task.id
@@ -405,7 +406,7 @@ pub fn done(tx: &mut Tx<'_>, input: DoneInput) -> Result<DoneOutcome, HerdError>
     let task = &tx.herd().tasks[&active];
     if input.status == DoneStatus::Completed && task.pending_request.is_some() {
         return Err(HerdError::new(
-            "pending_request",
+            ErrorCode::PendingRequest,
             format!(
                 "Task {active} still waits for a reply to {}; a completed done is ignored until it is \
                  answered (done with blocked or failed settles it now).",

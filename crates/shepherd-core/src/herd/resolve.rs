@@ -8,6 +8,7 @@
 //! ids, it does not abbreviate them.
 
 use super::{Herd, HerdError};
+use crate::error_code::ErrorCode;
 use crate::ids::{AgentId, TaskId};
 
 /// How many candidates an ambiguity error lists.
@@ -44,7 +45,7 @@ fn ambiguous(text: &str, what: &str, candidates: &[String]) -> HerdError {
         listed.push("…");
     }
     HerdError::new(
-        "ambiguous_id",
+        ErrorCode::AmbiguousId,
         format!(
             "`{text}` matches {} {what}: {}; give more of the id",
             candidates.len(),

@@ -5,6 +5,7 @@
 use super::error::HerdError;
 use super::model::{Event, Payload, TaskReport, Watcher};
 use super::{Herd, Tx};
+use crate::error_code::ErrorCode;
 use crate::ids::{Participant, TaskId, WatcherId};
 
 /// What a watch registration returns at once.
@@ -26,7 +27,7 @@ impl Herd {
     pub fn resolve_task_ids(&self, ids: &[String]) -> Result<Vec<TaskId>, HerdError> {
         if ids.is_empty() {
             return Err(HerdError::new(
-                "invalid_handle",
+                ErrorCode::InvalidHandle,
                 "Pass at least one task id to watch.",
             ));
         }
@@ -39,7 +40,7 @@ impl Herd {
                 .ok_or_else(|| unknown_watch_target(text))?;
             if out.contains(&id) {
                 return Err(HerdError::new(
-                    "invalid_handle",
+                    ErrorCode::InvalidHandle,
                     format!("A watcher cannot contain duplicate task ids (`{id}` appears twice)."),
                 ));
             }
@@ -85,7 +86,7 @@ impl Herd {
 
 fn unknown_watch_target(text: &str) -> HerdError {
     HerdError::new(
-        "unknown_task",
+        ErrorCode::UnknownTask,
         format!(
             "Unknown watcher target \"{text}\". Pass a task id from delegate; agent ids and pane \
              ids are not valid watcher targets."

@@ -123,7 +123,7 @@ pub fn valid_request_id(id: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireError {
     /// Stable machine code.
-    pub code: String,
+    pub code: crate::error_code::ErrorCode,
     /// One human line.
     pub message: String,
 }

@@ -3,6 +3,7 @@
 //! Other commands start a broker on demand (`broker serve --notify-ready`, detached in its own
 //! session); people rarely need `serve` themselves.
 
+use shepherd_core::error_code::ErrorCode;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,7 +99,7 @@ fn env_duration(name: &str, default: Duration) -> Duration {
 fn detach(args: &ServeArgs) -> Result<ExitCode, CliError> {
     let exe = std::env::current_exe().map_err(|err| {
         CliError::new(
-            "environment",
+            ErrorCode::Environment,
             format!("cannot find the shepherd executable: {err}"),
         )
     })?;
@@ -132,7 +133,7 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
     }
     let project_root = fs_err::canonicalize(&args.project).map_err(|err| {
         CliError::new(
-            "invalid_project",
+            ErrorCode::InvalidProject,
             format!("project `{}`: {err}", args.project.display()),
         )
     })?;
@@ -145,7 +146,7 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         dirs: ctx.dirs.clone(),
         shepherd_exe: std::env::current_exe().map_err(|err| {
             CliError::new(
-                "environment",
+                ErrorCode::Environment,
                 format!("cannot find the shepherd executable: {err}"),
             )
         })?,
@@ -164,7 +165,10 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|err| {
-            CliError::new("internal", format!("cannot start the async runtime: {err}"))
+            CliError::new(
+                ErrorCode::Internal,
+                format!("cannot start the async runtime: {err}"),
+            )
         })?;
     let tmux = shepherd_term::tmux::TmuxBackend::new();
     let mut backends: Vec<Arc<dyn shepherd_term::Backend>> = Vec::new();
@@ -210,7 +214,7 @@ fn serve(args: &ServeArgs, ctx: &Context) -> Result<ExitCode, CliError> {
             if args.notify_ready {
                 notify(&format!("error: {err}"));
             }
-            Err(CliError::new("broker", err.to_string()))
+            Err(CliError::new(ErrorCode::Broker, err.to_string()))
         }
     }
 }
@@ -278,7 +282,7 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
             .await?;
         serde_json::from_value(value)
             .map(Some)
-            .map_err(|e| CliError::new("protocol", e.to_string()))
+            .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))
     })?;
     match status {
         Some(status) => printer.emit(&json!({ "running": true, "status": status }), || {
@@ -339,7 +343,7 @@ fn stop(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, C
                 shepherd_term::process::wait_gone(pid, Instant::now() + Duration::from_secs(15));
             if !gone {
                 return Err(CliError::new(
-                    "broker",
+                    ErrorCode::Broker,
                     format!("the broker (pid {pid}) did not stop within 15 s"),
                 ));
             }

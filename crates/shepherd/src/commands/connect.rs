@@ -1,6 +1,7 @@
 //! Reaching a broker from the command line: as the parent of a herd (starting the broker on
 //! demand), as a sheep (with the capability from the environment), or as an observer.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,18 +28,9 @@ pub(crate) struct HerdArgs {
 
 impl From<ClientError> for CliError {
     fn from(err: ClientError) -> Self {
-        let error = Self::new(err.code().to_owned(), err.to_string());
-        match err.code() {
-            "broker_unavailable" | "broker_unresponsive" | "broker_disconnected" => {
-                error.with_exit(EXIT_BROKER)
-            }
-            _ => error,
-        }
+        Self::new(err.code(), err.to_string())
     }
 }
-
-/// Exit status of any command whose broker could not be reached, or did not answer, in time.
-pub(crate) const EXIT_BROKER: u8 = 69;
 
 /// How long a command waits for its broker beyond what the request itself waits for
 /// (`SHEPHERD_BROKER_TIMEOUT`, in seconds; 15 by default).
@@ -52,7 +44,7 @@ pub(crate) fn broker_timeout() -> Result<Duration, CliError> {
             .map(Duration::from_secs_f64)
             .ok_or_else(|| {
                 CliError::new(
-                    "invalid_environment",
+                    ErrorCode::InvalidEnvironment,
                     format!(
                         "SHEPHERD_BROKER_TIMEOUT `{text}` must be a positive number of seconds"
                     ),
@@ -82,7 +74,7 @@ pub(crate) fn target(ctx: &Context, args: &HerdArgs) -> Result<Target, CliError>
     let identity = match &args.parent_session {
         Some(id) if id.trim().is_empty() || id.chars().any(char::is_control) => {
             return Err(CliError::new(
-                "invalid_identity",
+                ErrorCode::InvalidIdentity,
                 format!(
                     "--parent-session `{id}` must be a non-empty id without control characters"
                 ),
@@ -110,7 +102,7 @@ pub(crate) fn target(ctx: &Context, args: &HerdArgs) -> Result<Target, CliError>
 fn canonical_root(root: &Path) -> Result<PathBuf, CliError> {
     let canonical = fs_err::canonicalize(root).map_err(|err| {
         CliError::new(
-            "invalid_project",
+            ErrorCode::InvalidProject,
             format!(
                 "project `{}` is not an existing directory: {err}",
                 root.display()
@@ -119,7 +111,7 @@ fn canonical_root(root: &Path) -> Result<PathBuf, CliError> {
     })?;
     if !canonical.is_dir() {
         return Err(CliError::new(
-            "invalid_project",
+            ErrorCode::InvalidProject,
             format!("project `{}` is not a directory", root.display()),
         ));
     }
@@ -130,7 +122,7 @@ fn canonical_root(root: &Path) -> Result<PathBuf, CliError> {
 pub(crate) fn start_spec(target: &Target) -> Result<StartSpec, CliError> {
     let exe = std::env::current_exe().map_err(|err| {
         CliError::new(
-            "environment",
+            ErrorCode::Environment,
             format!("cannot find the shepherd executable: {err}"),
         )
     })?;
@@ -220,7 +212,7 @@ impl SheepCapability {
                 supervisor_token: None,
             }),
             _ => Err(CliError::new(
-                "not_a_sheep",
+                ErrorCode::NotASheep,
                 "this command runs inside a sheep: SHEPHERD_SOCKET, SHEPHERD_AGENT_ID and SHEPHERD_TOKEN must be set \
                  (Shepherd sets them for every sheep it starts)",
             )),
@@ -261,5 +253,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|err| CliError::new("internal", format!("cannot start the async runtime: {err}")))
+        .map_err(|err| {
+            CliError::new(
+                ErrorCode::Internal,
+                format!("cannot start the async runtime: {err}"),
+            )
+        })
 }

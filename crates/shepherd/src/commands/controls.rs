@@ -1,6 +1,7 @@
 //! The controls on the command line: `shepherd resume`, the budget options `delegate` and
 //! `run` share, and how a closed isolated sheep's worktree is shown.
 
+use shepherd_core::error_code::ErrorCode;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -49,7 +50,7 @@ impl BudgetArgs {
                 "tokens" => "--max-tokens",
                 _ => "--max-cost",
             };
-            CliError::new("invalid_budget", format!("{flag}: {err}")).with_exit(2)
+            CliError::new(ErrorCode::InvalidBudget, format!("{flag}: {err}")).with_exit(2)
         })?;
         Ok((!budget.is_empty()).then_some(budget))
     }

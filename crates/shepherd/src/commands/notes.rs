@@ -7,6 +7,7 @@
 //! document with absolute paths and their project-relative twins. All writing goes through
 //! `shepherd-notes`, the only code that writes fieldnotes.
 
+use shepherd_core::error_code::ErrorCode;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -451,7 +452,7 @@ fn link(args: LinkArgs, ctx: &Context, printer: Printer) -> Result<(), CliError>
         path.to_str()
             .ok_or_else(|| {
                 CliError::new(
-                    "invalid_argument",
+                    ErrorCode::InvalidArgument,
                     format!("link target `{}` is not valid UTF-8", path.display()),
                 )
             })?
@@ -534,7 +535,7 @@ fn refuse_if_held_by_broker(ctx: &Context, located: &LocatedNote) -> Result<(), 
     match note_task_held_by_broker(ctx, located)? {
         None => Ok(()),
         Some(task) => Err(CliError::new(
-            "held_by_broker",
+            ErrorCode::HeldByBroker,
             format!(
                 "note `{}` belongs to task `{task}`, which a running broker still holds; finish the task through the broker instead",
                 located.record.file_path
@@ -549,7 +550,7 @@ fn parse_meta(pairs: &[String]) -> Result<Metadata, CliError> {
     for pair in pairs {
         let Some((key, value)) = pair.split_once('=') else {
             return Err(CliError::new(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 format!("--meta `{pair}` is not KEY=VALUE (e.g. --meta taskId=t-1)"),
             ));
         };
@@ -565,30 +566,30 @@ fn text_or_stdin(text: String) -> Result<String, CliError> {
         return Ok(text);
     }
     let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|err| CliError::new("io", format!("cannot read standard input: {err}")))?;
+    std::io::stdin().read_to_string(&mut input).map_err(|err| {
+        CliError::new(ErrorCode::Io, format!("cannot read standard input: {err}"))
+    })?;
     Ok(input)
 }
 
 /// The one-line rendering and stable code of a store error.
 fn store_error(err: &StoreError) -> CliError {
     let code = match err {
-        StoreError::Io(_) => "io",
-        StoreError::LockTimeout { .. } => "lock_timeout",
-        StoreError::InvalidName(_) => "invalid_name",
-        StoreError::InvalidIdentity { .. } => "invalid_identity",
-        StoreError::ProjectRoot { .. } => "invalid_project",
-        StoreError::SessionNotFound { .. } | StoreError::NotANote { .. } => "not_found",
-        StoreError::Malformed { .. } => "malformed",
-        StoreError::UnsafePath { .. } => "unsafe_path",
+        StoreError::Io(_) => ErrorCode::Io,
+        StoreError::LockTimeout { .. } => ErrorCode::LockTimeout,
+        StoreError::InvalidName(_) => ErrorCode::InvalidName,
+        StoreError::InvalidIdentity { .. } => ErrorCode::InvalidIdentity,
+        StoreError::ProjectRoot { .. } => ErrorCode::InvalidProject,
+        StoreError::SessionNotFound { .. } | StoreError::NotANote { .. } => ErrorCode::NotFound,
+        StoreError::Malformed { .. } => ErrorCode::Malformed,
+        StoreError::UnsafePath { .. } => ErrorCode::UnsafePath,
         StoreError::Op(op) => match op {
-            OpError::AlreadyFinal { .. } => "already_final",
-            OpError::NotFinal { .. } => "not_final",
-            OpError::UnknownNote { .. } => "not_found",
-            OpError::InvalidLink { .. } => "invalid_link",
-            OpError::OtherSession { .. } => "stale_session",
-            _ => "invalid_argument",
+            OpError::AlreadyFinal { .. } => ErrorCode::AlreadyFinal,
+            OpError::NotFinal { .. } => ErrorCode::NotFinal,
+            OpError::UnknownNote { .. } => ErrorCode::NotFound,
+            OpError::InvalidLink { .. } => ErrorCode::InvalidLink,
+            OpError::OtherSession { .. } => ErrorCode::StaleSession,
+            _ => ErrorCode::InvalidArgument,
         },
     };
     let mut message = err.to_string();

@@ -1,6 +1,7 @@
 //! The parent's commands: spawn, delegate, message, watch, status, close, read, herd, prune.
 //! Each is one broker request; the broker is started on demand.
 
+use shepherd_core::error_code::ErrorCode;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -51,13 +52,14 @@ pub(crate) fn call<P: Serialize, R: DeserializeOwned>(
     wait: Duration,
 ) -> Result<R, CliError> {
     let target = target(ctx, herd)?;
-    let params =
-        serde_json::to_value(params).map_err(|e| CliError::new("internal", e.to_string()))?;
+    let params = serde_json::to_value(params)
+        .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
     runtime()?.block_on(async {
         // Reaching the broker gets the broker timeout; the request itself may take `wait` more.
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
         let value = link.request(name, params, deadline_after(wait)?).await?;
-        serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
+        serde_json::from_value(value)
+            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
     })
 }
 
@@ -77,7 +79,7 @@ fn read_call<R: DeserializeOwned>(
         let value = link.request(name, params, deadline).await?;
         serde_json::from_value(value)
             .map(Some)
-            .map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
+            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
     })
 }
 
@@ -335,7 +337,7 @@ pub(crate) fn watch(
 ) -> Result<ExitCode, CliError> {
     if !(args.wait.is_finite() && args.wait >= 0.0) {
         return Err(CliError::new(
-            "invalid_wait",
+            ErrorCode::InvalidWait,
             format!(
                 "--wait `{}` must be a non-negative number of seconds",
                 args.wait
@@ -449,7 +451,7 @@ pub(crate) fn status(
             )
         })?;
         let status: SheepStatus = serde_json::from_value(value.clone())
-            .map_err(|e| CliError::new("protocol", e.to_string()))?;
+            .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?;
         printer.emit(&value, || status_line(&status));
         return Ok(ExitCode::SUCCESS);
     }
@@ -464,11 +466,11 @@ pub(crate) fn status(
     };
     if args.agent_id.is_some() {
         let status: SheepStatus = serde_json::from_value(value.clone())
-            .map_err(|e| CliError::new("protocol", e.to_string()))?;
+            .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?;
         printer.emit(&value, || status_line(&status));
     } else {
         let herd: HerdResult = serde_json::from_value(value.clone())
-            .map_err(|e| CliError::new("protocol", e.to_string()))?;
+            .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?;
         printer.emit(&value, || herd_lines(&herd));
     }
     Ok(ExitCode::SUCCESS)
@@ -532,7 +534,7 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
                     .await
                 {
                     Ok(value) => serde_json::from_value(value)
-                        .map_err(|e| CliError::new("protocol", e.to_string()))?,
+                        .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?,
                     Err(err) => return Err(err.into()),
                 };
                 subscribed = link.generation();
@@ -545,7 +547,7 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
             match push {
                 Ok((name, data)) if name == event::HERD => {
                     let herd: HerdResult = serde_json::from_value(data)
-                        .map_err(|e| CliError::new("protocol", e.to_string()))?;
+                        .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?;
                     show(&herd);
                 }
                 Ok((name, _)) if name == event::SHUTDOWN => return Ok(ExitCode::SUCCESS),

@@ -4,6 +4,7 @@
 //! the answer is not obvious: an active project file stands alone, a dormant one does nothing,
 //! and some keys only ever come from the user file.
 
+use shepherd_core::error_code::ErrorCode;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -238,7 +239,7 @@ fn set_text(outcome: &SetOutcome) -> String {
 }
 
 fn unknown_setting(err: &UnknownSettingKey) -> CliError {
-    CliError::new("unknown_setting", err.to_string())
+    CliError::new(ErrorCode::UnknownSetting, err.to_string())
 }
 
 /// A JSON value as a person types it: strings without quotes.

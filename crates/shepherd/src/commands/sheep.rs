@@ -1,6 +1,7 @@
 //! A sheep's commands: `inbox`, `tell`, `done` (and the hidden `report`). They use the
 //! capability Shepherd put in the sheep's environment, so any program can be a sheep.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,14 +34,15 @@ fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
     params: &P,
 ) -> Result<R, CliError> {
     let cap = SheepCapability::from_env()?;
-    let params =
-        serde_json::to_value(params).map_err(|e| CliError::new("internal", e.to_string()))?;
+    let params = serde_json::to_value(params)
+        .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
     runtime()?.block_on(async {
         let deadline = deadline_after(Duration::ZERO)?;
         let value = sheep(&cap, Role::Sheep)
             .request(name, params, deadline)
             .await?;
-        serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
+        serde_json::from_value(value)
+            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
     })
 }
 
@@ -149,7 +151,7 @@ fn item_text(item: &InboxItem) -> String {
 pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, CliError> {
     if !(args.wait.is_finite() && args.wait >= 0.0) {
         return Err(CliError::new(
-            "invalid_wait",
+            ErrorCode::InvalidWait,
             format!(
                 "--wait `{}` must be a non-negative number of seconds",
                 args.wait
@@ -200,7 +202,7 @@ pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, Cli
         let acked = rt.block_on(async {
             let deadline = deadline_after(Duration::ZERO)?;
             let params = serde_json::to_value(AckParams { seq: last.seq })
-                .map_err(|e| CliError::new("internal", e.to_string()))?;
+                .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
             link.request(method::ACK, params, deadline).await?;
             Ok::<_, CliError>(())
         });
@@ -226,7 +228,7 @@ async fn fetch(
         let wait_ms = u64::try_from(until.saturating_duration_since(Instant::now()).as_millis())
             .unwrap_or(u64::MAX);
         let params = serde_json::to_value(InboxParams { wait_ms })
-            .map_err(|e| CliError::new("internal", e.to_string()))?;
+            .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
         // Reaching the broker (again, after a restart) gets the broker timeout, never more
         // than what is left of the whole wait.
         let reach_by = deadline_after(Duration::ZERO)?.min(deadline);
@@ -234,7 +236,7 @@ async fn fetch(
         match tokio::time::timeout_at(deadline, client.request(method::INBOX, params, None)).await {
             Ok(Ok(value)) => {
                 let result: InboxResult = serde_json::from_value(value)
-                    .map_err(|e| CliError::new("protocol", format!("inbox: {e}")))?;
+                    .map_err(|e| CliError::new(ErrorCode::Protocol, format!("inbox: {e}")))?;
                 return Ok(result.items);
             }
             Ok(Err(err)) if err.is_lost() => link.disconnect(),
@@ -279,7 +281,7 @@ pub(crate) fn note(args: &NoteArgs, printer: &Printer) -> Result<ExitCode, CliEr
             Some(task) => format!("task {task} has no note (fieldnotes are off for this herd)"),
             None => "this sheep has not printed a task with `shepherd inbox` yet".to_owned(),
         };
-        CliError::new("no_note", format!("No note to show: {why}."))
+        CliError::new(ErrorCode::NoNote, format!("No note to show: {why}."))
     })?;
     let shown = if args.relative {
         let project = std::env::var("SHEPHERD_PROJECT").unwrap_or_default();
@@ -345,7 +347,7 @@ pub(crate) struct DoneArgs {
 pub(crate) fn done(args: DoneArgs, printer: &Printer) -> Result<ExitCode, CliError> {
     let status = DoneStatus::parse(&args.status).ok_or_else(|| {
         CliError::new(
-            "invalid_status",
+            ErrorCode::InvalidStatus,
             format!(
                 "--status `{}` is not one of completed, blocked, failed",
                 args.status

@@ -1,6 +1,7 @@
 //! `shepherd completions <shell>` and `shepherd man`: what a command-line tool installs beside
 //! itself, generated from the same definitions as `--help`, so they never drift from it.
 
+use shepherd_core::error_code::ErrorCode;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -81,20 +82,21 @@ fn write_pages(
 fn render(command: &clap::Command, out: &mut Vec<u8>) -> Result<(), CliError> {
     clap_mangen::Man::new(command.clone())
         .render(out)
-        .map_err(|err| CliError::new("io", format!("rendering the manual page: {err}")))
+        .map_err(|err| CliError::new(ErrorCode::Io, format!("rendering the manual page: {err}")))
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         // A reader that stopped early (`| head`) is not a failure.
-        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(CliError::new("io", format!("writing to stdout: {err}")))
-        }
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::new(
+            ErrorCode::Io,
+            format!("writing to stdout: {err}"),
+        )),
         _ => Ok(()),
     }
 }
 
 fn io_error(path: &Path, err: &std::io::Error) -> CliError {
-    CliError::new("io", format!("writing {}: {err}", path.display()))
+    CliError::new(ErrorCode::Io, format!("writing {}: {err}", path.display()))
 }

@@ -7,6 +7,7 @@
 //! herd does not know goes on unchanged, so the command fails with its own error; a herd that
 //! is not running is not started for this.
 
+use shepherd_core::error_code::ErrorCode;
 use std::time::Duration;
 
 use serde_json::json;
@@ -66,7 +67,7 @@ fn resolve(
         };
         let value = link.request(method::RESOLVE, params, deadline).await?;
         let result: ResolveResult = serde_json::from_value(value)
-            .map_err(|e| CliError::new("protocol", format!("resolve: {e}")))?;
+            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("resolve: {e}")))?;
         Ok(result.id.unwrap_or(text))
     })
 }

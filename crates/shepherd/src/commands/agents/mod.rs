@@ -5,6 +5,7 @@
 //! will resolve it, `prompt` the whole system prompt a pi sheep of it gets, and `approve` records the user's consent to run a repository-controlled
 //! definition as it is now.
 
+use shepherd_core::error_code::ErrorCode;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -375,7 +376,7 @@ fn approve(args: &ApproveArgs, ctx: &Context, printer: Printer) -> Result<(), Cl
         && !reviewed.eq_ignore_ascii_case(&def.content_hash)
     {
         return Err(CliError::new(
-            "definition_changed",
+            ErrorCode::DefinitionChanged,
             format!(
                 "{:?} ({}) is not the file that was reviewed: its sha256 is {}, not {reviewed:?}; \
                  review it again (`shepherd agents show {}`) and approve that",
@@ -428,7 +429,7 @@ pub(crate) fn project_root(ctx: &Context, project: Option<&Path>) -> Result<Path
         Ok(fs_err::canonicalize(&root).unwrap_or(root))
     } else {
         Err(CliError::new(
-            "invalid_argument",
+            ErrorCode::InvalidArgument,
             format!(
                 "The project directory {} does not exist; pass an existing directory to --project.",
                 root.display()

@@ -7,6 +7,7 @@
 //! sheep is started, with the sheep extension told to write down the prompt once pi has built it
 //! and to end pi before it ever calls a model.
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
@@ -66,7 +67,7 @@ pub(super) fn run(
     let def = search.get(ctx, &args.name)?;
     if let Some(command) = &def.command {
         return Err(CliError::new(
-            "not_pi",
+            ErrorCode::NotPi,
             format!(
                 "{:?} runs {:?}, not pi, so Shepherd does not shape its system prompt; \
                  `shepherd agents show {}` shows its definition.",
@@ -157,7 +158,7 @@ fn capture(
     let output = runtime.block_on(async {
         let child = command.spawn().map_err(|err| {
             CliError::new(
-                "pi_unavailable",
+                ErrorCode::PiUnavailable,
                 format!("cannot start pi ({pi:?}): {err}; install pi or set SHEPHERD_PI"),
             )
         })?;
@@ -165,7 +166,7 @@ fn capture(
             .await
             .map_err(|_| {
                 CliError::new(
-                    "timeout",
+                    ErrorCode::Timeout,
                     format!(
                         "pi ({pi:?}) did not build its prompt within {} s",
                         CAPTURE_DEADLINE.as_secs()
@@ -182,7 +183,7 @@ fn capture(
             .find(|line| !line.trim().is_empty())
             .unwrap_or("no output");
         CliError::new(
-            "pi_failed",
+            ErrorCode::PiFailed,
             format!(
                 "pi ({pi:?}) ended ({}) before building its prompt: {}",
                 output.status,
@@ -193,5 +194,5 @@ fn capture(
 }
 
 fn io_error(doing: &str, err: &std::io::Error) -> CliError {
-    CliError::new("io", format!("{doing}: {err}"))
+    CliError::new(ErrorCode::Io, format!("{doing}: {err}"))
 }

@@ -10,6 +10,7 @@
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use shepherd_core::error_code::ErrorCode;
 
 use super::error::ToolError;
 use super::schema::{boolean, choice, integer, number, object, objects, string, strings};
@@ -480,7 +481,7 @@ pub(crate) fn wait_seconds(wait: Option<f64>, default: f64, bound: f64) -> Resul
 pub(crate) fn minutes(name: &str, value: Option<f64>) -> Result<Option<f64>, ToolError> {
     match value {
         Some(m) if !(m.is_finite() && m > 0.0) => Err(ToolError::new(
-            "invalid_timeout",
+            ErrorCode::InvalidTimeout,
             format!("{name} `{m}` must be a positive number of minutes"),
         )),
         other => Ok(other),

@@ -5,6 +5,7 @@
 //! A budget is four flat arguments (`maxTurns`, `maxToolCalls`, `maxTokens`, `maxCost`) rather
 //! than one object, because the strictest hosts take only flat schemas (see `schema`).
 
+use shepherd_core::error_code::ErrorCode;
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -65,7 +66,7 @@ impl BudgetArgs {
             None => Ok(None),
             Some(n) if n.is_finite() && n >= 1.0 && n.fract() == 0.0 => Ok(Some(n as u64)),
             Some(n) => Err(ToolError::new(
-                "invalid_budget",
+                ErrorCode::InvalidBudget,
                 format!("{name} `{n}` must be a whole number, 1 or more"),
             )),
         };
@@ -77,7 +78,7 @@ impl BudgetArgs {
         };
         budget
             .check()
-            .map_err(|err| ToolError::new("invalid_budget", err.to_string()))?;
+            .map_err(|err| ToolError::new(ErrorCode::InvalidBudget, err.to_string()))?;
         Ok((!budget.is_empty()).then_some(budget))
     }
 }

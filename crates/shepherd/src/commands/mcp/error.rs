@@ -7,6 +7,7 @@
 //! is not a tool call at all (an unknown tool name).
 
 use shepherd_broker::client::ClientError;
+use shepherd_core::error_code::ErrorCode;
 
 use crate::error::CliError;
 
@@ -15,7 +16,7 @@ use crate::error::CliError;
 #[error("{message}")]
 pub(crate) struct ToolError {
     /// The stable code (the broker's own, or `invalid_arguments`, `broker_unavailable`, …).
-    pub(crate) code: String,
+    pub(crate) code: ErrorCode,
     /// One line, naming the bad value and what is accepted.
     pub(crate) message: String,
     /// What `return code` the result reports (1 unless the failure has its own).
@@ -23,9 +24,9 @@ pub(crate) struct ToolError {
 }
 
 impl ToolError {
-    pub(crate) fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code,
             message: message.into(),
             return_code: 1,
         }
@@ -33,68 +34,71 @@ impl ToolError {
 
     /// Arguments the tool cannot use.
     pub(crate) fn arguments(message: impl Into<String>) -> Self {
-        Self::new("invalid_arguments", message)
+        Self::new(ErrorCode::InvalidArguments, message)
     }
 
-    /// What to do about it, when there is something to say.
+    /// What to do about it, when there is something to say: in the tools' own words where
+    /// they differ from the command line's, else the catalogue's hint.
     pub(crate) fn hint(&self) -> Option<String> {
-        let hint = match self.code.as_str() {
-            "unknown_agent" => {
+        let hint = match self.code {
+            ErrorCode::UnknownAgent => {
                 "Agent names are case-sensitive: copy one exactly as shepherd {\"action\": \"agents\"} lists it."
             }
-            "invalid_target" | "not_found" => {
+            ErrorCode::InvalidTarget | ErrorCode::NotFound => {
                 "Pass the exact agent id that shepherd_spawn returned; shepherd {\"action\": \"herd\"} lists your sheep with their ids."
             }
-            "unknown_task" | "invalid_handle" => {
+            ErrorCode::UnknownTask | ErrorCode::InvalidHandle => {
                 "Pass task ids from shepherd_delegate (or shepherd_prompt); agent ids are not task ids."
             }
-            "unknown_run" => {
+            ErrorCode::UnknownRun => {
                 "Pass the runId a shepherd_run call returned; finished runs are kept only for a while."
             }
-            "active_task" => {
+            ErrorCode::ActiveTask => {
                 "A sheep holds one task at a time: watch it (shepherd_watch) until it settles, or close the sheep."
             }
-            "duplicate_label" => {
+            ErrorCode::DuplicateLabel => {
                 "Display names must be unique in the herd: choose another label, or reuse the sheep that has it."
             }
-            "invalid_label" => {
+            ErrorCode::InvalidLabel => {
                 "A label is letters, digits, spaces, _ - . (at most 64 characters, no colon)."
             }
-            "approval_required" | "definition_changed" => {
+            ErrorCode::ApprovalRequired | ErrorCode::DefinitionChanged => {
                 "A project agent runs only after a person approves it: ask the user to run `shepherd agents approve <name>` in the project."
             }
-            "depth_exceeded" => {
+            ErrorCode::DepthExceeded => {
                 "Sheep may start herds of their own only up to the maxDepth setting; do the work yourself or ask your parent."
             }
-            "broker_unavailable" | "broker_unresponsive" | "broker_disconnected" => {
+            ErrorCode::BrokerUnavailable
+            | ErrorCode::BrokerUnresponsive
+            | ErrorCode::BrokerDisconnected => {
                 "The herd's broker did not answer in time; call the tool again (the broker is restarted on demand)."
             }
-            "invalid_arguments" | "invalid_timeout" | "invalid_run" => {
+            ErrorCode::InvalidArguments | ErrorCode::InvalidTimeout | ErrorCode::InvalidRun => {
                 "Check the tool's argument descriptions and call it again."
             }
-            "max_sheep" => {
+            ErrorCode::MaxSheep => {
                 "The herd runs as many sheep as maxSheep allows: close one you no longer need (shepherd_close), then spawn."
             }
-            "budget_unsupported" | "resume_unsupported" => {
+            ErrorCode::BudgetUnsupported | ErrorCode::ResumeUnsupported => {
                 "Budgets and resume need a sheep that reports its usage and keeps a session (a pi agent); spawn one of those, or go without."
             }
-            "invalid_budget" | "invalid_stall" => {
+            ErrorCode::InvalidBudget | ErrorCode::InvalidStall => {
                 "Budgets are whole numbers of 1 or more (maxCost a positive number); stall is minutes, 0 or more."
             }
-            "agent_running" => {
+            ErrorCode::AgentRunning => {
                 "Only a closed or exited sheep can be resumed; a running one takes its next task with shepherd_delegate."
             }
-            "no_session" => {
+            ErrorCode::NoSession => {
                 "The sheep never wrote a session, so there is nothing to resume: spawn a new one."
             }
-            "not_a_git_repository" => {
+            ErrorCode::NotAGitRepository => {
                 "isolate needs the sheep's directory to be in a git repository with a commit; spawn without isolate, or in a repository."
             }
-            "forbidden" => "This identity may not do that in this herd.",
-            "not_a_sheep" => {
+            ErrorCode::Forbidden => "This identity may not do that in this herd.",
+            ErrorCode::NotASheep => {
                 "These tools work inside a sheep started by Shepherd, which puts SHEPHERD_SOCKET, SHEPHERD_AGENT_ID and SHEPHERD_TOKEN in its environment."
             }
-            _ => return None,
+            other => return other.hint().map(str::to_owned),
         };
         Some(hint.to_owned())
     }

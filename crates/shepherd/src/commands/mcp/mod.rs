@@ -27,6 +27,7 @@ mod text;
 mod waits;
 mod words;
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -79,7 +80,7 @@ const MAX_WAIT_LIMIT: f64 = 3600.0;
 pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
     if !(args.max_wait.is_finite() && args.max_wait > 0.0 && args.max_wait <= MAX_WAIT_LIMIT) {
         return Err(CliError::new(
-            "invalid_wait",
+            ErrorCode::InvalidWait,
             format!(
                 "--max-wait `{}` must be a number of seconds above 0 and at most {MAX_WAIT_LIMIT}",
                 args.max_wait
@@ -91,7 +92,7 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         && (name.trim().is_empty() || name.chars().any(char::is_control))
     {
         return Err(CliError::new(
-            "invalid_identity",
+            ErrorCode::InvalidIdentity,
             format!("--herd `{name}` must be a non-empty name without control characters"),
         )
         .with_exit(2));
@@ -102,7 +103,10 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|err| {
-            CliError::new("internal", format!("cannot start the async runtime: {err}"))
+            CliError::new(
+                ErrorCode::Internal,
+                format!("cannot start the async runtime: {err}"),
+            )
         })?;
     if args.sheep {
         let server = sheep::Sheep::new(bound);
@@ -141,10 +145,12 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
 }
 
 async fn serve<S: ServerHandler>(server: S) -> Result<RunningService<RoleServer, S>, CliError> {
-    server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|err| CliError::new("mcp", format!("the MCP session did not start: {err}")))
+    server.serve(rmcp::transport::stdio()).await.map_err(|err| {
+        CliError::new(
+            ErrorCode::Mcp,
+            format!("the MCP session did not start: {err}"),
+        )
+    })
 }
 
 /// Waits until the host ends the session: stdin closed, SIGINT or SIGTERM.

@@ -4,6 +4,7 @@
 //! the definitions, as `shepherd agents` does) and answers in the pi tools' words; the waiting
 //! tools are in [`super::waits`], the server's shared state in [`super::server`].
 
+use shepherd_core::error_code::ErrorCode;
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -307,8 +308,8 @@ impl Parent {
         let result = herd
             .call(method::SPAWN, to_value(&params), deadline)
             .await
-            .map_err(|err| match err.code.as_str() {
-                "unknown_agent" => ToolError::new(
+            .map_err(|err| match err.code {
+                ErrorCode::UnknownAgent => ToolError::new(
                     err.code,
                     format!(
                         "{} Call shepherd with action \"agents\" to list exact names.",

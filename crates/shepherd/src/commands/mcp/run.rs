@@ -9,6 +9,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
+use shepherd_core::error_code::ErrorCode;
 use shepherd_core::protocol::{RunStepParams, RunSubmitParams, event, method};
 use tokio::time::Instant;
 
@@ -65,7 +66,7 @@ impl Parent {
                     || run.chain.is_some()
                 {
                     return Err(ToolError::new(
-                        "invalid_run",
+                        ErrorCode::InvalidRun,
                         "runId follows a run started earlier: give it alone (with cancel or wait), not with agent, task, tasks or chain",
                     ));
                 }
@@ -78,7 +79,7 @@ impl Parent {
             }
             None if cancel => {
                 return Err(ToolError::new(
-                    "invalid_run",
+                    ErrorCode::InvalidRun,
                     "cancel needs the runId of the run to cancel",
                 ));
             }
@@ -143,7 +144,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         .count();
     if modes != 1 {
         return Err(ToolError::new(
-            "invalid_run",
+            ErrorCode::InvalidRun,
             "give exactly one of: agent + task (single), tasks (parallel), chain — or runId to follow a run",
         ));
     }
@@ -160,7 +161,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
     let (mode, steps) = if single {
         let (Some(agent), Some(task)) = (run.agent, run.task) else {
             return Err(ToolError::new(
-                "invalid_run",
+                ErrorCode::InvalidRun,
                 "a single run needs both agent and task",
             ));
         };

@@ -7,6 +7,7 @@
 //! the server still starts (a host configured once for every session must not fail), and each
 //! tool answers with a `not_a_sheep` error.
 
+use shepherd_core::error_code::ErrorCode;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -96,7 +97,7 @@ impl Sheep {
     fn cap(&self) -> Result<&SheepCapability, ToolError> {
         self.shared.cap.as_ref().ok_or_else(|| {
             ToolError::new(
-                "not_a_sheep",
+                ErrorCode::NotASheep,
                 "this server runs outside a sheep: SHEPHERD_SOCKET, SHEPHERD_AGENT_ID and SHEPHERD_TOKEN are not set",
             )
         })
@@ -199,7 +200,7 @@ impl Sheep {
             match (&known, &message.task_id) {
                 (Some(known), Some(given)) if known != given => {
                     return Err(ToolError::new(
-                        "reply_task_mismatch",
+                        ErrorCode::ReplyTaskMismatch,
                         format!(
                             "Reply {reply_to} belongs to task {known}; use that task id, not {given}."
                         ),

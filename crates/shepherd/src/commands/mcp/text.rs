@@ -243,7 +243,10 @@ mod tests {
 
     #[test]
     fn a_failure_names_code_message_and_hint() {
-        let error = ToolError::new("unknown_agent", "no agent named `wrker`");
+        let error = ToolError::new(
+            shepherd_core::error_code::ErrorCode::UnknownAgent,
+            "no agent named `wrker`",
+        );
         let result = failure("shepherd_spawn", "spawn", &Map::new(), &error);
         assert_eq!(result.is_error, Some(true));
         let text = result.content[0].as_text().unwrap().text.clone();

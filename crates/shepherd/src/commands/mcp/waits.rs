@@ -16,6 +16,7 @@
 //! questions, replies, completions of watched tasks, reminders, notices), leaving out
 //! completions `shepherd_watch` already reported in this server.
 
+use shepherd_core::error_code::ErrorCode;
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -134,7 +135,7 @@ impl Parent {
         let ids = watch.id.into_vec();
         if ids.is_empty() {
             return Err(ToolError::new(
-                "invalid_handle",
+                ErrorCode::InvalidHandle,
                 "Pass at least one task id to watch.",
             ));
         }
@@ -168,7 +169,7 @@ impl Parent {
             let params = json!({ "id": ids, "timeoutMs": millis(slice), "waitOutput": true });
             result = tokio::select! {
                 answer = herd.call(method::WAIT, params, budget.hard) => answer?,
-                () = ctx.ct.cancelled() => return Err(ToolError::new("cancelled", "the host cancelled the call")),
+                () = ctx.ct.cancelled() => return Err(ToolError::new(ErrorCode::Cancelled, "the host cancelled the call")),
             };
             let pending = result["pending"].as_array().map_or(0, Vec::len);
             if pending == 0 || budget.over() {
@@ -304,7 +305,7 @@ impl Parent {
             let params = json!({ "waitMs": millis(slice) });
             let answer = tokio::select! {
                 answer = herd.call(method::INBOX, params, budget.hard) => answer?,
-                () = ctx.ct.cancelled() => return Err(ToolError::new("cancelled", "the host cancelled the call")),
+                () = ctx.ct.cancelled() => return Err(ToolError::new(ErrorCode::Cancelled, "the host cancelled the call")),
             };
             let items = answer["items"].as_array().cloned().unwrap_or_default();
             if !items.is_empty() || budget.over() {

@@ -14,6 +14,7 @@ mod output;
 mod plan;
 mod progress;
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -134,7 +135,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
     if target.depth.saturating_add(1) > max_depth {
         let depth = target.depth;
         return Err(CliError::new(
-            "depth_exceeded",
+            ErrorCode::DepthExceeded,
             format!(
                 "shepherd run is nested {depth} deep (SHEPHERD_DEPTH={depth}) and maxDepth is {max_depth}; \
                  a sheep at this depth may not start sheep of its own"
@@ -184,11 +185,9 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
     let progress = Progress::new(args.progress, &agents);
     let report = runtime()?.block_on(async {
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-        let params =
-            serde_json::to_value(&params).map_err(|e| CliError::new("internal", e.to_string()))?;
-        let view = request_view(&mut link, method::RUN_SUBMIT, params)
-            .await
-            .map_err(refusal)?;
+        let params = serde_json::to_value(&params)
+            .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
+        let view = request_view(&mut link, method::RUN_SUBMIT, params).await?;
         if args.detach {
             return Ok(json!({ "runId": view.run_id, "detached": true }));
         }
@@ -204,25 +203,12 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
     Ok(output::emit(&report, printer))
 }
 
-/// A refused run says why with the exit status of a malformed command line (2) when the run
-/// itself was malformed, else 1.
-fn refusal(err: CliError) -> CliError {
-    match err.code.as_str() {
-        "invalid_run"
-        | "invalid_budget"
-        | "invalid_session_name"
-        | "invalid_backend"
-        | "invalid_label"
-        | "invalid_cwd" => err.with_exit(2),
-        _ => err,
-    }
-}
-
 async fn request_view(link: &mut Link, name: &str, params: Value) -> Result<RunView, CliError> {
     let value = link
         .request(name, params, deadline_after(Duration::ZERO)?)
         .await?;
-    serde_json::from_value(value).map_err(|e| CliError::new("protocol", format!("{name}: {e}")))
+    serde_json::from_value(value)
+        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
 }
 
 /// Follows the run until it finishes and returns its report. The first SIGINT, SIGTERM or
@@ -236,7 +222,7 @@ async fn follow(
     let install = |kind: SignalKind| {
         signal(kind).map_err(|err| {
             CliError::new(
-                "internal",
+                ErrorCode::Internal,
                 format!("cannot install a signal handler: {err}"),
             )
         })
@@ -255,7 +241,7 @@ async fn follow(
             progress.redraw();
             if report.get("error").is_some() {
                 return Err(CliError::new(
-                    "run_failed",
+                    ErrorCode::RunFailed,
                     report["error"]
                         .as_str()
                         .unwrap_or("the run failed")

@@ -6,6 +6,7 @@
 //! turned into one shape here, and everything after this module sees only that shape. Exactly one
 //! mode per call; every refusal names the bad value and what is accepted.
 
+use shepherd_core::error_code::ErrorCode;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -113,7 +114,7 @@ const ONE_MODE: &str = "give exactly one of: AGENT TASK (single), --parallel AGE
                         --chain AGENT=TASK..., --plan FILE";
 
 fn invalid(message: impl Into<String>) -> CliError {
-    CliError::new("invalid_run", message).with_exit(2)
+    CliError::new(ErrorCode::InvalidRun, message).with_exit(2)
 }
 
 /// Builds the plan from the command line (and the plan file it names). `cwd` is the process's

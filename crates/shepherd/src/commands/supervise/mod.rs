@@ -21,6 +21,7 @@ mod output;
 mod reap;
 mod revive;
 
+use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
@@ -76,7 +77,7 @@ pub(crate) fn run(args: &SuperviseArgs) -> Result<ExitCode, CliError> {
     let mut cap = SheepCapability::from_env()?;
     if let Some(file) = &args.credential_file {
         let token = fs_err::read_to_string(file)
-            .map_err(|err| CliError::new("unauthenticated", err.to_string()))?;
+            .map_err(|err| CliError::new(ErrorCode::Unauthenticated, err.to_string()))?;
         let _deleted = fs_err::remove_file(file);
         cap.supervisor_token = Some(token.trim().to_owned());
     }
@@ -354,7 +355,7 @@ async fn stop_sheep(pid: u32, grace: Duration) {
 
 fn signal_error(err: &std::io::Error) -> CliError {
     CliError::new(
-        "internal",
+        ErrorCode::Internal,
         format!("cannot install a signal handler: {err}"),
     )
 }
