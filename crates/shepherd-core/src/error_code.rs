@@ -68,7 +68,7 @@ macro_rules! catalogue {
 catalogue! {
     // --- The command line and its environment -------------------------------------------
     /// A command-line argument is malformed or missing.
-    InvalidArgument = "invalid_argument", exit EXIT_USAGE, hint Some("Run the command with --help to see what it accepts.");
+    InvalidArgument = "invalid_argument", exit EXIT_USAGE, hint None;
     /// An MCP tool was called with arguments it cannot use.
     InvalidArguments = "invalid_arguments", exit EXIT_USAGE, hint Some("Check the tool's argument descriptions and call it again.");
     /// An environment variable Shepherd reads holds a value it cannot use.
@@ -108,7 +108,7 @@ catalogue! {
 
     // --- Reaching the broker ---------------------------------------------------------------
     /// No broker could be reached or started before the deadline.
-    BrokerUnavailable = "broker_unavailable", exit EXIT_UNAVAILABLE, hint Some("Run the command again: a broker is started on demand. `shepherd broker status` says whether one runs.");
+    BrokerUnavailable = "broker_unavailable", exit EXIT_UNAVAILABLE, hint Some("`shepherd broker status` says whether a broker runs; when one cannot start, the message above says why.");
     /// The broker did not answer before the deadline (stopped or overloaded).
     BrokerUnresponsive = "broker_unresponsive", exit EXIT_UNAVAILABLE, hint Some("Run the command again; if it keeps happening, `shepherd broker restart` replaces the broker without losing the herd.");
     /// The connection to the broker was lost; the request may or may not have been applied.
@@ -140,7 +140,7 @@ catalogue! {
 
     // --- Agents and spawning -----------------------------------------------------------------
     /// No agent definition has that name.
-    UnknownAgent = "unknown_agent", exit EXIT_FAILURE, hint Some("Agent names are case-sensitive: copy one exactly as `shepherd agents` lists it.");
+    UnknownAgent = "unknown_agent", exit EXIT_FAILURE, hint Some("`shepherd agents` lists the agents this project can use, by their exact names.");
     /// A project agent needs a person's approval before it runs.
     ApprovalRequired = "approval_required", exit EXIT_FAILURE, hint Some("Ask the user to run `shepherd agents approve <name>` in the project.");
     /// A project agent changed since it was approved.
@@ -189,8 +189,8 @@ catalogue! {
     Registry = "registry", exit EXIT_FAILURE, hint None;
 
     // --- Sheep, tasks and messages -----------------------------------------------------------
-    /// No sheep has that id or name in this herd.
-    NotFound = "not_found", exit EXIT_FAILURE, hint Some("Pass an id or display name as `shepherd herd` lists it.");
+    /// No sheep, session or note has that id or name.
+    NotFound = "not_found", exit EXIT_FAILURE, hint None;
     /// A sheep target is missing or malformed.
     InvalidTarget = "invalid_target", exit EXIT_FAILURE, hint Some("Pass the agent id spawn returned, or the sheep's display name.");
     /// An id prefix or name matches more than one sheep or task.
@@ -218,7 +218,7 @@ catalogue! {
     /// The task cannot finish while its question to the parent is unanswered.
     PendingRequest = "pending_request", exit EXIT_FAILURE, hint Some("Wait for the parent's reply, then finish the task.");
     /// An inbox holds as many unacknowledged items as it keeps.
-    InboxFull = "inbox_full", exit EXIT_FAILURE, hint Some("Read the inbox (shepherd inbox) to make room.");
+    InboxFull = "inbox_full", exit EXIT_FAILURE, hint None;
     /// `done` came with no open task to complete.
     NoDelegatedTask = "no_delegated_task", exit EXIT_FAILURE, hint None;
     /// A run's mode is not one of single, parallel, chain.
@@ -272,7 +272,7 @@ catalogue! {
     /// A setting has a value it cannot take.
     InvalidSetting = "invalid_setting", exit EXIT_FAILURE, hint None;
     /// No setting has that name.
-    UnknownSetting = "unknown_setting", exit EXIT_FAILURE, hint Some("`shepherd settings` lists every setting.");
+    UnknownSetting = "unknown_setting", exit EXIT_FAILURE, hint None;
     /// The setting cannot be set in that layer (user-only, or project without a project).
     WrongSettingsLayer = "wrong_settings_layer", exit EXIT_FAILURE, hint None;
     /// A settings or definition file is not what it should be.

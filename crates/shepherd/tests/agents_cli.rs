@@ -276,7 +276,8 @@ fn user_and_bundled_agents_need_no_approval() {
 fn a_missing_project_directory_is_an_error() {
     let machine = Machine::new();
     let run = machine.run(&["agents", "--project", "no/such/dir"]);
-    assert_eq!(run.code, 1);
+    // A bad --project value is a malformed command line: exit 2, as clap's own usage errors.
+    assert_eq!(run.code, 2);
     assert_eq!(
         run.stderr,
         "shepherd: The project directory [TMP]/project/src/deep/no/such/dir does not exist; \

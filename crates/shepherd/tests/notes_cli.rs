@@ -59,7 +59,11 @@ impl Machine {
         assert!(!output.status.success(), "{args:?} succeeded");
         let doc = one_json_line(&output);
         let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(stderr.lines().count(), 1, "one line on stderr: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(
+            lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: ")),
+            "one line on stderr (and at most a hint: line): {stderr}"
+        );
         let code = doc["error"]["code"].as_str().unwrap().to_owned();
         (code, doc["error"]["message"].as_str().unwrap().to_owned())
     }

@@ -192,11 +192,20 @@ impl World {
         );
         let doc = parse_one_line(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(
-            stderr.lines().count(),
-            1,
-            "one human line on stderr, got: {stderr}"
+        let lines: Vec<&str> = stderr.lines().collect();
+        let hinted = lines.len() == 2 && lines[1].starts_with("hint: ");
+        assert!(
+            lines.len() == 1 || hinted,
+            "one human line on stderr (and at most a hint: line), got: {stderr}"
         );
+        if hinted {
+            let code = doc["error"]["code"].as_str().unwrap_or_default();
+            assert_eq!(
+                doc["error"]["hint"].as_str(),
+                lines[1].strip_prefix("hint: "),
+                "the JSON error carries the same hint for {code}"
+            );
+        }
         (
             output.status.code().unwrap_or(-1),
             doc["error"]["code"].as_str().unwrap().to_owned(),
