@@ -17,7 +17,7 @@ use super::status::{Mode, NoteStatus, summarise};
 const MAX_LABEL: usize = 200;
 
 /// Keys that belong to the store and may not be set as metadata.
-pub const RESERVED_METADATA_KEYS: [&str; 21] = [
+pub const RESERVED_METADATA_KEYS: [&str; 23] = [
     "id",
     "artifactSessionVersion",
     "session",
@@ -39,7 +39,12 @@ pub const RESERVED_METADATA_KEYS: [&str; 21] = [
     "completed",
     "group",
     "error",
+    "deletedAt",
+    "feedback",
 ];
+
+/// Longest feedback text accepted, in characters.
+pub const MAX_FEEDBACK: usize = 10_000;
 
 /// A note to reserve.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -154,6 +159,20 @@ pub enum OpError {
     OtherSession {
         /// What was expected, in words.
         expected: String,
+    },
+    /// The note was deleted; nothing but deleting it again applies to it.
+    #[error("note `{note}` was deleted; a deleted note cannot change")]
+    Deleted {
+        /// The note's file name.
+        note: String,
+    },
+    /// Feedback that is empty or too long.
+    #[error(
+        "invalid feedback of {length} characters: give non-blank text of at most {MAX_FEEDBACK} characters"
+    )]
+    InvalidFeedback {
+        /// Its length in characters.
+        length: usize,
     },
     /// A related link target that is neither a URL nor a clean project-relative path.
     #[error("invalid link target {target:?}: {reason}")]
@@ -314,16 +333,72 @@ impl SessionMetadata {
             completed_at: None,
             group: planned.group,
             error: None,
+            deleted_at: None,
+            feedback: Vec::new(),
             metadata: planned.metadata,
         });
         Ok(self.artifacts.last().expect("just pushed"))
     }
 
+    /// A note that is part of the session and not deleted, for changing it.
     fn note_mut(&mut self, file_name: &str) -> Result<&mut ArtifactRecord, OpError> {
-        self.artifact_mut(file_name)
+        let note = self
+            .artifact_mut(file_name)
             .ok_or_else(|| OpError::UnknownNote {
                 note: file_name.to_owned(),
-            })
+            })?;
+        if note.deleted_at.is_some() {
+            return Err(OpError::Deleted {
+                note: note.file_name.clone(),
+            });
+        }
+        Ok(note)
+    }
+
+    /// Deletes a final note: the record stays, marked deleted (its ordinal and file name are
+    /// never used again), and the store removes its file. Returns whether it was deleted just
+    /// now (`false`: it was already). A note still open is refused, as its sheep may be
+    /// writing it.
+    pub fn delete(&mut self, file_name: &str, now: &str) -> Result<bool, OpError> {
+        let note = self
+            .artifact_mut(file_name)
+            .ok_or_else(|| OpError::UnknownNote {
+                note: file_name.to_owned(),
+            })?;
+        if note.deleted_at.is_some() {
+            return Ok(false);
+        }
+        if !note.status.is_terminal() {
+            return Err(OpError::NotFinal {
+                note: note.file_name.clone(),
+                status: note.status,
+            });
+        }
+        note.deleted_at = Some(now.to_owned());
+        Ok(true)
+    }
+
+    /// Attaches feedback from `from` to a note (in any status, but not a deleted one).
+    pub fn add_feedback(
+        &mut self,
+        file_name: &str,
+        from: &str,
+        text: &str,
+        now: &str,
+    ) -> Result<(), OpError> {
+        check_label("feedback author", from)?;
+        if text.trim().is_empty() || text.chars().count() > MAX_FEEDBACK {
+            return Err(OpError::InvalidFeedback {
+                length: text.chars().count(),
+            });
+        }
+        let note = self.note_mut(file_name)?;
+        note.feedback.push(super::metadata::Feedback {
+            from: from.trim().to_owned(),
+            at: now.to_owned(),
+            text: text.trim_end().to_owned(),
+        });
+        Ok(())
     }
 
     /// Marks a note `running` (recording when it started, once) and merges `metadata`.

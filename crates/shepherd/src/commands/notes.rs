@@ -1,7 +1,8 @@
 //! `shepherd notes …`: the fieldnotes store from the command line.
 //!
 //! An offline tool for scripts and for programs that want to write notes without a broker:
-//! list and show sessions, reserve a note, mark it started, finish it, attach related files.
+//! list and show sessions, reserve a note, mark it started, finish it, attach related files,
+//! delete a note or attach feedback to it (`notes_curate`).
 //! Every command works on one project (`--project`, default the current directory); note
 //! commands find their project from the note's path. With `--json` each prints one JSON
 //! document with absolute paths and their project-relative twins. All writing goes through
@@ -41,6 +42,10 @@ pub(crate) enum NotesCommand {
     Finish(FinishArgs),
     /// Attach a project file or a URL to a session's Related files.
     Link(LinkArgs),
+    /// Delete a final note: its file goes, its record stays marked deleted.
+    Delete(super::notes_curate::DeleteArgs),
+    /// Attach feedback to a note, for its owner and every reader of the session.
+    Feedback(super::notes_curate::FeedbackArgs),
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +160,8 @@ pub(crate) fn run(
         NotesCommand::Start(args) => start(&args, ctx, *printer),
         NotesCommand::Finish(args) => finish(args, ctx, *printer),
         NotesCommand::Link(args) => link(args, ctx, *printer),
+        NotesCommand::Delete(args) => super::notes_curate::delete(&args, ctx, *printer),
+        NotesCommand::Feedback(args) => super::notes_curate::feedback(args, ctx, *printer),
     }?;
     Ok(ExitCode::SUCCESS)
 }
@@ -307,6 +314,9 @@ fn note_json(note: &ArtifactRecord) -> Value {
         "startedAt": note.started_at,
         "completedAt": note.completed_at,
         "error": note.error,
+        "label": note.label(),
+        "deletedAt": note.deleted_at,
+        "feedback": note.feedback,
         "metadata": note.metadata,
         "path": note.file_path,
         "relativePath": note.relative_path,
@@ -372,12 +382,12 @@ fn reserve(args: ReserveArgs, ctx: &Context, printer: Printer) -> Result<(), Cli
     Ok(())
 }
 
-fn locate(ctx: &Context, note: &Path) -> Result<LocatedNote, CliError> {
+pub(super) fn locate(ctx: &Context, note: &Path) -> Result<LocatedNote, CliError> {
     Store::locate_note(&ctx.cwd.join(note)).map_err(|err| store_error(&err))
 }
 
 /// What `notes start` and `notes finish` print.
-fn note_result(located: &LocatedNote, record: &ArtifactRecord) -> Value {
+pub(super) fn note_result(located: &LocatedNote, record: &ArtifactRecord) -> Value {
     let session_dir = located.store.session_dir(&located.session);
     json!({
         "note": record.file_path,
@@ -560,7 +570,7 @@ fn parse_meta(pairs: &[String]) -> Result<Metadata, CliError> {
 }
 
 /// `text`, or standard input when `text` is `-`.
-fn text_or_stdin(text: String) -> Result<String, CliError> {
+pub(super) fn text_or_stdin(text: String) -> Result<String, CliError> {
     if text != "-" {
         return Ok(text);
     }
@@ -572,7 +582,7 @@ fn text_or_stdin(text: String) -> Result<String, CliError> {
 }
 
 /// The one-line rendering and stable code of a store error.
-fn store_error(err: &StoreError) -> CliError {
+pub(super) fn store_error(err: &StoreError) -> CliError {
     let code = match err {
         StoreError::Io(_) => "io",
         StoreError::LockTimeout { .. } => "lock_timeout",
@@ -588,6 +598,7 @@ fn store_error(err: &StoreError) -> CliError {
             OpError::UnknownNote { .. } => "not_found",
             OpError::InvalidLink { .. } => "invalid_link",
             OpError::OtherSession { .. } => "stale_session",
+            OpError::Deleted { .. } => "deleted",
             _ => "invalid_argument",
         },
     };
