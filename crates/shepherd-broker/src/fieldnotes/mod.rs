@@ -35,6 +35,8 @@ pub(crate) struct NoteRequest {
     pub(crate) group: Option<String>,
     /// The sheep's agent definition.
     pub(crate) agent: String,
+    /// The sheep's label, recorded with its note; empty when it has none.
+    pub(crate) label: String,
     /// The task text.
     pub(crate) task: String,
     /// `single`, `parallel` or `chain`.
