@@ -11,6 +11,7 @@
 //! - [`metadata`] — the `session.json` model, its defensive validation and path re-derivation.
 //! - [`ops`] — the state transitions the store applies under its lock (reserve, start, update,
 //!   finalise, delete, attach feedback, link, set status).
+//! - `curation` — deleting a note and attaching feedback to one.
 //! - [`naming`] — note file names and collision-free session slugs.
 //! - [`frontmatter`], [`note`] — a note's frontmatter and body, with the store's own
 //!   orchestration section kept apart from what the sheep wrote.
@@ -18,6 +19,7 @@
 //! - [`context`] — the text appended to a delegated task.
 
 pub mod context;
+mod curation;
 pub mod frontmatter;
 pub mod index;
 mod markdown;

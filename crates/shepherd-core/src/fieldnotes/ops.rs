@@ -254,7 +254,7 @@ pub fn check_metadata(metadata: &Metadata) -> Result<(), OpError> {
     Ok(())
 }
 
-fn check_label(what: &str, value: &str) -> Result<(), OpError> {
+pub(super) fn check_label(what: &str, value: &str) -> Result<(), OpError> {
     if value.trim().is_empty()
         || value.chars().count() > MAX_LABEL
         || value.chars().any(char::is_control)
@@ -341,7 +341,7 @@ impl SessionMetadata {
     }
 
     /// A note that is part of the session and not deleted, for changing it.
-    fn note_mut(&mut self, file_name: &str) -> Result<&mut ArtifactRecord, OpError> {
+    pub(super) fn note_mut(&mut self, file_name: &str) -> Result<&mut ArtifactRecord, OpError> {
         let note = self
             .artifact_mut(file_name)
             .ok_or_else(|| OpError::UnknownNote {
@@ -353,52 +353,6 @@ impl SessionMetadata {
             });
         }
         Ok(note)
-    }
-
-    /// Deletes a final note: the record stays, marked deleted (its ordinal and file name are
-    /// never used again), and the store removes its file. Returns whether it was deleted just
-    /// now (`false`: it was already). A note still open is refused, as its sheep may be
-    /// writing it.
-    pub fn delete(&mut self, file_name: &str, now: &str) -> Result<bool, OpError> {
-        let note = self
-            .artifact_mut(file_name)
-            .ok_or_else(|| OpError::UnknownNote {
-                note: file_name.to_owned(),
-            })?;
-        if note.deleted_at.is_some() {
-            return Ok(false);
-        }
-        if !note.status.is_terminal() {
-            return Err(OpError::NotFinal {
-                note: note.file_name.clone(),
-                status: note.status,
-            });
-        }
-        note.deleted_at = Some(now.to_owned());
-        Ok(true)
-    }
-
-    /// Attaches feedback from `from` to a note (in any status, but not a deleted one).
-    pub fn add_feedback(
-        &mut self,
-        file_name: &str,
-        from: &str,
-        text: &str,
-        now: &str,
-    ) -> Result<(), OpError> {
-        check_label("feedback author", from)?;
-        if text.trim().is_empty() || text.chars().count() > MAX_FEEDBACK {
-            return Err(OpError::InvalidFeedback {
-                length: text.chars().count(),
-            });
-        }
-        let note = self.note_mut(file_name)?;
-        note.feedback.push(super::metadata::Feedback {
-            from: from.trim().to_owned(),
-            at: now.to_owned(),
-            text: text.trim_end().to_owned(),
-        });
-        Ok(())
     }
 
     /// Marks a note `running` (recording when it started, once) and merges `metadata`.
