@@ -135,12 +135,12 @@ fn note_request(herd: &Herd, task_id: &TaskId) -> Option<(Handover, Option<NoteR
         return None;
     }
     let handover = task.handover.clone().unwrap_or_default();
+    let sheep = herd.sheep.get(&task.agent_id);
     let request = handover.fieldnotes.then(|| NoteRequest {
         session_name: handover.session_name.clone(),
-        agent: herd
-            .sheep
-            .get(&task.agent_id)
-            .map(|s| s.agent.clone())
+        agent: sheep.map(|s| s.agent.clone()).unwrap_or_default(),
+        label: sheep
+            .map(|s| s.label.as_str().to_owned())
             .unwrap_or_default(),
         task: task.description.clone(),
         mode: handover.mode.clone(),

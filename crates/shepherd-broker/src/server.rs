@@ -296,6 +296,9 @@ async fn hello(
     let agent_id = match hello.role {
         Role::Parent => {
             crate::auth::check_parent(broker, peer_pid)?;
+            if let Some(file) = hello.session_file.as_deref() {
+                broker.fieldnotes().set_parent_session_file(file)?;
+            }
             None
         }
         Role::Observer => None,

@@ -255,6 +255,8 @@ catalogue! {
     AlreadyFinal = "already_final", exit EXIT_FAILURE, hint None;
     /// The note is not final yet, and the operation needs it to be.
     NotFinal = "not_final", exit EXIT_FAILURE, hint None;
+    /// The note was deleted; it keeps its number but takes no other change.
+    Deleted = "deleted", exit EXIT_FAILURE, hint None;
     /// A link between notes does not point at a note of the session.
     InvalidLink = "invalid_link", exit EXIT_FAILURE, hint None;
     /// The note belongs to another session than the one named.

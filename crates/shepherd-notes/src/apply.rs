@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 use jiff::Timestamp;
-use shepherd_core::fieldnotes::index::render_index;
+use shepherd_core::fieldnotes::index::render_index_keeping;
 use shepherd_core::fieldnotes::note::{Section, render_note, render_section};
 use shepherd_core::fieldnotes::ops::{TargetKind, check_related_target};
 use shepherd_core::fieldnotes::{
@@ -46,6 +46,8 @@ const NOTE_REWRITE_ATTEMPTS: usize = 3;
 struct NoteChange {
     created: bool,
     section_output: Option<Option<String>>,
+    /// The note was deleted: its file goes once the record is committed.
+    deleted: bool,
 }
 
 /// What one combined commit has applied so far.
@@ -298,6 +300,21 @@ impl Store {
                 changes.entry(file.clone()).or_default().section_output = Some(output);
                 Ok(note(metadata, &file))
             }
+            NoteOp::Delete { note: file } => {
+                // Deleting again still counts as a change, so a file a crash left behind
+                // (after the record said deleted) is removed now.
+                metadata.delete(&file, now)?;
+                changes.entry(file.clone()).or_default().deleted = true;
+                Ok(note(metadata, &file))
+            }
+            NoteOp::Feedback {
+                note: file,
+                from,
+                text,
+            } => {
+                metadata.add_feedback(&file, &from, &text, now)?;
+                Ok(note(metadata, &file))
+            }
             NoteOp::Link { target, title } => {
                 let target = self.related_target(&target)?;
                 metadata.link(&target, title.clone())?;
@@ -408,6 +425,9 @@ impl Store {
         let mut batch = Batch::new(dir);
         let mut rechecks = Vec::new();
         for (file, change) in changes {
+            if change.deleted {
+                continue;
+            }
             let record = metadata.artifact(file).expect("changed notes are listed");
             let path = dir.join(file);
             let before = if change.created {
@@ -432,14 +452,52 @@ impl Store {
             }
         }
         batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), false)?;
-        batch.stage(INDEX_FILE, render_index(metadata).as_bytes(), false)?;
+        let index_before = read_regular_file(&dir.join(INDEX_FILE))?;
+        let index = render_index_keeping(metadata, index_before.as_deref());
+        batch.stage(INDEX_FILE, index.as_bytes(), false)?;
         batch.sync()?;
         self.hook(CommitStage::Staged(dir));
         for (file, before, section) in rechecks {
             merge_late_writes(&mut batch, metadata, file, before, as_section(&section))?;
         }
-        batch.persist()
+        keep_late_shepherds_note(&mut batch, metadata, index_before)?;
+        batch.persist()?;
+        // Only once the record says a note is deleted does its file go (a crash in between
+        // leaves a file the record disowns; deleting again removes it).
+        for (file, change) in changes {
+            if change.deleted {
+                match fs_err::remove_file(dir.join(file)) {
+                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(err.into());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
+}
+
+/// If the shepherd wrote `shepherd.md` after we read it, renders it again from its new text,
+/// so the rename that follows keeps the shepherd's own note.
+pub(crate) fn keep_late_shepherds_note(
+    batch: &mut Batch,
+    metadata: &SessionMetadata,
+    before: Option<String>,
+) -> Result<(), StoreError> {
+    let path = batch.dir().join(INDEX_FILE);
+    let mut seen = before;
+    for _ in 0..NOTE_REWRITE_ATTEMPTS {
+        let current = read_regular_file(&path)?;
+        if current == seen {
+            return Ok(());
+        }
+        tracing::debug!("shepherd.md changed during commit; keeping the shepherd's note");
+        let text = render_index_keeping(metadata, current.as_deref());
+        batch.restage(INDEX_FILE, text.as_bytes())?;
+        seen = current;
+    }
+    Ok(())
 }
 
 /// If the sheep changed its note after we read it, renders the note again from its new

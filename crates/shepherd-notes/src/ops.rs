@@ -53,6 +53,21 @@ pub enum NoteOp {
         /// Metadata to merge.
         metadata: Metadata,
     },
+    /// Delete a final note: its record stays, marked deleted, and its file is removed after
+    /// the record is committed. Deleting it again removes a file a crash left behind.
+    Delete {
+        /// The note's file name.
+        note: String,
+    },
+    /// Attach feedback to a note (not a deleted one).
+    Feedback {
+        /// The note's file name.
+        note: String,
+        /// Who gives it.
+        from: String,
+        /// The feedback.
+        text: String,
+    },
     /// Attach a project file or URL to the session's Related files.
     Link {
         /// A URL, or a path (absolute, or relative to the project root) to an existing file or
@@ -252,6 +267,36 @@ impl Store {
             note: note.to_owned(),
             output,
             metadata,
+        };
+        self.apply_single(session, op, now)
+    }
+
+    /// Deletes a final note (see [`NoteOp::Delete`]); returns its record, marked deleted.
+    pub fn delete_note(
+        &self,
+        session: &SessionRef,
+        note: &str,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        let op = NoteOp::Delete {
+            note: note.to_owned(),
+        };
+        self.apply_single(session, op, now)
+    }
+
+    /// Attaches feedback from `from` to a note; returns its record.
+    pub fn add_feedback(
+        &self,
+        session: &SessionRef,
+        note: &str,
+        from: &str,
+        text: &str,
+        now: Timestamp,
+    ) -> Result<ArtifactRecord, StoreError> {
+        let op = NoteOp::Feedback {
+            note: note.to_owned(),
+            from: from.to_owned(),
+            text: text.to_owned(),
         };
         self.apply_single(session, op, now)
     }

@@ -18,8 +18,9 @@
 use std::collections::HashSet;
 use std::io;
 
+use crate::read::read_regular_file;
 use jiff::Timestamp;
-use shepherd_core::fieldnotes::index::render_index;
+use shepherd_core::fieldnotes::index::{render_index, render_index_keeping};
 use shepherd_core::fieldnotes::metadata::is_valid_identity;
 use shepherd_core::fieldnotes::naming::unique_session_slug;
 use shepherd_core::fieldnotes::ops::check_planned;
@@ -297,9 +298,12 @@ impl Store {
             metadata.updated_at = iso(now);
             let mut batch = Batch::new(&dir);
             batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), false)?;
-            batch.stage(INDEX_FILE, render_index(&metadata).as_bytes(), false)?;
+            let index_before = read_regular_file(&dir.join(INDEX_FILE))?;
+            let index = render_index_keeping(&metadata, index_before.as_deref());
+            batch.stage(INDEX_FILE, index.as_bytes(), false)?;
             batch.sync()?;
             self.hook(CommitStage::Staged(&dir));
+            crate::apply::keep_late_shepherds_note(&mut batch, &metadata, index_before)?;
             batch.persist()?;
             atomic::sync_dir(&dir)?;
         }

@@ -126,6 +126,7 @@ async fn connect(socket: &Path, role: Role, agent: Option<&str>, token: Option<&
         agent_id: agent.map(str::to_owned),
         token: token.map(str::to_owned),
         client: Some("bench".into()),
+        session_file: None,
     };
     Client::open(socket, &hello).await.unwrap().0
 }

@@ -144,6 +144,7 @@ async fn overhead(world: &World, rounds: usize) {
         agent_id: None,
         token: None,
         client: Some("bench".into()),
+        session_file: None,
     };
     let (mut direct, _) = Client::open(&world.socket(), &hello).await.unwrap();
     for (label, tool, args, method, params) in [

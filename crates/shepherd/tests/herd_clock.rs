@@ -66,6 +66,7 @@ async fn clocked() -> Clocked {
         agent_id: None,
         token: None,
         client: None,
+        session_file: None,
     };
     let (client, _) = Client::open(running.socket(), &hello).await.unwrap();
     Clocked {

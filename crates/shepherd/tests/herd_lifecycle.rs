@@ -35,11 +35,16 @@ fn spawn_delegate_watch_close_leaves_a_final_note_and_no_process() {
     let text = read(note);
     assert!(text.contains("status: completed"), "{text}");
     assert!(text.contains("listed 3 files"), "{text}");
+    // The sheep's label is recorded with its note, so two notes of one agent tell apart.
+    assert!(text.contains("\nlabel: \"code review\"\n"), "{text}");
     let index = read(&note.with_file_name("shepherd.md"));
     assert!(
-        index.contains("[Worker 01](./worker-01.md) — completed"),
+        index.contains("[Worker 01: code review](./worker-01.md) — completed"),
         "{index}"
     );
+    let record: serde_json::Value =
+        serde_json::from_str(&read(&note.with_file_name("session.json"))).unwrap();
+    assert_eq!(record["artifacts"][0]["label"], "code review");
 
     let read_back = world.json(&["read", agent]);
     assert!(

@@ -303,3 +303,70 @@ fn sixteen_shell_processes_reserve_sixteen_distinct_notes() {
         .collect();
     assert_eq!(sessions, ["0001-fix-login"], "one session");
 }
+
+#[test]
+fn delete_and_feedback_show_in_session_json_and_shepherd_md() {
+    let machine = Machine::new();
+    let reserve = [
+        "notes",
+        "reserve",
+        "--json",
+        "--session-name",
+        "fix login",
+        "--agent",
+        "reviewer",
+    ];
+    machine.json(&reserve);
+    machine.json(&reserve);
+    let first = ".shepherd/sessions/0001-fix-login/reviewer-01.md";
+    let second = ".shepherd/sessions/0001-fix-login/reviewer-02.md";
+    // Feedback may go to a note in any status; a note still open cannot be deleted.
+    let feedback = machine.json(&[
+        "notes",
+        "feedback",
+        first,
+        "--text",
+        "Check the token expiry too.",
+        "--json",
+    ]);
+    assert_eq!(feedback["feedback"][0]["from"], "shepherd");
+    let (code, message) = machine.error(&["notes", "delete", second, "--json"]);
+    assert_eq!(code, "not_final", "{message}");
+    machine.json(&["notes", "finish", second, "--status", "completed", "--json"]);
+    let deleted = machine.json(&["notes", "delete", second, "--json"]);
+    assert!(deleted["deletedAt"].is_string(), "{deleted}");
+    assert!(!machine.session_dir().join("reviewer-02.md").exists());
+    let (code, message) =
+        machine.error(&["notes", "feedback", second, "--text", "too late", "--json"]);
+    assert_eq!(code, "deleted", "{message}");
+    assert!(message.contains("reviewer-02.md"), "{message}");
+
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(machine.session_dir().join("session.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["artifacts"][0]["feedback"][0]["text"],
+        "Check the token expiry too."
+    );
+    assert_eq!(record["artifacts"][1]["deletedAt"], deleted["deletedAt"]);
+    let index = std::fs::read_to_string(machine.session_dir().join("shepherd.md")).unwrap();
+    assert!(
+        index.contains(
+            "1. [Reviewer 01](./reviewer-01.md) — running\n   - Feedback from shepherd ("
+        ) || index.contains(
+            "1. [Reviewer 01](./reviewer-01.md) — pending\n   - Feedback from shepherd ("
+        ),
+        "{index}"
+    );
+    assert!(
+        index.contains("): Check the token expiry too.\n"),
+        "{index}"
+    );
+    assert!(
+        index.contains("2. ~~Reviewer 02~~ — completed, deleted "),
+        "{index}"
+    );
+    let show = machine.json(&["notes", "show", "1", "--json"]);
+    assert_eq!(show["notes"][1]["deletedAt"], deleted["deletedAt"]);
+}

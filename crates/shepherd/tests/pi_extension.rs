@@ -365,7 +365,8 @@ fn project_agent_confirmation(pi: &PiBinary) {
     assert_eq!(shown["approval"], "approved", "{shown}");
 }
 
-/// The deprecated `shepherd_prompt`: a one-turn task that completes with the sheep's final text.
+/// The deprecated `shepherd_prompt`: a one-turn task that completes with the sheep's final text; its
+/// prompt id is that task's id; and the parent's pi session file is recorded in its fieldnotes session.
 fn deprecated_prompt(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
     let worker = s.spawn("worker", "oneshot");
@@ -378,11 +379,32 @@ fn deprecated_prompt(pi: &PiBinary) {
         json!({"id": worker, "message": "What is the answer?"}),
     );
     let task = prompted["taskId"].as_str().unwrap().to_owned();
+    // Its own prompt id, as the concept dictionary has it: the id of the one-turn task.
+    assert_eq!(prompted["promptId"], prompted["taskId"], "{prompted}");
     s.watch(&[&task]);
     s.parent_says([Step::text("Noted.")]);
     s.fake.release("hold");
     let wake = s.wait_parent_input("worker: oneshot completed");
     assert!(wake.contains("The answer is 42."), "{wake}");
+    // The parent's pi session file is recorded in its fieldnotes session (diagnostics).
+    let state = s
+        .parent()
+        .call(json!({"type": "get_state"}), TURN)
+        .expect("get_state");
+    let file = state["data"]["sessionFile"]
+        .as_str()
+        .expect("a session file");
+    let sessions = s.project().join(".shepherd/sessions");
+    let session = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.join("session.json").is_file())
+        .expect("the parent-bound session");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(session.join("session.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["parentSessionFile"], file, "{record}");
+    assert_eq!(record["parentPiSession"]["sessionFile"], file, "{record}");
 }
 
 /// With `subagentCompatibility` on, the `subagent` tool is offered too.

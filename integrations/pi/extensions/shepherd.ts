@@ -55,7 +55,16 @@ export default async function shepherd(pi: any) {
 		const identity = ctx.sessionManager?.getSessionId?.();
 		if (!identity) return;
 		state.link?.close();
-		state.link = new ParentLink(identity, state.cwd, onInbox, (sheep) => widget.update(sheep));
+		// pi's session file (none for an in-memory session) is recorded in the herd's fieldnotes
+		// session as diagnostic metadata; the identity alone binds the herd.
+		const sessionFile = ctx.sessionManager?.getSessionFile?.() || undefined;
+		state.link = new ParentLink(
+			identity,
+			state.cwd,
+			onInbox,
+			(sheep) => widget.update(sheep),
+			typeof sessionFile === "string" ? sessionFile : undefined,
+		);
 		// Start the broker and subscribe in the background: a resumed session gets its herd's
 		// pending completions as soon as the connection is up; a tool call waits for it.
 		state.link.start().then(

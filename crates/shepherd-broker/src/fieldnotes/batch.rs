@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 use shepherd_core::error_code::ErrorCode;
+use shepherd_core::fieldnotes::LABEL_KEY;
 use shepherd_core::herd::NoteLink;
 use shepherd_notes::{
     ArtifactRecord, Finalization, Metadata, Mode, NoteOp, NoteOpOutcome, OpError, PlannedNote,
@@ -318,6 +319,9 @@ pub(super) fn link(metadata: &SessionMetadata, record: &ArtifactRecord, resumed:
 fn ids_metadata(request: &NoteRequest) -> Metadata {
     let mut metadata = Metadata::new();
     metadata.insert("agentId".into(), Value::from(request.agent_id.as_str()));
+    if !request.label.trim().is_empty() {
+        metadata.insert(LABEL_KEY.into(), Value::from(request.label.as_str()));
+    }
     if let Some(file) = &request.session_file {
         metadata.insert("sessionFile".into(), Value::from(file.as_str()));
     }

@@ -36,6 +36,8 @@ pub(crate) struct NoteRequest {
     pub(crate) group: Option<String>,
     /// The sheep's agent definition.
     pub(crate) agent: String,
+    /// The sheep's label, recorded with its note; empty when it has none.
+    pub(crate) label: String,
     /// The task text.
     pub(crate) task: String,
     /// `single`, `parallel` or `chain`.
@@ -248,9 +250,15 @@ use lanes::{Lanes, MAX_COMMITTERS};
 pub(crate) struct Writer {
     root: PathBuf,
     identity: String,
+    /// The parent's own session file, as its front end last said in `hello` (diagnostics,
+    /// recorded in the parent-bound session).
+    parent_session_file: Mutex<Option<String>>,
     store: Mutex<Option<Store>>,
     /// Each choice's session, and whether it existed before this broker first used it.
     sessions: Mutex<HashMap<SessionChoice, (SessionRef, bool)>>,
+    /// Whether the parent's session existed before this broker first used it, kept when the
+    /// session is forgotten to be resolved again with a new session file.
+    parent_was_resumed: Mutex<Option<bool>>,
 }
 
 impl Writer {
@@ -273,13 +281,18 @@ impl Writer {
         let store = self.store()?;
         let resolved = match choice {
             SessionChoice::Parent => {
-                store.resolve_or_create_parent_session(&self.identity, None, now)
+                let file = self.parent_session_file.lock().expect("file lock").clone();
+                store.resolve_or_create_parent_session(&self.identity, file.as_deref(), now)
             }
             SessionChoice::Named(name) => store.create_or_continue_named(name, now),
             SessionChoice::NewForTask(task) => store.create_for_task(task.as_deref(), now),
         }
         .map_err(|err| store_error(&err, store_code(&err)))?;
-        let known = (resolved.session.clone(), resolved.resumed);
+        let mut known = (resolved.session.clone(), resolved.resumed);
+        if let Some(resumed) = self.parent_resumed(choice) {
+            // Resolved again only to record a new parent session file: it is the same session.
+            known.1 = resumed;
+        }
         let remembered = match choice {
             // A new session is continued by its name from then on.
             SessionChoice::NewForTask(_) => {
@@ -287,12 +300,26 @@ impl Writer {
             }
             other => other.clone(),
         };
+        if remembered == SessionChoice::Parent {
+            self.parent_was_resumed
+                .lock()
+                .expect("resumed lock")
+                .get_or_insert(known.1);
+        }
         self.sessions
             .lock()
             .expect("sessions lock")
             .entry(remembered)
             .or_insert(known.clone());
         Ok(known)
+    }
+
+    /// Whether the parent's session existed before this broker first used it, when it was
+    /// resolved once already.
+    fn parent_resumed(&self, choice: &SessionChoice) -> Option<bool> {
+        (*choice == SessionChoice::Parent)
+            .then(|| *self.parent_was_resumed.lock().expect("resumed lock"))
+            .flatten()
     }
 
     /// The session directory of a note of this project, by its path.
@@ -378,8 +405,10 @@ impl Fieldnotes {
         let writer = Arc::new(Writer {
             root: project_root,
             identity,
+            parent_session_file: Mutex::new(None),
             store: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
+            parent_was_resumed: Mutex::new(None),
         });
         let committing = Arc::clone(&writer);
         let lanes = Lanes::new(MAX_COMMITTERS, move |session: &str, jobs| {
@@ -407,6 +436,30 @@ impl Fieldnotes {
             )),
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
         }
+    }
+
+    /// Records the parent's own session file (from its `hello`). The parent-bound session gets
+    /// it when it is next resolved: at first use, or, when it was resolved already with
+    /// another file, at its next use (the session is resolved again, which records the file).
+    pub(crate) fn set_parent_session_file(&self, file: &str) -> BrokerResult<()> {
+        if file.is_empty() || file.chars().any(char::is_control) || file.len() > 4096 {
+            return Err(BrokerError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "hello: sessionFile {file:?} is not a usable path; give the parent's session file as a non-empty path without control characters"
+                ),
+            ));
+        }
+        let mut known = self.writer.parent_session_file.lock().expect("file lock");
+        if known.as_deref() != Some(file) {
+            *known = Some(file.to_owned());
+            self.writer
+                .sessions
+                .lock()
+                .expect("sessions lock")
+                .remove(&SessionChoice::Parent);
+        }
+        Ok(())
     }
 
     /// Resolves (creating on first use) the parent-bound session.

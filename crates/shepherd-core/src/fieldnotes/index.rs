@@ -15,8 +15,16 @@
 //!   parallel mode.
 //! - `## Related files`: project files linked relative to the session directory, URLs as they
 //!   are.
+//! - `## Shepherd's note`: the shepherd's own note (guidance, feedback and a map for present
+//!   and future sheep). Everything below its marker line belongs to the shepherd and is carried
+//!   over verbatim by every rewrite ([`render_index_keeping`]); so is any `##` section the
+//!   shepherd added elsewhere in the file, which moves below the marker.
+//!
+//! In the Notes list a note shows its sheep's label (`[Reviewer 01: security](…)`), the
+//! feedback attached to it (one sub-item each) and, once deleted, its name struck through
+//! without a link.
 
-use super::markdown::{display_name, inline_code, link};
+use super::markdown::{display_name, inline_code, link, link_text};
 use super::metadata::{ArtifactRecord, Binding, SessionMetadata};
 use super::ops::{TargetKind, check_related_target};
 use super::status::Mode;
@@ -25,8 +33,79 @@ use crate::slug::hash8;
 /// From a session directory back to the project root.
 const TO_PROJECT_ROOT: &str = "../../../";
 
-/// The full text of `shepherd.md` for `session`.
+/// The line that opens the shepherd's own note at the end of `shepherd.md`; everything after
+/// it is the shepherd's.
+pub const SHEPHERD_NOTE_MARKER: &str = "<!-- Shepherd's note: guidance, feedback and a map for present and future sheep. Everything below this line is the shepherd's own and is kept whenever Shepherd rewrites this file. -->";
+
+/// The headings of the sections Shepherd generates.
+const GENERATED_SECTIONS: [&str; 4] = ["Notes", "Flow", "Related files", "Shepherd's note"];
+
+/// The full text of a new session's `shepherd.md` (an empty shepherd's note).
 pub fn render_index(session: &SessionMetadata) -> String {
+    render_index_keeping(session, None)
+}
+
+/// The full text of `shepherd.md` for `session`, keeping the shepherd's own note from
+/// `existing` (the file's current text): everything below [`SHEPHERD_NOTE_MARKER`], after any
+/// section the shepherd added above it (see [`shepherds_text`]).
+pub fn render_index_keeping(session: &SessionMetadata, existing: Option<&str>) -> String {
+    // Nothing generated (a name, a task, feedback) may pass for the marker.
+    let mut out = render_generated(session).replace(
+        SHEPHERD_NOTE_MARKER,
+        "<!-- Shepherd's note (quoted marker) -->",
+    );
+    out.push_str("\n## Shepherd's note\n\n");
+    out.push_str(SHEPHERD_NOTE_MARKER);
+    out.push('\n');
+    if let Some(text) = existing.map(shepherds_text).filter(|text| !text.is_empty()) {
+        out.push_str(&text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// What of an existing `shepherd.md` belongs to the shepherd: every `##` section above the
+/// marker whose heading Shepherd does not generate (outside code fences), then everything
+/// below the marker, as written.
+pub fn shepherds_text(existing: &str) -> String {
+    let (generated, below) = match existing.find(SHEPHERD_NOTE_MARKER) {
+        Some(at) => {
+            let rest = &existing[at + SHEPHERD_NOTE_MARKER.len()..];
+            (&existing[..at], rest.strip_prefix('\n').unwrap_or(rest))
+        }
+        None => (existing, ""),
+    };
+    let mut kept = String::new();
+    let mut in_fence = false;
+    let mut keeping = false;
+    for line in generated.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        if !in_fence && (trimmed.starts_with("# ") || trimmed.starts_with("## ")) {
+            keeping = trimmed
+                .strip_prefix("## ")
+                .is_some_and(|heading| !GENERATED_SECTIONS.contains(&heading.trim()));
+        }
+        if trimmed.starts_with("```") {
+            in_fence = !in_fence;
+        }
+        if keeping {
+            kept.push_str(line);
+        }
+    }
+    if !kept.is_empty() && !kept.ends_with('\n') {
+        kept.push('\n');
+    }
+    if !kept.is_empty() && !below.trim().is_empty() && !kept.ends_with("\n\n") {
+        kept.push('\n');
+    }
+    kept.push_str(below);
+    kept
+}
+
+/// The part of `shepherd.md` Shepherd writes: header, Notes, Flow and Related files.
+fn render_generated(session: &SessionMetadata) -> String {
     let mut out = format!(
         "# Session {:04} — {}\n\n",
         session.ordinal,
@@ -58,15 +137,7 @@ pub fn render_index(session: &SessionMetadata) -> String {
         out.push_str("_No notes reserved yet._\n");
     }
     for (number, note) in session.artifacts.iter().enumerate() {
-        let text = format!("{} {:02}", display_name(&note.agent), note.ordinal);
-        let href = format!("./{}", note.file_name);
-        out.push_str(&format!(
-            "{}. {} — {}{}\n",
-            number + 1,
-            link(&text, &href),
-            note.status,
-            telemetry_summary(&note.metadata)
-        ));
+        out.push_str(&note_line(number + 1, note));
     }
     out.push_str("\n## Flow\n\n");
     out.push_str(&flow(&session.artifacts));
@@ -82,6 +153,42 @@ pub fn render_index(session: &SessionMetadata) -> String {
         };
         let title = related.title.as_deref().unwrap_or(&related.target);
         out.push_str(&format!("- {}\n", link(title, &href)));
+    }
+    out
+}
+
+/// One note's entry in the Notes list, with its feedback as sub-items.
+fn note_line(number: usize, note: &ArtifactRecord) -> String {
+    let mut text = format!("{} {:02}", display_name(&note.agent), note.ordinal);
+    if let Some(label) = note.label() {
+        text.push_str(": ");
+        text.push_str(label);
+    }
+    let mut out = match &note.deleted_at {
+        Some(deleted) => format!(
+            "{number}. ~~{}~~ — {}, deleted {deleted}\n",
+            link_text(&text),
+            note.status
+        ),
+        None => format!(
+            "{number}. {} — {}{}\n",
+            link(&text, &format!("./{}", note.file_name)),
+            note.status,
+            telemetry_summary(&note.metadata)
+        ),
+    };
+    let indent = " ".repeat(number.to_string().len() + 2);
+    for feedback in &note.feedback {
+        let words = feedback
+            .text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push_str(&format!(
+            "{indent}- Feedback from {} ({}): {words}\n",
+            link_text(&feedback.from),
+            feedback.at
+        ));
     }
     out
 }
@@ -119,6 +226,9 @@ fn flow(notes: &[ArtifactRecord]) -> String {
                     .file_name
                     .strip_suffix(".md")
                     .unwrap_or(&note.file_name);
+                if note.deleted_at.is_some() {
+                    return format!("{} (deleted)", link_text(stem));
+                }
                 link(stem, &format!("./{}", note.file_name))
             })
             .collect();
@@ -235,5 +345,143 @@ mod telemetry_tests {
             telemetry_summary(&metadata),
             " · fake/m1 · 1 turn · 2 tool calls · 45 tokens · $0.0100 · 1.2 s"
         );
+    }
+}
+
+#[cfg(test)]
+mod curation_tests {
+    use super::*;
+    use crate::fieldnotes::metadata::{LABEL_KEY, Metadata};
+    use crate::fieldnotes::ops::{OpError, PlannedNote};
+    use crate::fieldnotes::status::NoteStatus;
+
+    fn session() -> SessionMetadata {
+        let mut session = SessionMetadata::new("fix", "fix", 1, None, "t0");
+        let none = |_: &str| false;
+        let mut labelled = PlannedNote::new("reviewer");
+        labelled.metadata = Metadata::from_iter([(LABEL_KEY.to_owned(), "security".into())]);
+        session.reserve(labelled, &none, "t0").unwrap();
+        session
+            .reserve(PlannedNote::new("reviewer"), &none, "t0")
+            .unwrap();
+        session
+    }
+
+    #[test]
+    fn the_shepherds_note_survives_every_rewrite() {
+        let mut session = session();
+        let first = render_index(&session);
+        assert!(first.ends_with(&format!("## Shepherd's note\n\n{SHEPHERD_NOTE_MARKER}\n")));
+        let written =
+            format!("{first}Keep the API stable.\n\n## Map\n\n- auth lives in src/auth\n");
+        session.status = "completed".to_owned();
+        let again = render_index_keeping(&session, Some(&written));
+        assert!(again.contains("- **Status:** completed"), "{again}");
+        assert!(
+            again.ends_with(&format!(
+                "{SHEPHERD_NOTE_MARKER}\nKeep the API stable.\n\n## Map\n\n- auth lives in src/auth\n"
+            )),
+            "{again}"
+        );
+        assert_eq!(render_index_keeping(&session, Some(&again)), again);
+    }
+
+    #[test]
+    fn a_section_the_shepherd_added_above_the_marker_moves_below_it() {
+        let session = session();
+        // A file written before the marker existed, with a section the shepherd added.
+        let old = "# Session 0001 — Fix\n\n## Shepherd guidance\n\nUse tabs.\n```text\n## not a heading\n```\n\n## Notes\n\n1. gone\n\n## Flow\n\n```text\n[a](./a.md)\n```\n";
+        let text = render_index_keeping(&session, Some(old));
+        let below = text.split(SHEPHERD_NOTE_MARKER).nth(1).unwrap();
+        assert_eq!(
+            below,
+            "\n## Shepherd guidance\n\nUse tabs.\n```text\n## not a heading\n```\n\n"
+        );
+        assert!(!text.contains("1. gone"));
+        assert_eq!(render_index_keeping(&session, Some(&text)), text);
+    }
+
+    #[test]
+    fn generated_text_cannot_forge_the_marker() {
+        let mut session = session();
+        session
+            .add_feedback("reviewer-01.md", "shepherd", SHEPHERD_NOTE_MARKER, "t1")
+            .unwrap();
+        let text = render_index(&session);
+        assert_eq!(text.matches(SHEPHERD_NOTE_MARKER).count(), 1);
+        assert_eq!(render_index_keeping(&session, Some(&text)), text);
+    }
+
+    #[test]
+    fn labels_feedback_and_deletions_show_in_the_notes_list() {
+        let mut session = session();
+        session
+            .finalize(
+                "reviewer-02.md",
+                NoteStatus::Completed,
+                None,
+                Metadata::new(),
+                "t1",
+            )
+            .unwrap();
+        session
+            .add_feedback(
+                "reviewer-01.md",
+                "shepherd",
+                "Check the\ntoken expiry too.",
+                "t2",
+            )
+            .unwrap();
+        assert!(session.delete("reviewer-02.md", "t3").unwrap());
+        let text = render_index(&session);
+        assert!(
+            text.contains(
+                "1. [Reviewer 01: security](./reviewer-01.md) — pending\n   - Feedback from shepherd (t2): Check the token expiry too.\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("2. ~~Reviewer 02~~ — completed, deleted t3\n"),
+            "{text}"
+        );
+        assert!(text.contains("reviewer-02 (deleted)"), "{text}");
+        assert!(!text.contains("](./reviewer-02.md)"), "{text}");
+    }
+
+    #[test]
+    fn only_final_notes_are_deleted_and_deleted_notes_never_change() {
+        let mut session = session();
+        assert!(matches!(
+            session.delete("reviewer-01.md", "t1"),
+            Err(OpError::NotFinal { .. })
+        ));
+        session
+            .finalize(
+                "reviewer-01.md",
+                NoteStatus::Failed,
+                None,
+                Metadata::new(),
+                "t1",
+            )
+            .unwrap();
+        assert!(session.delete("reviewer-01.md", "t2").unwrap());
+        assert!(!session.delete("reviewer-01.md", "t3").unwrap());
+        let note = session.artifact("reviewer-01.md").unwrap();
+        assert_eq!(note.deleted_at.as_deref(), Some("t2"));
+        assert!(matches!(
+            session.add_feedback("reviewer-01.md", "shepherd", "late", "t4"),
+            Err(OpError::Deleted { .. })
+        ));
+        assert!(matches!(
+            session.update("reviewer-01.md", Metadata::new()),
+            Err(OpError::Deleted { .. })
+        ));
+        let refused = session.add_feedback("reviewer-02.md", "shepherd", "  ", "t4");
+        assert!(matches!(refused, Err(OpError::InvalidFeedback { .. })));
+        // A reservation never takes a deleted note's ordinal or file name.
+        let next = session
+            .reserve(PlannedNote::new("reviewer"), &|_: &str| false, "t5")
+            .unwrap();
+        assert_eq!(next.file_name, "reviewer-03.md");
     }
 }

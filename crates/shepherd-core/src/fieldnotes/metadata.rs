@@ -147,10 +147,43 @@ pub struct ArtifactRecord {
     /// The error recorded at finalisation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// When the note was deleted. The record stays, so its ordinal and file name are never
+    /// used again and the index still shows that it existed; the file is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<String>,
+    /// Feedback attached to the note, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<Feedback>,
     /// Lifecycle metadata and unknown keys.
     #[serde(flatten)]
     pub metadata: Metadata,
 }
+
+/// One piece of feedback attached to a note: from the shepherd or another sheep, for the
+/// note's owner and everyone who reads the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feedback {
+    /// Who gave it (`shepherd`, a sheep's display name, a person).
+    pub from: String,
+    /// When it was attached (ISO 8601).
+    pub at: String,
+    /// The feedback itself.
+    pub text: String,
+}
+
+impl ArtifactRecord {
+    /// The label of the sheep that owns the note (recorded as the `label` metadata key), if it
+    /// has one.
+    pub fn label(&self) -> Option<&str> {
+        self.metadata
+            .get(LABEL_KEY)
+            .and_then(Value::as_str)
+            .filter(|label| !label.trim().is_empty())
+    }
+}
+
+/// The note metadata key holding the label of the sheep that owns the note.
+pub const LABEL_KEY: &str = "label";
 
 /// A file or URL attached to a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

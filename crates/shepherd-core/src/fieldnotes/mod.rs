@@ -10,14 +10,16 @@
 //!
 //! - [`metadata`] — the `session.json` model, its defensive validation and path re-derivation.
 //! - [`ops`] — the state transitions the store applies under its lock (reserve, start, update,
-//!   finalise, link, set status).
+//!   finalise, delete, attach feedback, link, set status).
+//! - `curation` — deleting a note and attaching feedback to one.
 //! - [`naming`] — note file names and collision-free session slugs.
 //! - [`frontmatter`], [`note`] — a note's frontmatter and body, with the store's own
 //!   orchestration section kept apart from what the sheep wrote.
-//! - [`index`] — `shepherd.md`.
+//! - [`index`] — `shepherd.md`, with the shepherd's own note at its end.
 //! - [`context`] — the text appended to a delegated task.
 
 pub mod context;
+mod curation;
 pub mod frontmatter;
 pub mod index;
 mod markdown;
@@ -32,7 +34,8 @@ mod snapshot_tests;
 
 pub use context::{SheepContext, render_context_block, split_context_block};
 pub use metadata::{
-    ArtifactRecord, Binding, Malformed, Metadata, ParentBinding, RelatedLink, SessionMetadata,
+    ArtifactRecord, Binding, Feedback, LABEL_KEY, Malformed, Metadata, ParentBinding, RelatedLink,
+    SessionMetadata,
 };
 pub use ops::{OpError, PlannedNote};
 pub use status::{Mode, NoteStatus};

@@ -118,6 +118,8 @@ mod tests {
                 completed_at: None,
                 group: None,
                 error: None,
+                deleted_at: None,
+                feedback: Vec::new(),
                 metadata: Default::default(),
             });
         }

@@ -17,7 +17,7 @@ use super::status::{Mode, NoteStatus, summarise};
 const MAX_LABEL: usize = 200;
 
 /// Keys that belong to the store and may not be set as metadata.
-pub const RESERVED_METADATA_KEYS: [&str; 21] = [
+pub const RESERVED_METADATA_KEYS: [&str; 23] = [
     "id",
     "artifactSessionVersion",
     "session",
@@ -39,7 +39,12 @@ pub const RESERVED_METADATA_KEYS: [&str; 21] = [
     "completed",
     "group",
     "error",
+    "deletedAt",
+    "feedback",
 ];
+
+/// Longest feedback text accepted, in characters.
+pub const MAX_FEEDBACK: usize = 10_000;
 
 /// A note to reserve.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -155,6 +160,20 @@ pub enum OpError {
         /// What was expected, in words.
         expected: String,
     },
+    /// The note was deleted; nothing but deleting it again applies to it.
+    #[error("note `{note}` was deleted; a deleted note cannot change")]
+    Deleted {
+        /// The note's file name.
+        note: String,
+    },
+    /// Feedback that is empty or too long.
+    #[error(
+        "invalid feedback of {length} characters: give non-blank text of at most {MAX_FEEDBACK} characters"
+    )]
+    InvalidFeedback {
+        /// Its length in characters.
+        length: usize,
+    },
     /// A related link target that is neither a URL nor a clean project-relative path.
     #[error("invalid link target {target:?}: {reason}")]
     InvalidLink {
@@ -235,7 +254,7 @@ pub fn check_metadata(metadata: &Metadata) -> Result<(), OpError> {
     Ok(())
 }
 
-fn check_label(what: &str, value: &str) -> Result<(), OpError> {
+pub(super) fn check_label(what: &str, value: &str) -> Result<(), OpError> {
     if value.trim().is_empty()
         || value.chars().count() > MAX_LABEL
         || value.chars().any(char::is_control)
@@ -314,16 +333,26 @@ impl SessionMetadata {
             completed_at: None,
             group: planned.group,
             error: None,
+            deleted_at: None,
+            feedback: Vec::new(),
             metadata: planned.metadata,
         });
         Ok(self.artifacts.last().expect("just pushed"))
     }
 
-    fn note_mut(&mut self, file_name: &str) -> Result<&mut ArtifactRecord, OpError> {
-        self.artifact_mut(file_name)
+    /// A note that is part of the session and not deleted, for changing it.
+    pub(super) fn note_mut(&mut self, file_name: &str) -> Result<&mut ArtifactRecord, OpError> {
+        let note = self
+            .artifact_mut(file_name)
             .ok_or_else(|| OpError::UnknownNote {
                 note: file_name.to_owned(),
-            })
+            })?;
+        if note.deleted_at.is_some() {
+            return Err(OpError::Deleted {
+                note: note.file_name.clone(),
+            });
+        }
+        Ok(note)
     }
 
     /// Marks a note `running` (recording when it started, once) and merges `metadata`.

@@ -184,6 +184,10 @@ pub struct Hello {
     /// Free-form client name (`cli`, `pi`, …), for diagnostics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// For the parent: its own agent session file (pi's `getSessionFile()`), recorded in the
+    /// parent-bound fieldnotes session for diagnostics; never part of the herd's identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
 }
 
 /// `hello` result.

@@ -191,6 +191,7 @@ async fn run(options: &Options) -> Result<u8, String> {
         agent_id: Some(var("SHEPHERD_AGENT_ID")?),
         token: Some(var("SHEPHERD_TOKEN")?),
         client: Some("test-sheep".into()),
+        session_file: None,
     };
     let socket = var("SHEPHERD_SOCKET")?;
     let client = connect(&socket, &hello).await?;

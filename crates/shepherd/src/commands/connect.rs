@@ -245,6 +245,7 @@ pub(crate) fn hello(role: Role, agent_id: Option<String>, token: Option<String>)
         agent_id,
         token,
         client: Some("cli".into()),
+        session_file: None,
     }
 }
 

@@ -6,6 +6,8 @@ pub(crate) mod connect;
 pub(crate) mod controls;
 pub(crate) mod mcp;
 pub(crate) mod notes;
+mod notes_curate;
+mod notes_held;
 pub(crate) mod parent;
 pub(crate) mod run;
 pub(crate) mod settings;

@@ -1,7 +1,8 @@
 //! `shepherd notes …`: the fieldnotes store from the command line.
 //!
 //! An offline tool for scripts and for programs that want to write notes without a broker:
-//! list and show sessions, reserve a note, mark it started, finish it, attach related files.
+//! list and show sessions, reserve a note, mark it started, finish it, attach related files,
+//! delete a note or attach feedback to it (`notes_curate`).
 //! Every command works on one project (`--project`, default the current directory); note
 //! commands find their project from the note's path. With `--json` each prints one JSON
 //! document with absolute paths and their project-relative twins. All writing goes through
@@ -22,6 +23,7 @@ use shepherd_notes::{
     PlannedNote, SessionKey, SessionMetadata, Store, StoreError,
 };
 
+use super::notes_held::refuse_if_held_by_broker;
 use crate::cli::ProjectArg;
 use crate::context::Context;
 use crate::error::CliError;
@@ -42,6 +44,10 @@ pub(crate) enum NotesCommand {
     Finish(FinishArgs),
     /// Attach a project file or a URL to a session's Related files.
     Link(LinkArgs),
+    /// Delete a final note: its file goes, its record stays marked deleted.
+    Delete(super::notes_curate::DeleteArgs),
+    /// Attach feedback to a note, for its owner and every reader of the session.
+    Feedback(super::notes_curate::FeedbackArgs),
 }
 
 #[derive(Debug, Args)]
@@ -156,6 +162,8 @@ pub(crate) fn run(
         NotesCommand::Start(args) => start(&args, ctx, *printer),
         NotesCommand::Finish(args) => finish(args, ctx, *printer),
         NotesCommand::Link(args) => link(args, ctx, *printer),
+        NotesCommand::Delete(args) => super::notes_curate::delete(&args, ctx, *printer),
+        NotesCommand::Feedback(args) => super::notes_curate::feedback(args, ctx, *printer),
     }?;
     Ok(ExitCode::SUCCESS)
 }
@@ -308,6 +316,9 @@ fn note_json(note: &ArtifactRecord) -> Value {
         "startedAt": note.started_at,
         "completedAt": note.completed_at,
         "error": note.error,
+        "label": note.label(),
+        "deletedAt": note.deleted_at,
+        "feedback": note.feedback,
         "metadata": note.metadata,
         "path": note.file_path,
         "relativePath": note.relative_path,
@@ -373,12 +384,12 @@ fn reserve(args: ReserveArgs, ctx: &Context, printer: Printer) -> Result<(), Cli
     Ok(())
 }
 
-fn locate(ctx: &Context, note: &Path) -> Result<LocatedNote, CliError> {
+pub(super) fn locate(ctx: &Context, note: &Path) -> Result<LocatedNote, CliError> {
     Store::locate_note(&ctx.cwd.join(note)).map_err(|err| store_error(&err))
 }
 
 /// What `notes start` and `notes finish` print.
-fn note_result(located: &LocatedNote, record: &ArtifactRecord) -> Value {
+pub(super) fn note_result(located: &LocatedNote, record: &ArtifactRecord) -> Value {
     let session_dir = located.store.session_dir(&located.session);
     json!({
         "note": record.file_path,
@@ -472,78 +483,6 @@ fn link(args: LinkArgs, ctx: &Context, printer: Printer) -> Result<(), CliError>
     Ok(())
 }
 
-/// Whether a running broker still holds the task that owns this note, so the note is not ours
-/// to change: asks every broker of this user that serves the note's project whether the note's
-/// task is still open there. Returns the holding task's id.
-fn note_task_held_by_broker(
-    ctx: &Context,
-    located: &LocatedNote,
-) -> Result<Option<String>, CliError> {
-    let Some(task) = located
-        .record
-        .metadata
-        .get("taskId")
-        .and_then(Value::as_str)
-    else {
-        return Ok(None);
-    };
-    let root = located.store.project_root().display().to_string();
-    let Ok(entries) = fs_err::read_dir(&ctx.dirs.runtime_dir) else {
-        return Ok(None);
-    };
-    let sockets: Vec<PathBuf> = entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            name.starts_with("b-") && name.ends_with(".sock")
-        })
-        .collect();
-    super::connect::runtime()?.block_on(async {
-        for socket in sockets {
-            let hello = super::connect::hello(shepherd_core::protocol::Role::Observer, None, None);
-            let opened = tokio::time::timeout(
-                std::time::Duration::from_secs(2),
-                shepherd_broker::client::Client::open(&socket, &hello),
-            )
-            .await;
-            let Ok(Ok((mut client, greeting))) = opened else {
-                continue;
-            };
-            if greeting.project_root != root {
-                continue;
-            }
-            let params = serde_json::json!({ "id": task, "timeoutMs": 0 });
-            if let Ok(waited) = client
-                .call_value(shepherd_core::protocol::method::WAIT, params)
-                .await
-                && waited["pending"]
-                    .as_array()
-                    .is_some_and(|pending| pending.iter().any(|id| id == task))
-            {
-                return Ok(Some(task.to_owned()));
-            }
-        }
-        Ok(None)
-    })
-}
-
-fn refuse_if_held_by_broker(ctx: &Context, located: &LocatedNote) -> Result<(), CliError> {
-    match note_task_held_by_broker(ctx, located)? {
-        None => Ok(()),
-        Some(task) => Err(CliError::new(
-            ErrorCode::HeldByBroker,
-            format!(
-                "note `{}` belongs to task `{task}`, which a running broker still holds; finish the task through the broker instead",
-                located.record.file_path
-            ),
-        )),
-    }
-}
-
 /// `KEY=VALUE` pairs; a VALUE that parses as JSON is kept as JSON, anything else as text.
 fn parse_meta(pairs: &[String]) -> Result<Metadata, CliError> {
     let mut metadata = Metadata::new();
@@ -561,7 +500,7 @@ fn parse_meta(pairs: &[String]) -> Result<Metadata, CliError> {
 }
 
 /// `text`, or standard input when `text` is `-`.
-fn text_or_stdin(text: String) -> Result<String, CliError> {
+pub(super) fn text_or_stdin(text: String) -> Result<String, CliError> {
     if text != "-" {
         return Ok(text);
     }
@@ -573,7 +512,7 @@ fn text_or_stdin(text: String) -> Result<String, CliError> {
 }
 
 /// The one-line rendering and stable code of a store error.
-fn store_error(err: &StoreError) -> CliError {
+pub(super) fn store_error(err: &StoreError) -> CliError {
     let code = match err {
         StoreError::Io(_) => ErrorCode::Io,
         StoreError::LockTimeout { .. } => ErrorCode::LockTimeout,
@@ -589,6 +528,7 @@ fn store_error(err: &StoreError) -> CliError {
             OpError::UnknownNote { .. } => ErrorCode::NotFound,
             OpError::InvalidLink { .. } => ErrorCode::InvalidLink,
             OpError::OtherSession { .. } => ErrorCode::StaleSession,
+            OpError::Deleted { .. } => ErrorCode::Deleted,
             _ => ErrorCode::InvalidArgument,
         },
     };

@@ -21,6 +21,8 @@ export interface Hello {
 	agentId?: string;
 	token?: string;
 	client?: string;
+	/** For the parent: its own pi session file, recorded in its fieldnotes session (diagnostics). */
+	sessionFile?: string;
 }
 
 export class BrokerError extends Error {

@@ -41,6 +41,8 @@ export class ParentLink {
 		project: string,
 		private readonly onInbox: InboxHandler,
 		private readonly onHerd: HerdHandler = () => {},
+		/** The pi session file, recorded in the herd's fieldnotes session for diagnostics. */
+		private readonly sessionFile?: string,
 	) {
 		this.identity = identity;
 		this.project = project;
@@ -69,7 +71,7 @@ export class ParentLink {
 		if (this.closed) throw new ShepherdError("broker_disconnected", "the pi session has ended");
 		const connection: BrokerConnection = new BrokerConnection(
 			ensured.socket,
-			{ role: "parent", client: "pi" },
+			{ role: "parent", client: "pi", ...(this.sessionFile ? { sessionFile: this.sessionFile } : {}) },
 			{
 				reconnectFor: 10_000,
 				onConnect: async () => {

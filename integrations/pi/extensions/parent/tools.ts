@@ -85,7 +85,7 @@ export function registerTools(pi: any, state: ParentState): void {
 			promptGuidelines: [
 				"Shepherd workflow: shepherd {action: \"agents\"} to find an exact agent name → shepherd_spawn → shepherd_delegate → shepherd_watch → (shepherd_status / shepherd_read while it works) → shepherd_close when you are done with the sheep.",
 				"After shepherd_delegate, call shepherd_watch with the task id and carry on: shepherd_watch never blocks, and the completion arrives later as a message. A sheep that goes idle has not necessarily finished; only its completion says so. Close every sheep you no longer need.",
-				"Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note.",
+				"Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note. Guidance for present and future sheep goes at the end of shepherd.md, under \"## Shepherd's note\": Shepherd keeps that section whenever it rewrites the index.",
 			],
 			normalise: false,
 			parameters: Type.Object({
@@ -347,7 +347,7 @@ export function registerTools(pi: any, state: ParentState): void {
 			description:
 				"Deprecated: prefer shepherd_delegate + shepherd_watch (and shepherd_message for follow-ups). Sends a sheep " +
 				"one prompt as a one-turn task that finishes when the sheep's run settles, with its final text as the " +
-				"result. Returns a task id; watch it with shepherd_watch.",
+				"result. Returns its prompt id, which is the id of that one-turn task; watch it with shepherd_watch.",
 			promptSnippet: "Deprecated one-turn prompt to a sheep (use shepherd_delegate)",
 			parameters: Type.Object({
 				id: Type.String({ description: "The sheep's agent id" }),
@@ -363,8 +363,14 @@ export function registerTools(pi: any, state: ParentState): void {
 					turn: true,
 				});
 				const name = await state.nameOf(result.agentId);
-				return success("shepherd_prompt", args, `Prompted ${name}`, { id: result.taskId }, {
+				// A prompt is a one-turn task: its prompt id is that task's id, so shepherd_watch,
+				// shepherd_status and the completion all name it the same way.
+				return success("shepherd_prompt", args, `Prompted ${name} (prompt id ${result.taskId})`, {
 					id: result.taskId,
+					promptId: result.taskId,
+				}, {
+					id: result.taskId,
+					promptId: result.taskId,
 					taskId: result.taskId,
 					agentId: result.agentId,
 					note: result.noteRelative ?? undefined,

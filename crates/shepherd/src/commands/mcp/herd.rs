@@ -97,6 +97,7 @@ impl Herd {
                 agent_id: None,
                 token: None,
                 client: Some("mcp".into()),
+                session_file: None,
             },
             start: Some(start_spec(&target)?),
         };

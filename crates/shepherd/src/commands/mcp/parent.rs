@@ -116,7 +116,7 @@ impl Parent {
 
     #[tool(
         name = "shepherd_prompt",
-        description = "Deprecated: prefer shepherd_delegate + shepherd_watch (and shepherd_message for follow-ups). Sends a sheep one prompt as a one-turn task that finishes when the sheep's run settles, with its final text as the result. Returns a task id; watch it with shepherd_watch.",
+        description = "Deprecated: prefer shepherd_delegate + shepherd_watch (and shepherd_message for follow-ups). Sends a sheep one prompt as a one-turn task that finishes when the sheep's run settles, with its final text as the result. Returns its prompt id, which is the id of that one-turn task; watch it with shepherd_watch.",
         input_schema = input(&args::prompt_schema())
     )]
     async fn shepherd_prompt(
@@ -404,14 +404,20 @@ impl Parent {
             .await;
         let note = result["noteRelative"].as_str().map(|n| json!(n));
         if turn {
+            // A prompt is a one-turn task: its prompt id is that task's id.
+            let task = &result["taskId"];
             return Ok(success(
                 tool,
                 args,
-                &format!("Prompted {name}"),
-                &json!({ "id": result["taskId"] }),
+                &format!(
+                    "Prompted {name} (prompt id {})",
+                    task.as_str().unwrap_or("?")
+                ),
+                &json!({ "id": task, "promptId": task }),
                 &[
-                    ("id", Some(result["taskId"].clone())),
-                    ("taskId", Some(result["taskId"].clone())),
+                    ("id", Some(task.clone())),
+                    ("promptId", Some(task.clone())),
+                    ("taskId", Some(task.clone())),
                     ("agentId", Some(result["agentId"].clone())),
                     ("note", note),
                 ],

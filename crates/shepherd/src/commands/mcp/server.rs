@@ -170,7 +170,7 @@ impl ServerHandler for Parent {
         ServerConfig::new(feed::capabilities())
             .with_server_info(Implementation::new("shepherd", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
-                "Shepherd runs child coding agents (sheep) for you. Workflow: shepherd {{action: \"agents\"}} to find an exact agent name → shepherd_spawn → shepherd_delegate → shepherd_watch (waits up to {} s per call; call it again while it says \"still running\", or do other work meanwhile) → shepherd_close when you no longer need the sheep. shepherd_run does spawn, delegate, wait and close in one call. Call shepherd_inbox between other work to see messages, questions and completions. A sheep going idle is not completion; only a settled task is. Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note.",
+                "Shepherd runs child coding agents (sheep) for you. Workflow: shepherd {{action: \"agents\"}} to find an exact agent name → shepherd_spawn → shepherd_delegate → shepherd_watch (waits up to {} s per call; call it again while it says \"still running\", or do other work meanwhile) → shepherd_close when you no longer need the sheep. shepherd_run does spawn, delegate, wait and close in one call. Call shepherd_inbox between other work to see messages, questions and completions. A sheep going idle is not completion; only a settled task is. Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note. Guidance for present and future sheep goes at the end of shepherd.md, under \"## Shepherd's note\": Shepherd keeps that section whenever it rewrites the index.",
                 self.bound_secs()
             ))
     }
