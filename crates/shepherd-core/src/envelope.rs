@@ -5,6 +5,7 @@
 //! integration written against either reads the same JSON. Limits live here too, so every
 //! front end refuses the same oversized input with the same words.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{MessageId, Participant, TaskId};
@@ -20,7 +21,7 @@ pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 pub const MAX_TASK_CHARS: usize = 100_000;
 
 /// What an envelope carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A delegated task for the receiving sheep.
@@ -34,7 +35,7 @@ pub enum Kind {
 }
 
 /// How urgently a message reaches an agent that is busy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Delivery {
     /// Queued for the agent's next turn (default).
     #[default]
@@ -57,7 +58,7 @@ impl Delivery {
 }
 
 /// One message between participants of a herd.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Envelope {
     /// Always [`SCHEMA_VERSION`].

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
@@ -24,7 +25,7 @@ pub const ALLOWED_LABEL_CHARS: &str =
 const SEPARATOR: char = ':';
 
 /// A validated label: trimmed, NFC-normalised, possibly empty (no label).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub struct Label(String);
 
