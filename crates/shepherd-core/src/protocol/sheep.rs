@@ -150,6 +150,14 @@ pub struct OkResult {
     pub stop: Option<String>,
 }
 
+impl OkResult {
+    /// The plain acknowledgement.
+    pub const ACK: Self = Self {
+        ok: true,
+        stop: None,
+    };
+}
+
 /// `broker.stop` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StopResult {
