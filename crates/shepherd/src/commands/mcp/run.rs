@@ -9,7 +9,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
-use shepherd_core::protocol::{RunStepParams, RunSubmitParams, event, method};
+use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, event, method};
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
@@ -69,7 +69,9 @@ impl Parent {
                         "runId follows a run started earlier: give it alone (with cancel or wait), not with agent, task, tasks or chain",
                     ));
                 }
-                let id = json!({ "runId": run_id });
+                let id = to_value(&RunIdParams {
+                    run_id: run_id.clone(),
+                });
                 if cancel {
                     link.request(method::RUN_CANCEL, id.clone(), budget.hard)
                         .await?;
@@ -95,7 +97,13 @@ impl Parent {
             if link.generation() != following || !link.is_connected() {
                 // A new connection (the broker restarted): follow the run again.
                 view = link
-                    .request(method::RUN_ATTACH, json!({ "runId": run_id }), budget.hard)
+                    .request(
+                        method::RUN_ATTACH,
+                        to_value(&RunIdParams {
+                            run_id: run_id.clone(),
+                        }),
+                        budget.hard,
+                    )
                     .await?;
                 following = link.generation();
                 continue;
