@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shepherd_core::ids::Participant;
-use shepherd_core::protocol::{AckParams, InboxParams, InboxResult, event};
+use shepherd_core::protocol::{AckParams, InboxParams, InboxResult, OkResult, event};
 
 use crate::broker::Broker;
 use crate::error::BrokerResult;
+use crate::parent::to_value;
 use crate::server::{Session, forbidden};
 
 fn participant(session: &Session) -> BrokerResult<Participant> {
@@ -59,7 +60,7 @@ pub(crate) async fn ack(
             Ok(())
         })
         .await?;
-    Ok(json!({ "ok": true }))
+    Ok(to_value(OkResult::ACK))
 }
 
 /// Runs `subscribe`: from now on, every unacknowledged item is pushed to this connection as
@@ -95,5 +96,5 @@ pub(crate) async fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> B
             }
         }
     });
-    Ok(json!({ "ok": true }))
+    Ok(to_value(OkResult::ACK))
 }

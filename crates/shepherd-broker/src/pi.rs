@@ -25,9 +25,12 @@ use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 use crate::telemetry::{Telemetry, session_size};
 
-/// The sheep extension and the protocol client it imports, as shipped in this binary.
+/// The sheep extension, the protocol client it imports and the client's generated protocol
+/// types, as shipped in this binary.
 const SHEEP_EXTENSION: &str = include_str!("../../../integrations/pi/extensions/shepherd-sheep.ts");
 const BROKER_CLIENT: &str = include_str!("../../../integrations/pi/extensions/lib/broker.ts");
+const PROTOCOL_TYPES: &str =
+    include_str!("../../../integrations/pi/extensions/lib/protocol-types.ts");
 
 /// The tools every pi sheep needs on top of its definition's allowlist.
 const SHEEP_TOOLS: [&str; 2] = ["shepherd_message", "shepherd_done"];
@@ -69,11 +72,17 @@ pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
         let mut hasher = Sha256::new();
         hasher.update(SHEEP_EXTENSION);
         hasher.update(BROKER_CLIENT);
+        hasher.update(PROTOCOL_TYPES);
         hex::encode(hasher.finalize())[..12].to_owned()
     };
     let dir = state_dir.join("pi-extension").join(digest);
     let entry = dir.join("shepherd-sheep.ts");
     if !entry.exists() {
+        shepherd_fs::write_atomic(
+            &dir.join("lib").join("protocol-types.ts"),
+            PROTOCOL_TYPES.as_bytes(),
+            None,
+        )?;
         shepherd_fs::write_atomic(
             &dir.join("lib").join("broker.ts"),
             BROKER_CLIENT.as_bytes(),

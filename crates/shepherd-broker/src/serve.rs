@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shepherd_core::herd::Phase;
-use shepherd_core::protocol::BrokerStatus;
+use shepherd_core::protocol::{BrokerStatus, StopResult};
 use shepherd_term::headless::HeadlessBackend;
 use shepherd_term::{Backend, BackendKind};
 use tokio::net::UnixListener;
@@ -345,5 +345,9 @@ pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
             Err(err) => failed.push(err.to_string()),
         }
     }
-    Ok(json!({ "stopping": true, "closed": closed, "failed": failed }))
+    Ok(crate::parent::to_value(StopResult {
+        stopping: true,
+        closed,
+        failed,
+    }))
 }

@@ -5,13 +5,14 @@
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shepherd_core::herd::{DoneInput, DoneOutcome, RunReport};
 use shepherd_core::ids::Participant;
-use shepherd_core::protocol::{DoneParams, DoneResult, MessageParams, ReportParams};
+use shepherd_core::protocol::{DoneParams, DoneResult, MessageParams, OkResult, ReportParams};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
+use crate::parent::to_value;
 use crate::server::Session;
 
 /// Runs `tell`: a sheep messages the parent or a herd-mate.
@@ -59,7 +60,7 @@ pub(crate) async fn done(
                 }
             };
             let status = tx.herd().tasks[&task_id].state;
-            Ok(crate::parent::to_value(DoneResult {
+            Ok(to_value(DoneResult {
                 accepted: true,
                 task_id,
                 status,
@@ -81,7 +82,7 @@ pub(crate) async fn report(
     let report = match params.event.as_str() {
         "ready" => {
             crate::supervisor::mark_ready(broker, &sender).await?;
-            return Ok(json!({ "ok": true }));
+            return Ok(to_value(OkResult::ACK));
         }
         "turn" => return turn(broker, &sender, params, rid).await,
         "agent_start" => RunReport::Started,
@@ -104,13 +105,13 @@ pub(crate) async fn report(
     broker
         .commit_reply(rid, |tx| {
             shepherd_core::herd::report(tx, &sender, report, budget);
-            Ok(json!({ "ok": true }))
+            Ok(to_value(OkResult::ACK))
         })
         .await?;
     if settled {
         crate::pi::record_output(broker, &sender, params.text).await?;
     }
-    Ok(json!({ "ok": true }))
+    Ok(to_value(OkResult::ACK))
 }
 
 /// A `turn` report: what one turn of the sheep's task used. The answer says `stop` (with the
@@ -128,8 +129,11 @@ async fn turn(
         .commit_reply(rid, |tx| {
             let reached = shepherd_core::herd::usage(tx, sender, usage);
             Ok(match reached {
-                Some(reached) => json!({ "ok": true, "stop": reached.to_string() }),
-                None => json!({ "ok": true }),
+                Some(reached) => to_value(OkResult {
+                    ok: true,
+                    stop: Some(reached.to_string()),
+                }),
+                None => to_value(OkResult::ACK),
             })
         })
         .await

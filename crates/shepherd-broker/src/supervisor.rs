@@ -6,13 +6,16 @@
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shepherd_core::herd::{ExitInfo, Phase};
-use shepherd_core::protocol::{SupervisorExited, SupervisorStarted, event};
+use shepherd_core::protocol::{
+    OkResult, SupervisorExited, SupervisorStarted, TerminateData, event,
+};
 use shepherd_term::LaunchRecord;
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
+use crate::parent::to_value;
 use crate::server::Session;
 
 /// Registers a supervisor connection's push channel.
@@ -57,7 +60,7 @@ pub(crate) async fn started(
         mark_ready(broker, &id).await?;
     }
     crate::recovery::adopted(broker, &id);
-    Ok(json!({ "ok": true }))
+    Ok(to_value(OkResult::ACK))
 }
 
 /// A supervisor reports its own pid and its sheep's; both are checked against what the kernel
@@ -131,7 +134,7 @@ pub(crate) async fn exited(
         .exit_reported
         .insert(id.clone());
     record_exit(broker, &id, exit).await?;
-    Ok(json!({ "ok": true }))
+    Ok(to_value(OkResult::ACK))
 }
 
 /// Called when any connection closes. A supervisor connection that closes without an exit
@@ -248,7 +251,7 @@ pub(crate) fn request_terminate(
     };
     let line = serde_json::to_string(&shepherd_core::protocol::ServerLine::Push {
         event: event::TERMINATE.to_owned(),
-        data: json!({ "graceMs": grace_ms }),
+        data: to_value(TerminateData { grace_ms }),
     })
     .expect("pushes serialise");
     out.send(line).is_ok()

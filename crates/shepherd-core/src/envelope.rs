@@ -6,6 +6,7 @@
 //! front end refuses the same oversized input with the same words.
 
 use crate::error_code::ErrorCode;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{MessageId, Participant, TaskId};
@@ -21,7 +22,7 @@ pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 pub const MAX_TASK_CHARS: usize = 100_000;
 
 /// What an envelope carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A delegated task for the receiving sheep.
@@ -35,7 +36,7 @@ pub enum Kind {
 }
 
 /// How urgently a message reaches an agent that is busy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Delivery {
     /// Queued for the agent's next turn (default).
     #[default]
@@ -58,7 +59,7 @@ impl Delivery {
 }
 
 /// One message between participants of a herd.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Envelope {
     /// Always [`SCHEMA_VERSION`].

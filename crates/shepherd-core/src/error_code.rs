@@ -345,6 +345,23 @@ impl<'de> Deserialize<'de> for ErrorCode {
     }
 }
 
+/// On the wire a code is one of the catalogue's strings; a client must still accept others
+/// (from a newer broker), which is why the schema lists them as known values of a string.
+impl schemars::JsonSchema for ErrorCode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorCode".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "enum": codes,
+            "description": "A stable error code from the catalogue (docs/errors.md)."
+        })
+    }
+}
+
 /// The catalogue as the Markdown table `docs/errors.md` holds.
 #[must_use]
 pub fn markdown_table() -> String {

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What an id names.
@@ -50,7 +51,7 @@ impl IdKind {
 macro_rules! opaque_id {
     ($(#[$doc:meta])* $name:ident, $kind:expr) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -148,6 +149,19 @@ impl fmt::Display for Participant {
 impl Serialize for Participant {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
+    }
+}
+
+impl JsonSchema for Participant {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Participant".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "`shepherd` (the parent) or a sheep's agent id."
+        })
     }
 }
 

@@ -11,6 +11,7 @@
 use crate::error_code::ErrorCode;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
@@ -25,7 +26,7 @@ pub const ALLOWED_LABEL_CHARS: &str =
 const SEPARATOR: char = ':';
 
 /// A validated label: trimmed, NFC-normalised, possibly empty (no label).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub struct Label(String);
 

@@ -5,10 +5,11 @@
 //! the fixed mapping from outcome to return code (completed 0, failed 1, blocked 2, timed out
 //! 124, cancelled 130) and to note status.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     /// Accepted, not yet handed to the sheep.
@@ -76,7 +77,7 @@ impl TaskState {
 }
 
 /// What a sheep may report with `shepherd_done`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DoneStatus {
     /// The task is finished.

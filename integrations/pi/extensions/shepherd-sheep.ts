@@ -19,12 +19,30 @@
  */
 
 import * as fs from "node:fs";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
-import { BrokerConnection, BrokerError } from "./lib/broker.ts";
+import { BrokerConnection, BrokerError, type Envelope, type ReportParams } from "./lib/broker.ts";
 
 /** A string enum as a plain JSON-schema `enum` (some providers reject `anyOf` of literals). */
-const StringEnum = (values: string[], description: string) =>
-	Type.Unsafe<string>({ type: "string", enum: values, description });
+const StringEnum = <T extends string>(values: T[], description: string) =>
+	Type.Unsafe<T>({ type: "string", enum: values, description });
+
+/**
+ * The parts of a pi message this file reads. Both pi generations send more; the fields are
+ * checked before use, since a provider may leave any of them out.
+ */
+interface PiMessage {
+	role?: string;
+	content?: unknown;
+	usage?: { totalTokens?: unknown; input?: unknown; output?: unknown; cacheRead?: unknown; cacheWrite?: unknown; cost?: { total?: unknown } };
+	stopReason?: string;
+	errorMessage?: string;
+}
+
+/** A message's content parts (none when it has no list of them). */
+function parts(message: PiMessage | undefined): { type?: unknown; text?: unknown }[] {
+	return Array.isArray(message?.content) ? message.content : [];
+}
 
 /** How pi's default prompt introduces pi (0.73, then 1.x): the sentence an agent's body replaces. */
 const IDENTITY_STARTS = [
@@ -33,20 +51,6 @@ const IDENTITY_STARTS = [
 ];
 /** How pi's documentation section begins (0.73 says "about pi itself", 1.x "about the harness itself"). */
 const DOCS_START = "Pi documentation (read only when the user asks about";
-
-type Envelope = {
-	messageId: string;
-	kind: "task" | "message" | "reply" | "reminder";
-	senderId: string;
-	targetId: string;
-	taskId?: string;
-	threadId?: string;
-	replyTo?: string;
-	expectsReply?: boolean;
-	delivery: "followUp" | "steer";
-	content?: string;
-	originSenderId?: string;
-};
 
 function header(envelope: Envelope): string {
 	const author = envelope.originSenderId ?? envelope.senderId;
@@ -98,9 +102,8 @@ function withoutDocs(prompt: string): string {
 }
 
 /** What one turn used, from its assistant message: its tool calls, tokens and cost. */
-export function turnUsage(message: any): { turns: number; toolCalls: number; tokens: number; cost: number } {
+export function turnUsage(message: PiMessage | undefined): { turns: number; toolCalls: number; tokens: number; cost: number } {
 	const usage = message?.usage ?? {};
-	const parts: any[] = Array.isArray(message?.content) ? message.content : [];
 	const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) ? value : 0);
 	const tokens =
 		typeof usage.totalTokens === "number"
@@ -108,26 +111,26 @@ export function turnUsage(message: any): { turns: number; toolCalls: number; tok
 			: count(usage.input) + count(usage.output) + count(usage.cacheRead) + count(usage.cacheWrite);
 	return {
 		turns: 1,
-		toolCalls: parts.filter((part) => part?.type === "toolCall").length,
+		toolCalls: parts(message).filter((part) => part?.type === "toolCall").length,
 		tokens: count(tokens),
 		cost: count(usage.cost?.total),
 	};
 }
 
-function lastAssistant(messages: any[] | undefined): { text: string; stopReason?: string; error?: string } {
+function lastAssistant(messages: PiMessage[] | undefined): { text: string; stopReason?: string; error?: string } {
 	for (let i = (messages?.length ?? 0) - 1; i >= 0; i--) {
 		const message = messages![i];
 		if (message?.role !== "assistant") continue;
-		const text = (message.content ?? [])
-			.filter((part: any) => part?.type === "text")
-			.map((part: any) => part.text)
+		const text = parts(message)
+			.filter((part) => part?.type === "text")
+			.map((part) => String(part.text ?? ""))
 			.join("\n");
 		return { text, stopReason: message.stopReason, error: message.errorMessage };
 	}
 	return { text: "" };
 }
 
-export default function (pi: any) {
+export default function (pi: ExtensionAPI) {
 	const socket = process.env.SHEPHERD_SOCKET;
 	const agentId = process.env.SHEPHERD_AGENT_ID;
 	const token = process.env.SHEPHERD_TOKEN;
@@ -159,11 +162,11 @@ export default function (pi: any) {
 		},
 	);
 
-	broker.on("inbox", async (data: any) => {
-		const items: any[] = data?.items ?? [];
+	broker.on("inbox", async (data) => {
+		const items = data?.items ?? [];
 		for (const item of items) {
 			if (item.type !== "envelope") continue;
-			deliver(item.envelope as Envelope);
+			deliver(item.envelope);
 		}
 		const last = items[items.length - 1];
 		if (last) await broker.call("ack", { seq: last.seq }).catch(() => {});
@@ -193,7 +196,7 @@ export default function (pi: any) {
 		}
 	}
 
-	const report = (params: Record<string, unknown>) => broker.call("report", params).catch(() => {});
+	const report = (params: ReportParams) => broker.call("report", params).catch(() => {});
 
 	pi.registerTool({
 		name: "shepherd_done",
@@ -209,7 +212,7 @@ export default function (pi: any) {
 			summary: Type.Optional(Type.String({ description: "What was done, or why not" })),
 			taskId: Type.Optional(Type.String({ description: "The task id (optional: your current task)" })),
 		}),
-		async execute(_id: string, params: any) {
+		async execute(_id, params) {
 			const taskId = params.taskId ?? currentTask;
 			// Naming the task it settles means a redelivered old task can never settle a newer one;
 			// a done lost with the broker is resent under its request id and applied once.
@@ -239,7 +242,7 @@ export default function (pi: any) {
 			expectsReply: Type.Optional(Type.Boolean()),
 			delivery: Type.Optional(StringEnum(["followUp", "steer"], "followUp (default) or steer")),
 		}),
-		async execute(_id: string, params: any) {
+		async execute(_id, params) {
 			const known = params.replyTo ? taskOf.get(params.replyTo) : undefined;
 			if (known && params.taskId && params.taskId !== known) {
 				throw new BrokerError(
@@ -263,7 +266,7 @@ export default function (pi: any) {
 		},
 	});
 
-	pi.on("session_start", async (_event: any, ctx: any) => {
+	pi.on("session_start", async (_event, ctx) => {
 		if (capture) {
 			const shaped = shapeSystemPrompt(ctx?.getSystemPrompt?.() ?? "", body, omitDocs);
 			fs.writeFileSync(capture, shaped, { mode: 0o600 });
@@ -274,7 +277,7 @@ export default function (pi: any) {
 		await report({ event: "ready", sessionFile });
 	});
 
-	pi.on("before_agent_start", async (event: any) => {
+	pi.on("before_agent_start", async (event) => {
 		const shaped = shapeSystemPrompt(event.systemPrompt ?? "", body, omitDocs);
 		return shaped === event.systemPrompt ? undefined : { systemPrompt: shaped };
 	});
@@ -286,31 +289,36 @@ export default function (pi: any) {
 	});
 
 	// The budget: each turn is reported; an answer with `stop` ends the run.
-	pi.on("turn_end", async (event: any, ctx: any) => {
+	pi.on("turn_end", async (event, ctx) => {
 		turnReported = broker
-			.call("report", { event: "turn", usage: turnUsage(event?.message) })
-			.then((answer: any) => {
+			.call("report", { event: "turn", usage: turnUsage(event?.message as PiMessage | undefined) })
+			.then((answer) => {
 				if (typeof answer?.stop === "string") stopWanted = answer.stop;
 			})
 			.catch(() => {});
 		await turnReported;
 		if (stopWanted) ctx?.abort?.();
 	});
-	pi.on("context", async (_event: any, ctx: any) => {
+	pi.on("context", async (_event, ctx) => {
 		await turnReported;
 		if (stopWanted) ctx?.abort?.();
 		return undefined;
 	});
 
-	pi.on("agent_end", async (event: any) => {
-		lastRun = lastAssistant(event?.messages);
+	pi.on("agent_end", async (event) => {
+		lastRun = lastAssistant(event?.messages as PiMessage[] | undefined);
 		// pi 1.x says whether it will go on (`willRetry`) and ends a run with `agent_settled`;
 		// pi 0.73 has neither, so its `agent_end` is the end of the run.
-		if (typeof event?.willRetry === "boolean") return;
+		if (typeof (event as { willRetry?: unknown })?.willRetry === "boolean") return;
 		await settled(false);
 	});
 
-	pi.on("agent_settled", async (event: any) => {
+	// `agent_settled` is pi 1.x's: the typings this package is checked against (0.73) lack it.
+	const onLater = pi.on.bind(pi) as unknown as (
+		event: "agent_settled",
+		handler: (event: { aborted?: unknown } | undefined) => Promise<void>,
+	) => void;
+	onLater("agent_settled", async (event) => {
 		await settled(event?.aborted === true);
 	});
 

@@ -10,7 +10,8 @@
  * sheep get their own tools from the sheep extension.
  */
 
-import { runShepherd } from "./parent/cli.ts";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { runShepherd, type SettingsDoc } from "./parent/cli.ts";
 import { registerCommand } from "./parent/command.ts";
 import { ParentLink } from "./parent/link.ts";
 import { createInboxHandler } from "./parent/notifications.ts";
@@ -20,7 +21,7 @@ import { registerSubagent } from "./parent/subagent.ts";
 import { registerTools } from "./parent/tools.ts";
 import { HerdWidget } from "./parent/widget.ts";
 
-export default async function shepherd(pi: any) {
+export default async function shepherd(pi: ExtensionAPI) {
 	if (process.env.SHEPHERD_AGENT_ID) return;
 
 	const state = new ParentState();
@@ -46,7 +47,7 @@ export default async function shepherd(pi: any) {
 		});
 	}
 
-	pi.on("session_start", async (_event: any, ctx: any) => {
+	pi.on("session_start", async (_event, ctx) => {
 		state.cwd = ctx.cwd ?? process.cwd();
 		if (ctx.hasUI) {
 			state.ui = ctx.ui;
@@ -82,10 +83,18 @@ export default async function shepherd(pi: any) {
 	});
 }
 
-async function readSettings(cwd: string): Promise<any> {
+/** The user settings this file reads. */
+interface LoadSettings {
+	emojiSheep?: boolean;
+	subagentCompatibility?: boolean;
+	agentScope?: string;
+	confirmProjectAgents?: boolean;
+}
+
+async function readSettings(cwd: string): Promise<LoadSettings | undefined> {
 	try {
-		const doc = await runShepherd(["settings", "--project", cwd], { cwd });
-		return doc?.settings;
+		const doc = await runShepherd<SettingsDoc>(["settings", "--project", cwd], { cwd });
+		return doc?.settings as LoadSettings | undefined;
 	} catch {
 		return undefined;
 	}

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -407,7 +408,7 @@ pub struct StoredReply {
 }
 
 /// One delivered-but-unacknowledged item.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InboxItem {
     /// Position in the herd's global order; acknowledged by number.
@@ -420,7 +421,7 @@ pub struct InboxItem {
 }
 
 /// What an inbox item carries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum Payload {
     /// A task, message, reply or reminder.
@@ -443,7 +444,7 @@ pub enum Payload {
 }
 
 /// A stale-wait reminder's facts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StaleWait {
     /// The waiting task.
@@ -471,7 +472,7 @@ pub struct StaleWait {
 }
 
 /// What a notice is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeKind {
     /// A done without any task to settle was dropped.
@@ -493,7 +494,7 @@ pub enum NoticeKind {
 }
 
 /// A notice for the parent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Notice {
     /// What it is about.
@@ -521,7 +522,7 @@ pub struct Watcher {
 }
 
 /// The public view of a task's outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskReport {
     /// The task.

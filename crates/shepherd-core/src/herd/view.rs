@@ -1,5 +1,6 @@
 //! Read-only views the broker returns: a sheep's status with its task, the herd, an inbox.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::model::{Event, InboxItem, Phase, Sheep};
@@ -8,7 +9,7 @@ use crate::ids::{AgentId, MessageId, Participant, TaskId};
 use crate::task::TaskState;
 
 /// A sheep as `status` and `herd` show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SheepStatus {
     /// Its id.
@@ -46,7 +47,7 @@ pub struct SheepStatus {
 }
 
 /// A task as a sheep's status shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskView {
     /// The task.
@@ -77,7 +78,7 @@ pub struct TaskView {
 }
 
 /// The stall watchdog of a task as `status` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StallView {
     /// How long a silence may last (ms).

@@ -8,11 +8,13 @@
 //! and a **supervisor** reports one sheep's process. Every front end — the CLI, the pi extension,
 //! later MCP — speaks exactly this, so they all behave alike.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod parent;
 mod run;
+pub mod schema;
 mod sheep;
 
 pub use parent::*;
@@ -98,7 +100,7 @@ pub mod event {
 }
 
 /// One request line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Request {
     /// Echoed in the response.
     pub id: u64,
@@ -120,7 +122,7 @@ pub fn valid_request_id(id: &str) -> bool {
 }
 
 /// An error body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WireError {
     /// Stable machine code.
     pub code: crate::error_code::ErrorCode,
@@ -129,7 +131,7 @@ pub struct WireError {
 }
 
 /// One line from the broker: a response (has `id`) or a push (has `event`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ServerLine {
     /// The answer to a request.
@@ -154,7 +156,7 @@ pub enum ServerLine {
 }
 
 /// Who a connection speaks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The herd's owner.
@@ -168,7 +170,7 @@ pub enum Role {
 }
 
 /// `hello` parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Hello {
     /// The caller's protocol version.
@@ -191,7 +193,7 @@ pub struct Hello {
 }
 
 /// `hello` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HelloResult {
     /// The broker's protocol version.

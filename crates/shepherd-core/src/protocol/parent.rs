@@ -1,6 +1,7 @@
 //! Requests a parent makes and what they answer: spawn, delegate, message, watch and wait,
 //! status, close, prune and read.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::Delivery;
@@ -9,7 +10,7 @@ use crate::ids::{AgentId, MessageId, TaskId, WatcherId};
 use crate::task::TaskState;
 
 /// `spawn` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SpawnParams {
     /// The agent definition's exact name.
@@ -54,7 +55,7 @@ pub struct SpawnParams {
 }
 
 /// `resume` parameters: reopen a closed or exited sheep on its own session.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeParams {
     /// The sheep's agent id.
@@ -68,7 +69,7 @@ pub struct ResumeParams {
 }
 
 /// The terminal a caller runs in, as its environment tells.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallerContext {
     /// `HERDR_ENV=1`: the caller runs inside Herdr.
@@ -96,7 +97,7 @@ pub struct CallerContext {
 }
 
 /// `spawn` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SpawnResult {
     /// The new sheep's id.
@@ -121,7 +122,7 @@ pub struct SpawnResult {
 }
 
 /// `delegate` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DelegateParams {
     /// The sheep's agent id.
@@ -157,7 +158,7 @@ pub struct DelegateParams {
 }
 
 /// `delegate` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DelegateResult {
     /// The new task's id.
@@ -181,7 +182,7 @@ pub struct DelegateResult {
 }
 
 /// `message` and `tell` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageParams {
     /// `shepherd`/`parent` or an agent id.
@@ -206,7 +207,7 @@ pub struct MessageParams {
 }
 
 /// `message` and `tell` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageResult {
     /// Always true: the message is queued.
@@ -229,7 +230,7 @@ pub struct MessageResult {
 }
 
 /// A list of ids: one string or an array (JSON-encoded arrays in a string are accepted too).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum IdList {
     /// One id.
@@ -257,14 +258,14 @@ impl IdList {
 }
 
 /// `watch` parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WatchParams {
     /// Task ids.
     pub id: IdList,
 }
 
 /// `watch` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchResult {
     /// The watcher (absent when everything had already settled).
@@ -278,7 +279,7 @@ pub struct WatchResult {
 }
 
 /// `wait` parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitParams {
     /// Task ids.
@@ -293,7 +294,7 @@ pub struct WaitParams {
 }
 
 /// `close` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CloseParams {
     /// The agent id.
@@ -304,7 +305,7 @@ pub struct CloseParams {
 }
 
 /// `wait` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitResult {
     /// Settled tasks, in the caller's order.
@@ -314,14 +315,14 @@ pub struct WaitResult {
 }
 
 /// Parameters naming one sheep.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IdParams {
     /// The agent id.
     pub id: String,
 }
 
 /// `status` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StatusParams {
     /// One agent id; absent means every sheep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -329,14 +330,14 @@ pub struct StatusParams {
 }
 
 /// `herd` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HerdResult {
     /// Every sheep that is not closed, in spawn order.
     pub sheep: Vec<SheepStatus>,
 }
 
 /// `close` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CloseResult {
     /// The sheep.
@@ -353,7 +354,7 @@ pub struct CloseResult {
 }
 
 /// `prune` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PruneResult {
     /// Records dropped.
     pub pruned: usize,
@@ -362,7 +363,7 @@ pub struct PruneResult {
 }
 
 /// `read` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadParams {
     /// An agent id, a display name or a pane id.
     pub target: String,
@@ -375,7 +376,7 @@ pub struct ReadParams {
 }
 
 /// `read` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadResult {
     /// The target as resolved.
     pub target: String,
@@ -388,7 +389,7 @@ pub struct ReadResult {
 }
 
 /// What `resolve` looks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolveKind {
     /// A sheep: id, id prefix, display name or unique label.
@@ -398,7 +399,7 @@ pub enum ResolveKind {
 }
 
 /// `resolve` parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolveParams {
     /// Sheep or task.
@@ -410,10 +411,20 @@ pub struct ResolveParams {
 /// `resolve` result: the full id, or none when nothing in the herd is called that (the caller
 /// then sends the text as it is, for the request's own error). Several matches are an
 /// `ambiguous_id` error listing them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolveResult {
     /// The full id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+}
+
+/// `status` result: one sheep when the request named one, else the whole herd.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StatusResult {
+    /// The sheep asked for.
+    One(Box<SheepStatus>),
+    /// Every sheep that is not closed.
+    All(HerdResult),
 }

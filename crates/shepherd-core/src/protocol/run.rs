@@ -3,13 +3,14 @@
 //! the broker does the rest. The finished run's report is the document `shepherd run --json`
 //! prints.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CallerContext;
 
 /// One task of a run, as submitted.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStepParams {
     /// The agent definition's exact name.
@@ -31,7 +32,7 @@ pub struct RunStepParams {
 }
 
 /// `run.submit` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSubmitParams {
     /// `single`, `parallel` or `chain`.
@@ -69,7 +70,7 @@ pub struct RunSubmitParams {
 }
 
 /// `run.attach` and `run.cancel` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunIdParams {
     /// The run.
@@ -78,7 +79,7 @@ pub struct RunIdParams {
 
 /// A run as its followers see it: pushed (`run` event) whenever it changes, and the answer to
 /// `run.submit` and `run.attach`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunView {
     /// The run.
@@ -105,7 +106,7 @@ pub struct RunView {
 }
 
 /// One task of a run as its followers see it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStepView {
     /// The agent.

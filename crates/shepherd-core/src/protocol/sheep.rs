@@ -1,6 +1,7 @@
 //! Requests from inside a herd — a sheep's inbox, acknowledgements, `done` and run reports, a
 //! supervisor's start and exit reports — and the broker's own status.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::herd::InboxItem;
@@ -8,7 +9,7 @@ use crate::ids::TaskId;
 use crate::task::{DoneStatus, TaskState};
 
 /// `inbox` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InboxParams {
     /// How long to wait for the first item (ms); 0 answers at once.
@@ -17,21 +18,21 @@ pub struct InboxParams {
 }
 
 /// `inbox` result, and the data of an `inbox` push.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InboxResult {
     /// Unacknowledged items, oldest first.
     pub items: Vec<InboxItem>,
 }
 
 /// `ack` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AckParams {
     /// Acknowledge every item up to and including this sequence number.
     pub seq: u64,
 }
 
 /// `done` parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DoneParams {
     /// Completed, blocked or failed.
@@ -45,7 +46,7 @@ pub struct DoneParams {
 }
 
 /// `done` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DoneResult {
     /// Always true when no error is returned.
@@ -63,7 +64,7 @@ pub struct DoneResult {
 }
 
 /// `report` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportParams {
     /// `ready`, `agent_start`, `turn` or `run_settled`.
@@ -86,7 +87,7 @@ pub struct ReportParams {
 }
 
 /// `supervisor.started` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SupervisorStarted {
     /// The sheep program's pid (also its process group).
     pub pid: u32,
@@ -95,7 +96,7 @@ pub struct SupervisorStarted {
 }
 
 /// `supervisor.exited` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SupervisorExited {
     /// Exit code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,7 +113,7 @@ pub struct SupervisorExited {
 }
 
 /// `broker.status` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokerStatus {
     /// The broker's id.
@@ -135,4 +136,43 @@ pub struct BrokerStatus {
     pub live_sheep: usize,
     /// Open tasks.
     pub open_tasks: usize,
+}
+
+/// The answer of requests that only acknowledge (`ack`, `subscribe`, `report`,
+/// `supervisor.started`, `supervisor.exited`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OkResult {
+    /// Always true.
+    pub ok: bool,
+    /// For `report` of a `turn`: the budget limit the task has reached, when it has; the sheep
+    /// must stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+}
+
+impl OkResult {
+    /// The plain acknowledgement.
+    pub const ACK: Self = Self {
+        ok: true,
+        stop: None,
+    };
+}
+
+/// `broker.stop` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StopResult {
+    /// Always true: the broker is going down.
+    pub stopping: bool,
+    /// Sheep closed on the way.
+    pub closed: usize,
+    /// Why each sheep that could not be closed was not.
+    pub failed: Vec<String>,
+}
+
+/// The data of a `terminate` push (broker → supervisor).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminateData {
+    /// How long the program has after SIGTERM before SIGKILL (ms).
+    pub grace_ms: u64,
 }

@@ -8,22 +8,45 @@
  * backoff, says hello again and re-runs its `onConnect` hook (e.g. to subscribe again); items
  * that were not acknowledged are delivered again, so nothing is lost.
  *
+ * Every method's params and result, and every pushed event's data, are typed from the broker's
+ * own protocol types (`protocol-types.ts`, generated from docs/protocol.schema.json), so a
+ * request the broker would refuse, or a field it does not send, is a type error here.
+ *
  * This file has no pi dependency: it is the whole protocol client the pi extensions need.
  */
 
 import { randomUUID } from "node:crypto";
 import * as net from "node:net";
+import type { Hello as HelloParams, ServerLine, ShepherdProtocol } from "./protocol-types.ts";
+
+export type {
+	CallerContext,
+	Envelope,
+	InboxItem,
+	ReportParams,
+	RunStepParams,
+	RunSubmitParams,
+	RunView,
+	SheepStatus,
+	SpawnResult,
+	TaskReport,
+} from "./protocol-types.ts";
 
 export const PROTOCOL_VERSION = 2;
 
-export interface Hello {
-	role: "parent" | "sheep" | "observer";
-	agentId?: string;
-	token?: string;
-	client?: string;
-	/** For the parent: its own pi session file, recorded in its fieldnotes session (diagnostics). */
-	sessionFile?: string;
-}
+/** Every method, with its params and result. */
+export type Methods = ShepherdProtocol["methods"];
+export type Method = keyof Methods;
+export type Params<M extends Method> = Methods[M]["params"];
+export type Result<M extends Method> = Methods[M]["result"];
+/** A method's params as call arguments: optional when every field is. */
+export type ParamsArg<M extends Method> = {} extends Params<M> ? [params?: Params<M>] : [params: Params<M>];
+/** Every pushed event, with its data. */
+export type Events = ShepherdProtocol["events"];
+export type EventName = keyof Events;
+
+/** What a connection says in its `hello` (the protocol version is added). */
+export type Hello = Omit<HelloParams, "protocol">;
 
 export class BrokerError extends Error {
 	readonly code: string;
@@ -33,8 +56,8 @@ export class BrokerError extends Error {
 	}
 }
 
-type Pending = { resolve: (value: any) => void; reject: (error: Error) => void; timer: NodeJS.Timeout };
-type PushHandler = (data: any) => void | Promise<void>;
+type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void; timer: NodeJS.Timeout };
+type PushHandler<E extends EventName> = (data: Events[E]) => void | Promise<void>;
 
 export interface ConnectionOptions {
 	/** Called after every (re)connection and hello, before queued calls run. */
@@ -55,7 +78,7 @@ export class BrokerConnection {
 	private buffer = "";
 	private nextId = 1;
 	private pending = new Map<number, Pending>();
-	private handlers = new Map<string, PushHandler[]>();
+	private handlers = new Map<string, PushHandler<EventName>[]>();
 	private connecting?: Promise<void>;
 	private closed = false;
 
@@ -66,9 +89,9 @@ export class BrokerConnection {
 	) {}
 
 	/** Registers a handler for pushed events of `event` (e.g. `inbox`). */
-	on(event: string, handler: PushHandler): void {
+	on<E extends EventName>(event: E, handler: PushHandler<E>): void {
 		const list = this.handlers.get(event) ?? [];
-		list.push(handler);
+		list.push(handler as PushHandler<EventName>);
 		this.handlers.set(event, list);
 	}
 
@@ -89,13 +112,13 @@ export class BrokerConnection {
 	 * to the broker that replaces it (within the reconnection deadline), and the broker applies
 	 * it once and answers it as it did the first time — whether the first copy landed or not.
 	 */
-	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+	async call<M extends Method>(method: M, ...[params]: ParamsArg<M>): Promise<Result<M>> {
 		const requestId = randomUUID();
 		const deadline = Date.now() + (this.options.reconnectFor ?? 30_000);
 		for (;;) {
 			await this.connect();
 			try {
-				return await this.send<T>(method, params, requestId);
+				return (await this.send(method, params ?? {}, requestId)) as Result<M>;
 			} catch (error) {
 				const lost = error instanceof BrokerError && error.code === "broker_disconnected";
 				if (!lost || this.closed || Date.now() > deadline) throw error;
@@ -168,11 +191,11 @@ export class BrokerConnection {
 		});
 	}
 
-	private send<T>(method: string, params: Record<string, unknown>, requestId?: string): Promise<T> {
+	private send(method: Method, params: Params<Method> | {}, requestId?: string): Promise<unknown> {
 		const socket = this.socket;
 		if (!socket) return Promise.reject(new BrokerError("broker_disconnected", "not connected"));
 		const id = this.nextId++;
-		return new Promise<T>((resolve, reject) => {
+		return new Promise<unknown>((resolve, reject) => {
 			const timer = setTimeout(() => {
 				this.pending.delete(id);
 				reject(new BrokerError("timeout", `the broker did not answer \`${method}\` in time`));
@@ -190,15 +213,16 @@ export class BrokerConnection {
 			this.buffer = this.buffer.slice(newline + 1);
 			newline = this.buffer.indexOf("\n");
 			if (!line.trim()) continue;
-			let message: any;
+			let message: ServerLine;
 			try {
 				message = JSON.parse(line);
 			} catch {
 				continue;
 			}
-			if (typeof message.event === "string") {
+			if ("event" in message) {
 				for (const handler of this.handlers.get(message.event) ?? []) {
-					Promise.resolve(handler(message.data)).catch(() => {});
+					// The broker sends each event's data as the schema describes it.
+					Promise.resolve(handler(message.data as Events[EventName])).catch(() => {});
 				}
 				continue;
 			}

@@ -52,8 +52,44 @@ export interface RunOptions {
  * well under this (each waits for its broker at most `SHEPHERD_BROKER_TIMEOUT`, 15 s). */
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-/** Runs `shepherd <args> --json` and returns its JSON document; throws a `ShepherdError`. */
-export function runShepherd<T = any>(args: string[], options: RunOptions): Promise<T> {
+/** `shepherd settings --json` for one project. */
+export interface SettingsDoc {
+	settings: Record<string, unknown>;
+	sources?: Record<string, string>;
+	activeLayer: "user" | "project";
+	userFile?: string;
+	projectFile: string;
+	projectFileState: "absent" | "dormant" | "active" | string;
+}
+
+/** One definition in `shepherd agents --json`. */
+export interface AgentListed {
+	name: string;
+	source: string;
+	description: string;
+	model?: string;
+	thinking?: string;
+	tools?: string[];
+	filePath?: string;
+}
+
+/** `shepherd agents --json`. */
+export interface AgentListing {
+	scope?: string;
+	agents?: AgentListed[];
+}
+
+/** `shepherd agents show --json` (the fields read here). */
+export interface AgentShown {
+	filePath?: string;
+	contentHash?: string;
+}
+
+/**
+ * Runs `shepherd <args> --json` and returns its JSON document; throws a `ShepherdError`. `T` is
+ * the document the command prints (the CLI's `--json` output, not a broker message).
+ */
+export function runShepherd<T = unknown>(args: string[], options: RunOptions): Promise<T> {
 	const binary = shepherdBinary();
 	return new Promise<T>((resolve, reject) => {
 		let child;
@@ -111,8 +147,9 @@ export function runShepherd<T = any>(args: string[], options: RunOptions): Promi
 				resolve(doc as T);
 				return;
 			}
-			if (doc && typeof doc === "object" && doc.error && typeof doc.error.message === "string") {
-				reject(new ShepherdError(doc.error.code ?? "shepherd_error", doc.error.message, code ?? 1));
+			const failed = (doc as { error?: { code?: string; message?: unknown } } | undefined)?.error;
+			if (failed && typeof failed.message === "string") {
+				reject(new ShepherdError(failed.code ?? "shepherd_error", failed.message, code ?? 1));
 				return;
 			}
 			const why = stderr.trim() || stdout.trim() || (signal ? `killed by ${signal}` : `exit status ${code}`);
@@ -127,7 +164,7 @@ function spawnFailure(binary: string, error: NodeJS.ErrnoException): ShepherdErr
 }
 
 /** The last line of `text` that parses as JSON (the CLI prints exactly one). */
-function lastJson(text: string): any {
+function lastJson(text: string): unknown {
 	const lines = text.split("\n").filter((line) => line.trim());
 	for (let i = lines.length - 1; i >= 0; i--) {
 		try {

@@ -6,9 +6,11 @@
  * text otherwise, and always with `settings show`).
  */
 
-import { runShepherd } from "./cli.ts";
+import type { ExtensionAPI, ExtensionCommandContext } from "@mariozechner/pi-coding-agent";
+import type { AutocompleteItem } from "@mariozechner/pi-tui";
+import { runShepherd, type SettingsDoc } from "./cli.ts";
 import { openSettingsMenu } from "./settings-menu.ts";
-import { agentsText, herd, herdText, listAgents, resolveTarget, spawnSheep, statusText } from "./ops.ts";
+import { agentsText, herd, herdText, listAgents, resolveTarget, sheepStatus, spawnSheep, statusText } from "./ops.ts";
 import type { ParentState } from "./state.ts";
 
 const ACTIONS = ["agents", "herd", "spawn", "status", "read", "settings", "prune"];
@@ -86,7 +88,7 @@ function integer(value: string | undefined, flag: string): number | undefined {
 	return Number(value);
 }
 
-function settingsText(doc: any): string {
+function settingsText(doc: SettingsDoc | undefined): string {
 	const settings = doc?.settings ?? {};
 	const sources = doc?.sources ?? {};
 	const rows = Object.keys(settings).map((key) => `${key}: ${JSON.stringify(settings[key])}${sources[key] && sources[key] !== "default" ? ` (${sources[key]})` : ""}`);
@@ -94,7 +96,7 @@ function settingsText(doc: any): string {
 	return [...rows, where, "Change one with /shepherd settings <key> <value> [--project], or in the menu: /shepherd settings."].join("\n");
 }
 
-export function registerCommand(pi: any, state: ParentState): void {
+export function registerCommand(pi: ExtensionAPI, state: ParentState): void {
 	let agentCache: { at: number; names: { name: string; description: string }[] } | undefined;
 
 	async function agentNames(): Promise<{ name: string; description: string }[]> {
@@ -118,7 +120,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 	}
 
 	/** What to tell the person, or nothing when the answer was a dialog. */
-	async function run(args: string, ctx: any): Promise<{ text: string; level: "info" | "error" } | undefined> {
+	async function run(args: string, ctx: ExtensionCommandContext): Promise<{ text: string; level: "info" | "error" } | undefined> {
 		const tokens = tokenize(args ?? "");
 		const action = tokens.shift() ?? "settings";
 		switch (action) {
@@ -164,7 +166,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 			case "status": {
 				if (tokens.length !== 1) throw new UsageError("status requires an agent name or agent id.");
 				const id = await resolveTarget(state, tokens[0]!);
-				const status = await state.call("status", { id });
+				const status = await sheepStatus(state, id);
 				const task = status.task ? `\ntask: ${JSON.stringify(status.task)}` : "";
 				return { text: `${statusText(status)}\nagent id: ${status.agentId}${task}${status.error ? `\nerror: ${status.error}` : ""}`, level: "info" };
 			}
@@ -190,7 +192,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 					return undefined;
 				}
 				if (parsed.positional.length === 0 || (parsed.positional.length === 1 && parsed.positional[0] === "show")) {
-					const doc = await runShepherd(["settings", "--project", state.cwd], { cwd: state.cwd });
+					const doc = await runShepherd<SettingsDoc>(["settings", "--project", state.cwd], { cwd: state.cwd });
 					return { text: settingsText(doc), level: "info" };
 				}
 				if (parsed.positional.length !== 2) throw new UsageError("settings takes show, a key and a value, or nothing.");
@@ -221,10 +223,10 @@ export function registerCommand(pi: any, state: ParentState): void {
 			const words = prefix.split(/\s+/);
 			if (words.length <= 1) {
 				const first = words[0] ?? "";
-				const items = ACTIONS.filter((a) => a.startsWith(first)).map((a) => ({ value: a, label: a }));
+				const items: AutocompleteItem[] = ACTIONS.filter((a) => a.startsWith(first)).map((a) => ({ value: a, label: a }));
 				if (first.length >= 3 && "spawn".startsWith(first)) {
 					for (const agent of await agentNames()) {
-						items.push({ value: `spawn ${agent.name}`, label: `spawn ${agent.name}`, description: agent.description } as any);
+						items.push({ value: `spawn ${agent.name}`, label: `spawn ${agent.name}`, description: agent.description });
 					}
 				}
 				return items.length ? items : null;
@@ -241,7 +243,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 				candidates = ["user", "project", "both"].map((value) => ({ value }));
 			} else if (action === "settings" && rest.length === 1) {
 				try {
-					const doc = await runShepherd(["settings", "--project", state.cwd], { cwd: state.cwd });
+					const doc = await runShepherd<SettingsDoc>(["settings", "--project", state.cwd], { cwd: state.cwd });
 					candidates = [{ value: "show", description: "every setting as text" }, ...Object.keys(doc?.settings ?? {}).map((value) => ({ value, description: JSON.stringify(doc.settings[value]) }))];
 				} catch {
 					candidates = [];
@@ -256,7 +258,7 @@ export function registerCommand(pi: any, state: ParentState): void {
 				.map((c) => ({ value: head + c.value, label: c.value, description: c.description }));
 			return items.length ? items : null;
 		},
-		handler: async (args: string, ctx: any) => {
+		handler: async (args: string, ctx: ExtensionCommandContext) => {
 			if (ctx?.hasUI) {
 				state.ui = ctx.ui;
 				state.hasUI = true;

@@ -6,6 +6,8 @@
  * when the sheep's run reported them by then. Emitting never fails a tool call.
  */
 
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import type { TaskReport } from "../lib/broker.ts";
 import type { ParentState } from "./state.ts";
 
 const REVIEWER = /(^|-)review(er)?(-|$)/;
@@ -17,16 +19,21 @@ export function isReviewer(agent: string | undefined): boolean {
 	return typeof agent === "string" && REVIEWER.test(agent);
 }
 
-function emit(pi: any, channel: string, data: unknown): void {
+/** The telemetry a report carries (model, tokens, cost, tool calls), as far as it is an object. */
+function telemetryOf(value: unknown): Record<string, unknown> {
+	return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+}
+
+function emit(pi: ExtensionAPI, channel: string, data: unknown): void {
 	try {
-		pi.events?.emit?.(channel, data);
+		pi.events?.emit(channel, data);
 	} catch {
 		// a subscriber's failure is its own
 	}
 }
 
 /** After a delegation: `review-started` when its sheep is a reviewer. */
-export function taskDelegated(pi: any, state: ParentState, taskId: string, agentId: string, task: string): void {
+export function taskDelegated(pi: ExtensionAPI, state: ParentState, taskId: string, agentId: string, task: string): void {
 	const display = state.names.get(agentId) ?? "";
 	const agent = display.split(": ")[0];
 	if (!isReviewer(agent)) return;
@@ -36,11 +43,11 @@ export function taskDelegated(pi: any, state: ParentState, taskId: string, agent
 }
 
 /** A settled task the parent heard of: `review-complete` when its sheep is a reviewer. */
-export function taskSettled(pi: any, state: ParentState, report: any): void {
-	if (!isReviewer(report?.agent)) return;
+export function taskSettled(pi: ExtensionAPI, state: ParentState, report: TaskReport): void {
+	if (!isReviewer(report.agent)) return;
 	const started = reviews.get(report.taskId) ?? { agent: report.agent, task: "", cwd: state.cwd };
 	reviews.delete(report.taskId);
-	const telemetry = report.telemetry ?? {};
+	const telemetry = telemetryOf(report.telemetry);
 	emit(pi, "pi-shepherd:review-complete", {
 		taskId: report.taskId,
 		...started,

@@ -12,6 +12,9 @@
  * wait's facts and what the parent may do about it.
  */
 
+import type { ThemeColor } from "@mariozechner/pi-coding-agent";
+import type { InboxItem } from "../lib/broker.ts";
+
 /** Keys whose string values are shown as raw blocks. */
 const RAW_KEYS = new Set(["message", "task", "question", "description", "output", "text", "actions", "summary"]);
 
@@ -33,7 +36,12 @@ const COMPLETION_KEYS = [
 	"completedAt",
 ];
 
-type Theme = { fg: (color: string, text: string) => string; bold: (text: string) => string };
+type Theme = { fg: (color: ThemeColor, text: string) => string; bold: (text: string) => string };
+
+/** A value as an object's fields (none when it is not an object). */
+export function fieldsOf(value: unknown): Record<string, unknown> {
+	return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
 
 function words(key: string): string {
 	return key.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
@@ -78,14 +86,15 @@ function fields(value: Record<string, unknown>, theme: Theme, indent = "  "): st
 	return lines;
 }
 
-function pick(value: any, keys: string[]): Record<string, unknown> {
+function pick(value: unknown, keys: string[]): Record<string, unknown> {
+	const from = fieldsOf(value);
 	const out: Record<string, unknown> = {};
-	for (const key of keys) if (value?.[key] !== undefined) out[key] = value[key];
+	for (const key of keys) if (from[key] !== undefined) out[key] = from[key];
 	return out;
 }
 
 /** The `status:` a result expands with. */
-function resultStatus(tool: string, details: any, failed: boolean): string {
+function resultStatus(tool: string, details: Record<string, unknown>, failed: boolean): string {
 	if (failed) return "failed";
 	switch (tool) {
 		case "shepherd_spawn":
@@ -97,9 +106,10 @@ function resultStatus(tool: string, details: any, failed: boolean): string {
 		case "shepherd_prompt":
 			return "prompted";
 		case "shepherd_watch":
-			return details?.pending?.length ? "watching…" : "completed";
+			return Array.isArray(details.pending) && details.pending.length ? "watching…" : "completed";
 		case "shepherd_status":
-			return String(details?.status?.state ?? details?.status?.agentState ?? "unknown");
+			const status = fieldsOf(details.status);
+			return String(status.state ?? status.agentState ?? "unknown");
 		case "shepherd_close":
 			return "closed";
 		case "shepherd_read":
@@ -110,10 +120,10 @@ function resultStatus(tool: string, details: any, failed: boolean): string {
 }
 
 /** What `return` shows: the result's details minus what the call and the row already say. */
-function returnFields(tool: string, details: any): Record<string, unknown> {
-	const args: Record<string, unknown> = details?.call?.arguments ?? {};
+function returnFields(tool: string, details: Record<string, unknown>): Record<string, unknown> {
+	const args = fieldsOf(fieldsOf(details.call).arguments);
 	const out: Record<string, unknown> = {};
-	for (const [key, value] of Object.entries(details ?? {})) {
+	for (const [key, value] of Object.entries(details)) {
 		if (value === undefined || RETURN_HIDDEN.has(key)) continue;
 		if (key === "returnCode" && value === 0) continue;
 		if (key in args && JSON.stringify(args[key]) === JSON.stringify(value)) continue;
@@ -123,13 +133,13 @@ function returnFields(tool: string, details: any): Record<string, unknown> {
 			continue;
 		}
 		if (key === "completions" && Array.isArray(value)) {
-			out.completions = value.map((c: any) => pick(c, COMPLETION_KEYS));
+			out.completions = value.map((c) => pick(c, COMPLETION_KEYS));
 			continue;
 		}
 		if (key === "sheep" && Array.isArray(value)) {
 			// The herd keyed by agent id (the parent is `shepherd`); panes and paths are noise here.
-			out.agents = value.map((s: any) => ({
-				agentId: s.agentId,
+			out.agents = value.map((s) => ({
+				agentId: fieldsOf(s).agentId,
 				...pick(s, ["agent", "label", "state", "focused"]),
 			}));
 			continue;
@@ -142,8 +152,8 @@ function returnFields(tool: string, details: any): Record<string, unknown> {
 }
 
 /** The expanded body of a tool result (after the collapsed row and a blank line). */
-export function expandedResult(tool: string, details: any, failed: boolean, theme: Theme): string {
-	const args = details?.call?.arguments ?? {};
+export function expandedResult(tool: string, details: Record<string, unknown>, failed: boolean, theme: Theme): string {
+	const args = fieldsOf(fieldsOf(details.call).arguments);
 	const sections: string[] = [];
 	if (Object.keys(args).length) sections.push([theme.bold("call"), ...fields(args, theme)].join("\n"));
 	const status = `  ${theme.fg("accent", "status:")} ${resultStatus(tool, details, failed)}`;
@@ -153,23 +163,25 @@ export function expandedResult(tool: string, details: any, failed: boolean, them
 }
 
 /** The expanded body of a notification, from the inbox item it carries in `details`. */
-export function expandedNotification(type: string, item: any, content: string, theme: Theme): string | undefined {
+export function expandedNotification(type: string, details: unknown, content: string, theme: Theme): string | undefined {
+	// The notification carries the inbox item it was made from.
+	const item = details as Partial<InboxItem> | undefined;
 	const title = (text: string) => theme.fg("accent", theme.bold(text));
 	switch (type) {
 		case "shepherd.message.incoming":
 		case "shepherd.message.reply": {
-			const envelope = item?.envelope;
+			const envelope = item && "envelope" in item ? item.envelope : undefined;
 			if (!envelope) return undefined;
 			const head = content.split("\n")[0] ?? "";
 			const ids = fields(pick(envelope, ["messageId", "taskId", "threadId", "replyTo", "expectsReply"]), theme);
 			return [title(head), ...ids, "", theme.bold("message:"), envelope.content ?? ""].join("\n");
 		}
 		case "shepherd.task.completion": {
-			const completions: any[] = item?.completions ?? [];
+			const completions = (item && "completions" in item ? item.completions : undefined) ?? [];
 			const taskIds = completions.map((c) => c.taskId);
 			const body = fields(
 				{
-					watcherId: item?.watcherId,
+					watcherId: item && "watcherId" in item ? item.watcherId : undefined,
 					taskIds,
 					completions: completions.map((c) => pick(c, COMPLETION_KEYS)),
 				},
@@ -178,7 +190,7 @@ export function expandedNotification(type: string, item: any, content: string, t
 			return [title("Shepherd watcher"), ...body].join("\n");
 		}
 		case "shepherd.stale.wait": {
-			if (!item?.taskId) return undefined;
+			if (!item || !("question" in item)) return undefined;
 			const body = fields(
 				{
 					waiting: `${item.displayName} for ${Math.round((item.elapsedMs ?? 0) / 60000)} min (stale after ${item.thresholdMinutes} min)`,

@@ -12,17 +12,27 @@
  * the link lets it go, and the next request starts one.
  */
 
-import { BrokerConnection, BrokerError } from "../lib/broker.ts";
+import {
+	BrokerConnection,
+	BrokerError,
+	type InboxItem,
+	type Method,
+	type ParamsArg,
+	type Result,
+	type RunSubmitParams,
+	type RunView,
+	type SheepStatus,
+} from "../lib/broker.ts";
 import { runShepherd, ShepherdError } from "./cli.ts";
 
-export type InboxHandler = (items: any[]) => Promise<void> | void;
+export type InboxHandler = (items: InboxItem[]) => Promise<void> | void;
 /** The herd's sheep as the broker pushed them; `undefined` when the broker was stopped. */
-export type HerdHandler = (sheep: any[] | undefined) => void;
+export type HerdHandler = (sheep: SheepStatus[] | undefined) => void;
 
 /** A run this session submitted and waits for: its report settles `done`. */
 interface FollowedRun {
-	done: (report: any) => void;
-	onView?: (view: any) => void;
+	done: (report: unknown) => void;
+	onView?: (view: RunView) => void;
 }
 
 export class ParentLink {
@@ -84,7 +94,7 @@ export class ParentLink {
 					try {
 						const herd = await connection.call("herd.subscribe");
 						this.herdFeed = true;
-						this.onHerd(Array.isArray(herd?.sheep) ? herd.sheep : []);
+						this.onHerd(Array.isArray(herd.sheep) ? herd.sheep : []);
 					} catch (error) {
 						// A broker from an older build: the widget asks for the herd on changes instead.
 						if (error instanceof BrokerError && error.code === "unknown_method") this.herdFeed = false;
@@ -102,12 +112,12 @@ export class ParentLink {
 			if (this.connection === connection) this.connection = undefined;
 			this.onHerd(undefined);
 		});
-		connection.on("run", (data: any) => this.runView(data));
-		connection.on("herd", (data: any) => {
+		connection.on("run", (data) => this.runView(data));
+		connection.on("herd", (data) => {
 			if (Array.isArray(data?.sheep)) this.onHerd(data.sheep);
 		});
-		connection.on("inbox", async (data: any) => {
-			const items: any[] = Array.isArray(data?.items) ? data.items : [];
+		connection.on("inbox", async (data) => {
+			const items = Array.isArray(data?.items) ? data.items : [];
 			if (items.length) await this.onInbox(items);
 		});
 		await connection.connect();
@@ -122,17 +132,17 @@ export class ParentLink {
 	}
 
 	/** One broker request. */
-	async call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+	async call<M extends Method>(method: M, ...params: ParamsArg<M>): Promise<Result<M>> {
 		const connection = await this.start();
 		try {
-			return await connection.call<T>(method, params);
+			return await connection.call(method, ...params);
 		} catch (error) {
 			// Only a request that never reached a broker is retried (nothing can have happened).
 			if (!(error instanceof BrokerError) || error.code !== "broker_unavailable" || this.closed) throw error;
 			connection.close();
 			if (this.connection === connection) this.connection = undefined;
 			const fresh = await this.start();
-			return fresh.call<T>(method, params);
+			return fresh.call(method, ...params);
 		}
 	}
 
@@ -141,10 +151,10 @@ export class ParentLink {
 	 * The broker carries the run out; this only follows it. Aborting cancels the run in the
 	 * broker, which closes its sheep, and the report still comes back.
 	 */
-	async run(params: Record<string, unknown>, signal?: AbortSignal, onView?: (view: any) => void): Promise<any> {
+	async run(params: RunSubmitParams, signal?: AbortSignal, onView?: (view: RunView) => void): Promise<unknown> {
 		const view = await this.call("run.submit", params);
 		const runId: string = view.runId;
-		const report = new Promise<any>((resolve) => this.runs.set(runId, { done: resolve, onView }));
+		const report = new Promise<unknown>((resolve) => this.runs.set(runId, { done: resolve, onView }));
 		this.runView(view);
 		const cancel = () => {
 			this.call("run.cancel", { runId }).catch(() => {});
@@ -159,7 +169,7 @@ export class ParentLink {
 		}
 	}
 
-	private runView(view: any): void {
+	private runView(view: RunView): void {
 		const followed = this.runs.get(view?.runId);
 		if (!followed) return;
 		followed.onView?.(view);

@@ -8,6 +8,8 @@
  * Items are acknowledged only after pi has them, so a crash in between re-delivers them.
  */
 
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import type { InboxItem } from "../lib/broker.ts";
 import { taskSettled } from "./events.ts";
 import { clip, completionLine } from "./tools.ts";
 import type { ParentState } from "./state.ts";
@@ -25,10 +27,10 @@ function minutesSeconds(ms: number): string {
 	return `${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}`;
 }
 
-async function describe(pi: any, state: ParentState, item: any): Promise<Delivery | undefined> {
+async function describe(pi: ExtensionAPI, state: ParentState, item: InboxItem): Promise<Delivery | undefined> {
 	switch (item.type) {
 		case "completion": {
-			const completions: any[] = item.completions ?? [];
+			const completions = item.completions ?? [];
 			for (const c of completions) {
 				state.remember(c.agentId, c.displayName);
 				taskSettled(pi, state, c);
@@ -43,7 +45,7 @@ async function describe(pi: any, state: ParentState, item: any): Promise<Deliver
 			};
 		}
 		case "envelope": {
-			const envelope = item.envelope ?? {};
+			const envelope = item.envelope;
 			const author = envelope.originSenderId ?? envelope.senderId;
 			const name = await state.nameOf(author);
 			const isReply = envelope.kind === "reply";
@@ -89,16 +91,16 @@ async function describe(pi: any, state: ParentState, item: any): Promise<Deliver
 }
 
 /** Hands pushed items to pi in order, then acknowledges them. */
-export function createInboxHandler(pi: any, state: ParentState) {
+export function createInboxHandler(pi: ExtensionAPI, state: ParentState) {
 	const seen = new Set<number>();
 	let chain: Promise<void> = Promise.resolve();
-	return (items: any[]): Promise<void> => {
+	return (items: InboxItem[]): Promise<void> => {
 		// One batch at a time, in order, even when pushes arrive close together.
 		chain = chain.then(() => deliver(items)).catch(() => {});
 		return chain;
 	};
 
-	async function deliver(items: any[]): Promise<void> {
+	async function deliver(items: InboxItem[]): Promise<void> {
 		let last: number | undefined;
 		for (const item of items) {
 			const seq = Number(item.seq);

@@ -5,7 +5,9 @@
  * `shepherd agents approve`, and the spawn is asked again.
  */
 
-import { runShepherd, ShepherdError } from "./cli.ts";
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import type { SheepStatus, SpawnResult } from "../lib/broker.ts";
+import { type AgentListed, type AgentListing, type AgentShown, runShepherd, ShepherdError } from "./cli.ts";
 import { callerContext, piCommand, type ParentState } from "./state.ts";
 
 export interface SpawnRequest {
@@ -17,13 +19,18 @@ export interface SpawnRequest {
 	isolate?: boolean;
 }
 
-function parentModel(ctx: any): string | undefined {
+function parentModel(ctx: ExtensionContext): string | undefined {
 	const model = ctx?.model;
 	return model?.provider && model?.id ? `${model.provider}/${model.id}` : undefined;
 }
 
 /** Spawns a sheep; a project agent that needs approval is confirmed first when there is a UI. */
-export async function spawnSheep(state: ParentState, pi: any, ctx: any, request: SpawnRequest): Promise<any> {
+export async function spawnSheep(
+	state: ParentState,
+	pi: ExtensionAPI,
+	ctx: ExtensionContext,
+	request: SpawnRequest,
+): Promise<SpawnResult> {
 	const params = {
 		agent: request.agent,
 		label: request.label,
@@ -57,7 +64,7 @@ export async function spawnSheep(state: ParentState, pi: any, ctx: any, request:
  * the file that was shown (an edit made since is refused, not approved). Throws
  * `approval_declined` when they say no.
  */
-export async function confirmProjectAgent(state: ParentState, ctx: any, agent: string): Promise<void> {
+export async function confirmProjectAgent(state: ParentState, ctx: ExtensionContext, agent: string): Promise<void> {
 	const shown = await agentFile(state, agent);
 	const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${agent}\nSource: ${shown.file}`);
 	if (!approved) {
@@ -76,7 +83,7 @@ export function agentNeedingApproval(error: unknown): string | undefined {
 
 /** The parent's model (`provider/id`) and thinking level, which sheep whose definitions name
  * none inherit. */
-export function parentChoices(pi: any, ctx: any): { parentModel?: string; parentThinking?: string } {
+export function parentChoices(pi: ExtensionAPI, ctx: ExtensionContext): { parentModel?: string; parentThinking?: string } {
 	let thinking: string | undefined;
 	try {
 		thinking = pi.getThinkingLevel?.();
@@ -89,7 +96,7 @@ export function parentChoices(pi: any, ctx: any): { parentModel?: string; parent
 /** The project definition's file and content hash, as shown in the confirmation dialog. */
 async function agentFile(state: ParentState, name: string): Promise<{ file: string; hash?: string }> {
 	try {
-		const shown = await runShepherd(["agents", "show", name, "--scope", "project", "--project", state.cwd], {
+		const shown = await runShepherd<AgentShown>(["agents", "show", name, "--scope", "project", "--project", state.cwd], {
 			cwd: state.cwd,
 		});
 		return { file: shown?.filePath ?? "(unknown file)", hash: shown?.contentHash };
@@ -99,14 +106,14 @@ async function agentFile(state: ParentState, name: string): Promise<{ file: stri
 }
 
 /** `shepherd agents --json`: the definitions a spawn accepts. */
-export async function listAgents(state: ParentState, scope?: string): Promise<{ scope: string; agents: any[] }> {
+export async function listAgents(state: ParentState, scope?: string): Promise<{ scope: string; agents: AgentListed[] }> {
 	const args = ["agents", "--project", state.cwd];
 	if (scope) args.push("--scope", scope);
-	const listing = await runShepherd(args, { cwd: state.cwd });
+	const listing = await runShepherd<AgentListing>(args, { cwd: state.cwd });
 	return { scope: listing?.scope ?? scope ?? "user", agents: listing?.agents ?? [] };
 }
 
-export function agentsText(listing: { scope: string; agents: any[] }): string {
+export function agentsText(listing: { scope: string; agents: AgentListed[] }): string {
 	if (!listing.agents.length) {
 		return `No agent definitions found in ${listing.scope} scope. Do not guess an agent name; add a definition or choose another scope.`;
 	}
@@ -117,14 +124,23 @@ export function agentsText(listing: { scope: string; agents: any[] }): string {
 }
 
 /** The herd: every sheep not closed. */
-export async function herd(state: ParentState): Promise<any[]> {
+export async function herd(state: ParentState): Promise<SheepStatus[]> {
 	const result = await state.call("herd");
-	const sheep = result?.sheep ?? [];
+	const sheep = result.sheep ?? [];
 	state.rememberHerd(sheep);
 	return sheep;
 }
 
-export function herdText(sheep: any[]): string {
+/** One sheep's status (remembering its name). */
+export async function sheepStatus(state: ParentState, id: string): Promise<SheepStatus> {
+	const status = await state.call("status", { id });
+	// Naming a sheep answers with that sheep, never the herd.
+	if (!("agentId" in status)) throw new ShepherdError("unknown_agent", `No sheep "${id}" in this herd.`);
+	state.remember(status.agentId, status.displayName);
+	return status;
+}
+
+export function herdText(sheep: SheepStatus[]): string {
 	if (!sheep.length) return "No sheep in this herd.";
 	return sheep
 		.map((s) => {
@@ -137,14 +153,14 @@ export function herdText(sheep: any[]): string {
 }
 
 /** The public status of one sheep: state, task, error (no pane ids). */
-export function publicStatus(status: any): Record<string, unknown> {
+export function publicStatus(status: SheepStatus): Record<string, unknown> {
 	const out: Record<string, unknown> = { id: status.agentId, state: status.state };
 	if (status.task) out.task = status.task;
 	if (status.error) out.error = status.error;
 	return out;
 }
 
-export function statusText(status: any): string {
+export function statusText(status: SheepStatus): string {
 	const task = status.task ? `; task ${status.task.id} ${status.task.state}` : "";
 	const waiting =
 		status.task?.state === "waiting" && status.task.waitingOn

@@ -106,7 +106,11 @@ export class ToolFailure extends Error {
 export function failure(toolName: string, action: string, args: Record<string, unknown>, error: unknown): ToolFailure {
 	const code = (error as { code?: string })?.code ?? "shepherd_error";
 	const returnCode =
-		error instanceof ShepherdError ? error.returnCode : typeof (error as any)?.returnCode === "number" ? (error as any).returnCode : 1;
+		error instanceof ShepherdError
+			? error.returnCode
+			: typeof (error as { returnCode?: unknown })?.returnCode === "number"
+				? ((error as { returnCode: number }).returnCode)
+				: 1;
 	const message = error instanceof Error ? error.message : String(error);
 	const call = { name: toolName, arguments: callArguments(args) };
 	const returnValue = { code, error: message, returnCode };

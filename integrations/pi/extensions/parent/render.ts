@@ -6,8 +6,9 @@
  * body, and expand into their structured fields.
  */
 
+import type { AgentToolResult, ExtensionAPI, Theme, ToolRenderResultOptions } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
-import { expandedNotification, expandedResult } from "./expanded.ts";
+import { expandedNotification, expandedResult, fieldsOf } from "./expanded.ts";
 import type { ParentState } from "./state.ts";
 
 function compact(value: unknown, max = 72): string {
@@ -21,35 +22,42 @@ function nameFor(state: ParentState, id: unknown): string {
 }
 
 /** The parts of a call row, first part accented. */
-function callParts(tool: string, args: any, state: ParentState): string[] {
+/** A field that is a string, else `fallback`. */
+function text(value: unknown, fallback = ""): string {
+	return typeof value === "string" ? value : fallback;
+}
+
+function callParts(tool: string, call: unknown, state: ParentState): string[] {
+	const args = fieldsOf(call);
 	switch (tool) {
 		case "shepherd":
-			return [args?.action ?? "", args?.agentScope ? `scope ${args.agentScope}` : ""];
+			return [text(args.action), args.agentScope ? `scope ${text(args.agentScope)}` : ""];
 		case "shepherd_spawn":
-			return [args?.agent ?? "", args?.label ?? "", args?.placement ?? ""];
+			return [text(args.agent), text(args.label), text(args.placement)];
 		case "shepherd_delegate":
-			return [nameFor(state, args?.target), compact(args?.task), args?.timeout ? `timeout ${args.timeout}m` : ""];
+			return [nameFor(state, args.target), compact(args.task), args.timeout ? `timeout ${String(args.timeout)}m` : ""];
 		case "shepherd_message":
 			return [
-				nameFor(state, args?.target),
-				compact(args?.message),
-				args?.expectsReply ? "expects reply" : "",
-				args?.delivery ?? "",
+				nameFor(state, args.target),
+				compact(args.message),
+				args.expectsReply ? "expects reply" : "",
+				text(args.delivery),
 			];
 		case "shepherd_prompt":
-			return [nameFor(state, args?.id), compact(args?.message), args?.timeout ? `timeout ${args.timeout}m` : ""];
+			return [nameFor(state, args.id), compact(args.message), args.timeout ? `timeout ${String(args.timeout)}m` : ""];
 		case "shepherd_watch":
-			return [Array.isArray(args?.id) ? args.id.join(", ") : String(args?.id ?? "")];
+			return [Array.isArray(args.id) ? args.id.join(", ") : String(args.id ?? "")];
 		case "shepherd_read":
-			return [nameFor(state, args?.name), args?.source ?? "", args?.lines ? `${args.lines} lines` : ""];
+			return [nameFor(state, args.name), text(args.source), args.lines ? `${String(args.lines)} lines` : ""];
 		case "subagent":
-			return [args?.agent ?? (args?.tasks ? `${args.tasks.length} parallel` : args?.chain ? `${args.chain.length}-step chain` : ""), compact(args?.task ?? "")];
+			const many = (list: unknown, words: string) => (Array.isArray(list) ? `${list.length}${words}` : "");
+			return [text(args.agent) || many(args.tasks, " parallel") || many(args.chain, "-step chain"), compact(args.task ?? "")];
 		default:
-			return [nameFor(state, args?.id)];
+			return [nameFor(state, args.id)];
 	}
 }
 
-export function renderCall(tool: string, args: any, theme: any, state: ParentState): any {
+export function renderCall(tool: string, args: unknown, theme: Theme, state: ParentState): Text {
 	const parts = callParts(tool, args, state).filter((part) => part);
 	let text = theme.fg("toolTitle", theme.bold(`${tool} `));
 	if (parts.length) text += theme.fg("accent", parts[0]!);
@@ -57,37 +65,44 @@ export function renderCall(tool: string, args: any, theme: any, state: ParentSta
 	return new Text(text, 0, 0);
 }
 
-function summary(tool: string, details: any, firstLine: string): string {
+function summary(tool: string, details: Record<string, unknown>, firstLine: string): string {
 	switch (tool) {
 		case "shepherd_spawn":
 			return "✓ spawned";
 		case "shepherd_delegate":
 			return "✓ delegated";
 		case "shepherd_message":
-			return details?.targetTaskState === "waiting" ? "waiting…" : "✓ queued";
+			return details.targetTaskState === "waiting" ? "waiting…" : "✓ queued";
 		case "shepherd_prompt":
 			return "✓ prompted";
 		case "shepherd_watch":
-			return details?.pending?.length ? "watching…" : "✓ completed";
+			return Array.isArray(details.pending) && details.pending.length ? "watching…" : "✓ completed";
 		case "shepherd_close":
 			return "✓ closed";
 		case "shepherd":
-			if (Array.isArray(details?.sheep)) return `Sheep: ${details.sheep.length}`;
-			if (Array.isArray(details?.agents)) return `Available agents: ${details.agents.map((a: any) => a.name).join(", ")}`;
+			if (Array.isArray(details.sheep)) return `Sheep: ${details.sheep.length}`;
+			if (Array.isArray(details.agents)) return `Available agents: ${details.agents.map((a) => text(fieldsOf(a).name)).join(", ")}`;
 			return firstLine;
 		default:
 			return firstLine;
 	}
 }
 
-export function renderResult(tool: string, result: any, options: any, theme: any, context: any): any {
-	const text: string = result?.content?.find?.((c: any) => c?.type === "text")?.text ?? "";
+export function renderResult(
+	tool: string,
+	result: AgentToolResult<unknown>,
+	options: ToolRenderResultOptions,
+	theme: Theme,
+	context: { args?: unknown; isError?: boolean } | undefined,
+): Text {
+	const first = result?.content?.find?.((c) => c?.type === "text");
+	const content = first?.type === "text" ? first.text : "";
 	if (options?.isPartial) return new Text(theme.fg("warning", tool === "shepherd_spawn" ? "spawning…" : "working…"), 0, 0);
-	const details = { ...(result?.details ?? {}) };
+	const details: Record<string, unknown> = { ...fieldsOf(result?.details) };
 	// A thrown failure reaches the renderer without its details: the call comes from the row.
 	if (!details.call && context?.args) details.call = { name: tool, arguments: context.args };
 	const failed = context?.isError || details.error || (typeof details.returnCode === "number" && details.returnCode !== 0);
-	const firstLine = text.split("\n")[0] ?? "";
+	const firstLine = content.split("\n")[0] ?? "";
 	let row: string;
 	const error = details.error ?? firstLine.replace(/^Herd \S+ failed \(return code \d+\): /, "");
 	if (failed) {
@@ -103,7 +118,7 @@ export function renderResult(tool: string, result: any, options: any, theme: any
 }
 
 /** Notifications: a title line, then the body (first lines only when collapsed). */
-export function registerMessageRenderers(pi: any): void {
+export function registerMessageRenderers(pi: ExtensionAPI): void {
 	if (typeof pi.registerMessageRenderer !== "function") return;
 	const types = [
 		"shepherd.task.completion",
@@ -113,10 +128,11 @@ export function registerMessageRenderers(pi: any): void {
 		"shepherd.notice",
 	];
 	for (const type of types) {
-		pi.registerMessageRenderer(type, (message: any, options: any, theme: any) => {
+		pi.registerMessageRenderer(type, (message, options, theme) => {
 			const content = typeof message.content === "string" ? message.content : "";
 			const [title, ...rest] = content.split("\n");
-			const failed = type === "shepherd.task.completion" && (message.details?.completions ?? []).some((c: any) => !c.ok);
+			const completions = fieldsOf(message.details).completions;
+			const failed = type === "shepherd.task.completion" && Array.isArray(completions) && completions.some((c) => !fieldsOf(c).ok);
 			const expanded = options?.expanded ? expandedNotification(type, message.details, content, theme) : undefined;
 			if (expanded) return new Text(expanded, 0, 0);
 			let text = theme.fg(failed ? "error" : "accent", theme.bold(title ?? ""));

@@ -9,7 +9,8 @@
 
 import { relative } from "node:path";
 
-import { runShepherd } from "./cli.ts";
+import type { ExtensionUIContext } from "@mariozechner/pi-coding-agent";
+import { runShepherd, type SettingsDoc } from "./cli.ts";
 
 interface Choice {
 	label: string;
@@ -57,13 +58,6 @@ export const ROWS: Row[] = [
 	{ key: "stallWatchdog", label: "Stall watchdog", choices: [{ label: "off", value: "off" }, ...minutes([5, 10, 15, 30, 60])] },
 ];
 
-/** `shepherd settings --json` for one project. */
-interface SettingsDoc {
-	settings: Record<string, unknown>;
-	activeLayer: "user" | "project";
-	projectFile: string;
-	projectFileState: "absent" | "dormant" | "active" | string;
-}
 
 /** How a row's current value reads in the menu. */
 export function valueText(row: Row, doc: SettingsDoc): string {
@@ -89,7 +83,7 @@ export function menuLines(doc: SettingsDoc): string[] {
 }
 
 /** Opens the menu on `ui` for the project at `cwd`; returns when it is dismissed. */
-export async function openSettingsMenu(ui: any, cwd: string): Promise<void> {
+export async function openSettingsMenu(ui: ExtensionUIContext, cwd: string): Promise<void> {
 	const load = () => runShepherd<SettingsDoc>(["settings", "--project", cwd], { cwd });
 	let doc = await load();
 	for (;;) {
@@ -109,7 +103,7 @@ export async function openSettingsMenu(ui: any, cwd: string): Promise<void> {
 }
 
 /** Asks for (or flips to) the row's new value and saves it; returns what to tell the person, if anything changed. */
-async function change(ui: any, row: Row, doc: SettingsDoc, cwd: string): Promise<string | undefined> {
+async function change(ui: ExtensionUIContext, row: Row, doc: SettingsDoc, cwd: string): Promise<string | undefined> {
 	const current = valueText(row, doc);
 	let value: string;
 	if (row.choices) {

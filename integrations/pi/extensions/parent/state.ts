@@ -5,6 +5,8 @@
  * here can be rebuilt from a `herd` request.
  */
 
+import type { ExtensionUIContext } from "@mariozechner/pi-coding-agent";
+import type { CallerContext, Method, ParamsArg, Result, SheepStatus } from "../lib/broker.ts";
 import { ShepherdError } from "./cli.ts";
 import type { ParentLink } from "./link.ts";
 
@@ -12,7 +14,7 @@ export class ParentState {
 	link?: ParentLink;
 	cwd = process.cwd();
 	/** The latest context with a UI, for dialogs, notifications and the widget. */
-	ui?: any;
+	ui?: ExtensionUIContext;
 	hasUI = false;
 	/** agent id → display name. */
 	readonly names = new Map<string, string>();
@@ -29,8 +31,8 @@ export class ParentState {
 		return this.link;
 	}
 
-	call<T = any>(method: string, params: Record<string, unknown> = {}): Promise<T> {
-		return this.requireLink().call<T>(method, params);
+	call<M extends Method>(method: M, ...params: ParamsArg<M>): Promise<Result<M>> {
+		return this.requireLink().call(method, ...params);
 	}
 
 	remember(agentId: string | undefined, displayName: string | undefined): void {
@@ -44,20 +46,20 @@ export class ParentState {
 		if (known) return known;
 		try {
 			const status = await this.call("status", { id: agentId });
-			this.remember(status?.agentId, status?.displayName);
+			if ("agentId" in status) this.remember(status.agentId, status.displayName);
 		} catch {
 			// unknown to the broker: show the id
 		}
 		return this.names.get(agentId) ?? agentId;
 	}
 
-	rememberHerd(sheep: any[]): void {
+	rememberHerd(sheep: SheepStatus[]): void {
 		for (const s of sheep ?? []) this.remember(s?.agentId, s?.displayName);
 	}
 }
 
 /** The caller context the broker uses to pick a terminal and find the caller's pane. */
-export function callerContext(): Record<string, unknown> {
+export function callerContext(): CallerContext {
 	const env = (name: string) => {
 		const value = process.env[name];
 		return value ? value : undefined;

@@ -8,7 +8,9 @@
  * task for parallel; failed runs are errors.
  */
 
-import { Type } from "typebox";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { type Static, Type } from "typebox";
+import type { RunStepParams, RunSubmitParams } from "../lib/broker.ts";
 import * as path from "node:path";
 import { ShepherdError } from "./cli.ts";
 import { agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
@@ -29,12 +31,48 @@ const Step = Type.Object({
 	cwd: Type.Optional(Type.String({ description: "Working directory for this step" })),
 });
 
+const Params = Type.Object({
+	agent: Type.Optional(Type.String({ description: "Single mode: exact agent name" })),
+	task: Type.Optional(Type.String({ description: "Single mode: the task" })),
+	tasks: Type.Optional(Type.Array(Task, { description: "Parallel mode: the tasks" })),
+	chain: Type.Optional(Type.Array(Step, { description: "Chain mode: the steps, in order" })),
+	cwd: Type.Optional(Type.String({ description: "Working directory (default: the project directory)" })),
+	sessionName: Type.Optional(Type.String({ description: "Create or continue the fieldnotes session with this name" })),
+	agentScope: Type.Optional(Type.String({ description: "Must match the agentScope setting when given" })),
+	confirmProjectAgents: Type.Optional(Type.Boolean({ description: "Must match the confirmProjectAgents setting when given" })),
+});
+export type SubagentParams = Static<typeof Params>;
+
+/** One task's result in a run's report. */
+interface RunResult {
+	agent: string;
+	status: string;
+	text?: string;
+	error?: string | null;
+}
+
+/**
+ * A finished run's report, the `shepherd run --json` document (the broker's protocol carries it
+ * as an opaque value: the fields read here are those the CLI documents).
+ */
+export interface RunReport {
+	mode?: string;
+	results?: RunResult[];
+	interrupted?: boolean;
+	stopped?: { step: number; agent: string; status: string };
+	worktrees?: { path: string; branch: string; kept?: boolean; reason?: string }[];
+	sessionName?: string | null;
+	sessionPath?: string | null;
+	sessionRelativePath?: string | null;
+	error?: string;
+}
+
 /**
  * The tool's arguments as a `run.submit` request: exactly one mode, working directories made
  * absolute (a task's against the run's, the run's against the project). Everything else — the
  * agents, the limits, `{previous}` — the broker checks.
  */
-export function runParams(params: any, project: string): Record<string, unknown> {
+export function runParams(params: SubagentParams, project: string): RunSubmitParams {
 	const single = params.agent !== undefined || params.task !== undefined;
 	const modes = [single, params.tasks !== undefined, params.chain !== undefined].filter(Boolean).length;
 	if (modes !== 1) {
@@ -44,27 +82,29 @@ export function runParams(params: any, project: string): Record<string, unknown>
 		);
 	}
 	const base = params.cwd ? path.resolve(project, params.cwd) : project;
-	const step = (s: any) => ({
-		agent: s.agent,
-		task: s.task,
+	// A single run missing its agent or task is sent as it is: the broker refuses it, naming the
+	// missing field.
+	const step = (s: { agent?: string; task?: string; cwd?: string; isolate?: boolean }): RunStepParams => ({
+		agent: s.agent as string,
+		task: s.task as string,
 		cwd: s.cwd ? path.resolve(base, s.cwd) : base,
 		isolate: s.isolate === true ? true : undefined,
 	});
-	const [mode, steps] = single
+	const [mode, steps]: [string, RunStepParams[]] = single
 		? ["single", [step({ agent: params.agent, task: params.task })]]
 		: params.tasks !== undefined
 			? ["parallel", params.tasks.map(step)]
-			: ["chain", params.chain.map(step)];
+			: ["chain", (params.chain ?? []).map(step)];
 	return { mode, steps, sessionName: params.sessionName, caller: callerContext(), piCommand: piCommand() };
 }
 
 /** The text the model reads for a finished run (`shepherd run --json`'s document). */
-export function subagentText(run: any): { text: string; failed: boolean } {
-	const results: any[] = run?.results ?? [];
+export function subagentText(run: RunReport): { text: string; failed: boolean } {
+	const results = run.results ?? [];
 	const failed = run?.interrupted === true || results.length === 0 || results.some((r) => r.status !== "completed");
 	let text: string;
 	// A text cut at 50 KiB already ends with the path of the file holding all of it.
-	const body = (r: any) => r?.text || r?.error || "(no output)";
+	const body = (r: RunResult | undefined) => r?.text || r?.error || "(no output)";
 	if (run?.mode === "parallel") {
 		const ok = results.filter((r) => r.status === "completed").length;
 		const sections = results.map((r) => `### [${r.agent}] ${r.status}\n\n${body(r)}`);
@@ -76,16 +116,16 @@ export function subagentText(run: any): { text: string; failed: boolean } {
 		}
 	}
 	if (run?.interrupted) text += "\n\nThe run was cancelled.";
-	const kept = (Array.isArray(run?.worktrees) ? run.worktrees : []).filter((w: any) => w?.kept !== false);
+	const kept = (Array.isArray(run.worktrees) ? run.worktrees : []).filter((w) => w?.kept !== false);
 	if (kept.length) {
-		const listed = kept.map((w: any) => `${w.path} (branch ${w.branch}${w.reason ? `: ${w.reason}` : ""})`);
+		const listed = kept.map((w) => `${w.path} (branch ${w.branch}${w.reason ? `: ${w.reason}` : ""})`);
 		text += `\n\nWorktrees kept (integrate or discard these yourself): ${listed.join(", ")}`;
 	}
 	if (run?.sessionName) text += `\n\nSession: ${run.sessionName} (${run.sessionRelativePath ?? run.sessionPath})`;
 	return { text, failed };
 }
 
-export function registerSubagent(pi: any, state: ParentState, trusted: { agentScope?: string; confirmProjectAgents?: boolean }): void {
+export function registerSubagent(pi: ExtensionAPI, state: ParentState, trusted: { agentScope?: string; confirmProjectAgents?: boolean }): void {
 	pi.registerTool({
 		name: "subagent",
 		label: "Subagent (Shepherd)",
@@ -96,17 +136,8 @@ export function registerSubagent(pi: any, state: ParentState, trusted: { agentSc
 			"Every task gets a note in a fieldnotes session; pass `sessionName` to continue a session. Each sheep is " +
 			"closed when its task ends. For long or interactive work prefer shepherd_spawn + shepherd_delegate.",
 		promptSnippet: "Run an agent (or several, in parallel or a chain) and wait for the result",
-		parameters: Type.Object({
-			agent: Type.Optional(Type.String({ description: "Single mode: exact agent name" })),
-			task: Type.Optional(Type.String({ description: "Single mode: the task" })),
-			tasks: Type.Optional(Type.Array(Task, { description: "Parallel mode: the tasks" })),
-			chain: Type.Optional(Type.Array(Step, { description: "Chain mode: the steps, in order" })),
-			cwd: Type.Optional(Type.String({ description: "Working directory (default: the project directory)" })),
-			sessionName: Type.Optional(Type.String({ description: "Create or continue the fieldnotes session with this name" })),
-			agentScope: Type.Optional(Type.String({ description: "Must match the agentScope setting when given" })),
-			confirmProjectAgents: Type.Optional(Type.Boolean({ description: "Must match the confirmProjectAgents setting when given" })),
-		}),
-		async execute(_toolCallId: string, params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
+		parameters: Params,
+		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			for (const key of ["agentScope", "confirmProjectAgents"] as const) {
 				if (params[key] !== undefined && params[key] !== trusted[key]) {
 					throw new Error(`${key} is controlled by trusted Shepherd settings; omit it (the setting is ${JSON.stringify(trusted[key])}).`);
@@ -117,10 +148,10 @@ export function registerSubagent(pi: any, state: ParentState, trusted: { agentSc
 			// spawned sheep do.
 			const submitted = { ...runParams(params, link.project), ...parentChoices(pi, ctx) };
 			onUpdate?.({ content: [{ type: "text", text: "Running…" }], details: {} });
-			let run: any;
+			let run: RunReport;
 			for (const confirmed = new Set<string>(); ; ) {
 				try {
-					run = await link.run(submitted, signal);
+					run = (await link.run(submitted, signal)) as RunReport;
 					break;
 				} catch (error) {
 					// A project agent is confirmed in pi's dialog, as for a spawn, then the run
@@ -131,19 +162,20 @@ export function registerSubagent(pi: any, state: ParentState, trusted: { agentSc
 					await confirmProjectAgent(state, ctx, agent);
 				}
 			}
-			if (run?.error) throw new Error(`The run could not start: ${run.error}`);
+			if (run.error) throw new Error(`The run could not start: ${run.error}`);
 			const { text, failed } = subagentText(run);
 			return {
 				content: [{ type: "text", text }],
 				details: { ...run, compatibility: "shepherd", failed },
 			};
 		},
-		renderCall: (args: any, theme: any) => renderCall("subagent", args, theme, state),
-		renderResult: (result: any, options: any, theme: any, context: any) => renderResult("subagent", result, options, theme, context),
+		renderCall: (args, theme) => renderCall("subagent", args, theme, state),
+		renderResult: (result, options, theme, context) => renderResult("subagent", result, options, theme, context),
 	});
 
-	pi.on("tool_result", (event: any) => {
-		if (event?.toolName === "subagent" && event?.details?.failed === true) return { isError: true };
+	pi.on("tool_result", (event) => {
+		const details = event.details as { failed?: unknown } | undefined;
+		if (event.toolName === "subagent" && details?.failed === true) return { isError: true };
 		return undefined;
 	});
 }

@@ -6,15 +6,17 @@
  * thrown back so pi shows it as an error.
  */
 
-import { Type } from "typebox";
+import type { AgentToolUpdateCallback, ExtensionAPI, ExtensionContext, ToolDefinition } from "@mariozechner/pi-coding-agent";
+import { type Static, type TSchema, Type } from "typebox";
+import type { TaskReport } from "../lib/broker.ts";
 import { failure, normaliseArguments, success, type ToolResult } from "./protocol.ts";
-import { agentsText, herd, herdText, listAgents, publicStatus, spawnSheep, statusText } from "./ops.ts";
+import { agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
 import { taskDelegated } from "./events.ts";
 import { renderCall, renderResult } from "./render.ts";
 import { callerContext, type ParentState } from "./state.ts";
 
-const StringEnum = (values: string[], description: string) =>
-	Type.Unsafe<string>({ type: "string", enum: values, description });
+const StringEnum = <T extends string>(values: T[], description: string) =>
+	Type.Unsafe<T>({ type: "string", enum: values, description });
 
 const PLACEMENTS = ["tab", "pane_right", "pane_down", "workspace"];
 const SOURCES = ["visible", "recent", "recent-unwrapped", "detection"];
@@ -23,10 +25,15 @@ function plural(n: number, one: string): string {
 	return `${n} ${one}${n === 1 ? "" : "s"}`;
 }
 
-type Run = (params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) => Promise<ToolResult>;
+type Run<T extends TSchema> = (
+	params: Static<T>,
+	signal: AbortSignal | undefined,
+	onUpdate: AgentToolUpdateCallback<unknown> | undefined,
+	ctx: ExtensionContext,
+) => Promise<ToolResult>;
 
 /** Wraps a tool body: the shared normaliser, failures thrown as protocol blocks, widget refresh. */
-function tool(
+function tool<T extends TSchema>(
 	state: ParentState,
 	spec: {
 		name: string;
@@ -35,11 +42,11 @@ function tool(
 		description: string;
 		promptSnippet: string;
 		promptGuidelines?: string[];
-		parameters: any;
+		parameters: T;
 		normalise?: boolean;
-		run: Run;
+		run: Run<T>;
 	},
-) {
+): ToolDefinition<T, unknown> {
 	return {
 		name: spec.name,
 		label: spec.label,
@@ -47,28 +54,30 @@ function tool(
 		promptSnippet: spec.promptSnippet,
 		promptGuidelines: spec.promptGuidelines,
 		parameters: spec.parameters,
-		prepareArguments: spec.normalise === false ? undefined : normaliseArguments,
-		async execute(_toolCallId: string, params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
+		prepareArguments:
+			spec.normalise === false ? undefined : (args: unknown) => normaliseArguments(args) as Static<T>,
+		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			if (ctx?.hasUI) {
 				state.ui = ctx.ui;
 				state.hasUI = true;
 			}
 			try {
-				return await spec.run(params ?? {}, signal, onUpdate, ctx);
+				return await spec.run(params, signal, onUpdate, ctx);
 			} catch (error) {
 				const name = spec.name === "shepherd" ? "shepherd" : spec.name;
-				throw failure(name, spec.action === "control" ? String(params?.action ?? "shepherd") : spec.action, params ?? {}, error);
+				const args: Record<string, unknown> = params ?? {};
+				throw failure(name, spec.action === "control" ? String(args.action ?? "shepherd") : spec.action, args, error);
 			} finally {
 				state.onHerdChange();
 			}
 		},
-		renderCall: (args: any, theme: any) => renderCall(spec.name, args, theme, state),
-		renderResult: (result: any, options: any, theme: any, context: any) =>
+		renderCall: (args, theme) => renderCall(spec.name, args, theme, state),
+		renderResult: (result, options, theme, context) =>
 			renderResult(spec.name, result, options, theme, context),
 	};
 }
 
-export function registerTools(pi: any, state: ParentState): void {
+export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 	pi.registerTool(
 		tool(state, {
 			name: "shepherd",
@@ -400,7 +409,7 @@ export function registerTools(pi: any, state: ParentState): void {
 				const result = await state.call("watch", { id: params.id });
 				for (const report of result.completed ?? []) state.remember(report.agentId, report.displayName);
 				const pending: string[] = result.pending ?? [];
-				const completed: any[] = result.completed ?? [];
+				const completed = result.completed ?? [];
 				let text =
 					pending.length > 0
 						? `watching ${plural(pending.length, "task")} asynchronously`
@@ -432,8 +441,7 @@ export function registerTools(pi: any, state: ParentState): void {
 			}),
 			async run(params) {
 				const args = { id: params.id };
-				const status = await state.call("status", { id: params.id });
-				state.remember(status.agentId, status.displayName);
+				const status = await sheepStatus(state, params.id);
 				const shown = publicStatus(status);
 				return success("shepherd_status", args, statusText(status), shown, { status: shown });
 			},
@@ -529,7 +537,7 @@ export function registerTools(pi: any, state: ParentState): void {
 }
 
 /** One settled task in words: `worker: fix completed (rc 0): summary. Note: …`. */
-export function completionLine(report: any): string {
+export function completionLine(report: TaskReport): string {
 	const rc = typeof report.returnCode === "number" ? ` (rc ${report.returnCode})` : "";
 	const said = report.ok ? (report.summary ?? report.text) : (report.error ?? report.summary ?? report.text);
 	const text = said ? `: ${clip(String(said), 600)}` : "";
@@ -538,8 +546,20 @@ export function completionLine(report: any): string {
 }
 
 /** What became of a closed isolated sheep's worktree, in words. */
-export function worktreeText(report: any): string {
-	if (!report) return "";
+export function worktreeText(worktree: unknown): string {
+	if (!worktree || typeof worktree !== "object") return "";
+	// The broker's worktree report (an open object in the protocol): where it is, and, when it
+	// was kept, its patch and how to integrate it.
+	const report = worktree as {
+		path?: string;
+		branch?: string;
+		kept?: boolean;
+		reason?: string;
+		files?: unknown;
+		commits?: unknown;
+		diffstat?: string;
+		integrate?: string;
+	};
 	if (report.kept !== true) return `; worktree ${report.path} removed (clean, no new commits)`;
 	const files = Array.isArray(report.files) && report.files.length ? `; files: ${report.files.join(", ")}` : "";
 	const commits = Array.isArray(report.commits) && report.commits.length ? `; commits: ${report.commits.join("; ")}` : "";

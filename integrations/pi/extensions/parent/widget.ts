@@ -7,6 +7,8 @@
  * row the widget is cleared and the timer stops.
  */
 
+import type { ThemeColor } from "@mariozechner/pi-coding-agent";
+import type { SheepStatus } from "../lib/broker.ts";
 import type { ParentState } from "./state.ts";
 
 const WIDGET_KEY = "shepherd-herd";
@@ -29,19 +31,19 @@ function clock(ms: number): string {
 }
 
 /** Whether a sheep belongs in the widget. */
-export function isActive(sheep: any): boolean {
-	return sheep.state === "working" || sheep.state === "starting" || OPEN_TASK.has(sheep.task?.state);
+export function isActive(sheep: SheepStatus): boolean {
+	return sheep.state === "working" || sheep.state === "starting" || OPEN_TASK.has(sheep.task?.state ?? "");
 }
 
 /** The widget's lines for `sheep` at `now` (empty: nothing to show). */
 export function widgetLines(
-	sheep: any[],
+	sheep: SheepStatus[],
 	now: number,
 	tick: number,
-	color?: (name: string, text: string) => string,
+	color?: (name: ThemeColor, text: string) => string,
 	emoji = true,
 ): string[] {
-	const paint = color ?? ((_name: string, text: string) => text);
+	const paint = color ?? ((_name: ThemeColor, text: string) => text);
 	const rows = sheep.filter(isActive);
 	if (!rows.length) return [];
 	const working = rows.filter((s) => s.state === "working").length;
@@ -53,8 +55,8 @@ export function widgetLines(
 		const icon = isWaiting ? paint("warning", "…") : s.state === "working" ? paint("accent", SPINNER[tick % SPINNER.length]!) : "○";
 		let detail = "";
 		if (isWaiting) {
-			const minutes = Math.floor((s.task.waitingMs ?? 0) / 60_000);
-			detail = ` ⏳${minutes}m${s.task.waitingOn ? ` ←${s.task.waitingOn}` : ""}`;
+			const minutes = Math.floor((s.task?.waitingMs ?? 0) / 60_000);
+			detail = ` ⏳${minutes}m${s.task?.waitingOn ? ` ←${s.task.waitingOn}` : ""}`;
 		}
 		const state = s.task && OPEN_TASK.has(s.task.state) ? (s.task.stale ? `${s.task.state} (stale)` : s.task.state) : s.state;
 		const walk = s.state === "working" && !isWaiting ? ` ${walkingSheep(tick, emoji)}` : "";
@@ -67,7 +69,7 @@ export class HerdWidget {
 	private timer?: ReturnType<typeof setInterval>;
 	private shown = "";
 	private tick = 0;
-	private sheep: any[] = [];
+	private sheep: SheepStatus[] = [];
 	/** When `sheep` arrived: waiting times grow from there between pushes. */
 	private receivedAt = 0;
 	private fetching = false;
@@ -79,7 +81,7 @@ export class HerdWidget {
 	constructor(private readonly state: ParentState) {}
 
 	/** The herd as the broker pushed it (`undefined`: the broker was stopped, the herd is gone). */
-	update(sheep: any[] | undefined): void {
+	update(sheep: SheepStatus[] | undefined): void {
 		if (this.disposed) return;
 		this.sheep = sheep ?? [];
 		this.receivedAt = Date.now();
@@ -103,7 +105,7 @@ export class HerdWidget {
 		this.again = false;
 		try {
 			const result = await this.state.call("herd");
-			this.update(result?.sheep ?? []);
+			this.update(result.sheep ?? []);
 		} catch {
 			// the broker is away: keep what is shown
 		} finally {
@@ -121,7 +123,7 @@ export class HerdWidget {
 			s.task?.state === "waiting" ? { ...s, task: { ...s.task, waitingMs: (s.task.waitingMs ?? 0) + elapsed } } : s,
 		);
 		const theme = this.state.ui.theme;
-		const color = theme?.fg ? (name: string, text: string) => theme.fg(name, text) : undefined;
+		const color = theme?.fg ? (name: ThemeColor, text: string) => theme.fg(name, text) : undefined;
 		const lines = widgetLines(sheep, now, this.tick++, color, this.emojiSheep);
 		this.show(lines);
 		if (lines.length && !this.timer) {
@@ -137,7 +139,7 @@ export class HerdWidget {
 		if (key === this.shown) return;
 		this.shown = key;
 		try {
-			this.state.ui.setWidget(WIDGET_KEY, lines.length ? lines : undefined, { placement: "belowEditor" });
+			this.state.ui?.setWidget(WIDGET_KEY, lines.length ? lines : undefined, { placement: "belowEditor" });
 		} catch {
 			// a UI without widgets
 		}

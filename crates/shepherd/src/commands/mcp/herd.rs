@@ -24,7 +24,7 @@ use rmcp::RoleServer;
 use rmcp::service::Peer;
 use serde_json::{Value, json};
 use shepherd_broker::client::{Link, LinkSpec};
-use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role, method};
+use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role, StatusParams, method};
 use tokio::time::Instant;
 
 use super::error::ToolError;
@@ -172,7 +172,13 @@ impl Herd {
         if let Some(name) = self.names.lock().expect("names lock").get(agent_id) {
             return name.clone();
         }
-        if let Ok(status) = self.quick(method::STATUS, json!({ "id": agent_id })).await {
+        let params = StatusParams {
+            id: Some(agent_id.to_owned()),
+        };
+        if let Ok(status) = self
+            .quick(method::STATUS, super::server::to_value(&params))
+            .await
+        {
             self.remember(status["agentId"].as_str(), status["displayName"].as_str());
         }
         self.known_name(agent_id)

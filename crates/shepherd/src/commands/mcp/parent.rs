@@ -13,7 +13,9 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 use shepherd_config::{discover_agents, load_settings};
 use shepherd_core::agent_def::AgentScope;
-use shepherd_core::protocol::{CloseParams, DelegateParams, ReadParams, SpawnParams, method};
+use shepherd_core::protocol::{
+    CloseParams, DelegateParams, ReadParams, SpawnParams, StatusParams, method,
+};
 use tokio::time::Instant;
 
 use super::args::{self, one_of};
@@ -485,7 +487,8 @@ impl Parent {
     ) -> Result<CallToolResult, ToolError> {
         let id: args::AgentId = args::read("shepherd_status", args, false)?;
         let herd = self.herd(&ctx.peer).await?;
-        let status = herd.quick(method::STATUS, json!({ "id": id.id })).await?;
+        let params = StatusParams { id: Some(id.id) };
+        let status = herd.quick(method::STATUS, to_value(&params)).await?;
         herd.remember(status["agentId"].as_str(), status["displayName"].as_str());
         let shown = words::public_status(&status);
         Ok(success(

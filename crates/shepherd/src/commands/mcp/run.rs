@@ -10,7 +10,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::protocol::{RunStepParams, RunSubmitParams, event, method};
+use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, event, method};
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
@@ -70,7 +70,9 @@ impl Parent {
                         "runId follows a run started earlier: give it alone (with cancel or wait), not with agent, task, tasks or chain",
                     ));
                 }
-                let id = json!({ "runId": run_id });
+                let id = to_value(&RunIdParams {
+                    run_id: run_id.clone(),
+                });
                 if cancel {
                     link.request(method::RUN_CANCEL, id.clone(), budget.hard)
                         .await?;
@@ -96,7 +98,13 @@ impl Parent {
             if link.generation() != following || !link.is_connected() {
                 // A new connection (the broker restarted): follow the run again.
                 view = link
-                    .request(method::RUN_ATTACH, json!({ "runId": run_id }), budget.hard)
+                    .request(
+                        method::RUN_ATTACH,
+                        to_value(&RunIdParams {
+                            run_id: run_id.clone(),
+                        }),
+                        budget.hard,
+                    )
                     .await?;
                 following = link.generation();
                 continue;

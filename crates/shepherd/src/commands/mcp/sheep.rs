@@ -18,7 +18,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 use shepherd_broker::client::Link;
-use shepherd_core::protocol::{DoneParams, Role, method};
+use shepherd_core::protocol::{AckParams, DoneParams, InboxParams, Role, method};
 use shepherd_core::task::DoneStatus;
 use tokio::sync::{Notify, OnceCell};
 use tokio::time::Instant;
@@ -234,7 +234,9 @@ impl Sheep {
         let answer = self
             .call(
                 method::INBOX,
-                json!({ "waitMs": millis(waited) }),
+                to_value(&InboxParams {
+                    wait_ms: millis(waited),
+                }),
                 budget.hard,
             )
             .await?;
@@ -262,7 +264,7 @@ impl Sheep {
         if let Some(last) = items.last().and_then(|item| item["seq"].as_u64()) {
             self.call(
                 method::ACK,
-                json!({ "seq": last }),
+                to_value(&AckParams { seq: last }),
                 Instant::now() + broker_timeout()?,
             )
             .await?;

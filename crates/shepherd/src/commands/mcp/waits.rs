@@ -23,14 +23,14 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
-use shepherd_core::protocol::method;
+use shepherd_core::protocol::{AckParams, IdList, InboxParams, WaitParams, WatchParams, method};
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
 use super::error::ToolError;
 use super::herd::Herd;
 use super::schema::input;
-use super::server::{Parent, progress_of, respond};
+use super::server::{Parent, progress_of, respond, to_value};
 use super::text::{plural, success};
 use super::words;
 
@@ -151,7 +151,13 @@ impl Parent {
         let mut watcher_id = Value::Null;
         if !fresh.is_empty() {
             match herd
-                .call(method::WATCH, json!({ "id": fresh }), budget.hard)
+                .call(
+                    method::WATCH,
+                    to_value(&WatchParams {
+                        id: IdList::Many(fresh.clone()),
+                    }),
+                    budget.hard,
+                )
                 .await
             {
                 Ok(answer) => watcher_id = answer["watcherId"].clone(),
@@ -166,7 +172,11 @@ impl Parent {
         // The first look answers at once; then a progress report before each slice of waiting.
         let mut slice = Duration::ZERO;
         loop {
-            let params = json!({ "id": ids, "timeoutMs": millis(slice), "waitOutput": true });
+            let params = to_value(&WaitParams {
+                id: IdList::Many(ids.clone()),
+                timeout_ms: millis(slice),
+                wait_output: true,
+            });
             result = tokio::select! {
                 answer = herd.call(method::WAIT, params, budget.hard) => answer?,
                 () = ctx.ct.cancelled() => return Err(ToolError::new(ErrorCode::Cancelled, "the host cancelled the call")),
@@ -275,7 +285,8 @@ impl Parent {
             out.push('\n');
             out.push_str(&line);
         }
-        if let Ok(inbox) = herd.call(method::INBOX, json!({ "waitMs": 0 }), hard).await {
+        let now = to_value(&InboxParams { wait_ms: 0 });
+        if let Ok(inbox) = herd.call(method::INBOX, now, hard).await {
             let unread = fresh_items(herd, &inbox["items"]).len();
             if unread > 0 {
                 out.push_str(&format!(
@@ -302,7 +313,9 @@ impl Parent {
         let herd = self.herd(&ctx.peer).await?;
         let mut slice = Duration::ZERO;
         let items = loop {
-            let params = json!({ "waitMs": millis(slice) });
+            let params = to_value(&InboxParams {
+                wait_ms: millis(slice),
+            });
             let answer = tokio::select! {
                 answer = herd.call(method::INBOX, params, budget.hard) => answer?,
                 () = ctx.ct.cancelled() => return Err(ToolError::new(ErrorCode::Cancelled, "the host cancelled the call")),
@@ -342,7 +355,7 @@ impl Parent {
         }
         // Shown first, acknowledged after: a lost acknowledgement means a repeat, never a loss.
         if let Some(last) = items.last().and_then(|item| item["seq"].as_u64()) {
-            herd.call(method::ACK, json!({ "seq": last }), budget.hard)
+            herd.call(method::ACK, to_value(&AckParams { seq: last }), budget.hard)
                 .await?;
         }
         let service = if words.is_empty() {

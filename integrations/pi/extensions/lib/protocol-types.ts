@@ -1,0 +1,1905 @@
+/**
+ * The Shepherd broker protocol's types, generated from docs/protocol.schema.json (itself
+ * generated from crates/shepherd-core/src/protocol). Do not edit: run scripts/gen-protocol-types.
+ */
+
+/**
+ * Who a connection speaks for.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Role".
+ */
+export type Role = "parent" | "sheep" | "observer" | "supervisor";
+/**
+ * The opaque id of one sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "AgentId".
+ */
+export type AgentId = string;
+/**
+ * The opaque id of one delegated task.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "TaskId".
+ */
+export type TaskId = string;
+/**
+ * Where a task is in its life.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "TaskState".
+ */
+export type TaskState =
+	"created" | "running" | "waiting" | "completed" | "blocked" | "failed" | "cancelled" | "timed_out";
+/**
+ * How urgently a message reaches an agent that is busy.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Delivery".
+ */
+export type Delivery = "followUp" | "steer";
+/**
+ * The opaque id of one message.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MessageId".
+ */
+export type MessageId = string;
+/**
+ * A list of ids: one string or an array (JSON-encoded arrays in a string are accepted too).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "IdList".
+ */
+export type IdList = string | string[];
+/**
+ * The opaque id of one durable watcher.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WatcherId".
+ */
+export type WatcherId = string;
+/**
+ * A validated label: trimmed, NFC-normalised, possibly empty (no label).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Label".
+ */
+export type Label = string;
+/**
+ * `status` result: one sheep when the request named one, else the whole herd.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StatusResult".
+ */
+export type StatusResult = SheepStatus | HerdResult;
+/**
+ * What `resolve` looks for.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ResolveKind".
+ */
+export type ResolveKind = "sheep" | "task";
+/**
+ * One delivered-but-unacknowledged item.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "InboxItem".
+ */
+export type InboxItem = {
+	/**
+	 * Position in the herd's global order; acknowledged by number.
+	 */
+	seq: number;
+	/**
+	 * When it was queued (ms).
+	 */
+	at: number;
+} & InboxItem1;
+export type InboxItem1 =
+	| {
+			type: "envelope";
+			/**
+			 * The envelope.
+			 */
+			envelope: Envelope;
+	  }
+	| {
+			type: "completion";
+			/**
+			 * The watcher.
+			 */
+			watcherId: WatcherId;
+			/**
+			 * One report per settled task, in the watcher's order.
+			 */
+			completions: TaskReport[];
+	  }
+	| (StaleWait & {
+			type: "stale_wait";
+	  })
+	| (Notice & {
+			type: "notice";
+	  });
+/**
+ * What an envelope carries.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Kind".
+ */
+export type Kind = "task" | "message" | "reply" | "reminder";
+/**
+ * `shepherd` (the parent) or a sheep's agent id.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Participant".
+ */
+export type Participant = string;
+/**
+ * What a sheep may report with `shepherd_done`.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "DoneStatus".
+ */
+export type DoneStatus = "completed" | "blocked" | "failed";
+/**
+ * What a notice is about.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NoticeKind".
+ */
+export type NoticeKind =
+	| "task_done_dropped"
+	| "task_done_mismatch"
+	| "completion_stalled"
+	| "sheep_exited"
+	| "auto_closed"
+	| "auto_close_failed"
+	| "broker_recovered"
+	| "stall_nudged";
+/**
+ * A stable error code from the catalogue (docs/errors.md).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ErrorCode".
+ */
+export type ErrorCode =
+	| "invalid_argument"
+	| "invalid_arguments"
+	| "invalid_environment"
+	| "environment"
+	| "invalid_identity"
+	| "invalid_project"
+	| "invalid_wait"
+	| "invalid_timeout"
+	| "invalid_status"
+	| "not_a_sheep"
+	| "no_note"
+	| "not_pi"
+	| "pi_unavailable"
+	| "pi_failed"
+	| "mcp"
+	| "held_by_broker"
+	| "run_failed"
+	| "timeout"
+	| "cancelled"
+	| "broker_unavailable"
+	| "broker_unresponsive"
+	| "broker_disconnected"
+	| "broker_stopping"
+	| "broker"
+	| "protocol"
+	| "protocol_mismatch"
+	| "hello_required"
+	| "hello_timeout"
+	| "invalid_request"
+	| "request_too_large"
+	| "unknown_method"
+	| "unauthenticated"
+	| "forbidden"
+	| "closed_handle"
+	| "unknown_agent"
+	| "approval_required"
+	| "definition_changed"
+	| "depth_exceeded"
+	| "max_sheep"
+	| "invalid_label"
+	| "duplicate_label"
+	| "invalid_cwd"
+	| "invalid_backend"
+	| "invalid_placement"
+	| "invalid_model"
+	| "backend_unavailable"
+	| "no_caller_pane"
+	| "spawn_failed"
+	| "agent_not_ready"
+	| "agent_running"
+	| "no_session"
+	| "resume_unsupported"
+	| "not_a_git_repository"
+	| "worktree_failed"
+	| "close_unconfirmed"
+	| "read_failed"
+	| "invalid_source"
+	| "registry"
+	| "not_found"
+	| "invalid_target"
+	| "ambiguous_id"
+	| "unknown_task"
+	| "invalid_handle"
+	| "invalid_task"
+	| "too_large"
+	| "active_task"
+	| "invalid_transition"
+	| "task_agent_mismatch"
+	| "invalid_reply_to"
+	| "reply_task_mismatch"
+	| "request_open"
+	| "pending_request"
+	| "inbox_full"
+	| "no_delegated_task"
+	| "invalid_mode"
+	| "invalid_run"
+	| "unknown_run"
+	| "too_many_tasks"
+	| "write_conflict"
+	| "invalid_budget"
+	| "budget_unsupported"
+	| "invalid_stall"
+	| "invalid_session_name"
+	| "invalid_session"
+	| "invalid_name"
+	| "lock_timeout"
+	| "malformed"
+	| "unsafe_path"
+	| "already_final"
+	| "not_final"
+	| "deleted"
+	| "invalid_link"
+	| "stale_session"
+	| "invalid_note"
+	| "fieldnotes"
+	| "fieldnotes_timeout"
+	| "journal"
+	| "journal_stalled"
+	| "invalid_setting"
+	| "unknown_setting"
+	| "wrong_settings_layer"
+	| "malformed_file"
+	| "io"
+	| "internal"
+	| "unrecognised";
+/**
+ * One line from the broker: a response (has `id`) or a push (has `event`).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ServerLine".
+ */
+export type ServerLine =
+	| {
+			/**
+			 * The request's id.
+			 */
+			id: number;
+			/**
+			 * Success value.
+			 */
+			result?: unknown;
+			/**
+			 * Failure.
+			 */
+			error?: WireError | null;
+	  }
+	| {
+			/**
+			 * The event name.
+			 */
+			event: string;
+			/**
+			 * Its data.
+			 */
+			data?: unknown;
+	  };
+
+/**
+ * The Shepherd broker protocol, version 2: every method's params and result, every pushed event's data. Generated from crates/shepherd-core/src/protocol by scripts/gen-protocol-types; do not edit.
+ */
+export interface ShepherdProtocol {
+	methods: {
+		hello: {
+			params: Hello;
+			result: HelloResult;
+		};
+		spawn: {
+			params: SpawnParams;
+			result: SpawnResult;
+		};
+		delegate: {
+			params: DelegateParams;
+			result: DelegateResult;
+		};
+		message: {
+			params: MessageParams;
+			result: MessageResult;
+		};
+		watch: {
+			params: WatchParams;
+			result: WatchResult;
+		};
+		wait: {
+			params: WaitParams;
+			result: WaitResult;
+		};
+		status: {
+			params: StatusParams;
+			result: StatusResult;
+		};
+		close: {
+			params: CloseParams;
+			result: CloseResult;
+		};
+		resume: {
+			params: ResumeParams;
+			result: SpawnResult;
+		};
+		herd: {
+			params: NoParams;
+			result: HerdResult;
+		};
+		resolve: {
+			params: ResolveParams;
+			result: ResolveResult;
+		};
+		"herd.subscribe": {
+			params: NoParams;
+			result: HerdResult;
+		};
+		prune: {
+			params: NoParams;
+			result: PruneResult;
+		};
+		read: {
+			params: ReadParams;
+			result: ReadResult;
+		};
+		subscribe: {
+			params: NoParams;
+			result: OkResult;
+		};
+		inbox: {
+			params: InboxParams;
+			result: InboxResult;
+		};
+		ack: {
+			params: AckParams;
+			result: OkResult;
+		};
+		tell: {
+			params: MessageParams;
+			result: MessageResult;
+		};
+		done: {
+			params: DoneParams;
+			result: DoneResult;
+		};
+		report: {
+			params: ReportParams;
+			result: OkResult;
+		};
+		"supervisor.started": {
+			params: SupervisorStarted;
+			result: OkResult;
+		};
+		"supervisor.exited": {
+			params: SupervisorExited;
+			result: OkResult;
+		};
+		"broker.status": {
+			params: NoParams;
+			result: BrokerStatus;
+		};
+		"broker.stop": {
+			params: NoParams;
+			result: StopResult;
+		};
+		"run.submit": {
+			params: RunSubmitParams;
+			result: RunView;
+		};
+		"run.attach": {
+			params: RunIdParams;
+			result: RunView;
+		};
+		"run.cancel": {
+			params: RunIdParams;
+			result: RunView;
+		};
+	};
+	events: {
+		inbox: InboxResult;
+		herd: HerdResult;
+		terminate: TerminateData;
+		shutdown: null;
+		run: RunView;
+	};
+}
+/**
+ * `hello` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Hello".
+ */
+export interface Hello {
+	/**
+	 * The caller's protocol version.
+	 */
+	protocol: number;
+	/**
+	 * The role asked for.
+	 */
+	role: Role;
+	/**
+	 * For sheep and supervisors: the sheep's id.
+	 */
+	agentId?: string | null;
+	/**
+	 * For sheep and supervisors: the capability token.
+	 */
+	token?: string | null;
+	/**
+	 * Free-form client name (`cli`, `pi`, …), for diagnostics.
+	 */
+	client?: string | null;
+	/**
+	 * For the parent: its own agent session file (pi's `getSessionFile()`), recorded in the
+	 * parent-bound fieldnotes session for diagnostics; never part of the herd's identity.
+	 */
+	sessionFile?: string | null;
+}
+/**
+ * `hello` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "HelloResult".
+ */
+export interface HelloResult {
+	/**
+	 * The broker's protocol version.
+	 */
+	protocol: number;
+	/**
+	 * The broker's id (stable for its parent and project).
+	 */
+	brokerId: string;
+	/**
+	 * The parent identity the broker serves.
+	 */
+	parentIdentity: string;
+	/**
+	 * The canonical project root.
+	 */
+	projectRoot: string;
+	/**
+	 * The role granted.
+	 */
+	role: Role;
+}
+/**
+ * `spawn` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SpawnParams".
+ */
+export interface SpawnParams {
+	/**
+	 * The agent definition's exact name.
+	 */
+	agent: string;
+	/**
+	 * A short task-specific label.
+	 */
+	label?: string | null;
+	/**
+	 * `auto`, `headless`, `tmux` or `herdr` (default: the setting).
+	 */
+	backend?: string | null;
+	/**
+	 * Working directory (default: the project root).
+	 */
+	cwd?: string | null;
+	/**
+	 * `tab`, `pane_right`, `pane_down` or `workspace` (visible backends).
+	 */
+	placement?: string | null;
+	/**
+	 * A model override (`provider/id`); refused when the runtime cannot honour it.
+	 */
+	model?: string | null;
+	/**
+	 * Where the caller runs, so `auto` can pick its terminal and splits find its pane.
+	 */
+	caller?: CallerContext | null;
+	/**
+	 * The parent's own model (`provider/id`), inherited by pi sheep whose definition names none.
+	 */
+	parentModel?: string | null;
+	/**
+	 * The parent's thinking level, inherited likewise.
+	 */
+	parentThinking?: string | null;
+	/**
+	 * The command that runs pi for a pi sheep (the parent's own pi, e.g. `[node, …/cli.js]`),
+	 * so sheep run the same pi as their parent; `SHEPHERD_PI`, when set, wins.
+	 */
+	piCommand?: string[] | null;
+	/**
+	 * The fieldnotes session this sheep's tasks will go to, project-relative
+	 * (`.shepherd/sessions/NNNN-slug`), when the caller already has one (a run's planned,
+	 * named session). Without it, spawn resolves the parent's own session.
+	 */
+	fieldnotesSession?: string | null;
+	/**
+	 * Run the sheep in its own git worktree on its own branch; on close, a clean worktree
+	 * without new commits is removed, any other is kept and reported.
+	 */
+	isolate?: boolean;
+}
+/**
+ * The terminal a caller runs in, as its environment tells.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "CallerContext".
+ */
+export interface CallerContext {
+	/**
+	 * `HERDR_ENV=1`: the caller runs inside Herdr.
+	 */
+	inHerdr?: boolean;
+	/**
+	 * `HERDR_PANE_ID`.
+	 */
+	herdrPane?: string | null;
+	/**
+	 * `HERDR_WORKSPACE_ID`.
+	 */
+	herdrWorkspace?: string | null;
+	/**
+	 * `HERDR_SOCKET_PATH`.
+	 */
+	herdrSocket?: string | null;
+	/**
+	 * `$TMUX` (`<socket>,<pid>,<session>`): the caller runs inside tmux.
+	 */
+	tmux?: string | null;
+	/**
+	 * `TMUX_PANE`.
+	 */
+	tmuxPane?: string | null;
+	/**
+	 * The caller's pid, to find its pane through its parents when a wrapper stripped the
+	 * variables above.
+	 */
+	pid?: number | null;
+}
+/**
+ * `spawn` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SpawnResult".
+ */
+export interface SpawnResult {
+	/**
+	 * The new sheep's id.
+	 */
+	agentId: AgentId;
+	/**
+	 * Its agent definition.
+	 */
+	agent: string;
+	/**
+	 * Its label.
+	 */
+	label: string;
+	/**
+	 * `<agent>: <label>` or `<agent>`.
+	 */
+	displayName: string;
+	/**
+	 * The backend it runs on.
+	 */
+	backend: string;
+	/**
+	 * The parent's fieldnotes session directory, relative to the project (null when
+	 * fieldnotes are off).
+	 */
+	fieldnote?: string | null;
+	/**
+	 * Its git worktree (`path`, `branch`, `base`), when it runs isolated.
+	 */
+	worktree?: unknown;
+	/**
+	 * How many times it has been resumed (absent for a new sheep).
+	 */
+	resumes?: number | null;
+}
+/**
+ * `delegate` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "DelegateParams".
+ */
+export interface DelegateParams {
+	/**
+	 * The sheep's agent id.
+	 */
+	target: string;
+	/**
+	 * The task text.
+	 */
+	task: string;
+	/**
+	 * Minutes (fractions allowed); default from settings.
+	 */
+	timeout?: number | null;
+	/**
+	 * Put the note in this named session (created or continued) instead of the parent's.
+	 */
+	sessionName?: string | null;
+	/**
+	 * How the note is registered in the session's flow: `single`, `parallel` or `chain`.
+	 */
+	mode?: string | null;
+	/**
+	 * The run the note belongs to (one line of the session's Flow).
+	 */
+	group?: string | null;
+	/**
+	 * A note reserved earlier with `plan` to use for this task (absolute path).
+	 */
+	note?: string | null;
+	/**
+	 * A one-turn task (the deprecated prompt path): it settles completed with the sheep's final
+	 * text when its run settles, instead of on `shepherd_done`.
+	 */
+	turn?: boolean;
+	/**
+	 * Limits on the task (over the agent definition's own, key by key).
+	 */
+	budget?: Budget | null;
+	/**
+	 * The stall watchdog for this task, in minutes; 0 turns it off (default: the
+	 * `stallWatchdog` setting).
+	 */
+	stall?: number | null;
+}
+/**
+ * Limits on one task. Absent keys do not limit.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Budget".
+ */
+export interface Budget {
+	/**
+	 * Most model turns (one model response and the tool calls in it).
+	 */
+	turns?: number | null;
+	/**
+	 * Most tool calls.
+	 */
+	toolCalls?: number | null;
+	/**
+	 * Most tokens, input, output and cache together.
+	 */
+	tokens?: number | null;
+	/**
+	 * Most cost, in the currency the model's pricing uses (US dollars for the usual providers).
+	 */
+	cost?: number | null;
+}
+/**
+ * `delegate` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "DelegateResult".
+ */
+export interface DelegateResult {
+	/**
+	 * The new task's id.
+	 */
+	taskId: TaskId;
+	/**
+	 * Its sheep.
+	 */
+	agentId: AgentId;
+	/**
+	 * `running`.
+	 */
+	state: TaskState;
+	/**
+	 * The note (absolute).
+	 */
+	note?: string | null;
+	/**
+	 * The note relative to the project root.
+	 */
+	noteRelative?: string | null;
+	/**
+	 * The session directory (absolute).
+	 */
+	session?: string | null;
+	/**
+	 * The session directory relative to the project root.
+	 */
+	sessionRelative?: string | null;
+	/**
+	 * The session's name.
+	 */
+	sessionName?: string | null;
+	/**
+	 * Whether the session existed before.
+	 */
+	resumed: boolean;
+}
+/**
+ * `message` and `tell` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MessageParams".
+ */
+export interface MessageParams {
+	/**
+	 * `shepherd`/`parent` or an agent id.
+	 */
+	target: string;
+	/**
+	 * The text.
+	 */
+	message: string;
+	/**
+	 * The task it concerns.
+	 */
+	taskId?: string | null;
+	/**
+	 * A conversation thread.
+	 */
+	threadId?: string | null;
+	/**
+	 * The message it answers.
+	 */
+	replyTo?: string | null;
+	/**
+	 * Whether the sender waits for an answer.
+	 */
+	expectsReply?: boolean;
+	/**
+	 * `followUp` (default) or `steer`.
+	 */
+	delivery?: Delivery | null;
+}
+/**
+ * `message` and `tell` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MessageResult".
+ */
+export interface MessageResult {
+	/**
+	 * Always true: the message is queued.
+	 */
+	accepted: boolean;
+	/**
+	 * Its id (answer it with `replyTo`).
+	 */
+	messageId: MessageId;
+	/**
+	 * Who receives it.
+	 */
+	targetId: string;
+	/**
+	 * How it will be delivered.
+	 */
+	delivery: Delivery;
+	/**
+	 * The task it was attributed to.
+	 */
+	taskId?: TaskId | null;
+	/**
+	 * The tracked request it opened.
+	 */
+	requestId?: MessageId | null;
+	/**
+	 * The task's state after delivery.
+	 */
+	targetTaskState?: TaskState | null;
+}
+/**
+ * `watch` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WatchParams".
+ */
+export interface WatchParams {
+	/**
+	 * Task ids.
+	 */
+	id: IdList;
+}
+/**
+ * `watch` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WatchResult".
+ */
+export interface WatchResult {
+	/**
+	 * The watcher (absent when everything had already settled).
+	 */
+	watcherId?: WatcherId | null;
+	/**
+	 * The tasks, in the caller's order.
+	 */
+	taskIds: TaskId[];
+	/**
+	 * Tasks already settled.
+	 */
+	completed: TaskReport[];
+	/**
+	 * Tasks still open.
+	 */
+	pending: TaskId[];
+}
+/**
+ * The public view of a task's outcome.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "TaskReport".
+ */
+export interface TaskReport {
+	/**
+	 * The task.
+	 */
+	taskId: TaskId;
+	/**
+	 * Its sheep.
+	 */
+	agentId: AgentId;
+	/**
+	 * The sheep's agent definition.
+	 */
+	agent: string;
+	/**
+	 * The sheep's label.
+	 */
+	label: Label;
+	/**
+	 * `<agent>: <label>` or `<agent>`.
+	 */
+	displayName: string;
+	/**
+	 * The task's state (terminal for settled tasks).
+	 */
+	status: TaskState;
+	/**
+	 * The return code, once settled.
+	 */
+	returnCode?: number | null;
+	/**
+	 * Whether it completed.
+	 */
+	ok: boolean;
+	/**
+	 * The done summary.
+	 */
+	summary?: string | null;
+	/**
+	 * The result text.
+	 */
+	text?: string | null;
+	/**
+	 * The error.
+	 */
+	error?: string | null;
+	/**
+	 * The absolute note path.
+	 */
+	note?: string | null;
+	/**
+	 * The note path relative to the project root.
+	 */
+	noteRelative?: string | null;
+	/**
+	 * When it settled (ms).
+	 */
+	completedAt?: number | null;
+	/**
+	 * Model, turns, tool calls, tokens and cost, once the sheep's run reported them.
+	 */
+	telemetry?: unknown;
+}
+/**
+ * `wait` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WaitParams".
+ */
+export interface WaitParams {
+	/**
+	 * Task ids.
+	 */
+	id: IdList;
+	/**
+	 * How long to wait (ms); 0 answers at once.
+	 */
+	timeoutMs?: number;
+	/**
+	 * Also wait (briefly, within the timeout) for a pi sheep's final words after its task
+	 * settled, so the reports carry them.
+	 */
+	waitOutput?: boolean;
+}
+/**
+ * `wait` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WaitResult".
+ */
+export interface WaitResult {
+	/**
+	 * Settled tasks, in the caller's order.
+	 */
+	settled: TaskReport[];
+	/**
+	 * Tasks still open when the wait ended.
+	 */
+	pending: TaskId[];
+}
+/**
+ * `status` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StatusParams".
+ */
+export interface StatusParams {
+	/**
+	 * One agent id; absent means every sheep.
+	 */
+	id?: string | null;
+}
+/**
+ * A sheep as `status` and `herd` show it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SheepStatus".
+ */
+export interface SheepStatus {
+	/**
+	 * Its id.
+	 */
+	agentId: AgentId;
+	/**
+	 * Its agent definition.
+	 */
+	agent: string;
+	/**
+	 * Its label.
+	 */
+	label: Label;
+	/**
+	 * `<agent>: <label>` or `<agent>`.
+	 */
+	displayName: string;
+	/**
+	 * Its backend.
+	 */
+	backend: string;
+	/**
+	 * `starting`, `idle`, `working`, `done`, `blocked`, `failed`, `exited`, `closing` or
+	 * `closed`.
+	 */
+	state: string;
+	/**
+	 * Its working directory.
+	 */
+	cwd: string;
+	/**
+	 * When it was spawned (ms).
+	 */
+	createdAt: number;
+	/**
+	 * Its open task, or its last one.
+	 */
+	task?: TaskView | null;
+	/**
+	 * Why it failed or exited.
+	 */
+	error?: string | null;
+	/**
+	 * The sheep program's pid, while it is known.
+	 */
+	pid?: number | null;
+	/**
+	 * Its git worktree (`path`, `branch`), when it runs isolated.
+	 */
+	worktree?: unknown;
+	/**
+	 * How many times it was resumed.
+	 */
+	resumes?: number | null;
+}
+/**
+ * A task as a sheep's status shows it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "TaskView".
+ */
+export interface TaskView {
+	/**
+	 * The task.
+	 */
+	id: TaskId;
+	/**
+	 * Its state.
+	 */
+	state: TaskState;
+	/**
+	 * How long it has waited for a reply (ms).
+	 */
+	waitingMs?: number | null;
+	/**
+	 * The unanswered question.
+	 */
+	pendingRequest?: MessageId | null;
+	/**
+	 * Who should answer it (display name, or `shepherd`).
+	 */
+	waitingOn?: string | null;
+	/**
+	 * Set once the stale-wait reminder went out for this episode.
+	 */
+	stale?: boolean;
+	/**
+	 * Its limits, when it has any.
+	 */
+	budget?: Budget | null;
+	/**
+	 * What its sheep used of them so far.
+	 */
+	usage?: Usage | null;
+	/**
+	 * The stall watchdog, when it is on for this task.
+	 */
+	stall?: StallView | null;
+}
+/**
+ * What a task has used so far.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Usage".
+ */
+export interface Usage {
+	/**
+	 * Model turns.
+	 */
+	turns?: number;
+	/**
+	 * Tool calls.
+	 */
+	toolCalls?: number;
+	/**
+	 * Tokens, input, output and cache together.
+	 */
+	tokens?: number;
+	/**
+	 * Cost.
+	 */
+	cost?: number;
+}
+/**
+ * The stall watchdog of a task as `status` shows it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StallView".
+ */
+export interface StallView {
+	/**
+	 * How long a silence may last (ms).
+	 */
+	afterMs: number;
+	/**
+	 * How long its sheep has been silent (ms).
+	 */
+	quietMs: number;
+	/**
+	 * Whether the one nudge went out.
+	 */
+	nudged: boolean;
+}
+/**
+ * `herd` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "HerdResult".
+ */
+export interface HerdResult {
+	/**
+	 * Every sheep that is not closed, in spawn order.
+	 */
+	sheep: SheepStatus[];
+}
+/**
+ * `close` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "CloseParams".
+ */
+export interface CloseParams {
+	/**
+	 * The agent id.
+	 */
+	id: string;
+	/**
+	 * End the sheep but leave its pane open for inspection (visible backends).
+	 */
+	keepPane?: boolean;
+}
+/**
+ * `close` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "CloseResult".
+ */
+export interface CloseResult {
+	/**
+	 * The sheep.
+	 */
+	agentId: AgentId;
+	/**
+	 * Its display name.
+	 */
+	displayName: string;
+	/**
+	 * The task the close cancelled.
+	 */
+	cancelled?: TaskReport | null;
+	/**
+	 * What became of an isolated sheep's worktree: removed, or kept with its patch (files,
+	 * diffstat, commits) to integrate or discard.
+	 */
+	worktree?: unknown;
+}
+/**
+ * `resume` parameters: reopen a closed or exited sheep on its own session.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ResumeParams".
+ */
+export interface ResumeParams {
+	/**
+	 * The sheep's agent id.
+	 */
+	id: string;
+	/**
+	 * `auto`, `headless`, `tmux` or `herdr` (default: where it ran before).
+	 */
+	backend?: string | null;
+	/**
+	 * Where the caller runs, so a visible sheep finds its terminal.
+	 */
+	caller?: CallerContext | null;
+}
+/**
+ * Parameters of a method that takes none.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NoParams".
+ */
+export interface NoParams {}
+/**
+ * `resolve` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ResolveParams".
+ */
+export interface ResolveParams {
+	/**
+	 * Sheep or task.
+	 */
+	kind: ResolveKind;
+	/**
+	 * What the person typed.
+	 */
+	text: string;
+}
+/**
+ * `resolve` result: the full id, or none when nothing in the herd is called that (the caller
+ * then sends the text as it is, for the request's own error). Several matches are an
+ * `ambiguous_id` error listing them.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ResolveResult".
+ */
+export interface ResolveResult {
+	/**
+	 * The full id.
+	 */
+	id?: string | null;
+}
+/**
+ * `prune` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "PruneResult".
+ */
+export interface PruneResult {
+	/**
+	 * Records dropped.
+	 */
+	pruned: number;
+	/**
+	 * Records kept.
+	 */
+	remaining: number;
+}
+/**
+ * `read` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ReadParams".
+ */
+export interface ReadParams {
+	/**
+	 * An agent id, a display name or a pane id.
+	 */
+	target: string;
+	/**
+	 * How many lines (default 40).
+	 */
+	lines?: number | null;
+	/**
+	 * `visible`, `recent`, `recent-unwrapped` or `detection`.
+	 */
+	source?: string | null;
+}
+/**
+ * `read` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ReadResult".
+ */
+export interface ReadResult {
+	/**
+	 * The target as resolved.
+	 */
+	target: string;
+	/**
+	 * The source read.
+	 */
+	source: string;
+	/**
+	 * Lines asked for.
+	 */
+	lines: number;
+	/**
+	 * The text.
+	 */
+	text: string;
+}
+/**
+ * The answer of requests that only acknowledge (`ack`, `subscribe`, `report`,
+ * `supervisor.started`, `supervisor.exited`).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "OkResult".
+ */
+export interface OkResult {
+	/**
+	 * Always true.
+	 */
+	ok: boolean;
+	/**
+	 * For `report` of a `turn`: the budget limit the task has reached, when it has; the sheep
+	 * must stop.
+	 */
+	stop?: string | null;
+}
+/**
+ * `inbox` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "InboxParams".
+ */
+export interface InboxParams {
+	/**
+	 * How long to wait for the first item (ms); 0 answers at once.
+	 */
+	waitMs?: number;
+}
+/**
+ * `inbox` result, and the data of an `inbox` push.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "InboxResult".
+ */
+export interface InboxResult {
+	/**
+	 * Unacknowledged items, oldest first.
+	 */
+	items: InboxItem[];
+}
+/**
+ * One message between participants of a herd.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Envelope".
+ */
+export interface Envelope {
+	/**
+	 * Always [`SCHEMA_VERSION`].
+	 */
+	schemaVersion: number;
+	/**
+	 * This envelope's id.
+	 */
+	messageId: MessageId;
+	/**
+	 * What it carries.
+	 */
+	kind: Kind;
+	/**
+	 * Who sent it (for relayed replies: the relaying participant).
+	 */
+	senderId: Participant;
+	/**
+	 * Whose inbox it is in.
+	 */
+	targetId: Participant;
+	/**
+	 * The task it concerns.
+	 */
+	taskId?: TaskId | null;
+	/**
+	 * A caller-chosen conversation thread.
+	 */
+	threadId?: string | null;
+	/**
+	 * The message this one answers.
+	 */
+	replyTo?: MessageId | null;
+	/**
+	 * Whether the sender waits for a reply.
+	 */
+	expectsReply?: boolean;
+	/**
+	 * When an expected reply is due (ms since the epoch).
+	 */
+	deadlineAt?: number | null;
+	/**
+	 * Follow-up or steer.
+	 */
+	delivery: Delivery;
+	/**
+	 * The text.
+	 */
+	content?: string | null;
+	/**
+	 * A completion status, for envelopes that report one.
+	 */
+	status?: DoneStatus | null;
+	/**
+	 * The true author of a relayed reply.
+	 */
+	originSenderId?: Participant | null;
+	/**
+	 * For a task with a note: the note's absolute path (also in the content's context block),
+	 * so a program can find it without reading the block.
+	 */
+	note?: string | null;
+	/**
+	 * When the broker accepted it (ms since the epoch).
+	 */
+	createdAt: number;
+}
+/**
+ * A stale-wait reminder's facts.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StaleWait".
+ */
+export interface StaleWait {
+	/**
+	 * The waiting task.
+	 */
+	taskId: TaskId;
+	/**
+	 * Its sheep.
+	 */
+	agentId: AgentId;
+	/**
+	 * Its sheep's display name.
+	 */
+	displayName: string;
+	/**
+	 * The task text.
+	 */
+	description: string;
+	/**
+	 * Since when it waits (ms).
+	 */
+	waitingSince: number;
+	/**
+	 * How long it has waited (ms).
+	 */
+	elapsedMs: number;
+	/**
+	 * The unanswered question's id.
+	 */
+	requestId: MessageId;
+	/**
+	 * The question.
+	 */
+	question: string;
+	/**
+	 * Who should answer.
+	 */
+	recipient: Participant;
+	/**
+	 * The recipient's display name (or `shepherd`).
+	 */
+	recipientName: string;
+	/**
+	 * The threshold that was crossed (minutes).
+	 */
+	thresholdMinutes: number;
+}
+/**
+ * A notice for the parent.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Notice".
+ */
+export interface Notice {
+	/**
+	 * What it is about.
+	 */
+	notice: NoticeKind;
+	/**
+	 * One human-readable paragraph.
+	 */
+	text: string;
+	/**
+	 * The sheep concerned.
+	 */
+	agentId?: AgentId | null;
+	/**
+	 * The task concerned.
+	 */
+	taskId?: TaskId | null;
+}
+/**
+ * `ack` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "AckParams".
+ */
+export interface AckParams {
+	/**
+	 * Acknowledge every item up to and including this sequence number.
+	 */
+	seq: number;
+}
+/**
+ * `done` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "DoneParams".
+ */
+export interface DoneParams {
+	/**
+	 * Completed, blocked or failed.
+	 */
+	status: DoneStatus;
+	/**
+	 * What was done, or why not.
+	 */
+	summary?: string | null;
+	/**
+	 * The task (optional: inferred from the sheep's open task).
+	 */
+	taskId?: string | null;
+}
+/**
+ * `done` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "DoneResult".
+ */
+export interface DoneResult {
+	/**
+	 * Always true when no error is returned.
+	 */
+	accepted: boolean;
+	/**
+	 * The task settled.
+	 */
+	taskId: TaskId;
+	/**
+	 * Its state now.
+	 */
+	status: TaskState;
+	/**
+	 * Whether the task had already settled (the stored result stands).
+	 */
+	duplicate?: boolean;
+	/**
+	 * The task id the sheep named, when it named another one.
+	 */
+	suppliedTaskId?: string | null;
+}
+/**
+ * `report` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ReportParams".
+ */
+export interface ReportParams {
+	/**
+	 * `ready`, `agent_start`, `turn` or `run_settled`.
+	 */
+	event: string;
+	/**
+	 * For `turn`: what the turn used (its tool calls, tokens and cost; `turns` counts 1).
+	 */
+	usage?: Usage | null;
+	/**
+	 * For `run_settled`: pi's stop reason.
+	 */
+	stopReason?: string | null;
+	/**
+	 * For `run_settled`: the error that ended the run.
+	 */
+	error?: string | null;
+	/**
+	 * For `run_settled`: the run's final assistant text.
+	 */
+	text?: string | null;
+	/**
+	 * The sheep's session file, when it has one.
+	 */
+	sessionFile?: string | null;
+}
+/**
+ * `supervisor.started` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SupervisorStarted".
+ */
+export interface SupervisorStarted {
+	/**
+	 * The sheep program's pid (also its process group).
+	 */
+	pid: number;
+	/**
+	 * The supervisor's own pid.
+	 */
+	supervisor_pid: number;
+}
+/**
+ * `supervisor.exited` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SupervisorExited".
+ */
+export interface SupervisorExited {
+	/**
+	 * Exit code.
+	 */
+	code?: number | null;
+	/**
+	 * Terminating signal.
+	 */
+	signal?: number | null;
+	/**
+	 * Why, when the program could not even start.
+	 */
+	error?: string | null;
+	/**
+	 * The end of its output.
+	 */
+	tail?: string;
+}
+/**
+ * `broker.status` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "BrokerStatus".
+ */
+export interface BrokerStatus {
+	/**
+	 * The broker's id.
+	 */
+	brokerId: string;
+	/**
+	 * The parent identity it serves.
+	 */
+	parentIdentity: string;
+	/**
+	 * The canonical project root.
+	 */
+	projectRoot: string;
+	/**
+	 * Its pid.
+	 */
+	pid: number;
+	/**
+	 * Its socket.
+	 */
+	socket: string;
+	/**
+	 * Its journal.
+	 */
+	journal: string;
+	/**
+	 * When it started (ms).
+	 */
+	startedAt: number;
+	/**
+	 * Connected clients.
+	 */
+	clients: number;
+	/**
+	 * Sheep still holding processes.
+	 */
+	liveSheep: number;
+	/**
+	 * Open tasks.
+	 */
+	openTasks: number;
+}
+/**
+ * `broker.stop` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StopResult".
+ */
+export interface StopResult {
+	/**
+	 * Always true: the broker is going down.
+	 */
+	stopping: boolean;
+	/**
+	 * Sheep closed on the way.
+	 */
+	closed: number;
+	/**
+	 * Why each sheep that could not be closed was not.
+	 */
+	failed: string[];
+}
+/**
+ * `run.submit` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunSubmitParams".
+ */
+export interface RunSubmitParams {
+	/**
+	 * `single`, `parallel` or `chain`.
+	 */
+	mode: string;
+	/**
+	 * The tasks, in input order.
+	 */
+	steps: RunStepParams[];
+	/**
+	 * Continue (or create) the fieldnotes session with this exact name.
+	 */
+	sessionName?: string | null;
+	/**
+	 * Minutes each task may take (default: the `timeout` setting).
+	 */
+	timeout?: number | null;
+	/**
+	 * Limits on each task (over the definition's own, key by key).
+	 */
+	budget?: Budget | null;
+	/**
+	 * Where sheep run (default: the `backend` setting).
+	 */
+	backend?: string | null;
+	/**
+	 * The parent's model, inherited by pi sheep whose definition names none.
+	 */
+	parentModel?: string | null;
+	/**
+	 * The parent's thinking level, inherited likewise.
+	 */
+	parentThinking?: string | null;
+	/**
+	 * Where the caller runs.
+	 */
+	caller?: CallerContext | null;
+	/**
+	 * The command that runs pi for pi sheep (the parent's own pi); `SHEPHERD_PI` wins.
+	 */
+	piCommand?: string[] | null;
+	/**
+	 * Keep the run going when no client follows it (otherwise it is cancelled once its
+	 * client has been gone for a few seconds).
+	 */
+	detach?: boolean;
+}
+/**
+ * One task of a run, as submitted.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunStepParams".
+ */
+export interface RunStepParams {
+	/**
+	 * The agent definition's exact name.
+	 */
+	agent: string;
+	/**
+	 * The task (chain steps may use `{previous}`).
+	 */
+	task: string;
+	/**
+	 * Its working directory, absolute (default: the project root).
+	 */
+	cwd?: string | null;
+	/**
+	 * Run it in its own git worktree.
+	 */
+	isolate?: boolean;
+	/**
+	 * A label for its sheep.
+	 */
+	label?: string | null;
+	/**
+	 * Limits on this task (over the run's and the definition's, key by key).
+	 */
+	budget?: Budget | null;
+}
+/**
+ * A run as its followers see it: pushed (`run` event) whenever it changes, and the answer to
+ * `run.submit` and `run.attach`.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunView".
+ */
+export interface RunView {
+	/**
+	 * The run.
+	 */
+	runId: string;
+	/**
+	 * `single`, `parallel` or `chain`.
+	 */
+	mode: string;
+	/**
+	 * Whether it goes on without a client.
+	 */
+	detach?: boolean;
+	/**
+	 * Its fieldnotes session, once its notes are reserved.
+	 */
+	sessionName?: string | null;
+	/**
+	 * The session directory relative to the project root.
+	 */
+	sessionRelativePath?: string | null;
+	/**
+	 * Each task, in input order.
+	 */
+	steps: RunStepView[];
+	/**
+	 * Why it was cancelled, once it was.
+	 */
+	cancelled?: string | null;
+	/**
+	 * The final report (the `shepherd run --json` document), once finished.
+	 */
+	report?: unknown;
+}
+/**
+ * One task of a run as its followers see it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunStepView".
+ */
+export interface RunStepView {
+	/**
+	 * The agent.
+	 */
+	agent: string;
+	/**
+	 * `queued`, `starting`, `running`, `closing` or `done`.
+	 */
+	phase: string;
+	/**
+	 * Once done: `completed`, `failed`, `blocked`, `timed_out`, `cancelled` or `skipped`.
+	 */
+	status?: string | null;
+	/**
+	 * Its task, once delegated.
+	 */
+	taskId?: string | null;
+	/**
+	 * Its sheep, once spawned.
+	 */
+	agentId?: string | null;
+	/**
+	 * When it started (ms).
+	 */
+	startedAt?: number | null;
+	/**
+	 * When it finished (ms).
+	 */
+	finishedAt?: number | null;
+}
+/**
+ * `run.attach` and `run.cancel` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunIdParams".
+ */
+export interface RunIdParams {
+	/**
+	 * The run.
+	 */
+	runId: string;
+}
+/**
+ * The data of a `terminate` push (broker → supervisor).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "TerminateData".
+ */
+export interface TerminateData {
+	/**
+	 * How long the program has after SIGTERM before SIGKILL (ms).
+	 */
+	graceMs: number;
+}
+/**
+ * One request line.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Request".
+ */
+export interface Request {
+	/**
+	 * Echoed in the response.
+	 */
+	id: number;
+	/**
+	 * The method name.
+	 */
+	method: string;
+	/**
+	 * Method parameters (an object; absent means `{}`).
+	 */
+	params?: unknown;
+	/**
+	 * A client-chosen id for a request that changes state. A request resent with the same id
+	 * (after a lost answer or a broker restart) is applied once and answered as the first time.
+	 */
+	requestId?: string | null;
+}
+/**
+ * An error body.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WireError".
+ */
+export interface WireError {
+	/**
+	 * Stable machine code.
+	 */
+	code: ErrorCode;
+	/**
+	 * One human line.
+	 */
+	message: string;
+}
