@@ -32,6 +32,7 @@ pub(crate) async fn dispatch(
         | method::MESSAGE
         | method::WATCH
         | method::CLOSE
+        | method::FOCUS
         | method::PRUNE
         | method::BROKER_STOP => role == Role::Parent,
         method::WAIT
@@ -46,7 +47,9 @@ pub(crate) async fn dispatch(
             matches!(role, Role::Parent | Role::Sheep)
         }
         method::TELL | method::DONE | method::REPORT => role == Role::Sheep,
-        method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED => role == Role::Supervisor,
+        method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED | method::SUPERVISOR_OUTPUT => {
+            role == Role::Supervisor
+        }
         method::HELLO => {
             return Err(BrokerError::new(
                 "invalid_request",
@@ -123,6 +126,8 @@ async fn route(
         method::SUPERVISOR_EXITED => {
             reply(crate::supervisor::exited(broker, session, parse(name, params)?).await)
         }
+        method::SUPERVISOR_OUTPUT => crate::printed::output(broker, session).await,
+        method::FOCUS => reply(crate::focus::focus(broker, parse(name, params)?).await),
         method::BROKER_STATUS => reply(Ok(crate::serve::status(broker))),
         method::BROKER_STOP => reply(crate::serve::stop(broker).await),
         _ => unreachable!("every allowed method is dispatched"),

@@ -109,6 +109,9 @@ pub(crate) async fn spawn(
         label: label.clone(),
         backend: kind.as_str().to_owned(),
         runtime: if is_pi { "pi" } else { "command" }.to_owned(),
+        model: is_pi
+            .then(|| crate::pi::chosen_model(&def, &params))
+            .flatten(),
         cwd: cwd.display().to_string(),
         token_digest: crate::auth::digest(&token),
         supervisor_digest: Some(crate::auth::digest(&supervisor_token)),

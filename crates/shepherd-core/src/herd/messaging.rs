@@ -468,9 +468,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
     match report {
         RunReport::Started => {
             if sheep.activity != Activity::Working {
+                let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
                     activity: Activity::Working,
+                    at,
                 });
             }
         }
@@ -480,9 +482,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
             text,
         } => {
             if sheep.activity != Activity::Idle {
+                let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
                     activity: Activity::Idle,
+                    at,
                 });
             }
             let Some(task_id) = active else { return };

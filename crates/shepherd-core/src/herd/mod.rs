@@ -34,7 +34,10 @@ pub use messaging::{
 pub use model::*;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
-pub use view::{SheepStatus, TaskView, ack};
+pub use view::{
+    SETTLED_LISTED, SessionLink, SettledTask, SheepStatus, TaskView, Usage, ack, first_line,
+    last_line,
+};
 pub use watch::{WatchOutcome, watch};
 
 use indexmap::IndexMap;

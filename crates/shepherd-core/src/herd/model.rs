@@ -93,6 +93,9 @@ pub struct Sheep {
     pub backend: String,
     /// What runs it: `command` or `pi`.
     pub runtime: String,
+    /// The model it was started with, when its runtime takes one (`provider/id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Its working directory.
     pub cwd: String,
     /// sha256 (hex) of its capability token; the token itself is never stored.
@@ -110,6 +113,10 @@ pub struct Sheep {
     /// Since when it has been working (ms), while it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_since: Option<i64>,
+    /// When its phase or activity last changed, or its task started or settled (ms); absent
+    /// for records from journals written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
     /// Its open task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_task: Option<TaskId>,
@@ -524,6 +531,9 @@ pub enum Event {
     SheepReady {
         /// The sheep.
         agent_id: AgentId,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// It reported what it is doing.
     SheepActivity {
@@ -531,6 +541,9 @@ pub enum Event {
         agent_id: AgentId,
         /// Working or idle.
         activity: Activity,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// It never became ready.
     SheepFailed {
@@ -538,6 +551,9 @@ pub enum Event {
         agent_id: AgentId,
         /// Why.
         exit: ExitInfo,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// Its process ended.
     SheepExited {
@@ -545,16 +561,25 @@ pub enum Event {
         agent_id: AgentId,
         /// How.
         exit: ExitInfo,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// A close began.
     SheepClosing {
         /// The sheep.
         agent_id: AgentId,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// The close finished; its processes are gone.
     SheepClosed {
         /// The sheep.
         agent_id: AgentId,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// A task was accepted.
     TaskCreated {

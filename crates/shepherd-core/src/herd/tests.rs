@@ -51,6 +51,7 @@ impl Harness {
             label: crate::label::validate_label(label).unwrap(),
             backend: "headless".into(),
             runtime: "command".into(),
+            model: None,
             cwd: "/p".into(),
             token_digest: "d".into(),
             supervisor_digest: None,
@@ -715,6 +716,7 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         label: crate::label::validate_label("code review").unwrap(),
         backend: "headless".into(),
         runtime: "command".into(),
+        model: None,
         cwd: "/".into(),
         token_digest: "d".into(),
         supervisor_digest: None,
@@ -801,3 +803,5 @@ fn a_one_turn_task_settles_with_the_runs_final_text() {
         "no nudge for a turn task"
     );
 }
+
+mod view;

@@ -432,7 +432,7 @@ pub(crate) fn status(
         call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
     } else {
         read_call(ctx, &args.herd, method::STATUS, json!(params))?
-            .unwrap_or_else(|| json!(HerdResult { sheep: Vec::new() }))
+            .unwrap_or_else(|| json!(HerdResult::default()))
     };
     if args.agent_id.is_some() {
         let status: SheepStatus = serde_json::from_value(value.clone())
@@ -476,8 +476,7 @@ pub(crate) fn herd(
     if args.follow {
         return follow_herd(args, ctx, *printer);
     }
-    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?
-        .unwrap_or(HerdResult { sheep: Vec::new() });
+    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?.unwrap_or_default();
     printer.emit(&herd, || herd_lines(&herd));
     Ok(ExitCode::SUCCESS)
 }
