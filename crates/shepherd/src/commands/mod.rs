@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
+pub(crate) mod dash;
 pub(crate) mod notes;
 pub(crate) mod parent;
 pub(crate) mod run;
@@ -39,6 +40,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Close(args) => parent::close(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
         Command::Herd(args) => parent::herd(&args, &ctx, printer),
+        Command::Dash(args) => dash::dash(&args, &ctx, printer),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer),
         Command::Inbox(_)

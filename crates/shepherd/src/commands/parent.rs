@@ -462,8 +462,14 @@ fn herd_lines(herd: &HerdResult) -> String {
 pub(crate) struct HerdListArgs {
     /// Keep listening: print the herd again each time it changes (pushed by the broker; with
     /// --json one document per line) until interrupted or the broker stops.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tui")]
     follow: bool,
+    /// Show the herd live in a terminal dashboard, with keys to open, read, message, delegate
+    /// to and close its sheep (`shepherd dash` for short).
+    #[arg(long)]
+    tui: bool,
+    #[command(flatten)]
+    view: super::dash::ViewArgs,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -473,6 +479,9 @@ pub(crate) fn herd(
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
+    if args.tui || args.view.all {
+        return super::dash::run(&args.view, &args.herd, ctx, printer);
+    }
     if args.follow {
         return follow_herd(args, ctx, *printer);
     }
