@@ -157,6 +157,9 @@ pub(crate) async fn run(
                 }
                 app.settle_selection();
             }
+            LoopEvent::Input(Some(Ok(Event::Resize(..)))) => {
+                screen.renew().map_err(|err| terminal_error(&err))?;
+            }
             LoopEvent::Input(Some(Ok(_))) => {}
         }
     }

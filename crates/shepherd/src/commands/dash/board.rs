@@ -249,9 +249,20 @@ fn place(sheep: &SheepStatus) -> String {
     }
 }
 
-/// The settled tasks of `herd` at broker time `now`.
-pub(crate) fn settled(herd: &HerdResult, now: i64) -> Vec<SettledRow> {
-    herd.settled.iter().map(|t| settled_row(t, now)).collect()
+/// The settled tasks of `herd` at broker time `now`, filtered like the rows (by name, task
+/// or outcome).
+pub(crate) fn settled(herd: &HerdResult, now: i64, filter: &str) -> Vec<SettledRow> {
+    let needle = filter.trim().to_lowercase();
+    herd.settled
+        .iter()
+        .map(|t| settled_row(t, now))
+        .filter(|t| {
+            needle.is_empty()
+                || [&t.name, &t.task, &t.outcome]
+                    .iter()
+                    .any(|field| field.to_lowercase().contains(&needle))
+        })
+        .collect()
 }
 
 fn settled_row(task: &SettledTask, now: i64) -> SettledRow {

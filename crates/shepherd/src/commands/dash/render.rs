@@ -88,7 +88,7 @@ pub(crate) fn draw(frame: &mut Frame, scene: &Scene) {
     let empty = HerdResult::default();
     let herd = scene.herd.unwrap_or(&empty);
     let rows = board::rows(herd, scene.now, &scene.ui.filter, scene.ui.sort);
-    let settled = board::settled(herd, scene.now);
+    let settled = board::settled(herd, scene.now, &scene.ui.filter);
 
     let header = Rect {
         height: area.height.min(2),
@@ -482,7 +482,7 @@ const HELP: &[(&str, &str)] = &[
     ("↑ ↓  j k", "select a sheep"),
     (
         "⏎  o",
-        "open it: its tmux window or Herdr pane; a headless sheep's live transcript",
+        "open it: its tmux window or Herdr pane, or a headless sheep's transcript",
     ),
     ("r", "read its screen"),
     (
@@ -502,7 +502,10 @@ const HELP: &[(&str, &str)] = &[
 ];
 
 fn draw_help(frame: &mut Frame, body: Rect) {
-    let width = body.width.min(86);
+    let widest = HELP.iter().map(|(_, what)| what.width()).max().unwrap_or(0);
+    let width = body
+        .width
+        .min(u16::try_from(widest + 2 + 12).unwrap_or(u16::MAX));
     let height = (u16::try_from(HELP.len()).unwrap_or(0) + 2).min(body.height);
     let area = Rect {
         x: body.x + (body.width - width) / 2,

@@ -4,7 +4,7 @@
 //! panic message is printed, so the message is readable and the shell usable). Handing the
 //! terminal to a pager or editor undoes them for as long as that program runs.
 
-use std::io::{self, Stdout, Write};
+use std::io::{self, BufWriter, Stdout, Write};
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,16 +13,19 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::cursor::{Hide, Show};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 
 /// Whether the dashboard holds the terminal now (what the panic hook restores).
 static HELD: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
+/// Room for a whole frame, so each frame reaches the terminal in one write.
+const FRAME_BYTES: usize = 1 << 16;
+
 /// The terminal, held for the dashboard until dropped.
 pub(crate) struct Screen {
-    pub(crate) terminal: Terminal<CrosstermBackend<Stdout>>,
+    pub(crate) terminal: Terminal<CrosstermBackend<BufWriter<Stdout>>>,
 }
 
 impl Screen {
@@ -36,7 +39,7 @@ impl Screen {
             }));
         });
         hold()?;
-        let terminal = Terminal::new(CrosstermBackend::new(io::stdout()));
+        let terminal = Terminal::new(backend());
         match terminal {
             Ok(terminal) => Ok(Self { terminal }),
             Err(err) => {
@@ -51,8 +54,18 @@ impl Screen {
         restore();
         let result = program();
         hold()?;
-        self.terminal.clear()?;
+        self.renew()?;
         Ok(result)
+    }
+
+    /// Starts over on a blank screen of the terminal's current size, so the next frame is drawn
+    /// whole (after a resize, or after another program used the terminal). Unlike ratatui's own
+    /// clear, this never asks the terminal where its cursor is: an answer that comes late would
+    /// be read as typing.
+    pub(crate) fn renew(&mut self) -> io::Result<()> {
+        execute!(io::stdout(), Clear(ClearType::All))?;
+        self.terminal = Terminal::new(backend())?;
+        Ok(())
     }
 }
 
@@ -60,6 +73,10 @@ impl Drop for Screen {
     fn drop(&mut self) {
         restore();
     }
+}
+
+fn backend() -> CrosstermBackend<BufWriter<Stdout>> {
+    CrosstermBackend::new(BufWriter::with_capacity(FRAME_BYTES, io::stdout()))
 }
 
 fn hold() -> io::Result<()> {

@@ -165,7 +165,7 @@ fn a_sheep_without_an_open_task_names_the_task_it_settled_last() {
         row.note.as_deref(),
         Some("/p/.shepherd/sessions/0001-x/worker-01.md")
     );
-    let settled = settled(&view, NOW);
+    let settled = settled(&view, NOW, "");
     assert_eq!(settled[0].outcome, "completed");
     assert_eq!(settled[0].took, "1m00s");
     assert_eq!(settled[0].ago, "4s ago");
@@ -195,7 +195,10 @@ fn settled_outcomes_name_the_return_code_unless_completed_or_cancelled() {
             entry("timed_out", 124)
         ]),
     );
-    let outcomes: Vec<String> = settled(&view, NOW).into_iter().map(|t| t.outcome).collect();
+    let outcomes: Vec<String> = settled(&view, NOW, "")
+        .into_iter()
+        .map(|t| t.outcome)
+        .collect();
     assert_eq!(
         outcomes,
         [
@@ -205,7 +208,7 @@ fn settled_outcomes_name_the_return_code_unless_completed_or_cancelled() {
             "timed_out rc 124"
         ]
     );
-    assert_eq!(settled(&view, NOW)[0].detail, "need credentials");
+    assert_eq!(settled(&view, NOW, "")[0].detail, "need credentials");
 }
 
 #[test]
@@ -318,4 +321,36 @@ fn totals_count_states_usage_and_outcomes() {
         "3 sheep: 1 blocked · 2 working  ·  2.0k tok $0.75  ·  1 settled: 1 completed"
     );
     assert_eq!(totals(&HerdResult::default()), "no sheep");
+}
+
+#[test]
+fn the_filter_applies_to_settled_tasks_too() {
+    let entry = |name: &str, title: &str| {
+        json!({
+            "taskId": "shepherd-task-1a2b3c4d-00000002",
+            "agentId": "shepherd-agent-1a2b3c4d-00000009",
+            "displayName": name,
+            "title": title,
+            "status": "completed",
+            "returnCode": 0,
+            "startedAt": NOW,
+            "completedAt": NOW,
+        })
+    };
+    let view = herd(
+        &[],
+        &json!([
+            entry("worker: a", "fix login"),
+            entry("scout: b", "map auth")
+        ]),
+    );
+    let names = |filter: &str| -> Vec<String> {
+        settled(&view, NOW, filter)
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    assert_eq!(names(""), ["worker: a", "scout: b"]);
+    assert_eq!(names("AUTH"), ["scout: b"]);
+    assert_eq!(names("completed").len(), 2);
 }
