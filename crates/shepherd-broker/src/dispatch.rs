@@ -26,6 +26,7 @@ pub(crate) async fn dispatch(
     let role = session.role;
     let allowed = match name.as_str() {
         method::SPAWN
+        | method::RESUME
         | method::DELEGATE
         | method::RUN_SUBMIT
         | method::RUN_CANCEL
@@ -37,6 +38,7 @@ pub(crate) async fn dispatch(
         | method::BROKER_STOP => role == Role::Parent,
         method::WAIT
         | method::HERD
+        | method::RESOLVE
         | method::HERD_SUBSCRIBE
         | method::READ
         | method::RUN_ATTACH => {
@@ -101,6 +103,7 @@ async fn route(
 ) -> BrokerResult<Value> {
     match name {
         method::SPAWN => reply(crate::spawn::spawn(broker, parse(name, params)?, rid).await),
+        method::RESUME => reply(crate::resume::resume(broker, parse(name, params)?, rid).await),
         method::DELEGATE => reply(crate::parent::delegate(broker, parse(name, params)?, rid).await),
         method::MESSAGE => crate::parent::message(broker, parse(name, params)?, rid).await,
         method::RUN_SUBMIT => crate::run::submit(broker, session, parse(name, params)?, rid).await,
@@ -110,6 +113,7 @@ async fn route(
         method::WAIT => reply(crate::parent::wait(broker, session, parse(name, params)?).await),
         method::STATUS => reply(crate::parent::status(broker, session, parse(name, params)?)),
         method::HERD => reply(crate::parent::herd(broker)),
+        method::RESOLVE => reply(crate::parent::resolve(broker, &parse(name, params)?)),
         method::HERD_SUBSCRIBE => reply(crate::herd_feed::subscribe(broker, session)),
         method::READ => reply(crate::parent::read(broker, parse(name, params)?).await),
         method::CLOSE => reply(crate::close::close(broker, parse(name, params)?).await),

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Sheep};
+use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Resolved, Sheep};
 use shepherd_core::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
-    ReadResult, Role, StatusParams, WaitParams, WaitResult, WatchParams, WatchResult,
+    ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, WaitParams,
+    WaitResult, WatchParams, WatchResult,
 };
 use shepherd_term::{BackendKind, ReadSource};
 
@@ -60,6 +61,18 @@ pub(crate) async fn delegate(
     }
     let task_id = TaskId::mint(&broker.config.address.namespace, &unique());
     let agent_id = broker.read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
+    let stall_after_ms = crate::controls::stall_ms(params.stall, &settings)?;
+    if let Ok(agent_id) = &agent_id {
+        let (harness, own, who) = broker.read(|herd| {
+            let sheep = &herd.sheep[agent_id];
+            (
+                crate::harness::Harness::of(&sheep.runtime),
+                sheep.budget,
+                format!("{} ({})", sheep.display_name(), sheep.id),
+            )
+        });
+        crate::controls::check_budget(params.budget.as_ref(), own.as_ref(), harness, &who)?;
+    }
     let (session_file, session_cursor) = match &agent_id {
         Ok(agent_id) => {
             let cursor = crate::pi::session_cursor(broker, agent_id);
@@ -91,6 +104,8 @@ pub(crate) async fn delegate(
         turn: params.turn,
         request_id: rid.map(str::to_owned),
         handover: Some(handover),
+        budget: params.budget,
+        stall_after_ms,
     };
     broker
         .commit_durable(|tx| shepherd_core::herd::delegate(tx, input))
@@ -280,6 +295,26 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
     });
     crate::printed::overlay(broker, &mut view.sheep);
     Ok(view)
+}
+
+/// Runs `resolve`: the full id a person's short name stands for.
+pub(crate) fn resolve(broker: &Arc<Broker>, params: &ResolveParams) -> BrokerResult<ResolveResult> {
+    let found = broker.read(|herd| match params.kind {
+        ResolveKind::Sheep => herd
+            .resolve_sheep(&params.text)
+            .map(|r| resolved(r, ToString::to_string)),
+        ResolveKind::Task => herd
+            .resolve_task(&params.text)
+            .map(|r| resolved(r, ToString::to_string)),
+    })?;
+    Ok(ResolveResult { id: found })
+}
+
+fn resolved<T>(found: Resolved<T>, show: impl Fn(&T) -> String) -> Option<String> {
+    match found {
+        Resolved::One(id) => Some(show(&id)),
+        Resolved::NoMatch => None,
+    }
 }
 
 /// The sheep `read` means: an agent id; else a display name or pane id, meaning the one sheep

@@ -289,7 +289,8 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
         socket: broker.config.paths.socket.display().to_string(),
         journal: broker.journal.path().display().to_string(),
         started_at: broker.started_at,
-        clients: broker.clients.load(Ordering::SeqCst),
+        // The connection asking is not one of the clients it asks about.
+        clients: broker.clients.load(Ordering::SeqCst).saturating_sub(1),
         live_sheep,
         open_tasks,
     }

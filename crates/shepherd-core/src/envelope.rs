@@ -96,6 +96,10 @@ pub struct Envelope {
     /// The true author of a relayed reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_sender_id: Option<Participant>,
+    /// For a task with a note: the note's absolute path (also in the content's context block),
+    /// so a program can find it without reading the block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// When the broker accepted it (ms since the epoch).
     pub created_at: i64,
 }
@@ -226,6 +230,7 @@ mod tests {
             content: Some("ping".into()),
             status: None,
             origin_sender_id: None,
+            note: None,
             created_at: 1,
         };
         let json = serde_json::to_value(&env).unwrap();

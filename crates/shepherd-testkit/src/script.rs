@@ -11,6 +11,7 @@
 //! | `print <text>` | writes a line to stdout |
 //! | `crash <code>` | exits at once with that status |
 //! | `answer <text>` | waits for the next question and answers it |
+//! | `await` | waits for the next plain message and keeps its text as `{reply}` |
 //! | `forget` | ends its turn without done, then waits for the reminder |
 //! | `idle` | does nothing more for this task |
 //!
@@ -44,6 +45,8 @@ pub enum Step {
     },
     /// Wait for the next question and answer it.
     Answer(String),
+    /// Wait for the next plain message; its text becomes `{reply}`.
+    Await,
     /// Wait this many milliseconds.
     Sleep(u64),
     /// Print a line.
@@ -100,6 +103,7 @@ pub fn parse(script: &str) -> Result<Vec<Step>, ScriptError> {
                         .map_err(|_| bad("crash takes an exit status"))?,
                 ),
                 "forget" => Step::Forget,
+                "await" => Step::Await,
                 "idle" => Step::Idle,
                 _ => return Err(bad("unknown step")),
             })
@@ -122,8 +126,9 @@ mod tests {
 
     #[test]
     fn parses_every_step() {
-        let steps = parse("print hi; ask shepherd which file?; sleep 5; done completed got {reply}; crash 3; forget; idle; tell x y").unwrap();
-        assert_eq!(steps.len(), 8);
+        let steps = parse("print hi; ask shepherd which file?; sleep 5; done completed got {reply}; crash 3; forget; idle; tell x y; await").unwrap();
+        assert_eq!(steps.len(), 9);
+        assert_eq!(steps[8], Step::Await);
         assert_eq!(
             steps[1],
             Step::Ask {

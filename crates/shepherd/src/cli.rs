@@ -10,7 +10,7 @@ use crate::commands;
 /// Shepherd: spawn, task, message, watch and close coding agents, with a durable note for every
 /// delegated task.
 #[derive(Debug, Parser)]
-#[command(name = "shepherd", version, max_term_width = 100)]
+#[command(name = "shepherd", version = env!("SHEPHERD_VERSION"), max_term_width = 100)]
 pub(crate) struct Cli {
     /// Print exactly one compact JSON document on one line instead of human text.
     #[arg(long, global = true)]
@@ -22,16 +22,9 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Read and write fieldnotes sessions offline (scripts and other programs).
-    #[command(subcommand)]
-    Notes(commands::notes::NotesCommand),
-    /// List, inspect and approve agent definitions.
-    Agents(commands::agents::AgentsArgs),
-    /// Show and change settings.
-    Settings(commands::settings::SettingsArgs),
     /// Delegate in one call: spawn, hand over, wait, collect the result, close (single, parallel
     /// or chain).
-    Run(commands::run::RunArgs),
+    Run(Box<commands::run::RunArgs>),
     /// Start an idle sheep from an agent definition.
     Spawn(commands::parent::SpawnArgs),
     /// Hand a sheep a tracked task (returns at once with its task id).
@@ -44,6 +37,8 @@ pub(crate) enum Command {
     Status(commands::parent::StatusArgs),
     /// Close a sheep (its open task is cancelled).
     Close(commands::parent::CloseArgs),
+    /// Reopen a closed or exited sheep on its own session, under the same name (pi).
+    Resume(commands::controls::ResumeArgs),
     /// Show a sheep's recent output.
     Read(commands::parent::ReadArgs),
     /// List the herd (`--tui`: the live dashboard).
@@ -58,12 +53,28 @@ pub(crate) enum Command {
     Tell(commands::sheep::TellArgs),
     /// Inside a sheep: finish its task (completed, blocked or failed).
     Done(commands::sheep::DoneArgs),
+    /// Inside a sheep: print the path of its task's note.
+    Note(commands::sheep::NoteArgs),
     /// Inside a sheep: report its run's lifecycle (for integrations).
     #[command(hide = true)]
     Report(commands::sheep::ReportArgs),
-    /// The herd's broker: status, stop.
+    /// List, inspect and approve agent definitions.
+    Agents(commands::agents::AgentsArgs),
+    /// Show and change settings.
+    Settings(commands::settings::SettingsArgs),
+    /// Read and write fieldnotes sessions offline (scripts and other programs).
+    #[command(subcommand)]
+    Notes(commands::notes::NotesCommand),
+    /// The herd's broker: status, stop, ensure.
     #[command(subcommand)]
     Broker(commands::broker::BrokerCommand),
+    /// Serve Shepherd's tools to an MCP host (Claude Code, Codex, Gemini CLI, opencode) over
+    /// stdio: the parent's tools, or with --sheep a sheep's own.
+    Mcp(commands::mcp::McpArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::shell::CompletionsArgs),
+    /// Print the manual page, or write one per command into a directory.
+    Man(commands::shell::ManArgs),
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(commands::supervise::SuperviseArgs),

@@ -10,6 +10,7 @@ mod commands;
 mod context;
 mod error;
 mod output;
+mod values;
 
 use std::process::ExitCode;
 

@@ -44,8 +44,10 @@ fn sheep_script(logs: &Path) -> String {
     format!(
         r#"log={logs}/$SHEPHERD_AGENT_ID; touch $log.seen
 while :; do
-  out=$(shepherd inbox --wait 30) || continue
-  printf '%s\n' "$out" | while IFS= read -r line; do
+  out=$(shepherd inbox --wait 30 --json) || continue
+  # One item per line: every envelope starts with its schema version (inside a string the
+  # quotes would be escaped, so a message cannot fake a boundary).
+  printf '%s\n' "$out" | sed 's/{{"schemaVersion"/\n&/g' | while IFS= read -r line; do
     mid=$(printf '%s' "$line" | sed -n 's/.*"messageId":"\([^"]*\)".*/\1/p')
     [ -n "$mid" ] || continue
     grep -qx "$mid" $log.seen && continue

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// A sheep that takes one task at a time the way the README shows, naming the task it settles
 /// in its summary so the test can tell every settlement went to its own task.
-const LOOP: &str = r#"while :; do t=$(shepherd inbox --wait 60) || continue; id=$(printf '%s' "$t" | sed -n 's/.*"taskId":"\([^"]*\)".*/\1/p' | tail -n 1); [ -n "$id" ] || continue; shepherd done --status completed --summary "did $id"; done"#;
+const LOOP: &str = r#"while :; do t=$(shepherd inbox --wait 60 --json) || continue; id=$(printf '%s' "$t" | sed -n 's/.*"taskId":"\([^"]*\)".*/\1/p' | tail -n 1); [ -n "$id" ] || continue; shepherd done --status completed --summary "did $id"; done"#;
 
 fn define_loop(world: &World, name: &str) {
     world.define(name, &["sh".into(), "-c".into(), LOOP.into()]);

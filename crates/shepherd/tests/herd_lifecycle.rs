@@ -70,7 +70,7 @@ fn spawn_delegate_watch_close_leaves_a_final_note_and_no_process() {
 fn a_shell_script_sheep_takes_part_through_the_cli() {
     let world = World::new();
     let script = r#"while true; do
-  item=$(shepherd inbox --wait 30) || continue
+  item=$(shepherd inbox --wait 30 --json) || continue
   case "$item" in *'"kind":"task"'*) shepherd done --status completed --summary "script saw: $(printf %s "$item" | head -c 60 | wc -c) bytes" ;; esac
 done"#;
     world.define("scripted", &["sh".into(), "-c".into(), script.into()]);

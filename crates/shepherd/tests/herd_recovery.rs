@@ -147,7 +147,12 @@ fn a_broker_with_no_sheep_and_no_clients_exits_when_idle() {
     world.settings(r#"{"brokerIdleMinutes": 0.005}"#);
     // Reading a herd that was never started starts no broker.
     assert_eq!(world.json(&["herd"])["sheep"], serde_json::json!([]));
-    assert_eq!(world.json(&["broker", "status"])["running"], false);
+    let (code, status) = world.json_status(&["broker", "status"]);
+    assert_eq!(
+        (code, &status["running"]),
+        (3, &serde_json::json!(false)),
+        "{status}"
+    );
     world.json(&["broker", "ensure"]);
     let pid = world
         .broker_pid()

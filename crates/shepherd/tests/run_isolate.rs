@@ -40,7 +40,7 @@ fn repository(world: &World) {
 /// A shell sheep that writes `made.txt` in its working directory for each task.
 fn define_file_writer(world: &World, name: &str) {
     let script = r#"while true; do
-  item=$(shepherd inbox --wait 30) || continue
+  item=$(shepherd inbox --wait 30 --json) || continue
   case "$item" in *'"kind":"task"'*) echo made > made.txt; shepherd done --status completed --summary "wrote made.txt in $(pwd)" ;; esac
 done"#;
     world.define(name, &["sh".into(), "-c".into(), script.into()]);

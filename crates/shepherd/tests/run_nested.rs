@@ -11,7 +11,7 @@ use serde_json::Value;
 /// `<exit status> <its JSON>` as its result.
 fn define_nesting_sheep(world: &World) {
     let script = r#"while true; do
-  item=$(shepherd inbox --wait 30) || continue
+  item=$(shepherd inbox --wait 30 --json) || continue
   case "$item" in *'"kind":"task"'*)
     out=$(shepherd run inner "nested job" --json --progress off 2>/dev/null); rc=$?
     shepherd done --status completed --summary "$rc $out" ;;

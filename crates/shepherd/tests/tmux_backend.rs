@@ -70,7 +70,7 @@ fn a_shell_script_sheep_in_a_pane_reaches_shepherd_through_its_path() {
     // itself puts `shepherd` on the sheep's PATH.
     let world = tmux_world();
     let script = r#"while true; do
-  item=$(shepherd inbox --wait 30) || continue
+  item=$(shepherd inbox --wait 30 --json) || continue
   case "$item" in *'"kind":"task"'*) shepherd done --status completed --summary "done from $(command -v shepherd)" ;; esac
 done"#;
     world.define("scripted", &["sh".into(), "-c".into(), script.into()]);

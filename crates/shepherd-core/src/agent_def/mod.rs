@@ -269,6 +269,9 @@ pub struct AgentDef {
     /// A program to run as the sheep instead of pi (argv, first element the program). Such a
     /// sheep takes part through the `shepherd` CLI.
     pub command: Option<Vec<String>>,
+    /// Limits on each task of a sheep of this agent (`budget:`, or Claude Code's `maxTurns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.

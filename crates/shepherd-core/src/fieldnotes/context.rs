@@ -29,6 +29,19 @@ pub struct SheepContext<'a> {
     pub resumed: bool,
 }
 
+/// How the block begins: what [`split_context_block`] looks for.
+const BLOCK_START: &str = "\n\nShepherd session context:\n";
+
+/// A task envelope's content split into the task text and the context block appended to it
+/// (`None` when there is none). The block is always last and never contains its own heading
+/// twice, so the last heading is where it starts, whatever the task text says.
+pub fn split_context_block(content: &str) -> (&str, Option<&str>) {
+    match content.rfind(BLOCK_START) {
+        Some(at) => (&content[..at], Some(&content[at + 2..])),
+        None => (content, None),
+    }
+}
+
 /// The block, starting with a blank line so it can be appended to any task text.
 pub fn render_context_block(context: &SheepContext<'_>) -> String {
     let SheepContext {
@@ -43,7 +56,7 @@ pub fn render_context_block(context: &SheepContext<'_>) -> String {
         resumed,
     } = context;
     let mut out = format!(
-        "\n\nShepherd session context:\n\
+        "{BLOCK_START}\
          - Session: {directory_name} (name: {session_name:?})\n\
          - Session directory: {session_dir} (project-relative: {session_dir_relative})\n\
          - Session fieldnotes: {index_path}\n\
@@ -66,6 +79,32 @@ pub fn render_context_block(context: &SheepContext<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_block_splits_off_even_when_the_task_quotes_its_heading() {
+        let context = SheepContext {
+            session_name: "fix",
+            directory_name: "0001-fix",
+            session_dir: "/r/s",
+            session_dir_relative: "s",
+            index_path: "/r/s/shepherd.md",
+            note_path: "/r/s/w-01.md",
+            note_relative: "s/w-01.md",
+            earlier_notes: 0,
+            resumed: false,
+        };
+        let task = "Explain this:\n\nShepherd session context:\n- nothing";
+        let content = format!("{task}{}", render_context_block(&context));
+        let (text, block) = split_context_block(&content);
+        assert_eq!(text, task);
+        let block = block.expect("a block");
+        assert!(block.starts_with("Shepherd session context:\n"), "{block}");
+        assert!(block.contains("/r/s/w-01.md"), "{block}");
+        assert_eq!(
+            split_context_block("just a message"),
+            ("just a message", None)
+        );
+    }
 
     #[test]
     fn continued_sessions_point_at_earlier_notes() {

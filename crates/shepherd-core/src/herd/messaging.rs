@@ -149,6 +149,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         content: Some(input.content.clone()),
         status: None,
         origin_sender_id: None,
+        note: None,
         created_at: tx.now(),
     };
 
@@ -181,6 +182,13 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         tx.enqueue(req.asker.clone(), Payload::Envelope { envelope: relay });
     }
     tx.enqueue(target.clone(), Payload::Envelope { envelope });
+    if let Participant::Sheep(sender) = &input.sender {
+        super::controls::touch(tx, sender);
+    }
+    if let Some(req) = &resolves {
+        // Back from waiting: its silence counts from the answer.
+        super::controls::touch_task(tx, &req.task_id);
+    }
 
     let task_state = task_id
         .as_ref()
@@ -465,9 +473,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
     };
     let active = sheep.active_task.clone();
     let display = sheep.display_name();
+    let activity = sheep.activity;
+    super::controls::touch(tx, sender);
     match report {
         RunReport::Started => {
-            if sheep.activity != Activity::Working {
+            if activity != Activity::Working {
                 let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
@@ -481,7 +491,7 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
             error,
             text,
         } => {
-            if sheep.activity != Activity::Idle {
+            if activity != Activity::Idle {
                 let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
@@ -561,6 +571,7 @@ fn nudge(tx: &mut Tx<'_>, sender: &AgentId, task_id: &TaskId, display: &str, bud
             content: Some(content),
             status: None,
             origin_sender_id: None,
+            note: None,
             created_at: tx.now(),
         };
         tx.enqueue(

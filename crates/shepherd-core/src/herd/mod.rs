@@ -10,18 +10,26 @@
 //! resulting state.
 
 mod apply;
+mod controls;
 mod error;
+mod event;
 mod lifecycle;
 mod messaging;
 mod model;
+mod resolve;
 mod run;
 mod tick;
 mod view;
 mod watch;
 
 #[cfg(test)]
+mod controls_tests;
+#[cfg(test)]
 mod tests;
 
+pub use controls::{
+    ACTIVITY_RESOLUTION_MS, Reopen, reopen, touch, touch_task, usage, worktree_released,
+};
 pub use error::HerdError;
 pub use lifecycle::{
     DelegateInput, NewSheep, admit, attach_note, begin_close, closed, cursor, delegate, exited,
@@ -32,11 +40,12 @@ pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
 };
 pub use model::*;
+pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
 pub use view::{
-    SETTLED_LISTED, SessionLink, SettledTask, SheepStatus, TaskView, Usage, ack, first_line,
-    last_line,
+    SETTLED_LISTED, SessionLink, SettledTask, SheepStatus, StallView, TaskView, Usage, ack,
+    first_line, last_line,
 };
 pub use watch::{WatchOutcome, watch};
 

@@ -59,6 +59,12 @@ pub struct SheepStatus {
     /// The last line it printed, as far as the broker knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_line: Option<String>,
+    /// Its git worktree (`path`, `branch`), when it runs isolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<serde_json::Value>,
+    /// How many times it was resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumes: Option<u32>,
 }
 
 /// Tokens and cost, as a sheep's runs reported them.
@@ -129,6 +135,27 @@ pub struct TaskView {
     /// Its note (absolute), when fieldnotes are on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Its limits, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+    /// What its sheep used of them so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::budget::Usage>,
+    /// The stall watchdog, when it is on for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallView>,
+}
+
+/// The stall watchdog of a task as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StallView {
+    /// How long a silence may last (ms).
+    pub after_ms: i64,
+    /// How long its sheep has been silent (ms).
+    pub quiet_ms: i64,
+    /// Whether the one nudge went out.
+    pub nudged: bool,
 }
 
 /// A settled task, as the herd lists it under its sheep.
@@ -226,6 +253,13 @@ impl Herd {
                     started_at: task.started_at,
                     question: request.map(|r| first_line(&r.question)),
                     note: task.note.as_ref().map(|n| n.note.clone()),
+                    budget: task.budget,
+                    usage: task.budget.map(|_| task.usage),
+                    stall: task.stall.map(|stall| StallView {
+                        after_ms: stall.after_ms,
+                        quiet_ms: now - stall.active_at.max(stall.nudged_at.unwrap_or(0)),
+                        nudged: stall.nudged_at.is_some(),
+                    }),
                 }
             });
         let record = |key: &str| {
@@ -274,6 +308,13 @@ impl Herd {
                 .as_ref()
                 .and_then(|exit| last_line(&exit.tail))
                 .or(runs.last_words),
+            worktree: sheep.worktree.get("path").map(|path| {
+                serde_json::json!({
+                    "path": path,
+                    "branch": sheep.worktree.get("branch"),
+                })
+            }),
+            resumes: (sheep.resumes > 0).then_some(sheep.resumes),
         }
     }
 
@@ -413,5 +454,8 @@ pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
             who: who.clone(),
             seq,
         });
+        if let Participant::Sheep(id) = who {
+            super::controls::touch(tx, id);
+        }
     }
 }

@@ -43,8 +43,12 @@ pub mod method {
     pub const STATUS: &str = "status";
     /// Parent: close a sheep.
     pub const CLOSE: &str = "close";
+    /// Parent: reopen a closed or exited sheep on its own session.
+    pub const RESUME: &str = "resume";
     /// Parent or observer: the herd.
     pub const HERD: &str = "herd";
+    /// Parent or observer: the sheep or task a short name (id prefix, display name) stands for.
+    pub const RESOLVE: &str = "resolve";
     /// Parent or observer: the herd now, then pushed `herd` events whenever it changes.
     pub const HERD_SUBSCRIBE: &str = "herd.subscribe";
     /// Parent: drop records of sheep that are gone.

@@ -47,6 +47,24 @@ pub struct SpawnParams {
     /// named session). Without it, spawn resolves the parent's own session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fieldnotes_session: Option<String>,
+    /// Run the sheep in its own git worktree on its own branch; on close, a clean worktree
+    /// without new commits is removed, any other is kept and reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolate: bool,
+}
+
+/// `resume` parameters: reopen a closed or exited sheep on its own session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeParams {
+    /// The sheep's agent id.
+    pub id: String,
+    /// `auto`, `headless`, `tmux` or `herdr` (default: where it ran before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Where the caller runs, so a visible sheep finds its terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerContext>,
 }
 
 /// The terminal a caller runs in, as its environment tells.
@@ -94,6 +112,12 @@ pub struct SpawnResult {
     /// The parent's fieldnotes session directory, relative to the project (null when
     /// fieldnotes are off).
     pub fieldnote: Option<String>,
+    /// Its git worktree (`path`, `branch`, `base`), when it runs isolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<serde_json::Value>,
+    /// How many times it has been resumed (absent for a new sheep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumes: Option<u32>,
 }
 
 /// `delegate` parameters.
@@ -123,6 +147,13 @@ pub struct DelegateParams {
     /// text when its run settles, instead of on `shepherd_done`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn: bool,
+    /// Limits on the task (over the agent definition's own, key by key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+    /// The stall watchdog for this task, in minutes; 0 turns it off (default: the
+    /// `stallWatchdog` setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<f64>,
 }
 
 /// `delegate` result.
@@ -325,6 +356,10 @@ pub struct CloseResult {
     /// The task the close cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled: Option<TaskReport>,
+    /// What became of an isolated sheep's worktree: removed, or kept with its patch (files,
+    /// diffstat, commits) to integrate or discard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<serde_json::Value>,
 }
 
 /// `prune` result.
@@ -385,4 +420,35 @@ pub struct FocusResult {
     pub backend: String,
     /// The pane brought to the front.
     pub pane: String,
+}
+
+/// What `resolve` looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolveKind {
+    /// A sheep: id, id prefix, display name or unique label.
+    Sheep,
+    /// A task: id or id prefix.
+    Task,
+}
+
+/// `resolve` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveParams {
+    /// Sheep or task.
+    pub kind: ResolveKind,
+    /// What the person typed.
+    pub text: String,
+}
+
+/// `resolve` result: the full id, or none when nothing in the herd is called that (the caller
+/// then sends the text as it is, for the request's own error). Several matches are an
+/// `ambiguous_id` error listing them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveResult {
+    /// The full id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }

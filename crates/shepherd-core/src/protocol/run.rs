@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::CallerContext;
 
 /// One task of a run, as submitted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStepParams {
     /// The agent definition's exact name.
@@ -25,6 +25,9 @@ pub struct RunStepParams {
     /// A label for its sheep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Limits on this task (over the run's and the definition's, key by key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
 }
 
 /// `run.submit` parameters.
@@ -41,6 +44,9 @@ pub struct RunSubmitParams {
     /// Minutes each task may take (default: the `timeout` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+    /// Limits on each task (over the definition's own, key by key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
     /// Where sheep run (default: the `backend` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,

@@ -1,6 +1,7 @@
 //! Claude Code: Anthropic messages at `ANTHROPIC_BASE_URL`, settings in `CLAUDE_CONFIG_DIR`.
 //!
-//! - MCP servers come from `--mcp-config FILE --strict-mcp-config` (nothing else is loaded).
+//! - MCP servers come from `--mcp-config FILE --strict-mcp-config` (nothing else is loaded);
+//!   a run given none uses what its settings hold (e.g. a server added with `claude mcp add`).
 //!   In `-p` mode they connect in the background and can miss the first request unless
 //!   `MCP_CONNECTION_NONBLOCKING=0`, which makes Claude wait for them.
 //! - Permissions: `--allowedTools "Bash Edit Write mcp__<server> …"`. The bypass modes refuse
@@ -82,18 +83,20 @@ pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
 
 fn common_args(env: &AgentEnv) -> Vec<OsString> {
     let mut allowed = String::from("Bash Edit Write");
-    for server in env.mcp_servers() {
-        allowed.push_str(&format!(" mcp__{}", server.name));
+    let names = env.mcp_servers().iter().map(|s| &s.name);
+    for name in names.chain(env.allowed_mcp_servers()) {
+        allowed.push_str(&format!(" mcp__{name}"));
     }
-    vec![
-        "--model".into(),
-        env.model().into(),
-        "--mcp-config".into(),
-        mcp_config(env).into(),
-        "--strict-mcp-config".into(),
-        "--allowedTools".into(),
-        allowed.into(),
-    ]
+    let mut args: Vec<OsString> = vec!["--model".into(), env.model().into()];
+    if !env.mcp_servers().is_empty() {
+        args.extend([
+            "--mcp-config".into(),
+            mcp_config(env).into(),
+            "--strict-mcp-config".into(),
+        ]);
+    }
+    args.extend(["--allowedTools".into(), allowed.into()]);
+    args
 }
 
 pub(super) fn headless_args(env: &AgentEnv, prompt: &str) -> Vec<OsString> {

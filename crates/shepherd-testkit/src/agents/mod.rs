@@ -140,6 +140,7 @@ pub struct AgentEnvBuilder {
     base_url: String,
     model: Option<String>,
     mcp: Vec<McpServer>,
+    allowed_mcp: Vec<String>,
 }
 
 impl AgentEnvBuilder {
@@ -155,6 +156,15 @@ impl AgentEnvBuilder {
     #[must_use]
     pub fn mcp_server(mut self, server: McpServer) -> Self {
         self.mcp.push(server);
+        self
+    }
+
+    /// Allows the tools of an MCP server the run does not configure itself: one added to the
+    /// agent's own settings (e.g. with `claude mcp add`) before it runs. Only Claude Code needs
+    /// to be told (`--allowedTools mcp__<name>`).
+    #[must_use]
+    pub fn allow_mcp_server(mut self, name: impl Into<String>) -> Self {
+        self.allowed_mcp.push(name.into());
         self
     }
 
@@ -182,6 +192,7 @@ impl AgentEnvBuilder {
                 .model
                 .unwrap_or_else(|| self.host.default_model().to_owned()),
             mcp: self.mcp,
+            allowed_mcp: self.allowed_mcp,
         };
         for dir in [&env.home, &env.work_dir, &env.tmp_dir] {
             std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
@@ -209,6 +220,7 @@ pub struct AgentEnv {
     base_url: String,
     model: String,
     mcp: Vec<McpServer>,
+    allowed_mcp: Vec<String>,
 }
 
 impl AgentEnv {
@@ -227,6 +239,7 @@ impl AgentEnv {
             base_url: base_url.trim_end_matches('/').to_owned(),
             model: None,
             mcp: Vec::new(),
+            allowed_mcp: Vec::new(),
         }
     }
 
@@ -264,6 +277,13 @@ impl AgentEnv {
     #[must_use]
     pub fn mcp_servers(&self) -> &[McpServer] {
         &self.mcp
+    }
+
+    /// The names of MCP servers configured outside this run whose tools it may call
+    /// ([`AgentEnvBuilder::allow_mcp_server`]).
+    #[must_use]
+    pub fn allowed_mcp_servers(&self) -> &[String] {
+        &self.allowed_mcp
     }
 
     /// The fake server's base URL (`http://127.0.0.1:<port>`).

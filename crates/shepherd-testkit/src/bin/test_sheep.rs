@@ -252,6 +252,13 @@ async fn run(options: &Options) -> Result<u8, String> {
                         break;
                     }
                 },
+                Step::Await => loop {
+                    let message = sheep.next(true).await?;
+                    if message.kind == Kind::Message && !message.expects_reply {
+                        reply = message.content.unwrap_or_default();
+                        break;
+                    }
+                },
                 Step::Tell { target, text } => {
                     sheep.call(method::TELL, json!({ "target": fill(target, &reply), "message": fill(text, &reply) })).await?;
                 }

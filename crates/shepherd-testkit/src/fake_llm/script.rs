@@ -233,6 +233,16 @@ impl Step {
         }
     }
 
+    /// Fills `placeholder` in the last tool call's arguments from the request's tool results
+    /// (see [`ToolCall::fill`]).
+    #[must_use]
+    pub fn filling(mut self, placeholder: impl Into<String>, prefix: impl Into<String>) -> Self {
+        if let Some(call) = self.tool_calls.pop() {
+            self.tool_calls.push(call.filling(placeholder, prefix));
+        }
+        self
+    }
+
     /// Adds text (sent before the tool calls).
     #[must_use]
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
@@ -312,6 +322,13 @@ pub struct ToolCall {
     /// How `name` is matched against the tools the request offers.
     #[serde(default, rename = "match", skip_serializing_if = "NameMatch::is_exact")]
     pub matching: NameMatch,
+    /// Placeholders filled from the request's tool results, so a script can pass back ids the
+    /// agent was given (an agent id, a task id): each key found in the arguments (e.g.
+    /// `{{agent}}`) is replaced by the newest word in the tool results that starts with its
+    /// value (e.g. `shepherd-agent-`); a word is letters, digits, `-` and `_`. A placeholder
+    /// with no such word makes the call a script mismatch.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fill: BTreeMap<String, String>,
 }
 
 /// How a scripted tool call finds its tool among those a request offers.
@@ -349,7 +366,16 @@ impl ToolCall {
             arguments,
             id: None,
             matching: NameMatch::Exact,
+            fill: BTreeMap::new(),
         }
+    }
+
+    /// Fills `placeholder` in the arguments with the newest word starting with `prefix` in
+    /// the request's tool results (see [`ToolCall::fill`]).
+    #[must_use]
+    pub fn filling(mut self, placeholder: impl Into<String>, prefix: impl Into<String>) -> Self {
+        self.fill.insert(placeholder.into(), prefix.into());
+        self
     }
 
     /// A call to the offered tool whose name is or ends with `suffix` ([`NameMatch::Suffix`]).

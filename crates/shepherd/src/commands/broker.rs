@@ -29,7 +29,7 @@ use crate::output::Printer;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BrokerCommand {
-    /// Show whether this herd's broker runs, and what it holds.
+    /// Show whether this herd's broker runs, and what it holds (exit status 3 when none runs).
     Status(HerdArgs),
     /// Close every sheep of this herd and stop its broker.
     Stop(HerdArgs),
@@ -292,10 +292,15 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
             printer.emit(&json!({ "running": false, "socket": socket }), || {
                 format!("not running (no broker answers on {socket})")
             });
+            // As `systemctl status` and `gh auth status` do: scripts can test for a broker.
+            return Ok(ExitCode::from(EXIT_NOT_RUNNING));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `broker status`'s exit status when no broker runs for the herd.
+pub(crate) const EXIT_NOT_RUNNING: u8 = 3;
 
 fn stop(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
     let target = target(ctx, args)?;

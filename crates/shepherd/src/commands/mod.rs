@@ -3,12 +3,16 @@
 pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
+pub(crate) mod controls;
 pub(crate) mod dash;
+pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;
 pub(crate) mod run;
 pub(crate) mod settings;
 pub(crate) mod sheep;
+pub(crate) mod shell;
+pub(crate) mod short_ids;
 pub(crate) mod supervise;
 
 use std::process::ExitCode;
@@ -25,8 +29,12 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Inbox(args) => return sheep::inbox(&args, printer),
         Command::Tell(args) => return sheep::tell(args, printer),
         Command::Done(args) => return sheep::done(args, printer),
+        Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Completions(args) => return shell::completions(&args),
+        Command::Man(args) => return shell::man(&args, printer),
+        Command::Mcp(args) => return mcp::run(args),
         other => other,
     };
     let ctx = Context::from_env()?;
@@ -38,6 +46,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Watch(args) => parent::watch(&args, &ctx, printer),
         Command::Status(args) => parent::status(&args, &ctx, printer),
         Command::Close(args) => parent::close(args, &ctx, printer),
+        Command::Resume(args) => controls::resume(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
         Command::Herd(args) => parent::herd(&args, &ctx, printer),
         Command::Dash(args) => dash::dash(&args, &ctx, printer),
@@ -46,8 +55,12 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Inbox(_)
         | Command::Tell(_)
         | Command::Done(_)
+        | Command::Note(_)
         | Command::Report(_)
-        | Command::Supervise(_) => {
+        | Command::Supervise(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::Mcp(_) => {
             unreachable!("handled above")
         }
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),

@@ -18,16 +18,18 @@ use shepherd_core::protocol::{
 use std::time::Duration;
 
 use super::connect::{HerdArgs, deadline_after, parent, parent_if_alive, runtime, target};
+use super::short_ids;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
+use crate::values::{BackendArg, PlacementArg, SourceArg};
 
 /// Exit status of `watch` when the wait ended with tasks still open.
 pub(crate) const EXIT_PENDING: u8 = 75;
 
 /// How long a spawn may wait for its sheep to start (the broker's own limit, plus the time to
 /// clean up a sheep that did not).
-fn spawn_wait() -> Duration {
+pub(crate) fn spawn_wait() -> Duration {
     let startup = std::env::var("SHEPHERD_STARTUP_LIMIT_MS")
         .ok()
         .and_then(|ms| ms.parse().ok())
@@ -41,7 +43,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// Makes one parent request, starting the broker if needed; `wait` is how long the request
 /// itself may legitimately take, on top of the broker timeout.
-fn call<P: Serialize, R: DeserializeOwned>(
+pub(crate) fn call<P: Serialize, R: DeserializeOwned>(
     ctx: &Context,
     herd: &HerdArgs,
     name: &str,
@@ -87,18 +89,21 @@ pub(crate) struct SpawnArgs {
     /// A short task-specific label; the sheep is shown as `<agent>: <label>`.
     #[arg(long)]
     label: Option<String>,
-    /// Where it runs: auto, headless, tmux or herdr (default: the `backend` setting).
-    #[arg(long)]
-    backend: Option<String>,
+    /// Where it runs (default: the `backend` setting).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
     /// Its working directory (default: the project root).
     #[arg(long, value_name = "DIR")]
     cwd: Option<String>,
-    /// Where a visible sheep goes: tab, pane_right, pane_down or workspace.
-    #[arg(long)]
-    placement: Option<String>,
+    /// Where a visible sheep goes (default: tab).
+    #[arg(long, value_enum)]
+    placement: Option<PlacementArg>,
     /// A model for a pi sheep (`provider/id`).
     #[arg(long)]
     model: Option<String>,
+    /// Run it in its own git worktree on its own branch (kept on close when it holds work).
+    #[arg(long)]
+    isolate: bool,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -111,20 +116,32 @@ pub(crate) fn spawn(
     let params = SpawnParams {
         agent: args.agent,
         label: args.label,
-        backend: args.backend,
+        backend: args.backend.map(|b| b.as_str().to_owned()),
         cwd: args.cwd,
-        placement: args.placement,
+        placement: args.placement.map(|p| p.as_str().to_owned()),
         model: args.model,
         caller: Some(caller_context()),
         parent_model: None,
         parent_thinking: None,
         pi_command: None,
         fieldnotes_session: None,
+        isolate: args.isolate,
     };
     let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params, spawn_wait())?;
     printer.emit(&result, || {
+        let worktree = result
+            .worktree
+            .as_ref()
+            .map(|w| {
+                format!(
+                    " in worktree {} (branch {})",
+                    w["path"].as_str().unwrap_or_default(),
+                    w["branch"].as_str().unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "spawned {} ({}) on {}",
+            "spawned {} ({}) on {}{worktree}",
             result.display_name, result.agent_id, result.backend
         )
     });
@@ -148,7 +165,7 @@ pub(crate) fn caller_context() -> CallerContext {
 /// Hand a sheep a tracked task; returns at once with the task id.
 #[derive(Debug, Args)]
 pub(crate) struct DelegateArgs {
-    /// The sheep's agent id (from spawn).
+    /// The sheep: its agent id, a unique prefix of the id's random part, or its display name.
     agent_id: String,
     /// The task.
     task: String,
@@ -159,6 +176,12 @@ pub(crate) struct DelegateArgs {
     #[arg(long)]
     session_name: Option<String>,
     #[command(flatten)]
+    budget: super::controls::BudgetArgs,
+    /// The stall watchdog for this task: minutes of silence before its sheep is nudged, and
+    /// again before the task settles blocked; 0 turns it off (default: `stallWatchdog`).
+    #[arg(long, value_name = "MIN")]
+    stall: Option<f64>,
+    #[command(flatten)]
     herd: HerdArgs,
 }
 
@@ -168,7 +191,7 @@ pub(crate) fn delegate(
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
     let params = DelegateParams {
-        target: args.agent_id,
+        target: short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
         task: args.task,
         timeout: args.timeout,
         session_name: args.session_name,
@@ -176,6 +199,8 @@ pub(crate) fn delegate(
         group: None,
         note: None,
         turn: false,
+        budget: args.budget.budget()?,
+        stall: args.stall,
     };
     let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params, Duration::ZERO)?;
     printer.emit(&result, || {
@@ -192,7 +217,7 @@ pub(crate) fn delegate(
 /// Message a sheep (never creates a task).
 #[derive(Debug, Args)]
 pub(crate) struct MessageArgs {
-    /// The sheep's agent id.
+    /// The sheep: its agent id, a unique prefix of the id's random part, or its display name.
     agent_id: String,
     /// The message.
     text: String,
@@ -218,7 +243,7 @@ pub(crate) fn message(
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
     let params = message_params(
-        args.agent_id,
+        short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
         args.text,
         args.task_id,
         args.reply_to,
@@ -269,7 +294,7 @@ pub(crate) fn print_message(printer: &Printer, result: &MessageResult) {
 /// Wait for tasks to settle and print what settled.
 #[derive(Debug, Args)]
 pub(crate) struct WatchArgs {
-    /// Task ids (from delegate).
+    /// Task ids (from delegate), or unique prefixes of their random part.
     #[arg(required = true)]
     task_ids: Vec<String>,
     /// Seconds to wait for every task to settle (default: report at once).
@@ -319,7 +344,7 @@ pub(crate) fn watch(
     }
     let params = WaitParams {
         wait_output: false,
-        id: IdList::Many(args.task_ids.clone()),
+        id: IdList::Many(short_ids::task_ids(ctx, &args.herd, &args.task_ids)?),
         timeout_ms: (args.wait * 1000.0).round() as u64,
     };
     let result: WaitResult = call(
@@ -373,7 +398,7 @@ pub(crate) fn watch(
 /// Show a sheep's state and task, or every sheep's.
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// The sheep's agent id (default: every sheep).
+    /// The sheep: agent id, unique id prefix or display name (default: every sheep).
     agent_id: Option<String>,
     #[command(flatten)]
     herd: HerdArgs,
@@ -428,7 +453,10 @@ pub(crate) fn status(
         printer.emit(&value, || status_line(&status));
         return Ok(ExitCode::SUCCESS);
     }
-    let value: Value = if args.agent_id.is_some() {
+    let value: Value = if let Some(id) = &args.agent_id {
+        let params = StatusParams {
+            id: Some(short_ids::sheep_id(ctx, &args.herd, id.clone())?),
+        };
         call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
     } else {
         read_call(ctx, &args.herd, method::STATUS, json!(params))?
@@ -540,7 +568,7 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
 /// Close a sheep: its open task is cancelled, its processes end before this returns.
 #[derive(Debug, Args)]
 pub(crate) struct CloseArgs {
-    /// The sheep's agent id.
+    /// The sheep: its agent id, a unique prefix of the id's random part, or its display name.
     agent_id: String,
     #[command(flatten)]
     herd: HerdArgs,
@@ -556,7 +584,7 @@ pub(crate) fn close(
         &args.herd,
         method::CLOSE,
         &CloseParams {
-            id: args.agent_id,
+            id: short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
             keep_pane: false,
         },
         CLOSE_WAIT,
@@ -567,7 +595,12 @@ pub(crate) fn close(
             .as_ref()
             .map(|t| format!("; task {} cancelled", t.task_id))
             .unwrap_or_default();
-        format!("closed {}{cancelled}", result.display_name)
+        let worktree = result
+            .worktree
+            .as_ref()
+            .map(super::controls::worktree_text)
+            .unwrap_or_default();
+        format!("closed {}{cancelled}{worktree}", result.display_name)
     });
     Ok(ExitCode::SUCCESS)
 }
@@ -575,23 +608,23 @@ pub(crate) fn close(
 /// Show a sheep's recent output.
 #[derive(Debug, Args)]
 pub(crate) struct ReadArgs {
-    /// An agent id or display name.
+    /// The sheep: agent id, unique id prefix, display name or pane id.
     target: String,
     /// How many lines.
     #[arg(long, default_value_t = 40)]
     lines: u32,
-    /// visible, recent, recent-unwrapped or detection.
-    #[arg(long)]
-    source: Option<String>,
+    /// Which output (default: recent-unwrapped).
+    #[arg(long, value_enum)]
+    source: Option<SourceArg>,
     #[command(flatten)]
     herd: HerdArgs,
 }
 
 pub(crate) fn read(args: ReadArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
     let params = ReadParams {
-        target: args.target,
+        target: short_ids::sheep_id(ctx, &args.herd, args.target)?,
         lines: Some(args.lines),
-        source: args.source,
+        source: args.source.map(|s| s.as_str().to_owned()),
     };
     let result: ReadResult = call(ctx, &args.herd, method::READ, &params, Duration::ZERO)?;
     printer.emit(&result, || result.text.clone());

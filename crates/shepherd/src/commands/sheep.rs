@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{Value, json};
 use shepherd_core::envelope::Kind;
+use shepherd_core::fieldnotes::split_context_block;
 use shepherd_core::herd::{InboxItem, Payload};
 use shepherd_core::protocol::{
     AckParams, DoneParams, DoneResult, InboxParams, InboxResult, MessageResult, ReportParams, Role,
@@ -43,52 +44,105 @@ fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
     })
 }
 
-/// Where this sheep's CLI remembers the task of the last task envelope `inbox` printed, so a
-/// plain `shepherd done` names the task it settles (a redelivered old task then changes nothing
-/// instead of settling a newer one).
-fn last_task_file(cap: &SheepCapability) -> Option<PathBuf> {
+/// Where this sheep's CLI remembers the last task envelope `inbox` printed (`task`: its id, so
+/// a plain `shepherd done` names the task it settles and a redelivered old task changes nothing
+/// instead of settling a newer one; `note`: its note's path, for `shepherd note`).
+fn remembered_file(cap: &SheepCapability, what: &str) -> Option<PathBuf> {
     let dir = cap.socket.parent()?.join("sheep");
-    Some(dir.join(format!("{}.task", cap.agent_id)))
+    Some(dir.join(format!("{}.{what}", cap.agent_id)))
 }
 
 fn remember_task(cap: &SheepCapability, items: &[InboxItem]) {
-    let task = items.iter().rev().find_map(|item| match &item.payload {
-        Payload::Envelope { envelope } if envelope.kind == Kind::Task => envelope.task_id.clone(),
+    let Some(task) = items.iter().rev().find_map(|item| match &item.payload {
+        Payload::Envelope { envelope } if envelope.kind == Kind::Task => Some(envelope),
         _ => None,
-    });
-    let (Some(task), Some(file)) = (task, last_task_file(cap)) else {
+    }) else {
         return;
     };
-    if let Some(dir) = file.parent()
-        && shepherd_broker::paths::ensure_private_dir(dir).is_ok()
-    {
-        let _kept = shepherd_fs::write_atomic(&file, task.as_str().as_bytes(), Some(0o600));
+    let remembered = [
+        (
+            "task",
+            task.task_id.as_ref().map(|id| id.as_str().to_owned()),
+        ),
+        ("note", Some(task.note.clone().unwrap_or_default())),
+    ];
+    for (what, value) in remembered {
+        let (Some(value), Some(file)) = (value, remembered_file(cap, what)) else {
+            continue;
+        };
+        if let Some(dir) = file.parent()
+            && shepherd_broker::paths::ensure_private_dir(dir).is_ok()
+        {
+            let _kept = shepherd_fs::write_atomic(&file, value.as_bytes(), Some(0o600));
+        }
     }
 }
 
-fn remembered_task(cap: &SheepCapability) -> Option<String> {
-    let text = fs_err::read_to_string(last_task_file(cap)?).ok()?;
+fn remembered(cap: &SheepCapability, what: &str) -> Option<String> {
+    let text = fs_err::read_to_string(remembered_file(cap, what)?).ok()?;
     Some(text.trim().to_owned()).filter(|t| !t.is_empty())
 }
 
-/// Print what was delivered (one JSON object per line) and acknowledge it: a sheep's own inbox
-/// inside a sheep, otherwise the parent's (messages, replies, completions, notices).
+fn remembered_task(cap: &SheepCapability) -> Option<String> {
+    remembered(cap, "task")
+}
+
+/// Print what was delivered and acknowledge it: a sheep's own inbox inside a sheep, otherwise
+/// the parent's (messages, replies, completions, notices). Each item prints as its text — a
+/// task without the fieldnotes context block (`shepherd note` prints the note's path), a
+/// message as written — followed by a newline, or by a NUL with `--null`; `--json` prints one
+/// document `{"items": [...]}` with every envelope whole.
 #[derive(Debug, Args)]
 pub(crate) struct InboxArgs {
     /// Seconds to wait for something to arrive (default: answer at once).
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     wait: f64,
+    /// End each item with a NUL byte instead of a newline (for texts with newlines in them).
+    #[arg(long, short = '0')]
+    null: bool,
     #[command(flatten)]
     herd: super::connect::HerdArgs,
 }
 
-/// What `inbox` prints for one item: an envelope as is, anything else with its type.
+/// What `inbox --json` lists for one item: an envelope as is, anything else with its type.
 fn item_json(item: &InboxItem) -> Value {
     match &item.payload {
         Payload::Envelope { envelope } => {
             serde_json::to_value(envelope).expect("envelopes serialise")
         }
         other => serde_json::to_value(other).expect("items serialise"),
+    }
+}
+
+/// What plain `inbox` prints for one item: what a script wants to act on.
+fn item_text(item: &InboxItem) -> String {
+    match &item.payload {
+        Payload::Envelope { envelope } => {
+            let content = envelope.content.as_deref().unwrap_or_default();
+            if envelope.kind == Kind::Task {
+                split_context_block(content).0.to_owned()
+            } else {
+                content.to_owned()
+            }
+        }
+        Payload::Completion { completions, .. } => completions
+            .iter()
+            .map(|c| {
+                let code = c
+                    .return_code
+                    .map_or(String::new(), |rc| format!(" (rc {rc})"));
+                let words = c.summary.as_deref().or(c.error.as_deref()).unwrap_or("");
+                format!("{} {}{code}: {words}", c.display_name, c.status.as_str())
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Payload::StaleWait(wait) => format!(
+            "{} has waited {} s for a reply to: {}",
+            wait.display_name,
+            wait.elapsed_ms / 1000,
+            wait.question
+        ),
+        Payload::Notice(notice) => notice.text.clone(),
     }
 }
 
@@ -127,13 +181,17 @@ pub(crate) fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, Cli
     };
     // Printed first, acknowledged after: a lost acknowledgement means a redelivery (which the
     // envelope ids make recognisable), never a loss.
-    let values: Vec<Value> = items.iter().map(item_json).collect();
     if printer.is_json() {
+        let values: Vec<Value> = items.iter().map(item_json).collect();
         printer.emit(&json!({ "items": values }), String::new);
     } else {
-        for value in &values {
-            printer.emit(value, || value.to_string());
+        let end = if args.null { '\0' } else { '\n' };
+        let mut out = String::new();
+        for item in &items {
+            out.push_str(&item_text(item));
+            out.push(end);
         }
+        print_raw(&out);
     }
     if let Some(cap) = &cap {
         remember_task(cap, &items);
@@ -191,6 +249,48 @@ async fn fetch(
             }
         }
     }
+}
+
+/// Writes `text` to stdout as it is (no newline added); a closed pipe ends quietly.
+fn print_raw(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    // A reader that went away (`| head -1`) is not an error worth reporting.
+    let _reader_gone = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .is_err();
+}
+
+/// Inside a sheep: print the path of the note of its task (the last task `inbox` printed, or
+/// `--task`), where it writes its findings.
+#[derive(Debug, Args)]
+pub(crate) struct NoteArgs {
+    /// Print the path relative to the project root instead of the absolute one.
+    #[arg(long)]
+    relative: bool,
+}
+
+pub(crate) fn note(args: &NoteArgs, printer: &Printer) -> Result<ExitCode, CliError> {
+    let cap = SheepCapability::from_env()?;
+    let task = remembered_task(&cap);
+    let note = remembered(&cap, "note").ok_or_else(|| {
+        let why = match &task {
+            Some(task) => format!("task {task} has no note (fieldnotes are off for this herd)"),
+            None => "this sheep has not printed a task with `shepherd inbox` yet".to_owned(),
+        };
+        CliError::new("no_note", format!("No note to show: {why}."))
+    })?;
+    let shown = if args.relative {
+        let project = std::env::var("SHEPHERD_PROJECT").unwrap_or_default();
+        std::path::Path::new(&note)
+            .strip_prefix(&project)
+            .map_or_else(|_| note.clone(), |p| p.display().to_string())
+    } else {
+        note.clone()
+    };
+    printer.emit(&json!({ "taskId": task, "note": note }), || shown.clone());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Message the parent (`shepherd`) or a herd-mate (its agent id).
@@ -299,6 +399,7 @@ pub(crate) fn report(args: ReportArgs, printer: &Printer) -> Result<ExitCode, Cl
         error: args.error,
         text: None,
         session_file: None,
+        usage: None,
     };
     let result: Value = call(method::REPORT, &params)?;
     printer.emit(&result, || "reported".to_owned());

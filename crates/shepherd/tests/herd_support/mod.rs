@@ -80,6 +80,13 @@ impl World {
         std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
     }
 
+    /// Writes a user agent definition file as it is.
+    pub fn define_file(&self, name: &str, text: &str) {
+        let dir = self.home.join(".pi/agent/agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
+    }
+
     /// Defines an agent that runs the test sheep with `on_task` (and answers questions with
     /// `answer` when given).
     pub fn define_test_sheep(&self, name: &str, on_task: &str, answer: Option<&str>) {
@@ -209,9 +216,13 @@ impl World {
         self.json(&["delegate", agent_id, task])
     }
 
-    /// The broker's pid, from `broker status`.
+    /// The broker's pid, from `broker status` (which exits 3 when none runs).
     pub fn broker_pid(&self) -> Option<u32> {
-        let status = self.json(&["broker", "status"]);
+        let (code, status) = self.json_status(&["broker", "status"]);
+        assert!(
+            matches!(code, 0 | 3),
+            "broker status exited {code}: {status}"
+        );
         status["status"]["pid"].as_u64().map(|p| p as u32)
     }
 

@@ -71,6 +71,11 @@ impl Reply {
             step.text.clone().unwrap_or_default()
         };
         let offered = request.offered_tools();
+        let results = if step.tool_calls.iter().any(|c| !c.fill.is_empty()) {
+            request.tool_results()
+        } else {
+            Vec::new()
+        };
         let mut missing = Vec::new();
         let mut calls = Vec::new();
         for (index, call) in step.tool_calls.iter().enumerate() {
@@ -79,12 +84,16 @@ impl Reply {
                 .clone()
                 .unwrap_or_else(|| format!("call_{}_{index}", request.seq));
             match resolve(call, &offered) {
-                Some((tool, arguments)) => calls.push(WireCall {
-                    id,
-                    name: tool.call_name,
-                    namespace: tool.namespace,
-                    arguments,
-                }),
+                Some((tool, arguments)) => {
+                    let (arguments, unfilled) = fill(&arguments, call, &results);
+                    missing.extend(unfilled);
+                    calls.push(WireCall {
+                        id,
+                        name: tool.call_name,
+                        namespace: tool.namespace,
+                        arguments,
+                    });
+                }
                 None => missing.push(match call.matching {
                     NameMatch::Shell => "shell".to_owned(),
                     _ => call.name.clone(),
@@ -161,6 +170,35 @@ fn resolve(call: &ToolCall, offered: &[OfferedTool]) -> Option<(OfferedTool, Str
             ))
         }
     }
+}
+
+/// The arguments with each of the call's placeholders replaced by the newest word in the tool
+/// results starting with its prefix; the placeholders that found none, described.
+fn fill(arguments: &str, call: &ToolCall, results: &[String]) -> (String, Vec<String>) {
+    let mut filled = arguments.to_owned();
+    let mut unfilled = Vec::new();
+    for (placeholder, prefix) in &call.fill {
+        let word = results.iter().rev().find_map(|result| {
+            result.rmatch_indices(prefix.as_str()).find_map(|(at, _)| {
+                let starts_word = result[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+                let word: String = result[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                    .collect();
+                (starts_word && word.len() > prefix.len()).then_some(word)
+            })
+        });
+        match word {
+            Some(word) => filled = filled.replace(placeholder.as_str(), &word),
+            None => unfilled.push(format!(
+                "fill {placeholder}: no word starting with {prefix} in the tool results"
+            )),
+        }
+    }
+    (filled, unfilled)
 }
 
 /// `name` is `suffix`, or ends with it right after a `_`, `/`, `.` or `-`.
@@ -252,5 +290,34 @@ pub(crate) fn error_body(api: Api, status: u16, message: &str) -> Value {
             };
             json!({"error": {"code": status, "message": message, "status": kind}})
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_take_the_newest_matching_word_from_the_tool_results() {
+        let call = ToolCall::suffix(
+            "shepherd_delegate",
+            json!({"target": "{{agent}}", "note": "for {{agent}}"}),
+        )
+        .filling("{{agent}}", "shepherd-agent-");
+        let results = vec![
+            "spawned shepherd-agent-1111aaaa-x".to_owned(),
+            "id: shepherd-agent-2222bbbb-y, again xshepherd-agent-9999".to_owned(),
+        ];
+        let (filled, unfilled) = fill(&call.arguments_json(), &call, &results);
+        assert!(unfilled.is_empty());
+        assert_eq!(
+            serde_json::from_str::<Value>(&filled).unwrap(),
+            json!({"target": "shepherd-agent-2222bbbb-y", "note": "for shepherd-agent-2222bbbb-y"})
+        );
+        let (_, unfilled) = fill(&call.arguments_json(), &call, &[]);
+        assert_eq!(
+            unfilled,
+            ["fill {{agent}}: no word starting with shepherd-agent- in the tool results"]
+        );
     }
 }

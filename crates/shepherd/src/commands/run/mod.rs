@@ -81,9 +81,9 @@ pub(crate) struct RunArgs {
     /// Minutes each task may take (fractions allowed; default: the `timeout` setting).
     #[arg(long, value_name = "MINUTES")]
     timeout: Option<f64>,
-    /// Where sheep run: auto, headless, tmux or herdr (default: the `backend` setting).
-    #[arg(long)]
-    backend: Option<String>,
+    /// Where sheep run (default: the `backend` setting).
+    #[arg(long, value_enum)]
+    backend: Option<crate::values::BackendArg>,
     /// A label for the sheep (shown as `<agent>: <label>`).
     #[arg(long)]
     label: Option<String>,
@@ -104,6 +104,8 @@ pub(crate) struct RunArgs {
     /// Follow a run already submitted (its id), until it finishes.
     #[arg(long, value_name = "RUN", conflicts_with_all = ["agent", "parallel", "chain", "plan", "detach"])]
     attach: Option<String>,
+    #[command(flatten)]
+    budget: crate::commands::controls::BudgetArgs,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -149,8 +151,9 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         cwd: args.cwd.as_deref(),
         isolate: args.isolate,
         timeout: args.timeout,
-        backend: args.backend.as_deref(),
+        backend: args.backend.map(crate::values::BackendArg::as_str),
         label: args.label.as_deref(),
+        budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
     let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
@@ -165,10 +168,12 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
                 cwd: Some(step.cwd.display().to_string()),
                 isolate: step.isolate,
                 label: step.label.clone(),
+                budget: step.budget,
             })
             .collect(),
         session_name: plan.session_name.clone(),
         timeout: plan.timeout_minutes,
+        budget: plan.budget,
         backend: plan.backend.clone(),
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
@@ -204,6 +209,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
 fn refusal(err: CliError) -> CliError {
     match err.code.as_str() {
         "invalid_run"
+        | "invalid_budget"
         | "invalid_session_name"
         | "invalid_backend"
         | "invalid_label"

@@ -10,6 +10,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use shepherd_core::budget::Budget;
 
 use crate::error::CliError;
 
@@ -43,6 +44,7 @@ pub(super) struct StepPlan {
     pub(super) cwd: PathBuf,
     pub(super) isolate: bool,
     pub(super) label: Option<String>,
+    pub(super) budget: Option<Budget>,
 }
 
 /// A whole run as asked for (not yet checked against settings or agent definitions).
@@ -53,6 +55,7 @@ pub(super) struct RunPlan {
     pub(super) session_name: Option<String>,
     pub(super) timeout_minutes: Option<f64>,
     pub(super) backend: Option<String>,
+    pub(super) budget: Option<Budget>,
 }
 
 /// The command-line side of a plan: everything `RunArgs` can say about the tasks.
@@ -69,6 +72,7 @@ pub(super) struct PlanInput<'a> {
     pub(super) timeout: Option<f64>,
     pub(super) backend: Option<&'a str>,
     pub(super) label: Option<&'a str>,
+    pub(super) budget: Option<Budget>,
 }
 
 /// A plan file: `single`, top-level `agent` + `task`, `tasks` or `chain`, plus defaults.
@@ -86,6 +90,7 @@ struct PlanFile {
     isolate: Option<bool>,
     tasks: Option<Vec<StepSpec>>,
     chain: Option<Vec<StepSpec>>,
+    budget: Option<Budget>,
 }
 
 /// One task as a plan file writes it.
@@ -100,6 +105,8 @@ struct StepSpec {
     isolate: bool,
     #[serde(default)]
     label: Option<String>,
+    #[serde(default)]
+    budget: Option<Budget>,
 }
 
 const ONE_MODE: &str = "give exactly one of: AGENT TASK (single), --parallel AGENT=TASK..., \
@@ -136,6 +143,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             cwd: None,
             isolate: false,
             label: None,
+            budget: None,
         };
         (Mode::Single, vec![spec], PlanFile::default())
     } else if !input.parallel.is_empty() {
@@ -191,6 +199,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             cwd: step_cwd,
             isolate: spec.isolate || input.isolate,
             label: spec.label.or_else(|| default_label.clone()),
+            budget: spec.budget,
         });
     }
     let timeout_minutes = input.timeout.or(file.timeout);
@@ -201,12 +210,19 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             "timeout `{minutes}` must be a positive number of minutes"
         )));
     }
+    // The command line's budget over the plan file's, key by key; each task's own over both
+    // (in the broker, which also checks the values).
+    let budget = match (file.budget, input.budget) {
+        (Some(file), Some(given)) => Some(file.overlay(given)),
+        (file, given) => given.or(file),
+    };
     Ok(RunPlan {
         mode,
         steps,
         session_name: input.session_name.map(str::to_owned).or(file.session_name),
         timeout_minutes,
         backend: input.backend.map(str::to_owned).or(file.backend),
+        budget,
     })
 }
 
@@ -221,6 +237,7 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<StepSpec>, CliError> {
                 cwd: None,
                 isolate: false,
                 label: None,
+                budget: None,
             }),
             _ => Err(invalid(format!(
                 "{flag} item `{item}` must be AGENT=TASK (e.g. worker=\"fix the login bug\")"
@@ -289,6 +306,7 @@ fn file_mode(file: &PlanFile, path: &Path) -> Result<(Mode, Vec<StepSpec>), CliE
             cwd: None,
             isolate: file.isolate.unwrap_or(false),
             label: None,
+            budget: None,
         };
         return Ok((Mode::Single, vec![spec]));
     }
