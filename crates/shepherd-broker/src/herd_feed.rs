@@ -67,13 +67,17 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
 }
 
 /// The view without what only the clock changes (the time it was taken, how long a task has
-/// waited so far): a client works those out from the timestamps it already has.
+/// waited so far, how long a task under the stall watchdog has been silent): a client works
+/// those out from the timestamps it already has.
 fn comparable(view: &HerdResult) -> HerdResult {
     let mut view = view.clone();
     view.now = None;
     for sheep in &mut view.sheep {
         if let Some(task) = sheep.task.as_mut() {
             task.waiting_ms = None;
+            if let Some(stall) = task.stall.as_mut() {
+                stall.quiet_ms = 0;
+            }
         }
     }
     view
