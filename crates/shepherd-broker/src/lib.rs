@@ -27,6 +27,7 @@ mod herd_feed;
 mod herdr_link;
 mod inbox;
 mod isolation;
+mod live_usage;
 mod parent;
 mod pi;
 mod printed;

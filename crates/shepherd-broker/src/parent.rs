@@ -284,7 +284,8 @@ pub(crate) fn status(
 }
 
 /// Runs `herd`: every sheep that is not closed, the settled tasks and the latest session, with
-/// the last line each sheep printed where a supervisor reported it.
+/// the last line each sheep printed where a supervisor reported it and what each open task's
+/// turns used so far.
 pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
     let now = broker.now();
     let mut view = broker.read(|herd| HerdResult {
@@ -294,6 +295,7 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
         session: herd.latest_session(),
     });
     crate::printed::overlay(broker, &mut view.sheep);
+    crate::live_usage::overlay(broker, &mut view.sheep);
     Ok(view)
 }
 

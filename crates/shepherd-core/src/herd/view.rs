@@ -75,8 +75,17 @@ pub struct Usage {
     pub tokens_in: u64,
     /// Output tokens.
     pub tokens_out: u64,
+    /// Tokens of the open task's turns so far (input, output and cache together, as each turn
+    /// reports them); once the task settles, its run's record splits them into the two above.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens: u64,
     /// Cost in the provider's currency units (USD for the usual providers).
     pub cost: f64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {

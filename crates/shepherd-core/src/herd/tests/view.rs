@@ -118,6 +118,7 @@ fn usage_and_model_come_from_what_the_runs_reported() {
         Some(Usage {
             tokens_in: 1510,
             tokens_out: 40,
+            tokens: 0,
             cost: 0.5
         })
     );
