@@ -241,12 +241,17 @@ fn harness(sheep: &SheepStatus) -> &str {
     &sheep.runtime
 }
 
-/// Where a sheep runs: its backend, with the pane on a visible one.
+/// Where a sheep runs: its backend, with the pane on a visible one, and `⎇` when it works in
+/// its own git worktree (`--isolate`).
 fn place(sheep: &SheepStatus) -> String {
-    match &sheep.pane {
+    let mut place = match &sheep.pane {
         Some(pane) => format!("{} {pane}", sheep.backend),
         None => sheep.backend.clone(),
+    };
+    if sheep.worktree.is_some() {
+        place.push_str(" ⎇");
     }
+    place
 }
 
 /// The settled tasks of `herd` at broker time `now`, filtered like the rows (by name, task
@@ -312,6 +317,7 @@ pub(crate) fn totals(herd: &HerdResult) -> String {
             known = true;
             total.tokens_in += u.tokens_in;
             total.tokens_out += u.tokens_out;
+            total.tokens += u.tokens;
             total.cost += u.cost;
         }
     }
@@ -339,9 +345,10 @@ pub(crate) fn totals(herd: &HerdResult) -> String {
     parts.join("  ·  ")
 }
 
-/// `1.2k tok $0.04`: tokens in and out together, and cost when there was any.
+/// `1.2k tok $0.04`: tokens in and out together (with the open task's so far), and cost when
+/// there was any.
 pub(crate) fn usage(usage: &shepherd_core::herd::Usage) -> String {
-    let tokens = tokens(usage.tokens_in + usage.tokens_out);
+    let tokens = tokens(usage.tokens_in + usage.tokens_out + usage.tokens);
     if usage.cost > 0.0 {
         format!("{tokens} tok ${:.2}", usage.cost)
     } else {

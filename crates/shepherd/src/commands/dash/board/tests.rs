@@ -354,3 +354,37 @@ fn the_filter_applies_to_settled_tasks_too() {
     assert_eq!(names("AUTH"), ["scout: b"]);
     assert_eq!(names("completed").len(), 2);
 }
+
+#[test]
+fn where_a_sheep_runs_names_its_pane_and_marks_a_worktree() {
+    let view = herd(
+        &[
+            sheep("worker: a", &json!({ "backend": "tmux", "pane": "%3" })),
+            sheep(
+                "worker: b",
+                &json!({ "worktree": { "path": "/p-wt/worker-b", "branch": "shepherd/worker-b" } }),
+            ),
+        ],
+        &json!([]),
+    );
+    let places: Vec<String> = rows(&view, NOW, "", Sort::Spawned)
+        .into_iter()
+        .map(|r| r.place)
+        .collect();
+    assert_eq!(places, ["tmux %3", "headless ⎇"]);
+}
+
+#[test]
+fn an_open_tasks_live_tokens_count_with_the_settled_runs() {
+    let view = herd(
+        &[sheep(
+            "worker: a",
+            &json!({ "usage": { "tokensIn": 1000, "tokensOut": 200, "tokens": 300, "cost": 0.5 } }),
+        )],
+        &json!([]),
+    );
+    assert_eq!(
+        rows(&view, NOW, "", Sort::Spawned)[0].usage,
+        "1.5k tok $0.50"
+    );
+}
