@@ -73,6 +73,10 @@ pub(crate) struct Links {
     pub(crate) run_followers: HashMap<String, Vec<Arc<crate::server::Session>>>,
     /// Runs whose driver is running.
     pub(crate) run_drivers: std::collections::HashSet<String>,
+    /// The last line each sheep printed, as its supervisor last reported (see `printed`).
+    pub(crate) printed: HashMap<AgentId, String>,
+    /// What each sheep's open task used so far, as its turns reported (see `live_usage`).
+    pub(crate) live_usage: HashMap<AgentId, (TaskId, shepherd_core::budget::Usage)>,
 }
 
 /// The state a running broker shares between its connections and tasks.

@@ -34,6 +34,7 @@ pub(crate) async fn dispatch(
         | method::MESSAGE
         | method::WATCH
         | method::CLOSE
+        | method::FOCUS
         | method::PRUNE
         | method::BROKER_STOP => role == Role::Parent,
         method::WAIT
@@ -49,7 +50,9 @@ pub(crate) async fn dispatch(
             matches!(role, Role::Parent | Role::Sheep)
         }
         method::TELL | method::DONE | method::REPORT => role == Role::Sheep,
-        method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED => role == Role::Supervisor,
+        method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED | method::SUPERVISOR_OUTPUT => {
+            role == Role::Supervisor
+        }
         method::HELLO => {
             return Err(BrokerError::new(
                 ErrorCode::InvalidRequest,
@@ -128,6 +131,8 @@ async fn route(
         method::SUPERVISOR_EXITED => {
             reply(crate::supervisor::exited(broker, session, parse(name, params)?).await)
         }
+        method::SUPERVISOR_OUTPUT => crate::printed::output(broker, session).await,
+        method::FOCUS => reply(crate::focus::focus(broker, parse(name, params)?).await),
         method::BROKER_STATUS => reply(Ok(crate::serve::status(broker))),
         method::BROKER_STOP => reply(crate::serve::stop(broker).await),
         _ => unreachable!("every allowed method is dispatched"),

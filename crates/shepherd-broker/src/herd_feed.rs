@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use shepherd_core::herd::SheepStatus;
 use shepherd_core::protocol::{HerdResult, event};
 
 use crate::broker::Broker;
@@ -33,7 +32,7 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
     }
     let broker = broker.clone();
     let session = session.clone();
-    let mut last = comparable(&now.sheep);
+    let mut last = comparable(&now);
     tokio::spawn(async move {
         let mut next_allowed = tokio::time::Instant::now();
         loop {
@@ -54,7 +53,7 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
             let Ok(view) = crate::parent::herd(&broker) else {
                 return;
             };
-            let seen = comparable(&view.sheep);
+            let seen = comparable(&view);
             if seen != last {
                 last = seen;
                 session.push(
@@ -67,16 +66,19 @@ pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerR
     Ok(now)
 }
 
-/// The view without what only the clock changes (how long a task has waited so far).
-fn comparable(sheep: &[SheepStatus]) -> Vec<SheepStatus> {
-    sheep
-        .iter()
-        .cloned()
-        .map(|mut s| {
-            if let Some(task) = s.task.as_mut() {
-                task.waiting_ms = None;
+/// The view without what only the clock changes (the time it was taken, how long a task has
+/// waited so far, how long a task under the stall watchdog has been silent): a client works
+/// those out from the timestamps it already has.
+fn comparable(view: &HerdResult) -> HerdResult {
+    let mut view = view.clone();
+    view.now = None;
+    for sheep in &mut view.sheep {
+        if let Some(task) = sheep.task.as_mut() {
+            task.waiting_ms = None;
+            if let Some(stall) = task.stall.as_mut() {
+                stall.quiet_ms = 0;
             }
-            s
-        })
-        .collect()
+        }
+    }
+    view
 }

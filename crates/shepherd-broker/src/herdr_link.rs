@@ -89,7 +89,14 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                         .map(|s| s.id.clone())
                 });
                 if let Some(agent_id) = sheep {
-                    broker.commit(|tx| tx.emit(Event::SheepActivity { agent_id, activity }));
+                    broker.commit(|tx| {
+                        let at = Some(tx.now());
+                        tx.emit(Event::SheepActivity {
+                            agent_id,
+                            activity,
+                            at,
+                        });
+                    });
                 }
             }
             Some(HerdrEvent::PaneClosed { pane }) => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Resolved, Sheep};
-use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
+use shepherd_core::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
     ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, WaitParams,
@@ -278,17 +278,26 @@ pub(crate) fn status(
         }
         None => Ok(serde_json::to_value(HerdResult {
             sheep: herd.herd_view(now, false),
+            ..HerdResult::default()
         })
         .expect("herd serialises")),
     })
 }
 
-/// Runs `herd`.
+/// Runs `herd`: every sheep that is not closed, the settled tasks and the latest session, with
+/// the last line each sheep printed where a supervisor reported it and what each open task's
+/// turns used so far.
 pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
     let now = broker.now();
-    Ok(broker.read(|herd| HerdResult {
+    let mut view = broker.read(|herd| HerdResult {
         sheep: herd.herd_view(now, false),
-    }))
+        now: Some(now),
+        settled: herd.settled_view(),
+        session: herd.latest_session(),
+    });
+    crate::printed::overlay(broker, &mut view.sheep);
+    crate::live_usage::overlay(broker, &mut view.sheep);
+    Ok(view)
 }
 
 /// Runs `resolve`: the full id a person's short name stands for.
@@ -334,6 +343,40 @@ fn read_target<'h>(herd: &'h Herd, target: &str) -> Option<&'h Sheep> {
     }
 }
 
+/// The last `lines` lines a sheep shows, read from its backend; a headless pi sheep's RPC
+/// event log is rendered as a transcript first.
+pub(crate) async fn recent_output(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    kind: &str,
+    runtime: &str,
+    source: ReadSource,
+    lines: u32,
+) -> BrokerResult<String> {
+    let record = crate::spawn::current_launch(broker, id);
+    let backend = BackendKind::parse(kind)
+        .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("unknown backend `{kind}`")))
+        .and_then(|kind| broker.backend(kind))?;
+    // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
+    // once rendered as a transcript.
+    let rpc_log = kind == BackendKind::Headless.as_str() && runtime == "pi";
+    let raw_lines = if rpc_log {
+        lines.saturating_mul(50).min(10_000)
+    } else {
+        lines
+    };
+    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, raw_lines))
+        .await
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
+    Ok(if rpc_log {
+        let rendered = crate::transcript::transcript(&text);
+        let all: Vec<&str> = rendered.lines().collect();
+        all[all.len().saturating_sub(lines as usize)..].join("\n")
+    } else {
+        text
+    })
+}
+
 /// Runs `read`: a sheep's recent output, by agent id, display name or pane id.
 pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResult<ReadResult> {
     if params.target.trim().is_empty() {
@@ -368,28 +411,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
                 )
             })
     })?;
-    let record = crate::spawn::current_launch(broker, &id);
-    let backend = BackendKind::parse(&kind)
-        .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("unknown backend `{kind}`")))
-        .and_then(|kind| broker.backend(kind))?;
-    // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
-    // once rendered as a transcript.
-    let rpc_log = kind == BackendKind::Headless.as_str() && runtime == "pi";
-    let raw_lines = if rpc_log {
-        lines.saturating_mul(50).min(10_000)
-    } else {
-        lines
-    };
-    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, raw_lines))
-        .await
-        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
-    let text = if rpc_log {
-        let rendered = crate::transcript::transcript(&text);
-        let all: Vec<&str> = rendered.lines().collect();
-        all[all.len().saturating_sub(lines as usize)..].join("\n")
-    } else {
-        text
-    };
+    let text = recent_output(broker, &id, &kind, &runtime, source, lines).await?;
     let text = if text.trim().is_empty() {
         "(no terminal output)".to_owned()
     } else {

@@ -132,10 +132,7 @@ pub(crate) fn launch(
     if headless {
         argv.extend(["--mode".into(), "rpc".into()]);
     }
-    let model = params.model.clone().or_else(|| match &def.model {
-        ModelChoice::Explicit(model) => Some(model.clone()),
-        ModelChoice::Inherit => params.parent_model.clone(),
-    });
+    let model = chosen_model(def, params);
     let thinking = match def.thinking {
         ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
         ThinkingChoice::Inherit => params.parent_thinking.clone(),
@@ -145,6 +142,14 @@ pub(crate) fn launch(
     Ok(PiLaunch {
         argv,
         env: definition.env,
+    })
+}
+
+/// The model a pi sheep runs: the spawn's override, else its definition's, else its parent's.
+pub(crate) fn chosen_model(def: &AgentDef, params: &SpawnParams) -> Option<String> {
+    params.model.clone().or_else(|| match &def.model {
+        ModelChoice::Explicit(model) => Some(model.clone()),
+        ModelChoice::Inherit => params.parent_model.clone(),
     })
 }
 

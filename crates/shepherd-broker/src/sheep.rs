@@ -125,6 +125,10 @@ async fn turn(
 ) -> BrokerResult<Value> {
     let mut usage = params.usage.unwrap_or_default();
     usage.turns = 1;
+    let open = broker.read(|herd| herd.sheep.get(sender).and_then(|s| s.active_task.clone()));
+    if let Some(task) = &open {
+        crate::live_usage::count(broker, sender, task, &usage);
+    }
     broker
         .commit_reply(rid, |tx| {
             let reached = shepherd_core::herd::usage(tx, sender, usage);

@@ -95,6 +95,10 @@ catalogue! {
     PiUnavailable = "pi_unavailable", exit EXIT_FAILURE, hint Some("Install pi (npm install -g @mariozechner/pi-coding-agent) or point SHEPHERD_PI at it.");
     /// pi ran but did not do what was asked.
     PiFailed = "pi_failed", exit EXIT_FAILURE, hint None;
+    /// The dashboard needs a terminal on stdin and stdout.
+    NotATerminal = "not_a_terminal", exit EXIT_USAGE, hint Some("Use `shepherd herd --follow` to print the herd as it changes.");
+    /// The terminal failed while the dashboard drew or read keys.
+    Terminal = "terminal", exit EXIT_FAILURE, hint None;
     /// The MCP server could not be served on this standard input and output.
     Mcp = "mcp", exit EXIT_FAILURE, hint None;
     /// A note belongs to a task a running broker still holds.
@@ -181,6 +185,8 @@ catalogue! {
     WorktreeFailed = "worktree_failed", exit EXIT_FAILURE, hint None;
     /// Termination of the sheep could not be confirmed.
     CloseUnconfirmed = "close_unconfirmed", exit EXIT_FAILURE, hint Some("Look at the sheep's pane or process yourself; closing again retries.");
+    /// The sheep runs headless: it has no window or pane to bring to the front.
+    NoPane = "no_pane", exit EXIT_FAILURE, hint Some("Read its output instead (shepherd read), or open it in the dashboard for a live transcript.");
     /// A sheep's screen could not be read.
     ReadFailed = "read_failed", exit EXIT_FAILURE, hint None;
     /// The read source is not one of visible, recent, recent-unwrapped, detection.

@@ -289,4 +289,15 @@ pub trait Backend: Send + Sync {
     fn available(&self) -> Result<(), TermError> {
         Ok(())
     }
+
+    /// Brings the sheep's pane to the front: its window or tab becomes the current one, and
+    /// the terminal client showing `viewer_pane` (the caller's own pane on the same server,
+    /// when known) switches to it. A backend with nothing to show keeps this default.
+    fn focus(&self, record: &LaunchRecord, viewer_pane: Option<&str>) -> Result<(), TermError> {
+        let _unused = (record, viewer_pane);
+        Err(TermError::Unavailable(format!(
+            "a {} sheep has no window to show; read its output instead",
+            self.kind().as_str()
+        )))
+    }
 }

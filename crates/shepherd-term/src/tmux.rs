@@ -362,6 +362,45 @@ impl Backend for TmuxBackend {
         }
     }
 
+    fn focus(&self, record: &LaunchRecord, viewer_pane: Option<&str>) -> Result<(), TermError> {
+        let pane = record
+            .pane
+            .as_deref()
+            .ok_or_else(|| TermError::Unavailable("the sheep has no pane".into()))?;
+        let server = Self::server_of(record);
+        self.run(&server, &["select-window", "-t", pane])?;
+        self.run(&server, &["select-pane", "-t", pane])?;
+        // A viewer in another session sees the sheep only once its own client switches there.
+        let Some(viewer) = viewer_pane else {
+            return Ok(());
+        };
+        let session = |target: &str| {
+            self.run(
+                &server,
+                &["display-message", "-p", "-t", target, "#{session_id}"],
+            )
+            .map(|id| id.trim().to_owned())
+        };
+        let viewer_session = session(viewer)?;
+        if viewer_session == session(pane)? {
+            return Ok(());
+        }
+        let clients = self.run(
+            &server,
+            &[
+                "list-clients",
+                "-t",
+                &viewer_session,
+                "-F",
+                "#{client_name}",
+            ],
+        )?;
+        for client in clients.lines().map(str::trim).filter(|c| !c.is_empty()) {
+            self.run(&server, &["switch-client", "-c", client, "-t", pane])?;
+        }
+        Ok(())
+    }
+
     fn presence(&self, record: &LaunchRecord) -> Presence {
         let Some(pane) = &record.pane else {
             return Presence::Unknown;

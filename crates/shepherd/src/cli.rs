@@ -41,8 +41,10 @@ pub(crate) enum Command {
     Resume(commands::controls::ResumeArgs),
     /// Show a sheep's recent output.
     Read(commands::parent::ReadArgs),
-    /// List the herd.
+    /// List the herd (`--tui`: the live dashboard).
     Herd(commands::parent::HerdListArgs),
+    /// The live herd dashboard in the terminal (the same as `herd --tui`).
+    Dash(commands::dash::DashArgs),
     /// Forget sheep whose processes are gone.
     Prune(commands::parent::PruneArgs),
     /// Print and acknowledge what was delivered: inside a sheep its own inbox, else the parent's.

@@ -7,7 +7,7 @@
 mod pi_support;
 
 use pi_support::{Backend, Options, Shepherd, message_text, read};
-use serde_json::json;
+use serde_json::{Value, json};
 use shepherd_testkit::fake_llm::Step;
 use shepherd_testkit::pi::PiBinary;
 
@@ -210,7 +210,59 @@ fn a_crashed_sheep_resumes_on_its_session(pi: &PiBinary) {
     );
 }
 
+/// What a pi sheep's open task used so far is in the herd view while it runs, each turn as it
+/// ends (the fake model reports 10 tokens in and 5 out per turn), with no budget set; once the
+/// task settles, its run's record carries the same count, split into input and output.
+fn the_herd_view_counts_an_open_tasks_tokens_turn_by_turn(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let worker = s.spawn("worker", "busy");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call("bash", json!({"command": "echo one"})),
+            Step::tool_call("bash", json!({"command": "echo two"})).held_until("second"),
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "two lines"}),
+            ),
+            Step::text("done"),
+        ],
+    );
+    let delegated = s.call_tool(
+        "shepherd_delegate",
+        json!({"target": worker, "task": "Echo two lines, one per turn."}),
+    );
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    let tokens = |view: &Value| {
+        view["sheep"]
+            .as_array()
+            .and_then(|sheep| sheep.iter().find(|s| s["agentId"] == worker.as_str()))
+            .map(|s| s["usage"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let open = s.herd_until("15 tokens on the open task", |view| {
+        tokens(view)["tokens"] == 15
+    });
+    let sheep = &open["sheep"][0];
+    assert_eq!(sheep["task"]["id"], task.as_str(), "{open}");
+    s.fake.release("second");
+    let watched = s.shepherd(&["watch", &task, "--wait", "90"]);
+    assert_eq!(watched["settled"][0]["status"], "completed", "{watched}");
+    let settled = s.herd_until("the settled run's usage", |view| {
+        tokens(view)["tokensIn"].as_u64().is_some_and(|n| n > 0)
+    });
+    let usage = tokens(&settled);
+    assert_eq!(
+        usage.get("tokens"),
+        None,
+        "no open task counts now: {usage}"
+    );
+    assert!(usage["tokensOut"].as_u64().unwrap() > 0, "{usage}");
+    s.shepherd(&["close", &worker]);
+}
+
 shepherd_testkit::pi_tests!(
+    the_herd_view_counts_an_open_tasks_tokens_turn_by_turn,
     a_two_turn_budget_stops_the_sheep,
     a_closed_sheep_resumes_with_its_context,
     a_crashed_sheep_resumes_on_its_session

@@ -92,6 +92,10 @@ pub(crate) async fn spawn(
         label: prepared.label.clone(),
         backend: prepared.kind.as_str().to_owned(),
         runtime: if prepared.is_pi() { "pi" } else { "command" }.to_owned(),
+        model: prepared
+            .is_pi()
+            .then(|| crate::pi::chosen_model(&prepared.def, &params))
+            .flatten(),
         cwd: prepared.cwd.display().to_string(),
         token_digest: crate::auth::digest(&credentials.token),
         supervisor_digest: Some(crate::auth::digest(&credentials.supervisor)),

@@ -21,38 +21,53 @@ impl Herd {
                     sheep.launch = launch.clone();
                 }
             }
-            Event::SheepReady { agent_id } => {
+            Event::SheepReady { agent_id, at } => {
                 if let Some(sheep) = self.sheep.get_mut(agent_id)
                     && sheep.phase == Phase::Starting
                 {
                     sheep.phase = Phase::Ready;
+                    stamp(sheep, *at);
                 }
             }
-            Event::SheepActivity { agent_id, activity } => {
-                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+            Event::SheepActivity {
+                agent_id,
+                activity,
+                at,
+            } => {
+                if let Some(sheep) = self.sheep.get_mut(agent_id)
+                    && sheep.activity != *activity
+                {
                     sheep.activity = *activity;
+                    stamp(sheep, *at);
                 }
             }
-            Event::SheepFailed { agent_id, exit } | Event::SheepExited { agent_id, exit } => {
+            Event::SheepFailed { agent_id, exit, at }
+            | Event::SheepExited { agent_id, exit, at } => {
                 if let Some(sheep) = self.sheep.get_mut(agent_id) {
-                    sheep.phase = match event {
+                    let phase = match event {
                         Event::SheepFailed { .. } => Phase::Failed,
                         _ if sheep.phase == Phase::Closing => Phase::Closing,
                         _ => Phase::Exited,
                     };
+                    if phase != sheep.phase {
+                        stamp(sheep, *at);
+                    }
+                    sheep.phase = phase;
                     sheep.activity = Activity::Idle;
                     sheep.exit = Some(exit.clone());
                 }
             }
-            Event::SheepClosing { agent_id } => {
+            Event::SheepClosing { agent_id, at } => {
                 if let Some(sheep) = self.sheep.get_mut(agent_id) {
                     sheep.phase = Phase::Closing;
+                    stamp(sheep, *at);
                 }
             }
-            Event::SheepClosed { agent_id } => {
+            Event::SheepClosed { agent_id, at } => {
                 if let Some(sheep) = self.sheep.get_mut(agent_id) {
                     sheep.phase = Phase::Closed;
                     sheep.activity = Activity::Idle;
+                    stamp(sheep, *at);
                 }
                 // Nothing will ever read a closed sheep's inbox again.
                 self.inboxes
@@ -78,6 +93,7 @@ impl Herd {
                 }
                 if let Some(sheep) = agent.and_then(|id| self.sheep.get_mut(&id)) {
                     sheep.activity = Activity::Working;
+                    stamp(sheep, *at);
                 }
             }
             Event::RequestOpened { request } => {
@@ -237,12 +253,20 @@ impl Herd {
                 sheep.active_task = None;
             }
             sheep.last_outcome = Some(result.status);
+            stamp(sheep, Some(result.completed_at));
             // A pi sheep reports its own activity (its run may still be writing its last words);
             // any other sheep is idle once its task is settled.
             if sheep.runtime != "pi" {
                 sheep.activity = Activity::Idle;
             }
         }
+    }
+}
+
+/// Records when what a person sees of `sheep` last changed, when the event says.
+fn stamp(sheep: &mut super::Sheep, at: Option<i64>) {
+    if at.is_some() {
+        sheep.since = at;
     }
 }
 

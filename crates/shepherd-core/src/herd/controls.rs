@@ -126,6 +126,7 @@ pub fn reopen(tx: &mut Tx<'_>, input: Reopen) -> Result<(), HerdError> {
         supervisor_digest: input.supervisor_digest,
         request_id: input.request_id,
         continues,
+        at: Some(tx.now()),
     });
     Ok(())
 }
@@ -307,6 +308,7 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
             supervisor_digest,
             request_id,
             continues,
+            at,
         } => {
             if let Some(sheep) = herd.sheep.get_mut(agent_id)
                 && sheep.phase == Phase::Closed
@@ -323,6 +325,9 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
                 sheep.request_id.clone_from(request_id);
                 sheep.continues.clone_from(continues);
                 sheep.resumes += 1;
+                if at.is_some() {
+                    sheep.since = *at;
+                }
                 // A resumed isolated sheep gets its worktree back; what its release said is past.
                 if let Some(record) = sheep.worktree.as_object_mut() {
                     record.remove("released");

@@ -23,6 +23,7 @@ fn admit_sheep(
         label: crate::label::validate_label(label).unwrap(),
         backend: "headless".into(),
         runtime: "pi".into(),
+        model: None,
         cwd: "/p".into(),
         token_digest: "d".into(),
         supervisor_digest: None,

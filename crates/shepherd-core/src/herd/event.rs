@@ -30,6 +30,9 @@ pub enum Event {
     SheepReady {
         /// The sheep.
         agent_id: AgentId,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// It reported what it is doing.
     SheepActivity {
@@ -37,6 +40,9 @@ pub enum Event {
         agent_id: AgentId,
         /// Working or idle.
         activity: Activity,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// It never became ready.
     SheepFailed {
@@ -44,6 +50,9 @@ pub enum Event {
         agent_id: AgentId,
         /// Why.
         exit: ExitInfo,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// Its process ended.
     SheepExited {
@@ -51,16 +60,25 @@ pub enum Event {
         agent_id: AgentId,
         /// How.
         exit: ExitInfo,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// A close began.
     SheepClosing {
         /// The sheep.
         agent_id: AgentId,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// The close finished; its processes are gone.
     SheepClosed {
         /// The sheep.
         agent_id: AgentId,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// A task was accepted.
     TaskCreated {
@@ -239,6 +257,9 @@ pub enum Event {
         /// Its last note, which its next task continues.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         continues: Option<NoteLink>,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// An isolated sheep's worktree was released (removed, or kept with a report).
     WorktreeReleased {

@@ -23,6 +23,8 @@ pub struct NewSheep {
     pub backend: String,
     /// `command` or `pi`.
     pub runtime: String,
+    /// The model it is started with, when its runtime takes one.
+    pub model: Option<String>,
     /// Its working directory.
     pub cwd: String,
     /// sha256 (hex) of its capability token.
@@ -144,6 +146,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         label: new.label,
         backend: new.backend,
         runtime: new.runtime,
+        model: new.model,
         cwd: new.cwd,
         token_digest: new.token_digest,
         supervisor_digest: new.supervisor_digest,
@@ -151,6 +154,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         phase: Phase::Starting,
         activity: Activity::Idle,
         working_since: None,
+        since: Some(tx.now()),
         active_task: None,
         last_outcome: None,
         exit: None,
@@ -186,6 +190,7 @@ pub fn ready(tx: &mut Tx<'_>, agent_id: &AgentId) {
     {
         tx.emit(Event::SheepReady {
             agent_id: agent_id.clone(),
+            at: Some(tx.now()),
         });
     }
 }
@@ -198,9 +203,11 @@ pub fn failed_to_start(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
         .get(agent_id)
         .is_some_and(|s| s.phase == Phase::Starting)
     {
+        let at = Some(tx.now());
         tx.emit(Event::SheepFailed {
             agent_id: agent_id.clone(),
             exit,
+            at,
         });
     }
 }
@@ -224,6 +231,7 @@ pub fn exited(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
     if closing {
         // Closed on purpose: that is its own outcome, whatever status or signal the close
         // ended it with, on every backend.
+        let at = Some(tx.now());
         tx.emit(Event::SheepExited {
             agent_id: agent_id.clone(),
             exit: ExitInfo {
@@ -231,12 +239,15 @@ pub fn exited(tx: &mut Tx<'_>, agent_id: &AgentId, exit: ExitInfo) {
                 tail: exit.tail,
                 ..ExitInfo::default()
             },
+            at,
         });
         return;
     }
+    let at = Some(tx.now());
     tx.emit(Event::SheepExited {
         agent_id: agent_id.clone(),
         exit: exit.clone(),
+        at,
     });
     let mut error = format!("{display} {} before the task completed.", exit.describe());
     if !exit.tail.is_empty() {
@@ -293,6 +304,7 @@ pub fn begin_close(tx: &mut Tx<'_>, agent_id: &AgentId) -> bool {
     {
         tx.emit(Event::SheepClosing {
             agent_id: agent_id.clone(),
+            at: Some(tx.now()),
         });
     }
     true
@@ -308,6 +320,7 @@ pub fn closed(tx: &mut Tx<'_>, agent_id: &AgentId) {
     {
         tx.emit(Event::SheepClosed {
             agent_id: agent_id.clone(),
+            at: Some(tx.now()),
         });
     }
 }

@@ -479,9 +479,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
     match report {
         RunReport::Started => {
             if activity != Activity::Working {
+                let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
                     activity: Activity::Working,
+                    at,
                 });
             }
         }
@@ -491,9 +493,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
             text,
         } => {
             if activity != Activity::Idle {
+                let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
                     activity: Activity::Idle,
+                    at,
                 });
             }
             let Some(task_id) = active else { return };

@@ -43,7 +43,10 @@ pub use model::*;
 pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
-pub use view::{SheepStatus, StallView, TaskView, ack};
+pub use view::{
+    SETTLED_LISTED, SessionLink, SettledTask, SheepStatus, StallView, TaskView, Usage, ack,
+    first_line, last_line,
+};
 pub use watch::{WatchOutcome, watch};
 
 use indexmap::IndexMap;

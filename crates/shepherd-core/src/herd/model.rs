@@ -96,6 +96,9 @@ pub struct Sheep {
     pub backend: String,
     /// What runs it: `command` or `pi`.
     pub runtime: String,
+    /// The model it was started with, when its runtime takes one (`provider/id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Its working directory.
     pub cwd: String,
     /// sha256 (hex) of its capability token; the token itself is never stored.
@@ -113,6 +116,10 @@ pub struct Sheep {
     /// Since when it has been working (ms), while it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_since: Option<i64>,
+    /// When its phase or activity last changed, or its task started or settled (ms); absent
+    /// for records from journals written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
     /// Its open task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_task: Option<TaskId>,

@@ -51,6 +51,7 @@ impl Harness {
             label: crate::label::validate_label(label).unwrap(),
             backend: "headless".into(),
             runtime: "command".into(),
+            model: None,
             cwd: "/p".into(),
             token_digest: "d".into(),
             supervisor_digest: None,
@@ -741,6 +742,7 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         label: crate::label::validate_label("code review").unwrap(),
         backend: "headless".into(),
         runtime: "command".into(),
+        model: None,
         cwd: "/".into(),
         token_digest: "d".into(),
         supervisor_digest: None,
@@ -888,3 +890,5 @@ fn short_names_resolve_to_one_sheep_or_task_or_list_the_candidates() {
     assert!(err.message.contains("(worker: review)"), "{}", err.message);
     assert_eq!(h.herd.resolve_task("ffff").unwrap(), Resolved::NoMatch);
 }
+
+mod view;

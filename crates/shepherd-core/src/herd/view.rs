@@ -38,12 +38,76 @@ pub struct SheepStatus {
     /// The sheep program's pid, while it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// What runs it: `pi` or `command`.
+    #[serde(default)]
+    pub runtime: String,
+    /// The model it runs: the one its last run reported, else the one it was started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// When its current state began (ms): spawned, became ready, started or settled its task,
+    /// began or stopped working, ended, began closing; for a waiting task, since it waits.
+    #[serde(default)]
+    pub since: i64,
+    /// Its pane (tmux `%N`, Herdr `w1:p3`), on a visible backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane: Option<String>,
+    /// The window or tab holding its pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// What its runs cost so far, summed over its tasks, where its runtime reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The last line it printed, as far as the broker knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_line: Option<String>,
     /// Its git worktree (`path`, `branch`), when it runs isolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<serde_json::Value>,
     /// How many times it was resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumes: Option<u32>,
+}
+
+/// Tokens and cost, as a sheep's runs reported them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens (with cache reads and writes).
+    pub tokens_in: u64,
+    /// Output tokens.
+    pub tokens_out: u64,
+    /// Tokens of the open task's turns so far (input, output and cache together, as each turn
+    /// reports them); once the task settles, its run's record splits them into the two above.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens: u64,
+    /// Cost in the provider's currency units (USD for the usual providers).
+    pub cost: f64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// Adds one run's telemetry (`tokensIn`, `tokensOut`, `tokensCacheRead`,
+    /// `tokensCacheWrite`, `cost`); returns false when it carries none of them.
+    pub fn add_telemetry(&mut self, telemetry: &serde_json::Value) -> bool {
+        let count = |key: &str| telemetry.get(key).and_then(serde_json::Value::as_u64);
+        let input = ["tokensIn", "tokensCacheRead", "tokensCacheWrite"]
+            .iter()
+            .filter_map(|key| count(key))
+            .sum::<u64>();
+        let output = count("tokensOut");
+        let cost = telemetry.get("cost").and_then(serde_json::Value::as_f64);
+        if count("tokensIn").is_none() && output.is_none() && cost.is_none() {
+            return false;
+        }
+        self.tokens_in += input;
+        self.tokens_out += output.unwrap_or(0);
+        self.cost += cost.unwrap_or(0.0);
+        true
+    }
 }
 
 /// A task as a sheep's status shows it.
@@ -66,6 +130,21 @@ pub struct TaskView {
     /// Set once the stale-wait reminder went out for this episode.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
+    /// The task text's first line.
+    #[serde(default)]
+    pub title: String,
+    /// When it was accepted (ms).
+    #[serde(default)]
+    pub created_at: i64,
+    /// When it was handed to the sheep (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// The unanswered question's first line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// Its note (absolute), when fieldnotes are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Its limits, when it has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
@@ -87,6 +166,71 @@ pub struct StallView {
     pub quiet_ms: i64,
     /// Whether the one nudge went out.
     pub nudged: bool,
+}
+
+/// A settled task, as the herd lists it under its sheep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SettledTask {
+    /// The task.
+    pub task_id: TaskId,
+    /// Its sheep.
+    pub agent_id: AgentId,
+    /// The sheep's display name.
+    pub display_name: String,
+    /// The task text's first line.
+    pub title: String,
+    /// How it settled.
+    pub status: TaskState,
+    /// Its return code.
+    pub return_code: i32,
+    /// The first line of its summary, or of what went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// When it was handed over (else accepted) (ms).
+    pub started_at: i64,
+    /// When it settled (ms).
+    pub completed_at: i64,
+    /// Its note (absolute), when fieldnotes are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The fieldnotes session the herd's latest note went to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionLink {
+    /// The session's name.
+    pub name: String,
+    /// Its directory relative to the project root.
+    pub relative: String,
+}
+
+/// How many settled tasks the herd view lists, newest first.
+pub const SETTLED_LISTED: usize = 50;
+
+/// Longest a line taken from text (a task's title, a last line) is kept, in characters.
+const LINE_CHARS: usize = 240;
+
+/// The first non-blank line of `text`, trimmed and cut to a readable length.
+pub fn first_line(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
+    cut(line.unwrap_or_default())
+}
+
+/// The last non-blank line of `text`, trimmed and cut to a readable length.
+pub fn last_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(cut)
+}
+
+fn cut(line: &str) -> String {
+    match line.char_indices().nth(LINE_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
 }
 
 impl Herd {
@@ -114,6 +258,11 @@ impl Herd {
                             .map_or_else(|| id.to_string(), Sheep::display_name),
                     }),
                     stale: task.stale_notified,
+                    title: first_line(&task.description),
+                    created_at: task.created_at,
+                    started_at: task.started_at,
+                    question: request.map(|r| first_line(&r.question)),
+                    note: task.note.as_ref().map(|n| n.note.clone()),
                     budget: task.budget,
                     usage: task.budget.map(|_| task.usage),
                     stall: task.stall.map(|stall| StallView {
@@ -123,6 +272,20 @@ impl Herd {
                     }),
                 }
             });
+        let record = |key: &str| {
+            sheep
+                .launch
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let runs = self.runs_of(sheep);
+        let since = task
+            .as_ref()
+            .filter(|t| t.state == TaskState::Waiting)
+            .and_then(|t| t.waiting_ms.map(|waited| now - waited))
+            .or(sheep.since)
+            .unwrap_or(sheep.created_at);
         SheepStatus {
             agent_id: sheep.id.clone(),
             agent: sheep.agent.clone(),
@@ -144,6 +307,17 @@ impl Herd {
                 .get("pid")
                 .and_then(serde_json::Value::as_u64)
                 .and_then(|p| u32::try_from(p).ok()),
+            runtime: sheep.runtime.clone(),
+            model: runs.model.or_else(|| sheep.model.clone()),
+            since,
+            pane: record("pane"),
+            window: record("window"),
+            usage: runs.usage,
+            last_line: sheep
+                .exit
+                .as_ref()
+                .and_then(|exit| last_line(&exit.tail))
+                .or(runs.last_words),
             worktree: sheep.worktree.get("path").map(|path| {
                 serde_json::json!({
                     "path": path,
@@ -152,6 +326,73 @@ impl Herd {
             }),
             resumes: (sheep.resumes > 0).then_some(sheep.resumes),
         }
+    }
+
+    /// What a sheep's settled runs tell: usage summed over its tasks, the model and the last
+    /// line of the latest that reported them.
+    fn runs_of(&self, sheep: &Sheep) -> Runs {
+        let mut runs = Runs::default();
+        let mut usage = Usage::default();
+        let mut any = false;
+        for task in self.tasks.values().filter(|t| t.agent_id == sheep.id) {
+            let Some(output) = &task.output else { continue };
+            any |= usage.add_telemetry(&output.telemetry);
+            if let Some(model) = output.telemetry.get("model").and_then(|m| m.as_str()) {
+                runs.model = Some(model.to_owned());
+            }
+            if let Some(line) = last_line(&output.text) {
+                runs.last_words = Some(line);
+            }
+        }
+        runs.usage = any.then_some(usage);
+        runs
+    }
+
+    /// Settled tasks, newest first, at most [`SETTLED_LISTED`].
+    pub fn settled_view(&self) -> Vec<SettledTask> {
+        let mut settled: Vec<SettledTask> = self
+            .tasks
+            .values()
+            .filter_map(|task| {
+                let result = task.result.as_ref()?;
+                let outcome = result
+                    .summary
+                    .as_deref()
+                    .or(result.error.as_deref())
+                    .map(first_line)
+                    .filter(|line| !line.is_empty());
+                Some(SettledTask {
+                    task_id: task.id.clone(),
+                    agent_id: task.agent_id.clone(),
+                    display_name: self
+                        .sheep
+                        .get(&task.agent_id)
+                        .map_or_else(|| task.agent_id.to_string(), Sheep::display_name),
+                    title: first_line(&task.description),
+                    status: result.status,
+                    return_code: result.return_code,
+                    outcome,
+                    started_at: task.started_at.unwrap_or(task.created_at),
+                    completed_at: result.completed_at,
+                    note: task.note.as_ref().map(|n| n.note.clone()),
+                })
+            })
+            .collect();
+        // Stable: tasks settled in the same millisecond keep their creation order, reversed.
+        settled.reverse();
+        settled.sort_by_key(|t| std::cmp::Reverse(t.completed_at));
+        settled.truncate(SETTLED_LISTED);
+        settled
+    }
+
+    /// The fieldnotes session the latest task with a note went to.
+    pub fn latest_session(&self) -> Option<SessionLink> {
+        self.tasks.values().rev().find_map(|task| {
+            task.note.as_ref().map(|note| SessionLink {
+                name: note.session_name.clone(),
+                relative: note.session_relative.clone(),
+            })
+        })
     }
 
     /// Every sheep's status, in spawn order; closed sheep only when `include_closed`.
@@ -182,6 +423,14 @@ impl Herd {
     pub fn has_open_runs(&self) -> bool {
         self.runs.values().any(|run| !run.is_finished())
     }
+}
+
+/// What a sheep's settled runs reported.
+#[derive(Default)]
+struct Runs {
+    usage: Option<Usage>,
+    model: Option<String>,
+    last_words: Option<String>,
 }
 
 fn process_state(sheep: &Sheep) -> &'static str {

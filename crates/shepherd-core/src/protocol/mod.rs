@@ -73,6 +73,10 @@ pub mod method {
     pub const SUPERVISOR_STARTED: &str = "supervisor.started";
     /// Supervisor: the sheep's program ended.
     pub const SUPERVISOR_EXITED: &str = "supervisor.exited";
+    /// Supervisor: the sheep printed something (its last line is read again).
+    pub const SUPERVISOR_OUTPUT: &str = "supervisor.output";
+    /// Parent: bring a visible sheep's pane to the front of the caller's terminal.
+    pub const FOCUS: &str = "focus";
     /// Anyone: the broker's own status.
     pub const BROKER_STATUS: &str = "broker.status";
     /// Parent: stop the broker (closing every sheep first).

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::Delivery;
-use crate::herd::{SheepStatus, TaskReport};
+use crate::herd::{SessionLink, SettledTask, SheepStatus, TaskReport};
 use crate::ids::{AgentId, MessageId, TaskId, WatcherId};
 use crate::task::TaskState;
 
@@ -329,11 +329,21 @@ pub struct StatusParams {
     pub id: Option<String>,
 }
 
-/// `herd` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// `herd` result, and the data of every pushed `herd` event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HerdResult {
     /// Every sheep that is not closed, in spawn order.
     pub sheep: Vec<SheepStatus>,
+    /// The broker's clock when the view was taken (ms), so a client can tell how old each
+    /// state is without asking again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<i64>,
+    /// Settled tasks, newest first (at most [`crate::herd::SETTLED_LISTED`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledTask>,
+    /// The fieldnotes session the herd's latest note went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionLink>,
 }
 
 /// `close` result.
@@ -386,6 +396,31 @@ pub struct ReadResult {
     pub lines: u32,
     /// The text.
     pub text: String,
+}
+
+/// `focus` parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FocusParams {
+    /// An agent id.
+    pub id: String,
+    /// Where the caller runs, so its own terminal client is the one switched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerContext>,
+}
+
+/// `focus` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FocusResult {
+    /// The sheep.
+    pub agent_id: AgentId,
+    /// Its display name.
+    pub display_name: String,
+    /// Its backend.
+    pub backend: String,
+    /// The pane brought to the front.
+    pub pane: String,
 }
 
 /// What `resolve` looks for.

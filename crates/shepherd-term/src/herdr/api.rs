@@ -318,6 +318,12 @@ impl HerdrClient {
         self.request("pane.send_input", &params, deadline).map(drop)
     }
 
+    /// `pane.focus`: the pane (with its tab and workspace) becomes the focused one.
+    pub fn pane_focus(&self, pane_id: &str, deadline: Option<Instant>) -> Result<(), HerdrError> {
+        self.request("pane.focus", &pane_params(pane_id), deadline)
+            .map(drop)
+    }
+
     /// `pane.close`. Herdr answers only once the pane's processes are gone (it sends HUP, TERM
     /// and KILL to the pane's whole session, waiting up to 250 ms after each), and holds every
     /// other request meanwhile.

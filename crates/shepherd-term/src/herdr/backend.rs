@@ -440,6 +440,20 @@ impl Backend for HerdrBackend {
         Ok(process::last_lines(read.text.trim_end(), lines as usize))
     }
 
+    fn focus(&self, record: &LaunchRecord, _viewer_pane: Option<&str>) -> Result<(), TermError> {
+        // The server keeps the focus for the clients attached to it: focusing the pane is enough.
+        let pane = match self.whereabouts(record) {
+            Whereabouts::Here(pane) => pane,
+            Whereabouts::Gone(_) => {
+                return Err(TermError::Unavailable("its Herdr pane is gone".into()));
+            }
+            Whereabouts::Unknown(err) => return Err(TermError::Unavailable(err.to_string())),
+        };
+        self.client_for(record)
+            .pane_focus(&pane.pane_id, None)
+            .map_err(|err| TermError::Unavailable(err.to_string()))
+    }
+
     fn close(
         &self,
         record: &LaunchRecord,

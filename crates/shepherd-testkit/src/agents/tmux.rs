@@ -20,6 +20,9 @@ use super::{AgentError, TuiLaunch, io_err};
 /// The session (and window) name inside the private server.
 const SESSION: &str = "agent";
 
+/// How long the control client may take to attach.
+const ATTACH_LIMIT: Duration = Duration::from_secs(10);
+
 /// A private tmux server running one TUI.
 #[derive(Debug)]
 pub struct TmuxPane {
@@ -43,6 +46,15 @@ impl TmuxPane {
     /// # Errors
     /// When tmux cannot start the server or attach the control client.
     pub fn start(launch: &TuiLaunch, width: u16, height: u16) -> Result<Self, AgentError> {
+        Self::start_shell(&launch.shell_command(), width, height)
+    }
+
+    /// Starts `command`, one `sh` command line, in a `width` × `height` pane of a new private
+    /// server. The shell sees the pane's `TMUX` and `TMUX_PANE`, so the command can pass them on.
+    ///
+    /// # Errors
+    /// When tmux cannot start the server or attach the control client.
+    pub fn start_shell(command: &str, width: u16, height: u16) -> Result<Self, AgentError> {
         let dir = tempfile::Builder::new()
             .prefix("shepherd-tmux-")
             .tempdir()
@@ -69,7 +81,7 @@ impl TmuxPane {
             &width,
             "-y",
             &height,
-            &launch.shell_command(),
+            command,
         ]);
         pane.ok(&mut new_session, "starting the tmux session")?;
         let mut control = pane
@@ -87,7 +99,10 @@ impl TmuxPane {
                 let mut reader = BufReader::new(stdout);
                 let mut line = Vec::new();
                 while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                    if (line.starts_with(b"%output") || line.starts_with(b"%exit"))
+                    // `%session-changed` comes once the client is attached (see below).
+                    if (line.starts_with(b"%output")
+                        || line.starts_with(b"%exit")
+                        || line.starts_with(b"%session-changed"))
                         && send.send(()).is_err()
                     {
                         break;
@@ -98,6 +113,15 @@ impl TmuxPane {
         }
         pane.control = Some(control);
         pane.output = output;
+        // Until the control client is attached, the pane's output is reported to nobody: a
+        // program that draws once and then waits would never be seen to draw. Wait for the
+        // client's first notification (its session, or output).
+        pane.output
+            .recv_timeout(ATTACH_LIMIT)
+            .map_err(|_| AgentError::Io {
+                what: "attaching a tmux control client".to_owned(),
+                source: std::io::Error::other(format!("no notification within {ATTACH_LIMIT:?}")),
+            })?;
         Ok(pane)
     }
 
@@ -159,9 +183,14 @@ impl TmuxPane {
         })
     }
 
-    fn wait_until(
+    /// Waits until `done` holds for the screen (`what` names it in the error); returns the
+    /// screen.
+    ///
+    /// # Errors
+    /// [`AgentError::Screen`] with the last screen when `timeout` passes first.
+    pub fn wait_until(
         &self,
-        text: &str,
+        what: &str,
         timeout: Duration,
         done: impl Fn(&str) -> bool,
     ) -> Result<String, AgentError> {
@@ -178,19 +207,55 @@ impl TmuxPane {
                 Ok(()) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(AgentError::Screen {
-                        what: format!("{text} on the screen"),
+                        what: format!("{what} on the screen"),
                         waited: timeout,
                         screen: self.screen().unwrap_or_default(),
                     });
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(AgentError::Io {
-                        what: format!("waiting for {text:?} on the screen"),
+                        what: format!("waiting for {what:?} on the screen"),
                         source: std::io::Error::other("the tmux control client ended"),
                     });
                 }
             }
         }
+    }
+
+    /// What the pane shows now with its colours and attributes, as escape sequences.
+    ///
+    /// # Errors
+    /// When tmux cannot be asked (the server is gone).
+    pub fn screen_styled(&self) -> Result<String, AgentError> {
+        self.run(&["capture-pane", "-p", "-e", "-t", SESSION])
+    }
+
+    /// Runs one tmux command on this server (`-t` targets may name the session `agent`);
+    /// returns what it printed.
+    ///
+    /// # Errors
+    /// When tmux refuses.
+    pub fn run(&self, args: &[&str]) -> Result<String, AgentError> {
+        let mut command = self.tmux();
+        command.args(args);
+        self.ok(&mut command, &format!("tmux {}", args.join(" ")))
+    }
+
+    /// Resizes the pane's window to `width` × `height`, as a terminal window resized by hand.
+    ///
+    /// # Errors
+    /// When tmux refuses.
+    pub fn resize(&self, width: u16, height: u16) -> Result<(), AgentError> {
+        self.run(&[
+            "resize-window",
+            "-t",
+            SESSION,
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ])
+        .map(drop)
     }
 
     /// Types `text` literally (no key names).

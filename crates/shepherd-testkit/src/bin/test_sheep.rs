@@ -2,8 +2,9 @@
 //!
 //! Usage: `shepherd-test-sheep [--on-task SCRIPT] [--on-question reply TEXT|ignore]`.
 //! It connects with the capability in its environment, subscribes to its inbox and runs the
-//! script (see `shepherd_testkit::script`) for every delegated task. When the broker goes away
-//! it reconnects (a restarted broker redelivers whatever was not acknowledged).
+//! script (see `shepherd_testkit::script`) for every delegated task; a plain message that
+//! arrives between tasks is printed (`message: <first line>`). When the broker goes away it
+//! reconnects (a restarted broker redelivers whatever was not acknowledged).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -207,6 +208,11 @@ async fn run(options: &Options) -> Result<u8, String> {
     loop {
         let envelope = sheep.next(true).await?;
         if envelope.kind != Kind::Task {
+            // Between tasks a plain message is only shown, so a test can see it arrived.
+            if envelope.kind == Kind::Message {
+                let text = envelope.content.as_deref().unwrap_or_default();
+                println!("message: {}", text.lines().next().unwrap_or_default());
+            }
             continue;
         }
         let task = envelope.content.clone().unwrap_or_default();

@@ -4,6 +4,7 @@ pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
 pub(crate) mod controls;
+pub(crate) mod dash;
 pub(crate) mod mcp;
 pub(crate) mod notes;
 mod notes_curate;
@@ -50,6 +51,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Resume(args) => controls::resume(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
         Command::Herd(args) => parent::herd(&args, &ctx, printer),
+        Command::Dash(args) => dash::dash(&args, &ctx, printer),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer),
         Command::Inbox(_)

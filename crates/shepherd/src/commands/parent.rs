@@ -462,7 +462,7 @@ pub(crate) fn status(
         call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
     } else {
         read_call(ctx, &args.herd, method::STATUS, json!(params))?
-            .unwrap_or_else(|| json!(HerdResult { sheep: Vec::new() }))
+            .unwrap_or_else(|| json!(HerdResult::default()))
     };
     if args.agent_id.is_some() {
         let status: SheepStatus = serde_json::from_value(value.clone())
@@ -492,8 +492,14 @@ fn herd_lines(herd: &HerdResult) -> String {
 pub(crate) struct HerdListArgs {
     /// Keep listening: print the herd again each time it changes (pushed by the broker; with
     /// --json one document per line) until interrupted or the broker stops.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tui")]
     follow: bool,
+    /// Show the herd live in a terminal dashboard, with keys to open, read, message, delegate
+    /// to and close its sheep (`shepherd dash` for short).
+    #[arg(long)]
+    tui: bool,
+    #[command(flatten)]
+    view: super::dash::ViewArgs,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -503,11 +509,13 @@ pub(crate) fn herd(
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
+    if args.tui || args.view.all {
+        return super::dash::run(&args.view, &args.herd, ctx, printer);
+    }
     if args.follow {
         return follow_herd(args, ctx, *printer);
     }
-    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?
-        .unwrap_or(HerdResult { sheep: Vec::new() });
+    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?.unwrap_or_default();
     printer.emit(&herd, || herd_lines(&herd));
     Ok(ExitCode::SUCCESS)
 }

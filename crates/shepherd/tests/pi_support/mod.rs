@@ -416,6 +416,47 @@ impl Shepherd {
         parse_output(args, &mut command)
     }
 
+    /// Follows the herd's pushed feed (`shepherd herd --follow --json`) until a view satisfies
+    /// `done` (`what` names it in the failure); returns that view.
+    pub fn herd_until(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        use std::io::BufRead;
+        let mut command = self.shepherd_command(&["herd", "--follow"]);
+        command.args(["--parent-session", &self.session_id]);
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, views) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = std::time::Instant::now() + TURN;
+        let mut last = String::new();
+        let found = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match views.recv_timeout(left) {
+                Ok(line) => {
+                    let view: Value = serde_json::from_str(&line).unwrap();
+                    if done(&view) {
+                        break Some(view);
+                    }
+                    last = line;
+                }
+                Err(_) => break None,
+            }
+        };
+        let _killed = child.kill();
+        let _ended = child.wait();
+        found
+            .unwrap_or_else(|| panic!("no herd view with {what} within {TURN:?}; the last: {last}"))
+    }
+
     /// Runs a `shepherd` command that is not about the herd (agents, settings) in the project.
     pub fn shepherd_project(&self, args: &[&str]) -> Value {
         let mut command = self.shepherd_command(args);

@@ -179,6 +179,8 @@ export type ErrorCode =
 	| "not_pi"
 	| "pi_unavailable"
 	| "pi_failed"
+	| "not_a_terminal"
+	| "terminal"
 	| "mcp"
 	| "held_by_broker"
 	| "run_failed"
@@ -220,6 +222,7 @@ export type ErrorCode =
 	| "not_a_git_repository"
 	| "worktree_failed"
 	| "close_unconfirmed"
+	| "no_pane"
 	| "read_failed"
 	| "invalid_source"
 	| "registry"
@@ -1019,6 +1022,35 @@ export interface SheepStatus {
 	 */
 	pid?: number | null;
 	/**
+	 * What runs it: `pi` or `command`.
+	 */
+	runtime?: string;
+	/**
+	 * The model it runs: the one its last run reported, else the one it was started with.
+	 */
+	model?: string | null;
+	/**
+	 * When its current state began (ms): spawned, became ready, started or settled its task,
+	 * began or stopped working, ended, began closing; for a waiting task, since it waits.
+	 */
+	since?: number;
+	/**
+	 * Its pane (tmux `%N`, Herdr `w1:p3`), on a visible backend.
+	 */
+	pane?: string | null;
+	/**
+	 * The window or tab holding its pane.
+	 */
+	window?: string | null;
+	/**
+	 * What its runs cost so far, summed over its tasks, where its runtime reports it.
+	 */
+	usage?: Usage2 | null;
+	/**
+	 * The last line it printed, as far as the broker knows.
+	 */
+	lastLine?: string | null;
+	/**
 	 * Its git worktree (`path`, `branch`), when it runs isolated.
 	 */
 	worktree?: unknown;
@@ -1058,6 +1090,26 @@ export interface TaskView {
 	 * Set once the stale-wait reminder went out for this episode.
 	 */
 	stale?: boolean;
+	/**
+	 * The task text's first line.
+	 */
+	title?: string;
+	/**
+	 * When it was accepted (ms).
+	 */
+	createdAt?: number;
+	/**
+	 * When it was handed to the sheep (ms).
+	 */
+	startedAt?: number | null;
+	/**
+	 * The unanswered question's first line.
+	 */
+	question?: string | null;
+	/**
+	 * Its note (absolute), when fieldnotes are on.
+	 */
+	note?: string | null;
 	/**
 	 * Its limits, when it has any.
 	 */
@@ -1116,7 +1168,32 @@ export interface StallView {
 	nudged: boolean;
 }
 /**
- * `herd` result.
+ * Tokens and cost, as a sheep's runs reported them.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Usage2".
+ */
+export interface Usage2 {
+	/**
+	 * Input tokens (with cache reads and writes).
+	 */
+	tokensIn: number;
+	/**
+	 * Output tokens.
+	 */
+	tokensOut: number;
+	/**
+	 * Tokens of the open task's turns so far (input, output and cache together, as each turn
+	 * reports them); once the task settles, its run's record splits them into the two above.
+	 */
+	tokens?: number;
+	/**
+	 * Cost in the provider's currency units (USD for the usual providers).
+	 */
+	cost: number;
+}
+/**
+ * `herd` result, and the data of every pushed `herd` event.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "HerdResult".
@@ -1126,6 +1203,83 @@ export interface HerdResult {
 	 * Every sheep that is not closed, in spawn order.
 	 */
 	sheep: SheepStatus[];
+	/**
+	 * The broker's clock when the view was taken (ms), so a client can tell how old each
+	 * state is without asking again.
+	 */
+	now?: number | null;
+	/**
+	 * Settled tasks, newest first (at most [`crate::herd::SETTLED_LISTED`]).
+	 */
+	settled?: SettledTask[];
+	/**
+	 * The fieldnotes session the herd's latest note went to.
+	 */
+	session?: SessionLink | null;
+}
+/**
+ * A settled task, as the herd lists it under its sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SettledTask".
+ */
+export interface SettledTask {
+	/**
+	 * The task.
+	 */
+	taskId: TaskId;
+	/**
+	 * Its sheep.
+	 */
+	agentId: AgentId;
+	/**
+	 * The sheep's display name.
+	 */
+	displayName: string;
+	/**
+	 * The task text's first line.
+	 */
+	title: string;
+	/**
+	 * How it settled.
+	 */
+	status: TaskState;
+	/**
+	 * Its return code.
+	 */
+	returnCode: number;
+	/**
+	 * The first line of its summary, or of what went wrong.
+	 */
+	outcome?: string | null;
+	/**
+	 * When it was handed over (else accepted) (ms).
+	 */
+	startedAt: number;
+	/**
+	 * When it settled (ms).
+	 */
+	completedAt: number;
+	/**
+	 * Its note (absolute), when fieldnotes are on.
+	 */
+	note?: string | null;
+}
+/**
+ * The fieldnotes session the herd's latest note went to.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "SessionLink".
+ */
+export interface SessionLink {
+	/**
+	 * The session's name.
+	 */
+	name: string;
+	/**
+	 * Its directory relative to the project root.
+	 */
+	relative: string;
 }
 /**
  * `close` parameters.

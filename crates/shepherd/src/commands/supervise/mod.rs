@@ -6,7 +6,9 @@
 //! (code, signal, the end of its output), and ends it when the broker says `terminate` or the
 //! supervisor itself is told to stop (SIGTERM, or SIGHUP when its pane closes). Whatever the
 //! sheep leaves behind is ended too before the exit is reported (`reap`). Headless, it also
-//! keeps the sheep's output: a log file for `read` and a small tail for the exit report.
+//! keeps the sheep's output: a log file for `read`, a small tail for the exit report, and a
+//! hint to the broker (a few times a second at most) that the sheep printed something, so the
+//! herd view shows its last line.
 //!
 //! The supervisor speaks for its sheep with a credential of its own, read from a file the
 //! broker wrote for it and deleted before the sheep starts, so a sheep can never pose as its
@@ -43,6 +45,9 @@ use crate::error::CliError;
 const REPORT_DEADLINE: Duration = Duration::from_secs(5);
 /// How long the sheep gets to end when asked to stop without a grace of its own.
 const STOP_GRACE: Duration = Duration::from_secs(3);
+/// The shortest time between two reports that a headless sheep printed something: a chatty
+/// sheep costs the broker a few reads a second, not one per line.
+const OUTPUT_REPORT_EVERY: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Args)]
 pub(crate) struct SuperviseArgs {
@@ -160,6 +165,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
         hand_over_terminal(pid);
     }
     let tail = Arc::new(Mutex::new(Tail::default()));
+    let printed = Arc::new(tokio::sync::Notify::new());
     let mut pumps = Vec::new();
     if args.headless {
         let log = args
@@ -168,10 +174,20 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
             .and_then(|path| Log::open(path).ok())
             .map(|log| Arc::new(Mutex::new(log)));
         if let Some(stdout) = child.stdout.take() {
-            pumps.push(tokio::spawn(pump(stdout, log.clone(), tail.clone())));
+            pumps.push(tokio::spawn(pump(
+                stdout,
+                log.clone(),
+                tail.clone(),
+                printed.clone(),
+            )));
         }
         if let Some(stderr) = child.stderr.take() {
-            pumps.push(tokio::spawn(pump(stderr, log, tail.clone())));
+            pumps.push(tokio::spawn(pump(
+                stderr,
+                log,
+                tail.clone(),
+                printed.clone(),
+            )));
         }
     }
     let started = SupervisorStarted {
@@ -194,6 +210,9 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
     let mut hangup = signal(SignalKind::hangup()).map_err(|err| signal_error(&err))?;
     let grace = Duration::from_millis(args.grace_ms);
     let mut exit: Option<SupervisorExited> = None;
+    // When the next report that the sheep printed something goes out, while one is due.
+    let mut output_due: Option<Instant> = None;
+    let mut output_reported = Instant::now() - OUTPUT_REPORT_EVERY;
     loop {
         if let Some(report) = &exit
             && broker.connected
@@ -228,6 +247,19 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                 Ok(_) => {}
                 Err(_) => broker.lost(),
             },
+            () = printed.notified(), if args.headless && output_due.is_none() && exit.is_none() => {
+                output_due = Some(Instant::now().max(output_reported + OUTPUT_REPORT_EVERY));
+            }
+            () = tokio::time::sleep_until(output_due.unwrap_or_else(Instant::now)),
+                if output_due.is_some() && broker.connected && exit.is_none() =>
+            {
+                output_due = None;
+                output_reported = Instant::now();
+                // Only a hint for the herd view: a lost one is made up by the next output.
+                let _hinted = broker
+                    .report(method::SUPERVISOR_OUTPUT, &serde_json::json!({}))
+                    .await;
+            }
             _ = terminate.recv(), if exit.is_none() => stop_sheep(pid, STOP_GRACE).await,
             _ = hangup.recv(), if exit.is_none() => stop_sheep(pid, STOP_GRACE).await,
             () = tokio::time::sleep(broker.backoff), if !broker.connected => {

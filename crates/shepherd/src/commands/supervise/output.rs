@@ -1,5 +1,6 @@
 //! What a headless supervisor keeps of its sheep's output: a log file for `read` (rotated when
-//! it grows large) and a small tail in memory for the exit report.
+//! it grows large), a small tail in memory for the exit report, and a signal that output
+//! arrived, so the broker can show the sheep's last line.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -75,11 +76,13 @@ impl Log {
     }
 }
 
-/// Copies one of the sheep's output pipes into the log and the tail until it closes.
+/// Copies one of the sheep's output pipes into the log and the tail until it closes, telling
+/// `printed` each time something arrives.
 pub(super) async fn pump(
     mut from: impl tokio::io::AsyncRead + Unpin,
     log: Option<Arc<Mutex<Log>>>,
     tail: Arc<Mutex<Tail>>,
+    printed: Arc<tokio::sync::Notify>,
 ) {
     let mut buf = vec![0; 8192];
     while let Ok(n) = from.read(&mut buf).await {
@@ -90,5 +93,6 @@ pub(super) async fn pump(
             log.lock().expect("log lock").write(&buf[..n]);
         }
         tail.lock().expect("tail lock").push(&buf[..n]);
+        printed.notify_one();
     }
 }

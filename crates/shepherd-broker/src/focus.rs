@@ -1,0 +1,85 @@
+//! `focus`: bring a visible sheep's pane to the front of the caller's terminal.
+//!
+//! A person watching the herd from a dashboard opens a sheep with one key; the broker, which
+//! knows where each sheep runs, asks the sheep's backend to make its window (or tab) the current
+//! one and, on tmux, to switch the caller's own client there when the caller sits in another
+//! session of the same server. A headless sheep has nothing to bring forward: the caller reads
+//! its output instead.
+
+use shepherd_core::error_code::ErrorCode;
+use std::sync::Arc;
+
+use shepherd_core::protocol::{FocusParams, FocusResult};
+use shepherd_term::BackendKind;
+
+use crate::broker::Broker;
+use crate::error::{BrokerError, BrokerResult};
+
+/// Runs `focus`.
+pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerResult<FocusResult> {
+    let (id, display_name, kind) = broker.read(|herd| {
+        let sheep = herd.sheep_by_text(&params.id)?;
+        if !sheep.holds_resources() {
+            return Err(BrokerError::new(
+                ErrorCode::ClosedHandle,
+                format!(
+                    "{} ({}) is closed; it has no pane any more",
+                    sheep.display_name(),
+                    sheep.id
+                ),
+            ));
+        }
+        Ok((
+            sheep.id.clone(),
+            sheep.display_name(),
+            sheep.backend.clone(),
+        ))
+    })?;
+    let record = crate::spawn::current_launch(broker, &id);
+    let pane = record.pane.clone().ok_or_else(|| {
+        BrokerError::new(
+            ErrorCode::NoPane,
+            format!(
+                "{display_name} runs {kind}: it has no window to show; read its output instead"
+            ),
+        )
+    })?;
+    let backend = BackendKind::parse(&kind)
+        .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("unknown backend `{kind}`")))
+        .and_then(|kind| broker.backend(kind))?;
+    let viewer = viewer_pane(&kind, &record.server, params.caller.as_ref());
+    tokio::task::spawn_blocking(move || backend.focus(&record, viewer.as_deref()))
+        .await
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
+        .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
+    Ok(FocusResult {
+        agent_id: id,
+        display_name,
+        backend: kind,
+        pane,
+    })
+}
+
+/// The caller's own pane, when it sits on the same terminal server as the sheep (a client of
+/// another server cannot be switched to this one).
+fn viewer_pane(
+    kind: &str,
+    server: &Option<String>,
+    caller: Option<&shepherd_core::protocol::CallerContext>,
+) -> Option<String> {
+    let caller = caller?;
+    match kind {
+        "tmux" => {
+            let socket = caller
+                .tmux
+                .as_deref()
+                .and_then(shepherd_term::tmux::socket_from_tmux_env)?;
+            let same = server
+                .as_deref()
+                .is_some_and(|server| std::path::Path::new(server) == socket);
+            same.then(|| caller.tmux_pane.clone()).flatten()
+        }
+        "herdr" => caller.herdr_pane.clone(),
+        _ => None,
+    }
+}
