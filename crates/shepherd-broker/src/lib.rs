@@ -20,6 +20,7 @@ mod dispatch;
 mod error;
 mod fieldnotes;
 mod handover;
+mod harness;
 mod herd_feed;
 mod herdr_link;
 mod inbox;

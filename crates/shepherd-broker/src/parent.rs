@@ -359,7 +359,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
         .and_then(|kind| broker.backend(kind))?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.
-    let rpc_log = kind == BackendKind::Headless.as_str() && runtime == "pi";
+    let rpc_log = kind == BackendKind::Headless.as_str() && runtime.is_pi();
     let raw_lines = if rpc_log {
         lines.saturating_mul(50).min(10_000)
     } else {

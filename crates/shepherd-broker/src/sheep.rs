@@ -103,7 +103,7 @@ pub(crate) async fn report(
         })
         .await?;
     if settled {
-        crate::pi::record_output(broker, &sender, params.text).await?;
+        crate::pi::record_output(broker, &sender, params.text, params.telemetry).await?;
     }
     Ok(json!({ "ok": true }))
 }

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::{Harness, Runtime};
 use shepherd_core::herd::{ExitInfo, NewSheep};
 use shepherd_core::ids::AgentId;
 use shepherd_core::label::{display_name, validate_label};
@@ -70,16 +72,22 @@ pub(crate) async fn spawn(
             ),
         ));
     }
-    let is_pi = def.command.is_none();
-    if let Some(model) = params.model.as_ref().filter(|_| !is_pi) {
+    let runtime = runtime_of(&def, &params)?;
+    if let Some(model) = params.model.as_ref().filter(|_| runtime == Runtime::Command) {
         return Err(BrokerError::new(
             "invalid_model",
             format!(
-                "--model `{model}` applies to pi sheep only; \"{}\" runs a command",
+                "--model `{model}` applies to coding agents only; \"{}\" runs a command",
                 def.name
             ),
         ));
     }
+    // Another agent is checked before anything is started: installed, and able to keep to the
+    // definition's tools.
+    let other_agent = match runtime.harness() {
+        Some(harness) if harness != Harness::Pi => Some(crate::harness::check(harness, &def)?),
+        _ => None,
+    };
     let caller = params.caller.clone().unwrap_or_default();
     let kind = choose_backend(params.backend.as_deref(), settings.backend, &caller, broker).await?;
     let placement = match params.placement.as_deref() {
@@ -108,7 +116,7 @@ pub(crate) async fn spawn(
         agent: def.name.clone(),
         label: label.clone(),
         backend: kind.as_str().to_owned(),
-        runtime: if is_pi { "pi" } else { "command" }.to_owned(),
+        runtime,
         cwd: cwd.display().to_string(),
         token_digest: crate::auth::digest(&token),
         supervisor_digest: Some(crate::auth::digest(&supervisor_token)),
@@ -135,19 +143,25 @@ pub(crate) async fn spawn(
     }
 
     let mut env = sheep_env(broker, &id, &token);
-    let program = match &def.command {
-        Some(argv) => argv.clone(),
-        None => {
-            match crate::pi::launch(broker, &def, &params, &id, kind == BackendKind::Headless) {
-                Ok(launch) => {
+    let launched = match (&def.command, &other_agent) {
+        (Some(argv), _) => Ok(argv.clone()),
+        (None, Some(checked)) => {
+            crate::harness::launch(broker, checked, &def, &params, &id, cwd.clone())
+        }
+        (None, None) => {
+            crate::pi::launch(broker, &def, &params, &id, kind == BackendKind::Headless).map(
+                |launch| {
                     env.extend(launch.env);
                     launch.argv
-                }
-                Err(err) => {
-                    never_launched(broker, &id, err.message.clone());
-                    return Err(err);
-                }
-            }
+                },
+            )
+        }
+    };
+    let program = match launched {
+        Ok(program) => program,
+        Err(err) => {
+            never_launched(broker, &id, err.message.clone());
+            return Err(err);
         }
     };
     let display = display_name(&def.name, &label);
@@ -171,7 +185,7 @@ pub(crate) async fn spawn(
         cwd,
         program,
         env,
-        keep_stdin: is_pi,
+        keep_stdin: runtime.is_pi(),
         shepherd_exe: broker.config.shepherd_exe.clone(),
         socket: broker.config.paths.socket.clone(),
         log: broker.config.paths.sheep_logs.join(format!("{id}.log")),
@@ -245,6 +259,22 @@ pub(crate) async fn spawn(
             }
             Err(BrokerError::new("agent_not_ready", message))
         }
+    }
+}
+
+/// What runs a spawn's sheep: the definition's command, else the coding agent the spawn asks
+/// for or the definition names. A command definition cannot run on another agent.
+fn runtime_of(def: &AgentDef, params: &SpawnParams) -> BrokerResult<Runtime> {
+    match (&def.command, params.harness) {
+        (Some(_), Some(harness)) if harness != Harness::Pi => Err(BrokerError::new(
+            "invalid_harness",
+            format!(
+                "--harness {harness} applies to coding-agent definitions; \"{}\" runs a command",
+                def.name
+            ),
+        )),
+        (Some(_), _) => Ok(Runtime::Command),
+        (None, requested) => Ok(Runtime::Agent(requested.unwrap_or(def.harness))),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod agent_def;
 pub mod dirs;
 pub mod envelope;
 pub mod fieldnotes;
+pub mod harness;
 pub mod herd;
 pub mod ids;
 pub mod label;

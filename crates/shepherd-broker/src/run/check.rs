@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::{Harness, ToolSet};
 use shepherd_core::protocol::RunSubmitParams;
 use shepherd_core::settings::{Backend, EffectiveSettings};
 use shepherd_notes::Mode;
@@ -90,7 +91,17 @@ pub(crate) fn check(
         if step.task.trim().is_empty() {
             return Err(invalid(format!("the task for `{}` is empty", step.agent)));
         }
-        defs.push(resolve(&step.agent)?);
+        let def = resolve(&step.agent)?;
+        if let Some(harness) = step.harness.filter(|h| *h != Harness::Pi && def.command.is_some()) {
+            return Err(BrokerError::new(
+                "invalid_harness",
+                format!(
+                    "harness {harness} applies to coding-agent definitions; \"{}\" runs a command",
+                    def.name
+                ),
+            ));
+        }
+        defs.push(def);
     }
     if mode == Mode::Chain {
         if let Some(first) = params.steps.first()
@@ -121,6 +132,7 @@ pub(crate) fn check(
             task: step.task.clone(),
             cwd,
             label: step.label.clone(),
+            harness: step.harness,
             repo,
         });
     }
@@ -193,13 +205,9 @@ pub(crate) fn is_writer(def: &AgentDef) -> bool {
     if def.command.is_some() {
         return true;
     }
-    match &def.tools {
-        None => true,
-        Some(tools) => tools.iter().any(|tool| {
-            let tool = tool.trim().to_lowercase();
-            matches!(tool.as_str(), "write" | "edit" | "bash")
-        }),
-    }
+    def.tools
+        .as_deref()
+        .is_none_or(|tools| !ToolSet::classify(tools).is_read_only())
 }
 
 /// Refuses two parallel writers (not isolated) whose tasks claim the same file or directory.
@@ -273,6 +281,7 @@ mod tests {
                     cwd: Some(cwd.display().to_string()),
                     isolate: *isolate,
                     label: None,
+                    harness: None,
                 })
                 .collect(),
             ..RunSubmitParams::default()

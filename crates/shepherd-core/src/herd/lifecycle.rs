@@ -20,8 +20,8 @@ pub struct NewSheep {
     pub label: crate::label::Label,
     /// The backend that will run it.
     pub backend: String,
-    /// `command` or `pi`.
-    pub runtime: String,
+    /// What runs it.
+    pub runtime: crate::harness::Runtime,
     /// Its working directory.
     pub cwd: String,
     /// sha256 (hex) of its capability token.

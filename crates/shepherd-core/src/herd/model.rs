@@ -91,8 +91,8 @@ pub struct Sheep {
     pub label: crate::label::Label,
     /// `headless`, `tmux` or `herdr`.
     pub backend: String,
-    /// What runs it: `command` or `pi`.
-    pub runtime: String,
+    /// What runs it: `command`, `pi` or another coding agent's harness.
+    pub runtime: crate::harness::Runtime,
     /// Its working directory.
     pub cwd: String,
     /// sha256 (hex) of its capability token; the token itself is never stored.

@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
+pub(crate) mod harness;
 pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;
@@ -30,6 +31,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Harness(args) => return harness::run(&args),
         Command::Completions(args) => return shell::completions(&args),
         Command::Man(args) => return shell::man(&args, printer),
         Command::Mcp(args) => return mcp::run(args),
@@ -54,6 +56,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Note(_)
         | Command::Report(_)
         | Command::Supervise(_)
+        | Command::Harness(_)
         | Command::Completions(_)
         | Command::Man(_)
         | Command::Mcp(_) => {

@@ -22,7 +22,7 @@ use super::short_ids;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
-use crate::values::{BackendArg, PlacementArg, SourceArg};
+use crate::values::{BackendArg, HarnessArg, PlacementArg, SourceArg};
 
 /// Exit status of `watch` when the wait ended with tasks still open.
 pub(crate) const EXIT_PENDING: u8 = 75;
@@ -98,9 +98,12 @@ pub(crate) struct SpawnArgs {
     /// Where a visible sheep goes (default: tab).
     #[arg(long, value_enum)]
     placement: Option<PlacementArg>,
-    /// A model for a pi sheep (`provider/id`).
+    /// A model for the sheep (pi: `provider/id`; another agent: a name it accepts).
     #[arg(long)]
     model: Option<String>,
+    /// Run the definition on this coding agent instead of its own harness.
+    #[arg(long, value_enum)]
+    harness: Option<HarnessArg>,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -117,6 +120,7 @@ pub(crate) fn spawn(
         cwd: args.cwd,
         placement: args.placement.map(|p| p.as_str().to_owned()),
         model: args.model,
+        harness: args.harness.map(HarnessArg::harness),
         caller: Some(caller_context()),
         parent_model: None,
         parent_thinking: None,

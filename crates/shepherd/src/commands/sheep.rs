@@ -399,6 +399,7 @@ pub(crate) fn report(args: ReportArgs, printer: &Printer) -> Result<ExitCode, Cl
         error: args.error,
         text: None,
         session_file: None,
+        telemetry: None,
     };
     let result: Value = call(method::REPORT, &params)?;
     printer.emit(&result, || "reported".to_owned());

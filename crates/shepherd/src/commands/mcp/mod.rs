@@ -25,6 +25,8 @@ mod text;
 mod waits;
 mod words;
 
+pub(crate) use words::sheep_envelope;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

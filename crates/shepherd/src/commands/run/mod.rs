@@ -87,6 +87,9 @@ pub(crate) struct RunArgs {
     /// A label for the sheep (shown as `<agent>: <label>`).
     #[arg(long)]
     label: Option<String>,
+    /// Run every task's definition on this coding agent (a plan's task may name its own).
+    #[arg(long, value_enum)]
+    harness: Option<crate::values::HarnessArg>,
     /// How progress shows on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
@@ -151,6 +154,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         timeout: args.timeout,
         backend: args.backend.map(crate::values::BackendArg::as_str),
         label: args.label.as_deref(),
+        harness: args.harness.map(crate::values::HarnessArg::harness),
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
     let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
@@ -165,6 +169,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
                 cwd: Some(step.cwd.display().to_string()),
                 isolate: step.isolate,
                 label: step.label.clone(),
+                harness: step.harness,
             })
             .collect(),
         session_name: plan.session_name.clone(),

@@ -9,6 +9,8 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use shepherd_core::harness::Harness;
+
 use serde::Deserialize;
 
 use crate::error::CliError;
@@ -43,6 +45,7 @@ pub(super) struct StepPlan {
     pub(super) cwd: PathBuf,
     pub(super) isolate: bool,
     pub(super) label: Option<String>,
+    pub(super) harness: Option<Harness>,
 }
 
 /// A whole run as asked for (not yet checked against settings or agent definitions).
@@ -69,6 +72,7 @@ pub(super) struct PlanInput<'a> {
     pub(super) timeout: Option<f64>,
     pub(super) backend: Option<&'a str>,
     pub(super) label: Option<&'a str>,
+    pub(super) harness: Option<Harness>,
 }
 
 /// A plan file: `single`, top-level `agent` + `task`, `tasks` or `chain`, plus defaults.
@@ -80,6 +84,7 @@ struct PlanFile {
     timeout: Option<f64>,
     backend: Option<String>,
     label: Option<String>,
+    harness: Option<Harness>,
     single: Option<StepSpec>,
     agent: Option<String>,
     task: Option<String>,
@@ -100,6 +105,8 @@ struct StepSpec {
     isolate: bool,
     #[serde(default)]
     label: Option<String>,
+    #[serde(default)]
+    harness: Option<Harness>,
 }
 
 const ONE_MODE: &str = "give exactly one of: AGENT TASK (single), --parallel AGENT=TASK..., \
@@ -136,6 +143,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             cwd: None,
             isolate: false,
             label: None,
+            harness: None,
         };
         (Mode::Single, vec![spec], PlanFile::default())
     } else if !input.parallel.is_empty() {
@@ -191,6 +199,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             cwd: step_cwd,
             isolate: spec.isolate || input.isolate,
             label: spec.label.or_else(|| default_label.clone()),
+            harness: spec.harness.or(input.harness).or(file.harness),
         });
     }
     let timeout_minutes = input.timeout.or(file.timeout);
@@ -221,6 +230,7 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<StepSpec>, CliError> {
                 cwd: None,
                 isolate: false,
                 label: None,
+                harness: None,
             }),
             _ => Err(invalid(format!(
                 "{flag} item `{item}` must be AGENT=TASK (e.g. worker=\"fix the login bug\")"
@@ -289,6 +299,7 @@ fn file_mode(file: &PlanFile, path: &Path) -> Result<(Mode, Vec<StepSpec>), CliE
             cwd: None,
             isolate: file.isolate.unwrap_or(false),
             label: None,
+            harness: None,
         };
         return Ok((Mode::Single, vec![spec]));
     }
