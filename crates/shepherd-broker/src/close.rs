@@ -3,7 +3,7 @@
 //! A close cancels the sheep's open task (rc 130) first, so the outcome is fixed before any
 //! process is touched; then the supervisor is asked to end the sheep's process group, and the
 //! backend confirms that every process (and the pane) is gone within a bounded wait. Only then
-//! is the sheep recorded closed.
+//! is the sheep recorded closed, and an isolated sheep's worktree released (`isolation`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,14 +26,19 @@ const CLOSE_BUDGET: Duration = Duration::from_secs(10);
 /// backend.
 pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerResult<CloseResult> {
     let closed = broker.read(|herd| {
-        herd.sheep_by_text(&params.id)
-            .map(|s| (s.phase == Phase::Closed).then(|| (s.id.clone(), s.display_name())))
+        herd.sheep_by_text(&params.id).map(|s| {
+            (s.phase == Phase::Closed).then(|| {
+                let released = s.worktree.get("released").cloned();
+                (s.id.clone(), s.display_name(), released)
+            })
+        })
     })?;
-    if let Some((agent_id, display_name)) = closed {
+    if let Some((agent_id, display_name, worktree)) = closed {
         return Ok(CloseResult {
             agent_id,
             display_name,
             cancelled: None,
+            worktree,
         });
     }
     let last_task = broker.read(|herd| {
@@ -71,10 +76,12 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
         })
         .await?;
     let cancelled = active.and_then(|task| broker.read(|herd| herd.task_report(&task)));
+    let worktree = crate::isolation::release(broker, &id, true).await;
     Ok(CloseResult {
         agent_id: id,
         display_name: display,
         cancelled,
+        worktree,
     })
 }
 
@@ -167,6 +174,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
                 Ok(())
             })
             .await?;
+        crate::isolation::release(broker, &id, true).await;
         if let Some(pane) = &record.pane {
             broker
                 .registry()

@@ -26,6 +26,7 @@ pub(crate) async fn dispatch(
     let role = session.role;
     let allowed = match name.as_str() {
         method::SPAWN
+        | method::RESUME
         | method::DELEGATE
         | method::RUN_SUBMIT
         | method::RUN_CANCEL
@@ -99,6 +100,7 @@ async fn route(
 ) -> BrokerResult<Value> {
     match name {
         method::SPAWN => reply(crate::spawn::spawn(broker, parse(name, params)?, rid).await),
+        method::RESUME => reply(crate::resume::resume(broker, parse(name, params)?, rid).await),
         method::DELEGATE => reply(crate::parent::delegate(broker, parse(name, params)?, rid).await),
         method::MESSAGE => crate::parent::message(broker, parse(name, params)?, rid).await,
         method::RUN_SUBMIT => crate::run::submit(broker, session, parse(name, params)?, rid).await,

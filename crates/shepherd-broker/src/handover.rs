@@ -7,11 +7,12 @@
 //! reserved twice, and a task that already started is left as it is. So a resent delegate,
 //! and a broker restarted in between, both finish a delegation instead of losing it or leaving
 //! its note running. A task whose note cannot be reserved at all is withdrawn: it leaves no
-//! trace, as a refused delegation would.
+//! trace, as a refused delegation would. The first task of a resumed sheep is told which note
+//! it continues, and that note gets a link to the new one.
 
 use std::sync::Arc;
 
-use shepherd_core::herd::{Handover, Herd};
+use shepherd_core::herd::{Handover, Herd, NoteLink};
 use shepherd_core::ids::{MessageId, TaskId};
 use shepherd_core::protocol::DelegateResult;
 use shepherd_core::task::TaskState;
@@ -25,12 +26,19 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
     let Some((handover, request)) = broker.read(|herd| note_request(herd, task_id)) else {
         return Ok(());
     };
-    let mut content = broker.read(|herd| {
+    let (mut content, continues) = broker.read(|herd| {
         herd.tasks
             .get(task_id)
-            .map(|t| t.description.clone())
+            .map(|t| (t.description.clone(), t.continues.clone()))
             .unwrap_or_default()
     });
+    if let Some(previous) = &continues {
+        // A resumed sheep's first task: it has its own context, and the earlier note too.
+        content.push_str(&format!(
+            "\n\n(You were resumed: this task continues the work recorded in {}.)",
+            previous.note
+        ));
+    }
     let note = match request {
         Some(request) => {
             let fieldnotes = broker.fieldnotes();
@@ -63,6 +71,7 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
         }
         None => None,
     };
+    let new_note = note.clone();
     let message_id = MessageId::mint(&broker.config.address.namespace, &crate::parent::unique());
     broker
         .commit_durable(|tx| {
@@ -86,7 +95,34 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
                 _ => Ok(()),
             }
         })
-        .await
+        .await?;
+    if let (Some(previous), Some(new_note)) = (continues, new_note) {
+        link_continuation(broker, &previous, &new_note).await;
+    }
+    Ok(())
+}
+
+/// The note a resumed sheep's first task continues gets a link to the task's new note.
+async fn link_continuation(broker: &Arc<Broker>, previous: &NoteLink, next: &NoteLink) {
+    let old_task = broker.read(|herd| {
+        herd.tasks
+            .values()
+            .rev()
+            .find(|t| t.note.as_ref().is_some_and(|n| n.note == previous.note))
+            .map(|t| t.id.clone())
+    });
+    let Some(old_task) = old_task else { return };
+    let mut metadata = shepherd_notes::Metadata::new();
+    metadata.insert(
+        "continuedIn".into(),
+        serde_json::Value::from(next.note_relative.as_str()),
+    );
+    if let Err(err) = crate::fieldnotes::annotate_final(broker, &old_task, metadata).await {
+        tracing::warn!(
+            "could not link {} to its continuation: {err}",
+            previous.note
+        );
+    }
 }
 
 /// What reserving the task's note takes, unless the task is past handing over.

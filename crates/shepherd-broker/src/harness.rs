@@ -1,23 +1,95 @@
-//! Launching a sheep on a coding agent other than pi: Claude Code, Codex, Gemini CLI or
-//! opencode.
+//! How a sheep's program is run and what it can do for the controls: the seam where pi, the
+//! other coding agents (Claude Code, Codex, Gemini CLI, opencode) and plain commands differ.
 //!
-//! The spawn is checked first — a tool list the agent cannot enforce, or an agent that is not
-//! installed, refuses the spawn before anything is started — then composed: the sheep's own
-//! directory under the broker's state gets the agent's configuration (from the user's own,
-//! which is only read) and the [`Plan`] the sheep's driver runs. The sheep's program is that
-//! driver, `shepherd harness --plan FILE`, which runs the agent, hands it its tasks and
-//! messages, and reports its runs like pi's extension does.
+//! The herd's rules are the same for every sheep; what differs is what its program tells the
+//! broker and what it keeps. A budget needs a harness that reports each turn's usage; a resume
+//! needs one that keeps its conversation in a session the broker can hand back to it. pi does
+//! both (its sheep extension reports every turn, and its session file is the sheep's own);
+//! the other agents report their figures once per task and a `command` sheep reports nothing,
+//! so those controls are refused for them with a clear error instead of being silently
+//! ignored.
+//!
+//! A spawn on another agent is checked first — a tool list the agent cannot enforce, or an
+//! agent that is not installed, refuses the spawn before anything is started — then composed:
+//! the sheep's own directory under the broker's state gets the agent's configuration (from the
+//! user's own, which is only read) and the [`Plan`] the sheep's driver runs. The sheep's
+//! program is that driver, `shepherd harness --plan FILE`, which runs the agent, hands it its
+//! tasks and messages, and reports its runs like pi's extension does.
 
 use std::path::PathBuf;
 
 use shepherd_core::agent_def::AgentDef;
-use shepherd_core::harness::{Harness, ToolSet};
+use shepherd_core::harness::{Harness, Runtime, ToolSet};
 use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
 use shepherd_harness::{Adapter, Plan, ProcessEnv};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
+
+/// What a sheep's runtime can do for the controls that depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Controls(pub(crate) Runtime);
+
+impl Controls {
+    /// The controls of a sheep's recorded runtime.
+    pub(crate) fn of(runtime: Runtime) -> Self {
+        Self(runtime)
+    }
+
+    /// How people read its name in errors.
+    fn describe(self) -> String {
+        match self.0 {
+            Runtime::Command => "a command sheep".to_owned(),
+            Runtime::Agent(harness) => format!("a {} sheep", harness.title()),
+        }
+    }
+
+    /// Whether it reports what each turn used, which budgets count.
+    pub(crate) fn reports_usage(self) -> bool {
+        self.0.is_pi()
+    }
+
+    /// The session it keeps its conversation in, which a resume starts it on again.
+    pub(crate) fn session_file(self, broker: &Broker, id: &AgentId) -> Option<PathBuf> {
+        self.0
+            .is_pi()
+            .then(|| crate::pi::session_file(broker, id))
+    }
+
+    /// Refuses a budget for a harness that does not report usage.
+    pub(crate) fn check_budget(self, who: &str) -> BrokerResult<()> {
+        if self.reports_usage() {
+            return Ok(());
+        }
+        Err(BrokerError::new(
+            "budget_unsupported",
+            format!(
+                "{who} is {}, which does not report turns, tool calls, tokens or cost as it \
+                 goes; budgets apply to pi sheep",
+                self.describe()
+            ),
+        ))
+    }
+
+    /// Refuses a resume for a harness whose session the broker cannot hand back.
+    pub(crate) fn check_resumable(self, who: &str) -> BrokerResult<()> {
+        if self.0.is_pi() {
+            return Ok(());
+        }
+        let why = match self.0 {
+            Runtime::Command => "which keeps no session to reopen",
+            Runtime::Agent(_) => "whose session Shepherd does not reopen yet",
+        };
+        Err(BrokerError::new(
+            "resume_unsupported",
+            format!(
+                "{who} is {}, {why}; only pi sheep can be resumed",
+                self.describe()
+            ),
+        ))
+    }
+}
 
 /// What a checked spawn on another agent needs to launch.
 pub(crate) struct Checked {
@@ -87,4 +159,21 @@ pub(crate) fn launch(
         "--plan".into(),
         file.display().to_string(),
     ])
+}
+
+/// What runs a sheep of `def`: its command, else the coding agent `requested` (a spawn's or a
+/// plan step's `harness`) or the definition names. A command definition cannot run on an
+/// agent.
+pub(crate) fn runtime_of(def: &AgentDef, requested: Option<Harness>) -> BrokerResult<Runtime> {
+    match (&def.command, requested) {
+        (Some(_), Some(harness)) if harness != Harness::Pi => Err(BrokerError::new(
+            "invalid_harness",
+            format!(
+                "harness {harness} applies to coding-agent definitions; \"{}\" runs a command",
+                def.name
+            ),
+        )),
+        (Some(_), _) => Ok(Runtime::Command),
+        (None, requested) => Ok(Runtime::Agent(requested.unwrap_or(def.harness))),
+    }
 }

@@ -61,6 +61,18 @@ pub(crate) async fn delegate(
     }
     let task_id = TaskId::mint(&broker.config.address.namespace, &unique());
     let agent_id = broker.read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
+    let stall_after_ms = crate::controls::stall_ms(params.stall, &settings)?;
+    if let Ok(agent_id) = &agent_id {
+        let (harness, own, who) = broker.read(|herd| {
+            let sheep = &herd.sheep[agent_id];
+            (
+                crate::harness::Controls::of(sheep.runtime),
+                sheep.budget,
+                format!("{} ({})", sheep.display_name(), sheep.id),
+            )
+        });
+        crate::controls::check_budget(params.budget.as_ref(), own.as_ref(), harness, &who)?;
+    }
     let (session_file, session_cursor) = match &agent_id {
         Ok(agent_id) => {
             let cursor = crate::pi::session_cursor(broker, agent_id);
@@ -92,6 +104,8 @@ pub(crate) async fn delegate(
         turn: params.turn,
         request_id: rid.map(str::to_owned),
         handover: Some(handover),
+        budget: params.budget,
+        stall_after_ms,
     };
     broker
         .commit_durable(|tx| shepherd_core::herd::delegate(tx, input))

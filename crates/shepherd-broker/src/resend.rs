@@ -25,6 +25,7 @@ pub(crate) fn keyed(method: &str) -> bool {
     matches!(
         method,
         method::SPAWN
+            | method::RESUME
             | method::DELEGATE
             | method::MESSAGE
             | method::WATCH

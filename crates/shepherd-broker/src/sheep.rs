@@ -1,4 +1,5 @@
-//! A sheep's own requests: `tell`, `done` and `report`. The sender is always the sheep the
+//! A sheep's own requests: `tell`, `done` and `report` (its run's lifecycle, and each turn's
+//! usage, which budgets count). The sender is always the sheep the
 //! connection authenticated as; a sheep cannot speak for another.
 
 use std::sync::Arc;
@@ -81,6 +82,7 @@ pub(crate) async fn report(
             crate::supervisor::mark_ready(broker, &sender).await?;
             return Ok(json!({ "ok": true }));
         }
+        "turn" => return turn(broker, &sender, params, rid).await,
         "agent_start" => RunReport::Started,
         "run_settled" => RunReport::Settled {
             stop_reason: params.stop_reason,
@@ -90,7 +92,9 @@ pub(crate) async fn report(
         other => {
             return Err(BrokerError::new(
                 "invalid_request",
-                format!("report event `{other}` is not one of ready, agent_start, run_settled"),
+                format!(
+                    "report event `{other}` is not one of ready, agent_start, turn, run_settled"
+                ),
             ));
         }
     };
@@ -106,4 +110,26 @@ pub(crate) async fn report(
         crate::pi::record_output(broker, &sender, params.text, params.telemetry).await?;
     }
     Ok(json!({ "ok": true }))
+}
+
+/// A `turn` report: what one turn of the sheep's task used. The answer says `stop` (with the
+/// limit) when that turn reached the task's budget: the task is settled `blocked` already and
+/// the sheep must end its run.
+async fn turn(
+    broker: &Arc<Broker>,
+    sender: &shepherd_core::ids::AgentId,
+    params: ReportParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    let mut usage = params.usage.unwrap_or_default();
+    usage.turns = 1;
+    broker
+        .commit_reply(rid, |tx| {
+            let reached = shepherd_core::herd::usage(tx, sender, usage);
+            Ok(match reached {
+                Some(reached) => json!({ "ok": true, "stop": reached.to_string() }),
+                None => json!({ "ok": true }),
+            })
+        })
+        .await
 }

@@ -3,9 +3,16 @@
 //! Two promises hold everywhere Shepherd keeps state on disk: a reader never sees a
 //! half-written file (see [`write_atomic`]), and a writer that dies never blocks the next one
 //! (see [`lock`]): locks are OS advisory locks, released by the kernel however their holder ends.
+//! Where the original extension may write too, its own exclusive-create lock files are taken as
+//! well ([`lock_exclusive`]), with stale-holder recovery so a crash never wedges anyone.
 
 mod atomic;
+mod excl;
 mod lock;
 
 pub use atomic::{sync_parent, write_atomic};
+pub use excl::{
+    EMPTY_GRACE, ExclusiveLock, RETRY_INTERVAL, is_held, lock_exclusive, lock_exclusive_linked,
+    try_lock_exclusive,
+};
 pub use lock::{FileLock, LockError, lock, open as open_lock_file, try_lock, try_lock_file};

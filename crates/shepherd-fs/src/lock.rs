@@ -2,7 +2,8 @@
 //!
 //! An advisory lock belongs to an open file: when its holder dies, however it dies, the kernel
 //! releases it and the next waiter proceeds at once (lock files made with `O_EXCL` instead wedge
-//! every later writer when their holder crashes). Lock files stay on disk; they are harmless.
+//! every later writer when their holder crashes, unless recovered as `excl` does). Lock files
+//! stay on disk; they are harmless.
 //!
 //! `flock` has no timeout, so a contended lock is waited for on a helper thread that hands the
 //! locked file back over a channel; the caller gives up at its deadline. A helper that wins the
@@ -20,6 +21,18 @@ use fs_err::{File, OpenOptions};
 #[derive(Debug)]
 pub struct FileLock {
     _file: File,
+}
+
+impl FileLock {
+    /// The locked file's path.
+    pub fn path(&self) -> &Path {
+        self._file.path()
+    }
+
+    /// The locked file's metadata (its inode, for one).
+    pub fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        self._file.metadata()
+    }
 }
 
 /// Why a lock could not be taken.

@@ -26,17 +26,17 @@ use shepherd_core::fieldnotes::index::render_index;
 use shepherd_core::fieldnotes::note::{Section, render_note, render_section};
 use shepherd_core::fieldnotes::ops::{TargetKind, check_related_target};
 use shepherd_core::fieldnotes::{
-    INDEX_FILE, NoteStatus, OpError, RelatedLink, SESSION_LOCK_FILE, SESSION_METADATA_FILE,
-    SessionMetadata,
+    INDEX_FILE, NoteStatus, OpError, RelatedLink, SESSION_METADATA_FILE, SessionMetadata,
 };
 use shepherd_core::time::iso;
 
 use crate::atomic::{self, Batch};
-use crate::ops::{Applied, NoteOp, NoteOpOutcome};
+use crate::lock::{self, Scope};
+use crate::ops::{Applied, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 use crate::queue::{Outcomes, Queue, RESPONSES_KEY, Request};
 use crate::read::read_regular_file;
 use crate::wait::Waiter;
-use crate::{CommitStage, SessionRef, Store, StoreError, lock};
+use crate::{CommitStage, SessionKey, SessionRef, Store, StoreError};
 
 /// How many times a note rewrite is redone when its sheep keeps changing it.
 const NOTE_REWRITE_ATTEMPTS: usize = 3;
@@ -68,17 +68,19 @@ impl Store {
         now: Timestamp,
     ) -> Result<Applied, StoreError> {
         let dir = self.checked_session_dir(session)?;
-        let lock_path = dir.join(SESSION_LOCK_FILE);
         let request = Request { now: iso(now), ops };
-        let lock_file = match lock::try_lock_file(lock::open(&lock_path)?)? {
-            Ok(lock) => {
-                let (outcomes, synced) = self.combine(session, &dir, Some(request))?;
+        let lock_file = match lock::try_lock_file(lock::open(&dir, Scope::Session)?)? {
+            Ok(ours) => {
+                let deadline = Instant::now() + self.options.lock_timeout;
+                let lock = lock::complete(&dir, Scope::Session, ours, deadline)?;
+                let (outcomes, synced, metadata) = self.combine(session, &dir, Some(request))?;
                 drop(lock);
                 if !synced {
                     atomic::sync_dir(&dir)?;
                 }
                 return Ok(Applied {
                     outcomes: outcomes.expect("own operations are answered"),
+                    session: Some(Box::new(metadata)),
                 });
             }
             Err(busy) => busy,
@@ -88,7 +90,10 @@ impl Store {
         self.hook(CommitStage::Queued(&dir));
         match self.wait_for_answer(session, &dir, &queue, &id, lock_file) {
             // The holder that answered synced the directory before answering.
-            Ok(outcomes) => Ok(Applied { outcomes }),
+            Ok(outcomes) => Ok(Applied {
+                outcomes,
+                session: None,
+            }),
             Err(err) => {
                 if !matches!(err, StoreError::LockTimeout { .. }) {
                     queue.forget(&id)?;
@@ -109,7 +114,7 @@ impl Store {
         id: &str,
         lock_file: fs_err::File,
     ) -> Result<Outcomes, StoreError> {
-        let lock_path = dir.join(SESSION_LOCK_FILE);
+        let lock_path = Scope::Session.flock_path(dir);
         let mut waiter = Waiter::new(&lock_path, lock_file, &queue.answers_dir());
         let mut deadline = Instant::now() + self.options.lock_timeout;
         let mut extended = false;
@@ -117,10 +122,11 @@ impl Store {
             if let Some(outcomes) = queue.take_response(id)? {
                 return Ok(outcomes);
             }
-            if let Some(lock) = waiter.try_lock()? {
+            if let Some(ours) = waiter.try_lock()? {
                 if let Some(outcomes) = queue.take_response(id)? {
                     return Ok(outcomes);
                 }
+                let lock = lock::complete(dir, Scope::Session, ours, deadline)?;
                 self.combine(session, dir, None)?;
                 drop(lock);
                 return queue.take_response(id)?.ok_or_else(|| {
@@ -146,13 +152,13 @@ impl Store {
 
     /// With the session lock held: repairs the queue, applies `own` and every queued request
     /// on a fresh read, commits once, and answers the queued requests. Returns the answer to
-    /// `own`, and whether the directory was already synced.
+    /// `own`, whether the directory was already synced, and the record as committed.
     fn combine(
         &self,
         session: &SessionRef,
         dir: &Path,
         own: Option<Request>,
-    ) -> Result<(Option<Outcomes>, bool), StoreError> {
+    ) -> Result<(Option<Outcomes>, bool, SessionMetadata), StoreError> {
         self.hook(CommitStage::SessionLocked(dir));
         let existing = atomic::sweep(dir)?;
         let mut metadata = self.load(session)?;
@@ -188,7 +194,7 @@ impl Store {
             self.hook(CommitStage::Committed(dir));
         }
         if answers.is_empty() && recovered.is_empty() {
-            return Ok((own, false));
+            return Ok((own, false, metadata));
         }
         // Answers promise durability: make the renames durable before anyone hears of them.
         atomic::sync_dir(dir)?;
@@ -199,7 +205,7 @@ impl Store {
                 tracing::warn!(%err, "could not leave a queued request's answer");
             }
         }
-        Ok((own, true))
+        Ok((own, true, metadata))
     }
 
     fn apply_request(
@@ -210,14 +216,22 @@ impl Store {
         request: Request,
     ) -> Outcomes {
         let mut outcomes = Vec::with_capacity(request.ops.len());
+        let mut refused: Option<OpError> = None;
         for op in request.ops {
+            if let Some(err) = &refused {
+                outcomes.push(Err(err.clone()));
+                continue;
+            }
+            let continues = matches!(op, NoteOp::Continue { .. });
             let outcome = self.apply_one(metadata, &mut batch.changes, existing, op, &request.now);
             match &outcome {
                 Ok(NoteOpOutcome::StatusSet(status)) => batch.explicit_status = Some(*status),
                 Ok(NoteOpOutcome::Note(_)) => batch.notes_changed = true,
+                // A request that continues the wrong session applies nothing after that.
+                Err(err) if continues => refused = Some(err.clone()),
                 _ => {}
             }
-            if outcome.is_ok() {
+            if matches!(outcome, Ok(ref o) if !matches!(o, NoteOpOutcome::Unchanged(_))) {
                 batch.anything_applied = true;
                 if request.now > metadata.updated_at {
                     metadata.updated_at.clone_from(&request.now);
@@ -292,6 +306,72 @@ impl Store {
             NoteOp::SetStatus(status) => {
                 metadata.set_status(status)?;
                 Ok(NoteOpOutcome::StatusSet(status))
+            }
+            NoteOp::Continue { key, session_file } => {
+                if !key.matches(metadata) {
+                    return Err(OpError::OtherSession {
+                        expected: match key {
+                            SessionKey::Parent(identity) => {
+                                format!("the session of parent {identity:?}")
+                            }
+                            SessionKey::Name(name) => format!("the session named {name:?}"),
+                        },
+                    });
+                }
+                metadata.resume(session_file.as_deref());
+                Ok(NoteOpOutcome::Continued {
+                    session_name: metadata.session_name.clone(),
+                })
+            }
+            NoteOp::ReserveOnce { planned, task_id } => {
+                if let Some(record) = note_of_task(metadata, &task_id) {
+                    return Ok(NoteOpOutcome::Unchanged(Box::new(record.clone())));
+                }
+                let mut planned = planned;
+                planned
+                    .metadata
+                    .insert(TASK_ID_KEY.to_owned(), serde_json::Value::from(task_id));
+                self.apply_one(metadata, changes, existing, NoteOp::Reserve(planned), now)
+            }
+            NoteOp::StartOnce {
+                note: file,
+                task_id,
+                metadata: mut extra,
+                task,
+            } => {
+                if let Some(record) = note_of_task(metadata, &task_id) {
+                    return Ok(NoteOpOutcome::Unchanged(Box::new(record.clone())));
+                }
+                extra.insert(TASK_ID_KEY.to_owned(), serde_json::Value::from(task_id));
+                let op = NoteOp::Start {
+                    note: file,
+                    metadata: extra,
+                    task,
+                };
+                self.apply_one(metadata, changes, existing, op, now)
+            }
+            NoteOp::Release {
+                note: file,
+                group,
+                result,
+            } => {
+                let record = metadata
+                    .artifact(&file)
+                    .ok_or_else(|| OpError::UnknownNote { note: file.clone() })?;
+                if let Some(group) = group
+                    && record.group.as_deref() != Some(group.as_str())
+                {
+                    return Err(OpError::NotInGroup {
+                        note: file.clone(),
+                        group,
+                    });
+                }
+                if record.status != NoteStatus::Pending {
+                    return Ok(NoteOpOutcome::Unchanged(Box::new(record.clone())));
+                }
+                metadata.finalize(&file, result.status, result.error, result.metadata, now)?;
+                changes.entry(file.clone()).or_default().section_output = Some(result.output);
+                Ok(note(metadata, &file))
             }
         }
     }
@@ -385,6 +465,19 @@ fn merge_late_writes(
         seen = current;
     }
     Ok(())
+}
+
+/// The note of `metadata` that belongs to task `task_id`, if any.
+fn note_of_task<'m>(
+    metadata: &'m SessionMetadata,
+    task_id: &str,
+) -> Option<&'m shepherd_core::fieldnotes::ArtifactRecord> {
+    metadata.artifacts.iter().find(|a| {
+        a.metadata
+            .get(TASK_ID_KEY)
+            .and_then(serde_json::Value::as_str)
+            == Some(task_id)
+    })
 }
 
 /// Replaces each note record in `outcomes` with the record as committed.

@@ -7,9 +7,12 @@
 //! [`Store::locate_note`]). What the files say is decided in `shepherd_core::fieldnotes`; this
 //! crate decides how they reach the disk:
 //!
-//! - **Locks** (`lock`): OS advisory locks on `.sessions.lock` (resolve and create) and on each
-//!   session's `.session.lock` (every read-modify-write), with a deadline. A holder that dies
-//!   releases its lock. Readers take no lock.
+//! - **Locks** (`lock`): for resolving and creating sessions, the sessions directory's; for
+//!   every read-modify-write, the session's. Each is Shepherd's OS advisory lock
+//!   (`.sessions.flock`, `.session.flock`) and, under it, the original extension's
+//!   exclusive-create lock file (`.sessions.lock`, `.session.lock`), so Shepherd and the
+//!   original exclude each other; every wait has a deadline, and a lock whose holder died is
+//!   taken over at once. Readers take no lock.
 //! - **Fresh reads**: every change re-reads `session.json` after taking the session lock, so no
 //!   update is ever lost to a stale copy (the original lost 568–748 of 800 entries this way).
 //! - **Atomic commits** (`atomic`): each commit stages its files in the session directory,
@@ -21,6 +24,10 @@
 //!   waiter, so one session's throughput is not capped by one disk flush per note. Waiters
 //!   learn of their answer (or of the lock coming free) through inotify, not by winning the
 //!   lock, so no answered writer waits behind round after round of others.
+//! - **Lookup without scanning** (`bindings`): an index from each parent identity and each
+//!   session name to its session directory, checked against the session's own record before
+//!   it is believed and rebuilt by a scan whenever it is missing or wrong; a writer that found
+//!   its session there checks and continues it inside its own commit ([`Store::reserve_in`]).
 //! - **Allocation** (`resolve`): a new session's number is claimed with an exclusive `mkdir` of
 //!   `.alloc/NNNN`, so two processes never share one and an abandoned number is never reused.
 //! - **Defensive reads** (`read`): stored paths are never trusted; a record that does not
@@ -30,6 +37,7 @@
 
 mod apply;
 mod atomic;
+mod bindings;
 mod error;
 mod lock;
 mod ops;
@@ -43,10 +51,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use bindings::SessionKey;
 pub use error::StoreError;
-pub use ops::{Applied, Finalization, NoteOp, NoteOpOutcome};
+pub use ops::{Applied, Finalization, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 pub use read::{ListedSession, LocatedNote, NoteView};
-pub use resolve::Resolved;
+pub use resolve::{ReservedIn, Resolved};
 pub use shepherd_core::fieldnotes::{
     ArtifactRecord, Metadata, Mode, NoteStatus, OpError, PlannedNote, SessionMetadata,
 };
@@ -123,6 +132,8 @@ pub enum CommitStage<'a> {
     Committed(&'a Path),
     /// The session was busy: this writer's request is queued and it is about to wait.
     Queued(&'a Path),
+    /// A session's record was read (the session directory).
+    Loaded(&'a Path),
 }
 
 /// One session directory, by name. Obtained from the store; its paths are always derived from

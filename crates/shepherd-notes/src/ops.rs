@@ -11,7 +11,7 @@ use shepherd_core::fieldnotes::{
     ArtifactRecord, Metadata, NoteStatus, OpError, PlannedNote, RelatedLink,
 };
 
-use crate::{SessionRef, Store, StoreError};
+use crate::{SessionKey, SessionRef, Store, StoreError};
 
 /// One change to a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,6 +63,51 @@ pub enum NoteOp {
     },
     /// Set the session status explicitly (it wins over the summary of this batch's notes).
     SetStatus(NoteStatus),
+    /// Continue the session as the one `key` selects: refused with
+    /// [`OpError::OtherSession`] (and every later operation of the same request with it,
+    /// unapplied) unless the session, as read under its lock, carries that binding or name;
+    /// otherwise marks it continued (`resumed`, `session_file` recorded, a finished session
+    /// running again). Lets a writer that found the session through the index check and
+    /// continue it in the same commit as its own changes.
+    Continue {
+        /// What the writer looked the session up by.
+        key: SessionKey,
+        /// The parent's session file, for diagnostics.
+        session_file: Option<String>,
+    },
+    /// Reserve a note for task `task_id` (recorded as its `taskId`) unless the session already
+    /// holds one, which is then answered [`NoteOpOutcome::Unchanged`]: a task handed over
+    /// twice (after a restart) keeps its one note.
+    ReserveOnce {
+        /// The note to reserve.
+        planned: PlannedNote,
+        /// The task it belongs to.
+        task_id: String,
+    },
+    /// Start note `note` for task `task_id` (recorded as its `taskId`, with `metadata`)
+    /// unless a note of the session already carries that task, which is then answered
+    /// [`NoteOpOutcome::Unchanged`]: a planned note handed over twice is started once.
+    StartOnce {
+        /// The note's file name.
+        note: String,
+        /// The task it is started for.
+        task_id: String,
+        /// Metadata to merge.
+        metadata: Metadata,
+        /// The task text as finally delivered, when it differs from the text reserved.
+        task: Option<String>,
+    },
+    /// Finalise a note only if it is still `pending` (a planned note whose task never
+    /// started); a note in any other status is answered [`NoteOpOutcome::Unchanged`]. With a
+    /// `group`, a note of another group is refused with [`OpError::NotInGroup`].
+    Release {
+        /// The note's file name.
+        note: String,
+        /// The reservation group the note must belong to.
+        group: Option<String>,
+        /// The outcome.
+        result: Finalization,
+    },
 }
 
 /// How a note ended.
@@ -100,6 +145,13 @@ pub enum NoteOpOutcome {
     Linked(RelatedLink),
     /// The session status was set.
     StatusSet(NoteStatus),
+    /// The session was continued (see [`NoteOp::Continue`]); its name.
+    Continued {
+        /// The session's name.
+        session_name: String,
+    },
+    /// The operation had nothing to do; the note's record as it is.
+    Unchanged(Box<ArtifactRecord>),
 }
 
 impl NoteOpOutcome {
@@ -117,7 +169,13 @@ impl NoteOpOutcome {
 pub struct Applied {
     /// One result per operation, in order. A note's record is as committed.
     pub outcomes: Vec<Result<NoteOpOutcome, OpError>>,
+    /// The session record as the commit left it, when this writer committed itself (`None`
+    /// when another process committed its operations for it; read it then if needed).
+    pub session: Option<Box<shepherd_core::fieldnotes::SessionMetadata>>,
 }
+
+/// The note metadata key holding the id of the task a note belongs to.
+pub const TASK_ID_KEY: &str = "taskId";
 
 impl Store {
     /// Reserves `planned` notes in input order, in one commit. All are checked first: one bad

@@ -88,6 +88,7 @@ impl Store {
     /// Reads and validates the record of `session`, with every path re-derived.
     pub fn load(&self, session: &SessionRef) -> Result<SessionMetadata, StoreError> {
         let dir = self.checked_session_dir(session)?;
+        self.hook(crate::CommitStage::Loaded(&dir));
         let malformed = |reason: String| StoreError::Malformed {
             path: dir.clone(),
             reason: Malformed(reason),
@@ -153,6 +154,10 @@ impl Store {
             && let Some(session) = sessions.iter().find(|s| s.ordinal == ordinal)
         {
             return Ok(session.clone());
+        }
+        let by_name = crate::SessionKey::Name(selector.to_owned());
+        if let Some((session, _)) = self.lookup(&by_name)? {
+            return Ok(session);
         }
         if let Some((session, _)) = self.find_valid(|m| m.session_name == selector)? {
             return Ok(session);

@@ -5,9 +5,12 @@
 //! legacy, named or other parent's session. A named session (seed 000) is continued by exact
 //! `sessionName`. A session for a task without a name is always new.
 //!
-//! Lookups first scan without a lock (records are replaced atomically and a binding or name
-//! never changes once written, so a match found unlocked stays a match); only when nothing
-//! matches is the root lock taken, the scan repeated, and a session created. Creation claims the
+//! Lookups first ask the binding index (see `bindings`) and believe its answer only once the
+//! session's own record confirms it (records are replaced atomically and a binding or name
+//! never changes once written, so a match read unlocked stays a match); when it has no answer,
+//! or a wrong one, the root lock is taken and every session read — indexing what is found —
+//! and only if nothing matches is a session created. [`Store::reserve_in`] goes further and
+//! confirms the index's answer inside the commit that uses it. Creation claims the
 //! next ordinal — one above every `NNNN-` directory and every `.alloc/NNNN` token — with an
 //! exclusive `mkdir` of its token, builds the directory under a temp name and renames it into
 //! place whole.
@@ -19,8 +22,9 @@ use jiff::Timestamp;
 use shepherd_core::fieldnotes::index::render_index;
 use shepherd_core::fieldnotes::metadata::is_valid_identity;
 use shepherd_core::fieldnotes::naming::unique_session_slug;
+use shepherd_core::fieldnotes::ops::check_planned;
 use shepherd_core::fieldnotes::{
-    ALLOC_DIR, Binding, INDEX_FILE, ParentBinding, ROOT_LOCK_FILE, SESSION_LOCK_FILE,
+    ALLOC_DIR, ArtifactRecord, INDEX_FILE, OpError, ParentBinding, PlannedNote,
     SESSION_METADATA_FILE, SessionMetadata, directory_name, parse_directory_name,
     parse_ordinal_token,
 };
@@ -28,7 +32,34 @@ use shepherd_core::slug::{MAX_SESSION_SLUG, hash8, session_name_from_task, slugi
 use shepherd_core::time::iso;
 
 use crate::atomic::{self, Batch, TEMP_PREFIX};
-use crate::{CommitStage, MAX_IDENTITY, SessionRef, Store, StoreError, lock};
+use crate::lock::{self, Scope};
+use crate::{
+    CommitStage, ListedSession, MAX_IDENTITY, NoteOp, NoteOpOutcome, SessionKey, SessionRef, Store,
+    StoreError,
+};
+
+/// What [`Store::reserve_in`] did.
+#[derive(Debug, Clone)]
+pub struct ReservedIn {
+    /// The session the notes are in.
+    pub session: SessionRef,
+    /// Its name.
+    pub session_name: String,
+    /// Whether an existing session was continued (`false`: created now).
+    pub resumed: bool,
+    /// The notes, as committed, in input order.
+    pub notes: Vec<ArtifactRecord>,
+}
+
+/// A parent identity checked and made a key.
+fn parent_key(identity: &str) -> Result<SessionKey, StoreError> {
+    if !is_valid_identity(identity) || identity.chars().count() > MAX_IDENTITY {
+        return Err(StoreError::InvalidIdentity {
+            identity: identity.to_owned(),
+        });
+    }
+    Ok(SessionKey::Parent(identity.to_owned()))
+}
 
 /// A session found or made for a delegation.
 #[derive(Debug, Clone)]
@@ -50,20 +81,15 @@ impl Store {
         session_file: Option<&str>,
         now: Timestamp,
     ) -> Result<Resolved, StoreError> {
-        if !is_valid_identity(identity) || identity.chars().count() > MAX_IDENTITY {
-            return Err(StoreError::InvalidIdentity {
-                identity: identity.to_owned(),
-            });
-        }
-        let owned = |m: &SessionMetadata| matches!(m.binding(), Binding::Parent { identity: i } if i == identity);
-        if let Some((session, _)) = self.find_valid(owned)? {
-            return self.resume(&session, session_file, now);
+        let key = parent_key(identity)?;
+        if let Some(found) = self.lookup(&key)? {
+            return self.resume(found, session_file, now);
         }
         let root = self.ensure_sessions_dir()?;
-        let _lock = lock::acquire(&root.join(ROOT_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&root, Scope::Root, self.options.lock_timeout)?;
         self.hook(CommitStage::RootLocked(&root));
-        if let Some((session, _)) = self.find_valid(owned)? {
-            return self.resume(&session, session_file, now);
+        if let Some(found) = self.scan_for(&key)? {
+            return self.resume(found, session_file, now);
         }
         let name = format!("orchestrator-{}", hash8(identity));
         let binding = ParentBinding {
@@ -83,15 +109,15 @@ impl Store {
         now: Timestamp,
     ) -> Result<Resolved, StoreError> {
         let name = shepherd_core::slug::validate_session_name(name)?;
-        let named = |m: &SessionMetadata| m.continues_name(name);
-        if let Some((session, _)) = self.find_valid(named)? {
-            return self.resume(&session, None, now);
+        let key = SessionKey::Name(name.to_owned());
+        if let Some(found) = self.lookup(&key)? {
+            return self.resume(found, None, now);
         }
         let root = self.ensure_sessions_dir()?;
-        let _lock = lock::acquire(&root.join(ROOT_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&root, Scope::Root, self.options.lock_timeout)?;
         self.hook(CommitStage::RootLocked(&root));
-        if let Some((session, _)) = self.find_valid(named)? {
-            return self.resume(&session, None, now);
+        if let Some(found) = self.scan_for(&key)? {
+            return self.resume(found, None, now);
         }
         self.create_locked(name, None, now)
     }
@@ -105,7 +131,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<Resolved, StoreError> {
         let root = self.ensure_sessions_dir()?;
-        let _lock = lock::acquire(&root.join(ROOT_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&root, Scope::Root, self.options.lock_timeout)?;
         self.hook(CommitStage::RootLocked(&root));
         let name = session_name_from_task(first_task);
         let name = match self.find_valid(|m| m.session_name == name)? {
@@ -115,28 +141,157 @@ impl Store {
         self.create_locked(&name, None, now)
     }
 
+    /// Reserves `planned` notes in the session `key` selects, creating it on first use, as one
+    /// commit whenever the binding index knows the session: the commit itself checks, under
+    /// the session lock, that the session is still the one `key` selects, continues it and
+    /// reserves the notes ([`NoteOp::Continue`]), so finding the session costs one small read.
+    /// Otherwise (first use, or a stale index) it resolves the session the long way first.
+    pub fn reserve_in(
+        &self,
+        key: &SessionKey,
+        session_file: Option<&str>,
+        planned: Vec<PlannedNote>,
+        now: Timestamp,
+    ) -> Result<ReservedIn, StoreError> {
+        for note in &planned {
+            check_planned(note)?;
+        }
+        let key = match key {
+            SessionKey::Parent(identity) => parent_key(identity)?,
+            SessionKey::Name(name) => {
+                SessionKey::Name(shepherd_core::slug::validate_session_name(name)?.to_owned())
+            }
+        };
+        if let Some(session) = self.indexed(&key)
+            && let Some(reserved) =
+                self.reserve_indexed(&key, session, session_file, &planned, now)?
+        {
+            return Ok(reserved);
+        }
+        let resolved = match &key {
+            SessionKey::Parent(identity) => {
+                self.resolve_or_create_parent_session(identity, session_file, now)?
+            }
+            SessionKey::Name(name) => self.create_or_continue_named(name, now)?,
+        };
+        let notes = self.reserve(&resolved.session, planned, now)?;
+        Ok(ReservedIn {
+            session: resolved.session,
+            session_name: resolved.metadata.session_name,
+            resumed: resolved.resumed,
+            notes,
+        })
+    }
+
+    /// The fast path of [`Store::reserve_in`]; `None` when the index was wrong.
+    fn reserve_indexed(
+        &self,
+        key: &SessionKey,
+        session: SessionRef,
+        session_file: Option<&str>,
+        planned: &[PlannedNote],
+        now: Timestamp,
+    ) -> Result<Option<ReservedIn>, StoreError> {
+        let mut ops = vec![NoteOp::Continue {
+            key: key.clone(),
+            session_file: session_file.map(str::to_owned),
+        }];
+        ops.extend(planned.iter().cloned().map(NoteOp::Reserve));
+        let applied = match self.apply(&session, ops, now) {
+            Ok(applied) => applied,
+            Err(
+                StoreError::SessionNotFound { .. }
+                | StoreError::Malformed { .. }
+                | StoreError::UnsafePath { .. },
+            ) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let mut outcomes = applied.outcomes.into_iter();
+        let session_name = match outcomes.next() {
+            Some(Ok(NoteOpOutcome::Continued { session_name })) => session_name,
+            Some(Err(OpError::OtherSession { .. })) => return Ok(None),
+            Some(Err(err)) => return Err(err.into()),
+            Some(Ok(other)) => unreachable!("continuing yields Continued, not {other:?}"),
+            None => unreachable!("one outcome per operation"),
+        };
+        let mut notes = Vec::with_capacity(planned.len());
+        for outcome in outcomes {
+            match outcome? {
+                NoteOpOutcome::Note(record) => notes.push(*record),
+                other => unreachable!("a reservation yields a note, not {other:?}"),
+            }
+        }
+        Ok(Some(ReservedIn {
+            session,
+            session_name,
+            resumed: true,
+            notes,
+        }))
+    }
+
+    /// The session the index names for `key`, if its record (read now) confirms it.
+    pub(crate) fn lookup(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<(SessionRef, SessionMetadata)>, StoreError> {
+        let Some(session) = self.indexed(key) else {
+            return Ok(None);
+        };
+        match self.load(&session) {
+            Ok(metadata) if key.matches(&metadata) => Ok(Some((session, metadata))),
+            Ok(_)
+            | Err(
+                StoreError::Malformed { .. }
+                | StoreError::UnsafePath { .. }
+                | StoreError::SessionNotFound { .. },
+            ) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The first valid session (lowest ordinal) `key` selects, by reading every session; every
+    /// valid session met on the way is (re)indexed. Call with the root lock held.
+    fn scan_for(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<(SessionRef, SessionMetadata)>, StoreError> {
+        let mut found = None;
+        for listed in self.list_sessions()? {
+            let ListedSession::Valid { session, metadata } = listed else {
+                continue;
+            };
+            if found.is_none() && key.matches(&metadata) {
+                self.index(key, &session);
+                found = Some((session, *metadata));
+            } else {
+                self.index_session(&session, &metadata);
+            }
+        }
+        Ok(found)
+    }
+
     /// Marks an existing session continued, under its lock and on a fresh read; writes only if
-    /// something changed.
+    /// something changed. `found` is the session and its record as just read.
     fn resume(
         &self,
-        session: &SessionRef,
+        found: (SessionRef, SessionMetadata),
         session_file: Option<&str>,
         now: Timestamp,
     ) -> Result<Resolved, StoreError> {
-        let dir = self.checked_session_dir(session)?;
-        // Most continuations change nothing (already resumed, still running): answer from a
+        let (session, mut unchanged) = found;
+        let dir = self.checked_session_dir(&session)?;
+        // Most continuations change nothing (already resumed, still running): answer from the
         // lock-free read, so continuing a busy session does not queue behind its writers.
-        let mut unchanged = self.load(session)?;
         if !unchanged.resume(session_file) {
             return Ok(Resolved {
-                session: session.clone(),
+                session,
                 metadata: unchanged,
                 resumed: true,
             });
         }
-        let _lock = lock::acquire(&dir.join(SESSION_LOCK_FILE), self.options.lock_timeout)?;
+        let _lock = lock::acquire(&dir, Scope::Session, self.options.lock_timeout)?;
         self.hook(CommitStage::SessionLocked(&dir));
-        let mut metadata = self.load(session)?;
+        let mut metadata = self.load(&session)?;
         if metadata.resume(session_file) {
             atomic::sweep(&dir)?;
             metadata.updated_at = iso(now);
@@ -149,7 +304,7 @@ impl Store {
             atomic::sync_dir(&dir)?;
         }
         Ok(Resolved {
-            session: session.clone(),
+            session,
             metadata,
             resumed: true,
         })
@@ -211,6 +366,7 @@ impl Store {
         let mut staging = staging;
         staging.disable_cleanup(true);
         atomic::sync_dir(&root)?;
+        self.index_session(&session, &metadata);
         tracing::debug!(session = %session, "created fieldnotes session");
         Ok(Resolved {
             session,

@@ -68,13 +68,13 @@ impl Waiter {
         };
         match &self.events {
             Some(events) => wait_for_events(events, left),
-            None => match lock::acquire(&self.lock_path, left) {
+            None => match shepherd_fs::lock(&self.lock_path, left) {
                 Ok(held) => {
                     drop(held);
                     Ok(true)
                 }
-                Err(StoreError::LockTimeout { .. }) => Ok(false),
-                Err(err) => Err(err),
+                Err(shepherd_fs::LockError::Timeout { .. }) => Ok(false),
+                Err(shepherd_fs::LockError::Io { source, .. }) => Err(source.into()),
             },
         }
     }

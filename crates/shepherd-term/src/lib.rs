@@ -10,6 +10,7 @@
 
 pub mod headless;
 pub mod herdr;
+pub mod platform;
 pub mod process;
 pub mod registry;
 pub mod tmux;

@@ -1,14 +1,17 @@
 //! Process facts and signals, for supervisors and for confirming that a sheep is gone.
 //!
-//! Waiting for a process that is not our child uses a pidfd, so "wait until it is gone" is an
-//! event with a deadline, never a polling loop.
+//! Waiting for a process that is not our child uses the platform's exit watch (a pidfd), so
+//! "wait until it is gone" is an event with a deadline, never a polling loop. Process facts come
+//! from the platform's process table (`crate::platform`).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, poll};
-use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open};
+use rustix::process::{Pid, Signal};
+
+use crate::platform;
 
 /// Whether a process with `pid` exists (zombies count as existing).
 pub fn alive(pid: u32) -> bool {
@@ -37,12 +40,12 @@ pub fn signal_process(pid: u32, signal: Signal) {
 /// Waits until process `pid` has exited (or been reaped), up to `deadline`. Returns whether it
 /// is gone. A zombie still awaiting its parent's reaping counts as gone: it runs nothing.
 pub fn wait_gone(pid: u32, deadline: Instant) -> bool {
-    let Some(target) = to_pid(pid) else {
+    if to_pid(pid).is_none() {
         return true;
-    };
-    let fd = match pidfd_open(target, PidfdFlags::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::SRCH) => return true,
+    }
+    let fd = match platform::exit_watch(pid) {
+        Ok(Some(fd)) => fd,
+        Ok(None) => return true,
         Err(_) => return !alive(pid),
     };
     loop {
@@ -75,22 +78,16 @@ pub fn terminate_group(pgid: u32, grace: Duration, deadline: Instant) -> bool {
     gone
 }
 
-/// Every live process below `root` — its children, theirs, and so on — from one scan of
-/// `/proc`. A supervisor that is a child subreaper sees here whatever its sheep left behind,
-/// daemons that called `setsid` included.
+/// Every live process below `root` — its children, theirs, and so on — from one scan of the
+/// process table. A supervisor that is a child subreaper sees here whatever its sheep left
+/// behind, daemons that called `setsid` included.
 pub fn descendants(root: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Some((state, ppid)) = stat_fields(pid)
-            && state != 'Z'
+    for pid in platform::process_ids() {
+        if let Some(stat) = platform::stat(pid)
+            && !stat.zombie
         {
-            children.entry(ppid).or_default().push(pid);
+            children.entry(stat.parent).or_default().push(pid);
         }
     }
     let mut found = Vec::new();
@@ -148,13 +145,13 @@ pub fn end_descendants(root: u32, spare: &[u32], grace: Duration, deadline: Inst
 
 /// Whether `pid` is a zombie (exited, not yet reaped).
 pub fn is_zombie(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|(state, _)| state == 'Z')
+    platform::stat(pid).is_some_and(|stat| stat.zombie)
 }
 
-/// The parent of `pid`, from `/proc`.
+/// The parent of `pid`, from the process table.
 pub fn parent_of(pid: u32) -> Option<u32> {
-    stat_fields(pid)
-        .map(|(_, ppid)| ppid)
+    platform::stat(pid)
+        .map(|stat| stat.parent)
         .filter(|ppid| *ppid > 0)
 }
 
@@ -172,16 +169,6 @@ pub fn ancestry(pid: u32, limit: usize) -> Vec<u32> {
         }
     }
     chain
-}
-
-fn stat_fields(pid: u32) -> Option<(char, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may itself contain spaces or parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    Some((state, ppid))
 }
 
 fn to_pid(pid: u32) -> Option<Pid> {

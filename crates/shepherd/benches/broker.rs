@@ -11,6 +11,13 @@
 //! 5. 200 concurrent headless test sheep through spawn, delegate, done and close: wall time,
 //!    broker peak RSS and CPU, idle CPU with all of them alive, and that nothing was lost;
 //! 6. the same for 20 test sheep at once in tmux windows (when tmux is installed).
+//!
+//! `-- fieldnotes` runs only the fieldnotes scenarios instead (module `fieldnotes`: lifecycles
+//! and plans by 16 clients into one session and into 16, `done` → completion, and the CLI
+//! path), and `-- fieldnotes --base DIR [--reps N]` compares each with the `shepherd` binary
+//! in `DIR`, an earlier commit's release build, in the same run.
+
+mod fieldnotes;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +29,8 @@ use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
 
 struct World {
     _dir: tempfile::TempDir,
+    /// Where the `shepherd` binary this world runs lives (this build's, or a base build's).
+    bins: PathBuf,
     home: PathBuf,
     runtime: PathBuf,
     project: PathBuf,
@@ -34,6 +43,11 @@ fn bin(name: &str) -> PathBuf {
 
 impl World {
     fn new() -> Self {
+        Self::with_bins(bin("shepherd").parent().unwrap())
+    }
+
+    /// A world whose CLI and broker are the `shepherd` binary in `bins`.
+    fn with_bins(bins: &Path) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let runtime = dir.path().join("run");
@@ -45,6 +59,7 @@ impl World {
         let project = project.canonicalize().unwrap();
         Self {
             _dir: dir,
+            bins: bins.to_owned(),
             home,
             runtime,
             project,
@@ -63,7 +78,7 @@ impl World {
     }
 
     fn cli(&self, args: &[&str]) -> Value {
-        let out = Command::new(bin("shepherd"))
+        let out = Command::new(self.bins.join("shepherd"))
             .args(args)
             .arg("--json")
             .current_dir(&self.project)
@@ -89,7 +104,7 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let _stopped = Command::new(bin("shepherd"))
+        let _stopped = Command::new(self.bins.join("shepherd"))
             .args(["broker", "stop"])
             .current_dir(&self.project)
             .env("HOME", &self.home)
@@ -482,11 +497,26 @@ fn main() {
         "{} is missing: run `cargo build --release -p shepherd-testkit` first",
         test_sheep.display()
     );
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
+    if args.iter().any(|a| a == "fieldnotes") {
+        let value = |flag: &str| {
+            args.iter()
+                .position(|a| a == flag)
+                .and_then(|i| args.get(i + 1))
+                .cloned()
+        };
+        let base = value("--base").map(PathBuf::from);
+        let reps = value("--reps").map_or(if base.is_some() { 3 } else { 1 }, |n| {
+            n.parse().expect("--reps N")
+        });
+        runtime.block_on(fieldnotes::run(quick, base, reps));
+        return;
+    }
     let tmux_installed = Command::new("tmux")
         .arg("-V")
         .output()

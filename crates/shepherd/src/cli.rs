@@ -24,7 +24,7 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Delegate in one call: spawn, hand over, wait, collect the result, close (single, parallel
     /// or chain).
-    Run(commands::run::RunArgs),
+    Run(Box<commands::run::RunArgs>),
     /// Start an idle sheep from an agent definition.
     Spawn(commands::parent::SpawnArgs),
     /// Hand a sheep a tracked task (returns at once with its task id).
@@ -37,6 +37,8 @@ pub(crate) enum Command {
     Status(commands::parent::StatusArgs),
     /// Close a sheep (its open task is cancelled).
     Close(commands::parent::CloseArgs),
+    /// Reopen a closed or exited sheep on its own session, under the same name (pi).
+    Resume(commands::controls::ResumeArgs),
     /// Show a sheep's recent output.
     Read(commands::parent::ReadArgs),
     /// List the herd.

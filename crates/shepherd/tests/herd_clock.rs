@@ -1,6 +1,8 @@
 //! Time-driven rules with the broker's clock under the test's control: task deadlines time out
-//! (rc 124), unanswered questions block (rc 2), and a long wait earns exactly one stale-wait
-//! reminder per episode — all by moving the clock, never by waiting out real minutes.
+//! (rc 124), unanswered questions block (rc 2), a long wait earns exactly one stale-wait
+//! reminder per episode, and the opt-in stall watchdog nudges a silent sheep and then blocks
+//! its task (and, off, leaves the same task open) — all by moving the clock, never by waiting
+//! out real minutes.
 
 mod herd_support;
 
@@ -247,5 +249,123 @@ async fn with_keep_open_and_stay_open_off_a_settled_sheep_is_closed_ten_seconds_
         t.call("status", json!({ "id": agent })).await["state"],
         "closed"
     );
+    t.stop().await;
+}
+
+/// The parent's notices of one kind, waiting up to `ms` real milliseconds for the first item.
+async fn notices(t: &mut Clocked, kind: &str, ms: u64) -> Vec<Value> {
+    t.inbox(ms)
+        .await
+        .into_iter()
+        .filter(|i| i["type"] == "notice" && i["notice"] == kind)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_stall_watchdog_on_a_silent_sheep_is_nudged_then_its_task_blocks() {
+    let mut t = clocked().await;
+    t.world.settings(r#"{"stallWatchdog": 1}"#);
+    // The sheep reads its task and says so (its last activity), then goes silent.
+    let (agent, task) = t
+        .spawn_and_delegate("quiet", "tell shepherd started; idle", 60.0)
+        .await;
+    assert_eq!(t.inbox(30_000).await[0]["envelope"]["content"], "started");
+    t.clock.advance(MINUTE - 1);
+    assert!(notices(&mut t, "stall_nudged", 200).await.is_empty());
+    t.clock.advance(1);
+    let nudged = notices(&mut t, "stall_nudged", 30_000).await;
+    assert_eq!(nudged.len(), 1, "{nudged:?}");
+    assert_eq!(nudged[0]["taskId"], json!(task));
+    let status = t.call("status", json!({ "id": agent })).await;
+    assert_eq!(status["task"]["state"], "running", "{status}");
+    assert_eq!(status["task"]["stall"]["nudged"], true, "{status}");
+    t.clock.advance(MINUTE);
+    let settled = t.settled(&task).await;
+    assert_eq!(settled["status"], "blocked");
+    assert_eq!(settled["returnCode"], 2);
+    let error = settled["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("Stall watchdog: quiet showed no activity for 1 min, was nudged"),
+        "{error}"
+    );
+    let note = std::fs::read_to_string(settled["note"].as_str().unwrap()).unwrap();
+    assert!(note.contains("Stall watchdog"), "{note}");
+    t.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_stall_watchdog_off_the_same_silent_task_stays_open() {
+    let mut t = clocked().await;
+    let (agent, _task) = t
+        .spawn_and_delegate("quiet", "tell shepherd started; idle", 60.0)
+        .await;
+    assert_eq!(t.inbox(30_000).await[0]["envelope"]["content"], "started");
+    t.clock.advance(10 * MINUTE);
+    assert!(notices(&mut t, "stall_nudged", 200).await.is_empty());
+    let status = t.call("status", json!({ "id": agent })).await;
+    assert_eq!(status["task"]["state"], "running", "{status}");
+    assert!(status["task"].get("stall").is_none(), "{status}");
+    t.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegation_turns_the_watchdog_on_or_off_for_its_own_task() {
+    let mut t = clocked().await;
+    t.world.settings(r#"{"stallWatchdog": 1}"#);
+    t.world
+        .define_test_sheep("quiet", "tell shepherd started; idle", None);
+    let spawned = t
+        .call("spawn", json!({ "agent": "quiet", "label": "off" }))
+        .await;
+    let off = spawned["agentId"].as_str().unwrap().to_owned();
+    t.call(
+        "delegate",
+        json!({ "target": off, "task": "work", "timeout": 60, "stall": 0 }),
+    )
+    .await;
+    let spawned = t
+        .call("spawn", json!({ "agent": "quiet", "label": "on" }))
+        .await;
+    let on = spawned["agentId"].as_str().unwrap().to_owned();
+    let delegated = t
+        .call(
+            "delegate",
+            json!({ "target": on, "task": "work", "timeout": 60, "stall": 2 }),
+        )
+        .await;
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    // Both sheep have read their tasks before the clock moves.
+    let mut started = 0;
+    while started < 2 {
+        started += t
+            .inbox(30_000)
+            .await
+            .iter()
+            .filter(|i| i["envelope"]["content"] == "started")
+            .count();
+    }
+    t.clock.advance(2 * MINUTE);
+    let nudged = notices(&mut t, "stall_nudged", 30_000).await;
+    assert_eq!(
+        nudged.len(),
+        1,
+        "only the task with the watchdog: {nudged:?}"
+    );
+    assert_eq!(nudged[0]["agentId"], json!(on));
+    t.clock.advance(2 * MINUTE);
+    assert_eq!(t.settled(&task).await["status"], "blocked");
+    let status = t.call("status", json!({ "id": off })).await;
+    assert_eq!(status["task"]["state"], "running", "{status}");
+
+    // A bad period is refused, naming it, and changes nothing.
+    let refused = t
+        .client
+        .call_value(
+            "delegate",
+            json!({ "target": off, "task": "more", "stall": -1 }),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("stall `-1`"), "{refused}");
     t.stop().await;
 }

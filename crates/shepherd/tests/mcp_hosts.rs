@@ -26,7 +26,7 @@ use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, Host, RunOutput};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 
 /// Every tool `shepherd mcp` offers a parent.
-const PARENT_TOOLS: [&str; 11] = [
+const PARENT_TOOLS: [&str; 12] = [
     "shepherd",
     "shepherd_close",
     "shepherd_delegate",
@@ -34,6 +34,7 @@ const PARENT_TOOLS: [&str; 11] = [
     "shepherd_message",
     "shepherd_prompt",
     "shepherd_read",
+    "shepherd_resume",
     "shepherd_run",
     "shepherd_spawn",
     "shepherd_status",

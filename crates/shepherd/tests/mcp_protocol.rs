@@ -118,6 +118,7 @@ fn error_cases() -> Vec<(&'static str, Value, &'static str)> {
             json!({"name": "nobody", "lines": 0}),
             "invalid_arguments",
         ),
+        ("shepherd_resume", json!({"id": agent}), "invalid_target"),
         ("shepherd_run", json!({}), "invalid_run"),
         ("shepherd_run", json!({"agent": "echo"}), "invalid_run"),
         (

@@ -379,8 +379,8 @@ fn bad_command_lines_are_refused_before_anything_happens() {
         (
             &["run", "a", "x", "--backend", "screen"],
             2,
-            "invalid_backend",
-            "`screen`",
+            "invalid_argument",
+            "'screen'",
         ),
         (
             &["run", "a", "x", "--label", "a:b"],

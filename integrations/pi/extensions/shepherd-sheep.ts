@@ -6,10 +6,14 @@
  * - delivers every envelope the moment it arrives: tasks, replies, questions and reminders start
  *   a turn (`pi.sendUserMessage`, steer or follow-up); plain messages wait for the next turn;
  * - gives the model `shepherd_done` (the only way a task finishes) and `shepherd_message`;
- * - reports the run's lifecycle: `ready` once loaded, `agent_start`, and `run_settled` with the
- *   final text and stop reason when pi will not continue on its own (`agent_settled` on pi 1.x;
- *   on 0.73, `agent_end`), so the broker can nudge a forgotten done, fail a task whose run ended
- *   in a provider error, and complete the note with the sheep's last words;
+ * - reports the run's lifecycle: `ready` once loaded, `agent_start`, each `turn` with what it
+ *   used (tool calls, tokens, cost), and `run_settled` with the final text and stop reason when
+ *   pi will not continue on its own (`agent_settled` on pi 1.x; on 0.73, `agent_end`), so the
+ *   broker can count a task's budget, nudge a forgotten done, fail a task whose run ended in a
+ *   provider error, and complete the note with the sheep's last words;
+ * - stops the run when the broker answers a turn with `stop` (the task reached its budget and is
+ *   settled blocked): at once, and again before the next model request, should the turn's
+ *   report still have been on its way when pi went on (pi 0.73 does not wait for it);
  * - puts the agent definition's body in place of pi's default identity sentence, once.
  * Orchestration decisions all live in the broker; this file only translates.
  */
@@ -93,6 +97,23 @@ function withoutDocs(prompt: string): string {
 	return prompt.slice(0, start) + lines.slice(kept).join("\n");
 }
 
+/** What one turn used, from its assistant message: its tool calls, tokens and cost. */
+export function turnUsage(message: any): { turns: number; toolCalls: number; tokens: number; cost: number } {
+	const usage = message?.usage ?? {};
+	const parts: any[] = Array.isArray(message?.content) ? message.content : [];
+	const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) ? value : 0);
+	const tokens =
+		typeof usage.totalTokens === "number"
+			? usage.totalTokens
+			: count(usage.input) + count(usage.output) + count(usage.cacheRead) + count(usage.cacheWrite);
+	return {
+		turns: 1,
+		toolCalls: parts.filter((part) => part?.type === "toolCall").length,
+		tokens: count(tokens),
+		cost: count(usage.cost?.total),
+	};
+}
+
 function lastAssistant(messages: any[] | undefined): { text: string; stopReason?: string; error?: string } {
 	for (let i = (messages?.length ?? 0) - 1; i >= 0; i--) {
 		const message = messages![i];
@@ -119,6 +140,9 @@ export default function (pi: any) {
 	let currentTask: string | undefined;
 	const taskOf = new Map<string, string>();
 	let lastRun: { text: string; stopReason?: string; error?: string } | undefined;
+	// Set when the broker answered a turn with `stop`; cleared when a new run starts.
+	let stopWanted: string | undefined;
+	let turnReported: Promise<void> = Promise.resolve();
 	const body = process.env.SHEPHERD_AGENT_PROMPT_FILE
 		? safeRead(process.env.SHEPHERD_AGENT_PROMPT_FILE)
 		: undefined;
@@ -256,7 +280,26 @@ export default function (pi: any) {
 	});
 
 	pi.on("agent_start", async () => {
+		// A new run: whatever stopped the last one is past.
+		stopWanted = undefined;
 		await report({ event: "agent_start" });
+	});
+
+	// The budget: each turn is reported; an answer with `stop` ends the run.
+	pi.on("turn_end", async (event: any, ctx: any) => {
+		turnReported = broker
+			.call("report", { event: "turn", usage: turnUsage(event?.message) })
+			.then((answer: any) => {
+				if (typeof answer?.stop === "string") stopWanted = answer.stop;
+			})
+			.catch(() => {});
+		await turnReported;
+		if (stopWanted) ctx?.abort?.();
+	});
+	pi.on("context", async (_event: any, ctx: any) => {
+		await turnReported;
+		if (stopWanted) ctx?.abort?.();
+		return undefined;
 	});
 
 	pi.on("agent_end", async (event: any) => {

@@ -1,20 +1,26 @@
-//! The broker's writer of fieldnotes, with group commit (the worker thread is in `worker`).
+//! The broker's writer of fieldnotes: sessions commit in parallel, each in groups.
 //!
-//! All note operations of one broker go through one worker thread. It takes every job waiting
-//! in its queue, groups them by session and applies each group with one store commit (one lock,
-//! one rewrite of `session.json` and `shepherd.md`), so sixteen sheep settling at once cost a
-//! handful of commits, not sixteen. A delegation's note is reserved and marked running before
-//! the task reaches its sheep; a settled task's note is finalised before watchers hear of it.
+//! Every note operation of one broker joins the lane of its session (`lanes`); a bounded pool
+//! of committers takes each ready lane's waiting jobs as one group and applies them with one
+//! store commit (`batch`: one lock, one rewrite of `session.json` and `shepherd.md`, one disk
+//! flush), so sixteen sheep settling at once in one session cost a handful of commits, and
+//! sixteen sessions flush side by side instead of one after another. That holds for every
+//! write: delegations' reservations, plans (a run's notes, and concurrent plans from different
+//! runs), starts, finalisations, late final words and releases. Which session a job belongs to
+//! is settled first, on the caller's thread: a note names its session; a parent's or a name's
+//! session is resolved once (through the store's binding index) and remembered. A
+//! delegation's note is reserved and marked running before the task reaches its sheep; a
+//! settled task's note is finalised before watchers hear of it.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use shepherd_core::herd::{Herd, NoteLink};
 use shepherd_core::ids::{AgentId, TaskId};
-use shepherd_notes::{Metadata, NoteStatus, PlannedNote};
+use shepherd_notes::{Metadata, NoteStatus, PlannedNote, SessionRef, Store};
 
 use crate::error::{BrokerError, BrokerResult};
 
@@ -122,6 +128,7 @@ impl FinalizeJob {
         if let Some(summary) = &result.summary {
             metadata.insert("summary".into(), Value::from(one_line(summary)));
         }
+        crate::controls::note_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);
         metadata.insert(
             "durationMs".into(),
@@ -180,6 +187,43 @@ pub(crate) async fn complete_output(broker: &Arc<crate::broker::Broker>, task_id
     }
 }
 
+/// Adds `metadata` to a settled task's note once it is final (waiting for its finalisation,
+/// within a deadline), keeping its final output as it is.
+pub(crate) async fn annotate_final(
+    broker: &Arc<crate::broker::Broker>,
+    task_id: &TaskId,
+    metadata: Metadata,
+) -> BrokerResult<()> {
+    let deadline = tokio::time::Instant::now() + FIELDNOTES_DEADLINE;
+    let mut generation = broker.generation.subscribe();
+    loop {
+        generation.borrow_and_update();
+        let job = broker.read(|herd| {
+            let task = herd.tasks.get(task_id)?;
+            task.finalized
+                .then(|| FinalizeJob::for_task(herd, task_id))
+                .flatten()
+        });
+        if let Some(job) = job {
+            let fieldnotes = broker.fieldnotes();
+            return tokio::task::spawn_blocking(move || {
+                fieldnotes.update_output(&job.note, job.output, metadata)
+            })
+            .await
+            .map_err(|err| BrokerError::new("internal", err.to_string()))?;
+        }
+        tokio::select! {
+            changed = generation.changed() => if changed.is_err() { return Err(stopped()) },
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(BrokerError::new(
+                    "fieldnotes_timeout",
+                    format!("the note of {task_id} was not final within {} s", FIELDNOTES_DEADLINE.as_secs()),
+                ));
+            }
+        }
+    }
+}
+
 pub(crate) fn one_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     if line.chars().count() > 200 {
@@ -193,44 +237,162 @@ pub(crate) fn one_line(text: &str) -> String {
 /// lock wait is 30 s).
 const FIELDNOTES_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
-pub(crate) use worker::Job;
-use worker::WorkerState;
+mod batch;
+mod lanes;
 
-mod worker;
+use batch::{LaneJob, Reply, link};
+use lanes::{Lanes, MAX_COMMITTERS};
 
-/// The fieldnotes writer of one project and parent: a handle to its worker thread, which
-/// ends when the last handle is dropped.
+/// What the callers and the committers share: the store and the sessions resolved so far.
+pub(crate) struct Writer {
+    root: PathBuf,
+    identity: String,
+    store: Mutex<Option<Store>>,
+    /// Each choice's session, and whether it existed before this broker first used it.
+    sessions: Mutex<HashMap<SessionChoice, (SessionRef, bool)>>,
+}
+
+impl Writer {
+    fn store(&self) -> BrokerResult<Store> {
+        let mut store = self.store.lock().expect("store lock");
+        if store.is_none() {
+            *store = Some(Store::open(&self.root).map_err(|err| store_error(&err, "fieldnotes"))?);
+        }
+        Ok(store.clone().expect("just opened"))
+    }
+
+    /// The session of `choice`, resolved (and created) on first use, then remembered.
+    fn session(&self, choice: &SessionChoice) -> BrokerResult<(SessionRef, bool)> {
+        if let Some(known) = self.sessions.lock().expect("sessions lock").get(choice) {
+            return Ok(known.clone());
+        }
+        let now = shepherd_core::time::Timestamp::now();
+        let store = self.store()?;
+        let resolved = match choice {
+            SessionChoice::Parent => {
+                store.resolve_or_create_parent_session(&self.identity, None, now)
+            }
+            SessionChoice::Named(name) => store.create_or_continue_named(name, now),
+            SessionChoice::NewForTask(task) => store.create_for_task(task.as_deref(), now),
+        }
+        .map_err(|err| store_error(&err, store_code(&err)))?;
+        let known = (resolved.session.clone(), resolved.resumed);
+        let remembered = match choice {
+            // A new session is continued by its name from then on.
+            SessionChoice::NewForTask(_) => {
+                SessionChoice::Named(resolved.metadata.session_name.clone())
+            }
+            other => other.clone(),
+        };
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(remembered)
+            .or_insert(known.clone());
+        Ok(known)
+    }
+
+    /// The session directory of a note of this project, by its path.
+    fn session_of_note(&self, note: &Path) -> BrokerResult<SessionRef> {
+        let store = self.store()?;
+        let refuse = || {
+            BrokerError::new(
+                "invalid_note",
+                format!(
+                    "`{}` is not a note of this project's fieldnotes",
+                    note.display()
+                ),
+            )
+        };
+        let dir = note.parent().ok_or_else(refuse)?;
+        let dir = fs_err::canonicalize(dir).map_err(|_| refuse())?;
+        if dir.parent() != Some(store.sessions_dir().as_path()) {
+            return Err(refuse());
+        }
+        dir.file_name()
+            .and_then(|name| name.to_str())
+            .and_then(SessionRef::new)
+            .ok_or_else(refuse)
+    }
+
+    /// The notes reserved for the run whose flow group is `group`, in input order. Only the
+    /// records that mention the group at all are parsed.
+    fn find_plan(&self, group: &str) -> BrokerResult<Option<PlanReply>> {
+        let store = self.store()?;
+        let needle = format!(
+            "\"group\": {}",
+            serde_json::to_string(group).expect("strings serialise")
+        );
+        let sessions = store
+            .sessions()
+            .map_err(|err| store_error(&err, store_code(&err)))?;
+        for session in sessions {
+            let path = store
+                .session_dir(&session)
+                .join(shepherd_core::fieldnotes::SESSION_METADATA_FILE);
+            let mentions = std::fs::read_to_string(&path).is_ok_and(|text| text.contains(&needle));
+            if !mentions {
+                continue;
+            }
+            let Ok(metadata) = store.load(&session) else {
+                continue;
+            };
+            let records: Vec<_> = metadata
+                .artifacts
+                .iter()
+                .filter(|a| a.group.as_deref() == Some(group))
+                .collect();
+            if records.is_empty() {
+                continue;
+            }
+            let resumed = metadata.artifacts.len() > records.len();
+            return Ok(Some(PlanReply {
+                notes: records
+                    .iter()
+                    .map(|record| link(&metadata, record, resumed))
+                    .collect(),
+                session_name: metadata.session_name.clone(),
+                session_path: metadata.session_path.clone(),
+                session_relative: metadata.session_relative_path.clone(),
+                resumed,
+            }));
+        }
+        Ok(None)
+    }
+}
+
+/// The fieldnotes writer of one project and parent: a handle to its lanes, whose committers
+/// end when the last handle is dropped.
 #[derive(Clone)]
 pub(crate) struct Fieldnotes {
-    jobs: Arc<Mutex<mpsc::Sender<Job>>>,
+    writer: Arc<Writer>,
+    lanes: Lanes<LaneJob>,
 }
 
 impl Fieldnotes {
     /// Starts the writer for `project_root` on behalf of parent `identity`.
     pub(crate) fn start(project_root: PathBuf, identity: String) -> Self {
-        let (tx, rx) = mpsc::channel();
-        let state = WorkerState {
+        let writer = Arc::new(Writer {
             root: project_root,
             identity,
-            store: None,
-            sessions: HashMap::new(),
-        };
-        std::thread::Builder::new()
-            .name("fieldnotes".into())
-            .spawn(move || state.run(&rx))
-            .expect("the fieldnotes thread starts");
-        Self {
-            jobs: Arc::new(Mutex::new(tx)),
-        }
+            store: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+        });
+        let committing = Arc::clone(&writer);
+        let lanes = Lanes::new(MAX_COMMITTERS, move |session: &str, jobs| {
+            batch::commit(&committing, session, jobs);
+        });
+        Self { writer, lanes }
     }
 
-    fn call<T>(&self, make: impl FnOnce(mpsc::Sender<BrokerResult<T>>) -> Job) -> BrokerResult<T> {
+    /// Puts a job into the lane of `session` and waits for its answer.
+    fn call<T>(
+        &self,
+        session: &SessionRef,
+        make: impl FnOnce(Reply<T>) -> LaneJob,
+    ) -> BrokerResult<T> {
         let (tx, rx) = mpsc::channel();
-        self.jobs
-            .lock()
-            .expect("jobs lock")
-            .send(make(tx))
-            .map_err(|_| stopped())?;
+        self.lanes.submit(session.directory_name(), make(tx));
         match rx.recv_timeout(FIELDNOTES_DEADLINE) {
             Ok(result) => result,
             Err(mpsc::RecvTimeoutError::Timeout) => Err(BrokerError::new(
@@ -246,34 +408,67 @@ impl Fieldnotes {
 
     /// Resolves (creating on first use) the parent-bound session.
     pub(crate) fn parent_session(&self) -> BrokerResult<SessionSummary> {
-        self.call(Job::ParentSession)
+        let (session, _) = self.writer.session(&SessionChoice::Parent)?;
+        let store = self.writer.store()?;
+        let dir = store.session_dir(&session);
+        let relative = store
+            .relative(&dir)
+            .unwrap_or_else(|| dir.display().to_string());
+        Ok(SessionSummary { relative })
     }
 
-    /// Reserves pending notes for a whole run, in input order, in one commit.
+    /// Reserves pending notes for a whole run, in input order, in one commit (shared with
+    /// whatever else its session has waiting).
     pub(crate) fn plan(&self, request: PlanRequest) -> BrokerResult<PlanReply> {
-        self.call(|tx| Job::Plan(request, tx))
+        for note in &request.notes {
+            shepherd_core::fieldnotes::ops::check_planned(note)
+                .map_err(|err| store_error(&err, "fieldnotes"))?;
+        }
+        let (session, resumed) = self.writer.session(&request.session)?;
+        self.call(&session, |reply| LaneJob::Plan {
+            notes: request.notes,
+            resumed,
+            reply,
+        })
     }
 
-    /// Reserves a running note for a delegation.
+    /// Reserves a running note for a delegation, or starts the note its plan reserved.
     pub(crate) fn reserve(&self, request: &NoteRequest) -> BrokerResult<ReservedNote> {
-        self.call(|tx| Job::Reserve(request.clone(), tx))
+        let request = Box::new(request.clone());
+        if let Some(note) = &request.planned {
+            let session = self.writer.session_of_note(note)?;
+            return self.call(&session, |reply| LaneJob::Start { request, reply });
+        }
+        let choice = request
+            .session_name
+            .clone()
+            .map_or(SessionChoice::Parent, SessionChoice::Named);
+        let (session, resumed) = self.writer.session(&choice)?;
+        self.call(&session, |reply| LaneJob::Reserve {
+            request,
+            resumed,
+            reply,
+        })
     }
 
     /// Finalises a settled task's note.
     pub(crate) fn finalize(&self, job: &FinalizeJob) -> BrokerResult<()> {
-        self.call(|tx| Job::Finalize(job.clone(), tx))
+        let session = session_ref(&job.note.session)?;
+        self.call(&session, |reply| {
+            LaneJob::Finalize(Box::new(job.clone()), reply)
+        })
     }
 
     /// Finalises a planned note if it is still pending; `false` when its task started.
     pub(crate) fn release(&self, request: ReleaseRequest) -> BrokerResult<bool> {
-        self.call(|tx| Job::Release(request, tx))
+        let session = self.writer.session_of_note(&request.note)?;
+        self.call(&session, |reply| LaneJob::Release(request, reply))
     }
 
     /// The notes a run's plan reserved earlier (found by its flow group), if its plan got as far
     /// as reserving them before a restart.
     pub(crate) fn find_plan(&self, group: &str) -> BrokerResult<Option<PlanReply>> {
-        let group = group.to_owned();
-        self.call(|tx| Job::FindPlan(group, tx))
+        self.writer.find_plan(group)
     }
 
     /// Replaces a final note's output (a sheep's last words after it settled its task).
@@ -283,8 +478,39 @@ impl Fieldnotes {
         output: Option<String>,
         metadata: Metadata,
     ) -> BrokerResult<()> {
-        self.call(|tx| Job::UpdateOutput(note.clone(), output, metadata, tx))
+        let session = session_ref(&note.session)?;
+        self.call(&session, |reply| {
+            LaneJob::UpdateOutput(note.clone(), output, metadata, reply)
+        })
     }
+}
+
+fn session_ref(directory: &str) -> BrokerResult<SessionRef> {
+    SessionRef::new(directory).ok_or_else(|| {
+        BrokerError::new(
+            "fieldnotes",
+            format!("`{directory}` is not a session directory"),
+        )
+    })
+}
+
+/// The wire code of a store failure.
+pub(crate) fn store_code(err: &shepherd_notes::StoreError) -> &'static str {
+    use shepherd_notes::StoreError as E;
+    match err {
+        E::InvalidName(_) | E::InvalidIdentity { .. } => "invalid_name",
+        E::LockTimeout { .. } => "lock_timeout",
+        E::SessionNotFound { .. } => "not_found",
+        E::NotANote { .. } => "invalid_note",
+        _ => "fieldnotes",
+    }
+}
+
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 pub(crate) fn stopped() -> BrokerError {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use shepherd_core::agent_def::AgentDef;
-use shepherd_core::harness::{Harness, ToolSet};
+use shepherd_core::harness::ToolSet;
 use shepherd_core::protocol::RunSubmitParams;
 use shepherd_core::settings::{Backend, EffectiveSettings};
 use shepherd_notes::Mode;
@@ -87,20 +87,22 @@ pub(crate) fn check(
     }
     check_labels(mode, params)?;
     let mut defs = Vec::with_capacity(count);
-    for step in &params.steps {
+    for (index, step) in params.steps.iter().enumerate() {
         if step.task.trim().is_empty() {
             return Err(invalid(format!("the task for `{}` is empty", step.agent)));
         }
         let def = resolve(&step.agent)?;
-        if let Some(harness) = step.harness.filter(|h| *h != Harness::Pi && def.command.is_some()) {
-            return Err(BrokerError::new(
-                "invalid_harness",
-                format!(
-                    "harness {harness} applies to coding-agent definitions; \"{}\" runs a command",
-                    def.name
-                ),
-            ));
-        }
+        let runtime = crate::harness::runtime_of(&def, step.harness)?;
+        let given = match (params.budget, step.budget) {
+            (Some(run), Some(own)) => Some(run.overlay(own)),
+            (run, own) => own.or(run),
+        };
+        crate::controls::check_budget(
+            given.as_ref(),
+            def.budget.as_ref(),
+            crate::harness::Controls::of(runtime),
+            &format!("task {} ({})", index + 1, def.name),
+        )?;
         defs.push(def);
     }
     if mode == Mode::Chain {
@@ -134,6 +136,7 @@ pub(crate) fn check(
             label: step.label.clone(),
             harness: step.harness,
             repo,
+            budget: step.budget,
         });
     }
     if mode == Mode::Parallel {
@@ -152,6 +155,7 @@ pub(crate) fn check(
         keep_pane: settings.keep_open,
         max_concurrency: settings.max_concurrency.max(1) as usize,
         fieldnotes: true,
+        budget: params.budget,
     })
 }
 
@@ -282,6 +286,7 @@ mod tests {
                     isolate: *isolate,
                     label: None,
                     harness: None,
+                    budget: None,
                 })
                 .collect(),
             ..RunSubmitParams::default()
@@ -387,5 +392,42 @@ mod tests {
         );
         assert!(depth(1, 2).is_ok());
         assert_eq!(depth(2, 2).unwrap_err().code, "depth_exceeded");
+    }
+
+    #[test]
+    fn budgets_are_checked_and_refused_for_command_agents() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let settings = EffectiveSettings::default();
+        let two_turns = shepherd_core::budget::Budget {
+            turns: Some(2),
+            ..shepherd_core::budget::Budget::default()
+        };
+        let mut run = plan(Mode::Single, &[("worker", "x", false)], &cwd);
+        run.budget = Some(two_turns);
+        let spec = check(&run, &settings, &cwd, &cwd, resolver).unwrap();
+        assert_eq!(spec.budget, Some(two_turns));
+
+        let mut command = plan(Mode::Single, &[("tool", "x", false)], &cwd);
+        command.steps[0].budget = Some(two_turns);
+        let err = check(&command, &settings, &cwd, &cwd, resolver).unwrap_err();
+        assert_eq!(err.code, "budget_unsupported");
+        assert!(
+            err.message.starts_with("task 1 (tool) is a command sheep"),
+            "{}",
+            err.message
+        );
+
+        let mut zero = plan(Mode::Single, &[("worker", "x", false)], &cwd);
+        zero.steps[0].budget = Some(shepherd_core::budget::Budget {
+            tokens: Some(0),
+            ..shepherd_core::budget::Budget::default()
+        });
+        assert_eq!(
+            check(&zero, &settings, &cwd, &cwd, resolver)
+                .unwrap_err()
+                .code,
+            "invalid_budget"
+        );
     }
 }

@@ -16,7 +16,7 @@ mod driver;
 mod model;
 mod report;
 mod step;
-mod worktree;
+pub(crate) mod worktree;
 
 use std::sync::Arc;
 use std::time::Duration;

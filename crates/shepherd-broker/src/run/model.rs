@@ -49,6 +49,9 @@ pub(crate) struct RunSpec {
     /// Whether the run writes notes (the herd's fieldnotes setting, or a session named).
     #[serde(default = "yes")]
     pub(crate) fieldnotes: bool,
+    /// Limits on each task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<shepherd_core::budget::Budget>,
 }
 
 fn yes() -> bool {
@@ -56,7 +59,7 @@ fn yes() -> bool {
 }
 
 /// One checked task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SpecStep {
     pub(crate) agent: String,
@@ -70,6 +73,9 @@ pub(crate) struct SpecStep {
     /// Set when the task runs in its own worktree of this repository.
     #[serde(default)]
     pub(crate) repo: Option<Repo>,
+    /// Limits on this task (over the run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<shepherd_core::budget::Budget>,
 }
 
 /// Where a task is.

@@ -139,6 +139,8 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         parent_thinking: run.spec.parent_thinking.clone(),
         pi_command: run.spec.pi_command.clone(),
         fieldnotes_session: Some(run.plan.session_relative_path.clone()).filter(|s| !s.is_empty()),
+        // A run's worktree is the step's own (made above), not the sheep's.
+        isolate: false,
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
     match crate::spawn::spawn(&run.broker, params, Some(&rid)).await {
@@ -171,6 +173,8 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         group: Some(run.id.clone()).filter(|_| run.spec.fieldnotes),
         note: run.plan.notes.get(index).cloned(),
         turn: false,
+        budget: step_budget(run.spec.budget, spec.budget),
+        stall: None,
     };
     let rid = format!("{}/{}/delegate", run.id, index + 1);
     match crate::parent::delegate(&run.broker, params, Some(&rid)).await {
@@ -261,6 +265,17 @@ async fn close_sheep(run: &Arc<Run>, agent_id: &str) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|err| format!("close: {}", err.message))
+}
+
+/// A step's budget: the run's, overridden key by key by the step's own.
+fn step_budget(
+    run: Option<shepherd_core::budget::Budget>,
+    step: Option<shepherd_core::budget::Budget>,
+) -> Option<shepherd_core::budget::Budget> {
+    match (run, step) {
+        (Some(run), Some(step)) => Some(run.overlay(step)),
+        (run, step) => step.or(run),
+    }
 }
 
 fn from_report(report: TaskReport) -> Outcome {

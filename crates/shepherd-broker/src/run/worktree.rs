@@ -1,13 +1,14 @@
-//! Isolated tasks: each runs in its own git worktree on its own branch, so parallel writers
-//! cannot trample each other, and what they leave is either nothing (the worktree goes) or
-//! kept for the user to integrate or discard.
+//! Isolated tasks and sheep: each runs in its own git worktree on its own branch, so parallel
+//! writers cannot trample each other, and what they leave is either nothing (the worktree goes)
+//! or kept, with its patch (files, diffstat, commits), for the user to integrate or discard.
 //!
 //! Everything goes through the `git` CLI. A worktree lives at
 //! `<git-common-dir>-wt/<run>-t<N>-<agent>` (for a repository at `/repo`:
 //! `/repo/.git-wt/…`) on branch `shepherd/<run>-t<N>-<agent>`, made from the repository's
-//! `HEAD`. Afterwards it is removed — with its branch — only when it is clean (no changes, no
-//! untracked files), its branch gained no commits and still points where it started, and the
-//! sheep's close was confirmed; otherwise it is kept and reported.
+//! `HEAD` (an isolated sheep's is named after its agent, label and id instead). Afterwards it is
+//! removed — with its branch — only when it is clean (no changes, no untracked files), its
+//! branch gained no commits and still points where it started, and the sheep's close was
+//! confirmed; otherwise it is kept and reported.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +40,11 @@ pub(crate) struct Worktree {
 }
 
 impl Worktree {
+    /// The repository it belongs to.
+    pub(crate) fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
     /// Where the task runs: its working directory's twin inside the worktree.
     pub(crate) fn cwd(&self) -> PathBuf {
         self.path.join(&self.repo.subdir)
@@ -58,6 +64,23 @@ pub(crate) struct WorktreeReport {
     /// Why it was kept (absent when it was removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<String>,
+    /// What a kept worktree holds against its base, and what to do with it.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) patch: Option<Patch>,
+}
+
+/// What a kept worktree holds against its base: the patch to integrate or discard.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Patch {
+    /// Every file changed, added or left untracked, relative to the worktree.
+    pub(crate) files: Vec<String>,
+    /// `git diff --shortstat` against the base, with untracked files counted.
+    pub(crate) diffstat: String,
+    /// The new commits, `<short hash> <subject>`, oldest first.
+    pub(crate) commits: Vec<String>,
+    /// How to integrate or discard it.
+    pub(crate) integrate: String,
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
@@ -85,11 +108,16 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 
 /// Checks that `cwd` is inside a git working tree with at least one commit.
 pub(crate) fn probe(cwd: &Path, number: usize) -> Result<Repo, BrokerError> {
+    probe_for(cwd, &format!("task {number}"))
+}
+
+/// Like [`probe`], for `who` (`task 2`, `this spawn`).
+pub(crate) fn probe_for(cwd: &Path, who: &str) -> Result<Repo, BrokerError> {
     let refuse = |why: String| {
         BrokerError::new(
             "not_a_git_repository",
             format!(
-                "task {number} asks for isolate, but its directory `{}` {why}; isolation needs a git repository with a commit",
+                "{who} asks for isolate, but its directory `{}` {why}; isolation needs a git repository with a commit",
                 cwd.display()
             ),
         )
@@ -183,7 +211,52 @@ pub(crate) fn release(worktree: &Worktree, close_confirmed: bool) -> WorktreeRep
         branch: worktree.branch.clone(),
         base: worktree.base.clone(),
         kept: reason.is_some(),
+        patch: reason.as_ref().map(|_| patch(worktree)),
         reason,
+    }
+}
+
+/// The patch a kept worktree holds: its files, diffstat and commits against its base (what
+/// cannot be read is left out rather than failing the report).
+fn patch(worktree: &Worktree) -> Patch {
+    let path = &worktree.path;
+    let base = worktree.base.as_str();
+    let lines = |args: &[&str]| -> Vec<String> {
+        git(path, args)
+            .map(|out| {
+                out.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let untracked = lines(&["ls-files", "--others", "--exclude-standard"]);
+    let mut files = lines(&["diff", "--name-only", base]);
+    files.extend(untracked.iter().cloned());
+    files.sort();
+    files.dedup();
+    let mut diffstat = git(path, &["diff", "--shortstat", base])
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    if !untracked.is_empty() {
+        if !diffstat.is_empty() {
+            diffstat.push_str(", ");
+        }
+        diffstat.push_str(&format!("{} untracked file(s)", untracked.len()));
+    }
+    let range = format!("{base}..HEAD");
+    let commits = lines(&["log", "--reverse", "--format=%h %s", &range]);
+    let shown = path.display();
+    let branch = &worktree.branch;
+    let integrate = format!(
+        "integrate or discard: commit what is left in {shown}, then `git merge {branch}` (or          cherry-pick its commits); to discard, `git worktree remove --force {shown} && git branch -D {branch}`"
+    );
+    Patch {
+        files,
+        diffstat,
+        commits,
+        integrate,
     }
 }
 
@@ -279,12 +352,32 @@ mod tests {
 
         let dirty = create(&repo, "r1-t2-b").unwrap();
         std::fs::write(dirty.cwd().join("new.txt"), "x").unwrap();
+        std::fs::write(dirty.cwd().join("a.txt"), "a\nb\n").unwrap();
+        let commit = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(["commit", "-q", "-am", "grow a"])
+            .current_dir(dirty.cwd())
+            .output()
+            .unwrap();
+        assert!(commit.status.success(), "{commit:?}");
         let report = release(&dirty, true);
         assert!(report.kept);
         assert_eq!(
             report.reason.as_deref(),
             Some("uncommitted changes in 1 file(s)")
         );
+        let patch = report
+            .patch
+            .as_ref()
+            .expect("a kept worktree reports its patch");
+        assert_eq!(patch.files, ["a.txt", "new.txt"]);
+        assert_eq!(
+            patch.diffstat,
+            "1 file changed, 1 insertion(+), 1 untracked file(s)"
+        );
+        assert_eq!(patch.commits.len(), 1);
+        assert!(patch.commits[0].ends_with(" grow a"), "{:?}", patch.commits);
+        assert!(patch.integrate.starts_with("integrate or discard: "));
         assert!(dirty.path.is_dir());
         assert_eq!(
             dirty.path,

@@ -279,6 +279,9 @@ pub struct AgentDef {
     /// picks; `model` is the definition's own harness's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<Harness, String>,
+    /// Limits on each task of a sheep of this agent (`budget:`, or Claude Code's `maxTurns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.

@@ -18,7 +18,7 @@ use super::{AgentDef, AgentSource, ModelChoice, ThinkingChoice, ThinkingLevel};
 use crate::harness::Harness;
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 12] = [
+const KNOWN_KEYS: [&str; 14] = [
     "name",
     "description",
     "tools",
@@ -31,6 +31,8 @@ const KNOWN_KEYS: [&str; 12] = [
     "omit-pi-documentation",
     "omit-context-files",
     "user-invocable",
+    "budget",
+    "maxTurns",
 ];
 
 const THINKING_EXPECTED: &str = "default, off, minimal, low, medium, high, xhigh or max";
@@ -130,6 +132,7 @@ pub fn parse_agent_def(
         });
     }
     let models = model_map(frontmatter.get("models"))?;
+    let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
 
     let mut ignored = Vec::new();
     let mut flag = |key: &'static str, default: bool| match frontmatter.get(key) {
@@ -169,6 +172,7 @@ pub fn parse_agent_def(
         command,
         harness,
         models,
+        budget,
         omit_system_prompt,
         omit_pi_documentation,
         omit_context_files,
@@ -368,6 +372,40 @@ fn command_argv(value: Option<&Value>) -> Result<Option<Vec<String>>, AgentDefEr
         }
         _ => Err(invalid(value.unwrap_or(&Value::Null))),
     }
+}
+
+/// `budget: {turns, toolCalls, tokens, cost}`, and Claude Code's `maxTurns` for the turns a
+/// `budget` does not set.
+fn budget(
+    value: Option<&Value>,
+    max_turns: Option<&Value>,
+) -> Result<Option<crate::budget::Budget>, AgentDefError> {
+    const EXPECTED: &str = "a mapping of turns, toolCalls and tokens (whole numbers, 1 or more) \
+                            and cost (a positive number)";
+    let invalid =
+        |field: &'static str, value: &Value, expected: &'static str| AgentDefError::Invalid {
+            field,
+            value: render(value),
+            expected,
+        };
+    let mut budget = match value {
+        None | Some(Value::Null) => crate::budget::Budget::default(),
+        Some(value) => serde_json::from_value::<crate::budget::Budget>(to_json(value))
+            .ok()
+            .filter(|b| b.check().is_ok())
+            .ok_or_else(|| invalid("budget", value, EXPECTED))?,
+    };
+    match max_turns {
+        None | Some(Value::Null) => {}
+        Some(value) => {
+            let turns = value
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| invalid("maxTurns", value, "a whole number, 1 or more"))?;
+            budget.turns.get_or_insert(turns);
+        }
+    }
+    Ok((!budget.is_empty()).then_some(budget))
 }
 
 fn key_text(key: &Value) -> String {

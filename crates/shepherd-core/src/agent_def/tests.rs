@@ -307,17 +307,12 @@ fn unknown_keys_are_kept_in_order() {
     let d = def("permissionMode: acceptEdits\nmaxTurns: 12\ncolor: blue\n\
          hooks:\n  PreToolUse: [lint]\nomitContextFiles: true");
     let keys: Vec<&str> = d.extra.keys().map(String::as_str).collect();
+    // `maxTurns` is Claude Code's turn budget, which Shepherd reads.
     assert_eq!(
         keys,
-        [
-            "permissionMode",
-            "maxTurns",
-            "color",
-            "hooks",
-            "omitContextFiles"
-        ]
+        ["permissionMode", "color", "hooks", "omitContextFiles"]
     );
-    assert_eq!(d.extra["maxTurns"], serde_json::json!(12));
+    assert_eq!(d.budget.unwrap().turns, Some(12));
     assert_eq!(
         d.extra["hooks"],
         serde_json::json!({"PreToolUse": ["lint"]})
@@ -430,4 +425,37 @@ fn a_bad_harness_or_models_or_a_harness_beside_command_skips_the_file() {
     assert!(error("models: [a]").starts_with("invalid models"));
     assert!(error("harness: codex\ncommand: [sh]").starts_with("invalid harness \"codex\""));
     assert_eq!(def("harness: pi\ncommand: [sh]").command.unwrap(), ["sh"]);
+}
+
+#[test]
+fn a_budget_is_read_from_the_frontmatter_and_max_turns_fills_its_turns() {
+    let budget = def("budget:\n  turns: 12\n  toolCalls: 40\n  cost: 0.5")
+        .budget
+        .unwrap();
+    assert_eq!(budget.turns, Some(12));
+    assert_eq!(budget.tool_calls, Some(40));
+    assert_eq!(budget.cost, Some(0.5));
+    assert_eq!(def("maxTurns: 7").budget.unwrap().turns, Some(7));
+    assert_eq!(
+        def("maxTurns: 7\nbudget: {turns: 3}").budget.unwrap().turns,
+        Some(3),
+        "an explicit budget wins"
+    );
+    assert_eq!(def("").budget, None);
+    assert!(!def("maxTurns: 7").extra.contains_key("maxTurns"));
+}
+
+#[test]
+fn a_bad_budget_skips_the_file_naming_the_value() {
+    assert_eq!(
+        error("budget: {turns: 0}"),
+        "invalid budget {\"turns\":0}: expected a mapping of turns, toolCalls and tokens (whole \
+         numbers, 1 or more) and cost (a positive number)"
+    );
+    assert!(error("budget: {turn: 2}").starts_with("invalid budget"));
+    assert!(error("budget: lots").starts_with("invalid budget \"lots\""));
+    assert_eq!(
+        error("maxTurns: many"),
+        "invalid maxTurns \"many\": expected a whole number, 1 or more"
+    );
 }

@@ -3,8 +3,9 @@
 //! Layout (the original's, plus the seed's Related files):
 //!
 //! - `# Session NNNN — <Display Name>` and header bullets: Status, Session name, Fieldnotes
-//!   session version, Parent binding (`parent-bound (identity <hash8>)`, `named` for a version 2
-//!   session without a parent, `legacy/unbound` for the original's unversioned sessions),
+//!   session version (`1 (name-based)` for the unversioned records of sessions bound to no
+//!   parent), Parent binding (`parent-bound (identity <hash8>)`, `named` for a session found by
+//!   its name, `legacy/unbound` for an unversioned record that names a parent anyway),
 //!   Started, Updated, Project, Mode(s).
 //! - `## Notes`: every note ever reserved, numbered, linked relatively, with its status.
 //! - `## Flow`: one line per reservation group inside a `text` block, in order of first
@@ -33,7 +34,7 @@ pub fn render_index(session: &SessionMetadata) -> String {
     );
     let version = session
         .artifact_session_version
-        .map_or_else(|| "legacy".to_owned(), |v| v.to_string());
+        .map_or_else(|| "1 (name-based)".to_owned(), |v| v.to_string());
     let binding = match session.binding() {
         Binding::Parent { identity } => format!("parent-bound (identity {})", hash8(identity)),
         Binding::Named => "named".to_owned(),

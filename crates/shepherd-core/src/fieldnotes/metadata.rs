@@ -1,7 +1,9 @@
 //! `session.json`: the durable record of one fieldnotes session, and the checks that decide
 //! whether a record read from disk may be trusted at all.
 //!
-//! The fields and their order are the original extension's version 2 format; ours adds
+//! The fields and their order are the original extension's version 2 format (for sessions of a
+//! parent; sessions bound to none are written without a version, the original's name-based
+//! form, since the original refuses a version 2 record without a parent); ours adds
 //! `related` (the Related files of `shepherd.md`) and, per note, `group` (its place in the
 //! Flow) and `error`. Keys this code does not know are kept in a flattened map and written
 //! back, so a newer or foreign writer's data survives our rewrites.
@@ -168,9 +170,11 @@ pub enum Binding<'a> {
         /// The parent's opaque identity.
         identity: &'a str,
     },
-    /// A version 2 session found by its name.
+    /// A session bound to no parent, found by its name: the original's name-based form (no
+    /// version), or a version 2 record without a parent that an earlier Shepherd wrote.
     Named,
-    /// A session written before versioning (the original's name-based flow).
+    /// An unversioned record that names a parent anyway: neither a parent nor a name may claim
+    /// it.
     Legacy,
 }
 
@@ -192,7 +196,10 @@ impl SessionMetadata {
         let parent_pi_session_id = parent.as_ref().map(|p| p.identity.clone());
         let parent_session_file = parent.as_ref().and_then(|p| p.session_file.clone());
         Self {
-            artifact_session_version: Some(SESSION_VERSION),
+            // A session without a parent is written in the original's name-based form (no
+            // version), the only one the original finds by name: it refuses a version 2 record
+            // that names no parent.
+            artifact_session_version: parent.is_some().then_some(SESSION_VERSION),
             parent_pi_session: parent,
             parent_pi_session_id,
             parent_session_file,
@@ -304,35 +311,32 @@ impl SessionMetadata {
 
     /// What the session is bound to. Only meaningful on a validated record.
     pub fn binding(&self) -> Binding<'_> {
-        if self.artifact_session_version.is_none() {
-            return Binding::Legacy;
-        }
         let identity = self
             .parent_pi_session
             .as_ref()
             .map(|binding| binding.identity.as_str())
             .or(self.parent_pi_session_id.as_deref());
-        match identity {
-            Some(identity) => Binding::Parent { identity },
-            None => Binding::Named,
+        match (self.artifact_session_version, identity) {
+            (Some(_), Some(identity)) => Binding::Parent { identity },
+            (Some(_), None) | (None, None) => Binding::Named,
+            (None, Some(_)) => Binding::Legacy,
         }
     }
 
-    /// Whether a name-based lookup may continue this session: it is not bound to a parent
-    /// (legacy sessions qualify only without any binding field) and its name matches exactly.
+    /// Whether a name-based lookup may continue this session: it is bound to no parent and its
+    /// name matches exactly.
     pub fn continues_name(&self, name: &str) -> bool {
-        let unbound = match self.binding() {
-            Binding::Named => true,
-            Binding::Legacy => {
-                self.parent_pi_session.is_none() && self.parent_pi_session_id.is_none()
-            }
-            Binding::Parent { .. } => false,
-        };
-        unbound && self.session_name == name
+        self.binding() == Binding::Named && self.session_name == name
     }
 
-    /// Recomputes every stored path from the canonical project root and the directory name.
+    /// Recomputes every stored path from the canonical project root and the directory name,
+    /// and puts a session bound to no parent in the original's name-based form: a version 2
+    /// record without a parent (what earlier Shepherd versions wrote for named sessions) loses
+    /// its version, so the original, which refuses such a record, finds it again.
     pub fn rederive_paths(&mut self, project_root: &str) {
+        if self.binding() == Binding::Named {
+            self.artifact_session_version = None;
+        }
         let root = project_root.trim_end_matches('/');
         let relative = format!("{SESSIONS_RELATIVE}/{}", self.directory_name);
         let absolute = format!("{root}/{relative}");
@@ -416,6 +420,7 @@ mod tests {
         assert!(SessionMetadata::parse(&json, "0002-fix", "/repo").is_err());
         assert!(SessionMetadata::parse("{", "0001-fix", "/repo").is_err());
         let mut bound = record();
+        bound.artifact_session_version = Some(SESSION_VERSION);
         bound.parent_pi_session = Some(ParentBinding {
             identity: "p\u{7}".to_owned(),
             project_root: "/repo".to_owned(),

@@ -47,10 +47,16 @@ pub const SESSIONS_RELATIVE: &str = ".shepherd/sessions";
 pub const SESSION_METADATA_FILE: &str = "session.json";
 /// A session's human index (map of content).
 pub const INDEX_FILE: &str = "shepherd.md";
-/// Lock file in the sessions directory, held while sessions are resolved or created.
+/// The original's lock file in the sessions directory, created exclusively while sessions are
+/// resolved or created (and removed again).
 pub const ROOT_LOCK_FILE: &str = ".sessions.lock";
-/// Lock file in a session directory, held for every read-modify-write of that session.
+/// The original's lock file in a session directory, created exclusively for every
+/// read-modify-write of that session (and removed again).
 pub const SESSION_LOCK_FILE: &str = ".session.lock";
+/// Shepherd's own OS advisory lock beside [`ROOT_LOCK_FILE`], taken first; it stays on disk.
+pub const ROOT_FLOCK_FILE: &str = ".sessions.flock";
+/// Shepherd's own OS advisory lock beside [`SESSION_LOCK_FILE`], taken first; it stays on disk.
+pub const SESSION_FLOCK_FILE: &str = ".session.flock";
 /// Directory of ordinal reservation tokens (`.alloc/NNNN/`), kept so a number is never reused.
 pub const ALLOC_DIR: &str = ".alloc";
 /// The `artifactSessionVersion` this code writes.

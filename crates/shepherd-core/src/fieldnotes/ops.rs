@@ -140,6 +140,21 @@ pub enum OpError {
         /// The status asked for.
         status: NoteStatus,
     },
+    /// A note asked to be released for a reservation group it does not belong to.
+    #[error("note `{note}` was not reserved by {group}; only its own notes can be released")]
+    NotInGroup {
+        /// The note's file name.
+        note: String,
+        /// The group asked for.
+        group: String,
+    },
+    /// The session is not the one a lookup expected: it no longer carries that parent binding
+    /// or name (the lookup's index was stale). Nothing else in the same request was applied.
+    #[error("this session is not {expected}")]
+    OtherSession {
+        /// What was expected, in words.
+        expected: String,
+    },
     /// A related link target that is neither a URL nor a clean project-relative path.
     #[error("invalid link target {target:?}: {reason}")]
     InvalidLink {

@@ -61,6 +61,8 @@ impl Herd {
             Event::TaskCreated { task } => {
                 if let Some(sheep) = self.sheep.get_mut(&task.agent_id) {
                     sheep.active_task = Some(task.id.clone());
+                    // The first task after a resume carries the note it continues.
+                    sheep.continues = None;
                 }
                 self.tasks.insert(task.id.clone(), (**task).clone());
             }
@@ -189,14 +191,21 @@ impl Herd {
                     && task.state == TaskState::Created
                 {
                     let agent_id = task.agent_id.clone();
+                    let continues = task.continues.clone();
                     self.tasks.shift_remove(task_id);
                     if let Some(sheep) = self.sheep.get_mut(&agent_id)
                         && sheep.active_task.as_ref() == Some(task_id)
                     {
                         sheep.active_task = None;
+                        sheep.continues = sheep.continues.take().or(continues);
                     }
                 }
             }
+            Event::SheepReopened { .. }
+            | Event::WorktreeReleased { .. }
+            | Event::TaskUsage { .. }
+            | Event::TaskActive { .. }
+            | Event::StallNudged { .. } => super::controls::apply(self, event),
         }
     }
 

@@ -30,6 +30,14 @@ pub struct NewSheep {
     pub supervisor_digest: Option<String>,
     /// The client request id of the spawn, when the caller gave one.
     pub request_id: Option<String>,
+    /// The most sheep the herd may run at once (`maxSheep`), when limited.
+    pub max_sheep: Option<u32>,
+    /// The budget its definition sets for each task.
+    pub budget: Option<crate::budget::Budget>,
+    /// How it is started, for a resume (opaque to core).
+    pub recipe: Value,
+    /// Its git worktree, when isolated (opaque to core).
+    pub worktree: Value,
 }
 
 /// A task the parent hands to a sheep.
@@ -49,6 +57,10 @@ pub struct DelegateInput {
     pub request_id: Option<String>,
     /// Where its note goes when it is handed over.
     pub handover: Option<super::Handover>,
+    /// Limits given with the delegation (over the sheep's own, key by key).
+    pub budget: Option<crate::budget::Budget>,
+    /// The stall watchdog's period for this task (ms), when it is on.
+    pub stall_after_ms: Option<i64>,
 }
 
 impl Herd {
@@ -124,6 +136,7 @@ impl Herd {
 pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
     tx.herd()
         .check_unique_display_name(&new.agent, &new.label)?;
+    tx.herd().check_sheep_room(new.max_sheep)?;
     let sheep = Sheep {
         id: new.id,
         agent: new.agent,
@@ -142,6 +155,11 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         exit: None,
         launch: Value::Null,
         request_id: new.request_id,
+        budget: new.budget.filter(|b| !b.is_empty()),
+        recipe: new.recipe,
+        worktree: new.worktree,
+        resumes: 0,
+        continues: None,
     };
     tx.emit(Event::SheepCreated {
         sheep: Box::new(sheep),
@@ -345,6 +363,30 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
     }
     tx.herd()
         .check_inbox_room(&Participant::Sheep(sheep.id.clone()))?;
+    let budget = match (sheep.budget, input.budget) {
+        (Some(own), Some(given)) => Some(own.overlay(given)),
+        (own, given) => given.or(own),
+    }
+    .filter(|b| !b.is_empty());
+    if let Some(budget) = &budget {
+        budget
+            .check()
+            .map_err(|err| HerdError::new("invalid_budget", err.to_string()))?;
+    }
+    if let Some(after) = input.stall_after_ms
+        && after <= 0
+    {
+        return Err(HerdError::new(
+            "invalid_stall",
+            format!("stall watchdog period must be a positive number of minutes, got {after} ms"),
+        ));
+    }
+    let stall = input.stall_after_ms.map(|after_ms| super::StallWatch {
+        after_ms,
+        active_at: tx.now(),
+        nudged_at: None,
+    });
+    let continues = sheep.continues.clone();
     let task = Task {
         id: input.task_id.clone(),
         agent_id: sheep.id.clone(),
@@ -366,6 +408,10 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
         output: None,
         request_id: input.request_id,
         handover: input.handover,
+        budget,
+        usage: crate::budget::Usage::default(),
+        stall,
+        continues,
     };
     tx.emit(Event::TaskCreated {
         task: Box::new(task),

@@ -182,6 +182,13 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         tx.enqueue(req.asker.clone(), Payload::Envelope { envelope: relay });
     }
     tx.enqueue(target.clone(), Payload::Envelope { envelope });
+    if let Participant::Sheep(sender) = &input.sender {
+        super::controls::touch(tx, sender);
+    }
+    if let Some(req) = &resolves {
+        // Back from waiting: its silence counts from the answer.
+        super::controls::touch_task(tx, &req.task_id);
+    }
 
     let task_state = task_id
         .as_ref()
@@ -466,9 +473,11 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
     };
     let active = sheep.active_task.clone();
     let display = sheep.display_name();
+    let activity = sheep.activity;
+    super::controls::touch(tx, sender);
     match report {
         RunReport::Started => {
-            if sheep.activity != Activity::Working {
+            if activity != Activity::Working {
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
                     activity: Activity::Working,
@@ -480,7 +489,7 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
             error,
             text,
         } => {
-            if sheep.activity != Activity::Idle {
+            if activity != Activity::Idle {
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
                     activity: Activity::Idle,

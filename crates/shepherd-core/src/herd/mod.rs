@@ -10,7 +10,9 @@
 //! resulting state.
 
 mod apply;
+mod controls;
 mod error;
+mod event;
 mod lifecycle;
 mod messaging;
 mod model;
@@ -21,8 +23,13 @@ mod view;
 mod watch;
 
 #[cfg(test)]
+mod controls_tests;
+#[cfg(test)]
 mod tests;
 
+pub use controls::{
+    ACTIVITY_RESOLUTION_MS, Reopen, reopen, touch, touch_task, usage, worktree_released,
+};
 pub use error::HerdError;
 pub use lifecycle::{
     DelegateInput, NewSheep, admit, attach_note, begin_close, closed, cursor, delegate, exited,
@@ -36,7 +43,7 @@ pub use model::*;
 pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};
-pub use view::{SheepStatus, TaskView, ack};
+pub use view::{SheepStatus, StallView, TaskView, ack};
 pub use watch::{WatchOutcome, watch};
 
 use indexmap::IndexMap;

@@ -9,6 +9,8 @@ use crate::envelope::Envelope;
 use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
 use crate::task::TaskState;
 
+pub use super::event::Event;
+
 /// Where a sheep's process is in its life.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "phase")]
@@ -122,9 +124,29 @@ pub struct Sheep {
     /// Backend facts needed to find it again (pids, pane id, log file), opaque to core.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub launch: Value,
-    /// The client request id of the spawn that created it, so a resent spawn finds it.
+    /// The client request id of the spawn that created it (or of the resume that last reopened
+    /// it), so a resent request finds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The budget its agent definition sets for each of its tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+    /// How it was started, so a resume can start it again the same way (opaque to core).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub recipe: Value,
+    /// The git worktree it runs in when isolated (opaque to core).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub worktree: Value,
+    /// How many times it was resumed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resumes: u32,
+    /// The note its next task continues (its last note before it was resumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<NoteLink>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Sheep {
@@ -248,6 +270,43 @@ pub struct Task {
     /// between accepting the task and handing it over can finish the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover: Option<Handover>,
+    /// Its limits, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+    /// What its sheep reported using for it so far.
+    #[serde(default, skip_serializing_if = "crate::budget::Usage::is_zero")]
+    pub usage: crate::budget::Usage,
+    /// The stall watchdog, when it is on for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallWatch>,
+    /// The note of its sheep's task before a resume, which this task continues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<NoteLink>,
+}
+
+/// The stall watchdog of one task: its sheep is nudged once after `after_ms` without activity,
+/// and the task settles blocked after another `after_ms` without activity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StallWatch {
+    /// How long a silence may last (ms).
+    pub after_ms: i64,
+    /// When its sheep last showed activity (ms); the task's start counts.
+    pub active_at: i64,
+    /// When the one nudge went out (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudged_at: Option<i64>,
+}
+
+impl StallWatch {
+    /// When the watchdog acts next: the nudge, or, once nudged, the settlement.
+    pub fn due_at(&self) -> i64 {
+        let quiet_since = match self.nudged_at {
+            Some(nudged) => nudged.max(self.active_at),
+            None => self.active_at,
+        };
+        quiet_since.saturating_add(self.after_ms)
+    }
 }
 
 /// What handing a task over needs besides the task itself: where its note goes.
@@ -429,6 +488,8 @@ pub enum NoticeKind {
     AutoCloseFailed,
     /// The broker restarted and had to work around damaged state (the text says what).
     BrokerRecovered,
+    /// The stall watchdog nudged a silent sheep (its task settles blocked if it stays silent).
+    StallNudged,
 }
 
 /// A notice for the parent.
@@ -501,219 +562,4 @@ pub struct TaskReport {
     /// Model, turns, tool calls, tokens and cost, once the sheep's run reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Value>,
-}
-
-/// Every change a herd can undergo. The broker journals these; [`super::Herd::apply`] replays
-/// them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "event")]
-pub enum Event {
-    /// A sheep was admitted and is being launched.
-    SheepCreated {
-        /// The new sheep.
-        sheep: Box<Sheep>,
-    },
-    /// The backend placed it (pids, pane id, log file).
-    SheepLaunched {
-        /// The sheep.
-        agent_id: AgentId,
-        /// Backend facts.
-        launch: Value,
-    },
-    /// Its program is confirmed running.
-    SheepReady {
-        /// The sheep.
-        agent_id: AgentId,
-    },
-    /// It reported what it is doing.
-    SheepActivity {
-        /// The sheep.
-        agent_id: AgentId,
-        /// Working or idle.
-        activity: Activity,
-    },
-    /// It never became ready.
-    SheepFailed {
-        /// The sheep.
-        agent_id: AgentId,
-        /// Why.
-        exit: ExitInfo,
-    },
-    /// Its process ended.
-    SheepExited {
-        /// The sheep.
-        agent_id: AgentId,
-        /// How.
-        exit: ExitInfo,
-    },
-    /// A close began.
-    SheepClosing {
-        /// The sheep.
-        agent_id: AgentId,
-    },
-    /// The close finished; its processes are gone.
-    SheepClosed {
-        /// The sheep.
-        agent_id: AgentId,
-    },
-    /// A task was accepted.
-    TaskCreated {
-        /// The task.
-        task: Box<Task>,
-    },
-    /// A task was handed to its sheep.
-    TaskStarted {
-        /// The task.
-        task_id: TaskId,
-        /// Its note.
-        note: Option<NoteLink>,
-        /// When (ms); absent in journals written before it was recorded.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        at: Option<i64>,
-    },
-    /// A tracked request opened; its task waits.
-    RequestOpened {
-        /// The request.
-        request: Request,
-    },
-    /// A tracked request was answered.
-    RequestResolved {
-        /// The request.
-        request_id: MessageId,
-    },
-    /// A task settled (first settlement wins).
-    TaskSettled {
-        /// The task.
-        task_id: TaskId,
-        /// How.
-        result: TaskResult,
-    },
-    /// Where the sheep's session file stood when a task started.
-    TaskCursor {
-        /// The task.
-        task_id: TaskId,
-        /// Bytes into the session file.
-        cursor: u64,
-    },
-    /// A sheep's run settled with final words for a task.
-    TaskOutput {
-        /// The task.
-        task_id: TaskId,
-        /// The output.
-        output: TaskOutput,
-    },
-    /// A settled task's note was finalised.
-    TaskFinalized {
-        /// The task.
-        task_id: TaskId,
-    },
-    /// A message's routing facts were recorded.
-    MessageRecorded {
-        /// The message.
-        message_id: MessageId,
-        /// Its routing.
-        record: MessageRecord,
-    },
-    /// An item was queued for a participant.
-    Enqueued {
-        /// The recipient.
-        to: Participant,
-        /// The item.
-        item: InboxItem,
-    },
-    /// A participant acknowledged its items up to `seq`.
-    Acked {
-        /// Who.
-        who: Participant,
-        /// Up to and including this sequence number.
-        seq: u64,
-    },
-    /// A durable watcher was registered.
-    WatcherAdded {
-        /// The watcher.
-        watcher: Watcher,
-    },
-    /// Some of a watcher's tasks were reported.
-    WatcherDelivered {
-        /// The watcher.
-        watcher_id: WatcherId,
-        /// The tasks reported.
-        task_ids: Vec<TaskId>,
-    },
-    /// A waiting task's stale reminder went out.
-    StaleNotified {
-        /// The task.
-        task_id: TaskId,
-    },
-    /// A forgotten-done reminder went to a task's sheep.
-    Nudged {
-        /// The task.
-        task_id: TaskId,
-    },
-    /// The parent was told a task's sheep stalled.
-    Escalated {
-        /// The task.
-        task_id: TaskId,
-    },
-    /// A state-changing request was answered (kept for resends of the same request id).
-    Replied {
-        /// The client request id.
-        request_id: String,
-        /// The answer.
-        reply: StoredReply,
-    },
-    /// A note reserved for a task that settled before it was handed over (its sheep died in
-    /// between): the note is the task's, and is finalised with it.
-    NoteAttached {
-        /// The task.
-        task_id: TaskId,
-        /// Its note.
-        note: NoteLink,
-    },
-    /// The herd's fieldnotes setting was fixed for its life.
-    FieldnotesFixed {
-        /// Whether it writes notes.
-        on: bool,
-    },
-    /// A run was accepted.
-    RunSubmitted {
-        /// The run.
-        run: Box<super::run::Run>,
-    },
-    /// A run's notes were reserved.
-    RunPlanned {
-        /// The run.
-        run_id: String,
-        /// Its session and notes.
-        plan: Value,
-    },
-    /// One of a run's tasks moved on.
-    RunStepChanged {
-        /// The run.
-        run_id: String,
-        /// The task's position in the run.
-        index: usize,
-        /// Its new state.
-        step: Value,
-    },
-    /// A run was cancelled.
-    RunCancelled {
-        /// The run.
-        run_id: String,
-        /// Why.
-        reason: String,
-    },
-    /// A run finished.
-    RunFinished {
-        /// The run.
-        run_id: String,
-        /// Its final report.
-        report: Value,
-    },
-    /// A task that was accepted but never reached its sheep was withdrawn (its note could not
-    /// be reserved): it leaves no trace, as if it had been refused.
-    TaskWithdrawn {
-        /// The task.
-        task_id: TaskId,
-    },
 }

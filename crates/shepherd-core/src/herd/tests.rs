@@ -5,18 +5,18 @@ use super::*;
 use crate::envelope::Delivery;
 use crate::task::{DoneStatus, TaskState};
 
-const MIN: i64 = 60_000;
+pub(super) const MIN: i64 = 60_000;
 
-struct Harness {
-    herd: Herd,
+pub(super) struct Harness {
+    pub(super) herd: Herd,
     log: Vec<Event>,
-    now: i64,
+    pub(super) now: i64,
     counter: u64,
-    config: HerdConfig,
+    pub(super) config: HerdConfig,
 }
 
 impl Harness {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let herd = Herd {
             namespace: "1a2b3c4d".into(),
             ..Herd::default()
@@ -30,12 +30,12 @@ impl Harness {
         }
     }
 
-    fn unique(&mut self) -> String {
+    pub(super) fn unique(&mut self) -> String {
         self.counter += 1;
         format!("{:012x}", self.counter)
     }
 
-    fn run<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> T) -> T {
+    pub(super) fn run<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> T) -> T {
         let mut tx = Tx::new(&mut self.herd, self.now);
         let out = f(&mut tx);
         let events = tx.finish();
@@ -43,7 +43,7 @@ impl Harness {
         out
     }
 
-    fn spawn(&mut self, agent: &str, label: &str) -> AgentId {
+    pub(super) fn spawn(&mut self, agent: &str, label: &str) -> AgentId {
         let id = AgentId::mint("1a2b3c4d", &self.unique());
         let new = NewSheep {
             id: id.clone(),
@@ -55,16 +55,29 @@ impl Harness {
             token_digest: "d".into(),
             supervisor_digest: None,
             request_id: None,
+            max_sheep: None,
+            budget: None,
+            recipe: serde_json::Value::Null,
+            worktree: serde_json::Value::Null,
         };
         self.run(|tx| admit(tx, new)).unwrap();
         self.run(|tx| ready(tx, &id));
         id
     }
 
-    fn delegate(&mut self, agent: &AgentId, text: &str) -> TaskId {
+    pub(super) fn delegate(&mut self, agent: &AgentId, text: &str) -> TaskId {
+        self.delegate_with(agent, text, |_| {})
+    }
+
+    pub(super) fn delegate_with(
+        &mut self,
+        agent: &AgentId,
+        text: &str,
+        edit: impl FnOnce(&mut DelegateInput),
+    ) -> TaskId {
         let task_id = TaskId::mint("1a2b3c4d", &self.unique());
         let message_id = MessageId::mint("1a2b3c4d", &self.unique());
-        let input = DelegateInput {
+        let mut input = DelegateInput {
             task_id: task_id.clone(),
             target: agent.to_string(),
             description: text.into(),
@@ -72,7 +85,10 @@ impl Harness {
             turn: false,
             request_id: None,
             handover: None,
+            budget: None,
+            stall_after_ms: None,
         };
+        edit(&mut input);
         self.run(|tx| {
             delegate(tx, input)?;
             start_task(tx, &task_id, None, message_id, text.into())
@@ -81,7 +97,7 @@ impl Harness {
         task_id
     }
 
-    fn message(
+    pub(super) fn message(
         &mut self,
         sender: Participant,
         target: &str,
@@ -104,7 +120,7 @@ impl Harness {
         self.run(|tx| send(tx, input))
     }
 
-    fn done(
+    pub(super) fn done(
         &mut self,
         sender: &AgentId,
         task: Option<&str>,
@@ -120,11 +136,11 @@ impl Harness {
         self.run(|tx| done(tx, input))
     }
 
-    fn state(&self, task: &TaskId) -> TaskState {
+    pub(super) fn state(&self, task: &TaskId) -> TaskState {
         self.herd.tasks[task].state
     }
 
-    fn inbox(&self, who: &Participant) -> Vec<Payload> {
+    pub(super) fn inbox(&self, who: &Participant) -> Vec<Payload> {
         self.herd
             .pending_items(who)
             .into_iter()
@@ -132,7 +148,7 @@ impl Harness {
             .collect()
     }
 
-    fn envelopes(&self, who: &Participant) -> Vec<crate::envelope::Envelope> {
+    pub(super) fn envelopes(&self, who: &Participant) -> Vec<crate::envelope::Envelope> {
         self.inbox(who)
             .into_iter()
             .filter_map(|p| match p {
@@ -142,7 +158,7 @@ impl Harness {
             .collect()
     }
 
-    fn tick(&mut self, advance: i64) {
+    pub(super) fn tick(&mut self, advance: i64) {
         self.now += advance;
         let config = self.config;
         self.run(|tx| tick(tx, &config));
@@ -169,7 +185,7 @@ impl Drop for Harness {
     }
 }
 
-fn sheep(id: &AgentId) -> Participant {
+pub(super) fn sheep(id: &AgentId) -> Participant {
     Participant::Sheep(id.clone())
 }
 
@@ -230,6 +246,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         turn: false,
         request_id: None,
         handover: None,
+        budget: None,
+        stall_after_ms: None,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, input)).unwrap_err().code,
@@ -244,6 +262,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         turn: false,
         request_id: None,
         handover: None,
+        budget: None,
+        stall_after_ms: None,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, empty)).unwrap_err().code,
@@ -257,6 +277,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         turn: false,
         request_id: None,
         handover: None,
+        budget: None,
+        stall_after_ms: None,
     };
     assert_eq!(h.run(|tx| delegate(tx, big)).unwrap_err().code, "too_large");
     let foreign = DelegateInput {
@@ -267,6 +289,8 @@ fn one_active_task_per_sheep_and_text_limits() {
         turn: false,
         request_id: None,
         handover: None,
+        budget: None,
+        stall_after_ms: None,
     };
     assert_eq!(
         h.run(|tx| delegate(tx, foreign)).unwrap_err().code,
@@ -527,6 +551,8 @@ fn watchers_wait_for_the_note_to_be_final() {
         turn: false,
         request_id: None,
         handover: None,
+        budget: None,
+        stall_after_ms: None,
     };
     h.run(|tx| {
         delegate(tx, input).unwrap();
@@ -719,6 +745,10 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         token_digest: "d".into(),
         supervisor_digest: None,
         request_id: None,
+        max_sheep: None,
+        budget: None,
+        recipe: serde_json::Value::Null,
+        worktree: serde_json::Value::Null,
     };
     let err = h.run(|tx| admit(tx, dup)).unwrap_err();
     assert_eq!(err.code, "duplicate_label");
@@ -771,6 +801,8 @@ fn a_one_turn_task_settles_with_the_runs_final_text() {
         turn: true,
         request_id: None,
         handover: None,
+        budget: None,
+        stall_after_ms: None,
     };
     h.run(|tx| {
         delegate(tx, input).unwrap();

@@ -1,5 +1,6 @@
-//! Time-driven rules: task deadlines (timed out, rc 124), reply deadlines (blocked, rc 2) and
-//! stale-wait reminders (one per waiting episode; they never change state). The broker asks
+//! Time-driven rules: task deadlines (timed out, rc 124), reply deadlines (blocked, rc 2),
+//! stale-wait reminders (one per waiting episode; they never change state) and the opt-in stall
+//! watchdog (`controls`). The broker asks
 //! [`Herd::next_deadline`] when to wake and calls [`tick`] when it does; nothing polls.
 
 use super::lifecycle::settle;
@@ -41,6 +42,7 @@ impl Herd {
         task_deadlines
             .chain(reply_deadlines)
             .chain(stale.flatten())
+            .chain(self.next_stall())
             .min()
     }
 }
@@ -88,6 +90,8 @@ pub fn tick(tx: &mut Tx<'_>, config: &HerdConfig) {
             Some(error),
         );
     }
+
+    super::controls::tick_stalls(tx);
 
     let Some(after) = config.stale_after_ms else {
         return;

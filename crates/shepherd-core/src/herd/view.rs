@@ -37,6 +37,12 @@ pub struct SheepStatus {
     /// The sheep program's pid, while it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Its git worktree (`path`, `branch`), when it runs isolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<serde_json::Value>,
+    /// How many times it was resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumes: Option<u32>,
 }
 
 /// A task as a sheep's status shows it.
@@ -59,6 +65,27 @@ pub struct TaskView {
     /// Set once the stale-wait reminder went out for this episode.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
+    /// Its limits, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+    /// What its sheep used of them so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::budget::Usage>,
+    /// The stall watchdog, when it is on for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallView>,
+}
+
+/// The stall watchdog of a task as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StallView {
+    /// How long a silence may last (ms).
+    pub after_ms: i64,
+    /// How long its sheep has been silent (ms).
+    pub quiet_ms: i64,
+    /// Whether the one nudge went out.
+    pub nudged: bool,
 }
 
 impl Herd {
@@ -86,6 +113,13 @@ impl Herd {
                             .map_or_else(|| id.to_string(), Sheep::display_name),
                     }),
                     stale: task.stale_notified,
+                    budget: task.budget,
+                    usage: task.budget.map(|_| task.usage),
+                    stall: task.stall.map(|stall| StallView {
+                        after_ms: stall.after_ms,
+                        quiet_ms: now - stall.active_at.max(stall.nudged_at.unwrap_or(0)),
+                        nudged: stall.nudged_at.is_some(),
+                    }),
                 }
             });
         SheepStatus {
@@ -109,6 +143,13 @@ impl Herd {
                 .get("pid")
                 .and_then(serde_json::Value::as_u64)
                 .and_then(|p| u32::try_from(p).ok()),
+            worktree: sheep.worktree.get("path").map(|path| {
+                serde_json::json!({
+                    "path": path,
+                    "branch": sheep.worktree.get("branch"),
+                })
+            }),
+            resumes: (sheep.resumes > 0).then_some(sheep.resumes),
         }
     }
 
@@ -173,5 +214,8 @@ pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
             who: who.clone(),
             seq,
         });
+        if let Participant::Sheep(id) = who {
+            super::controls::touch(tx, id);
+        }
     }
 }

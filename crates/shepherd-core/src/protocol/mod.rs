@@ -43,6 +43,8 @@ pub mod method {
     pub const STATUS: &str = "status";
     /// Parent: close a sheep.
     pub const CLOSE: &str = "close";
+    /// Parent: reopen a closed or exited sheep on its own session.
+    pub const RESUME: &str = "resume";
     /// Parent or observer: the herd.
     pub const HERD: &str = "herd";
     /// Parent or observer: the sheep or task a short name (id prefix, display name) stands for.

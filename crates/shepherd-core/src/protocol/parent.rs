@@ -50,6 +50,24 @@ pub struct SpawnParams {
     /// named session). Without it, spawn resolves the parent's own session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fieldnotes_session: Option<String>,
+    /// Run the sheep in its own git worktree on its own branch; on close, a clean worktree
+    /// without new commits is removed, any other is kept and reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolate: bool,
+}
+
+/// `resume` parameters: reopen a closed or exited sheep on its own session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeParams {
+    /// The sheep's agent id.
+    pub id: String,
+    /// `auto`, `headless`, `tmux` or `herdr` (default: where it ran before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Where the caller runs, so a visible sheep finds its terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerContext>,
 }
 
 /// The terminal a caller runs in, as its environment tells.
@@ -97,6 +115,12 @@ pub struct SpawnResult {
     /// The parent's fieldnotes session directory, relative to the project (null when
     /// fieldnotes are off).
     pub fieldnote: Option<String>,
+    /// Its git worktree (`path`, `branch`, `base`), when it runs isolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<serde_json::Value>,
+    /// How many times it has been resumed (absent for a new sheep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumes: Option<u32>,
 }
 
 /// `delegate` parameters.
@@ -126,6 +150,13 @@ pub struct DelegateParams {
     /// text when its run settles, instead of on `shepherd_done`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn: bool,
+    /// Limits on the task (over the agent definition's own, key by key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+    /// The stall watchdog for this task, in minutes; 0 turns it off (default: the
+    /// `stallWatchdog` setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<f64>,
 }
 
 /// `delegate` result.
@@ -318,6 +349,10 @@ pub struct CloseResult {
     /// The task the close cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled: Option<TaskReport>,
+    /// What became of an isolated sheep's worktree: removed, or kept with its patch (files,
+    /// diffstat, commits) to integrate or discard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<serde_json::Value>,
 }
 
 /// `prune` result.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::CallerContext;
 
 /// One task of a run, as submitted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStepParams {
     /// The agent definition's exact name.
@@ -28,6 +28,9 @@ pub struct RunStepParams {
     /// The coding agent to run it on, instead of the definition's own harness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<crate::harness::Harness>,
+    /// Limits on this task (over the run's and the definition's, key by key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
 }
 
 /// `run.submit` parameters.
@@ -44,6 +47,9 @@ pub struct RunSubmitParams {
     /// Minutes each task may take (default: the `timeout` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+    /// Limits on each task (over the definition's own, key by key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
     /// Where sheep run (default: the `backend` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,

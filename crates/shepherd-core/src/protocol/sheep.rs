@@ -63,11 +63,14 @@ pub struct DoneResult {
 }
 
 /// `report` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportParams {
-    /// `agent_start` or `run_settled`.
+    /// `ready`, `agent_start`, `turn` or `run_settled`.
     pub event: String,
+    /// For `turn`: what the turn used (its tool calls, tokens and cost; `turns` counts 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::budget::Usage>,
     /// For `run_settled`: pi's stop reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,

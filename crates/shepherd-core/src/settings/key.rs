@@ -48,6 +48,10 @@ pub enum SettingKey {
     MaxDepth,
     /// `brokerIdleMinutes`.
     BrokerIdleMinutes,
+    /// `maxSheep` (0: no limit).
+    MaxSheep,
+    /// `stallWatchdog` (minutes; 0: off).
+    StallWatchdog,
 }
 
 /// The shape of a key's values.
@@ -66,11 +70,13 @@ enum ValueKind {
     },
     /// Positive minutes.
     Minutes,
+    /// Minutes, 0 or more; 0 (or `off`) turns the feature off.
+    MinutesOrOff,
 }
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 18] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -87,6 +93,8 @@ impl SettingKey {
         Self::MaxConcurrency,
         Self::MaxDepth,
         Self::BrokerIdleMinutes,
+        Self::MaxSheep,
+        Self::StallWatchdog,
     ];
 
     /// The key as written in the settings files.
@@ -108,6 +116,8 @@ impl SettingKey {
             Self::MaxConcurrency => "maxConcurrency",
             Self::MaxDepth => "maxDepth",
             Self::BrokerIdleMinutes => "brokerIdleMinutes",
+            Self::MaxSheep => "maxSheep",
+            Self::StallWatchdog => "stallWatchdog",
         }
     }
 
@@ -148,6 +158,10 @@ impl SettingKey {
             Self::MaxConcurrency => "most subagent tasks running at once",
             Self::MaxDepth => "how deep sheep may spawn their own herds",
             Self::BrokerIdleMinutes => "minutes an idle broker waits before it exits",
+            Self::MaxSheep => "most sheep one herd runs at once (0: no limit)",
+            Self::StallWatchdog => {
+                "minutes of silence before a task's sheep is nudged, then blocked (0: off)"
+            }
         }
     }
 
@@ -158,7 +172,8 @@ impl SettingKey {
             Self::Timeout => ValueKind::Timeout,
             Self::StaleWaitThreshold => ValueKind::Threshold,
             Self::BrokerIdleMinutes => ValueKind::Minutes,
-            Self::DoneNudges | Self::MaxDepth => ValueKind::Count { min: 0 },
+            Self::StallWatchdog => ValueKind::MinutesOrOff,
+            Self::DoneNudges | Self::MaxDepth | Self::MaxSheep => ValueKind::Count { min: 0 },
             Self::MaxParallelTasks | Self::MaxConcurrency => ValueKind::Count { min: 1 },
             Self::IncludeBundledAgents
             | Self::ConfirmProjectAgents
@@ -183,6 +198,9 @@ impl SettingKey {
             ValueKind::Count { min: 0 } => "a whole number, 0 or more",
             ValueKind::Count { .. } => "a whole number, 1 or more",
             ValueKind::Minutes => "a positive number of minutes, fractions allowed",
+            ValueKind::MinutesOrOff => {
+                "a number of minutes, fractions allowed, or 0 or off to turn it off"
+            }
         }
     }
 
@@ -214,6 +232,8 @@ impl SettingKey {
                 .filter(|n| *n >= min)
                 .map(Value::from),
             ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
+            ValueKind::MinutesOrOff if lowered == "off" => Some(Value::from(0)),
+            ValueKind::MinutesOrOff => number.filter(|n| *n >= 0.0).map(number_value),
         };
         parsed.ok_or_else(|| InvalidSettingValue {
             key: self,
@@ -248,6 +268,7 @@ impl SettingKey {
                 .filter(|n| n.fract() == 0.0 && *n >= f64::from(min) && *n <= f64::from(u32::MAX))
                 .map(number_value),
             ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
+            ValueKind::MinutesOrOff => number.filter(|n| *n >= 0.0).map(number_value),
         }
     }
 }

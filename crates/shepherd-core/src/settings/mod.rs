@@ -101,6 +101,11 @@ pub struct EffectiveSettings {
     pub max_depth: u32,
     /// Minutes a broker with no sheep and no clients waits before it exits (`10`).
     pub broker_idle_minutes: f64,
+    /// Most sheep one herd runs at once; 0 means no limit (`0`).
+    pub max_sheep: u32,
+    /// Minutes a task's sheep may stay silent before it is nudged, and again before the task
+    /// settles blocked; 0 turns the watchdog off (`0`).
+    pub stall_watchdog_minutes: f64,
 }
 
 impl Default for EffectiveSettings {
@@ -122,6 +127,8 @@ impl Default for EffectiveSettings {
             max_concurrency: 4,
             max_depth: 2,
             broker_idle_minutes: 10.0,
+            max_sheep: 0,
+            stall_watchdog_minutes: 0.0,
         }
     }
 }
@@ -137,6 +144,17 @@ impl EffectiveSettings {
     pub fn stale_wait_threshold(&self) -> Option<Duration> {
         (self.stale_wait_threshold_minutes >= 1.0)
             .then(|| minutes(self.stale_wait_threshold_minutes))
+    }
+
+    /// The most sheep one herd may run at once, when limited.
+    pub fn max_sheep(&self) -> Option<u32> {
+        (self.max_sheep > 0).then_some(self.max_sheep)
+    }
+
+    /// How long a task's sheep may stay silent before the watchdog acts; `None` when it is off
+    /// (the default: a task never settles just because its sheep went quiet).
+    pub fn stall_watchdog(&self) -> Option<Duration> {
+        (self.stall_watchdog_minutes > 0.0).then(|| minutes(self.stall_watchdog_minutes))
     }
 
     /// How long an idle broker lingers before it exits.
@@ -164,6 +182,8 @@ impl EffectiveSettings {
             SettingKey::MaxConcurrency => Value::from(self.max_concurrency),
             SettingKey::MaxDepth => Value::from(self.max_depth),
             SettingKey::BrokerIdleMinutes => key::number_value(self.broker_idle_minutes),
+            SettingKey::MaxSheep => Value::from(self.max_sheep),
+            SettingKey::StallWatchdog => key::number_value(self.stall_watchdog_minutes),
         }
     }
 
@@ -214,6 +234,8 @@ impl EffectiveSettings {
             SettingKey::MaxParallelTasks => slot_count(&mut self.max_parallel_tasks),
             SettingKey::MaxConcurrency => slot_count(&mut self.max_concurrency),
             SettingKey::MaxDepth => slot_count(&mut self.max_depth),
+            SettingKey::MaxSheep => slot_count(&mut self.max_sheep),
+            SettingKey::StallWatchdog => slot_number(&mut self.stall_watchdog_minutes),
         }
     }
 }

@@ -32,7 +32,9 @@ fn defaults_match_the_original_and_ours() {
             "maxParallelTasks": 8,
             "maxConcurrency": 4,
             "maxDepth": 2,
-            "brokerIdleMinutes": 10
+            "brokerIdleMinutes": 10,
+            "maxSheep": 0,
+            "stallWatchdog": 0
         })
     );
 }
@@ -229,6 +231,10 @@ fn inputs_are_checked_strictly() {
     assert_eq!(ok(SettingKey::DoneNudges, "0"), json!(0));
     assert_eq!(ok(SettingKey::MaxConcurrency, " 3 "), json!(3));
     assert_eq!(ok(SettingKey::BrokerIdleMinutes, "0.25"), json!(0.25));
+    assert_eq!(ok(SettingKey::MaxSheep, "0"), json!(0));
+    assert_eq!(ok(SettingKey::MaxSheep, "12"), json!(12));
+    assert_eq!(ok(SettingKey::StallWatchdog, "off"), json!(0));
+    assert_eq!(ok(SettingKey::StallWatchdog, "1.5"), json!(1.5));
 
     for (key, raw) in [
         (SettingKey::AgentScope, "all"),
@@ -244,6 +250,10 @@ fn inputs_are_checked_strictly() {
         (SettingKey::DoneNudges, "1.5"),
         (SettingKey::MaxParallelTasks, "0"),
         (SettingKey::BrokerIdleMinutes, "0"),
+        (SettingKey::MaxSheep, "-1"),
+        (SettingKey::MaxSheep, "two"),
+        (SettingKey::StallWatchdog, "-1"),
+        (SettingKey::StallWatchdog, "soon"),
     ] {
         assert!(key.parse_input(raw).is_err(), "{key} accepted {raw:?}");
     }

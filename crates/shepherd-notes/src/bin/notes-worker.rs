@@ -8,6 +8,7 @@
 //! ```text
 //! notes-worker reserve --project DIR (--session-name NAME | --parent ID) [--agent NAME]
 //!                      [--count K] [--lifecycle] [--report-ops] [--wait-go] [--race-resolve]
+//!                      [--sessions N] [--ack]
 //! notes-worker hold    --project DIR (--session-name NAME | --parent ID)
 //!                      --during create|reserve [--pause-at-lock]
 //!                      --stage root-locked|locked|staged|committed
@@ -23,6 +24,9 @@
 //! the stage's name, and waits there until it is killed; with `--pause-at-lock` it first
 //! stops once it holds the session lock, says `locked`, and goes on at a line on stdin.
 //! `--announce-queue` makes `reserve` say `queued` when it had to queue its request.
+//! `--sessions N` spreads the K notes round-robin over the named sessions `NAME 0` … `NAME
+//! N-1`, and `--ack` prints `acked <op> <session directory> <note>` as soon as each operation
+//! returned, so a parent that kills the worker knows exactly which were acknowledged.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -50,6 +54,8 @@ struct Args {
     race_resolve: bool,
     pause_at_lock: bool,
     announce_queue: bool,
+    sessions: usize,
+    ack: bool,
     during: String,
     stage: String,
 }
@@ -75,6 +81,10 @@ fn parse_args() -> Result<Args, String> {
             "--race-resolve" => args.race_resolve = true,
             "--pause-at-lock" => args.pause_at_lock = true,
             "--announce-queue" => args.announce_queue = true,
+            "--sessions" => {
+                args.sessions = value()?.parse().map_err(|e| format!("--sessions: {e}"))?;
+            }
+            "--ack" => args.ack = true,
             "--lifecycle" => args.lifecycle = true,
             "--report-ops" => args.report_ops = true,
             "--wait-go" => args.wait_go = true,
@@ -142,10 +152,17 @@ fn reserve(args: &Args) -> Result<(), StoreError> {
         say("ready");
         wait_go()?;
     }
-    let resolved = resolve(&store, args)?;
-    let session = resolved.session;
+    let sessions = if args.sessions > 0 {
+        let name = args.session_name.clone().unwrap_or_default();
+        (0..args.sessions)
+            .map(|i| store.create_or_continue_named(&format!("{name} {i}"), Timestamp::now()))
+            .map(|resolved| resolved.map(|r| r.session))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        vec![resolve(&store, args)?.session]
+    };
     if !args.race_resolve {
-        say(&format!("ready {session}"));
+        say(&format!("ready {}", sessions[0]));
         if args.wait_go {
             wait_go()?;
         }
@@ -163,23 +180,32 @@ fn reserve(args: &Args) -> Result<(), StoreError> {
             ));
         }
     };
-    for _ in 0..args.count {
+    let acked = |op: &str, session: &shepherd_notes::SessionRef, note: &str| {
+        if args.ack {
+            say(&format!("acked {op} {session} {note}"));
+        }
+    };
+    for i in 0..args.count {
+        let session = &sessions[i % sessions.len()];
         let started = Instant::now();
         let planned = PlannedNote::new(args.agent.clone());
         let note = store
-            .reserve(&session, vec![planned], Timestamp::now())?
+            .reserve(session, vec![planned], Timestamp::now())?
             .remove(0);
         timed("reserve", started);
+        acked("reserve", session, &note.file_name);
         if args.lifecycle {
             let started = Instant::now();
             let metadata: Metadata = [("pid".to_owned(), std::process::id().into())].into();
-            store.start(&session, &note.file_name, metadata, Timestamp::now())?;
+            store.start(session, &note.file_name, metadata, Timestamp::now())?;
             timed("start", started);
+            acked("start", session, &note.file_name);
             let started = Instant::now();
             let mut result = Finalization::new(NoteStatus::Completed);
             result.output = Some(format!("{} finished", note.file_name));
-            store.finalize(&session, &note.file_name, result, Timestamp::now())?;
+            store.finalize(session, &note.file_name, result, Timestamp::now())?;
             timed("finish", started);
+            acked("finish", session, &note.file_name);
         }
     }
     say(&format!("done {}", args.count));

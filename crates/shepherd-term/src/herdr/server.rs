@@ -4,8 +4,8 @@
 //! answer `ping`. Whether we started it is recorded, because a server we did not start is
 //! never stopped: it holds the user's panes.
 //!
-//! The wait is event-driven: an inotify watch on the socket's directory wakes us when the
-//! socket appears and a pidfd wakes us if the server dies during start-up; a short retry slice
+//! The wait is event-driven: a watch on the socket's directory wakes us when the socket
+//! appears and an exit watch wakes us if the server dies during start-up (see `platform`); a short retry slice
 //! only covers the moment between the socket's creation and its `listen`.
 
 use std::ffi::OsString;
@@ -17,8 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::fs::inotify;
-use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open};
+use rustix::process::Signal;
 
 use super::client::HerdrClient;
 use super::error::HerdrError;
@@ -175,8 +174,7 @@ fn start_server(
         .spawn()
         .map_err(|err| failed(format!("cannot run it: {err}")))?;
     let pid = child.id();
-    let exited =
-        Pid::from_raw(pid.cast_signed()).and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+    let exited = crate::platform::exit_watch(pid).ok().flatten();
 
     let outcome = loop {
         match client.handshake(Some(deadline)) {
@@ -221,10 +219,7 @@ fn start_server(
 /// An inotify descriptor watching `dir` for new entries; `None` when inotify is unavailable
 /// (the wait then falls back to the retry slice).
 fn watch_dir(dir: &Path) -> Option<OwnedFd> {
-    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
-    let flags = inotify::WatchFlags::CREATE | inotify::WatchFlags::MOVED_TO;
-    inotify::add_watch(&fd, dir, flags).ok()?;
-    Some(fd)
+    crate::platform::dir_watch(dir).ok()
 }
 
 /// Waits until the directory changes, the server exits, or `until`. Returns whether the server

@@ -1,4 +1,4 @@
-//! The processes of a pane's terminal session, read from `/proc`.
+//! The processes of a pane's terminal session, read from the process table.
 //!
 //! Herdr's `pane.close` answers only once every process of the pane's session is gone: it sends
 //! HUP, TERM and KILL, waiting up to 250 ms after each, and counts a zombie as alive — and it
@@ -12,23 +12,13 @@ use std::time::{Duration, Instant};
 /// How often the leftovers are looked at again (no event announces that init reaped one).
 const RECHECK: Duration = Duration::from_millis(20);
 
-/// The session a process belongs to (field 6 of `/proc/<pid>/stat`).
-fn session_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces; fields follow the last `)`.
-    let rest = stat.rsplit_once(')')?.1;
-    rest.split_whitespace().nth(3)?.parse().ok()
-}
-
 /// Every process (zombies included) in session `leader`, other than the leader itself.
 pub(crate) fn others_in(leader: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != leader && session_of(*pid) == Some(leader))
+    crate::platform::process_ids()
+        .into_iter()
+        .filter(|pid| {
+            *pid != leader && crate::platform::stat(*pid).is_some_and(|s| s.session == leader)
+        })
         .collect()
 }
 

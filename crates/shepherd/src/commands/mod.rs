@@ -4,6 +4,7 @@ pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
 pub(crate) mod harness;
+pub(crate) mod controls;
 pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;
@@ -46,6 +47,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Watch(args) => parent::watch(&args, &ctx, printer),
         Command::Status(args) => parent::status(&args, &ctx, printer),
         Command::Close(args) => parent::close(args, &ctx, printer),
+        Command::Resume(args) => controls::resume(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
         Command::Herd(args) => parent::herd(&args, &ctx, printer),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use shepherd_core::fieldnotes::Binding;
 use shepherd_notes::{
     ArtifactRecord, Finalization, ListedSession, LocatedNote, Metadata, Mode, NoteStatus, OpError,
-    PlannedNote, SessionMetadata, Store, StoreError,
+    PlannedNote, SessionKey, SessionMetadata, Store, StoreError,
 };
 
 use crate::cli::ProjectArg;
@@ -327,17 +327,11 @@ struct Reserved {
 
 fn reserve(args: ReserveArgs, ctx: &Context, printer: Printer) -> Result<(), CliError> {
     let store = open_store(ctx, &args.project)?;
-    let now = Timestamp::now();
-    let resolved = match (&args.parent_session, &args.session_name) {
-        (Some(identity), _) => store.resolve_or_create_parent_session(
-            identity,
-            args.parent_session_file.as_deref(),
-            now,
-        ),
-        (None, Some(name)) => store.create_or_continue_named(name, now),
+    let key = match (args.parent_session, args.session_name) {
+        (Some(identity), _) => SessionKey::Parent(identity),
+        (None, Some(name)) => SessionKey::Name(name),
         (None, None) => unreachable!("clap requires --parent-session or --session-name"),
-    }
-    .map_err(|err| store_error(&err))?;
+    };
     let planned = PlannedNote {
         agent: args.agent,
         mode: match args.mode {
@@ -350,17 +344,27 @@ fn reserve(args: ReserveArgs, ctx: &Context, printer: Printer) -> Result<(), Cli
         metadata: Metadata::new(),
         start: args.start,
     };
-    let note = store
-        .reserve(&resolved.session, vec![planned], Timestamp::now())
-        .map_err(|err| store_error(&err))?
-        .remove(0);
+    // One commit when the store's binding index knows the session (it checks and continues
+    // the session in the same commit); nothing else in the project is read.
+    let mut done = store
+        .reserve_in(
+            &key,
+            args.parent_session_file.as_deref(),
+            vec![planned],
+            Timestamp::now(),
+        )
+        .map_err(|err| store_error(&err))?;
+    let note = done.notes.remove(0);
+    let session_dir = store.session_dir(&done.session);
     let reserved = Reserved {
-        session: resolved.metadata.session_path.clone(),
-        session_name: resolved.metadata.session_name.clone(),
-        session_relative: resolved.metadata.session_relative_path.clone(),
-        note: note.file_path.clone(),
-        note_relative: note.relative_path.clone(),
-        resumed: resolved.resumed,
+        session: session_dir.display().to_string(),
+        session_name: done.session_name,
+        session_relative: store
+            .relative(&session_dir)
+            .unwrap_or_else(|| session_dir.display().to_string()),
+        note: note.file_path,
+        note_relative: note.relative_path,
+        resumed: done.resumed,
     };
     printer.emit(&reserved, || {
         format!("session: {}\nnote: {}", reserved.session, reserved.note)
@@ -583,6 +587,7 @@ fn store_error(err: &StoreError) -> CliError {
             OpError::NotFinal { .. } => "not_final",
             OpError::UnknownNote { .. } => "not_found",
             OpError::InvalidLink { .. } => "invalid_link",
+            OpError::OtherSession { .. } => "stale_session",
             _ => "invalid_argument",
         },
     };

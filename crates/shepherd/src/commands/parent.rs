@@ -29,7 +29,7 @@ pub(crate) const EXIT_PENDING: u8 = 75;
 
 /// How long a spawn may wait for its sheep to start (the broker's own limit, plus the time to
 /// clean up a sheep that did not).
-fn spawn_wait() -> Duration {
+pub(crate) fn spawn_wait() -> Duration {
     let startup = std::env::var("SHEPHERD_STARTUP_LIMIT_MS")
         .ok()
         .and_then(|ms| ms.parse().ok())
@@ -43,7 +43,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// Makes one parent request, starting the broker if needed; `wait` is how long the request
 /// itself may legitimately take, on top of the broker timeout.
-fn call<P: Serialize, R: DeserializeOwned>(
+pub(crate) fn call<P: Serialize, R: DeserializeOwned>(
     ctx: &Context,
     herd: &HerdArgs,
     name: &str,
@@ -104,6 +104,9 @@ pub(crate) struct SpawnArgs {
     /// Run the definition on this coding agent instead of its own harness.
     #[arg(long, value_enum)]
     harness: Option<HarnessArg>,
+    /// Run it in its own git worktree on its own branch (kept on close when it holds work).
+    #[arg(long)]
+    isolate: bool,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -126,11 +129,23 @@ pub(crate) fn spawn(
         parent_thinking: None,
         pi_command: None,
         fieldnotes_session: None,
+        isolate: args.isolate,
     };
     let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params, spawn_wait())?;
     printer.emit(&result, || {
+        let worktree = result
+            .worktree
+            .as_ref()
+            .map(|w| {
+                format!(
+                    " in worktree {} (branch {})",
+                    w["path"].as_str().unwrap_or_default(),
+                    w["branch"].as_str().unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "spawned {} ({}) on {}",
+            "spawned {} ({}) on {}{worktree}",
             result.display_name, result.agent_id, result.backend
         )
     });
@@ -165,6 +180,12 @@ pub(crate) struct DelegateArgs {
     #[arg(long)]
     session_name: Option<String>,
     #[command(flatten)]
+    budget: super::controls::BudgetArgs,
+    /// The stall watchdog for this task: minutes of silence before its sheep is nudged, and
+    /// again before the task settles blocked; 0 turns it off (default: `stallWatchdog`).
+    #[arg(long, value_name = "MIN")]
+    stall: Option<f64>,
+    #[command(flatten)]
     herd: HerdArgs,
 }
 
@@ -182,6 +203,8 @@ pub(crate) fn delegate(
         group: None,
         note: None,
         turn: false,
+        budget: args.budget.budget()?,
+        stall: args.stall,
     };
     let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params, Duration::ZERO)?;
     printer.emit(&result, || {
@@ -568,7 +591,12 @@ pub(crate) fn close(
             .as_ref()
             .map(|t| format!("; task {} cancelled", t.task_id))
             .unwrap_or_default();
-        format!("closed {}{cancelled}", result.display_name)
+        let worktree = result
+            .worktree
+            .as_ref()
+            .map(super::controls::worktree_text)
+            .unwrap_or_default();
+        format!("closed {}{cancelled}{worktree}", result.display_name)
     });
     Ok(ExitCode::SUCCESS)
 }

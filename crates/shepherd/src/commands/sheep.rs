@@ -400,6 +400,7 @@ pub(crate) fn report(args: ReportArgs, printer: &Printer) -> Result<ExitCode, Cl
         text: None,
         session_file: None,
         telemetry: None,
+        usage: None,
     };
     let result: Value = call(method::REPORT, &params)?;
     printer.emit(&result, || "reported".to_owned());

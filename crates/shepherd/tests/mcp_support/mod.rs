@@ -251,6 +251,7 @@ pub const PARENT_TOOLS: &[&str] = &[
     "shepherd_message",
     "shepherd_prompt",
     "shepherd_read",
+    "shepherd_resume",
     "shepherd_run",
     "shepherd_spawn",
     "shepherd_status",

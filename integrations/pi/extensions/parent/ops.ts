@@ -14,6 +14,7 @@ export interface SpawnRequest {
 	placement?: string;
 	cwd?: string;
 	model?: string;
+	isolate?: boolean;
 }
 
 function parentModel(ctx: any): string | undefined {
@@ -29,6 +30,7 @@ export async function spawnSheep(state: ParentState, pi: any, ctx: any, request:
 		placement: request.placement,
 		cwd: request.cwd,
 		model: request.model,
+		isolate: request.isolate === true ? true : undefined,
 		caller: callerContext(),
 		piCommand: piCommand(),
 		...parentChoices(pi, ctx),

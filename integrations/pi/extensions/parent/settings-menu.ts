@@ -53,6 +53,8 @@ export const ROWS: Row[] = [
 	{ key: "maxConcurrency", label: "Most subagent tasks at once", choices: counts([1, 2, 4, 8]) },
 	{ key: "maxDepth", label: "Deepest nested herd", choices: counts([0, 1, 2, 3]), userOnly: true },
 	{ key: "brokerIdleMinutes", label: "Idle broker exits after", choices: minutes([1, 5, 10, 30, 60]) },
+	{ key: "maxSheep", label: "Most sheep at once", choices: [{ label: "no limit", value: "0" }, ...counts([1, 2, 4, 8, 16])] },
+	{ key: "stallWatchdog", label: "Stall watchdog", choices: [{ label: "off", value: "off" }, ...minutes([5, 10, 15, 30, 60])] },
 ];
 
 /** `shepherd settings --json` for one project. */
@@ -72,6 +74,7 @@ export function valueText(row: Row, doc: SettingsDoc): string {
 	const value = doc.settings[row.key];
 	if (!row.choices) return value === true ? "on" : "off";
 	if (row.key === "staleWaitThreshold" && typeof value === "number" && value < 1) return "off";
+	if (row.key === "stallWatchdog" && value === 0) return "off";
 	const choice = row.choices.find((c) => c.value === String(value));
 	if (choice) return choice.label;
 	return row.choices.some((c) => c.label.endsWith(" min")) ? `${value} min` : String(value);

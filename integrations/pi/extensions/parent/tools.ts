@@ -11,7 +11,7 @@ import { failure, normaliseArguments, success, type ToolResult } from "./protoco
 import { agentsText, herd, herdText, listAgents, publicStatus, spawnSheep, statusText } from "./ops.ts";
 import { taskDelegated } from "./events.ts";
 import { renderCall, renderResult } from "./render.ts";
-import type { ParentState } from "./state.ts";
+import { callerContext, type ParentState } from "./state.ts";
 
 const StringEnum = (values: string[], description: string) =>
 	Type.Unsafe<string>({ type: "string", enum: values, description });
@@ -155,9 +155,15 @@ export function registerTools(pi: any, state: ParentState): void {
 				}),
 				placement: Type.Optional(StringEnum(PLACEMENTS, "tab (default, background) | pane_right | pane_down | workspace")),
 				cwd: Type.Optional(Type.String({ description: "Working directory (default: the project directory)" })),
+				isolate: Type.Optional(
+					Type.Boolean({
+						description:
+							"Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard",
+					}),
+				),
 			}),
 			async run(params, _signal, onUpdate, ctx) {
-				const args = { agent: params.agent, label: params.label, placement: params.placement, cwd: params.cwd };
+				const args = { agent: params.agent, label: params.label, placement: params.placement, cwd: params.cwd, isolate: params.isolate };
 				onUpdate?.({
 					content: [{ type: "text", text: `Spawning ${params.agent}…` }],
 					details: { agent: params.agent, label: params.label, placement: params.placement },
@@ -167,8 +173,10 @@ export function registerTools(pi: any, state: ParentState): void {
 					label: params.label,
 					placement: params.placement,
 					cwd: params.cwd,
+					isolate: params.isolate,
 				});
-				const returnValue = { id: result.agentId, agent: result.agent, label: result.label };
+				const returnValue: Record<string, unknown> = { id: result.agentId, agent: result.agent, label: result.label };
+				if (result.worktree) returnValue.worktree = result.worktree;
 				return success(
 					"shepherd_spawn",
 					args,
@@ -181,6 +189,7 @@ export function registerTools(pi: any, state: ParentState): void {
 						displayName: result.displayName,
 						backend: result.backend,
 						fieldnote: result.fieldnote ?? null,
+						worktree: result.worktree ?? undefined,
 					},
 					{ id: "agent id", fieldnote: "agent fieldnote" },
 				);
@@ -212,15 +221,56 @@ export function registerTools(pi: any, state: ParentState): void {
 						exclusiveMinimum: 0,
 					}),
 				),
+				maxTurns: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most model turns the task may take" })),
+				maxToolCalls: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most tool calls the task may make" })),
+				maxTokens: Type.Optional(
+					Type.Integer({ minimum: 1, description: "Budget: most tokens (input, output, cache) the task may use" }),
+				),
+				maxCost: Type.Optional(
+					Type.Number({
+						exclusiveMinimum: 0,
+						description:
+							"Budget: most cost the task may run up (the model's pricing). Reaching any budget stops the sheep and settles the task blocked, naming the limit",
+					}),
+				),
+				stall: Type.Optional(
+					Type.Number({
+						minimum: 0,
+						description:
+							"Stall watchdog for this task: minutes of silence before the sheep is nudged, and again before the task settles blocked; 0 turns it off (default: the stallWatchdog setting, off)",
+					}),
+				),
 			}),
 			async run(params) {
-				const args = { target: params.target, task: params.task, timeout: params.timeout };
+				const args = {
+					target: params.target,
+					task: params.task,
+					timeout: params.timeout,
+					maxTurns: params.maxTurns,
+					maxToolCalls: params.maxToolCalls,
+					maxTokens: params.maxTokens,
+					maxCost: params.maxCost,
+					stall: params.stall,
+				};
+				const budget = {
+					turns: params.maxTurns,
+					toolCalls: params.maxToolCalls,
+					tokens: params.maxTokens,
+					cost: params.maxCost,
+				};
+				const budgeted = Object.values(budget).some((value) => value !== undefined);
 				if (params.timeout !== undefined && !(Number.isFinite(params.timeout) && params.timeout > 0)) {
 					throw Object.assign(new Error("Delegated task timeout must be a positive number of minutes."), {
 						code: "invalid_timeout",
 					});
 				}
-				const result = await state.call("delegate", { target: params.target, task: params.task, timeout: params.timeout });
+				const result = await state.call("delegate", {
+					target: params.target,
+					task: params.task,
+					timeout: params.timeout,
+					budget: budgeted ? budget : undefined,
+					stall: params.stall,
+				});
 				const name = await state.nameOf(result.agentId);
 				taskDelegated(pi, state, result.taskId, result.agentId, params.task);
 				const returnValue = { taskId: result.taskId, agentId: result.agentId, state: result.state };
@@ -400,10 +450,48 @@ export function registerTools(pi: any, state: ParentState): void {
 				const args = { id: params.id };
 				const result = await state.call("close", { id: params.id });
 				const cancelled = result.cancelled ? ` (task ${result.cancelled.taskId} cancelled)` : "";
-				return success("shepherd_close", args, `closed ${result.displayName}${cancelled}`, { id: result.agentId }, {
-					id: result.agentId,
-					cancelled: result.cancelled ?? undefined,
-				});
+				const returnValue: Record<string, unknown> = { id: result.agentId };
+				if (result.worktree) returnValue.worktree = result.worktree;
+				return success(
+					"shepherd_close",
+					args,
+					`closed ${result.displayName}${cancelled}${worktreeText(result.worktree)}`,
+					returnValue,
+					{
+						id: result.agentId,
+						cancelled: result.cancelled ?? undefined,
+						worktree: result.worktree ?? undefined,
+					},
+				);
+			},
+		}),
+	);
+
+	pi.registerTool(
+		tool(state, {
+			name: "shepherd_resume",
+			action: "resume",
+			label: "Shepherd: resume sheep",
+			description:
+				"Reopen one of your closed or exited sheep on its own session, under the same agent id and name: its " +
+				"conversation (what it was told, what it did) is intact, so it can pick up where it stopped. Hand it the " +
+				"next task with shepherd_delegate; that task's note links the note it continues. Only pi sheep keep a " +
+				"session to resume.",
+			promptSnippet: "Reopen a closed or exited sheep on its own session (same id, context intact)",
+			parameters: Type.Object({
+				id: Type.String({ description: "The sheep's agent id" }),
+			}),
+			async run(params) {
+				const args = { id: params.id };
+				const result = await state.call("resume", { id: params.id, caller: callerContext() });
+				state.remember(result.agentId, result.displayName);
+				return success(
+					"shepherd_resume",
+					args,
+					`resumed ${result.displayName} on ${result.backend}`,
+					{ id: result.agentId, resumes: result.resumes },
+					{ id: result.agentId, displayName: result.displayName, backend: result.backend, resumes: result.resumes },
+				);
 			},
 		}),
 	);
@@ -441,6 +529,16 @@ export function completionLine(report: any): string {
 	const text = said ? `: ${clip(String(said), 600)}` : "";
 	const note = report.noteRelative ? ` Note: ${report.noteRelative}` : "";
 	return `${report.displayName || report.agentId} task ${report.taskId} ${report.status}${rc}${text}${note}`;
+}
+
+/** What became of a closed isolated sheep's worktree, in words. */
+export function worktreeText(report: any): string {
+	if (!report) return "";
+	if (report.kept !== true) return `; worktree ${report.path} removed (clean, no new commits)`;
+	const files = Array.isArray(report.files) && report.files.length ? `; files: ${report.files.join(", ")}` : "";
+	const commits = Array.isArray(report.commits) && report.commits.length ? `; commits: ${report.commits.join("; ")}` : "";
+	const stat = report.diffstat ? ` (${report.diffstat})` : "";
+	return `; worktree kept at ${report.path} on branch ${report.branch}: ${report.reason}${stat}${files}${commits}. ${report.integrate ?? "Integrate or discard it."}`;
 }
 
 export function clip(text: string, max: number): string {

@@ -143,6 +143,7 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
         text,
         session_file: None,
         telemetry,
+        usage: None,
     };
     driver.report(&params).await;
 }

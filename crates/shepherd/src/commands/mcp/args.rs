@@ -166,6 +166,7 @@ pub(crate) struct Spawn {
     pub(crate) placement: Option<String>,
     pub(crate) cwd: Option<String>,
     pub(crate) harness: Option<String>,
+    pub(crate) isolate: Option<bool>,
 }
 
 pub(crate) fn spawn_schema() -> Value {
@@ -193,6 +194,12 @@ pub(crate) fn spawn_schema() -> Value {
                 string("Working directory (default: the project directory)"),
             ),
             ("harness", choice(HARNESSES, HARNESS_WORDS)),
+            (
+                "isolate",
+                boolean(
+                    "Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard",
+                ),
+            ),
         ],
         &["agent", "label"],
     )
@@ -203,25 +210,28 @@ pub(crate) struct Delegate {
     pub(crate) target: String,
     pub(crate) task: String,
     pub(crate) timeout: Option<f64>,
+    pub(crate) stall: Option<f64>,
+    #[serde(flatten)]
+    pub(crate) budget: super::controls::BudgetArgs,
 }
 
 pub(crate) fn delegate_schema() -> Value {
-    object(
-        &[
-            (
-                "target",
-                string("The sheep's agent id (from shepherd_spawn)"),
+    let mut properties = vec![
+        (
+            "target",
+            string("The sheep's agent id (from shepherd_spawn)"),
+        ),
+        ("task", string("What the sheep should do")),
+        (
+            "timeout",
+            number(
+                "Minutes before the task times out (default: the timeout setting, 20; fractions allowed)",
             ),
-            ("task", string("What the sheep should do")),
-            (
-                "timeout",
-                number(
-                    "Minutes before the task times out (default: the timeout setting, 20; fractions allowed)",
-                ),
-            ),
-        ],
-        &["target", "task"],
-    )
+        ),
+    ];
+    properties.extend(super::controls::budget_properties());
+    properties.push(super::controls::stall_property());
+    object(&properties, &["target", "task"])
 }
 
 #[derive(Debug, Deserialize)]
@@ -368,6 +378,8 @@ pub(crate) struct Run {
     pub(crate) run_id: Option<String>,
     pub(crate) cancel: Option<bool>,
     pub(crate) wait: Option<f64>,
+    #[serde(flatten)]
+    pub(crate) budget: super::controls::BudgetArgs,
 }
 
 pub(crate) fn run_schema() -> Value {
@@ -393,47 +405,46 @@ pub(crate) fn run_schema() -> Value {
         ],
         &["agent", "task"],
     );
-    object(
-        &[
-            ("agent", string("Single mode: exact agent name")),
-            ("task", string("Single mode: the task")),
-            ("tasks", objects(&task, "Parallel mode: the tasks")),
-            ("chain", objects(&step, "Chain mode: the steps, in order")),
-            (
-                "cwd",
-                string("Working directory (default: the project directory)"),
+    let mut properties = vec![
+        ("agent", string("Single mode: exact agent name")),
+        ("task", string("Single mode: the task")),
+        ("tasks", objects(&task, "Parallel mode: the tasks")),
+        ("chain", objects(&step, "Chain mode: the steps, in order")),
+        (
+            "cwd",
+            string("Working directory (default: the project directory)"),
+        ),
+        (
+            "harness",
+            choice(
+                HARNESSES,
+                "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
             ),
-            (
-                "harness",
-                choice(
-                    HARNESSES,
-                    "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
-                ),
+        ),
+        (
+            "sessionName",
+            string("Create or continue the fieldnotes session with this name"),
+        ),
+        (
+            "timeout",
+            number("Minutes each task may take (default: the timeout setting, 20)"),
+        ),
+        (
+            "runId",
+            string(
+                "Follow (or, with cancel, cancel) a run an earlier call started, instead of starting one",
             ),
-            (
-                "sessionName",
-                string("Create or continue the fieldnotes session with this name"),
-            ),
-            (
-                "timeout",
-                number("Minutes each task may take (default: the timeout setting, 20)"),
-            ),
-            (
-                "runId",
-                string(
-                    "Follow (or, with cancel, cancel) a run an earlier call started, instead of starting one",
-                ),
-            ),
-            ("cancel", boolean("With runId: cancel that run")),
-            (
-                "wait",
-                number(&format!(
-                    "Seconds to wait at most for the run in this call (default and maximum: {BOUND_WORDS})"
-                )),
-            ),
-        ],
-        &[],
-    )
+        ),
+        ("cancel", boolean("With runId: cancel that run")),
+        (
+            "wait",
+            number(&format!(
+                "Seconds to wait at most for the run in this call (default and maximum: {BOUND_WORDS})"
+            )),
+        ),
+    ];
+    properties.extend(super::controls::budget_properties());
+    object(&properties, &[])
 }
 
 #[derive(Debug, Deserialize)]

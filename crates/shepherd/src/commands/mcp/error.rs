@@ -72,6 +72,24 @@ impl ToolError {
             "invalid_arguments" | "invalid_timeout" | "invalid_run" => {
                 "Check the tool's argument descriptions and call it again."
             }
+            "max_sheep" => {
+                "The herd runs as many sheep as maxSheep allows: close one you no longer need (shepherd_close), then spawn."
+            }
+            "budget_unsupported" | "resume_unsupported" => {
+                "Budgets and resume need a sheep that reports its usage and keeps a session (a pi agent); spawn one of those, or go without."
+            }
+            "invalid_budget" | "invalid_stall" => {
+                "Budgets are whole numbers of 1 or more (maxCost a positive number); stall is minutes, 0 or more."
+            }
+            "agent_running" => {
+                "Only a closed or exited sheep can be resumed; a running one takes its next task with shepherd_delegate."
+            }
+            "no_session" => {
+                "The sheep never wrote a session, so there is nothing to resume: spawn a new one."
+            }
+            "not_a_git_repository" => {
+                "isolate needs the sheep's directory to be in a git repository with a commit; spawn without isolate, or in a repository."
+            }
             "forbidden" => "This identity may not do that in this herd.",
             "not_a_sheep" => {
                 "These tools work inside a sheep started by Shepherd, which puts SHEPHERD_SOCKET, SHEPHERD_AGENT_ID and SHEPHERD_TOKEN in its environment."

@@ -2,7 +2,8 @@
 //!
 //! Without flags the server is a parent: the host's model gets the pi parent tools (the
 //! `shepherd` control tool, `shepherd_spawn`, `shepherd_delegate`, `shepherd_message`,
-//! `shepherd_prompt`, `shepherd_watch`, `shepherd_status`, `shepherd_close`, `shepherd_read`),
+//! `shepherd_prompt`, `shepherd_watch`, `shepherd_status`, `shepherd_close`, `shepherd_resume`,
+//! `shepherd_read`),
 //! `shepherd_run` for one-call runs and `shepherd_inbox` for hosts that show no pushes. With
 //! `--sheep` it serves a sheep's own tools instead ([`sheep`]). Either way it is a thin client
 //! of the broker protocol: every decision is the broker's.
@@ -13,6 +14,7 @@
 //! no later server can reach it; a named herd (`--herd`) and a sheep's own herd live on.
 
 mod args;
+mod controls;
 mod error;
 mod feed;
 mod herd;

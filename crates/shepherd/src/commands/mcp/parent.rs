@@ -31,7 +31,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a spawn may wait for its sheep to start: the broker's start-up limit and the time
 /// to clean up a sheep that did not (as `shepherd spawn` allows).
-fn spawn_wait() -> Duration {
+pub(crate) fn spawn_wait() -> Duration {
     let startup = std::env::var("SHEPHERD_STARTUP_LIMIT_MS")
         .ok()
         .and_then(|ms| ms.parse().ok())
@@ -302,6 +302,7 @@ impl Parent {
             fieldnotes_session: None,
             // An MCP host is not pi: pi sheep run `SHEPHERD_PI`, else the `pi` on PATH.
             pi_command: None,
+            isolate: spawn.isolate == Some(true),
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + spawn_wait() + broker_timeout()?;
@@ -319,8 +320,12 @@ impl Parent {
                 _ => err,
             })?;
         herd.remember(result["agentId"].as_str(), result["displayName"].as_str());
-        let returned =
+        let mut returned =
             json!({ "id": result["agentId"], "agent": result["agent"], "label": result["label"] });
+        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
+        if let Some(worktree) = &worktree {
+            returned["worktree"] = worktree.clone();
+        }
         Ok(success(
             "shepherd_spawn",
             args,
@@ -336,6 +341,7 @@ impl Parent {
                 ("displayName", Some(result["displayName"].clone())),
                 ("backend", Some(result["backend"].clone())),
                 ("fieldnote", Some(result["fieldnote"].clone())),
+                ("worktree", worktree),
             ],
             &[("id", "agent id"), ("fieldnote", "agent fieldnote")],
         ))
@@ -348,16 +354,26 @@ impl Parent {
         ctx: &RequestContext<RoleServer>,
         turn: bool,
     ) -> Result<CallToolResult, ToolError> {
-        let (tool, target, task, timeout) = if turn {
+        let (tool, target, task, timeout, budget, stall) = if turn {
             let prompt: args::Prompt = args::read("shepherd_prompt", args, false)?;
-            ("shepherd_prompt", prompt.id, prompt.message, prompt.timeout)
+            (
+                "shepherd_prompt",
+                prompt.id,
+                prompt.message,
+                prompt.timeout,
+                None,
+                None,
+            )
         } else {
             let delegate: args::Delegate = args::read("shepherd_delegate", args, false)?;
+            let budget = delegate.budget.budget()?;
             (
                 "shepherd_delegate",
                 delegate.target,
                 delegate.task,
                 delegate.timeout,
+                budget,
+                delegate.stall,
             )
         };
         let timeout = args::minutes("timeout", timeout).map_err(|err| {
@@ -380,6 +396,8 @@ impl Parent {
             group: None,
             note: None,
             turn,
+            budget,
+            stall,
         };
         let result = herd.quick(method::DELEGATE, to_value(&params)).await?;
         let name = herd
@@ -496,17 +514,27 @@ impl Parent {
             .and_then(|c| c["taskId"].as_str())
             .map(|t| format!(" (task {t} cancelled)"))
             .unwrap_or_default();
+        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
+        let worktree_text = worktree
+            .as_ref()
+            .map(super::controls::worktree_text)
+            .unwrap_or_default();
+        let mut returned = json!({ "id": result["agentId"] });
+        if let Some(worktree) = &worktree {
+            returned["worktree"] = worktree.clone();
+        }
         Ok(success(
             "shepherd_close",
             args,
             &format!(
-                "closed {}{cancelled_text}",
+                "closed {}{cancelled_text}{worktree_text}",
                 result["displayName"].as_str().unwrap_or_default()
             ),
-            &json!({ "id": result["agentId"] }),
+            &returned,
             &[
                 ("id", Some(result["agentId"].clone())),
                 ("cancelled", cancelled),
+                ("worktree", worktree),
             ],
             &[],
         ))

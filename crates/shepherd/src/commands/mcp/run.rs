@@ -160,6 +160,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
             isolate: s.isolate == Some(true),
             label: None,
             harness: args::harness(s.harness)?.or(default_harness),
+            budget: None,
         })
     };
     let (mode, steps) = if single {
@@ -199,6 +200,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         steps,
         session_name: run.session_name,
         timeout: args::minutes("timeout", run.timeout)?,
+        budget: run.budget.budget()?,
         backend: None,
         parent_model: None,
         parent_thinking: None,

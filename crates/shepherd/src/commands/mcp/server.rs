@@ -70,7 +70,10 @@ impl Parent {
                 stop: CancellationToken::new(),
                 wake: Arc::new(Notify::new()),
             }),
-            tool_router: Self::tool_router() + Self::wait_router() + Self::run_router(),
+            tool_router: Self::tool_router()
+                + Self::wait_router()
+                + Self::run_router()
+                + Self::controls_router(),
         }
     }
 

@@ -108,6 +108,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "RUN", conflicts_with_all = ["agent", "parallel", "chain", "plan", "detach"])]
     attach: Option<String>,
     #[command(flatten)]
+    budget: crate::commands::controls::BudgetArgs,
+    #[command(flatten)]
     herd: HerdArgs,
 }
 
@@ -155,6 +157,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         backend: args.backend.map(crate::values::BackendArg::as_str),
         label: args.label.as_deref(),
         harness: args.harness.map(crate::values::HarnessArg::harness),
+        budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
     let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
@@ -170,10 +173,12 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
                 isolate: step.isolate,
                 label: step.label.clone(),
                 harness: step.harness,
+                budget: step.budget,
             })
             .collect(),
         session_name: plan.session_name.clone(),
         timeout: plan.timeout_minutes,
+        budget: plan.budget,
         backend: plan.backend.clone(),
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
@@ -209,6 +214,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
 fn refusal(err: CliError) -> CliError {
     match err.code.as_str() {
         "invalid_run"
+        | "invalid_budget"
         | "invalid_session_name"
         | "invalid_backend"
         | "invalid_label"

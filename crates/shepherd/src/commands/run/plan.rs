@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use shepherd_core::harness::Harness;
 
 use serde::Deserialize;
+use shepherd_core::budget::Budget;
 
 use crate::error::CliError;
 
@@ -46,6 +47,7 @@ pub(super) struct StepPlan {
     pub(super) isolate: bool,
     pub(super) label: Option<String>,
     pub(super) harness: Option<Harness>,
+    pub(super) budget: Option<Budget>,
 }
 
 /// A whole run as asked for (not yet checked against settings or agent definitions).
@@ -56,6 +58,7 @@ pub(super) struct RunPlan {
     pub(super) session_name: Option<String>,
     pub(super) timeout_minutes: Option<f64>,
     pub(super) backend: Option<String>,
+    pub(super) budget: Option<Budget>,
 }
 
 /// The command-line side of a plan: everything `RunArgs` can say about the tasks.
@@ -73,6 +76,7 @@ pub(super) struct PlanInput<'a> {
     pub(super) backend: Option<&'a str>,
     pub(super) label: Option<&'a str>,
     pub(super) harness: Option<Harness>,
+    pub(super) budget: Option<Budget>,
 }
 
 /// A plan file: `single`, top-level `agent` + `task`, `tasks` or `chain`, plus defaults.
@@ -91,6 +95,7 @@ struct PlanFile {
     isolate: Option<bool>,
     tasks: Option<Vec<StepSpec>>,
     chain: Option<Vec<StepSpec>>,
+    budget: Option<Budget>,
 }
 
 /// One task as a plan file writes it.
@@ -107,6 +112,7 @@ struct StepSpec {
     label: Option<String>,
     #[serde(default)]
     harness: Option<Harness>,
+    budget: Option<Budget>,
 }
 
 const ONE_MODE: &str = "give exactly one of: AGENT TASK (single), --parallel AGENT=TASK..., \
@@ -144,6 +150,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             isolate: false,
             label: None,
             harness: None,
+            budget: None,
         };
         (Mode::Single, vec![spec], PlanFile::default())
     } else if !input.parallel.is_empty() {
@@ -200,6 +207,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             isolate: spec.isolate || input.isolate,
             label: spec.label.or_else(|| default_label.clone()),
             harness: spec.harness.or(input.harness).or(file.harness),
+            budget: spec.budget,
         });
     }
     let timeout_minutes = input.timeout.or(file.timeout);
@@ -210,12 +218,19 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             "timeout `{minutes}` must be a positive number of minutes"
         )));
     }
+    // The command line's budget over the plan file's, key by key; each task's own over both
+    // (in the broker, which also checks the values).
+    let budget = match (file.budget, input.budget) {
+        (Some(file), Some(given)) => Some(file.overlay(given)),
+        (file, given) => given.or(file),
+    };
     Ok(RunPlan {
         mode,
         steps,
         session_name: input.session_name.map(str::to_owned).or(file.session_name),
         timeout_minutes,
         backend: input.backend.map(str::to_owned).or(file.backend),
+        budget,
     })
 }
 
@@ -231,6 +246,7 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<StepSpec>, CliError> {
                 isolate: false,
                 label: None,
                 harness: None,
+                budget: None,
             }),
             _ => Err(invalid(format!(
                 "{flag} item `{item}` must be AGENT=TASK (e.g. worker=\"fix the login bug\")"
@@ -300,6 +316,7 @@ fn file_mode(file: &PlanFile, path: &Path) -> Result<(Mode, Vec<StepSpec>), CliE
             isolate: file.isolate.unwrap_or(false),
             label: None,
             harness: None,
+            budget: None,
         };
         return Ok((Mode::Single, vec![spec]));
     }

@@ -335,18 +335,12 @@ fn start_sheep(args: &SuperviseArgs) -> Result<tokio::process::Child, String> {
 /// the main thread, which lives as long as the supervisor.
 #[allow(unsafe_code)]
 fn tie_to_supervisor(command: &mut tokio::process::Command) {
-    let supervisor = rustix::process::getpid();
+    let supervisor = std::process::id();
     // SAFETY: the hook runs in the forked child before exec and makes only async-signal-safe
-    // system calls (prctl, getppid); it allocates nothing and touches no locks.
+    // system calls (prctl, getppid); it allocates nothing and touches no locks. It refuses to
+    // start the sheep when the supervisor died before the signal was set.
     unsafe {
-        command.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            // The supervisor may have died before the signal was set: then do not start.
-            if rustix::process::getppid() != Some(supervisor) {
-                return Err(std::io::Error::other("the supervisor is gone"));
-            }
-            Ok(())
-        });
+        command.pre_exec(move || shepherd_term::platform::die_with_parent(supervisor));
     }
 }
 

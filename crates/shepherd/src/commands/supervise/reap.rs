@@ -15,8 +15,7 @@ pub(super) const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
 
 /// Makes this process a child subreaper, or stops it being one.
 pub(super) fn set_subreaper(on: bool) {
-    let me = on.then(rustix::process::getpid);
-    if let Err(err) = rustix::process::set_child_subreaper(me) {
+    if let Err(err) = shepherd_term::platform::set_child_subreaper(on) {
         eprintln!("shepherd supervise: cannot set the subreaper attribute: {err}");
     }
 }

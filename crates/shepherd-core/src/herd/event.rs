@@ -1,0 +1,271 @@
+//! The events a herd is changed by: what the broker journals and a replay applies again.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::model::{
+    Activity, ExitInfo, InboxItem, MessageRecord, NoteLink, Request, Sheep, StoredReply, Task,
+    TaskOutput, TaskResult, Watcher,
+};
+use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
+
+/// Every change a herd can undergo. The broker journals these; [`super::Herd::apply`] replays
+/// them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum Event {
+    /// A sheep was admitted and is being launched.
+    SheepCreated {
+        /// The new sheep.
+        sheep: Box<Sheep>,
+    },
+    /// The backend placed it (pids, pane id, log file).
+    SheepLaunched {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Backend facts.
+        launch: Value,
+    },
+    /// Its program is confirmed running.
+    SheepReady {
+        /// The sheep.
+        agent_id: AgentId,
+    },
+    /// It reported what it is doing.
+    SheepActivity {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Working or idle.
+        activity: Activity,
+    },
+    /// It never became ready.
+    SheepFailed {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Why.
+        exit: ExitInfo,
+    },
+    /// Its process ended.
+    SheepExited {
+        /// The sheep.
+        agent_id: AgentId,
+        /// How.
+        exit: ExitInfo,
+    },
+    /// A close began.
+    SheepClosing {
+        /// The sheep.
+        agent_id: AgentId,
+    },
+    /// The close finished; its processes are gone.
+    SheepClosed {
+        /// The sheep.
+        agent_id: AgentId,
+    },
+    /// A task was accepted.
+    TaskCreated {
+        /// The task.
+        task: Box<Task>,
+    },
+    /// A task was handed to its sheep.
+    TaskStarted {
+        /// The task.
+        task_id: TaskId,
+        /// Its note.
+        note: Option<NoteLink>,
+        /// When (ms); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
+    },
+    /// A tracked request opened; its task waits.
+    RequestOpened {
+        /// The request.
+        request: Request,
+    },
+    /// A tracked request was answered.
+    RequestResolved {
+        /// The request.
+        request_id: MessageId,
+    },
+    /// A task settled (first settlement wins).
+    TaskSettled {
+        /// The task.
+        task_id: TaskId,
+        /// How.
+        result: TaskResult,
+    },
+    /// Where the sheep's session file stood when a task started.
+    TaskCursor {
+        /// The task.
+        task_id: TaskId,
+        /// Bytes into the session file.
+        cursor: u64,
+    },
+    /// A sheep's run settled with final words for a task.
+    TaskOutput {
+        /// The task.
+        task_id: TaskId,
+        /// The output.
+        output: TaskOutput,
+    },
+    /// A settled task's note was finalised.
+    TaskFinalized {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A message's routing facts were recorded.
+    MessageRecorded {
+        /// The message.
+        message_id: MessageId,
+        /// Its routing.
+        record: MessageRecord,
+    },
+    /// An item was queued for a participant.
+    Enqueued {
+        /// The recipient.
+        to: Participant,
+        /// The item.
+        item: InboxItem,
+    },
+    /// A participant acknowledged its items up to `seq`.
+    Acked {
+        /// Who.
+        who: Participant,
+        /// Up to and including this sequence number.
+        seq: u64,
+    },
+    /// A durable watcher was registered.
+    WatcherAdded {
+        /// The watcher.
+        watcher: Watcher,
+    },
+    /// Some of a watcher's tasks were reported.
+    WatcherDelivered {
+        /// The watcher.
+        watcher_id: WatcherId,
+        /// The tasks reported.
+        task_ids: Vec<TaskId>,
+    },
+    /// A waiting task's stale reminder went out.
+    StaleNotified {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A forgotten-done reminder went to a task's sheep.
+    Nudged {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// The parent was told a task's sheep stalled.
+    Escalated {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A state-changing request was answered (kept for resends of the same request id).
+    Replied {
+        /// The client request id.
+        request_id: String,
+        /// The answer.
+        reply: StoredReply,
+    },
+    /// A note reserved for a task that settled before it was handed over (its sheep died in
+    /// between): the note is the task's, and is finalised with it.
+    NoteAttached {
+        /// The task.
+        task_id: TaskId,
+        /// Its note.
+        note: NoteLink,
+    },
+    /// The herd's fieldnotes setting was fixed for its life.
+    FieldnotesFixed {
+        /// Whether it writes notes.
+        on: bool,
+    },
+    /// A run was accepted.
+    RunSubmitted {
+        /// The run.
+        run: Box<super::run::Run>,
+    },
+    /// A run's notes were reserved.
+    RunPlanned {
+        /// The run.
+        run_id: String,
+        /// Its session and notes.
+        plan: Value,
+    },
+    /// One of a run's tasks moved on.
+    RunStepChanged {
+        /// The run.
+        run_id: String,
+        /// The task's position in the run.
+        index: usize,
+        /// Its new state.
+        step: Value,
+    },
+    /// A run was cancelled.
+    RunCancelled {
+        /// The run.
+        run_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// A run finished.
+    RunFinished {
+        /// The run.
+        run_id: String,
+        /// Its final report.
+        report: Value,
+    },
+    /// A task that was accepted but never reached its sheep was withdrawn (its note could not
+    /// be reserved): it leaves no trace, as if it had been refused.
+    TaskWithdrawn {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A closed or exited sheep is started again on its own session (a resume).
+    SheepReopened {
+        /// The sheep.
+        agent_id: AgentId,
+        /// The backend it runs on now.
+        backend: String,
+        /// sha256 (hex) of its new capability token.
+        token_digest: String,
+        /// sha256 (hex) of its new supervisor's credential.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        supervisor_digest: Option<String>,
+        /// The client request id of the resume.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+        /// Its last note, which its next task continues.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        continues: Option<NoteLink>,
+    },
+    /// An isolated sheep's worktree was released (removed, or kept with a report).
+    WorktreeReleased {
+        /// The sheep.
+        agent_id: AgentId,
+        /// What became of it (opaque to core).
+        report: Value,
+    },
+    /// A sheep reported what one turn of its task used.
+    TaskUsage {
+        /// The task.
+        task_id: TaskId,
+        /// That turn's usage.
+        usage: crate::budget::Usage,
+    },
+    /// A task's sheep showed activity (recorded only for tasks under the stall watchdog).
+    TaskActive {
+        /// The task.
+        task_id: TaskId,
+        /// When (ms).
+        at: i64,
+    },
+    /// The stall watchdog nudged a task's silent sheep.
+    StallNudged {
+        /// The task.
+        task_id: TaskId,
+        /// When (ms).
+        at: i64,
+    },
+}

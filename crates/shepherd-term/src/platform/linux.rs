@@ -1,0 +1,81 @@
+//! The Linux side of the platform seam: `/proc`, pidfds, inotify and `prctl`.
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use rustix::process::{Pid, PidfdFlags, Signal};
+
+use super::ProcessStat;
+
+/// Every process id in the table now.
+pub fn process_ids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .collect()
+}
+
+/// One process's state, parent and session; `None` once it is gone.
+pub fn stat(pid: u32) -> Option<ProcessStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself hold spaces or parentheses: the
+    // fields that matter follow the last `)`: state, ppid, pgrp, session.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let _group = fields.next()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(ProcessStat {
+        zombie: state == 'Z',
+        parent,
+        session,
+    })
+}
+
+/// A descriptor that becomes readable when process `pid` exits (a pidfd). `Ok(None)` when the
+/// process is already gone.
+pub fn exit_watch(pid: u32) -> std::io::Result<Option<OwnedFd>> {
+    let Some(target) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return Ok(None);
+    };
+    match rustix::process::pidfd_open(target, PidfdFlags::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::SRCH) => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// A descriptor that becomes readable when an entry is created in (or moved into) `dir`.
+pub fn dir_watch(dir: &Path) -> std::io::Result<OwnedFd> {
+    use rustix::fs::inotify;
+    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
+    inotify::add_watch(
+        &fd,
+        dir,
+        inotify::WatchFlags::CREATE | inotify::WatchFlags::MOVED_TO,
+    )?;
+    Ok(fd)
+}
+
+/// Makes this process adopt its orphaned descendants (a child subreaper), or stop doing so.
+pub fn set_child_subreaper(on: bool) -> std::io::Result<()> {
+    let me = on.then(rustix::process::getpid);
+    rustix::process::set_child_subreaper(me).map_err(Into::into)
+}
+
+/// Between fork and exec: have this (child) process killed when its parent dies, and refuse
+/// to start when the parent — `parent` — is already gone. Makes only async-signal-safe system
+/// calls (`prctl`, `getppid`) and allocates nothing.
+pub fn die_with_parent(parent: u32) -> std::io::Result<()> {
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+    let now = rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get().cast_unsigned());
+    if now == Some(parent) {
+        Ok(())
+    } else {
+        Err(std::io::Error::other("the parent is gone"))
+    }
+}

@@ -1,0 +1,37 @@
+//! What Shepherd needs from the operating system beyond POSIX, behind one seam.
+//!
+//! Supervising sheep needs a few facts and powers that POSIX leaves out: the table of processes
+//! (who is whose parent, who is a zombie, who shares a terminal session), a descriptor that
+//! becomes readable when a process that is not our child exits (so "wait until it is gone" is
+//! an event with a deadline), a directory watch (so a socket's appearance is an event), and two
+//! process attributes: adopting orphaned descendants (a child subreaper) and dying with one's
+//! parent. Everything else in the workspace asks for these here and never reads `/proc` or
+//! calls `prctl` itself.
+//!
+//! Linux is the platform today (`linux.rs`). A port is one more file with the same functions:
+//! on macOS, for example, `kqueue` with `EVFILT_PROC`/`EVFILT_VNODE` for the descriptors,
+//! `proc_listpids`/`proc_pidinfo` for the table; macOS has no subreaper or parent-death signal,
+//! so there `set_child_subreaper` and `die_with_parent` report `Unsupported` and the supervisor
+//! falls back to ending the sheep's process group.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub use linux::{die_with_parent, dir_watch, exit_watch, process_ids, set_child_subreaper, stat};
+
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "Shepherd supports Linux today; a port implements the functions of shepherd-term's \
+     platform module for its system (see platform/mod.rs)"
+);
+
+/// What the process table says about one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessStat {
+    /// It has exited and waits for its parent to collect its status.
+    pub zombie: bool,
+    /// Its parent (0 for none).
+    pub parent: u32,
+    /// The terminal session it belongs to (its session leader's pid).
+    pub session: u32,
+}
