@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Harness {
     /// pi, through its sheep extension (the default).

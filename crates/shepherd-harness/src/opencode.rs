@@ -108,7 +108,7 @@ impl Adapter for Opencode {
         }
         plan.configured_model = settings["model"]
             .as_str()
-            .or(global["model"].as_str())
+            .or_else(|| global.get("model").and_then(Value::as_str))
             .map(str::to_owned);
         let file = plan.dir.join("opencode.json");
         write_json(&file, &settings)?;

@@ -81,31 +81,3 @@ impl SourceArg {
     }
 }
 
-/// `--harness`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum HarnessArg {
-    /// pi (the default for definitions that name none).
-    Pi,
-    /// Claude Code.
-    ClaudeCode,
-    /// Codex CLI.
-    Codex,
-    /// Gemini CLI.
-    Gemini,
-    /// opencode.
-    Opencode,
-}
-
-impl HarnessArg {
-    /// The harness it names.
-    pub(crate) fn harness(self) -> shepherd_core::harness::Harness {
-        use shepherd_core::harness::Harness;
-        match self {
-            Self::Pi => Harness::Pi,
-            Self::ClaudeCode => Harness::ClaudeCode,
-            Self::Codex => Harness::Codex,
-            Self::Gemini => Harness::Gemini,
-            Self::Opencode => Harness::Opencode,
-        }
-    }
-}

@@ -13,19 +13,28 @@
 //! 6. nothing started for the sheep is left running once the broker stops.
 //!
 //! And a provider error (a 400 from the model) fails the task at once with the error.
+//!
+//! The first scenario prints its timings (`--no-capture` shows them): delegate → the agent's
+//! first model request, and the model's `shepherd_done` → the parent's watch returns.
 
 mod harness_support;
 
 use harness_support::{World, field};
 use serde_json::json;
 use shepherd_testkit::agents::{AgentBinary, Host};
-use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step};
+use std::time::{Duration, Instant};
+
+use shepherd_testkit::fake_llm::{
+    Exhausted, FakeLlm, RecordedRequest, Script, Step, TOOLLESS_QUEUE,
+};
 
 const FINAL_WORDS: &str = "Wrote hello into out.txt and reported it.";
 const REPLY: &str = "pong from the sheep";
 /// Seconds a watch may wait: a turn takes seconds alone, longer with every agent at once on
 /// two cores.
 const WAIT: &str = "240";
+/// How long the benchmark's probe waits for one model request.
+const TURN: Duration = Duration::from_secs(240);
 
 fn harness(host: Host) -> &'static str {
     match host {
@@ -68,14 +77,39 @@ fn delegate_message_close(agent: &AgentBinary) {
         "--json",
     ]);
     let id = spawned["agentId"].as_str().unwrap().to_owned();
-    let task = world.json(&[
-        "delegate",
-        &id,
-        "Write hello into out.txt, then report.",
-        "--json",
-    ]);
-    let task_id = task["taskId"].as_str().unwrap().to_owned();
-    let watched = world.json(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    // Timed: delegate → the agent's first model request, and the model's `shepherd_done` →
+    // the parent's watch returns (the request the fake answers with it, to the watch's end).
+    let scripted = |count: usize| {
+        move |requests: &[RecordedRequest]| {
+            requests.iter().filter(|r| r.queue != TOOLLESS_QUEUE).count() >= count
+        }
+    };
+    let delegated = Instant::now();
+    let (watched, first_request, done_served, notified) = std::thread::scope(|scope| {
+        let probe = scope.spawn(|| {
+            let first = fake.wait_until("the first turn", TURN, scripted(1)).ok().map(|_| Instant::now());
+            let done = fake.wait_until("the done turn", TURN, scripted(2)).ok().map(|_| Instant::now());
+            (first, done)
+        });
+        let task = world.json(&[
+            "delegate",
+            &id,
+            "Write hello into out.txt, then report.",
+            "--json",
+        ]);
+        let task_id = task["taskId"].as_str().unwrap().to_owned();
+        let watched = world.json(&["watch", &task_id, "--wait", WAIT, "--json"]);
+        let notified = Instant::now();
+        let (first, done) = probe.join().unwrap();
+        (watched, first, done, notified)
+    });
+    let first_request = first_request.unwrap_or_else(|| panic!("{host}: no model request"));
+    let done_served = done_served.unwrap_or_else(|| panic!("{host}: no shepherd_done turn"));
+    println!(
+        "bench {host}: delegate → first model request {} ms; shepherd_done → parent notified {} ms",
+        first_request.duration_since(delegated).as_millis(),
+        notified.duration_since(done_served).as_millis(),
+    );
     let settled = &watched["settled"][0];
     assert_eq!(settled["status"], "completed", "{host}: {watched}");
     assert_eq!(settled["summary"], "wrote out.txt", "{host}: {watched}");

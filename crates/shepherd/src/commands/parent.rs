@@ -22,7 +22,7 @@ use super::short_ids;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
-use crate::values::{BackendArg, HarnessArg, PlacementArg, SourceArg};
+use crate::values::{BackendArg, PlacementArg, SourceArg};
 
 /// Exit status of `watch` when the wait ended with tasks still open.
 pub(crate) const EXIT_PENDING: u8 = 75;
@@ -103,7 +103,7 @@ pub(crate) struct SpawnArgs {
     model: Option<String>,
     /// Run the definition on this coding agent instead of its own harness.
     #[arg(long, value_enum)]
-    harness: Option<HarnessArg>,
+    harness: Option<shepherd_core::harness::Harness>,
     /// Run it in its own git worktree on its own branch (kept on close when it holds work).
     #[arg(long)]
     isolate: bool,
@@ -123,7 +123,7 @@ pub(crate) fn spawn(
         cwd: args.cwd,
         placement: args.placement.map(|p| p.as_str().to_owned()),
         model: args.model,
-        harness: args.harness.map(HarnessArg::harness),
+        harness: args.harness,
         caller: Some(caller_context()),
         parent_model: None,
         parent_thinking: None,

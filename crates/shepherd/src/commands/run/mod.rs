@@ -89,7 +89,7 @@ pub(crate) struct RunArgs {
     label: Option<String>,
     /// Run every task's definition on this coding agent (a plan's task may name its own).
     #[arg(long, value_enum)]
-    harness: Option<crate::values::HarnessArg>,
+    harness: Option<shepherd_core::harness::Harness>,
     /// How progress shows on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
@@ -156,7 +156,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         timeout: args.timeout,
         backend: args.backend.map(crate::values::BackendArg::as_str),
         label: args.label.as_deref(),
-        harness: args.harness.map(crate::values::HarnessArg::harness),
+        harness: args.harness,
         budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
