@@ -52,9 +52,7 @@ impl Controls {
 
     /// The session it keeps its conversation in, which a resume starts it on again.
     pub(crate) fn session_file(self, broker: &Broker, id: &AgentId) -> Option<PathBuf> {
-        self.0
-            .is_pi()
-            .then(|| crate::pi::session_file(broker, id))
+        self.0.is_pi().then(|| crate::pi::session_file(broker, id))
     }
 
     /// Refuses a budget for a harness that does not report usage.
@@ -100,9 +98,8 @@ pub(crate) struct Checked {
 /// Checks that `def` can run on `harness` here: the agent is installed and honours the
 /// definition's tools. Nothing is changed.
 pub(crate) fn check(harness: Harness, def: &AgentDef) -> BrokerResult<Checked> {
-    let adapter = shepherd_harness::adapter(harness).ok_or_else(|| {
-        BrokerError::new("internal", format!("{harness} has no adapter"))
-    })?;
+    let adapter = shepherd_harness::adapter(harness)
+        .ok_or_else(|| BrokerError::new("internal", format!("{harness} has no adapter")))?;
     if let Some(tools) = &def.tools {
         adapter
             .check_tools(&ToolSet::classify(tools))
@@ -115,7 +112,12 @@ pub(crate) fn check(harness: Harness, def: &AgentDef) -> BrokerResult<Checked> {
 
 /// The sheep's own directory: the agent's configuration home and its plan.
 pub(crate) fn sheep_dir(broker: &Broker, id: &AgentId) -> PathBuf {
-    broker.config.paths.state_dir.join("agents").join(id.as_str())
+    broker
+        .config
+        .paths
+        .state_dir
+        .join("agents")
+        .join(id.as_str())
 }
 
 /// Composes the sheep's configuration and plan, and returns the driver's command line.
@@ -150,7 +152,10 @@ pub(crate) fn launch(
         configured_model: None,
     };
     let io = |err: shepherd_harness::HarnessError| BrokerError::new(err.code(), err.to_string());
-    checked.adapter.prepare(&mut plan, &ProcessEnv).map_err(io)?;
+    checked
+        .adapter
+        .prepare(&mut plan, &ProcessEnv)
+        .map_err(io)?;
     let file = dir.join("plan.json");
     plan.write(&file).map_err(io)?;
     Ok(vec![

@@ -52,7 +52,11 @@ pub(crate) async fn started(
     // A command sheep is ready once its program runs; a coding agent once it reports in
     // (`report ready`): pi's extension once pi loaded it, another agent's driver once the agent
     // can take input.
-    let reports = broker.read(|herd| herd.sheep.get(&id).is_some_and(|s| s.runtime.reports_runs()));
+    let reports = broker.read(|herd| {
+        herd.sheep
+            .get(&id)
+            .is_some_and(|s| s.runtime.reports_runs())
+    });
     if !reports {
         mark_ready(broker, &id).await?;
     }

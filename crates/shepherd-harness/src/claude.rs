@@ -106,7 +106,10 @@ impl Adapter for ClaudeCode {
             .unwrap_or_default();
         if let Some(key) = user.var("ANTHROPIC_API_KEY") {
             let key = key.to_string_lossy().into_owned();
-            let suffix: String = key.chars().skip(key.chars().count().saturating_sub(20)).collect();
+            let suffix: String = key
+                .chars()
+                .skip(key.chars().count().saturating_sub(20))
+                .collect();
             if !approved.contains(&json!(suffix)) {
                 approved.push(json!(suffix));
             }
@@ -127,7 +130,10 @@ impl Adapter for ClaudeCode {
         }
         write_json(&dir.join(".claude.json"), &state)?;
 
-        let (program, args) = plan.mcp.split_first().expect("the sheep server has a program");
+        let (program, args) = plan
+            .mcp
+            .split_first()
+            .expect("the sheep server has a program");
         write_json(
             &mcp_config(plan),
             &json!({"mcpServers": {SERVER: {"type": "stdio", "command": program, "args": args}}}),
@@ -195,7 +201,8 @@ impl Adapter for ClaudeCode {
             Some("user") => {
                 for block in event["message"]["content"].as_array().into_iter().flatten() {
                     if block["type"] == "tool_result" {
-                        let name = turn.call_name(block["tool_use_id"].as_str().unwrap_or_default());
+                        let name =
+                            turn.call_name(block["tool_use_id"].as_str().unwrap_or_default());
                         let output = content_text(&block["content"]);
                         turn.tool_result(&name, &output, block["is_error"] == json!(true));
                     }
@@ -311,6 +318,9 @@ mod tests {
     #[test]
     fn pi_tool_names_become_claude_codes() {
         let tools = ["read", "grep", "find", "ls", "Bash", "TodoWrite"].map(String::from);
-        assert_eq!(claude_tools(&tools), ["Read", "Grep", "Glob", "Bash", "TodoWrite"]);
+        assert_eq!(
+            claude_tools(&tools),
+            ["Read", "Grep", "Glob", "Bash", "TodoWrite"]
+        );
     }
 }

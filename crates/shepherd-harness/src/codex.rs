@@ -33,17 +33,6 @@ pub(crate) struct Codex;
 /// The name Shepherd's sheep server has in Codex's configuration.
 const SERVER: &str = "shepherd";
 
-/// The variables the sheep server needs from the sheep's environment.
-const SHEEP_VARS: [&str; 7] = [
-    "SHEPHERD_SOCKET",
-    "SHEPHERD_AGENT_ID",
-    "SHEPHERD_TOKEN",
-    "SHEPHERD_DEPTH",
-    "SHEPHERD_PROJECT",
-    "SHEPHERD_BIN",
-    "SHEPHERD_BROKER_TIMEOUT",
-];
-
 fn codex_home(plan: &Plan) -> PathBuf {
     plan.dir.join("codex")
 }
@@ -145,7 +134,11 @@ impl Adapter for Codex {
                 );
             }
             Some("turn.failed") => {
-                turn.error(event["error"]["message"].as_str().unwrap_or("the turn failed"));
+                turn.error(
+                    event["error"]["message"]
+                        .as_str()
+                        .unwrap_or("the turn failed"),
+                );
             }
             // A top-level error ends the turn (an `error` item is only a warning).
             Some("error") => turn.error(event["message"].as_str().unwrap_or("error")),
@@ -212,7 +205,10 @@ fn completed(item: &Value, turn: &mut Turn) {
             };
             let (output, failed) = match item["type"].as_str() {
                 Some("command_execution") => (
-                    item["aggregated_output"].as_str().unwrap_or_default().to_owned(),
+                    item["aggregated_output"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
                     item["exit_code"].as_i64().is_some_and(|code| code != 0),
                 ),
                 Some("mcp_tool_call") => {
@@ -226,7 +222,10 @@ fn completed(item: &Value, turn: &mut Turn) {
                     let error = item["error"]["message"].as_str().map(str::to_owned);
                     (error.clone().unwrap_or(text), error.is_some())
                 }
-                _ => (item["status"].as_str().unwrap_or_default().to_owned(), false),
+                _ => (
+                    item["status"].as_str().unwrap_or_default().to_owned(),
+                    false,
+                ),
             };
             turn.tool_result(&name, &output, failed);
         }
@@ -240,14 +239,17 @@ fn common_args(plan: &Plan) -> Vec<String> {
         ("check_for_update_on_startup".into(), "false".into()),
         ("analytics.enabled".into(), "false".into()),
     ];
-    let (program, args) = plan.mcp.split_first().expect("the sheep server has a program");
+    let (program, args) = plan
+        .mcp
+        .split_first()
+        .expect("the sheep server has a program");
     let server = format!("mcp_servers.{SERVER}");
     config.extend([
         (format!("{server}.command"), toml_string(program)),
         (format!("{server}.args"), toml_array(args)),
         (
             format!("{server}.env_vars"),
-            toml_array(&SHEEP_VARS.map(String::from)),
+            toml_array(&crate::compose::SHEEP_VARS.map(String::from)),
         ),
         (format!("{server}.required"), "true".into()),
         (
@@ -321,11 +323,16 @@ mod tests {
 
     #[test]
     fn edits_without_a_shell_are_refused_and_read_only_is_not() {
-        let set = |names: &[&str]| ToolSet::classify(&names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        let set = |names: &[&str]| {
+            ToolSet::classify(&names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+        };
         assert!(Codex.check_tools(&set(&["read", "edit"])).is_err());
         assert!(Codex.check_tools(&set(&["read", "grep"])).is_ok());
         assert!(Codex.check_tools(&set(&["bash", "edit"])).is_ok());
         let err = Codex.check_tools(&set(&["write"])).unwrap_err();
-        assert!(err.to_string().starts_with("Codex cannot honour a tool list that allows edits but no shell"));
+        assert!(
+            err.to_string()
+                .starts_with("Codex cannot honour a tool list that allows edits but no shell")
+        );
     }
 }

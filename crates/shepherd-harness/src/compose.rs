@@ -98,7 +98,10 @@ mod tests {
     fn merging_keeps_the_users_keys_and_lays_ours_over() {
         let mut base = serde_json::json!({"a": 1, "b": {"c": 2, "d": 3}});
         merge(&mut base, serde_json::json!({"b": {"d": 4}, "e": 5}));
-        assert_eq!(base, serde_json::json!({"a": 1, "b": {"c": 2, "d": 4}, "e": 5}));
+        assert_eq!(
+            base,
+            serde_json::json!({"a": 1, "b": {"c": 2, "d": 4}, "e": 5})
+        );
     }
 
     #[test]
@@ -107,3 +110,15 @@ mod tests {
         assert_eq!(toml_array(&["x".into(), "y".into()]), r#"["x", "y"]"#);
     }
 }
+
+/// The variables the sheep server needs from the sheep's environment (an agent that
+/// gives its MCP servers a filtered environment must let these through).
+pub(crate) const SHEEP_VARS: [&str; 7] = [
+    "SHEPHERD_SOCKET",
+    "SHEPHERD_AGENT_ID",
+    "SHEPHERD_TOKEN",
+    "SHEPHERD_DEPTH",
+    "SHEPHERD_PROJECT",
+    "SHEPHERD_BIN",
+    "SHEPHERD_BROKER_TIMEOUT",
+];

@@ -7,10 +7,12 @@
 //!   off, and the sheep tools. The user's OAuth credentials are copied.
 //!   `GEMINI_CLI_TRUST_WORKSPACE` trusts the working directory (else its MCP servers are
 //!   skipped), `GEMINI_CLI_NO_RELAUNCH` keeps it one process.
-//! - Sheep tools: `mcpServers.shepherd` running `shepherd mcp --sheep`, trusted (no approval).
+//! - Sheep tools: `mcpServers.shepherd` running `shepherd mcp --sheep`, trusted (no approval),
+//!   with the sheep's `SHEPHERD_*` variables allowed through the redaction Gemini CLI always
+//!   applies to MCP servers' environments (it strips `SHEPHERD_TOKEN` by its name otherwise).
 //! - Tools: a tool list becomes `tools.core`, Gemini's own allowlist of built-in tools (pi's and
-//!   Claude Code's names translated); everything runs with `--yolo`, since what is not in the
-//!   list does not exist.
+//!   Claude Code's names translated), plus `mcp_shepherd_*` (the list filters MCP tools too);
+//!   everything runs with `--yolo`, since what is not in the list does not exist.
 //! - Instructions: the global context file `GEMINI.md` of its home (added to its prompt), or
 //!   `GEMINI_SYSTEM_MD` with `omit-system-prompt`. Thinking is not mapped: Gemini CLI sets it
 //!   per model, not per run.
@@ -67,6 +69,8 @@ fn core_tools(tools: &[String]) -> Vec<String> {
             }
         }
     }
+    // `tools.core` filters MCP tools too: the sheep tools stay, whatever the list.
+    names.push(format!("mcp_{SERVER}_*"));
     names
 }
 
@@ -101,7 +105,10 @@ impl Adapter for Gemini {
                 json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}),
             );
         }
-        let (program, args) = plan.mcp.split_first().expect("the sheep server has a program");
+        let (program, args) = plan
+            .mcp
+            .split_first()
+            .expect("the sheep server has a program");
         merge(
             &mut settings,
             json!({
@@ -109,6 +116,11 @@ impl Adapter for Gemini {
                 "privacy": {"usageStatisticsEnabled": false},
                 "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
                 "mcpServers": {SERVER: {"command": program, "args": args, "trust": true}},
+                // Gemini CLI always strips variables named like secrets (`SHEPHERD_TOKEN`)
+                // from an MCP server's environment, unless they are allowed by name.
+                "security": {"environmentVariableRedaction": {
+                    "allowed": crate::compose::SHEEP_VARS,
+                }},
             }),
         );
         if let Some(tools) = &plan.tools {
@@ -186,7 +198,10 @@ impl Adapter for Gemini {
                 let name = turn.call_name(event["tool_id"].as_str().unwrap_or_default());
                 let output = match &event["output"] {
                     Value::String(text) => text.clone(),
-                    Value::Null => event["error"]["message"].as_str().unwrap_or_default().to_owned(),
+                    Value::Null => event["error"]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
                     other => other.to_string(),
                 };
                 turn.tool_result(&name, &output, event["status"] == "error");
@@ -221,10 +236,20 @@ impl Adapter for Gemini {
 
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
         let short: String = session.chars().take(8).collect();
-        crate::find_file(&gemini_home(plan).join(".gemini").join("tmp"), &short, ".jsonl", 3)
-            .or_else(|| {
-                crate::find_file(&gemini_home(plan).join(".gemini").join("tmp"), &short, ".json", 3)
-            })
+        crate::find_file(
+            &gemini_home(plan).join(".gemini").join("tmp"),
+            &short,
+            ".jsonl",
+            3,
+        )
+        .or_else(|| {
+            crate::find_file(
+                &gemini_home(plan).join(".gemini").join("tmp"),
+                &short,
+                ".json",
+                3,
+            )
+        })
     }
 }
 
@@ -237,7 +262,15 @@ mod tests {
         let tools = ["read", "grep", "ls", "Bash", "write_file"].map(String::from);
         assert_eq!(
             core_tools(&tools),
-            ["read_file", "read_many_files", "grep_search", "list_directory", "run_shell_command", "write_file"]
+            [
+                "read_file",
+                "read_many_files",
+                "grep_search",
+                "list_directory",
+                "run_shell_command",
+                "write_file",
+                "mcp_shepherd_*"
+            ]
         );
     }
 }

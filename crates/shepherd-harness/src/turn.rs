@@ -75,8 +75,11 @@ impl Turn {
             Value::String(text) => text.clone(),
             other => other.to_string(),
         };
-        self.lines
-            .push(format!("→ {name} {}", excerpt(&arguments)).trim_end().to_owned());
+        self.lines.push(
+            format!("→ {name} {}", excerpt(&arguments))
+                .trim_end()
+                .to_owned(),
+        );
     }
 
     /// Remembers which tool a call id belongs to, for its result.
@@ -249,7 +252,10 @@ impl Telemetry {
         map.insert("tokensCacheRead".into(), json!(self.cache_read));
         map.insert("tokensCacheWrite".into(), json!(self.cache_write));
         if let Some(cost) = self.cost {
-            map.insert("cost".into(), json!((cost * 1_000_000.0).round() / 1_000_000.0));
+            map.insert(
+                "cost".into(),
+                json!((cost * 1_000_000.0).round() / 1_000_000.0),
+            );
         }
         map.insert("runMs".into(), json!(self.run.as_millis()));
         if let Some(session) = &self.session {
@@ -273,7 +279,10 @@ mod tests {
         turn.text_delta("look.");
         turn.tool_call("bash", &json!({"command": "ls"}));
         turn.tool_result("bash", "a\nb", false);
-        turn.tool_call("mcp__shepherd__shepherd_done", &json!({"status": "completed"}));
+        turn.tool_call(
+            "mcp__shepherd__shepherd_done",
+            &json!({"status": "completed"}),
+        );
         turn.tool_result("shepherd_done", "Task t completed.", false);
         turn.text_delta("Done.");
         turn.finish();

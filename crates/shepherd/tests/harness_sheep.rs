@@ -73,7 +73,14 @@ fn delegate_message_close(agent: &AgentBinary) {
     let fake = FakeLlm::start(sheep_script()).unwrap();
     let world = World::new(agent, &fake);
     let spawned = world.json(&[
-        "spawn", "worker", "--harness", harness(host), "--label", "t", "--backend", "headless",
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--label",
+        "t",
+        "--backend",
+        "headless",
         "--json",
     ]);
     let id = spawned["agentId"].as_str().unwrap().to_owned();
@@ -81,14 +88,24 @@ fn delegate_message_close(agent: &AgentBinary) {
     // the parent's watch returns (the request the fake answers with it, to the watch's end).
     let scripted = |count: usize| {
         move |requests: &[RecordedRequest]| {
-            requests.iter().filter(|r| r.queue != TOOLLESS_QUEUE).count() >= count
+            requests
+                .iter()
+                .filter(|r| r.queue != TOOLLESS_QUEUE)
+                .count()
+                >= count
         }
     };
     let delegated = Instant::now();
     let (watched, first_request, done_served, notified) = std::thread::scope(|scope| {
         let probe = scope.spawn(|| {
-            let first = fake.wait_until("the first turn", TURN, scripted(1)).ok().map(|_| Instant::now());
-            let done = fake.wait_until("the done turn", TURN, scripted(2)).ok().map(|_| Instant::now());
+            let first = fake
+                .wait_until("the first turn", TURN, scripted(1))
+                .ok()
+                .map(|_| Instant::now());
+            let done = fake
+                .wait_until("the done turn", TURN, scripted(2))
+                .ok()
+                .map(|_| Instant::now());
             (first, done)
         });
         let task = world.json(&[
@@ -114,11 +131,18 @@ fn delegate_message_close(agent: &AgentBinary) {
     assert_eq!(settled["status"], "completed", "{host}: {watched}");
     assert_eq!(settled["summary"], "wrote out.txt", "{host}: {watched}");
     let written = std::fs::read_to_string(world.project().join("out.txt"));
-    assert_eq!(written.ok().as_deref(), Some("hello"), "{host}: the shell call ran");
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("hello"),
+        "{host}: the shell call ran"
+    );
 
     // A question after the task: the sheep answers it.
     let asked = world.json(&[
-        "message", &id, "Are you there? Reply with shepherd_message.", "--expects-reply",
+        "message",
+        &id,
+        "Are you there? Reply with shepherd_message.",
+        "--expects-reply",
         "--json",
     ]);
     let question = asked["messageId"].as_str().unwrap().to_owned();
@@ -152,14 +176,31 @@ fn delegate_message_close(agent: &AgentBinary) {
 
     let note = world.note("worker-");
     assert_eq!(field(&note, "status"), Some("completed"), "{host}: {note}");
-    assert_eq!(field(&note, "harness"), Some(harness(host)), "{host}: {note}");
+    assert_eq!(
+        field(&note, "harness"),
+        Some(harness(host)),
+        "{host}: {note}"
+    );
     assert!(note.contains(FINAL_WORDS), "{host}: final words in {note}");
-    assert!(field(&note, "model").is_some_and(|m| !m.is_empty()), "{host}: {note}");
-    let number = |key: &str| field(&note, key).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    assert!(
+        field(&note, "model").is_some_and(|m| !m.is_empty()),
+        "{host}: {note}"
+    );
+    let number = |key: &str| {
+        field(&note, key)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     assert!(number("turns") >= 2, "{host}: turns in {note}");
     assert!(number("toolCalls") >= 2, "{host}: tool calls in {note}");
-    assert!(number("tokensIn") + number("tokensOut") > 0, "{host}: tokens in {note}");
-    assert!(field(&note, "agentSession").is_some(), "{host}: session in {note}");
+    assert!(
+        number("tokensIn") + number("tokensOut") > 0,
+        "{host}: tokens in {note}"
+    );
+    assert!(
+        field(&note, "agentSession").is_some(),
+        "{host}: session in {note}"
+    );
     let transcript_path = field(&note, "transcript").unwrap_or_else(|| panic!("{host}: {note}"));
     assert!(
         std::path::Path::new(transcript_path).exists(),
@@ -175,7 +216,11 @@ fn delegate_message_close(agent: &AgentBinary) {
         reply_request.contains("Write hello into out.txt"),
         "{host}: the question's turn resumed the task's session"
     );
-    assert!(fake.mismatches().is_empty(), "{host}: {:#?}", fake.mismatches());
+    assert!(
+        fake.mismatches().is_empty(),
+        "{host}: {:#?}",
+        fake.mismatches()
+    );
     world.stop_and_check_nothing_left();
 }
 
@@ -191,7 +236,13 @@ fn provider_error_fails_the_task(agent: &AgentBinary) {
     let fake = FakeLlm::start(script).unwrap();
     let world = World::new(agent, &fake);
     let spawned = world.json(&[
-        "spawn", "worker", "--harness", harness(host), "--backend", "headless", "--json",
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--backend",
+        "headless",
+        "--json",
     ]);
     let id = spawned["agentId"].as_str().unwrap().to_owned();
     let task = world.json(&["delegate", &id, "Do anything.", "--json"]);

@@ -98,14 +98,11 @@ pub(crate) async fn launch(
         (None, Some(checked)) => {
             crate::harness::launch(broker, checked, def, params, id, prepared.cwd.clone())
         }
-        (None, None) => {
-            crate::pi::launch(broker, def, params, id, kind == BackendKind::Headless).map(
-                |launch| {
-                    env.extend(launch.env);
-                    launch.argv
-                },
-            )
-        }
+        (None, None) => crate::pi::launch(broker, def, params, id, kind == BackendKind::Headless)
+            .map(|launch| {
+                env.extend(launch.env);
+                launch.argv
+            }),
     };
     let program = match launched {
         Ok(program) => program,

@@ -170,7 +170,11 @@ pub(crate) async fn prepare(
         ));
     }
     let runtime = crate::harness::runtime_of(&def, params.harness)?;
-    if let Some(model) = params.model.as_ref().filter(|_| runtime == Runtime::Command) {
+    if let Some(model) = params
+        .model
+        .as_ref()
+        .filter(|_| runtime == Runtime::Command)
+    {
         return Err(BrokerError::new(
             "invalid_model",
             format!(

@@ -398,21 +398,41 @@ fn scopes_parse_and_say_what_they_include() {
 #[test]
 fn a_harness_and_models_per_harness_are_read() {
     use crate::harness::Harness;
-    let d = def("harness: codex\nmodel: gpt-5-codex\nmodels:\n  claude-code: sonnet\n  pi: anthropic/x");
+    let d = def(
+        "harness: codex\nmodel: gpt-5-codex\nmodels:\n  claude-code: sonnet\n  pi: anthropic/x",
+    );
     assert_eq!(d.harness, Harness::Codex);
-    assert_eq!(d.models.get(&Harness::ClaudeCode).map(String::as_str), Some("sonnet"));
+    assert_eq!(
+        d.models.get(&Harness::ClaudeCode).map(String::as_str),
+        Some("sonnet")
+    );
     // The definition's own harness takes `model`; another takes its `models` entry; pi without
     // one would inherit the parent's, and any other harness keeps its own default.
-    assert_eq!(d.model_for(Harness::Codex, None, Some("p/m")).as_deref(), Some("gpt-5-codex"));
-    assert_eq!(d.model_for(Harness::ClaudeCode, None, None).as_deref(), Some("sonnet"));
+    assert_eq!(
+        d.model_for(Harness::Codex, None, Some("p/m")).as_deref(),
+        Some("gpt-5-codex")
+    );
+    assert_eq!(
+        d.model_for(Harness::ClaudeCode, None, None).as_deref(),
+        Some("sonnet")
+    );
     assert_eq!(d.model_for(Harness::Gemini, None, Some("p/m")), None);
-    assert_eq!(d.model_for(Harness::Gemini, Some("flash"), None).as_deref(), Some("flash"));
+    assert_eq!(
+        d.model_for(Harness::Gemini, Some("flash"), None).as_deref(),
+        Some("flash")
+    );
     let plain = def("");
     assert_eq!(plain.harness, Harness::Pi);
-    assert_eq!(plain.model_for(Harness::Pi, None, Some("p/m")).as_deref(), Some("p/m"));
+    assert_eq!(
+        plain.model_for(Harness::Pi, None, Some("p/m")).as_deref(),
+        Some("p/m")
+    );
     assert_eq!(plain.model_for(Harness::Opencode, None, Some("p/m")), None);
     assert_eq!(plain.thinking_for(Harness::Codex, Some("high")), None);
-    assert_eq!(plain.thinking_for(Harness::Pi, Some("high")).as_deref(), Some("high"));
+    assert_eq!(
+        plain.thinking_for(Harness::Pi, Some("high")).as_deref(),
+        Some("high")
+    );
 }
 
 #[test]

@@ -12,9 +12,9 @@ use shepherd_core::protocol::{ResumeParams, SpawnResult, method};
 use super::connect::HerdArgs;
 use super::parent::{call, caller_context, spawn_wait};
 use crate::context::Context;
-use crate::values::BackendArg;
 use crate::error::CliError;
 use crate::output::Printer;
+use crate::values::BackendArg;
 
 /// Limits on a task: reaching one stops it and settles it blocked (pi sheep).
 #[derive(Debug, Clone, Default, Args)]

@@ -3,8 +3,8 @@
 pub(crate) mod agents;
 pub(crate) mod broker;
 pub(crate) mod connect;
-pub(crate) mod harness;
 pub(crate) mod controls;
+pub(crate) mod harness;
 pub(crate) mod mcp;
 pub(crate) mod notes;
 pub(crate) mod parent;

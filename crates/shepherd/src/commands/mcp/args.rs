@@ -17,8 +17,7 @@ use super::schema::{boolean, choice, integer, number, object, objects, string, s
 pub(crate) const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
 /// The coding agents a sheep can run on.
 pub(crate) const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
-const HARNESS_WORDS: &str =
-    "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode";
+const HARNESS_WORDS: &str = "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode";
 
 /// A checked `harness` argument.
 pub(crate) fn harness(

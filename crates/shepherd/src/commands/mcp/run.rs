@@ -154,9 +154,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         Ok(RunStepParams {
             agent: s.agent,
             task: s.task,
-            cwd: Some(
-                absolute(std::path::Path::new(&base), s.cwd).unwrap_or_else(|| base.clone()),
-            ),
+            cwd: Some(absolute(std::path::Path::new(&base), s.cwd).unwrap_or_else(|| base.clone())),
             isolate: s.isolate == Some(true),
             label: None,
             harness: args::harness(s.harness)?.or(default_harness),
