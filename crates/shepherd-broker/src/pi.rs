@@ -37,7 +37,7 @@ pub(crate) const OUTPUT_GRACE: Duration = Duration::from_secs(10);
 /// The command and environment that start one pi sheep.
 #[derive(Debug, Clone)]
 pub struct PiLaunch {
-    /// The arguments (the whole command line in [`launch`], only the flags in
+    /// The arguments (the whole command line in `launch`, only the flags in
     /// [`definition_args`]).
     pub argv: Vec<String>,
     /// Environment variables pi needs on top of the sheep's own.

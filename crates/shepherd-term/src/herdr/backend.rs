@@ -1,7 +1,7 @@
 //! [`HerdrBackend`]: sheep in Herdr tabs, split panes or workspaces.
 //!
-//! A launch makes a pane whose own program is the supervisor ([`super::place`],
-//! [`super::command`]), without taking focus, with the sheep's cwd and environment given at
+//! A launch makes a pane whose own program is the supervisor (`super::place`,
+//! `super::command`), without taking focus, with the sheep's cwd and environment given at
 //! creation — so the capability token never appears on a command line — and the display name
 //! as its label. The launch record names the pane with its terminal id ([`super::identity`]),
 //! and every later action finds the pane by that identity first: a pane that moved is

@@ -81,7 +81,7 @@ impl Host {
         }
     }
 
-    /// The model id an [`AgentEnv`] uses unless told otherwise (each agent accepts any id
+    /// The model id an [`AgentEnv`](super::AgentEnv) uses unless told otherwise (each agent accepts any id
     /// against a custom endpoint; Claude Code prices a known one).
     #[must_use]
     pub fn default_model(self) -> &'static str {

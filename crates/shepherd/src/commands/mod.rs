@@ -1,4 +1,4 @@
-//! One module per command group; [`run`] dispatches to them.
+//! One module per command group; [`run()`] dispatches to them.
 
 pub(crate) mod agents;
 pub(crate) mod broker;

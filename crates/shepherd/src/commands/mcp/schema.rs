@@ -5,7 +5,7 @@
 //! arrays (`["string", "null"]`) and unknown `format`s. So each schema here is one flat object:
 //! properties of a single type each (`string`, `number`, `integer`, `boolean`, or an `array`
 //! of strings or of flat objects), a plain `enum` for choices, and `required` for what must be
-//! given. [`is_flat`] states that rule, and the tests hold every tool to it. What a value must
+//! given. `is_flat` states that rule, and the tests hold every tool to it. What a value must
 //! look like beyond its type (a positive timeout, an existing directory) is checked when the
 //! call arrives and refused with a readable tool error.
 

@@ -1,5 +1,5 @@
 //! Waiting without blocking the host: `shepherd_watch` and `shepherd_inbox` here, and the
-//! [`Budget`] every waiting tool (`shepherd_run` too, in [`super::run`]) keeps to.
+//! [`Budget`] every waiting tool (`shepherd_run` too, in [`super::run`](mod@super::run)) keeps to.
 //!
 //! Hosts time tool calls out (Codex after 60 s by default), so none of these blocks longer
 //! than the server's bound (`--max-wait`, 25 s by default) or the call's own `wait`, whichever
