@@ -355,7 +355,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
     let (id, kind, runtime) = broker.read(|herd| {
         read_target(herd, &params.target)
-            .map(|s| (s.id.clone(), s.backend.clone(), s.runtime.clone()))
+            .map(|s| (s.id.clone(), s.backend.clone(), s.runtime))
             .ok_or_else(|| {
                 BrokerError::new(
                     "invalid_target",

@@ -90,6 +90,18 @@ pub(crate) fn toml_array(items: &[String]) -> String {
     format!("[{}]", items.join(", "))
 }
 
+/// The variables the sheep server needs from the sheep's environment (an agent that
+/// gives its MCP servers a filtered environment must let these through).
+pub(crate) const SHEEP_VARS: [&str; 7] = [
+    "SHEPHERD_SOCKET",
+    "SHEPHERD_AGENT_ID",
+    "SHEPHERD_TOKEN",
+    "SHEPHERD_DEPTH",
+    "SHEPHERD_PROJECT",
+    "SHEPHERD_BIN",
+    "SHEPHERD_BROKER_TIMEOUT",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,15 +122,3 @@ mod tests {
         assert_eq!(toml_array(&["x".into(), "y".into()]), r#"["x", "y"]"#);
     }
 }
-
-/// The variables the sheep server needs from the sheep's environment (an agent that
-/// gives its MCP servers a filtered environment must let these through).
-pub(crate) const SHEEP_VARS: [&str; 7] = [
-    "SHEPHERD_SOCKET",
-    "SHEPHERD_AGENT_ID",
-    "SHEPHERD_TOKEN",
-    "SHEPHERD_DEPTH",
-    "SHEPHERD_PROJECT",
-    "SHEPHERD_BIN",
-    "SHEPHERD_BROKER_TIMEOUT",
-];
