@@ -357,6 +357,7 @@ fn json_shape_is_stable() {
         "bash"
       ],
       "command": null,
+      "harness": "pi",
       "omitSystemPrompt": false,
       "omitPiDocumentation": false,
       "omitContextFiles": false,
