@@ -10,7 +10,7 @@ use shepherd_core::settings::EffectiveSettings;
 use shepherd_notes::Metadata;
 
 use crate::error::{BrokerError, BrokerResult};
-use crate::harness::Harness;
+use crate::harness::Controls;
 
 /// The stall watchdog's period for a delegation (ms): the delegation's own (`0` turns it off),
 /// else the `stallWatchdog` setting; `None` when it is off.
@@ -36,7 +36,7 @@ pub(crate) fn stall_ms(
 pub(crate) fn check_budget(
     given: Option<&Budget>,
     own: Option<&Budget>,
-    harness: Harness,
+    harness: Controls,
     who: &str,
 ) -> BrokerResult<()> {
     if let Some(budget) = given {

@@ -1,58 +1,59 @@
-//! What each kind of sheep program can do for the controls that depend on it: the seam where
-//! other harnesses (Claude Code, Codex, …) join.
+//! How a sheep's program is run and what it can do for the controls: the seam where pi, the
+//! other coding agents (Claude Code, Codex, Gemini CLI, opencode) and plain commands differ.
 //!
 //! The herd's rules are the same for every sheep; what differs is what its program tells the
 //! broker and what it keeps. A budget needs a harness that reports each turn's usage; a resume
 //! needs one that keeps its conversation in a session the broker can hand back to it. pi does
 //! both (its sheep extension reports every turn, and its session file is the sheep's own);
-//! a `command` sheep does neither, so those controls are refused for it with a clear error
-//! instead of being silently ignored. A new harness adds a variant here and says what it does.
+//! the other agents report their figures once per task and a `command` sheep reports nothing,
+//! so those controls are refused for them with a clear error instead of being silently
+//! ignored.
+//!
+//! A spawn on another agent is checked first — a tool list the agent cannot enforce, or an
+//! agent that is not installed, refuses the spawn before anything is started — then composed:
+//! the sheep's own directory under the broker's state gets the agent's configuration (from the
+//! user's own, which is only read) and the [`Plan`] the sheep's driver runs. The sheep's
+//! program is that driver, `shepherd harness --plan FILE`, which runs the agent, hands it its
+//! tasks and messages, and reports its runs like pi's extension does.
 
 use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 
+use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::{Harness, Runtime, ToolSet};
 use shepherd_core::ids::AgentId;
+use shepherd_core::protocol::SpawnParams;
+use shepherd_harness::{Adapter, Plan, ProcessEnv};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 
-/// The program a sheep runs, as far as the controls are concerned.
+/// What a sheep's runtime can do for the controls that depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Harness {
-    /// pi with Shepherd's sheep extension.
-    Pi,
-    /// Any other program, taking part through the `shepherd` CLI.
-    Command,
-}
+pub(crate) struct Controls(pub(crate) Runtime);
 
-impl Harness {
-    /// The harness of a sheep's recorded runtime (`pi` or `command`).
-    pub(crate) fn of(runtime: &str) -> Self {
-        match runtime {
-            "pi" => Self::Pi,
-            _ => Self::Command,
-        }
+impl Controls {
+    /// The controls of a sheep's recorded runtime.
+    pub(crate) fn of(runtime: Runtime) -> Self {
+        Self(runtime)
     }
 
     /// How people read its name in errors.
-    fn describe(self) -> &'static str {
-        match self {
-            Self::Pi => "a pi sheep",
-            Self::Command => "a command sheep",
+    fn describe(self) -> String {
+        match self.0 {
+            Runtime::Command => "a command sheep".to_owned(),
+            Runtime::Agent(harness) => format!("a {} sheep", harness.title()),
         }
     }
 
     /// Whether it reports what each turn used, which budgets count.
     pub(crate) fn reports_usage(self) -> bool {
-        matches!(self, Self::Pi)
+        self.0.is_pi()
     }
 
     /// The session it keeps its conversation in, which a resume starts it on again.
     pub(crate) fn session_file(self, broker: &Broker, id: &AgentId) -> Option<PathBuf> {
-        match self {
-            Self::Pi => Some(crate::pi::session_file(broker, id)),
-            Self::Command => None,
-        }
+        self.0.is_pi().then(|| crate::pi::session_file(broker, id))
     }
 
     /// Refuses a budget for a harness that does not report usage.
@@ -63,24 +64,123 @@ impl Harness {
         Err(BrokerError::new(
             ErrorCode::BudgetUnsupported,
             format!(
-                "{who} is {}, which does not report turns, tool calls, tokens or cost; budgets \
-                 apply to pi sheep",
+                "{who} is {}, which does not report turns, tool calls, tokens or cost as it \
+                 goes; budgets apply to pi sheep",
                 self.describe()
             ),
         ))
     }
 
-    /// Refuses a resume for a harness that keeps no session.
+    /// Refuses a resume for a harness whose session the broker cannot hand back.
     pub(crate) fn check_resumable(self, who: &str) -> BrokerResult<()> {
-        if matches!(self, Self::Pi) {
+        if self.0.is_pi() {
             return Ok(());
         }
+        let why = match self.0 {
+            Runtime::Command => "which keeps no session to reopen",
+            Runtime::Agent(_) => "whose session Shepherd does not reopen yet",
+        };
         Err(BrokerError::new(
             ErrorCode::ResumeUnsupported,
             format!(
-                "{who} is {}, which keeps no session to reopen; only pi sheep can be resumed",
+                "{who} is {}, {why}; only pi sheep can be resumed",
                 self.describe()
             ),
         ))
+    }
+}
+
+/// What a checked spawn on another agent needs to launch.
+pub(crate) struct Checked {
+    adapter: &'static dyn Adapter,
+    program: PathBuf,
+}
+
+/// Checks that `def` can run on `harness` here: the agent is installed and honours the
+/// definition's tools. Nothing is changed.
+pub(crate) fn check(harness: Harness, def: &AgentDef) -> BrokerResult<Checked> {
+    let adapter = shepherd_harness::adapter(harness).ok_or_else(|| {
+        BrokerError::new(ErrorCode::Internal, format!("{harness} has no adapter"))
+    })?;
+    if let Some(tools) = &def.tools {
+        adapter
+            .check_tools(&ToolSet::classify(tools))
+            .map_err(|err| BrokerError::new(ErrorCode::HarnessUnsupported, err.to_string()))?;
+    }
+    let program = shepherd_harness::locate_program(adapter, &ProcessEnv)
+        .map_err(|message| BrokerError::new(ErrorCode::HarnessMissing, message))?;
+    Ok(Checked { adapter, program })
+}
+
+/// The sheep's own directory: the agent's configuration home and its plan.
+pub(crate) fn sheep_dir(broker: &Broker, id: &AgentId) -> PathBuf {
+    broker
+        .config
+        .paths
+        .state_dir
+        .join("agents")
+        .join(id.as_str())
+}
+
+/// Composes the sheep's configuration and plan, and returns the driver's command line.
+pub(crate) fn launch(
+    broker: &Broker,
+    checked: &Checked,
+    def: &AgentDef,
+    params: &SpawnParams,
+    id: &AgentId,
+    cwd: PathBuf,
+) -> BrokerResult<Vec<String>> {
+    let harness = checked.adapter.harness();
+    let dir = sheep_dir(broker, id);
+    let exe = broker.config.shepherd_exe.display().to_string();
+    let mut plan = Plan {
+        harness,
+        program: vec![checked.program.display().to_string()],
+        dir: dir.clone(),
+        cwd,
+        model: def.model_for(
+            harness,
+            params.model.as_deref(),
+            params.parent_model.as_deref(),
+        ),
+        thinking: def.thinking_for(harness, params.parent_thinking.as_deref()),
+        tools: def.tools.clone(),
+        instructions: def.system_prompt.clone(),
+        replace_system_prompt: def.omit_system_prompt,
+        mcp: vec![exe.clone(), "mcp".into(), "--sheep".into()],
+        env: Vec::new(),
+        session: None,
+        configured_model: None,
+    };
+    let io = |err: shepherd_harness::HarnessError| BrokerError::new(err.code(), err.to_string());
+    checked
+        .adapter
+        .prepare(&mut plan, &ProcessEnv)
+        .map_err(io)?;
+    let file = dir.join("plan.json");
+    plan.write(&file).map_err(io)?;
+    Ok(vec![
+        exe,
+        "harness".into(),
+        "--plan".into(),
+        file.display().to_string(),
+    ])
+}
+
+/// What runs a sheep of `def`: its command, else the coding agent `requested` (a spawn's or a
+/// plan step's `harness`) or the definition names. A command definition cannot run on an
+/// agent.
+pub(crate) fn runtime_of(def: &AgentDef, requested: Option<Harness>) -> BrokerResult<Runtime> {
+    match (&def.command, requested) {
+        (Some(_), Some(harness)) if harness != Harness::Pi => Err(BrokerError::new(
+            ErrorCode::InvalidHarness,
+            format!(
+                "harness {harness} applies to coding-agent definitions; \"{}\" runs a command",
+                def.name
+            ),
+        )),
+        (Some(_), _) => Ok(Runtime::Command),
+        (None, requested) => Ok(Runtime::Agent(requested.unwrap_or(def.harness))),
     }
 }

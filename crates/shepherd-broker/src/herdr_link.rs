@@ -81,7 +81,7 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                     herd.sheep
                         .values()
                         .find(|s| {
-                            s.runtime != "pi"
+                            !s.runtime.reports_runs()
                                 && s.launch.get("pane").and_then(|p| p.as_str())
                                     == Some(pane.as_str())
                         })

@@ -67,7 +67,7 @@ pub(crate) async fn delegate(
         let (harness, own, who) = broker.read(|herd| {
             let sheep = &herd.sheep[agent_id];
             (
-                crate::harness::Harness::of(&sheep.runtime),
+                crate::harness::Controls::of(sheep.runtime),
                 sheep.budget,
                 format!("{} ({})", sheep.display_name(), sheep.id),
             )
@@ -349,7 +349,7 @@ pub(crate) async fn recent_output(
     broker: &Arc<Broker>,
     id: &AgentId,
     kind: &str,
-    runtime: &str,
+    runtime: &shepherd_core::harness::Runtime,
     source: ReadSource,
     lines: u32,
 ) -> BrokerResult<String> {
@@ -359,7 +359,7 @@ pub(crate) async fn recent_output(
         .and_then(|kind| broker.backend(kind))?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.
-    let rpc_log = kind == BackendKind::Headless.as_str() && runtime == "pi";
+    let rpc_log = kind == BackendKind::Headless.as_str() && runtime.is_pi();
     let raw_lines = if rpc_log {
         lines.saturating_mul(50).min(10_000)
     } else {
@@ -399,7 +399,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
     let (id, kind, runtime) = broker.read(|herd| {
         read_target(herd, &params.target)
-            .map(|s| (s.id.clone(), s.backend.clone(), s.runtime.clone()))
+            .map(|s| (s.id.clone(), s.backend.clone(), s.runtime))
             .ok_or_else(|| {
                 BrokerError::new(
                     ErrorCode::InvalidTarget,

@@ -200,12 +200,12 @@ fn path(path: &Path) -> String {
 /// Where a pi sheep's session file stands now (`None` for other sheep): taken before a task is
 /// handed over, so the task's telemetry counts only its own turns.
 pub(crate) fn session_cursor(broker: &Broker, id: &AgentId) -> Option<u64> {
-    let is_pi = broker.read(|herd| herd.sheep.get(id).is_some_and(|s| s.runtime == "pi"));
+    let is_pi = broker.read(|herd| herd.sheep.get(id).is_some_and(|s| s.runtime.is_pi()));
     is_pi.then(|| session_size(&session_file(broker, id)))
 }
 
-/// Waits (up to `grace`) for a settled task's final words, when its sheep is a pi sheep whose
-/// run has not settled yet.
+/// Waits (up to `grace`) for a settled task's final words, when its sheep is a coding agent
+/// whose run has not settled yet.
 pub(crate) async fn await_output(broker: &Arc<Broker>, task_id: &TaskId, grace: Duration) {
     let mut generation = broker.generation.subscribe();
     let deadline = tokio::time::Instant::now() + grace;
@@ -216,7 +216,7 @@ pub(crate) async fn await_output(broker: &Arc<Broker>, task_id: &TaskId, grace: 
                 return false;
             };
             let sheep = herd.sheep.get(&task.agent_id);
-            let running = sheep.is_some_and(|s| s.runtime == "pi" && s.is_live());
+            let running = sheep.is_some_and(|s| s.runtime.reports_runs() && s.is_live());
             task.result.is_some() && task.output.is_none() && running
         });
         if !waiting {
@@ -235,6 +235,7 @@ pub(crate) async fn record_output(
     broker: &Arc<Broker>,
     id: &AgentId,
     text: Option<String>,
+    reported: Option<Value>,
 ) -> BrokerResult<()> {
     // A run that ends while the task is still open is a turn without `shepherd_done` (the
     // herd nudges); only a run that settles after the task did carries its final words.
@@ -248,7 +249,7 @@ pub(crate) async fn record_output(
             (
                 task.id.clone(),
                 task.session_cursor.unwrap_or(0),
-                sheep.runtime == "pi",
+                sheep.runtime.is_pi(),
             )
         })
     });
@@ -271,10 +272,9 @@ pub(crate) async fn record_output(
         .and_then(|t| t.final_text().map(str::to_owned))
         .or(text)
         .unwrap_or_default();
-    let output = TaskOutput {
-        text,
-        telemetry: read.map_or(Value::Null, |t| t.to_metadata()),
-    };
+    // Another agent's driver reads its agent's own output and reports the task's figures.
+    let telemetry = read.map_or_else(|| reported.unwrap_or(Value::Null), |t| t.to_metadata());
+    let output = TaskOutput { text, telemetry };
     let committed = broker.commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
     broker.durable(committed.pos).await?;
     crate::fieldnotes::complete_output(broker, &task_id).await;

@@ -30,7 +30,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
         herd.sheep
             .get(&id)
             .filter(|s| s.is_live())
-            .map(|s| (s.backend.clone(), s.runtime.clone()))
+            .map(|s| (s.backend.clone(), s.runtime))
     });
     let Some((kind, runtime)) = sheep else {
         return Ok(json!({ "ok": true }));

@@ -17,7 +17,7 @@ use shepherd_core::protocol::{CloseParams, ResumeParams, SpawnParams, SpawnResul
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::harness::Harness;
+use crate::harness::Controls;
 use crate::run::worktree::Worktree;
 use crate::spawn::launch::{self, Credentials};
 
@@ -40,7 +40,7 @@ pub(crate) async fn resume(
         return crate::spawn::follow(broker, &sheep.id, &recipe_params()).await;
     }
     let who = format!("{} ({})", sheep.display_name(), sheep.id);
-    let harness = Harness::of(&sheep.runtime);
+    let harness = Controls::of(sheep.runtime);
     harness.check_resumable(&who)?;
     match sheep.phase {
         Phase::Starting | Phase::Ready => {

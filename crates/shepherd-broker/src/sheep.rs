@@ -109,7 +109,7 @@ pub(crate) async fn report(
         })
         .await?;
     if settled {
-        crate::pi::record_output(broker, &sender, params.text).await?;
+        crate::pi::record_output(broker, &sender, params.text, params.telemetry).await?;
     }
     Ok(to_value(OkResult::ACK))
 }

@@ -53,10 +53,15 @@ pub(crate) async fn started(
         ..LaunchRecord::default()
     };
     crate::spawn::merge_launch(broker, &id, &update);
-    // A command sheep is ready once its program runs; a pi sheep once its extension reports in
-    // (`report ready`), which proves pi started and loaded it.
-    let is_pi = broker.read(|herd| herd.sheep.get(&id).is_some_and(|s| s.runtime == "pi"));
-    if !is_pi {
+    // A command sheep is ready once its program runs; a coding agent once it reports in
+    // (`report ready`): pi's extension once pi loaded it, another agent's driver once the agent
+    // can take input.
+    let reports = broker.read(|herd| {
+        herd.sheep
+            .get(&id)
+            .is_some_and(|s| s.runtime.reports_runs())
+    });
+    if !reports {
         mark_ready(broker, &id).await?;
     }
     crate::recovery::adopted(broker, &id);

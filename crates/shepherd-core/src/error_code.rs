@@ -165,6 +165,13 @@ catalogue! {
     InvalidPlacement = "invalid_placement", exit EXIT_USAGE, hint None;
     /// A model was given for an agent that does not take one.
     InvalidModel = "invalid_model", exit EXIT_USAGE, hint None;
+    /// The harness is not one of the coding agents Shepherd runs, or does not apply to the
+    /// definition (a command definition runs its command).
+    InvalidHarness = "invalid_harness", exit EXIT_USAGE, hint Some("`shepherd agents` shows each agent's harness; docs/agents.md lists the harnesses.");
+    /// The coding agent cannot honour what the definition asks (a tool set, a budget, a resume).
+    HarnessUnsupported = "harness_unsupported", exit EXIT_FAILURE, hint None;
+    /// The coding agent's program is not installed or not on PATH.
+    HarnessMissing = "harness_missing", exit EXIT_FAILURE, hint Some("Install the agent's CLI (docs/agents.md says how) or put it on PATH.");
     /// The chosen backend cannot run here (tmux or Herdr missing, no terminal).
     BackendUnavailable = "backend_unavailable", exit EXIT_FAILURE, hint Some("Choose another backend with --backend (headless always works).");
     /// The caller's own pane could not be found for a placement beside it.

@@ -14,6 +14,7 @@ pub mod dirs;
 pub mod envelope;
 pub mod error_code;
 pub mod fieldnotes;
+pub mod harness;
 pub mod herd;
 pub mod ids;
 pub mod label;

@@ -78,6 +78,9 @@ pub(crate) enum Command {
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(commands::supervise::SuperviseArgs),
+    /// Run one sheep on a coding agent other than pi (started by Shepherd itself).
+    #[command(hide = true)]
+    Harness(commands::harness::HarnessArgs),
 }
 
 /// `--project DIR`, shared by every command that works on one project.

@@ -6,6 +6,7 @@ use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
 use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::ToolSet;
 use shepherd_core::protocol::RunSubmitParams;
 use shepherd_core::settings::{Backend, EffectiveSettings};
 use shepherd_notes::Mode;
@@ -92,19 +93,15 @@ pub(crate) fn check(
             return Err(invalid(format!("the task for `{}` is empty", step.agent)));
         }
         let def = resolve(&step.agent)?;
+        let runtime = crate::harness::runtime_of(&def, step.harness)?;
         let given = match (params.budget, step.budget) {
             (Some(run), Some(own)) => Some(run.overlay(own)),
             (run, own) => own.or(run),
         };
-        let harness = crate::harness::Harness::of(if def.command.is_some() {
-            "command"
-        } else {
-            "pi"
-        });
         crate::controls::check_budget(
             given.as_ref(),
             def.budget.as_ref(),
-            harness,
+            crate::harness::Controls::of(runtime),
             &format!("task {} ({})", index + 1, def.name),
         )?;
         defs.push(def);
@@ -138,6 +135,7 @@ pub(crate) fn check(
             task: step.task.clone(),
             cwd,
             label: step.label.clone(),
+            harness: step.harness,
             repo,
             budget: step.budget,
         });
@@ -212,13 +210,9 @@ pub(crate) fn is_writer(def: &AgentDef) -> bool {
     if def.command.is_some() {
         return true;
     }
-    match &def.tools {
-        None => true,
-        Some(tools) => tools.iter().any(|tool| {
-            let tool = tool.trim().to_lowercase();
-            matches!(tool.as_str(), "write" | "edit" | "bash")
-        }),
-    }
+    def.tools
+        .as_deref()
+        .is_none_or(|tools| !ToolSet::classify(tools).is_read_only())
 }
 
 /// Refuses two parallel writers (not isolated) whose tasks claim the same file or directory.
@@ -292,6 +286,7 @@ mod tests {
                     cwd: Some(cwd.display().to_string()),
                     isolate: *isolate,
                     label: None,
+                    harness: None,
                     budget: None,
                 })
                 .collect(),

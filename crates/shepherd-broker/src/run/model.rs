@@ -67,6 +67,9 @@ pub(crate) struct SpecStep {
     pub(crate) cwd: PathBuf,
     #[serde(default)]
     pub(crate) label: Option<String>,
+    /// The coding agent to run it on, when not the definition's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) harness: Option<shepherd_core::harness::Harness>,
     /// Set when the task runs in its own worktree of this repository.
     #[serde(default)]
     pub(crate) repo: Option<Repo>,

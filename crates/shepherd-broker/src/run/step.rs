@@ -133,6 +133,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         cwd: Some(cwd.display().to_string()),
         placement: None,
         model: None,
+        harness: spec.harness,
         caller: Some(run.spec.caller.clone()),
         parent_model: run.spec.parent_model.clone(),
         parent_thinking: run.spec.parent_thinking.clone(),

@@ -1,6 +1,7 @@
-//! Starting an admitted sheep: build its program (pi or its `command`) and environment, launch
-//! it under its supervisor on its backend, record where it runs, and wait until its supervisor
-//! (or, for pi, its extension) says it runs. A new spawn and a resume both end here; a launch
+//! Starting an admitted sheep: build its program (pi, another coding agent's driver or its
+//! `command`) and environment, launch it under its supervisor on its backend, record where it
+//! runs, and wait until its supervisor (or, for a coding agent, its extension or driver) says
+//! it runs. A new spawn and a resume both end here; a launch
 //! that fails is cleaned up and the sheep recorded as failed to start, with the end of its
 //! output in the error.
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::Runtime;
 use shepherd_core::herd::ExitInfo;
 use shepherd_core::ids::AgentId;
 use shepherd_core::label::{Label, display_name};
@@ -24,6 +26,10 @@ use crate::error::{BrokerError, BrokerResult};
 pub(crate) struct Prepared {
     /// The agent definition.
     pub(crate) def: AgentDef,
+    /// What runs it.
+    pub(crate) runtime: Runtime,
+    /// Another coding agent's checked launch, when one runs it.
+    pub(crate) agent: Option<crate::harness::Checked>,
     /// The validated label.
     pub(crate) label: Label,
     /// The backend it runs on.
@@ -37,9 +43,9 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    /// Whether it runs pi (else its definition's command).
+    /// Whether it runs pi.
     pub(crate) fn is_pi(&self) -> bool {
-        self.def.command.is_none()
+        self.runtime.is_pi()
     }
 }
 
@@ -88,18 +94,23 @@ pub(crate) async fn launch(
     let kind = prepared.kind;
     let settings = broker.settings();
     let mut env = sheep_env(broker, id, &credentials.token);
-    let program = match &def.command {
-        Some(argv) => argv.clone(),
-        None => match crate::pi::launch(broker, def, params, id, kind == BackendKind::Headless) {
-            Ok(launch) => {
+    let launched = match (&def.command, &prepared.agent) {
+        (Some(argv), _) => Ok(argv.clone()),
+        (None, Some(checked)) => {
+            crate::harness::launch(broker, checked, def, params, id, prepared.cwd.clone())
+        }
+        (None, None) => crate::pi::launch(broker, def, params, id, kind == BackendKind::Headless)
+            .map(|launch| {
                 env.extend(launch.env);
                 launch.argv
-            }
-            Err(err) => {
-                never_launched(broker, id, err.message.clone()).await;
-                return Err(err);
-            }
-        },
+            }),
+    };
+    let program = match launched {
+        Ok(program) => program,
+        Err(err) => {
+            never_launched(broker, id, err.message.clone()).await;
+            return Err(err);
+        }
     };
     let display = display_name(&def.name, &prepared.label);
     let caller = params.caller.clone().unwrap_or_default();

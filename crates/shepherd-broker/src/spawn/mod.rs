@@ -14,6 +14,7 @@ use shepherd_core::error_code::ErrorCode;
 use std::path::Path;
 use std::sync::Arc;
 
+use shepherd_core::harness::{Harness, Runtime};
 use shepherd_core::herd::NewSheep;
 use shepherd_core::ids::AgentId;
 use shepherd_core::label::validate_label;
@@ -26,7 +27,7 @@ pub(crate) use launch::{current_launch, merge_launch};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::harness::Harness;
+use crate::harness::Controls;
 
 /// Runs `spawn`. A resent spawn (same client request id) follows the sheep its first copy
 /// admitted instead of starting another.
@@ -91,7 +92,7 @@ pub(crate) async fn spawn(
         agent: prepared.def.name.clone(),
         label: prepared.label.clone(),
         backend: prepared.kind.as_str().to_owned(),
-        runtime: if prepared.is_pi() { "pi" } else { "command" }.to_owned(),
+        runtime: prepared.runtime,
         model: prepared
             .is_pi()
             .then(|| crate::pi::chosen_model(&prepared.def, &params))
@@ -173,23 +174,32 @@ pub(crate) async fn prepare(
             ),
         ));
     }
-    let is_pi = def.command.is_none();
-    if let Some(model) = params.model.as_ref().filter(|_| !is_pi) {
+    let runtime = crate::harness::runtime_of(&def, params.harness)?;
+    if let Some(model) = params
+        .model
+        .as_ref()
+        .filter(|_| runtime == Runtime::Command)
+    {
         return Err(BrokerError::new(
             ErrorCode::InvalidModel,
             format!(
-                "--model `{model}` applies to pi sheep only; \"{}\" runs a command",
+                "--model `{model}` applies to coding agents only; \"{}\" runs a command",
                 def.name
             ),
         ));
     }
     if def.budget.is_some() {
-        let harness = Harness::of(if is_pi { "pi" } else { "command" });
-        harness.check_budget(&format!(
+        Controls::of(runtime).check_budget(&format!(
             "agent \"{}\" sets a budget, but its sheep",
             def.name
         ))?;
     }
+    // Another agent is checked before anything is started: installed, and able to keep to the
+    // definition's tools.
+    let agent = match runtime.harness() {
+        Some(harness) if harness != Harness::Pi => Some(crate::harness::check(harness, &def)?),
+        _ => None,
+    };
     let caller = params.caller.clone().unwrap_or_default();
     let kind = choose_backend(params.backend.as_deref(), settings.backend, &caller, broker).await?;
     let placement = match params.placement.as_deref() {
@@ -208,6 +218,8 @@ pub(crate) async fn prepare(
     let backend = broker.backend(kind)?;
     Ok(Prepared {
         def,
+        runtime,
+        agent,
         label,
         kind,
         backend,

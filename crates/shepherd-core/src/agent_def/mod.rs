@@ -11,6 +11,7 @@
 
 mod parse;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -19,6 +20,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use parse::{AgentDefError, IgnoredValue, ParsedAgentDef, parse_agent_def};
+
+use crate::harness::Harness;
 
 /// Where a definition was found. Project definitions are repository-controlled and need the
 /// user's approval before they run.
@@ -269,6 +272,13 @@ pub struct AgentDef {
     /// A program to run as the sheep instead of pi (argv, first element the program). Such a
     /// sheep takes part through the `shepherd` CLI.
     pub command: Option<Vec<String>>,
+    /// The coding agent that runs the sheep (pi unless the definition says otherwise).
+    #[serde(default)]
+    pub harness: Harness,
+    /// Models per harness (`models: {codex: gpt-5-codex, …}`), used whichever harness a spawn
+    /// picks; `model` is the definition's own harness's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<Harness, String>,
     /// Limits on each task of a sheep of this agent (`budget:`, or Claude Code's `maxTurns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
@@ -297,6 +307,39 @@ impl AgentDef {
     /// The path as text, for messages.
     pub fn file_display(&self) -> String {
         self.file_path.display().to_string()
+    }
+
+    /// The model a sheep of this definition asks for on `harness`: the spawn's own choice,
+    /// else the definition's model for that harness, else (pi only) the parent's. `None`
+    /// leaves the choice to the harness's own configured default: only pi shares the parent's
+    /// model names, so no other harness inherits them.
+    pub fn model_for(
+        &self,
+        harness: Harness,
+        requested: Option<&str>,
+        parent_model: Option<&str>,
+    ) -> Option<String> {
+        if let Some(model) = requested.filter(|m| !m.trim().is_empty()) {
+            return Some(model.to_owned());
+        }
+        if let Some(model) = self.models.get(&harness) {
+            return Some(model.clone());
+        }
+        match &self.model {
+            ModelChoice::Explicit(model) if self.harness == harness => Some(model.clone()),
+            _ if harness == Harness::Pi => parent_model.map(str::to_owned),
+            _ => None,
+        }
+    }
+
+    /// The thinking level a sheep of this definition asks for on `harness`: the definition's,
+    /// else (pi only) the parent's; `None` leaves it to the harness.
+    pub fn thinking_for(&self, harness: Harness, parent: Option<&str>) -> Option<String> {
+        match self.thinking {
+            ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
+            ThinkingChoice::Inherit if harness == Harness::Pi => parent.map(str::to_owned),
+            ThinkingChoice::Inherit => None,
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 //! `tools`, we refuse a value that is neither a string nor a list of strings: ignoring it would
 //! silently widen a sheep to pi's full default tool set.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use indexmap::IndexMap;
@@ -14,15 +15,18 @@ use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 use super::{AgentDef, AgentSource, ModelChoice, ThinkingChoice, ThinkingLevel};
+use crate::harness::Harness;
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 12] = [
+const KNOWN_KEYS: [&str; 14] = [
     "name",
     "description",
     "tools",
     "model",
+    "models",
     "thinking",
     "command",
+    "harness",
     "omit-system-prompt",
     "omit-pi-documentation",
     "omit-context-files",
@@ -118,6 +122,16 @@ pub fn parse_agent_def(
     let thinking = thinking_choice(frontmatter.get("thinking"))?;
     let tools = tool_list(frontmatter.get("tools"))?;
     let command = command_argv(frontmatter.get("command"))?;
+    let harness = harness_choice(frontmatter.get("harness"))?;
+    if command.is_some() && harness != Harness::Pi {
+        return Err(AgentDefError::Invalid {
+            field: "harness",
+            value: render(&Value::String(harness.as_str().to_owned())),
+            expected: "no harness beside `command` (a definition runs either its command or a \
+                       coding agent)",
+        });
+    }
+    let models = model_map(frontmatter.get("models"))?;
     let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
 
     let mut ignored = Vec::new();
@@ -156,6 +170,8 @@ pub fn parse_agent_def(
         thinking,
         tools,
         command,
+        harness,
+        models,
         budget,
         omit_system_prompt,
         omit_pi_documentation,
@@ -279,6 +295,53 @@ fn tool_list(value: Option<&Value>) -> Result<Option<Vec<String>>, AgentDefError
         .collect();
     // An empty list means "pi's defaults", as in the original, not "no tools at all".
     Ok((!names.is_empty()).then_some(names))
+}
+
+const HARNESS_EXPECTED: &str = "one of pi, claude-code, codex, gemini, opencode";
+
+fn harness_choice(value: Option<&Value>) -> Result<Harness, AgentDefError> {
+    let invalid = |value: &Value| AgentDefError::Invalid {
+        field: "harness",
+        value: render(value),
+        expected: HARNESS_EXPECTED,
+    };
+    match value {
+        None | Some(Value::Null) => Ok(Harness::Pi),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(Harness::Pi),
+        Some(Value::String(text)) => text
+            .trim()
+            .parse()
+            .map_err(|_| invalid(value.unwrap_or(&Value::Null))),
+        Some(other) => Err(invalid(other)),
+    }
+}
+
+/// Reads `models`: a mapping from harness names to the model each asks for.
+fn model_map(value: Option<&Value>) -> Result<BTreeMap<Harness, String>, AgentDefError> {
+    let invalid = |value: &Value| AgentDefError::Invalid {
+        field: "models",
+        value: render(value),
+        expected: "a mapping from harness names (pi, claude-code, codex, gemini, opencode) to \
+                   model names",
+    };
+    let entries = match value {
+        None | Some(Value::Null) => return Ok(BTreeMap::new()),
+        Some(Value::Mapping(entries)) => entries,
+        Some(other) => return Err(invalid(other)),
+    };
+    let mut models = BTreeMap::new();
+    for (key, model) in entries {
+        let Value::String(name) = key else {
+            return Err(invalid(value.unwrap_or(&Value::Null)));
+        };
+        let harness: Harness = name
+            .parse()
+            .map_err(|_| invalid(value.unwrap_or(&Value::Null)))?;
+        if let ModelChoice::Explicit(model) = model_choice(Some(model))? {
+            models.insert(harness, model);
+        }
+    }
+    Ok(models)
 }
 
 fn command_argv(value: Option<&Value>) -> Result<Option<Vec<String>>, AgentDefError> {

@@ -357,6 +357,7 @@ fn json_shape_is_stable() {
         "bash"
       ],
       "command": null,
+      "harness": "pi",
       "omitSystemPrompt": false,
       "omitPiDocumentation": false,
       "omitContextFiles": false,
@@ -393,6 +394,58 @@ fn scopes_parse_and_say_what_they_include() {
     assert!(!AgentScope::Project.includes_user() && AgentScope::Project.includes_project());
     assert!(AgentScope::Both.includes_user() && AgentScope::Both.includes_project());
     assert_eq!(AgentScope::default(), AgentScope::User);
+}
+
+#[test]
+fn a_harness_and_models_per_harness_are_read() {
+    use crate::harness::Harness;
+    let d = def(
+        "harness: codex\nmodel: gpt-5-codex\nmodels:\n  claude-code: sonnet\n  pi: anthropic/x",
+    );
+    assert_eq!(d.harness, Harness::Codex);
+    assert_eq!(
+        d.models.get(&Harness::ClaudeCode).map(String::as_str),
+        Some("sonnet")
+    );
+    // The definition's own harness takes `model`; another takes its `models` entry; pi without
+    // one would inherit the parent's, and any other harness keeps its own default.
+    assert_eq!(
+        d.model_for(Harness::Codex, None, Some("p/m")).as_deref(),
+        Some("gpt-5-codex")
+    );
+    assert_eq!(
+        d.model_for(Harness::ClaudeCode, None, None).as_deref(),
+        Some("sonnet")
+    );
+    assert_eq!(d.model_for(Harness::Gemini, None, Some("p/m")), None);
+    assert_eq!(
+        d.model_for(Harness::Gemini, Some("flash"), None).as_deref(),
+        Some("flash")
+    );
+    let plain = def("");
+    assert_eq!(plain.harness, Harness::Pi);
+    assert_eq!(
+        plain.model_for(Harness::Pi, None, Some("p/m")).as_deref(),
+        Some("p/m")
+    );
+    assert_eq!(plain.model_for(Harness::Opencode, None, Some("p/m")), None);
+    assert_eq!(plain.thinking_for(Harness::Codex, Some("high")), None);
+    assert_eq!(
+        plain.thinking_for(Harness::Pi, Some("high")).as_deref(),
+        Some("high")
+    );
+}
+
+#[test]
+fn a_bad_harness_or_models_or_a_harness_beside_command_skips_the_file() {
+    assert_eq!(
+        error("harness: claude"),
+        "invalid harness \"claude\": expected one of pi, claude-code, codex, gemini, opencode"
+    );
+    assert!(error("models: {emacs: x}").starts_with("invalid models"));
+    assert!(error("models: [a]").starts_with("invalid models"));
+    assert!(error("harness: codex\ncommand: [sh]").starts_with("invalid harness \"codex\""));
+    assert_eq!(def("harness: pi\ncommand: [sh]").command.unwrap(), ["sh"]);
 }
 
 #[test]

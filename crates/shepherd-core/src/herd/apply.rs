@@ -254,9 +254,9 @@ impl Herd {
             }
             sheep.last_outcome = Some(result.status);
             stamp(sheep, Some(result.completed_at));
-            // A pi sheep reports its own activity (its run may still be writing its last words);
-            // any other sheep is idle once its task is settled.
-            if sheep.runtime != "pi" {
+            // A coding agent reports its own activity (its run may still be writing its last
+            // words); any other sheep is idle once its task is settled.
+            if !sheep.runtime.reports_runs() {
                 sheep.activity = Activity::Idle;
             }
         }

@@ -22,7 +22,7 @@ fn admit_sheep(
         agent: "worker".into(),
         label: crate::label::validate_label(label).unwrap(),
         backend: "headless".into(),
-        runtime: "pi".into(),
+        runtime: crate::harness::Runtime::Agent(crate::harness::Harness::Pi),
         model: None,
         cwd: "/p".into(),
         token_digest: "d".into(),

@@ -21,8 +21,8 @@ pub struct NewSheep {
     pub label: crate::label::Label,
     /// The backend that will run it.
     pub backend: String,
-    /// `command` or `pi`.
-    pub runtime: String,
+    /// What runs it.
+    pub runtime: crate::harness::Runtime,
     /// The model it is started with, when its runtime takes one.
     pub model: Option<String>,
     /// Its working directory.

@@ -94,8 +94,8 @@ pub struct Sheep {
     pub label: crate::label::Label,
     /// `headless`, `tmux` or `herdr`.
     pub backend: String,
-    /// What runs it: `command` or `pi`.
-    pub runtime: String,
+    /// What runs it: `command`, `pi` or another coding agent's harness.
+    pub runtime: crate::harness::Runtime,
     /// The model it was started with, when its runtime takes one (`provider/id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

@@ -38,9 +38,9 @@ pub struct SheepStatus {
     /// The sheep program's pid, while it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// What runs it: `pi` or `command`.
+    /// What runs it: `command`, `pi` or another coding agent's harness.
     #[serde(default)]
-    pub runtime: String,
+    pub runtime: crate::harness::Runtime,
     /// The model it runs: the one its last run reported, else the one it was started with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -307,7 +307,7 @@ impl Herd {
                 .get("pid")
                 .and_then(serde_json::Value::as_u64)
                 .and_then(|p| u32::try_from(p).ok()),
-            runtime: sheep.runtime.clone(),
+            runtime: sheep.runtime,
             model: runs.model.or_else(|| sheep.model.clone()),
             since,
             pane: record("pane"),

@@ -30,6 +30,9 @@ pub struct SpawnParams {
     /// A model override (`provider/id`); refused when the runtime cannot honour it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The coding agent to run the definition on, instead of the definition's own harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::harness::Harness>,
     /// Where the caller runs, so `auto` can pick its terminal and splits find its pane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,

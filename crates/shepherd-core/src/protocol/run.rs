@@ -26,6 +26,9 @@ pub struct RunStepParams {
     /// A label for its sheep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The coding agent to run it on, instead of the definition's own harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::harness::Harness>,
     /// Limits on this task (over the run's and the definition's, key by key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,

@@ -84,6 +84,11 @@ pub struct ReportParams {
     /// The sheep's session file, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
+    /// For `run_settled` of an agent other than pi: what the task's turns cost, as note
+    /// metadata (model, turns, tool calls, tokens, cost, run time, the agent's session and
+    /// transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<serde_json::Value>,
 }
 
 /// `supervisor.started` parameters.

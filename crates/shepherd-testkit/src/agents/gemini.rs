@@ -46,6 +46,9 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
         "telemetry": {"enabled": false},
         "privacy": {"usageStatisticsEnabled": false},
         "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        // The user's default model: without one Gemini CLI routes each turn through a
+        // classifier request first, which an endpoint that is not Google's cannot answer.
+        "model": {"name": env.model()},
         "mcpServers": servers,
     });
     env.write(

@@ -5,6 +5,7 @@ pub(crate) mod broker;
 pub(crate) mod connect;
 pub(crate) mod controls;
 pub(crate) mod dash;
+pub(crate) mod harness;
 pub(crate) mod mcp;
 pub(crate) mod notes;
 mod notes_curate;
@@ -34,6 +35,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Harness(args) => return harness::run(&args),
         Command::Completions(args) => return shell::completions(&args),
         Command::Man(args) => return shell::man(&args, printer),
         Command::Mcp(args) => return mcp::run(args),
@@ -60,6 +62,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Note(_)
         | Command::Report(_)
         | Command::Supervise(_)
+        | Command::Harness(_)
         | Command::Completions(_)
         | Command::Man(_)
         | Command::Mcp(_) => {

@@ -100,9 +100,12 @@ pub(crate) struct SpawnArgs {
     /// Where a visible sheep goes (default: tab).
     #[arg(long, value_enum)]
     placement: Option<PlacementArg>,
-    /// A model for a pi sheep (`provider/id`).
+    /// A model for the sheep (pi: `provider/id`; another agent: a name it accepts).
     #[arg(long)]
     model: Option<String>,
+    /// Run the definition on this coding agent instead of its own harness.
+    #[arg(long, value_enum)]
+    harness: Option<shepherd_core::harness::Harness>,
     /// Run it in its own git worktree on its own branch (kept on close when it holds work).
     #[arg(long)]
     isolate: bool,
@@ -122,6 +125,7 @@ pub(crate) fn spawn(
         cwd: args.cwd,
         placement: args.placement.map(|p| p.as_str().to_owned()),
         model: args.model,
+        harness: args.harness,
         caller: Some(caller_context()),
         parent_model: None,
         parent_thinking: None,

@@ -401,6 +401,7 @@ pub(crate) fn report(args: ReportArgs, printer: &Printer) -> Result<ExitCode, Cl
         error: args.error,
         text: None,
         session_file: None,
+        telemetry: None,
         usage: None,
     };
     let result: Value = call(method::REPORT, &params)?;

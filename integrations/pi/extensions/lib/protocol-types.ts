@@ -11,6 +11,13 @@
  */
 export type Role = "parent" | "sheep" | "observer" | "supervisor";
 /**
+ * A coding agent Shepherd knows how to run as a sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Harness".
+ */
+export type Harness = "pi" | "claude-code" | "codex" | "gemini" | "opencode";
+/**
  * The opaque id of one sheep.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -74,6 +81,13 @@ export type Label = string;
  * via the `definition` "StatusResult".
  */
 export type StatusResult = SheepStatus | HerdResult;
+/**
+ * What runs a sheep: `command`, or the coding agent's harness.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Runtime".
+ */
+export type Runtime = "command" | "pi" | "claude-code" | "codex" | "gemini" | "opencode";
 /**
  * What `resolve` looks for.
  *
@@ -212,6 +226,9 @@ export type ErrorCode =
 	| "invalid_backend"
 	| "invalid_placement"
 	| "invalid_model"
+	| "invalid_harness"
+	| "harness_unsupported"
+	| "harness_missing"
 	| "backend_unavailable"
 	| "no_caller_pane"
 	| "spawn_failed"
@@ -519,6 +536,10 @@ export interface SpawnParams {
 	 * A model override (`provider/id`); refused when the runtime cannot honour it.
 	 */
 	model?: string | null;
+	/**
+	 * The coding agent to run the definition on, instead of the definition's own harness.
+	 */
+	harness?: Harness | null;
 	/**
 	 * Where the caller runs, so `auto` can pick its terminal and splits find its pane.
 	 */
@@ -1022,9 +1043,9 @@ export interface SheepStatus {
 	 */
 	pid?: number | null;
 	/**
-	 * What runs it: `pi` or `command`.
+	 * What runs it: `command`, `pi` or another coding agent's harness.
 	 */
-	runtime?: string;
+	runtime?: Runtime & string;
 	/**
 	 * The model it runs: the one its last run reported, else the one it was started with.
 	 */
@@ -1721,6 +1742,12 @@ export interface ReportParams {
 	 * The sheep's session file, when it has one.
 	 */
 	sessionFile?: string | null;
+	/**
+	 * For `run_settled` of an agent other than pi: what the task's turns cost, as note
+	 * metadata (model, turns, tool calls, tokens, cost, run time, the agent's session and
+	 * transcript).
+	 */
+	telemetry?: unknown;
 }
 /**
  * `supervisor.started` parameters.
@@ -1910,6 +1937,10 @@ export interface RunStepParams {
 	 * A label for its sheep.
 	 */
 	label?: string | null;
+	/**
+	 * The coding agent to run it on, instead of the definition's own harness.
+	 */
+	harness?: Harness | null;
 	/**
 	 * Limits on this task (over the run's and the definition's, key by key).
 	 */

@@ -80,7 +80,7 @@ fn an_exited_sheep_keeps_the_time_it_ended_and_its_last_line() {
     assert_eq!(view.state, "exited");
     assert_eq!(view.since, ended);
     assert_eq!(view.last_line.as_deref(), Some("crashing with status 3"));
-    assert_eq!(view.runtime, "command");
+    assert_eq!(view.runtime, crate::harness::Runtime::Command);
 }
 
 #[test]

@@ -72,7 +72,11 @@ impl Reply {
         };
         let offered = request.offered_tools();
         let results = if step.tool_calls.iter().any(|c| !c.fill.is_empty()) {
-            request.tool_results()
+            // The newest input counts too: a sheep answers a question whose id came in the
+            // message itself, not in a tool result.
+            let mut results = request.tool_results();
+            results.push(request.last_input_text());
+            results
         } else {
             Vec::new()
         };

@@ -235,10 +235,9 @@ fn row(sheep: &SheepStatus, settled: &[SettledTask], now: i64) -> Row {
     }
 }
 
-/// The harness column: what runs the sheep. Sheep carry their runtime today (`pi` or
-/// `command`); a sheep that names its harness (Claude Code, Codex, …) shows that instead.
-fn harness(sheep: &SheepStatus) -> &str {
-    &sheep.runtime
+/// The harness column: what runs the sheep (`command`, `pi`, `claude-code`, `codex`, …).
+fn harness(sheep: &SheepStatus) -> &'static str {
+    sheep.runtime.as_str()
 }
 
 /// Where a sheep runs: its backend, with the pane on a visible one, and `⎇` when it works in

@@ -16,6 +16,16 @@ use super::error::ToolError;
 use super::schema::{boolean, choice, integer, number, object, objects, string, strings};
 
 pub(crate) const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
+/// The coding agents a sheep can run on.
+pub(crate) const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
+const HARNESS_WORDS: &str = "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode";
+
+/// A checked `harness` argument.
+pub(crate) fn harness(
+    value: Option<String>,
+) -> Result<Option<shepherd_core::harness::Harness>, ToolError> {
+    Ok(one_of("harness", value, HARNESSES)?.and_then(|name| name.parse().ok()))
+}
 pub(crate) const SOURCES: &[&str] = &["visible", "recent", "recent-unwrapped", "detection"];
 pub(crate) const DELIVERIES: &[&str] = &["followUp", "steer"];
 pub(crate) const ACTIONS: &[&str] = &["herd", "agents", "prune"];
@@ -155,6 +165,7 @@ pub(crate) struct Spawn {
     pub(crate) label: String,
     pub(crate) placement: Option<String>,
     pub(crate) cwd: Option<String>,
+    pub(crate) harness: Option<String>,
     pub(crate) isolate: Option<bool>,
 }
 
@@ -182,6 +193,7 @@ pub(crate) fn spawn_schema() -> Value {
                 "cwd",
                 string("Working directory (default: the project directory)"),
             ),
+            ("harness", choice(HARNESSES, HARNESS_WORDS)),
             (
                 "isolate",
                 boolean(
@@ -349,6 +361,7 @@ pub(crate) struct RunStep {
     pub(crate) task: String,
     pub(crate) cwd: Option<String>,
     pub(crate) isolate: Option<bool>,
+    pub(crate) harness: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -359,6 +372,7 @@ pub(crate) struct Run {
     pub(crate) tasks: Option<Vec<RunStep>>,
     pub(crate) chain: Option<Vec<RunStep>>,
     pub(crate) cwd: Option<String>,
+    pub(crate) harness: Option<String>,
     pub(crate) session_name: Option<String>,
     pub(crate) timeout: Option<f64>,
     pub(crate) run_id: Option<String>,
@@ -375,6 +389,7 @@ pub(crate) fn run_schema() -> Value {
             ("task", string("The task")),
             ("cwd", string("Working directory for this task")),
             ("isolate", boolean("Run in its own git worktree")),
+            ("harness", choice(HARNESSES, HARNESS_WORDS)),
         ],
         &["agent", "task"],
     );
@@ -386,6 +401,7 @@ pub(crate) fn run_schema() -> Value {
                 string("The task; {previous} is replaced by the previous step's result"),
             ),
             ("cwd", string("Working directory for this step")),
+            ("harness", choice(HARNESSES, HARNESS_WORDS)),
         ],
         &["agent", "task"],
     );
@@ -397,6 +413,13 @@ pub(crate) fn run_schema() -> Value {
         (
             "cwd",
             string("Working directory (default: the project directory)"),
+        ),
+        (
+            "harness",
+            choice(
+                HARNESSES,
+                "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
+            ),
         ),
         (
             "sessionName",

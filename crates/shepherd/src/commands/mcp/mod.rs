@@ -28,6 +28,8 @@ mod waits;
 mod words;
 
 use shepherd_core::error_code::ErrorCode;
+pub(crate) use words::sheep_envelope;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

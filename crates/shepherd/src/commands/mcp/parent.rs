@@ -289,6 +289,7 @@ impl Parent {
     ) -> Result<CallToolResult, ToolError> {
         let spawn: args::Spawn = args::read("shepherd_spawn", args, false)?;
         let placement = one_of("placement", spawn.placement, args::PLACEMENTS)?;
+        let harness = args::harness(spawn.harness)?;
         let herd = self.herd(&ctx.peer).await?;
         let params = SpawnParams {
             agent: spawn.agent.clone(),
@@ -297,6 +298,7 @@ impl Parent {
             cwd: absolute(&herd.project, spawn.cwd),
             placement,
             model: None,
+            harness,
             caller: Some(caller_context()),
             parent_model: None,
             parent_thinking: None,

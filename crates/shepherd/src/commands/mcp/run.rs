@@ -158,13 +158,17 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
     }
     let base =
         absolute(&herd.project, run.cwd).unwrap_or_else(|| herd.project.display().to_string());
-    let step = |s: args::RunStep| RunStepParams {
-        agent: s.agent,
-        task: s.task,
-        cwd: Some(absolute(std::path::Path::new(&base), s.cwd).unwrap_or_else(|| base.clone())),
-        isolate: s.isolate == Some(true),
-        label: None,
-        budget: None,
+    let default_harness = args::harness(run.harness.clone())?;
+    let step = |s: args::RunStep| -> Result<RunStepParams, ToolError> {
+        Ok(RunStepParams {
+            agent: s.agent,
+            task: s.task,
+            cwd: Some(absolute(std::path::Path::new(&base), s.cwd).unwrap_or_else(|| base.clone())),
+            isolate: s.isolate == Some(true),
+            label: None,
+            harness: args::harness(s.harness)?.or(default_harness),
+            budget: None,
+        })
     };
     let (mode, steps) = if single {
         let (Some(agent), Some(task)) = (run.agent, run.task) else {
@@ -180,10 +184,14 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
                 task,
                 cwd: None,
                 isolate: None,
-            })],
+                harness: None,
+            })?],
         )
     } else if let Some(tasks) = run.tasks {
-        ("parallel", tasks.into_iter().map(step).collect())
+        (
+            "parallel",
+            tasks.into_iter().map(step).collect::<Result<_, _>>()?,
+        )
     } else {
         (
             "chain",
@@ -191,7 +199,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
                 .unwrap_or_default()
                 .into_iter()
                 .map(step)
-                .collect(),
+                .collect::<Result<_, _>>()?,
         )
     };
     Ok(RunSubmitParams {

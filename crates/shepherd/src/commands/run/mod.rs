@@ -88,6 +88,9 @@ pub(crate) struct RunArgs {
     /// A label for the sheep (shown as `<agent>: <label>`).
     #[arg(long)]
     label: Option<String>,
+    /// Run every task's definition on this coding agent (a plan's task may name its own).
+    #[arg(long, value_enum)]
+    harness: Option<shepherd_core::harness::Harness>,
     /// How progress shows on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
@@ -154,6 +157,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         timeout: args.timeout,
         backend: args.backend.map(crate::values::BackendArg::as_str),
         label: args.label.as_deref(),
+        harness: args.harness,
         budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
@@ -169,6 +173,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
                 cwd: Some(step.cwd.display().to_string()),
                 isolate: step.isolate,
                 label: step.label.clone(),
+                harness: step.harness,
                 budget: step.budget,
             })
             .collect(),

@@ -10,6 +10,8 @@ use shepherd_core::error_code::ErrorCode;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use shepherd_core::harness::Harness;
+
 use serde::Deserialize;
 use shepherd_core::budget::Budget;
 
@@ -45,6 +47,7 @@ pub(super) struct StepPlan {
     pub(super) cwd: PathBuf,
     pub(super) isolate: bool,
     pub(super) label: Option<String>,
+    pub(super) harness: Option<Harness>,
     pub(super) budget: Option<Budget>,
 }
 
@@ -73,6 +76,7 @@ pub(super) struct PlanInput<'a> {
     pub(super) timeout: Option<f64>,
     pub(super) backend: Option<&'a str>,
     pub(super) label: Option<&'a str>,
+    pub(super) harness: Option<Harness>,
     pub(super) budget: Option<Budget>,
 }
 
@@ -85,6 +89,7 @@ struct PlanFile {
     timeout: Option<f64>,
     backend: Option<String>,
     label: Option<String>,
+    harness: Option<Harness>,
     single: Option<StepSpec>,
     agent: Option<String>,
     task: Option<String>,
@@ -107,6 +112,7 @@ struct StepSpec {
     #[serde(default)]
     label: Option<String>,
     #[serde(default)]
+    harness: Option<Harness>,
     budget: Option<Budget>,
 }
 
@@ -144,6 +150,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             cwd: None,
             isolate: false,
             label: None,
+            harness: None,
             budget: None,
         };
         (Mode::Single, vec![spec], PlanFile::default())
@@ -200,6 +207,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             cwd: step_cwd,
             isolate: spec.isolate || input.isolate,
             label: spec.label.or_else(|| default_label.clone()),
+            harness: spec.harness.or(input.harness).or(file.harness),
             budget: spec.budget,
         });
     }
@@ -238,6 +246,7 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<StepSpec>, CliError> {
                 cwd: None,
                 isolate: false,
                 label: None,
+                harness: None,
                 budget: None,
             }),
             _ => Err(invalid(format!(
@@ -307,6 +316,7 @@ fn file_mode(file: &PlanFile, path: &Path) -> Result<(Mode, Vec<StepSpec>), CliE
             cwd: None,
             isolate: file.isolate.unwrap_or(false),
             label: None,
+            harness: None,
             budget: None,
         };
         return Ok((Mode::Single, vec![spec]));

@@ -1,0 +1,326 @@
+//! Claude Code as a sheep.
+//!
+//! - Configuration: its own `CLAUDE_CONFIG_DIR` under the sheep's directory, holding the user's
+//!   settings and credentials (copied) and a `.claude.json` that marks onboarding done, the
+//!   user's `ANTHROPIC_API_KEY` approved and the working directory trusted, so no first-run
+//!   dialog shows. Non-essential traffic, the auto-updater, telemetry and error reporting are off.
+//! - Sheep tools: `shepherd mcp --sheep` from `--mcp-config` with `--strict-mcp-config`, allowed
+//!   by name (`mcp__shepherd`). `MCP_CONNECTION_NONBLOCKING=0` makes it wait for the server
+//!   before the first request, or `shepherd_done` could be missing from the first turn.
+//! - Permissions: the definition's tools become `--tools` (what exists) and `--allowedTools`
+//!   (what runs unasked); without a tool list, the usual tools are allowed. The bypass modes
+//!   are not used: they refuse to run as root.
+//! - Instructions: `--append-system-prompt` (or `--system-prompt` with `omit-system-prompt`).
+//!   Thinking: `--effort` (`off` sets `MAX_THINKING_TOKENS=0`).
+//! - Headless: `-p TASK --output-format stream-json --verbose`, the first turn with
+//!   `--session-id` (Shepherd picks the id), later ones `--resume` it. The output has a
+//!   `system`/`init` event (session, model), the messages, and a `result` with the final text
+//!   or the error, tokens and `total_cost_usd`.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use shepherd_core::harness::{Harness, ToolSet};
+
+use crate::compose::{copy_if_present, merge, read_object, write_json};
+use crate::{Adapter, HarnessError, Plan, Turn, UserEnv};
+
+/// Claude Code's adapter.
+#[derive(Debug)]
+pub(crate) struct ClaudeCode;
+
+/// The name Shepherd's sheep server has in Claude's configuration.
+const SERVER: &str = "shepherd";
+
+/// What a sheep with no tool list may run unasked.
+const USUAL_TOOLS: &str = "Bash Edit Write MultiEdit NotebookEdit WebFetch WebSearch";
+
+fn config_dir(plan: &Plan) -> PathBuf {
+    plan.dir.join("claude")
+}
+
+fn mcp_config(plan: &Plan) -> PathBuf {
+    plan.dir.join("claude-mcp.json")
+}
+
+/// Claude Code's names for a definition's tools (pi's names are translated, Claude's kept).
+fn claude_tools(tools: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for tool in tools {
+        let name = match tool.to_ascii_lowercase().as_str() {
+            "read" => "Read".to_owned(),
+            "grep" => "Grep".to_owned(),
+            "find" | "ls" | "glob" => "Glob".to_owned(),
+            "bash" => "Bash".to_owned(),
+            "edit" => "Edit".to_owned(),
+            "write" => "Write".to_owned(),
+            _ => tool.clone(),
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+impl Adapter for ClaudeCode {
+    fn harness(&self) -> Harness {
+        Harness::ClaudeCode
+    }
+
+    fn program_var(&self) -> &'static str {
+        "SHEPHERD_CLAUDE"
+    }
+
+    fn program_name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn check_tools(&self, _tools: &ToolSet) -> Result<(), crate::Unsupported> {
+        // `--tools` takes any list of its built-in tools: every restriction holds.
+        Ok(())
+    }
+
+    fn prepare(&self, plan: &mut Plan, user: &dyn UserEnv) -> Result<(), HarnessError> {
+        let dir = config_dir(plan);
+        let user_dir = user.dir("CLAUDE_CONFIG_DIR", ".claude");
+        let user_state = match user.var("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+            Some(dir) => Some(PathBuf::from(dir).join(".claude.json")),
+            None => user.home().map(|home| home.join(".claude.json")),
+        };
+        let mut settings = Value::Object(Default::default());
+        if let Some(user_dir) = &user_dir {
+            copy_if_present(
+                &user_dir.join(".credentials.json"),
+                &dir.join(".credentials.json"),
+            )?;
+            settings = Value::Object(read_object(&user_dir.join("settings.json")));
+        }
+        plan.configured_model = settings["model"].as_str().map(str::to_owned);
+        write_json(&dir.join("settings.json"), &settings)?;
+
+        let mut state = Value::Object(user_state.as_deref().map(read_object).unwrap_or_default());
+        let mut approved: Vec<Value> = state["customApiKeyResponses"]["approved"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(key) = user.var("ANTHROPIC_API_KEY") {
+            let key = key.to_string_lossy().into_owned();
+            let suffix: String = key
+                .chars()
+                .skip(key.chars().count().saturating_sub(20))
+                .collect();
+            if !approved.contains(&json!(suffix)) {
+                approved.push(json!(suffix));
+            }
+        }
+        let cwd = plan.cwd.display().to_string();
+        merge(
+            &mut state,
+            json!({
+                "hasCompletedOnboarding": true,
+                "autoUpdates": false,
+                "customApiKeyResponses": {"approved": approved},
+                "projects": {cwd: {"hasTrustDialogAccepted": true,
+                                   "hasCompletedProjectOnboarding": true}},
+            }),
+        );
+        if state.get("theme").is_none() {
+            merge(&mut state, json!({"theme": "dark"}));
+        }
+        write_json(&dir.join(".claude.json"), &state)?;
+
+        let (program, args) = plan
+            .mcp
+            .split_first()
+            .expect("the sheep server has a program");
+        write_json(
+            &mcp_config(plan),
+            &json!({"mcpServers": {SERVER: {"type": "stdio", "command": program, "args": args}}}),
+        )?;
+        plan.env.extend(
+            [
+                ("CLAUDE_CONFIG_DIR", dir.display().to_string()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+                ("DISABLE_AUTOUPDATER", "1".to_owned()),
+                ("DISABLE_TELEMETRY", "1".to_owned()),
+                ("DISABLE_ERROR_REPORTING", "1".to_owned()),
+                ("MCP_CONNECTION_NONBLOCKING", "0".to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        if plan.thinking.as_deref() == Some("off") {
+            plan.env
+                .push(("MAX_THINKING_TOKENS".to_owned(), "0".to_owned()));
+        }
+        plan.session = Some(uuid::Uuid::new_v4().to_string());
+        Ok(())
+    }
+
+    fn headless_args(&self, plan: &Plan, prompt: &str, session: Option<&str>) -> Vec<String> {
+        // The prompt goes right after `-p`: several options below take lists and would
+        // swallow a prompt written after them.
+        let mut args: Vec<String> = vec![
+            "-p".into(),
+            prompt.into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+        ];
+        args.extend(common_args(plan));
+        match session {
+            Some(session) => args.extend(["--resume".into(), session.into()]),
+            None => {
+                if let Some(id) = &plan.session {
+                    args.extend(["--session-id".into(), id.clone()]);
+                }
+            }
+        }
+        args
+    }
+
+    fn read_event(&self, event: &Value, turn: &mut Turn) {
+        match event["type"].as_str() {
+            Some("system") if event["subtype"] == "init" => {
+                turn.session = event["session_id"].as_str().map(str::to_owned);
+                turn.model = event["model"].as_str().map(str::to_owned);
+            }
+            Some("assistant") => {
+                for block in event["message"]["content"].as_array().into_iter().flatten() {
+                    match block["type"].as_str() {
+                        Some("text") => turn.text(block["text"].as_str().unwrap_or_default()),
+                        Some("tool_use") => {
+                            let name = block["name"].as_str().unwrap_or("tool");
+                            turn.remember_call(block["id"].as_str().unwrap_or_default(), name);
+                            turn.tool_call(name, &block["input"]);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("user") => {
+                for block in event["message"]["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" {
+                        let name =
+                            turn.call_name(block["tool_use_id"].as_str().unwrap_or_default());
+                        let output = content_text(&block["content"]);
+                        turn.tool_result(&name, &output, block["is_error"] == json!(true));
+                    }
+                }
+            }
+            Some("result") => {
+                if let Some(session) = event["session_id"].as_str() {
+                    turn.session = Some(session.to_owned());
+                }
+                let text = event["result"].as_str().unwrap_or_default();
+                if event["is_error"] == json!(true) {
+                    let message = if text.is_empty() {
+                        event["subtype"].as_str().unwrap_or("error")
+                    } else {
+                        text
+                    };
+                    turn.error(message);
+                } else if turn.text.is_none() {
+                    turn.text(text);
+                }
+                let usage = &event["usage"];
+                let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                turn.tokens(
+                    count("input_tokens"),
+                    count("output_tokens"),
+                    count("cache_read_input_tokens"),
+                    count("cache_creation_input_tokens"),
+                );
+                turn.cost = event["total_cost_usd"].as_f64().or(turn.cost);
+                if turn.model.is_none() {
+                    turn.model = event["modelUsage"]
+                        .as_object()
+                        .and_then(|models| models.keys().next().cloned());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
+        crate::find_file(&config_dir(plan).join("projects"), session, ".jsonl", 1)
+    }
+}
+
+/// What both the headless turns and the interactive program get: model, effort, sheep tools,
+/// permissions and instructions.
+fn common_args(plan: &Plan) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    if let Some(model) = &plan.model {
+        args.extend(["--model".into(), model.clone()]);
+    }
+    if let Some(effort) = plan.thinking.as_deref().and_then(effort) {
+        args.extend(["--effort".into(), effort.into()]);
+    }
+    let sheep_tools = format!("mcp__{SERVER}");
+    let allowed = match &plan.tools {
+        Some(tools) => {
+            let names = claude_tools(tools);
+            args.extend(["--tools".into(), names.join(",")]);
+            let mut allowed = names;
+            allowed.push(sheep_tools);
+            allowed.join(" ")
+        }
+        None => format!("{USUAL_TOOLS} {sheep_tools}"),
+    };
+    args.extend([
+        "--mcp-config".into(),
+        mcp_config(plan).display().to_string(),
+        "--strict-mcp-config".into(),
+        "--allowedTools".into(),
+        allowed,
+    ]);
+    if !plan.instructions.trim().is_empty() {
+        let flag = if plan.replace_system_prompt {
+            "--system-prompt"
+        } else {
+            "--append-system-prompt"
+        };
+        args.extend([flag.into(), plan.instructions.clone()]);
+    }
+    args
+}
+
+/// Claude Code's `--effort` for a thinking level (`off` is an environment variable instead).
+fn effort(level: &str) -> Option<&'static str> {
+    match level {
+        "minimal" | "low" => Some("low"),
+        "medium" => Some("medium"),
+        "high" => Some("high"),
+        "xhigh" => Some("xhigh"),
+        "max" => Some("max"),
+        _ => None,
+    }
+}
+
+/// A tool result's content: a string, or text blocks.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pi_tool_names_become_claude_codes() {
+        let tools = ["read", "grep", "find", "ls", "Bash", "TodoWrite"].map(String::from);
+        assert_eq!(
+            claude_tools(&tools),
+            ["Read", "Grep", "Glob", "Bash", "TodoWrite"]
+        );
+    }
+}

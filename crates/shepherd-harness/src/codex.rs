@@ -1,0 +1,338 @@
+//! Codex CLI as a sheep.
+//!
+//! - Configuration: its own `CODEX_HOME` under the sheep's directory, holding a copy of the
+//!   user's `config.toml` (model, providers) and `auth.json`. Everything Shepherd adds is a
+//!   `-c` override on the command line, so the copy stays the user's text: update checks and
+//!   analytics off, the sheep tools, instructions, reasoning effort, sandbox.
+//! - Sheep tools: `[mcp_servers.shepherd]` running `shepherd mcp --sheep`, `required` (Codex
+//!   waits for it before the first turn, and fails the turn when it cannot start), approved
+//!   without asking, with the sheep's `SHEPHERD_*` variables passed through (Codex gives MCP
+//!   servers a bare environment otherwise).
+//! - Tools: Codex cannot remove single tools; it has a shell and sandbox modes. A read-only
+//!   tool list runs in the `read-only` sandbox; a list with a shell (or none) runs unsandboxed,
+//!   as the definition allows anything its shell can do; a list that allows edits but no shell
+//!   cannot be honoured (every Codex turn has a shell) and is refused. Without web tools in the
+//!   list, web search is off.
+//! - Headless: `exec --json --skip-git-repo-check`, later turns `exec resume <thread>`. stdin
+//!   must be `/dev/null` (it waits for an open stdin to end). Output: `thread.started`,
+//!   `item.*` (commands, MCP calls, messages), `turn.completed` with usage, `turn.failed` or
+//!   `error`. No cost; the model is the one asked for or configured.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use shepherd_core::harness::{Harness, ToolSet};
+
+use crate::compose::{copy_if_present, toml_array, toml_string, write_text};
+use crate::{Adapter, HarnessError, Plan, Turn, Unsupported, UserEnv};
+
+/// Codex's adapter.
+#[derive(Debug)]
+pub(crate) struct Codex;
+
+/// The name Shepherd's sheep server has in Codex's configuration.
+const SERVER: &str = "shepherd";
+
+fn codex_home(plan: &Plan) -> PathBuf {
+    plan.dir.join("codex")
+}
+
+/// The top-level `model = "…"` of a `config.toml`, read without a TOML parser (only the lines
+/// before the first table count).
+fn configured_model(text: &str) -> Option<String> {
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            return None;
+        }
+        let Some(rest) = line.strip_prefix("model") else {
+            continue;
+        };
+        let Some(value) = rest.trim_start().strip_prefix('=') else {
+            continue;
+        };
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        if !value.is_empty() {
+            return Some(value.to_owned());
+        }
+    }
+    None
+}
+
+impl Adapter for Codex {
+    fn harness(&self) -> Harness {
+        Harness::Codex
+    }
+
+    fn program_var(&self) -> &'static str {
+        "SHEPHERD_CODEX"
+    }
+
+    fn program_name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn check_tools(&self, tools: &ToolSet) -> Result<(), Unsupported> {
+        if tools.edit && !tools.shell {
+            return Err(Unsupported {
+                harness: Harness::Codex,
+                restriction: "a tool list that allows edits but no shell (every Codex turn has a \
+                              shell, which can change any file)"
+                    .to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, plan: &mut Plan, user: &dyn UserEnv) -> Result<(), HarnessError> {
+        let home = codex_home(plan);
+        std::fs::create_dir_all(&home)
+            .map_err(HarnessError::io(format!("creating {}", home.display())))?;
+        if let Some(user_home) = user.dir("CODEX_HOME", ".codex") {
+            copy_if_present(&user_home.join("config.toml"), &home.join("config.toml"))?;
+            copy_if_present(&user_home.join("auth.json"), &home.join("auth.json"))?;
+        }
+        if plan.replace_system_prompt {
+            write_text(&plan.dir.join("instructions.md"), &plan.instructions)?;
+        }
+        plan.configured_model = std::fs::read_to_string(home.join("config.toml"))
+            .ok()
+            .and_then(|text| configured_model(&text));
+        plan.env
+            .push(("CODEX_HOME".to_owned(), home.display().to_string()));
+        Ok(())
+    }
+
+    fn headless_args(&self, plan: &Plan, prompt: &str, session: Option<&str>) -> Vec<String> {
+        let mut args: Vec<String> = vec!["exec".into()];
+        if let Some(session) = session {
+            args.extend(["resume".into(), session.into()]);
+        }
+        args.extend(["--json".into(), "--skip-git-repo-check".into()]);
+        args.extend(common_args(plan));
+        args.push("--".into());
+        args.push(prompt.into());
+        args
+    }
+
+    fn read_event(&self, event: &Value, turn: &mut Turn) {
+        match event["type"].as_str() {
+            Some("thread.started") => {
+                turn.session = event["thread_id"].as_str().map(str::to_owned);
+            }
+            Some("item.started") => started(&event["item"], turn),
+            Some("item.completed") => completed(&event["item"], turn),
+            Some("turn.completed") => {
+                let usage = &event["usage"];
+                let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                let cached = count("cached_input_tokens");
+                turn.tokens(
+                    count("input_tokens").saturating_sub(cached),
+                    count("output_tokens"),
+                    cached,
+                    count("cache_write_input_tokens"),
+                );
+            }
+            Some("turn.failed") => {
+                turn.error(
+                    event["error"]["message"]
+                        .as_str()
+                        .unwrap_or("the turn failed"),
+                );
+            }
+            // A top-level error ends the turn (an `error` item is only a warning).
+            Some("error") => turn.error(event["message"].as_str().unwrap_or("error")),
+            _ => {}
+        }
+    }
+
+    fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
+        crate::find_file(&codex_home(plan).join("sessions"), session, ".jsonl", 3)
+    }
+}
+
+/// The name Shepherd shows for a Codex item's tool.
+fn tool_name(item: &Value) -> String {
+    match item["type"].as_str() {
+        Some("command_execution") => "shell".to_owned(),
+        Some("mcp_tool_call") => format!(
+            "mcp__{}__{}",
+            item["server"].as_str().unwrap_or("mcp"),
+            item["tool"].as_str().unwrap_or("tool")
+        ),
+        Some("file_change") => "apply_patch".to_owned(),
+        Some("web_search") => "web_search".to_owned(),
+        Some(other) => other.to_owned(),
+        None => "tool".to_owned(),
+    }
+}
+
+fn is_tool(item: &Value) -> bool {
+    matches!(
+        item["type"].as_str(),
+        Some("command_execution" | "mcp_tool_call" | "file_change" | "web_search")
+    )
+}
+
+fn started(item: &Value, turn: &mut Turn) {
+    if !is_tool(item) {
+        return;
+    }
+    let id = item["id"].as_str().unwrap_or_default();
+    let name = tool_name(item);
+    turn.remember_call(id, &name);
+    let arguments = match item["type"].as_str() {
+        Some("command_execution") => item["command"].clone(),
+        Some("mcp_tool_call") => item["arguments"].clone(),
+        _ => Value::Null,
+    };
+    turn.tool_call(&name, &arguments);
+}
+
+fn completed(item: &Value, turn: &mut Turn) {
+    match item["type"].as_str() {
+        Some("agent_message") => turn.text(item["text"].as_str().unwrap_or_default()),
+        Some(_) if is_tool(item) => {
+            let id = item["id"].as_str().unwrap_or_default();
+            let known = turn.call_name(id);
+            let name = if known == "tool" {
+                // Some items are only ever reported completed.
+                let name = tool_name(item);
+                turn.tool_call(&name, &Value::Null);
+                name
+            } else {
+                known
+            };
+            let (output, failed) = match item["type"].as_str() {
+                Some("command_execution") => (
+                    item["aggregated_output"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    item["exit_code"].as_i64().is_some_and(|code| code != 0),
+                ),
+                Some("mcp_tool_call") => {
+                    let text = item["result"]["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let error = item["error"]["message"].as_str().map(str::to_owned);
+                    (error.clone().unwrap_or(text), error.is_some())
+                }
+                _ => (
+                    item["status"].as_str().unwrap_or_default().to_owned(),
+                    false,
+                ),
+            };
+            turn.tool_result(&name, &output, failed);
+        }
+        _ => {}
+    }
+}
+
+/// The overrides every Codex command line of a sheep carries.
+fn common_args(plan: &Plan) -> Vec<String> {
+    let mut config: Vec<(String, String)> = vec![
+        ("check_for_update_on_startup".into(), "false".into()),
+        ("analytics.enabled".into(), "false".into()),
+    ];
+    let (program, args) = plan
+        .mcp
+        .split_first()
+        .expect("the sheep server has a program");
+    let server = format!("mcp_servers.{SERVER}");
+    config.extend([
+        (format!("{server}.command"), toml_string(program)),
+        (format!("{server}.args"), toml_array(args)),
+        (
+            format!("{server}.env_vars"),
+            toml_array(&crate::compose::SHEEP_VARS.map(String::from)),
+        ),
+        (format!("{server}.required"), "true".into()),
+        (
+            format!("{server}.default_tools_approval_mode"),
+            toml_string("approve"),
+        ),
+    ]);
+    if !plan.instructions.trim().is_empty() {
+        if plan.replace_system_prompt {
+            let file = plan.dir.join("instructions.md");
+            config.push((
+                "model_instructions_file".into(),
+                toml_string(&file.display().to_string()),
+            ));
+        } else {
+            config.push((
+                "developer_instructions".into(),
+                toml_string(&plan.instructions),
+            ));
+        }
+    }
+    if let Some(effort) = plan.thinking.as_deref().map(effort) {
+        config.push(("model_reasoning_effort".into(), toml_string(effort)));
+    }
+    let tools = plan.tool_set();
+    if tools.as_ref().is_some_and(|t| !t.web) {
+        config.push(("web_search".into(), toml_string("disabled")));
+    }
+    let mut args: Vec<String> = Vec::new();
+    for (key, value) in config {
+        args.extend(["-c".into(), format!("{key}={value}")]);
+    }
+    if let Some(model) = &plan.model {
+        args.extend(["-m".into(), model.clone()]);
+    }
+    match tools {
+        Some(tools) if tools.is_read_only() => args.extend([
+            "-c".into(),
+            format!("sandbox_mode={}", toml_string("read-only")),
+            "-c".into(),
+            format!("approval_policy={}", toml_string("never")),
+        ]),
+        _ => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
+    }
+    args
+}
+
+/// Codex's reasoning effort for a thinking level.
+fn effort(level: &str) -> &'static str {
+    match level {
+        "off" => "none",
+        "minimal" => "minimal",
+        "low" => "low",
+        "medium" => "medium",
+        "high" => "high",
+        _ => "xhigh",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configured_model_is_the_top_level_one() {
+        let text = "# mine\nmodel = \"gpt-5\"\n[profiles.x]\nmodel = \"o3\"\n";
+        assert_eq!(configured_model(text).as_deref(), Some("gpt-5"));
+        assert_eq!(configured_model("[a]\nmodel = \"x\"\n"), None);
+        assert_eq!(configured_model("model_provider = \"p\"\n"), None);
+    }
+
+    #[test]
+    fn edits_without_a_shell_are_refused_and_read_only_is_not() {
+        let set = |names: &[&str]| {
+            ToolSet::classify(&names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+        };
+        assert!(Codex.check_tools(&set(&["read", "edit"])).is_err());
+        assert!(Codex.check_tools(&set(&["read", "grep"])).is_ok());
+        assert!(Codex.check_tools(&set(&["bash", "edit"])).is_ok());
+        let err = Codex.check_tools(&set(&["write"])).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("Codex cannot honour a tool list that allows edits but no shell")
+        );
+    }
+}

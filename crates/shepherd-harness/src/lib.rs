@@ -1,0 +1,278 @@
+//! What Shepherd knows about each coding agent it runs as a sheep, behind one seam.
+//!
+//! pi sheep are the broker's own business (its sheep extension speaks the protocol); every
+//! other harness — Claude Code, Codex, Gemini CLI, opencode — is one module here implementing
+//! [`Adapter`]: which restrictions it can honour, how a sheep's own configuration directory is
+//! composed from the user's (the user's files are read, never changed), the command line of one
+//! headless turn and of the interactive program, and how its machine-readable output reads as
+//! a [`Turn`]. The broker composes a [`Plan`] at spawn and writes it beside the sheep's state;
+//! the sheep's driver (`shepherd harness`) reads it back and runs the agent. Adding a harness
+//! is one more module and one line in [`adapter`].
+
+mod claude;
+mod codex;
+mod compose;
+mod gemini;
+mod opencode;
+mod turn;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use shepherd_core::harness::{Harness, ToolSet};
+
+pub use turn::{Telemetry, Turn};
+
+/// A restriction of a definition that a harness cannot honour. Spawn refuses rather than run
+/// the sheep with more than the definition allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} cannot honour {restriction}; pick another harness or widen the definition", harness.title())]
+pub struct Unsupported {
+    /// The harness.
+    pub harness: Harness,
+    /// What it cannot honour, in words.
+    pub restriction: String,
+}
+
+/// Composing a sheep's configuration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The definition asks for something the harness cannot do.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// A file could not be read or written.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl HarnessError {
+    /// The stable wire code.
+    pub fn code(&self) -> shepherd_core::error_code::ErrorCode {
+        use shepherd_core::error_code::ErrorCode;
+        match self {
+            Self::Unsupported(_) => ErrorCode::HarnessUnsupported,
+            Self::Io { .. } => ErrorCode::Io,
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let context = context.into();
+        move |source| Self::Io { context, source }
+    }
+}
+
+/// Everything the driver needs to run one sheep's agent, composed by the broker at spawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Which agent.
+    pub harness: Harness,
+    /// The agent's program and any arguments before Shepherd's own.
+    pub program: Vec<String>,
+    /// The sheep's own directory under the herd's state: the agent's configuration home.
+    pub dir: PathBuf,
+    /// Where the agent works.
+    pub cwd: PathBuf,
+    /// The model it asks for; `None` keeps the agent's own configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The thinking level (pi's names), `None` for the agent's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// The definition's tool allowlist; `None` for the agent's full set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// The definition's body: the sheep's instructions.
+    pub instructions: String,
+    /// Replace the agent's own system prompt with the instructions instead of adding them.
+    #[serde(default)]
+    pub replace_system_prompt: bool,
+    /// The sheep's MCP server (`shepherd mcp --sheep`): program and arguments.
+    pub mcp: Vec<String>,
+    /// Variables the agent runs with on top of the sheep's own (its configuration homes).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+    /// The agent's session id, when Shepherd chooses it (Claude Code, Gemini CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The model the agent's configuration names when the plan names none, for notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
+}
+
+impl Plan {
+    /// The tool allowlist sorted by what it allows, when there is one.
+    pub fn tool_set(&self) -> Option<ToolSet> {
+        self.tools.as_deref().map(ToolSet::classify)
+    }
+
+    /// The model for notes: the one asked for, else the one configured.
+    pub fn model_name(&self) -> Option<&str> {
+        self.model.as_deref().or(self.configured_model.as_deref())
+    }
+
+    /// Reads a plan file.
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not a plan.
+    pub fn read(path: &Path) -> Result<Self, HarnessError> {
+        let text = fs_err::read_to_string(path).map_err(HarnessError::io("reading the plan"))?;
+        serde_json::from_str(&text).map_err(|err| HarnessError::Io {
+            context: format!("reading the plan {}", path.display()),
+            source: std::io::Error::other(err),
+        })
+    }
+
+    /// Writes the plan file (private: it names the sheep's configuration).
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn write(&self, path: &Path) -> Result<(), HarnessError> {
+        let text = serde_json::to_vec_pretty(self).expect("plans serialise");
+        shepherd_fs::write_atomic(path, &text, Some(0o600))
+            .map_err(HarnessError::io(format!("writing {}", path.display())))
+    }
+}
+
+/// The user's environment, as far as composing a sheep reads it: where their own agent
+/// settings live, and the keys they configured.
+pub trait UserEnv {
+    /// A variable of the user's environment.
+    fn var(&self, name: &str) -> Option<OsString>;
+
+    /// `$HOME`.
+    fn home(&self) -> Option<PathBuf> {
+        self.var("HOME").map(PathBuf::from)
+    }
+
+    /// A directory from a variable, else `$HOME/<fallback>`.
+    fn dir(&self, var: &str, fallback: &str) -> Option<PathBuf> {
+        self.var(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| self.home().map(|home| home.join(fallback)))
+    }
+}
+
+/// The process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl UserEnv for ProcessEnv {
+    fn var(&self, name: &str) -> Option<OsString> {
+        std::env::var_os(name)
+    }
+}
+
+/// What differs between coding agents.
+pub trait Adapter: Sync {
+    /// Which harness this is.
+    fn harness(&self) -> Harness;
+
+    /// The variable naming the agent's program, e.g. `SHEPHERD_CLAUDE`.
+    fn program_var(&self) -> &'static str;
+
+    /// The program's usual name on `PATH`.
+    fn program_name(&self) -> &'static str;
+
+    /// Refuses a tool allowlist the agent cannot enforce.
+    ///
+    /// # Errors
+    /// [`Unsupported`] naming the restriction.
+    fn check_tools(&self, tools: &ToolSet) -> Result<(), Unsupported> {
+        let _ = tools;
+        Ok(())
+    }
+
+    /// Writes the sheep's configuration under `plan.dir` from the user's own (read, never
+    /// changed) and what Shepherd needs (the sheep tools, no first-run dialogs or update checks,
+    /// permissions), and fills in `plan.env`, `plan.session` and `plan.configured_model`.
+    ///
+    /// # Errors
+    /// When a file cannot be read or written.
+    fn prepare(&self, plan: &mut Plan, user: &dyn UserEnv) -> Result<(), HarnessError>;
+
+    /// The arguments of one headless turn with `prompt`, continuing `session` when given.
+    fn headless_args(&self, plan: &Plan, prompt: &str, session: Option<&str>) -> Vec<String>;
+
+    /// Reads one event of a headless turn's machine-readable output into `turn`.
+    fn read_event(&self, event: &Value, turn: &mut Turn);
+
+    /// Where the agent keeps the transcript of `session`, once it exists.
+    fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf>;
+}
+
+/// The adapter of a harness; pi has none here (the broker runs it with its own extension).
+pub fn adapter(harness: Harness) -> Option<&'static dyn Adapter> {
+    match harness {
+        Harness::Pi => None,
+        Harness::ClaudeCode => Some(&claude::ClaudeCode),
+        Harness::Codex => Some(&codex::Codex),
+        Harness::Gemini => Some(&gemini::Gemini),
+        Harness::Opencode => Some(&opencode::Opencode),
+    }
+}
+
+/// The program a harness runs: `$SHEPHERD_<AGENT>` when set (a path or a name), else its usual
+/// name, found on `path`.
+pub fn locate_program(adapter: &dyn Adapter, user: &dyn UserEnv) -> Result<PathBuf, String> {
+    let named = user
+        .var(adapter.program_var())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| adapter.program_name().into());
+    let named = PathBuf::from(named);
+    if named.components().count() > 1 {
+        return if named.is_file() {
+            Ok(named)
+        } else {
+            Err(format!(
+                "{} is not installed at {} ({} names it)",
+                adapter.harness().title(),
+                named.display(),
+                adapter.program_var()
+            ))
+        };
+    }
+    let path = user.var("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(&named))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{} is not installed: `{}` is not on PATH (install it, or set {} to its program)",
+                adapter.harness().title(),
+                named.display(),
+                adapter.program_var()
+            )
+        })
+}
+
+/// Finds a file under `dir` (a few levels deep) whose name contains `needle` and ends with
+/// `suffix`: where an agent put a session's transcript.
+pub(crate) fn find_file(dir: &Path, needle: &str, suffix: &str, depth: u32) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            dirs.push(path);
+        } else if name.contains(needle) && name.ends_with(suffix) {
+            return Some(path);
+        }
+    }
+    if depth == 0 {
+        return None;
+    }
+    dirs.into_iter()
+        .find_map(|dir| find_file(&dir, needle, suffix, depth - 1))
+}

@@ -1,0 +1,196 @@
+//! `shepherd harness --plan FILE`: the driver that runs a sheep on a coding agent other than pi.
+//!
+//! The broker composes the agent's configuration and a plan at spawn; this driver is the
+//! sheep's program under its supervisor. It speaks for the sheep with the sheep's own
+//! credential, the way pi's sheep extension does inside pi: it receives the sheep's inbox as
+//! pushes, hands each task, reply, question and reminder to the agent (plain messages wait for
+//! the next of those, as with pi), and reports the agent's runs — `ready`, `agent_start`,
+//! `run_settled` with the stop reason, an error that ended the run, the final words and what
+//! the task's turns cost — so the broker nudges a turn that ended without `shepherd_done`,
+//! fails a task whose run hit a provider error, and completes the note. The agent reaches the
+//! broker itself only through its sheep tools (`shepherd mcp --sheep`).
+//!
+//! Headless, each delegation is one turn of the agent's one-shot mode, resuming the same agent
+//! session every time (`headless`).
+
+mod headless;
+
+use shepherd_core::error_code::ErrorCode;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Value, json};
+use shepherd_broker::client::{ClientError, Link};
+use shepherd_core::protocol::{ReportParams, Role, event, method};
+use shepherd_harness::{Adapter, Plan, Telemetry};
+use tokio::time::Instant;
+
+use super::connect::{SheepCapability, sheep};
+use crate::error::CliError;
+
+/// How long one report or acknowledgement may take.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Args)]
+pub(crate) struct HarnessArgs {
+    /// The plan the broker wrote for this sheep.
+    #[arg(long, value_name = "FILE")]
+    plan: PathBuf,
+}
+
+pub(crate) fn run(args: &HarnessArgs) -> Result<ExitCode, CliError> {
+    let plan = Plan::read(&args.plan).map_err(|err| CliError::new(err.code(), err.to_string()))?;
+    let adapter = shepherd_harness::adapter(plan.harness).ok_or_else(|| {
+        CliError::new(
+            ErrorCode::InvalidHarness,
+            format!("{} sheep are not run by this driver", plan.harness),
+        )
+    })?;
+    let program = plan.program.first().cloned().unwrap_or_default();
+    if !std::path::Path::new(&program).is_file() {
+        return Err(CliError::new(
+            ErrorCode::HarnessMissing,
+            format!("{} is not installed at {program}", plan.harness.title()),
+        ));
+    }
+    let cap = SheepCapability::from_env()?;
+    let code = super::connect::runtime()?.block_on(async {
+        let mut driver = Driver::new(plan, adapter, &cap);
+        headless::drive(&mut driver).await
+    })?;
+    Ok(ExitCode::from(code))
+}
+
+/// One envelope waiting for the agent, with its inbox position.
+#[derive(Debug, Clone)]
+pub(super) struct Pending {
+    seq: u64,
+    envelope: Value,
+}
+
+impl Pending {
+    /// Whether this item starts a turn (a task, a reply, a question, a reminder); a plain
+    /// message waits for the next one, as with pi.
+    fn triggers(&self) -> bool {
+        let kind = self.envelope["kind"].as_str().unwrap_or_default();
+        matches!(kind, "task" | "reply" | "reminder") || self.envelope["expectsReply"] == true
+    }
+}
+
+/// The task the agent works on, and what its turns have cost so far.
+#[derive(Debug)]
+pub(super) struct TaskTrack {
+    telemetry: Telemetry,
+    /// Its `shepherd_done` was seen: later turns are not the task's.
+    settled: bool,
+}
+
+/// The state the driver keeps between turns.
+pub(super) struct Driver {
+    plan: Plan,
+    adapter: &'static dyn Adapter,
+    link: Link,
+    subscribed: u64,
+    last_seq: u64,
+    queue: VecDeque<Pending>,
+    /// The agent's session, once a turn created it.
+    session: Option<String>,
+    task: Option<TaskTrack>,
+}
+
+impl Driver {
+    fn new(plan: Plan, adapter: &'static dyn Adapter, cap: &SheepCapability) -> Self {
+        Self {
+            plan,
+            adapter,
+            link: sheep(cap, Role::Sheep),
+            subscribed: u64::MAX,
+            last_seq: 0,
+            queue: VecDeque::new(),
+            session: None,
+            task: None,
+        }
+    }
+
+    /// Subscribes (again, after a reconnect) so the inbox is pushed.
+    async fn ensure_subscribed(&mut self) -> Result<(), ClientError> {
+        if self.link.is_connected() && self.link.generation() == self.subscribed {
+            return Ok(());
+        }
+        self.link
+            .request(method::SUBSCRIBE, json!({}), deadline())
+            .await?;
+        self.subscribed = self.link.generation();
+        Ok(())
+    }
+
+    /// Takes what a push brought into the queue (each item once).
+    fn take_push(&mut self, name: &str, data: &Value) -> bool {
+        if name == event::SHUTDOWN {
+            return false;
+        }
+        if name != event::INBOX {
+            return true;
+        }
+        for item in data["items"].as_array().into_iter().flatten() {
+            let seq = item["seq"].as_u64().unwrap_or(0);
+            if seq <= self.last_seq {
+                continue;
+            }
+            self.last_seq = seq;
+            if item["type"] == "envelope" {
+                self.queue.push_back(Pending {
+                    seq,
+                    envelope: item["envelope"].clone(),
+                });
+            }
+        }
+        true
+    }
+
+    /// The next turn's prompt, when a triggering item is queued: the plain messages before it
+    /// and the item itself, in order, with the inbox position to acknowledge.
+    fn next_prompt(&mut self) -> Option<(String, u64)> {
+        let until = self.queue.iter().position(Pending::triggers)?;
+        let items: Vec<Pending> = self.queue.drain(..=until).collect();
+        let mut parts = Vec::new();
+        for item in &items {
+            if item.envelope["kind"] == "task" {
+                self.task = Some(TaskTrack {
+                    telemetry: Telemetry {
+                        harness: Some(self.plan.harness),
+                        ..Telemetry::default()
+                    },
+                    settled: false,
+                });
+            }
+            parts.push(super::mcp::sheep_envelope(&item.envelope));
+        }
+        let seq = items.last().map_or(0, |item| item.seq);
+        Some((parts.join("\n\n"), seq))
+    }
+
+    async fn ack(&mut self, seq: u64) {
+        if let Err(err) = self
+            .link
+            .request(method::ACK, json!({ "seq": seq }), deadline())
+            .await
+        {
+            eprintln!("shepherd harness: acknowledging the inbox failed: {err}");
+        }
+    }
+
+    async fn report(&mut self, params: &ReportParams) {
+        let params = serde_json::to_value(params).expect("reports serialise");
+        if let Err(err) = self.link.request(method::REPORT, params, deadline()).await {
+            eprintln!("shepherd harness: a report to the broker failed: {err}");
+        }
+    }
+}
+
+fn deadline() -> Instant {
+    Instant::now() + REQUEST_DEADLINE
+}

@@ -1,0 +1,262 @@
+//! The real Claude Code, Codex, Gemini CLI and opencode as sheep, headless, offline against
+//! the fake model in each agent's own wire format. Each agent is configured as its user would
+//! have it (a private HOME with the test kit's settings); the bundled `worker` runs on it with
+//! `--harness`. For each agent:
+//!
+//! 1. spawn; the sheep is ready,
+//! 2. delegate: the agent runs a shell command (the file it writes is there) and calls
+//!    `shepherd_done`,
+//! 3. the parent's watch sees the completion with the sheep's summary,
+//! 4. a question to the sheep is answered with a reply in the parent's inbox,
+//! 5. close; the note is final with the agent's final words, model, turns, tool calls, tokens,
+//!    its session id and transcript, and `read` shows a readable transcript,
+//! 6. nothing started for the sheep is left running once the broker stops.
+//!
+//! And a provider error (a 400 from the model) fails the task at once with the error.
+//!
+//! The first scenario prints its timings (`--no-capture` shows them): delegate → the agent's
+//! first model request, and the model's `shepherd_done` → the parent's watch returns.
+
+mod harness_support;
+
+use harness_support::{World, field};
+use serde_json::json;
+use shepherd_testkit::agents::{AgentBinary, Host};
+use std::time::{Duration, Instant};
+
+use shepherd_testkit::fake_llm::{
+    Exhausted, FakeLlm, RecordedRequest, Script, Step, TOOLLESS_QUEUE,
+};
+
+const FINAL_WORDS: &str = "Wrote hello into out.txt and reported it.";
+const REPLY: &str = "pong from the sheep";
+/// Seconds a watch may wait: a turn takes seconds alone, longer with every agent at once on
+/// two cores.
+const WAIT: &str = "240";
+/// How long the benchmark's probe waits for one model request.
+const TURN: Duration = Duration::from_secs(240);
+
+fn harness(host: Host) -> &'static str {
+    match host {
+        Host::ClaudeCode => "claude-code",
+        Host::Codex => "codex",
+        Host::Gemini => "gemini",
+        Host::Opencode => "opencode",
+    }
+}
+
+/// The sheep's model: a shell call, done, final words; then, asked, a reply.
+fn sheep_script() -> Script {
+    Script::new()
+        .with_responses([
+            Step::shell("printf hello > out.txt"),
+            Step::tool_call_suffix(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "wrote out.txt"}),
+            ),
+            Step::text(FINAL_WORDS).expecting("completed"),
+            Step::tool_call_suffix(
+                "shepherd_message",
+                json!({"target": "shepherd", "message": REPLY, "replyTo": "{{message}}"}),
+            )
+            .filling("{{message}}", "shepherd-message-"),
+            Step::text("Answered.").expecting("accepted for asynchronous delivery"),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))))
+}
+
+fn delegate_message_close(agent: &AgentBinary) {
+    let host = agent.host;
+    let fake = FakeLlm::start(sheep_script()).unwrap();
+    let world = World::new(agent, &fake);
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--label",
+        "t",
+        "--backend",
+        "headless",
+        "--json",
+    ]);
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    // Timed: delegate → the agent's first model request, and the model's `shepherd_done` →
+    // the parent's watch returns (the request the fake answers with it, to the watch's end).
+    let scripted = |count: usize| {
+        move |requests: &[RecordedRequest]| {
+            requests
+                .iter()
+                .filter(|r| r.queue != TOOLLESS_QUEUE)
+                .count()
+                >= count
+        }
+    };
+    let delegated = Instant::now();
+    let (watched, first_request, done_served, notified) = std::thread::scope(|scope| {
+        let probe = scope.spawn(|| {
+            let first = fake
+                .wait_until("the first turn", TURN, scripted(1))
+                .ok()
+                .map(|_| Instant::now());
+            let done = fake
+                .wait_until("the done turn", TURN, scripted(2))
+                .ok()
+                .map(|_| Instant::now());
+            (first, done)
+        });
+        let task = world.json(&[
+            "delegate",
+            &id,
+            "Write hello into out.txt, then report.",
+            "--json",
+        ]);
+        let task_id = task["taskId"].as_str().unwrap().to_owned();
+        let watched = world.json(&["watch", &task_id, "--wait", WAIT, "--json"]);
+        let notified = Instant::now();
+        let (first, done) = probe.join().unwrap();
+        (watched, first, done, notified)
+    });
+    let first_request = first_request.unwrap_or_else(|| panic!("{host}: no model request"));
+    let done_served = done_served.unwrap_or_else(|| panic!("{host}: no shepherd_done turn"));
+    println!(
+        "bench {host}: delegate → first model request {} ms; shepherd_done → parent notified {} ms",
+        first_request.duration_since(delegated).as_millis(),
+        notified.duration_since(done_served).as_millis(),
+    );
+    let settled = &watched["settled"][0];
+    assert_eq!(settled["status"], "completed", "{host}: {watched}");
+    assert_eq!(settled["summary"], "wrote out.txt", "{host}: {watched}");
+    let written = std::fs::read_to_string(world.project().join("out.txt"));
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("hello"),
+        "{host}: the shell call ran"
+    );
+
+    // A question after the task: the sheep answers it.
+    let asked = world.json(&[
+        "message",
+        &id,
+        "Are you there? Reply with shepherd_message.",
+        "--expects-reply",
+        "--json",
+    ]);
+    let question = asked["messageId"].as_str().unwrap().to_owned();
+    let mut reply = None;
+    for _ in 0..10 {
+        let output = world.run(&["inbox", "--wait", "30", "--json"]);
+        let inbox: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+        reply = inbox["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|item| item["content"] == REPLY)
+            .cloned();
+        if reply.is_some() {
+            break;
+        }
+    }
+    let reply = reply.unwrap_or_else(|| panic!("{host}: no reply came"));
+    assert_eq!(reply["replyTo"], question.as_str(), "{host}: {reply}");
+
+    let read = world.run(&["read", &id, "--lines", "200"]);
+    let transcript = String::from_utf8_lossy(&read.stdout);
+    assert!(
+        transcript.contains("» [Shepherd delegated task from Shepherd]")
+            && transcript.contains("printf hello > out.txt")
+            && transcript.contains(FINAL_WORDS),
+        "{host}: read shows the transcript:\n{transcript}"
+    );
+    let closed = world.run(&["close", &id]);
+    assert!(closed.status.success(), "{host}: close");
+
+    let note = world.note("worker-");
+    assert_eq!(field(&note, "status"), Some("completed"), "{host}: {note}");
+    assert_eq!(
+        field(&note, "harness"),
+        Some(harness(host)),
+        "{host}: {note}"
+    );
+    assert!(note.contains(FINAL_WORDS), "{host}: final words in {note}");
+    assert!(
+        field(&note, "model").is_some_and(|m| !m.is_empty()),
+        "{host}: {note}"
+    );
+    let number = |key: &str| {
+        field(&note, key)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert!(number("turns") >= 2, "{host}: turns in {note}");
+    assert!(number("toolCalls") >= 2, "{host}: tool calls in {note}");
+    assert!(
+        number("tokensIn") + number("tokensOut") > 0,
+        "{host}: tokens in {note}"
+    );
+    assert!(
+        field(&note, "agentSession").is_some(),
+        "{host}: session in {note}"
+    );
+    let transcript_path = field(&note, "transcript").unwrap_or_else(|| panic!("{host}: {note}"));
+    assert!(
+        std::path::Path::new(transcript_path).exists(),
+        "{host}: {transcript_path}"
+    );
+    // The second turn resumed the first one's session: the reply request carried the task.
+    let requests = fake.requests();
+    let reply_request = requests
+        .iter()
+        .find(|r| r.last_input_text().contains("Are you there?"))
+        .unwrap_or_else(|| panic!("{host}: the question never reached the model"));
+    assert!(
+        reply_request.contains("Write hello into out.txt"),
+        "{host}: the question's turn resumed the task's session"
+    );
+    assert!(
+        fake.mismatches().is_empty(),
+        "{host}: {:#?}",
+        fake.mismatches()
+    );
+    world.stop_and_check_nothing_left();
+}
+
+shepherd_testkit::agent_tests!(delegate_message_close);
+
+/// A 400 from the model fails the task at once, with the provider's message.
+fn provider_error_fails_the_task(agent: &AgentBinary) {
+    let host = agent.host;
+    let script = Script::new()
+        .with_responses([Step::error(400, "the fake model refuses this request")])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text("finished"))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = World::new(agent, &fake);
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--backend",
+        "headless",
+        "--json",
+    ]);
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let task = world.json(&["delegate", &id, "Do anything.", "--json"]);
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let settled = &watched["settled"][0];
+    assert_eq!(settled["status"], "failed", "{host}: {watched}");
+    let error = settled["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("the fake model refuses this request"),
+        "{host}: {error}"
+    );
+    world.stop_and_check_nothing_left();
+}
+
+shepherd_testkit::agent_tests!(provider_error_fails_the_task);
