@@ -84,6 +84,9 @@ pub fn protocol_schema() -> Value {
             method::SUPERVISOR_EXITED,
             method::<SupervisorExited, OkResult>(g),
         ),
+        // A supervisor's hint that its sheep printed something; the broker reads the line.
+        (method::SUPERVISOR_OUTPUT, method::<NoParams, OkResult>(g)),
+        (method::FOCUS, method::<FocusParams, FocusResult>(g)),
         (method::BROKER_STATUS, method::<NoParams, BrokerStatus>(g)),
         (method::BROKER_STOP, method::<NoParams, StopResult>(g)),
         (method::RUN_SUBMIT, method::<RunSubmitParams, RunView>(g)),

@@ -415,6 +415,14 @@ export interface ShepherdProtocol {
 			params: SupervisorExited;
 			result: OkResult;
 		};
+		"supervisor.output": {
+			params: NoParams;
+			result: OkResult;
+		};
+		focus: {
+			params: FocusParams;
+			result: FocusResult;
+		};
 		"broker.status": {
 			params: NoParams;
 			result: BrokerStatus;
@@ -1788,6 +1796,46 @@ export interface SupervisorExited {
 	 * The end of its output.
 	 */
 	tail?: string;
+}
+/**
+ * `focus` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "FocusParams".
+ */
+export interface FocusParams {
+	/**
+	 * An agent id.
+	 */
+	id: string;
+	/**
+	 * Where the caller runs, so its own terminal client is the one switched.
+	 */
+	caller?: CallerContext | null;
+}
+/**
+ * `focus` result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "FocusResult".
+ */
+export interface FocusResult {
+	/**
+	 * The sheep.
+	 */
+	agentId: AgentId;
+	/**
+	 * Its display name.
+	 */
+	displayName: string;
+	/**
+	 * Its backend.
+	 */
+	backend: string;
+	/**
+	 * The pane brought to the front.
+	 */
+	pane: string;
 }
 /**
  * `broker.status` result.
