@@ -152,6 +152,8 @@ fn m_messages_and_d_delegates_to_a_sheep() {
     // A plain message to a sheep between tasks: it prints what it got.
     let mut dash = dash;
     let idle = dash.spawn("idler", "u", "headless");
+    // Keys act on the rows on screen: wait for the new sheep's row before selecting it.
+    dash.shows(&["idler: u", "test sheep ready"]);
     dash.press(&["End"]);
     dash.press(&["m"]);
     dash.shows(&["message idler: u ›"]);
@@ -309,6 +311,7 @@ fn ctrl_c_gives_the_terminal_back_even_inside_a_prompt() {
     };
     let mut dash = Dash::new(&launch);
     dash.spawn("idler", "t", "headless");
+    dash.shows(&["idler: t"]);
     dash.press(&["m"]);
     dash.shows(&["message idler: t ›"]);
     dash.press(&["C-c"]);
