@@ -114,7 +114,7 @@ catalogue! {
     /// No broker could be reached or started before the deadline.
     BrokerUnavailable = "broker_unavailable", exit EXIT_UNAVAILABLE, hint Some("`shepherd broker status` says whether a broker runs; when one cannot start, the message above says why.");
     /// The broker did not answer before the deadline (stopped or overloaded).
-    BrokerUnresponsive = "broker_unresponsive", exit EXIT_UNAVAILABLE, hint Some("Run the command again; if it keeps happening, `shepherd broker restart` replaces the broker without losing the herd.");
+    BrokerUnresponsive = "broker_unresponsive", exit EXIT_UNAVAILABLE, hint Some("Run the command again; `shepherd broker status` says whether the broker runs (a stopped or overloaded broker answers late).");
     /// The connection to the broker was lost; the request may or may not have been applied.
     BrokerDisconnected = "broker_disconnected", exit EXIT_UNAVAILABLE, hint Some("Run the command again: requests that change state are applied once even when resent.");
     /// The broker is shutting down and takes no new work.
@@ -124,7 +124,7 @@ catalogue! {
     /// A broker line could not be understood.
     Protocol = "protocol", exit EXIT_FAILURE, hint Some("Use the same shepherd version for the broker and its clients.");
     /// The client speaks another protocol version than the broker.
-    ProtocolMismatch = "protocol_mismatch", exit EXIT_FAILURE, hint Some("Use the same shepherd version for both; `shepherd broker restart` starts the current one.");
+    ProtocolMismatch = "protocol_mismatch", exit EXIT_FAILURE, hint Some("Use the shepherd that started the broker, or stop that broker (`shepherd broker stop`, which closes its sheep) so the next command starts the current one.");
     /// A request came before `hello` on a connection.
     HelloRequired = "hello_required", exit EXIT_FAILURE, hint None;
     /// The connection did not say `hello` in time.
