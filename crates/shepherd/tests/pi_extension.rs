@@ -611,14 +611,17 @@ export default function (pi: any) {{
             Step::tool_call(
                 "shepherd_done",
                 json!({"status": "completed", "summary": "looks good"}),
-            ),
+            )
+            .held_until("review"),
             Step::text("Reviewed."),
         ],
     );
     let delegated = s.delegate(&reviewer, "Review the change.", None);
     let task = delegated["taskId"].as_str().unwrap().to_owned();
     s.watch(&[&task]);
+    // The settlement is held until the parent is idle, so that it starts a run of its own.
     s.parent_says([Step::text("Thanks.")]);
+    s.fake.release("review");
     s.parent_woken();
     s.wait_parent_input("reviewer: code completed");
     let events: Vec<Value> = std::fs::read_to_string(&heard)
@@ -640,7 +643,7 @@ export default function (pi: any) {{
     s.fake.append(
         "worker-model",
         [
-            Step::tool_call("shepherd_done", json!({"status": "completed"})),
+            Step::tool_call("shepherd_done", json!({"status": "completed"})).held_until("plain"),
             Step::text("Done."),
         ],
     );
@@ -650,6 +653,7 @@ export default function (pi: any) {{
         .to_owned();
     s.watch(&[&plain]);
     s.parent_says([Step::text("Thanks.")]);
+    s.fake.release("plain");
     s.parent_woken();
     s.wait_parent_input("worker: plain completed");
     let count = std::fs::read_to_string(&heard).unwrap().lines().count();
