@@ -8,7 +8,8 @@ mod pi_support;
 
 use pi_support::{Backend, Options, Shepherd, read, tool_result};
 use serde_json::json;
-use shepherd_testkit::fake_llm::Step;
+use shepherd_testkit::agents::{AgentEnv, Host, installed_or_skip};
+use shepherd_testkit::fake_llm::{Script, Step};
 use shepherd_testkit::pi::PiBinary;
 
 /// a. Spawn, delegate, the worker runs bash, writes its note and calls `shepherd_done`; the
@@ -448,3 +449,79 @@ on_both_backends! {
     provider_error => g_provider_error_headless, g_provider_error_tmux;
     message_at_completion => h_message_at_completion_headless, h_message_at_completion_tmux;
 }
+
+/// A pi parent hands a task to a Claude Code sheep (the bundled `worker` on the `claude-code`
+/// harness through `shepherd_spawn`'s `harness`): the real Claude Code runs a shell command
+/// and calls `shepherd_done`, the completion wakes the parent with the sheep's summary, and
+/// the note records the harness. Headless; skipped (one line) without Claude Code.
+fn a_pi_parent_delegates_to_a_claude_code_sheep(pi: &PiBinary) {
+    let test = "pi_herd::a_pi_parent_delegates_to_a_claude_code_sheep";
+    let Some(claude) = installed_or_skip(Host::ClaudeCode, test) else {
+        return;
+    };
+    // The user has Claude Code configured (the test kit's settings, pointed at the fake model),
+    // so the broker the parent starts finds it.
+    let claude_env = AgentEnv::builder_with_url(Host::ClaudeCode, "{fake}")
+        .build()
+        .unwrap();
+    let mut env: Vec<(String, String)> = claude_env
+        .vars()
+        .into_iter()
+        .filter(|(name, _)| {
+            !["HOME", "TMPDIR", "NO_COLOR"].contains(&name.as_str()) && !name.starts_with("XDG_")
+        })
+        .map(|(name, value)| (name, value.to_string_lossy().into_owned()))
+        .collect();
+    env.push((
+        Host::ClaudeCode.env_var().to_owned(),
+        claude.path.display().to_string(),
+    ));
+    let options = Options {
+        env,
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    // Claude Code may ask for a title without tools; that never takes a scripted step.
+    s.fake
+        .set_script(Script::new().with_toolless(Step::text("Fake title")));
+    let spawned = s.call_tool(
+        "shepherd_spawn",
+        json!({"agent": "worker", "label": "cc", "harness": "claude-code"}),
+    );
+    let sheep = spawned["id"].as_str().expect("an id").to_owned();
+    s.fake.append_default([
+        Step::shell("printf hello > from-claude.txt"),
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "wrote from-claude.txt"}),
+        )
+        .held_until("claude"),
+        Step::text("Claude Code wrote the file.").expecting("completed"),
+    ]);
+    let delegated = s.delegate(&sheep, "Write from-claude.txt, then report.", None);
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    let note = s
+        .project()
+        .join(delegated["note"].as_str().expect("a note"));
+    s.watch(&[&task]);
+    // The settlement is held until the parent is idle, so that it starts a run of its own.
+    s.parent_says([Step::text("Noted.")]);
+    s.fake.release("claude");
+    s.parent_woken();
+    let told = s.wait_parent_input("worker: cc completed");
+    assert!(told.contains("wrote from-claude.txt"), "{told}");
+    assert_eq!(read(&s.project().join("from-claude.txt")), "hello");
+
+    let closed = s.call_tool("shepherd_close", json!({ "id": sheep }));
+    assert_eq!(closed["id"], json!(sheep), "{closed}");
+    let note_text = read(&note);
+    assert!(note_text.contains("harness: claude-code"), "{note_text}");
+    assert!(note_text.contains("status: completed"), "{note_text}");
+    assert!(
+        note_text.contains("Claude Code wrote the file."),
+        "final words: {note_text}"
+    );
+    s.assert_no_mismatches();
+}
+
+shepherd_testkit::pi_tests!(a_pi_parent_delegates_to_a_claude_code_sheep);

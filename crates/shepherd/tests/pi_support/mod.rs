@@ -69,7 +69,8 @@ pub struct Options {
     pub agents: Vec<(&'static str, &'static str)>,
     /// Extra user settings (merged over `backend`).
     pub settings: Value,
-    /// Extra environment for the parent pi (and so the broker and its sheep).
+    /// Extra environment for the parent pi (and so the broker and its sheep). `{fake}` in a
+    /// value stands for the fake model server's URL.
     pub env: Vec<(String, String)>,
     /// Further extensions the parent pi loads beside ours.
     pub extensions: Vec<PathBuf>,
@@ -172,7 +173,12 @@ impl Shepherd {
             ("XDG_RUNTIME_DIR".to_owned(), runtime.display().to_string()),
             ("TMUX_TMPDIR".to_owned(), tmux_dir.display().to_string()),
         ];
-        vars.extend(options.env.iter().cloned());
+        vars.extend(
+            options
+                .env
+                .iter()
+                .map(|(key, value)| (key.clone(), value.replace("{fake}", &fake.url()))),
+        );
         for (key, value) in vars {
             script.push_str(&format!("export {key}={}\n", shell_quote(&value)));
         }

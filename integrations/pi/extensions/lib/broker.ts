@@ -22,6 +22,7 @@ import type { Hello as HelloParams, ServerLine, ShepherdProtocol } from "./proto
 export type {
 	CallerContext,
 	Envelope,
+	Harness,
 	InboxItem,
 	ReportParams,
 	RunStepParams,

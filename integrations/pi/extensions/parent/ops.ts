@@ -6,7 +6,7 @@
  */
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { SheepStatus, SpawnResult } from "../lib/broker.ts";
+import type { Harness, SheepStatus, SpawnResult } from "../lib/broker.ts";
 import { type AgentListed, type AgentListing, type AgentShown, runShepherd, ShepherdError } from "./cli.ts";
 import { callerContext, piCommand, type ParentState } from "./state.ts";
 
@@ -17,7 +17,11 @@ export interface SpawnRequest {
 	cwd?: string;
 	model?: string;
 	isolate?: boolean;
+	harness?: Harness;
 }
+
+/** The coding agents a definition can run on, for the tools' `harness` argument. */
+export const HARNESSES: Harness[] = ["pi", "claude-code", "codex", "gemini", "opencode"];
 
 function parentModel(ctx: ExtensionContext): string | undefined {
 	const model = ctx?.model;
@@ -38,6 +42,7 @@ export async function spawnSheep(
 		cwd: request.cwd,
 		model: request.model,
 		isolate: request.isolate === true ? true : undefined,
+		harness: request.harness,
 		caller: callerContext(),
 		piCommand: piCommand(),
 		...parentChoices(pi, ctx),

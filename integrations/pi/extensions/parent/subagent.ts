@@ -10,25 +10,35 @@
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { type Static, Type } from "typebox";
-import type { RunStepParams, RunSubmitParams } from "../lib/broker.ts";
+import type { Harness, RunStepParams, RunSubmitParams } from "../lib/broker.ts";
 import * as path from "node:path";
 import { ShepherdError } from "./cli.ts";
-import { agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
+import { HARNESSES, agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
 import { callerContext, piCommand } from "./state.ts";
 import { renderCall, renderResult } from "./render.ts";
 import type { ParentState } from "./state.ts";
+
+const HarnessParam = Type.Optional(
+	Type.Unsafe<Harness>({
+		type: "string",
+		enum: HARNESSES,
+		description: "The coding agent to run this definition on instead of its own: pi | claude-code | codex | gemini | opencode",
+	}),
+);
 
 const Task = Type.Object({
 	agent: Type.String({ description: "Exact agent definition name" }),
 	task: Type.String({ description: "The task" }),
 	cwd: Type.Optional(Type.String({ description: "Working directory for this task" })),
 	isolate: Type.Optional(Type.Boolean({ description: "Run in its own git worktree" })),
+	harness: HarnessParam,
 });
 
 const Step = Type.Object({
 	agent: Type.String({ description: "Exact agent definition name" }),
 	task: Type.String({ description: "The task; {previous} is replaced by the previous step's result" }),
 	cwd: Type.Optional(Type.String({ description: "Working directory for this step" })),
+	harness: HarnessParam,
 });
 
 const Params = Type.Object({
@@ -84,11 +94,12 @@ export function runParams(params: SubagentParams, project: string): RunSubmitPar
 	const base = params.cwd ? path.resolve(project, params.cwd) : project;
 	// A single run missing its agent or task is sent as it is: the broker refuses it, naming the
 	// missing field.
-	const step = (s: { agent?: string; task?: string; cwd?: string; isolate?: boolean }): RunStepParams => ({
+	const step = (s: { agent?: string; task?: string; cwd?: string; isolate?: boolean; harness?: Harness }): RunStepParams => ({
 		agent: s.agent as string,
 		task: s.task as string,
 		cwd: s.cwd ? path.resolve(base, s.cwd) : base,
 		isolate: s.isolate === true ? true : undefined,
+		harness: s.harness,
 	});
 	const [mode, steps]: [string, RunStepParams[]] = single
 		? ["single", [step({ agent: params.agent, task: params.task })]]

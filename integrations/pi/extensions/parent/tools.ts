@@ -10,7 +10,7 @@ import type { AgentToolUpdateCallback, ExtensionAPI, ExtensionContext, ToolDefin
 import { type Static, type TSchema, Type } from "typebox";
 import type { TaskReport } from "../lib/broker.ts";
 import { failure, normaliseArguments, success, type ToolResult } from "./protocol.ts";
-import { agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
+import { HARNESSES, agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
 import { taskDelegated } from "./events.ts";
 import { renderCall, renderResult } from "./render.ts";
 import { callerContext, type ParentState } from "./state.ts";
@@ -170,9 +170,19 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 							"Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard",
 					}),
 				),
+				harness: Type.Optional(
+					StringEnum(HARNESSES, "The coding agent to run the definition on instead of its own: pi | claude-code | codex | gemini | opencode"),
+				),
 			}),
 			async run(params, _signal, onUpdate, ctx) {
-				const args = { agent: params.agent, label: params.label, placement: params.placement, cwd: params.cwd, isolate: params.isolate };
+				const args = {
+					agent: params.agent,
+					label: params.label,
+					placement: params.placement,
+					cwd: params.cwd,
+					isolate: params.isolate,
+					harness: params.harness,
+				};
 				onUpdate?.({
 					content: [{ type: "text", text: `Spawning ${params.agent}…` }],
 					details: { agent: params.agent, label: params.label, placement: params.placement },
@@ -183,6 +193,7 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 					placement: params.placement,
 					cwd: params.cwd,
 					isolate: params.isolate,
+					harness: params.harness,
 				});
 				const returnValue: Record<string, unknown> = { id: result.agentId, agent: result.agent, label: result.label };
 				if (result.worktree) returnValue.worktree = result.worktree;
