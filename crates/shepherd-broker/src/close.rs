@@ -89,9 +89,9 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
 /// Why a sheep's end could not be confirmed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum EndError {
-    /// The herd records a backend this broker does not know.
-    #[error("unknown backend `{0}`")]
-    UnknownBackend(String),
+    /// The herd has no such sheep, so nothing says where it runs.
+    #[error("no sheep `{0}` in this herd")]
+    UnknownSheep(AgentId),
     /// The sheep's backend is not available in this broker.
     #[error("{}", .0.message)]
     Backend(BrokerError),
@@ -132,9 +132,8 @@ pub(crate) async fn end_sheep(
     }
     let record = crate::spawn::current_launch(broker, id);
     let kind = broker
-        .read(|herd| herd.sheep.get(id).map(|s| s.backend.clone()))
-        .unwrap_or_default();
-    let kind = BackendKind::parse(&kind).ok_or_else(|| EndError::UnknownBackend(kind.clone()))?;
+        .read(|herd| herd.sheep.get(id).map(|s| s.backend))
+        .ok_or_else(|| EndError::UnknownSheep(id.clone()))?;
     let backend = broker.backend(kind).map_err(EndError::Backend)?;
     if let Some(pane) = &record.pane {
         let identity = &broker.config.address.identity;
@@ -159,19 +158,16 @@ pub(crate) async fn end_sheep(
 /// more (exited or failed to start) are recorded closed; then this herd's registered panes that
 /// are gone are forgotten. Anything whose presence is unknown is kept.
 pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
-    let candidates: Vec<(AgentId, String)> = broker.read(|herd| {
+    let candidates: Vec<(AgentId, BackendKind)> = broker.read(|herd| {
         herd.sheep
             .values()
             .filter(|s| matches!(s.phase, Phase::Exited | Phase::Failed))
-            .map(|s| (s.id.clone(), s.backend.clone()))
+            .map(|s| (s.id.clone(), s.backend))
             .collect()
     });
     let mut pruned = 0;
     for (id, kind) in candidates {
         let record = crate::spawn::current_launch(broker, &id);
-        let Some(kind) = BackendKind::parse(&kind) else {
-            continue;
-        };
         let Ok(backend) = broker.backend(kind) else {
             continue;
         };

@@ -29,11 +29,7 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
                 ),
             ));
         }
-        Ok((
-            sheep.id.clone(),
-            sheep.display_name(),
-            sheep.backend.clone(),
-        ))
+        Ok((sheep.id.clone(), sheep.display_name(), sheep.backend))
     })?;
     let record = crate::spawn::current_launch(broker, &id);
     let pane = record.pane.clone().ok_or_else(|| {
@@ -44,10 +40,8 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
             ),
         )
     })?;
-    let backend = BackendKind::parse(&kind)
-        .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("unknown backend `{kind}`")))
-        .and_then(|kind| broker.backend(kind))?;
-    let viewer = viewer_pane(&kind, &record.server, params.caller.as_ref());
+    let backend = broker.backend(kind)?;
+    let viewer = viewer_pane(kind, &record.server, params.caller.as_ref());
     tokio::task::spawn_blocking(move || backend.focus(&record, viewer.as_deref()))
         .await
         .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
@@ -63,13 +57,13 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
 /// The caller's own pane, when it sits on the same terminal server as the sheep (a client of
 /// another server cannot be switched to this one).
 fn viewer_pane(
-    kind: &str,
+    kind: BackendKind,
     server: &Option<String>,
     caller: Option<&shepherd_core::protocol::CallerContext>,
 ) -> Option<String> {
     let caller = caller?;
     match kind {
-        "tmux" => {
+        BackendKind::Tmux => {
             let socket = caller
                 .tmux
                 .as_deref()
@@ -79,7 +73,7 @@ fn viewer_pane(
                 .is_some_and(|server| std::path::Path::new(server) == socket);
             same.then(|| caller.tmux_pane.clone()).flatten()
         }
-        "herdr" => caller.herdr_pane.clone(),
-        _ => None,
+        BackendKind::Herdr => caller.herdr_pane.clone(),
+        BackendKind::Headless => None,
     }
 }

@@ -143,7 +143,7 @@ fn note_request(herd: &Herd, task_id: &TaskId) -> Option<(Handover, Option<NoteR
             .map(|s| s.label.as_str().to_owned())
             .unwrap_or_default(),
         task: task.description.clone(),
-        mode: handover.mode.clone(),
+        mode: handover.mode,
         task_id: task.id.clone(),
         agent_id: task.agent_id.clone(),
         session_file: handover.session_file.clone(),

@@ -53,13 +53,7 @@ pub(crate) async fn delegate(
     }
     let settings = broker.settings();
     let timeout_ms = timeout_ms(params.timeout.unwrap_or(settings.timeout_minutes))?;
-    let mode = params.mode.clone().unwrap_or_else(|| "single".to_owned());
-    if !matches!(mode.as_str(), "single" | "parallel" | "chain") {
-        return Err(BrokerError::new(
-            ErrorCode::InvalidMode,
-            format!("mode `{mode}` is not one of single, parallel, chain"),
-        ));
-    }
+    let mode = params.mode.unwrap_or_default();
     let task_id = TaskId::mint(&broker.config.address.namespace, &unique());
     let agent_id = broker.read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
     let stall_after_ms = crate::controls::stall_ms(params.stall, &settings)?;
@@ -348,18 +342,16 @@ fn read_target<'h>(herd: &'h Herd, target: &str) -> Option<&'h Sheep> {
 pub(crate) async fn recent_output(
     broker: &Arc<Broker>,
     id: &AgentId,
-    kind: &str,
+    kind: BackendKind,
     runtime: &shepherd_core::harness::Runtime,
     source: ReadSource,
     lines: u32,
 ) -> BrokerResult<String> {
     let record = crate::spawn::current_launch(broker, id);
-    let backend = BackendKind::parse(kind)
-        .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("unknown backend `{kind}`")))
-        .and_then(|kind| broker.backend(kind))?;
+    let backend = broker.backend(kind)?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.
-    let rpc_log = kind == BackendKind::Headless.as_str() && runtime.is_pi();
+    let rpc_log = kind == BackendKind::Headless && runtime.is_pi();
     let raw_lines = if rpc_log {
         lines.saturating_mul(50).min(10_000)
     } else {
@@ -385,21 +377,11 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
             "Provide an agent id or display name to read.",
         ));
     }
-    let source = match params.source.as_deref() {
-        None => ReadSource::RecentUnwrapped,
-        Some(text) => ReadSource::parse(text).ok_or_else(|| {
-            BrokerError::new(
-                ErrorCode::InvalidSource,
-                format!(
-                    "source `{text}` is not one of visible, recent, recent-unwrapped, detection"
-                ),
-            )
-        })?,
-    };
+    let source = params.source.unwrap_or_default();
     let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
     let (id, kind, runtime) = broker.read(|herd| {
         read_target(herd, &params.target)
-            .map(|s| (s.id.clone(), s.backend.clone(), s.runtime))
+            .map(|s| (s.id.clone(), s.backend, s.runtime))
             .ok_or_else(|| {
                 BrokerError::new(
                     ErrorCode::InvalidTarget,
@@ -411,7 +393,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
                 )
             })
     })?;
-    let text = recent_output(broker, &id, &kind, &runtime, source, lines).await?;
+    let text = recent_output(broker, &id, kind, &runtime, source, lines).await?;
     let text = if text.trim().is_empty() {
         "(no terminal output)".to_owned()
     } else {
@@ -419,7 +401,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     };
     Ok(ReadResult {
         target: id.to_string(),
-        source: source.as_str().to_owned(),
+        source,
         lines,
         text,
     })

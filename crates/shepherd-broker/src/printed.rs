@@ -30,7 +30,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
         herd.sheep
             .get(&id)
             .filter(|s| s.is_live())
-            .map(|s| (s.backend.clone(), s.runtime))
+            .map(|s| (s.backend, s.runtime))
     });
     let Some((kind, runtime)) = sheep else {
         return Ok(json!({ "ok": true }));
@@ -38,7 +38,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
     let text = crate::parent::recent_output(
         broker,
         &id,
-        &kind,
+        kind,
         &runtime,
         ReadSource::RecentUnwrapped,
         LINES_READ,

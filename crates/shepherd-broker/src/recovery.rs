@@ -53,7 +53,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
             .sheep
             .values()
             .filter(|s| crate::supervisor::may_be_running(&s.phase))
-            .map(|s| (s.id.clone(), s.phase.clone(), s.backend.clone()))
+            .map(|s| (s.id.clone(), s.phase.clone(), s.backend))
             .collect();
         (unfinalized, running)
     });
@@ -64,8 +64,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     crate::run::resume(broker);
     for (id, phase, backend) in running {
         let record = crate::spawn::current_launch(broker, &id);
-        let backend =
-            shepherd_term::BackendKind::parse(&backend).and_then(|kind| broker.backend(kind).ok());
+        let backend = broker.backend(backend).ok();
         // A launch the previous broker never recorded (it died while the backend placed the
         // sheep) may still have a supervisor on its way: only its reconnection can tell.
         let recorded =

@@ -77,7 +77,7 @@ pub(crate) async fn resume(
     // (else the one it ran on).
     let mut spawn = recipe_params();
     spawn.caller = params.caller.clone();
-    spawn.backend = params.backend.clone().or(Some(sheep.backend.clone()));
+    spawn.backend = params.backend.or(Some(sheep.backend.into()));
     let isolated = broker.read(|herd| {
         herd.sheep
             .get(&sheep.id)
@@ -101,7 +101,7 @@ pub(crate) async fn resume(
     let ready_rx = launch::await_ready(broker, &sheep.id);
     let reopen = shepherd_core::herd::Reopen {
         agent_id: sheep.id.clone(),
-        backend: prepared.kind.as_str().to_owned(),
+        backend: prepared.kind,
         token_digest: crate::auth::digest(&credentials.token),
         supervisor_digest: Some(crate::auth::digest(&credentials.supervisor)),
         request_id: rid.map(str::to_owned),
@@ -131,7 +131,7 @@ pub(crate) async fn resume(
             agent: sheep.agent.clone(),
             label: sheep.label.as_str().to_owned(),
             display_name: sheep.display_name(),
-            backend: sheep.backend.clone(),
+            backend: sheep.backend,
             fieldnote,
             worktree: crate::isolation::view(&sheep.worktree),
             resumes: Some(sheep.resumes),

@@ -273,10 +273,8 @@ pub(crate) fn is_attached(broker: &Broker, id: &shepherd_core::ids::AgentId) -> 
 }
 
 fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRecord) -> String {
-    let kind = broker
-        .read(|herd| herd.sheep.get(id).map(|s| s.backend.clone()))
-        .unwrap_or_default();
-    shepherd_term::BackendKind::parse(&kind)
+    broker
+        .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .and_then(|kind| broker.backend(kind).ok())
         .and_then(|backend| {
             backend

@@ -159,10 +159,6 @@ catalogue! {
     DuplicateLabel = "duplicate_label", exit EXIT_FAILURE, hint Some("Choose another label, or reuse the sheep that has it.");
     /// The working directory is not an existing directory.
     InvalidCwd = "invalid_cwd", exit EXIT_USAGE, hint None;
-    /// The backend is not one of auto, headless, tmux, herdr.
-    InvalidBackend = "invalid_backend", exit EXIT_USAGE, hint None;
-    /// The placement is not one of tab, pane_right, pane_down, workspace.
-    InvalidPlacement = "invalid_placement", exit EXIT_USAGE, hint None;
     /// A model was given for an agent that does not take one.
     InvalidModel = "invalid_model", exit EXIT_USAGE, hint None;
     /// The harness is not one of the coding agents Shepherd runs, or does not apply to the
@@ -196,8 +192,6 @@ catalogue! {
     NoPane = "no_pane", exit EXIT_FAILURE, hint Some("Read its output instead (shepherd read), or open it in the dashboard for a live transcript.");
     /// A sheep's screen could not be read.
     ReadFailed = "read_failed", exit EXIT_FAILURE, hint None;
-    /// The read source is not one of visible, recent, recent-unwrapped, detection.
-    InvalidSource = "invalid_source", exit EXIT_USAGE, hint None;
     /// The record of panes Shepherd created could not be read or written.
     Registry = "registry", exit EXIT_FAILURE, hint None;
 
@@ -234,8 +228,6 @@ catalogue! {
     InboxFull = "inbox_full", exit EXIT_FAILURE, hint None;
     /// `done` came with no open task to complete.
     NoDelegatedTask = "no_delegated_task", exit EXIT_FAILURE, hint None;
-    /// A run's mode is not one of single, parallel, chain.
-    InvalidMode = "invalid_mode", exit EXIT_USAGE, hint None;
     /// A run plan is malformed.
     InvalidRun = "invalid_run", exit EXIT_USAGE, hint Some("See docs/run.md for the plan's fields.");
     /// No run has that id.

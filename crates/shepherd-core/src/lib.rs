@@ -9,6 +9,7 @@
 //! agent or a disk.
 
 pub mod agent_def;
+pub mod backend;
 pub mod budget;
 pub mod dirs;
 pub mod envelope;

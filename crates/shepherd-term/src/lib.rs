@@ -21,66 +21,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-/// Which backend runs a sheep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackendKind {
-    /// A detached process; output kept in a log.
-    Headless,
-    /// A tmux window or pane.
-    Tmux,
-    /// A Herdr tab, pane or workspace.
-    Herdr,
-}
-
-impl BackendKind {
-    /// The wire and setting name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Headless => "headless",
-            Self::Tmux => "tmux",
-            Self::Herdr => "herdr",
-        }
-    }
-
-    /// Parses `headless`, `tmux` or `herdr`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "headless" => Some(Self::Headless),
-            "tmux" => Some(Self::Tmux),
-            "herdr" => Some(Self::Herdr),
-            _ => None,
-        }
-    }
-}
-
-/// Where a visible sheep goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Placement {
-    /// A background tab (tmux: window). The default.
-    #[default]
-    Tab,
-    /// Split the caller's pane to the right.
-    PaneRight,
-    /// Split the caller's pane downwards.
-    PaneDown,
-    /// A new workspace (tmux: session).
-    Workspace,
-}
-
-impl Placement {
-    /// Parses `tab`, `pane_right`, `pane_down` or `workspace`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "tab" => Some(Self::Tab),
-            "pane_right" => Some(Self::PaneRight),
-            "pane_down" => Some(Self::PaneDown),
-            "workspace" => Some(Self::Workspace),
-            _ => None,
-        }
-    }
-}
+pub use shepherd_core::backend::{BackendKind, Placement, ReadSource};
 
 /// Everything needed to start one sheep under its supervisor.
 #[derive(Debug, Clone)]
@@ -161,44 +102,6 @@ pub struct LaunchRecord {
     /// The tmux server socket or Herdr socket used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
-}
-
-/// What to read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReadSource {
-    /// The current screen.
-    Visible,
-    /// Scrollback, soft-wrapped.
-    Recent,
-    /// Scrollback with soft wraps joined (default).
-    #[default]
-    RecentUnwrapped,
-    /// What an agent-state detector sees (Herdr only).
-    Detection,
-}
-
-impl ReadSource {
-    /// Parses `visible`, `recent`, `recent-unwrapped` or `detection`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "visible" => Some(Self::Visible),
-            "recent" => Some(Self::Recent),
-            "recent-unwrapped" | "recent_unwrapped" => Some(Self::RecentUnwrapped),
-            "detection" => Some(Self::Detection),
-            _ => None,
-        }
-    }
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Visible => "visible",
-            Self::Recent => "recent",
-            Self::RecentUnwrapped => "recent-unwrapped",
-            Self::Detection => "detection",
-        }
-    }
 }
 
 /// Whether a sheep's pane or processes still exist.

@@ -10,7 +10,6 @@ mod commands;
 mod context;
 mod error;
 mod output;
-mod values;
 
 use shepherd_core::error_code::ErrorCode;
 use std::process::ExitCode;

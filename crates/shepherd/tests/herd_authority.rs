@@ -183,6 +183,21 @@ fn malformed_and_oversized_requests_are_refused_cleanly() {
         error_code(&raw.call("delegate", json!({ "target": 7 }))),
         "invalid_request"
     );
+    // A closed set's value outside the set names the value and every accepted one.
+    for (method, params, value) in [
+        ("spawn", json!({ "agent": "alpha", "backend": "screen" }), "screen"),
+        ("spawn", json!({ "agent": "alpha", "placement": "left" }), "left"),
+        ("read", json!({ "target": a, "source": "all" }), "all"),
+        ("delegate", json!({ "target": a, "task": "x", "mode": "loop" }), "loop"),
+    ] {
+        let answer = raw.call(method, params);
+        assert_eq!(error_code(&answer), "invalid_request", "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("`{value}`")) && message.contains("expected one of"),
+            "{message}"
+        );
+    }
     let big = "x".repeat(64 * 1024 + 1);
     assert_eq!(
         error_code(&raw.call("message", json!({ "target": a, "message": big }))),

@@ -13,7 +13,7 @@ use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::LABEL_KEY;
 use shepherd_core::herd::NoteLink;
 use shepherd_notes::{
-    ArtifactRecord, Finalization, Metadata, Mode, NoteOp, NoteOpOutcome, OpError, PlannedNote,
+    ArtifactRecord, Finalization, Metadata, NoteOp, NoteOpOutcome, OpError, PlannedNote,
     SessionMetadata, SessionRef, Store,
 };
 
@@ -72,7 +72,7 @@ impl LaneJob {
         match self {
             Self::Reserve { request, .. } => {
                 let mut planned = PlannedNote::new(request.agent.clone());
-                planned.mode = request.mode.parse().unwrap_or(Mode::Single);
+                planned.mode = request.mode;
                 planned.task = Some(request.task.clone());
                 planned.group.clone_from(&request.group);
                 planned.metadata = ids_metadata(request);

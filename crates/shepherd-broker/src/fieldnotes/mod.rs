@@ -41,7 +41,7 @@ pub(crate) struct NoteRequest {
     /// The task text.
     pub(crate) task: String,
     /// `single`, `parallel` or `chain`.
-    pub(crate) mode: String,
+    pub(crate) mode: shepherd_notes::Mode,
     /// The task.
     pub(crate) task_id: TaskId,
     /// The sheep.

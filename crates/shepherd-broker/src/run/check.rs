@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use shepherd_core::agent_def::AgentDef;
 use shepherd_core::harness::ToolSet;
 use shepherd_core::protocol::RunSubmitParams;
-use shepherd_core::settings::{Backend, EffectiveSettings};
+use shepherd_core::settings::EffectiveSettings;
 use shepherd_notes::Mode;
 
 use super::conflict;
@@ -44,12 +44,7 @@ pub(crate) fn check(
     root: &Path,
     resolve: impl Fn(&str) -> BrokerResult<AgentDef>,
 ) -> BrokerResult<RunSpec> {
-    let mode: Mode = params.mode.parse().map_err(|_| {
-        invalid(format!(
-            "mode `{}` is not one of single, parallel, chain",
-            params.mode
-        ))
-    })?;
+    let mode: Mode = params.mode;
     let count = params.steps.len();
     if count == 0 {
         return Err(invalid("a run needs at least one task"));
@@ -71,14 +66,6 @@ pub(crate) fn check(
     if let Some(name) = &params.session_name {
         shepherd_core::slug::validate_session_name(name)
             .map_err(|err| BrokerError::new(ErrorCode::InvalidSessionName, err.to_string()))?;
-    }
-    if let Some(backend) = &params.backend
-        && !Backend::ALL.iter().any(|b| b.as_str() == backend)
-    {
-        return Err(BrokerError::new(
-            ErrorCode::InvalidBackend,
-            format!("backend `{backend}` is not one of auto, herdr, tmux, headless"),
-        ));
     }
     let timeout_minutes = params.timeout.unwrap_or(settings.timeout_minutes);
     if !(timeout_minutes.is_finite() && timeout_minutes > 0.0) {
@@ -148,7 +135,7 @@ pub(crate) fn check(
         steps,
         session_name: params.session_name.clone(),
         timeout_minutes,
-        backend: params.backend.clone(),
+        backend: params.backend,
         parent_model: params.parent_model.clone(),
         parent_thinking: params.parent_thinking.clone(),
         caller: params.caller.clone().unwrap_or_default(),
@@ -277,7 +264,7 @@ mod tests {
 
     fn plan(mode: Mode, tasks: &[(&str, &str, bool)], cwd: &Path) -> RunSubmitParams {
         RunSubmitParams {
-            mode: mode.as_str().to_owned(),
+            mode,
             steps: tasks
                 .iter()
                 .map(|(agent, task, isolate)| RunStepParams {

@@ -158,9 +158,7 @@ fn view_of(run: &Run) -> RunView {
     let plan = run.planned.as_ref().map(from_value::<model::Plan>);
     RunView {
         run_id: run.id.clone(),
-        mode: spec
-            .as_ref()
-            .map_or_else(String::new, |s| s.mode.as_str().to_owned()),
+        mode: spec.as_ref().map(|s| s.mode).unwrap_or_default(),
         detach: run.detach,
         session_name: plan.as_ref().map(|p| p.session_name.clone()),
         session_relative_path: plan.as_ref().map(|p| p.session_relative_path.clone()),

@@ -35,7 +35,7 @@ pub(crate) struct RunSpec {
     pub(crate) session_name: Option<String>,
     pub(crate) timeout_minutes: f64,
     #[serde(default)]
-    pub(crate) backend: Option<String>,
+    pub(crate) backend: Option<shepherd_core::settings::Backend>,
     #[serde(default)]
     pub(crate) parent_model: Option<String>,
     #[serde(default)]

@@ -129,7 +129,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
     let params = SpawnParams {
         agent: spec.agent.clone(),
         label: spec.label.clone(),
-        backend: run.spec.backend.clone(),
+        backend: run.spec.backend,
         cwd: Some(cwd.display().to_string()),
         placement: None,
         model: None,
@@ -169,7 +169,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         task: state.task_text.clone().unwrap_or_else(|| spec.task.clone()),
         timeout: Some(run.spec.timeout_minutes),
         session_name: Some(run.plan.session_name.clone()).filter(|_| run.spec.fieldnotes),
-        mode: Some(run.spec.mode.as_str().to_owned()),
+        mode: Some(run.spec.mode),
         group: Some(run.id.clone()).filter(|_| run.spec.fieldnotes),
         note: run.plan.notes.get(index).cloned(),
         turn: false,

@@ -20,7 +20,7 @@ use shepherd_core::ids::AgentId;
 use shepherd_core::label::validate_label;
 use shepherd_core::protocol::{CallerContext, SpawnParams, SpawnResult};
 use shepherd_core::settings::Backend as BackendSetting;
-use shepherd_term::{BackendKind, Placement};
+use shepherd_term::BackendKind;
 
 use launch::{Credentials, Prepared, never_launched, resolve_cwd};
 pub(crate) use launch::{current_launch, merge_launch};
@@ -91,7 +91,7 @@ pub(crate) async fn spawn(
         id: id.clone(),
         agent: prepared.def.name.clone(),
         label: prepared.label.clone(),
-        backend: prepared.kind.as_str().to_owned(),
+        backend: prepared.kind,
         runtime: prepared.runtime,
         model: prepared
             .is_pi()
@@ -130,7 +130,7 @@ pub(crate) async fn spawn(
         agent: prepared.def.name.clone(),
         label: prepared.label.as_str().to_owned(),
         display_name: shepherd_core::label::display_name(&prepared.def.name, &prepared.label),
-        backend: prepared.kind.as_str().to_owned(),
+        backend: prepared.kind,
         fieldnote,
         worktree: crate::isolation::view(&worktree),
         resumes: None,
@@ -201,16 +201,8 @@ pub(crate) async fn prepare(
         _ => None,
     };
     let caller = params.caller.clone().unwrap_or_default();
-    let kind = choose_backend(params.backend.as_deref(), settings.backend, &caller, broker).await?;
-    let placement = match params.placement.as_deref() {
-        None => Placement::Tab,
-        Some(text) => Placement::parse(text).ok_or_else(|| {
-            BrokerError::new(
-                ErrorCode::InvalidPlacement,
-                format!("placement `{text}` is not one of tab, pane_right, pane_down, workspace"),
-            )
-        })?,
-    };
+    let kind = choose_backend(params.backend, settings.backend, &caller, broker).await?;
+    let placement = params.placement.unwrap_or_default();
     let cwd = match cwd {
         Some(cwd) => cwd,
         None => resolve_cwd(&broker.config.address.project_root, params.cwd.as_deref())?,
@@ -275,7 +267,7 @@ pub(crate) async fn follow(
                     agent: sheep.agent.clone(),
                     label: sheep.label.as_str().to_owned(),
                     display_name: sheep.display_name(),
-                    backend: sheep.backend.clone(),
+                    backend: sheep.backend,
                     fieldnote,
                     worktree: crate::isolation::view(&sheep.worktree),
                     resumes: (sheep.resumes > 0).then_some(sheep.resumes),
@@ -312,31 +304,27 @@ pub(crate) async fn follow(
 /// The backend for a spawn: the caller's choice, else the setting. `auto` means Herdr inside
 /// Herdr, tmux inside tmux, otherwise headless.
 pub(crate) async fn choose_backend(
-    requested: Option<&str>,
+    requested: Option<BackendSetting>,
     setting: BackendSetting,
     caller: &CallerContext,
     broker: &Arc<Broker>,
 ) -> BrokerResult<BackendKind> {
-    let name = requested.unwrap_or(setting.as_str());
+    let chosen = requested.unwrap_or(setting);
     // Inside Herdr, Herdr — falling back to what else fits if its server does not answer
     // (never started, or gone since it was connected), and saying so.
-    let herdr_down = if name == "auto" && caller.in_herdr {
+    let herdr_down = if chosen == BackendSetting::Auto && caller.in_herdr {
         crate::herdr_link::ensure(broker, caller, false).await.err()
     } else {
         None
     };
-    let kind = match name {
-        "auto" if caller.in_herdr && herdr_down.is_none() => BackendKind::Herdr,
-        "auto" if caller.tmux.is_some() && broker.has_backend(BackendKind::Tmux) => {
+    let kind = match chosen {
+        BackendSetting::Auto if caller.in_herdr && herdr_down.is_none() => BackendKind::Herdr,
+        BackendSetting::Auto if caller.tmux.is_some() && broker.has_backend(BackendKind::Tmux) => {
             BackendKind::Tmux
         }
-        "auto" => BackendKind::Headless,
-        other => BackendKind::parse(other).ok_or_else(|| {
-            BrokerError::new(
-                ErrorCode::InvalidBackend,
-                format!("backend `{other}` is not one of auto, headless, tmux, herdr"),
-            )
-        })?,
+        BackendSetting::Auto | BackendSetting::Headless => BackendKind::Headless,
+        BackendSetting::Tmux => BackendKind::Tmux,
+        BackendSetting::Herdr => BackendKind::Herdr,
     };
     if let Some(err) = herdr_down {
         tracing::warn!(
@@ -345,7 +333,7 @@ pub(crate) async fn choose_backend(
             kind.as_str()
         );
     }
-    if kind == BackendKind::Herdr && name != "auto" {
+    if kind == BackendKind::Herdr && chosen != BackendSetting::Auto {
         // Chosen explicitly: start a Herdr server if none runs.
         crate::herdr_link::ensure(broker, caller, true).await?;
     }

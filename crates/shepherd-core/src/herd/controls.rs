@@ -76,7 +76,7 @@ pub struct Reopen {
     /// The sheep.
     pub agent_id: AgentId,
     /// The backend it will run on.
-    pub backend: String,
+    pub backend: crate::backend::BackendKind,
     /// sha256 (hex) of its new capability token.
     pub token_digest: String,
     /// sha256 (hex) of its new supervisor's credential.

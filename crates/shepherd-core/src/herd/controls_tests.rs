@@ -21,7 +21,7 @@ fn admit_sheep(
         id: id.clone(),
         agent: "worker".into(),
         label: crate::label::validate_label(label).unwrap(),
-        backend: "headless".into(),
+        backend: crate::backend::BackendKind::Headless,
         runtime: crate::harness::Runtime::Agent(crate::harness::Harness::Pi),
         model: None,
         cwd: "/p".into(),
@@ -246,7 +246,7 @@ fn a_closed_sheep_reopens_under_its_name_and_its_next_task_continues_its_last_no
     h.run(|tx| finalized(tx, &t));
     let reopen_input = |id: &AgentId| Reopen {
         agent_id: id.clone(),
-        backend: "headless".into(),
+        backend: crate::backend::BackendKind::Headless,
         token_digest: "d2".into(),
         supervisor_digest: None,
         request_id: Some("r1".into()),

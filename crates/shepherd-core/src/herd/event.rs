@@ -245,7 +245,7 @@ pub enum Event {
         /// The sheep.
         agent_id: AgentId,
         /// The backend it runs on now.
-        backend: String,
+        backend: crate::backend::BackendKind,
         /// sha256 (hex) of its new capability token.
         token_digest: String,
         /// sha256 (hex) of its new supervisor's credential.

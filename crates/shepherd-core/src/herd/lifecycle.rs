@@ -20,7 +20,7 @@ pub struct NewSheep {
     /// The validated label (empty for none).
     pub label: crate::label::Label,
     /// The backend that will run it.
-    pub backend: String,
+    pub backend: crate::backend::BackendKind,
     /// What runs it.
     pub runtime: crate::harness::Runtime,
     /// The model it is started with, when its runtime takes one.

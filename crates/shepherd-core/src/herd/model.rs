@@ -92,8 +92,8 @@ pub struct Sheep {
     pub agent: String,
     /// Its label; empty when it has none.
     pub label: crate::label::Label,
-    /// `headless`, `tmux` or `herdr`.
-    pub backend: String,
+    /// Where it runs.
+    pub backend: crate::backend::BackendKind,
     /// What runs it: `command`, `pi` or another coding agent's harness.
     pub runtime: crate::harness::Runtime,
     /// The model it was started with, when its runtime takes one (`provider/id`).
@@ -333,7 +333,7 @@ pub struct Handover {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// `single`, `parallel` or `chain`.
-    pub mode: String,
+    pub mode: crate::fieldnotes::status::Mode,
     /// A pi sheep's session file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,

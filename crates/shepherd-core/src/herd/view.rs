@@ -21,7 +21,7 @@ pub struct SheepStatus {
     /// `<agent>: <label>` or `<agent>`.
     pub display_name: String,
     /// Its backend.
-    pub backend: String,
+    pub backend: crate::backend::BackendKind,
     /// `starting`, `idle`, `working`, `done`, `blocked`, `failed`, `exited`, `closing` or
     /// `closed`.
     pub state: String,
@@ -291,7 +291,7 @@ impl Herd {
             agent: sheep.agent.clone(),
             label: sheep.label.clone(),
             display_name: sheep.display_name(),
-            backend: sheep.backend.clone(),
+            backend: sheep.backend,
             state: process_state(sheep).to_owned(),
             cwd: sheep.cwd.clone(),
             created_at: sheep.created_at,

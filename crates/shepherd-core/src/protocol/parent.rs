@@ -20,13 +20,13 @@ pub struct SpawnParams {
     pub label: Option<String>,
     /// `auto`, `headless`, `tmux` or `herdr` (default: the setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
+    pub backend: Option<crate::settings::Backend>,
     /// Working directory (default: the project root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// `tab`, `pane_right`, `pane_down` or `workspace` (visible backends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<String>,
+    pub placement: Option<crate::backend::Placement>,
     /// A model override (`provider/id`); refused when the runtime cannot honour it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -65,7 +65,7 @@ pub struct ResumeParams {
     pub id: String,
     /// `auto`, `headless`, `tmux` or `herdr` (default: where it ran before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
+    pub backend: Option<crate::settings::Backend>,
     /// Where the caller runs, so a visible sheep finds its terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,
@@ -112,7 +112,7 @@ pub struct SpawnResult {
     /// `<agent>: <label>` or `<agent>`.
     pub display_name: String,
     /// The backend it runs on.
-    pub backend: String,
+    pub backend: crate::backend::BackendKind,
     /// The parent's fieldnotes session directory, relative to the project (null when
     /// fieldnotes are off).
     pub fieldnote: Option<String>,
@@ -140,7 +140,7 @@ pub struct DelegateParams {
     pub session_name: Option<String>,
     /// How the note is registered in the session's flow: `single`, `parallel` or `chain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    pub mode: Option<crate::fieldnotes::status::Mode>,
     /// The run the note belongs to (one line of the session's Flow).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
@@ -385,7 +385,7 @@ pub struct ReadParams {
     pub lines: Option<u32>,
     /// `visible`, `recent`, `recent-unwrapped` or `detection`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    pub source: Option<crate::backend::ReadSource>,
 }
 
 /// `read` result.
@@ -394,7 +394,7 @@ pub struct ReadResult {
     /// The target as resolved.
     pub target: String,
     /// The source read.
-    pub source: String,
+    pub source: crate::backend::ReadSource,
     /// Lines asked for.
     pub lines: u32,
     /// The text.
@@ -421,7 +421,7 @@ pub struct FocusResult {
     /// Its display name.
     pub display_name: String,
     /// Its backend.
-    pub backend: String,
+    pub backend: crate::backend::BackendKind,
     /// The pane brought to the front.
     pub pane: String,
 }

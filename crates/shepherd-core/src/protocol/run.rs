@@ -39,7 +39,7 @@ pub struct RunStepParams {
 #[serde(rename_all = "camelCase")]
 pub struct RunSubmitParams {
     /// `single`, `parallel` or `chain`.
-    pub mode: String,
+    pub mode: crate::fieldnotes::status::Mode,
     /// The tasks, in input order.
     pub steps: Vec<RunStepParams>,
     /// Continue (or create) the fieldnotes session with this exact name.
@@ -53,7 +53,7 @@ pub struct RunSubmitParams {
     pub budget: Option<crate::budget::Budget>,
     /// Where sheep run (default: the `backend` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
+    pub backend: Option<crate::settings::Backend>,
     /// The parent's model, inherited by pi sheep whose definition names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_model: Option<String>,
@@ -88,7 +88,7 @@ pub struct RunView {
     /// The run.
     pub run_id: String,
     /// `single`, `parallel` or `chain`.
-    pub mode: String,
+    pub mode: crate::fieldnotes::status::Mode,
     /// Whether it goes on without a client.
     #[serde(default)]
     pub detach: bool,

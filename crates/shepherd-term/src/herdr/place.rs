@@ -147,7 +147,7 @@ impl HerdrBackend {
                 "placement {} splits the caller's Herdr pane, but the caller is not in a Herdr \
                  pane (no HERDR_PANE_ID, and no pane found among its parent processes); use \
                  placement tab",
-                placement_name(spec.placement)
+                spec.placement.as_str()
             )));
         };
         self.client()
@@ -212,14 +212,5 @@ pub(crate) fn launch_error(err: HerdrError) -> TermError {
             TermError::Unavailable(err.to_string())
         }
         other => TermError::Launch(other.to_string()),
-    }
-}
-
-fn placement_name(placement: Placement) -> &'static str {
-    match placement {
-        Placement::Tab => "tab",
-        Placement::PaneRight => "pane_right",
-        Placement::PaneDown => "pane_down",
-        Placement::Workspace => "workspace",
     }
 }

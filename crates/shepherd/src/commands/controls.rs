@@ -15,7 +15,7 @@ use super::parent::{call, caller_context, spawn_wait};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
-use crate::values::BackendArg;
+use shepherd_core::settings::Backend as BackendArg;
 
 /// Limits on a task: reaching one stops it and settles it blocked (pi sheep).
 #[derive(Debug, Clone, Default, Args)]
@@ -75,7 +75,7 @@ pub(crate) fn resume(
 ) -> Result<ExitCode, CliError> {
     let params = ResumeParams {
         id: super::short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
-        backend: args.backend.map(|b| b.as_str().to_owned()),
+        backend: args.backend,
         caller: Some(caller_context()),
     };
     // A resume of an exited sheep closes what is left of it first.

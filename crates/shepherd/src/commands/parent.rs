@@ -23,7 +23,8 @@ use super::short_ids;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::Printer;
-use crate::values::{BackendArg, PlacementArg, SourceArg};
+use shepherd_core::backend::{Placement as PlacementArg, ReadSource as SourceArg};
+use shepherd_core::settings::Backend as BackendArg;
 
 /// Exit status of `watch` when the wait ended with tasks still open.
 pub(crate) const EXIT_PENDING: u8 = 75;
@@ -121,9 +122,9 @@ pub(crate) fn spawn(
     let params = SpawnParams {
         agent: args.agent,
         label: args.label,
-        backend: args.backend.map(|b| b.as_str().to_owned()),
+        backend: args.backend,
         cwd: args.cwd,
-        placement: args.placement.map(|p| p.as_str().to_owned()),
+        placement: args.placement,
         model: args.model,
         harness: args.harness,
         caller: Some(caller_context()),
@@ -630,7 +631,7 @@ pub(crate) fn read(args: ReadArgs, ctx: &Context, printer: &Printer) -> Result<E
     let params = ReadParams {
         target: short_ids::sheep_id(ctx, &args.herd, args.target)?,
         lines: Some(args.lines),
-        source: args.source.map(|s| s.as_str().to_owned()),
+        source: args.source,
     };
     let result: ReadResult = call(ctx, &args.herd, method::READ, &params, Duration::ZERO)?;
     printer.emit(&result, || result.text.clone());

@@ -11,6 +11,20 @@
  */
 export type Role = "parent" | "sheep" | "observer" | "supervisor";
 /**
+ * Which terminal backend sheep run in.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Backend".
+ */
+export type Backend = "auto" | "herdr" | "tmux" | "headless";
+/**
+ * Where a visible sheep goes.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Placement".
+ */
+export type Placement = "tab" | "pane_right" | "pane_down" | "workspace";
+/**
  * A coding agent Shepherd knows how to run as a sheep.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -24,6 +38,20 @@ export type Harness = "pi" | "claude-code" | "codex" | "gemini" | "opencode";
  * via the `definition` "AgentId".
  */
 export type AgentId = string;
+/**
+ * Which backend runs a sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "BackendKind".
+ */
+export type BackendKind = "headless" | "tmux" | "herdr";
+/**
+ * How a delegation runs its sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Mode".
+ */
+export type Mode = "single" | "parallel" | "chain";
 /**
  * The opaque id of one delegated task.
  *
@@ -95,6 +123,13 @@ export type Runtime = "command" | "pi" | "claude-code" | "codex" | "gemini" | "o
  * via the `definition` "ResolveKind".
  */
 export type ResolveKind = "sheep" | "task";
+/**
+ * What to read of a sheep's output.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ReadSource".
+ */
+export type ReadSource = "visible" | "recent" | "recent-unwrapped" | "detection";
 /**
  * One delivered-but-unacknowledged item.
  *
@@ -223,8 +258,6 @@ export type ErrorCode =
 	| "invalid_label"
 	| "duplicate_label"
 	| "invalid_cwd"
-	| "invalid_backend"
-	| "invalid_placement"
 	| "invalid_model"
 	| "invalid_harness"
 	| "harness_unsupported"
@@ -241,7 +274,6 @@ export type ErrorCode =
 	| "close_unconfirmed"
 	| "no_pane"
 	| "read_failed"
-	| "invalid_source"
 	| "registry"
 	| "not_found"
 	| "invalid_target"
@@ -259,7 +291,6 @@ export type ErrorCode =
 	| "pending_request"
 	| "inbox_full"
 	| "no_delegated_task"
-	| "invalid_mode"
 	| "invalid_run"
 	| "unknown_run"
 	| "too_many_tasks"
@@ -531,7 +562,7 @@ export interface SpawnParams {
 	/**
 	 * `auto`, `headless`, `tmux` or `herdr` (default: the setting).
 	 */
-	backend?: string | null;
+	backend?: Backend | null;
 	/**
 	 * Working directory (default: the project root).
 	 */
@@ -539,7 +570,7 @@ export interface SpawnParams {
 	/**
 	 * `tab`, `pane_right`, `pane_down` or `workspace` (visible backends).
 	 */
-	placement?: string | null;
+	placement?: Placement | null;
 	/**
 	 * A model override (`provider/id`); refused when the runtime cannot honour it.
 	 */
@@ -640,7 +671,7 @@ export interface SpawnResult {
 	/**
 	 * The backend it runs on.
 	 */
-	backend: string;
+	backend: BackendKind;
 	/**
 	 * The parent's fieldnotes session directory, relative to the project (null when
 	 * fieldnotes are off).
@@ -681,7 +712,7 @@ export interface DelegateParams {
 	/**
 	 * How the note is registered in the session's flow: `single`, `parallel` or `chain`.
 	 */
-	mode?: string | null;
+	mode?: Mode | null;
 	/**
 	 * The run the note belongs to (one line of the session's Flow).
 	 */
@@ -1024,7 +1055,7 @@ export interface SheepStatus {
 	/**
 	 * Its backend.
 	 */
-	backend: string;
+	backend: BackendKind;
 	/**
 	 * `starting`, `idle`, `working`, `done`, `blocked`, `failed`, `exited`, `closing` or
 	 * `closed`.
@@ -1365,7 +1396,7 @@ export interface ResumeParams {
 	/**
 	 * `auto`, `headless`, `tmux` or `herdr` (default: where it ran before).
 	 */
-	backend?: string | null;
+	backend?: Backend | null;
 	/**
 	 * Where the caller runs, so a visible sheep finds its terminal.
 	 */
@@ -1442,7 +1473,7 @@ export interface ReadParams {
 	/**
 	 * `visible`, `recent`, `recent-unwrapped` or `detection`.
 	 */
-	source?: string | null;
+	source?: ReadSource | null;
 }
 /**
  * `read` result.
@@ -1458,7 +1489,7 @@ export interface ReadResult {
 	/**
 	 * The source read.
 	 */
-	source: string;
+	source: ReadSource;
 	/**
 	 * Lines asked for.
 	 */
@@ -1831,7 +1862,7 @@ export interface FocusResult {
 	/**
 	 * Its backend.
 	 */
-	backend: string;
+	backend: BackendKind;
 	/**
 	 * The pane brought to the front.
 	 */
@@ -1915,7 +1946,7 @@ export interface RunSubmitParams {
 	/**
 	 * `single`, `parallel` or `chain`.
 	 */
-	mode: string;
+	mode: Mode;
 	/**
 	 * The tasks, in input order.
 	 */
@@ -1935,7 +1966,7 @@ export interface RunSubmitParams {
 	/**
 	 * Where sheep run (default: the `backend` setting).
 	 */
-	backend?: string | null;
+	backend?: Backend | null;
 	/**
 	 * The parent's model, inherited by pi sheep whose definition names none.
 	 */
@@ -2009,7 +2040,7 @@ export interface RunView {
 	/**
 	 * `single`, `parallel` or `chain`.
 	 */
-	mode: string;
+	mode: Mode;
 	/**
 	 * Whether it goes on without a client.
 	 */

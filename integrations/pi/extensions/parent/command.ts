@@ -10,7 +10,19 @@ import type { ExtensionAPI, ExtensionCommandContext } from "@mariozechner/pi-cod
 import type { AutocompleteItem } from "@mariozechner/pi-tui";
 import { runShepherd, type SettingsDoc } from "./cli.ts";
 import { openSettingsMenu } from "./settings-menu.ts";
-import { agentsText, herd, herdText, listAgents, resolveTarget, sheepStatus, spawnSheep, statusText } from "./ops.ts";
+import {
+	PLACEMENTS,
+	SOURCES,
+	agentsText,
+	herd,
+	herdText,
+	listAgents,
+	member,
+	resolveTarget,
+	sheepStatus,
+	spawnSheep,
+	statusText,
+} from "./ops.ts";
 import type { ParentState } from "./state.ts";
 
 const ACTIONS = ["agents", "herd", "spawn", "status", "read", "settings", "prune"];
@@ -142,7 +154,7 @@ export function registerCommand(pi: ExtensionAPI, state: ParentState): void {
 			case "spawn": {
 				const parsed = parse(tokens, {
 					label: null,
-					placement: ["tab", "pane_right", "pane_down", "workspace"],
+					placement: PLACEMENTS,
 					cwd: null,
 					model: null,
 				});
@@ -154,7 +166,7 @@ export function registerCommand(pi: ExtensionAPI, state: ParentState): void {
 					const result = await spawnSheep(state, pi, ctx, {
 						agent,
 						label: parsed.flags.label,
-						placement: parsed.flags.placement,
+						placement: member(parsed.flags.placement, PLACEMENTS),
 						cwd: parsed.flags.cwd,
 						model: parsed.flags.model,
 					});
@@ -171,13 +183,13 @@ export function registerCommand(pi: ExtensionAPI, state: ParentState): void {
 				return { text: `${statusText(status)}\nagent id: ${status.agentId}${task}${status.error ? `\nerror: ${status.error}` : ""}`, level: "info" };
 			}
 			case "read": {
-				const parsed = parse(tokens, { lines: null, source: ["visible", "recent", "recent-unwrapped", "detection"] });
+				const parsed = parse(tokens, { lines: null, source: SOURCES });
 				if (parsed.positional.length !== 1) throw new UsageError("read requires a target (agent name, display name or agent id).");
 				const id = await resolveTarget(state, parsed.positional[0]!);
 				const result = await state.call("read", {
 					target: id,
 					lines: integer(parsed.flags.lines, "lines"),
-					source: parsed.flags.source,
+					source: member(parsed.flags.source, SOURCES),
 				});
 				return { text: result.text, level: "info" };
 			}

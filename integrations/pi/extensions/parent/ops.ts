@@ -6,18 +6,29 @@
  */
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { Harness, SheepStatus, SpawnResult } from "../lib/broker.ts";
+import type { Harness, Placement, ReadSource, SheepStatus, SpawnResult } from "../lib/broker.ts";
 import { type AgentListed, type AgentListing, type AgentShown, runShepherd, ShepherdError } from "./cli.ts";
 import { callerContext, piCommand, type ParentState } from "./state.ts";
 
 export interface SpawnRequest {
 	agent: string;
 	label?: string;
-	placement?: string;
+	placement?: Placement;
 	cwd?: string;
 	model?: string;
 	isolate?: boolean;
 	harness?: Harness;
+}
+
+/** Where a visible sheep's pane can go. */
+export const PLACEMENTS: Placement[] = ["tab", "pane_right", "pane_down", "workspace"];
+
+/** What of a sheep's output can be read. */
+export const SOURCES: ReadSource[] = ["visible", "recent", "recent-unwrapped", "detection"];
+
+/** `value` as a member of `set`, or `undefined` when it is none of them. */
+export function member<T extends string>(value: string | undefined, set: readonly T[]): T | undefined {
+	return set.find((candidate) => candidate === value);
 }
 
 /** The coding agents a definition can run on, for the tools' `harness` argument. */

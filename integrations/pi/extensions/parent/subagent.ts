@@ -10,7 +10,7 @@
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { type Static, Type } from "typebox";
-import type { Harness, RunStepParams, RunSubmitParams } from "../lib/broker.ts";
+import type { Harness, Mode, RunStepParams, RunSubmitParams } from "../lib/broker.ts";
 import * as path from "node:path";
 import { ShepherdError } from "./cli.ts";
 import { HARNESSES, agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
@@ -101,7 +101,7 @@ export function runParams(params: SubagentParams, project: string): RunSubmitPar
 		isolate: s.isolate === true ? true : undefined,
 		harness: s.harness,
 	});
-	const [mode, steps]: [string, RunStepParams[]] = single
+	const [mode, steps]: [Mode, RunStepParams[]] = single
 		? ["single", [step({ agent: params.agent, task: params.task })]]
 		: params.tasks !== undefined
 			? ["parallel", params.tasks.map(step)]

@@ -10,7 +10,7 @@ import type { AgentToolUpdateCallback, ExtensionAPI, ExtensionContext, ToolDefin
 import { type Static, type TSchema, Type } from "typebox";
 import type { TaskReport } from "../lib/broker.ts";
 import { failure, normaliseArguments, success, type ToolResult } from "./protocol.ts";
-import { HARNESSES, agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
+import { HARNESSES, PLACEMENTS, SOURCES, agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
 import { taskDelegated } from "./events.ts";
 import { renderCall, renderResult } from "./render.ts";
 import { callerContext, type ParentState } from "./state.ts";
@@ -18,8 +18,6 @@ import { callerContext, type ParentState } from "./state.ts";
 const StringEnum = <T extends string>(values: T[], description: string) =>
 	Type.Unsafe<T>({ type: "string", enum: values, description });
 
-const PLACEMENTS = ["tab", "pane_right", "pane_down", "workspace"];
-const SOURCES = ["visible", "recent", "recent-unwrapped", "detection"];
 
 function plural(n: number, one: string): string {
 	return `${n} ${one}${n === 1 ? "" : "s"}`;

@@ -100,7 +100,7 @@ async fn run(
         }
         Request::Read { kind, headless } => {
             let source = match kind {
-                ReadKind::Screen if !headless => Some("visible".to_owned()),
+                ReadKind::Screen if !headless => Some(shepherd_core::backend::ReadSource::Visible),
                 _ => None,
             };
             let result: ReadResult = call(

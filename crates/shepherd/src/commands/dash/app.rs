@@ -322,7 +322,7 @@ impl App<'_> {
                 let headless = rows
                     .iter()
                     .find(|r| r.agent_id == agent_id)
-                    .is_none_or(|r| r.backend == "headless");
+                    .is_none_or(|r| r.backend == shepherd_core::backend::BackendKind::Headless);
                 (agent_id, Request::Read { kind, headless })
             }
             Intent::Message {

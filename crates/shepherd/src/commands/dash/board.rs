@@ -81,7 +81,7 @@ pub(crate) struct Row {
     /// Its backend and where on it: `tmux %3`, `herdr w1:p2`, `headless`.
     pub(crate) place: String,
     /// Its backend alone.
-    pub(crate) backend: String,
+    pub(crate) backend: shepherd_core::backend::BackendKind,
     pub(crate) state: State,
     /// How long it has been in that state.
     pub(crate) age: String,
@@ -207,7 +207,7 @@ fn row(sheep: &SheepStatus, settled: &[SettledTask], now: i64) -> Row {
         harness: harness(sheep).to_owned(),
         model: sheep.model.clone().unwrap_or_default(),
         place: place(sheep),
-        backend: sheep.backend.clone(),
+        backend: sheep.backend,
         state,
         age: duration(age_ms),
         task: task
@@ -245,7 +245,7 @@ fn harness(sheep: &SheepStatus) -> &'static str {
 fn place(sheep: &SheepStatus) -> String {
     let mut place = match &sheep.pane {
         Some(pane) => format!("{} {pane}", sheep.backend),
-        None => sheep.backend.clone(),
+        None => sheep.backend.to_string(),
     };
     if sheep.worktree.is_some() {
         place.push_str(" ⎇");

@@ -227,7 +227,9 @@ impl Ui {
     fn sheep_key(&mut self, key: KeyEvent, row: Row) -> Option<Intent> {
         let agent_id = row.agent_id.clone();
         match key.code {
-            KeyCode::Enter | KeyCode::Char('o') if row.backend == "headless" => {
+            KeyCode::Enter | KeyCode::Char('o')
+                if row.backend == shepherd_core::backend::BackendKind::Headless =>
+            {
                 self.mode = Mode::Reader(Reader {
                     agent_id: agent_id.clone(),
                     name: row.name,

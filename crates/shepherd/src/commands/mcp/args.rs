@@ -24,7 +24,16 @@ const HARNESS_WORDS: &str = "Run the definition on this coding agent instead of 
 pub(crate) fn harness(
     value: Option<String>,
 ) -> Result<Option<shepherd_core::harness::Harness>, ToolError> {
-    Ok(one_of("harness", value, HARNESSES)?.and_then(|name| name.parse().ok()))
+    closed("harness", value, HARNESSES)
+}
+
+/// A checked argument of a closed set, as its type: `accepted` lists the set's words.
+pub(crate) fn closed<T: std::str::FromStr>(
+    name: &str,
+    value: Option<String>,
+    accepted: &[&str],
+) -> Result<Option<T>, ToolError> {
+    Ok(one_of(name, value, accepted)?.and_then(|word| word.parse().ok()))
 }
 pub(crate) const SOURCES: &[&str] = &["visible", "recent", "recent-unwrapped", "detection"];
 pub(crate) const DELIVERIES: &[&str] = &["followUp", "steer"];

@@ -288,7 +288,7 @@ impl Parent {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ToolError> {
         let spawn: args::Spawn = args::read("shepherd_spawn", args, false)?;
-        let placement = one_of("placement", spawn.placement, args::PLACEMENTS)?;
+        let placement = args::closed("placement", spawn.placement, args::PLACEMENTS)?;
         let harness = args::harness(spawn.harness)?;
         let herd = self.herd(&ctx.peer).await?;
         let params = SpawnParams {
@@ -556,7 +556,7 @@ impl Parent {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ToolError> {
         let read: args::Read = args::read("shepherd_read", args, false)?;
-        let source = one_of("source", read.source, args::SOURCES)?;
+        let source = args::closed("source", read.source, args::SOURCES)?;
         let lines = match read.lines {
             None => None,
             Some(n)

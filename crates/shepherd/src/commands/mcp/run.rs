@@ -10,6 +10,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 use shepherd_core::error_code::ErrorCode;
+use shepherd_core::fieldnotes::status::Mode;
 use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, event, method};
 use tokio::time::Instant;
 
@@ -178,7 +179,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
             ));
         };
         (
-            "single",
+            Mode::Single,
             vec![step(args::RunStep {
                 agent,
                 task,
@@ -189,12 +190,12 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         )
     } else if let Some(tasks) = run.tasks {
         (
-            "parallel",
+            Mode::Parallel,
             tasks.into_iter().map(step).collect::<Result<_, _>>()?,
         )
     } else {
         (
-            "chain",
+            Mode::Chain,
             run.chain
                 .unwrap_or_default()
                 .into_iter()
@@ -203,7 +204,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         )
     };
     Ok(RunSubmitParams {
-        mode: mode.to_owned(),
+        mode,
         steps,
         session_name: run.session_name,
         timeout: args::minutes("timeout", run.timeout)?,

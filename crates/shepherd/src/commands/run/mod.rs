@@ -84,7 +84,7 @@ pub(crate) struct RunArgs {
     timeout: Option<f64>,
     /// Where sheep run (default: the `backend` setting).
     #[arg(long, value_enum)]
-    backend: Option<crate::values::BackendArg>,
+    backend: Option<shepherd_core::settings::Backend>,
     /// A label for the sheep (shown as `<agent>: <label>`).
     #[arg(long)]
     label: Option<String>,
@@ -155,7 +155,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         cwd: args.cwd.as_deref(),
         isolate: args.isolate,
         timeout: args.timeout,
-        backend: args.backend.map(crate::values::BackendArg::as_str),
+        backend: args.backend,
         label: args.label.as_deref(),
         harness: args.harness,
         budget: args.budget.budget()?,
@@ -163,7 +163,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
     let plan = plan::build(&input, &ctx.cwd, &root)?;
     let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
     let params = RunSubmitParams {
-        mode: plan.mode.as_str().to_owned(),
+        mode: plan.mode,
         steps: plan
             .steps
             .iter()
@@ -180,7 +180,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         session_name: plan.session_name.clone(),
         timeout: plan.timeout_minutes,
         budget: plan.budget,
-        backend: plan.backend.clone(),
+        backend: plan.backend,
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
         caller: Some(caller_context()),

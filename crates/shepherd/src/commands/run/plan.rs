@@ -17,27 +17,8 @@ use shepherd_core::budget::Budget;
 
 use crate::error::CliError;
 
-/// How a run's tasks relate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Mode {
-    /// One agent, one task.
-    Single,
-    /// Tasks run side by side; results come back in input order.
-    Parallel,
-    /// Tasks run one after another; `{previous}` carries the previous step's result.
-    Chain,
-}
-
-impl Mode {
-    /// The name the broker, the notes and `--json` use.
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Self::Single => "single",
-            Self::Parallel => "parallel",
-            Self::Chain => "chain",
-        }
-    }
-}
+pub(super) use shepherd_core::fieldnotes::status::Mode;
+use shepherd_core::settings::Backend;
 
 /// One task of a run, with its working directory made absolute.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +39,7 @@ pub(super) struct RunPlan {
     pub(super) steps: Vec<StepPlan>,
     pub(super) session_name: Option<String>,
     pub(super) timeout_minutes: Option<f64>,
-    pub(super) backend: Option<String>,
+    pub(super) backend: Option<Backend>,
     pub(super) budget: Option<Budget>,
 }
 
@@ -74,7 +55,7 @@ pub(super) struct PlanInput<'a> {
     pub(super) cwd: Option<&'a Path>,
     pub(super) isolate: bool,
     pub(super) timeout: Option<f64>,
-    pub(super) backend: Option<&'a str>,
+    pub(super) backend: Option<Backend>,
     pub(super) label: Option<&'a str>,
     pub(super) harness: Option<Harness>,
     pub(super) budget: Option<Budget>,
@@ -87,7 +68,7 @@ struct PlanFile {
     session_name: Option<String>,
     cwd: Option<PathBuf>,
     timeout: Option<f64>,
-    backend: Option<String>,
+    backend: Option<Backend>,
     label: Option<String>,
     harness: Option<Harness>,
     single: Option<StepSpec>,
@@ -230,7 +211,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
         steps,
         session_name: input.session_name.map(str::to_owned).or(file.session_name),
         timeout_minutes,
-        backend: input.backend.map(str::to_owned).or(file.backend),
+        backend: input.backend.or(file.backend),
         budget,
     })
 }

@@ -8,7 +8,7 @@ fn row(name: &str, task: &str, last: &str) -> Row {
         harness: "command".to_owned(),
         model: "anthropic/claude-sonnet-4".to_owned(),
         place: "tmux %3".to_owned(),
-        backend: "tmux".to_owned(),
+        backend: shepherd_core::backend::BackendKind::Tmux,
         state: State::Working,
         age: "2m05s".to_owned(),
         task: task.to_owned(),

@@ -10,7 +10,7 @@ fn row(id: &str, backend: &str) -> Row {
         harness: "command".to_owned(),
         model: String::new(),
         place: backend.to_owned(),
-        backend: backend.to_owned(),
+        backend: backend.parse().expect("a backend"),
         state: State::Working,
         age: "1s".to_owned(),
         task: "t".to_owned(),
