@@ -101,8 +101,7 @@ pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> Broke
             .values()
             .filter(|s| s.phase != Phase::Closed)
             .find_map(|sheep| {
-                let record: LaunchRecord =
-                    serde_json::from_value(sheep.launch.clone()).unwrap_or_default();
+                let record: LaunchRecord = sheep.launch.clone().unwrap_or_default();
                 let pids = [record.supervisor_pid, record.pid];
                 pids.iter()
                     .flatten()

@@ -82,7 +82,7 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                         .values()
                         .find(|s| {
                             !s.runtime.reports_runs()
-                                && s.launch.get("pane").and_then(|p| p.as_str())
+                                && s.launch.as_ref().and_then(|l| l.pane.as_deref())
                                     == Some(pane.as_str())
                         })
                         .filter(|s| s.activity != activity)

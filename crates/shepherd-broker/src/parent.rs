@@ -326,7 +326,7 @@ fn read_target<'h>(herd: &'h Herd, target: &str) -> Option<&'h Sheep> {
         .values()
         .filter(|s| {
             s.display_name() == target
-                || s.launch.get("pane").and_then(Value::as_str) == Some(target)
+                || s.launch.as_ref().and_then(|l| l.pane.as_deref()) == Some(target)
         })
         .collect();
     let mut live = named.iter().copied().filter(|s| s.holds_resources());

@@ -1,5 +1,5 @@
-//! Where a sheep runs: the terminal backend that holds it, where a visible one's pane goes, and
-//! what of its output can be read.
+//! Where a sheep runs: the terminal backend that holds it, where a visible one's pane goes,
+//! what of its output can be read, and the facts that find it again ([`LaunchRecord`]).
 //!
 //! Both sets are closed and cross every boundary — the herd model and its journal, the
 //! protocol, the settings, the command line — so they are types here, in the pure core, and
@@ -205,6 +205,30 @@ impl FromStr for ReadSource {
                 accepted: "visible, recent, recent-unwrapped, detection",
             })
     }
+}
+
+/// Facts a backend needs to find a sheep again, also after a broker restart.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchRecord {
+    /// The supervisor's pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_pid: Option<u32>,
+    /// The sheep program's pid, which leads its own process group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The headless output log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<std::path::PathBuf>,
+    /// The pane (tmux `%N`, Herdr `w1:p3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane: Option<String>,
+    /// The window or tab holding the pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// The tmux server socket or Herdr socket used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 #[cfg(test)]

@@ -19,9 +19,7 @@ use shepherd_core::error_code::ErrorCode;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-pub use shepherd_core::backend::{BackendKind, Placement, ReadSource};
+pub use shepherd_core::backend::{BackendKind, LaunchRecord, Placement, ReadSource};
 
 /// Everything needed to start one sheep under its supervisor.
 #[derive(Debug, Clone)]
@@ -78,30 +76,6 @@ impl LaunchSpec {
         args.extend(self.program.iter().cloned());
         args
     }
-}
-
-/// Facts a backend needs to find a sheep again, also after a broker restart.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LaunchRecord {
-    /// The supervisor's pid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub supervisor_pid: Option<u32>,
-    /// The sheep program's pid, which leads its own process group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The headless output log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log: Option<PathBuf>,
-    /// The pane (tmux `%N`, Herdr `w1:p3`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pane: Option<String>,
-    /// The window or tab holding the pane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<String>,
-    /// The tmux server socket or Herdr socket used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
 }
 
 /// Whether a sheep's pane or processes still exist.

@@ -185,10 +185,22 @@ fn malformed_and_oversized_requests_are_refused_cleanly() {
     );
     // A closed set's value outside the set names the value and every accepted one.
     for (method, params, value) in [
-        ("spawn", json!({ "agent": "alpha", "backend": "screen" }), "screen"),
-        ("spawn", json!({ "agent": "alpha", "placement": "left" }), "left"),
+        (
+            "spawn",
+            json!({ "agent": "alpha", "backend": "screen" }),
+            "screen",
+        ),
+        (
+            "spawn",
+            json!({ "agent": "alpha", "placement": "left" }),
+            "left",
+        ),
         ("read", json!({ "target": a, "source": "all" }), "all"),
-        ("delegate", json!({ "target": a, "task": "x", "mode": "loop" }), "loop"),
+        (
+            "delegate",
+            json!({ "target": a, "task": "x", "mode": "loop" }),
+            "loop",
+        ),
     ] {
         let answer = raw.call(method, params);
         assert_eq!(error_code(&answer), "invalid_request", "{answer}");

@@ -339,8 +339,7 @@ pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRe
         ($($field:ident),*) => { $( if update.$field.is_some() { record.$field.clone_from(&update.$field); } )* };
     }
     take!(supervisor_pid, pid, log, pane, window, server);
-    let value = serde_json::to_value(&record).expect("launch records serialise");
-    broker.commit(|tx| shepherd_core::herd::launched(tx, id, value));
+    broker.commit(|tx| shepherd_core::herd::launched(tx, id, record));
 }
 
 /// The sheep's launch record as journaled.
@@ -348,7 +347,7 @@ pub(crate) fn current_launch(broker: &Broker, id: &AgentId) -> LaunchRecord {
     broker.read(|herd| {
         herd.sheep
             .get(id)
-            .map(|s| serde_json::from_value(s.launch.clone()).unwrap_or_default())
+            .and_then(|s| s.launch.clone())
             .unwrap_or_default()
     })
 }

@@ -18,7 +18,7 @@ impl Herd {
             }
             Event::SheepLaunched { agent_id, launch } => {
                 if let Some(sheep) = self.sheep.get_mut(agent_id) {
-                    sheep.launch = launch.clone();
+                    sheep.launch = Some(launch.clone());
                 }
             }
             Event::SheepReady { agent_id, at } => {

@@ -318,7 +318,7 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
                 sheep.working_since = None;
                 sheep.active_task = None;
                 sheep.exit = None;
-                sheep.launch = Value::Null;
+                sheep.launch = None;
                 sheep.backend.clone_from(backend);
                 sheep.token_digest.clone_from(token_digest);
                 sheep.supervisor_digest.clone_from(supervisor_digest);

@@ -24,7 +24,7 @@ pub enum Event {
         /// The sheep.
         agent_id: AgentId,
         /// Backend facts.
-        launch: Value,
+        launch: crate::backend::LaunchRecord,
     },
     /// Its program is confirmed running.
     SheepReady {

@@ -158,7 +158,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         active_task: None,
         last_outcome: None,
         exit: None,
-        launch: Value::Null,
+        launch: None,
         request_id: new.request_id,
         budget: new.budget.filter(|b| !b.is_empty()),
         recipe: new.recipe,
@@ -173,7 +173,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
 }
 
 /// Records where the backend placed a sheep.
-pub fn launched(tx: &mut Tx<'_>, agent_id: &AgentId, launch: Value) {
+pub fn launched(tx: &mut Tx<'_>, agent_id: &AgentId, launch: crate::backend::LaunchRecord) {
     tx.emit(Event::SheepLaunched {
         agent_id: agent_id.clone(),
         launch,

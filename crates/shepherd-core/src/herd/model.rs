@@ -129,9 +129,9 @@ pub struct Sheep {
     /// How its process ended, or why it failed to start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<ExitInfo>,
-    /// Backend facts needed to find it again (pids, pane id, log file), opaque to core.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub launch: Value,
+    /// Backend facts needed to find it again (pids, pane id, log file); `None` until placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<crate::backend::LaunchRecord>,
     /// The client request id of the spawn that created it (or of the resume that last reopened
     /// it), so a resent request finds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

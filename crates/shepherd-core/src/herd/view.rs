@@ -272,13 +272,7 @@ impl Herd {
                     }),
                 }
             });
-        let record = |key: &str| {
-            sheep
-                .launch
-                .get(key)
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
-        };
+        let launch = sheep.launch.clone().unwrap_or_default();
         let runs = self.runs_of(sheep);
         let since = task
             .as_ref()
@@ -302,16 +296,12 @@ impl Herd {
                 .as_ref()
                 .filter(|_| sheep.phase != Phase::Closed && sheep.phase != Phase::Closing)
                 .map(super::ExitInfo::describe),
-            pid: sheep
-                .launch
-                .get("pid")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|p| u32::try_from(p).ok()),
+            pid: launch.pid,
             runtime: sheep.runtime,
             model: runs.model.or_else(|| sheep.model.clone()),
             since,
-            pane: record("pane"),
-            window: record("window"),
+            pane: launch.pane,
+            window: launch.window,
             usage: runs.usage,
             last_line: sheep
                 .exit
