@@ -291,9 +291,10 @@ pub(crate) fn print_message(printer: &Printer, result: &MessageResult) {
             .target_task_state
             .map(|s| format!(" (task {})", s.as_str()))
             .unwrap_or_default();
+        // The id is what `status` takes to say whether it was delivered and read.
         format!(
-            "queued {} to {}{state}",
-            result.message_id, result.target_id
+            "queued {} to {}{state}; `shepherd status {}` shows whether it was delivered and read",
+            result.message_id, result.target_id, result.message_id
         )
     });
 }
