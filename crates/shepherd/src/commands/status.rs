@@ -73,7 +73,10 @@ fn receipt_line(receipt: &MessageReceipt) -> String {
                     .to_string()
             })
     };
-    let mut times = vec![format!("sent {}", at(Some(receipt.sent_at)).unwrap_or_default())];
+    let mut times = vec![format!(
+        "sent {}",
+        at(Some(receipt.sent_at)).unwrap_or_default()
+    )];
     if let Some(delivered) = at(receipt.delivered_at) {
         times.push(format!("delivered {delivered}"));
     }
@@ -247,7 +250,10 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
 
 /// `shepherd herd` inside a sheep: every open sheep of its herd (itself marked) with what a
 /// herd-mate may see — id, display name, agent, what runs it, state.
-fn herd_mates(cap: &super::connect::SheepCapability, printer: &Printer) -> Result<ExitCode, CliError> {
+fn herd_mates(
+    cap: &super::connect::SheepCapability,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
     let value = runtime()?.block_on(async {
         let deadline = deadline_after(Duration::ZERO)?;
         Ok::<_, CliError>(

@@ -330,6 +330,17 @@ pub(crate) fn agent_id_schema() -> Value {
     object(&[("id", string("The sheep's agent id"))], &["id"])
 }
 
+/// The parent's `shepherd_status`: a sheep, or a message's receipt.
+pub(crate) fn status_schema() -> Value {
+    object(
+        &[(
+            "id",
+            string("The sheep's agent id, or a message id (shepherd-message-…) for its receipt"),
+        )],
+        &["id"],
+    )
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct Read {
     pub(crate) name: String,
