@@ -249,7 +249,7 @@ pub(crate) struct Message {
 /// The message schema; `sheep` describes the sheep side's targets.
 pub(crate) fn message_schema(sheep: bool) -> Value {
     let target = if sheep {
-        "`shepherd`, or a herd-mate's exact agent id"
+        "`shepherd`, or a herd-mate's agent id or display name"
     } else {
         "The sheep's exact agent id"
     };

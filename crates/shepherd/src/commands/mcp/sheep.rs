@@ -139,7 +139,7 @@ impl Sheep {
 
     #[tool(
         name = "shepherd_message",
-        description = "Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its exact agent id). Use expectsReply to ask a question: your task then waits for the answer, which arrives as a new message (see shepherd_inbox). To answer a question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
+        description = "Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its agent id or display name; shepherd_herd lists them). Use expectsReply to ask a question: your task then waits for the answer, which arrives as a new message (see shepherd_inbox). To answer a question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
         input_schema = input(&args::message_schema(true))
     )]
     async fn shepherd_message(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
