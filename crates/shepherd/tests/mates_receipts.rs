@@ -11,22 +11,46 @@ use std::time::{Duration, Instant};
 use herd_support::{World, kill9, release};
 use serde_json::Value;
 
-/// The parent's inbox, read until a message from a sheep starts with `prefix` (30 s at most);
-/// returns the rest of that message and the message's id.
-fn sheep_says(world: &World, prefix: &str) -> (String, String) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "no message starting {prefix:?} came");
-        let (_, doc) =
-            world.json_status(&["inbox", "--wait", &format!("{:.3}", left.as_secs_f64())]);
-        for item in doc["items"].as_array().into_iter().flatten() {
-            if let Some(rest) = item["content"]
-                .as_str()
-                .and_then(|c| c.strip_prefix(prefix))
+/// The parent's inbox as the test reads it: every message a sheep sent, kept in order, so one
+/// read that fetches several keeps those the test asks about later.
+struct ParentInbox<'w> {
+    world: &'w World,
+    /// (content, message id) of every message fetched and not yet asked about.
+    unclaimed: Vec<(String, String)>,
+}
+
+impl<'w> ParentInbox<'w> {
+    fn new(world: &'w World) -> Self {
+        Self {
+            world,
+            unclaimed: Vec::new(),
+        }
+    }
+
+    /// The first message from a sheep that starts with `prefix`, waiting for it 30 s at most;
+    /// returns the rest of that message and the message's id.
+    fn says(&mut self, prefix: &str) -> (String, String) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(at) = self
+                .unclaimed
+                .iter()
+                .position(|(content, _)| content.starts_with(prefix))
             {
-                let id = item["messageId"].as_str().expect("a message id");
-                return (rest.to_owned(), id.to_owned());
+                let (content, id) = self.unclaimed.remove(at);
+                return (content[prefix.len()..].to_owned(), id);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no message starting {prefix:?} came");
+            let (_, doc) =
+                self.world
+                    .json_status(&["inbox", "--wait", &format!("{:.3}", left.as_secs_f64())]);
+            for item in doc["items"].as_array().into_iter().flatten() {
+                if let (Some(content), Some(id)) =
+                    (item["content"].as_str(), item["messageId"].as_str())
+                {
+                    self.unclaimed.push((content.to_owned(), id.to_owned()));
+                }
             }
         }
     }
@@ -35,6 +59,7 @@ fn sheep_says(world: &World, prefix: &str) -> (String, String) {
 #[test]
 fn a_sheep_lists_its_herd_mates_and_messages_one_by_display_name() {
     let world = World::new();
+    let mut inbox = ParentInbox::new(&world);
     // The listener says what it is given: its task, then whatever a herd-mate tells it.
     world.define(
         "listener",
@@ -46,7 +71,7 @@ fn a_sheep_lists_its_herd_mates_and_messages_one_by_display_name() {
     );
     let listener = world.spawn("listener", "b");
     world.delegate(&listener, "secret task text");
-    let (task, _) = sheep_says(&world, "listener got:");
+    let (task, _) = inbox.says("listener got:");
     assert!(task.starts_with("secret task text"), "{task}");
 
     // The talker looks at its herd, messages the listener by name, and tries a name no
@@ -66,7 +91,7 @@ sleep 60"#
     );
     let talker = world.spawn("talker", "a");
 
-    let (mates, _) = sheep_says(&world, "mates:");
+    let (mates, _) = inbox.says("mates:");
     let mates: Value = serde_json::from_str(&mates).expect("one JSON document");
     assert_eq!(mates["agentId"], talker.as_str(), "{mates}");
     let listed: Vec<(&str, &str, &str, bool)> = mates["mates"]
@@ -94,15 +119,15 @@ sleep 60"#
         !mates.to_string().contains("secret task text"),
         "a herd-mate's task text is the parent's: {mates}"
     );
-    let (lines, _) = sheep_says(&world, "lines:");
+    let (lines, _) = inbox.says("lines:");
     assert!(
         lines.contains(&format!("{talker} talker: a [")) && lines.contains("(you)"),
         "{lines}"
     );
 
-    let (heard, _) = sheep_says(&world, "listener got:");
+    let (heard, _) = inbox.says("listener got:");
     assert_eq!(heard, "hello from the talker");
-    let (bad, _) = sheep_says(&world, "bad:");
+    let (bad, _) = inbox.says("bad:");
     assert!(
         bad.contains("`nobody`") && bad.contains("shepherd herd"),
         "an unknown name is refused, naming it and where the names are: {bad}"
@@ -116,6 +141,7 @@ sleep 60"#
 #[test]
 fn a_message_is_queued_then_read_and_its_receipt_survives_a_broker_restart() {
     let world = World::new();
+    let mut inbox = ParentInbox::new(&world);
     let fetch = world.fifo("fetch");
     let check = world.fifo("check");
     let script = format!(
@@ -153,7 +179,7 @@ sleep 60"#,
 
     release(&fetch);
     // The sheep tells the parent only after `inbox` printed and acknowledged the message.
-    let (_, ping) = sheep_says(&world, "ping from the reader");
+    let (_, ping) = inbox.says("ping from the reader");
     let read = world.json(&["status", &message]);
     assert_eq!(read["state"], "read", "{read}");
     let sent_at = read["sentAt"].as_i64().unwrap();
@@ -176,7 +202,7 @@ sleep 60"#,
 
     // The sheep asks about its own message, which the parent read (its `inbox` above).
     release(&check);
-    let (asked, _) = sheep_says(&world, "receipt:");
+    let (asked, _) = inbox.says("receipt:");
     let asked: Value = serde_json::from_str(&asked).expect("one JSON document");
     assert_eq!(asked["messageId"], ping.as_str(), "{asked}");
     assert_eq!(asked["sender"], reader.as_str(), "{asked}");
