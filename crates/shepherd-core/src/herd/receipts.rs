@@ -10,7 +10,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::model::{Event, InboxItem, Payload, Phase};
+use super::model::{Event, InboxItem, Payload};
 use super::view::first_line;
 use super::{Herd, Tx};
 use crate::ids::{MessageId, Participant, TaskId};
@@ -56,7 +56,8 @@ pub enum ReceiptState {
     Delivered,
     /// Acknowledged by its recipient.
     Read,
-    /// Its recipient was closed before reading it: it will never be read.
+    /// Its recipient was closed before reading it (its inbox went with it): it will never be
+    /// read.
     Discarded,
 }
 
@@ -172,7 +173,7 @@ impl Herd {
         let receipt = record.receipt.as_ref()?;
         let state = match (receipt.read_at, receipt.delivered_at) {
             (Some(_), _) => ReceiptState::Read,
-            _ if self.gone(&record.target) => ReceiptState::Discarded,
+            _ if !self.holds(&record.target, id) => ReceiptState::Discarded,
             (None, Some(_)) => ReceiptState::Delivered,
             (None, None) => ReceiptState::Queued,
         };
@@ -202,15 +203,15 @@ impl Herd {
             .collect()
     }
 
-    /// Whether `who` can never read its inbox again (a closed sheep's inbox is gone).
-    fn gone(&self, who: &Participant) -> bool {
-        match who {
-            Participant::Parent => false,
-            Participant::Sheep(id) => self
-                .sheep
-                .get(id)
-                .is_none_or(|sheep| sheep.phase == Phase::Closed),
-        }
+    /// Whether `who`'s inbox still holds message `id`. An inbox lets go of an item only when it
+    /// is acknowledged (read) or when its sheep is closed (the inbox goes with it), so an unread
+    /// message it no longer holds will never be read, even by the sheep resumed later.
+    fn holds(&self, who: &Participant, id: &MessageId) -> bool {
+        self.inboxes.get(who).is_some_and(|inbox| {
+            inbox.items.iter().any(|item| {
+                matches!(&item.payload, Payload::Envelope { envelope } if &envelope.message_id == id)
+            })
+        })
     }
 
     /// A participant's display name, or `shepherd` for the parent.

@@ -82,7 +82,7 @@ fn a_sheep_message_to_a_herd_mate_by_name_gets_a_receipt_and_tasks_get_none() {
 }
 
 #[test]
-fn a_message_to_a_sheep_closed_before_reading_it_is_discarded() {
+fn a_message_to_a_sheep_closed_before_reading_it_is_discarded_even_after_a_resume() {
     let mut h = Harness::new();
     let a = h.spawn("worker", "a");
     let sent = h
@@ -90,6 +90,18 @@ fn a_message_to_a_sheep_closed_before_reading_it_is_discarded() {
         .unwrap();
     assert!(h.run(|tx| begin_close(tx, &a)));
     h.run(|tx| closed(tx, &a));
+    let receipt = h.herd.message_receipt(&sent.message_id).unwrap();
+    assert_eq!(receipt.state, ReceiptState::Discarded);
+    // Resumed, the sheep starts with an empty inbox: the message stays discarded.
+    let input = Reopen {
+        agent_id: a.clone(),
+        backend: "headless".into(),
+        token_digest: "d2".into(),
+        supervisor_digest: None,
+        request_id: None,
+        max_sheep: None,
+    };
+    h.run(|tx| reopen(tx, input)).unwrap();
     let receipt = h.herd.message_receipt(&sent.message_id).unwrap();
     assert_eq!(receipt.state, ReceiptState::Discarded);
 }
