@@ -49,7 +49,7 @@ pub(crate) async fn dispatch(
         method::INBOX | method::ACK | method::SUBSCRIBE => {
             matches!(role, Role::Parent | Role::Sheep)
         }
-        method::TELL | method::DONE | method::REPORT => role == Role::Sheep,
+        method::TELL | method::DONE | method::REPORT | method::HERD_MATES => role == Role::Sheep,
         method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED | method::SUPERVISOR_OUTPUT => {
             role == Role::Supervisor
         }
@@ -122,6 +122,7 @@ async fn route(
         method::INBOX => reply(crate::inbox::inbox(broker, session, parse(name, params)?).await),
         method::ACK => reply(crate::inbox::ack(broker, session, parse(name, params)?).await),
         method::SUBSCRIBE => reply(crate::inbox::subscribe(broker, session).await),
+        method::HERD_MATES => reply(crate::sheep::mates(broker, session)),
         method::TELL => crate::sheep::tell(broker, session, parse(name, params)?, rid).await,
         method::DONE => crate::sheep::done(broker, session, parse(name, params)?, rid).await,
         method::REPORT => crate::sheep::report(broker, session, parse(name, params)?, rid).await,

@@ -2,12 +2,14 @@
 //!
 //! Items stay in a participant's inbox until acknowledged, so a reader that dies between
 //! receiving and acknowledging gets them again (at least once; message ids make duplicates
-//! recognisable). Nothing is handed out before the journal holds it.
+//! recognisable). Nothing is handed out before the journal holds it. Handing out a message and
+//! its acknowledgement mark its receipt delivered and read (`shepherd_core::herd::receipts`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use shepherd_core::herd::InboxItem;
 use shepherd_core::ids::Participant;
 use shepherd_core::protocol::{AckParams, InboxParams, InboxResult, OkResult, event};
 
@@ -35,7 +37,7 @@ pub(crate) async fn inbox(
         signal.borrow_and_update();
         let items = broker.read(|herd| herd.pending_items(&who));
         if !items.is_empty() || tokio::time::Instant::now() >= deadline {
-            broker.durable_now().await?;
+            handed_out(broker, &who, &items).await?;
             return Ok(InboxResult { items });
         }
         tokio::select! {
@@ -44,6 +46,27 @@ pub(crate) async fn inbox(
             () = session.closed.cancelled() => return Ok(InboxResult { items }),
             () = broker.shutdown.cancelled() => return Ok(InboxResult { items }),
         }
+    }
+}
+
+/// Records that `items` are being handed to `who` (the messages among them are delivered) and
+/// waits until that, and the items themselves, are durable: nothing goes out before the journal
+/// holds it.
+async fn handed_out(
+    broker: &Arc<Broker>,
+    who: &Participant,
+    items: &[InboxItem],
+) -> BrokerResult<()> {
+    match items.last() {
+        Some(last) => {
+            broker
+                .commit_durable(|tx| {
+                    shepherd_core::herd::delivered(tx, who, last.seq);
+                    Ok(())
+                })
+                .await
+        }
+        None => broker.durable_now().await,
     }
 }
 
@@ -80,7 +103,7 @@ pub(crate) async fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> B
                 .filter(|item| item.seq > last_pushed)
                 .collect();
             if let Some(last) = items.last() {
-                if broker.durable_now().await.is_err() {
+                if handed_out(&broker, &who, &items).await.is_err() {
                     return;
                 }
                 last_pushed = last.seq;

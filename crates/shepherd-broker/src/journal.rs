@@ -454,6 +454,7 @@ mod tests {
         Event::Acked {
             who: Participant::Sheep(AgentId::mint("00000000", "0000000a")),
             seq,
+            at: None,
         }
     }
 

@@ -31,6 +31,7 @@ mod live_usage;
 mod parent;
 mod pi;
 mod printed;
+mod receipts;
 mod recovery;
 mod resend;
 mod resume;

@@ -244,13 +244,16 @@ pub(crate) async fn wait(
     }
 }
 
-/// Runs `status`: one sheep, or every sheep that is not closed. A sheep may only ask about
-/// itself.
+/// Runs `status`: one sheep (with the receipts of the latest messages sent to it), a message's
+/// receipt, or every sheep that is not closed. A sheep may only ask about itself.
 pub(crate) fn status(
     broker: &Arc<Broker>,
     session: &Session,
     params: StatusParams,
 ) -> BrokerResult<Value> {
+    if let Some(message_id) = params.id.as_deref().and_then(MessageId::parse) {
+        return crate::receipts::status(broker, session, &message_id);
+    }
     let now = broker.now();
     let own = match session.role {
         Role::Sheep => Some(session.sheep()?.to_string()),
@@ -268,7 +271,9 @@ pub(crate) fn status(
     broker.read(|herd| match id {
         Some(id) => {
             let sheep = herd.sheep_by_text(&id)?;
-            Ok(serde_json::to_value(herd.status_of(sheep, now)).expect("status serialises"))
+            let mut status = herd.status_of(sheep, now);
+            status.messages = herd.receipts_to(&Participant::Sheep(sheep.id.clone()));
+            Ok(serde_json::to_value(status).expect("status serialises"))
         }
         None => Ok(serde_json::to_value(HerdResult {
             sheep: herd.herd_view(now, false),

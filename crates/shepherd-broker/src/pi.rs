@@ -25,15 +25,21 @@ use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 use crate::telemetry::{Telemetry, session_size};
 
-/// The sheep extension, the protocol client it imports and the client's generated protocol
-/// types, as shipped in this binary.
+/// The sheep extension, the protocol client it imports, the client's generated protocol types
+/// and the receipt words it shares with the parent, as shipped in this binary.
 const SHEEP_EXTENSION: &str = include_str!("../../../integrations/pi/extensions/shepherd-sheep.ts");
 const BROKER_CLIENT: &str = include_str!("../../../integrations/pi/extensions/lib/broker.ts");
 const PROTOCOL_TYPES: &str =
     include_str!("../../../integrations/pi/extensions/lib/protocol-types.ts");
+const RECEIPT_WORDS: &str = include_str!("../../../integrations/pi/extensions/lib/receipts.ts");
 
 /// The tools every pi sheep needs on top of its definition's allowlist.
-const SHEEP_TOOLS: [&str; 2] = ["shepherd_message", "shepherd_done"];
+const SHEEP_TOOLS: [&str; 4] = [
+    "shepherd_message",
+    "shepherd_done",
+    "shepherd_herd",
+    "shepherd_status",
+];
 
 /// How long close and `run` wait for a pi sheep's run to settle after its task did.
 pub(crate) const OUTPUT_GRACE: Duration = Duration::from_secs(10);
@@ -73,6 +79,7 @@ pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
         hasher.update(SHEEP_EXTENSION);
         hasher.update(BROKER_CLIENT);
         hasher.update(PROTOCOL_TYPES);
+        hasher.update(RECEIPT_WORDS);
         hex::encode(hasher.finalize())[..12].to_owned()
     };
     let dir = state_dir.join("pi-extension").join(digest);
@@ -86,6 +93,11 @@ pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
         shepherd_fs::write_atomic(
             &dir.join("lib").join("broker.ts"),
             BROKER_CLIENT.as_bytes(),
+            None,
+        )?;
+        shepherd_fs::write_atomic(
+            &dir.join("lib").join("receipts.ts"),
+            RECEIPT_WORDS.as_bytes(),
             None,
         )?;
         shepherd_fs::write_atomic(&entry, SHEEP_EXTENSION.as_bytes(), None)?;

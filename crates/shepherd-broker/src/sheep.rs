@@ -8,7 +8,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use shepherd_core::herd::{DoneInput, DoneOutcome, RunReport};
 use shepherd_core::ids::Participant;
-use shepherd_core::protocol::{DoneParams, DoneResult, MessageParams, OkResult, ReportParams};
+use shepherd_core::protocol::{
+    DoneParams, DoneResult, HerdMatesResult, MessageParams, OkResult, ReportParams,
+};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
@@ -23,8 +25,22 @@ pub(crate) async fn tell(
     rid: Option<&str>,
 ) -> BrokerResult<Value> {
     let sender = Participant::Sheep(session.sheep()?.clone());
+    let mut params = params;
+    params.target = broker.read(|herd| herd.mate_target(&params.target))?;
     let input = crate::parent::message_input(broker, sender, params)?;
     crate::parent::send_message(broker, input, rid).await
+}
+
+/// Runs `herd.mates`: the herd as the asking sheep may see it (see
+/// [`shepherd_core::herd::HerdMate`]).
+pub(crate) fn mates(broker: &Arc<Broker>, session: &Session) -> BrokerResult<HerdMatesResult> {
+    let me = session.sheep()?.clone();
+    let now = broker.now();
+    let mates = broker.read(|herd| herd.mates_view(&me, now));
+    Ok(HerdMatesResult {
+        agent_id: me,
+        mates,
+    })
 }
 
 /// Runs `done`. A done that names a task already settled changes nothing and says so; one

@@ -204,6 +204,9 @@ catalogue! {
     AmbiguousId = "ambiguous_id", exit EXIT_FAILURE, hint Some("Give more of the id: the candidates are listed.");
     /// No task has that id in this herd.
     UnknownTask = "unknown_task", exit EXIT_FAILURE, hint Some("Pass task ids from delegate; agent ids are not task ids.");
+    /// No message this herd still keeps a receipt for has that id (or the asking sheep neither
+    /// sent nor received it).
+    UnknownMessage = "unknown_message", exit EXIT_FAILURE, hint Some("Pass the messageId a message or tell returned; receipts are kept for the herd's latest 10000 messages.");
     /// A task handle is missing or malformed.
     InvalidHandle = "invalid_handle", exit EXIT_FAILURE, hint Some("Pass task ids from delegate; agent ids are not task ids.");
     /// A task's text is empty.

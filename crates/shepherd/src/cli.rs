@@ -34,7 +34,7 @@ pub(crate) enum Command {
     /// Wait for tasks to settle and print what settled.
     Watch(commands::parent::WatchArgs),
     /// Show a sheep's state and task, or every sheep's (inside a sheep: its own).
-    Status(commands::parent::StatusArgs),
+    Status(commands::status::StatusArgs),
     /// Close a sheep (its open task is cancelled).
     Close(commands::parent::CloseArgs),
     /// Reopen a closed or exited sheep on its own session, under the same name (pi).
@@ -42,7 +42,7 @@ pub(crate) enum Command {
     /// Show a sheep's recent output.
     Read(commands::parent::ReadArgs),
     /// List the herd (`--tui`: the live dashboard).
-    Herd(commands::parent::HerdListArgs),
+    Herd(commands::status::HerdListArgs),
     /// The live herd dashboard in the terminal (the same as `herd --tui`).
     Dash(commands::dash::DashArgs),
     /// Forget sheep whose processes are gone.

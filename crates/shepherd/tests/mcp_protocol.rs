@@ -280,6 +280,32 @@ async fn a_herd_lives_through_the_parent_tools_with_progress_and_pushes() {
         "{}",
         settled.text
     );
+    // The sheep read the message before it settled: its receipt says so, by the message's id
+    // and in the sheep's status.
+    let message_id = message.id("shepherd-message-");
+    assert!(
+        message.text.contains(&format!(
+            "shepherd_status {{id: \"{message_id}\"}} shows whether it was delivered and read"
+        )),
+        "{}",
+        message.text
+    );
+    let receipt = mcp.call("shepherd_status", json!({"id": message_id})).await;
+    assert!(
+        receipt.text.contains(&format!(
+            "Message {message_id} from shepherd to waiter: mcp test is read (acknowledged by its recipient): sent "
+        )),
+        "{}",
+        receipt.text
+    );
+    let status = mcp.call("shepherd_status", json!({"id": agent})).await;
+    assert!(
+        status
+            .text
+            .contains(&format!("\n- {message_id} from shepherd: read \"bonjour\"")),
+        "{}",
+        status.text
+    );
     assert!(
         settled.text.contains(&format!(
             "- waiter: mcp test task {task} completed (rc 0): got bonjour Note: .shepherd/sessions/"

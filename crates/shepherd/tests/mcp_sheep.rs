@@ -52,7 +52,13 @@ async fn a_sheep_fetches_its_task_talks_and_finishes_through_its_own_tools() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["shepherd_done", "shepherd_inbox", "shepherd_message"]
+        [
+            "shepherd_done",
+            "shepherd_herd",
+            "shepherd_inbox",
+            "shepherd_message",
+            "shepherd_status"
+        ]
     );
 
     let task = world.delegate(&agent, "Count the files")["taskId"]
@@ -88,7 +94,9 @@ async fn a_sheep_fetches_its_task_talks_and_finishes_through_its_own_tools() {
     let message = told.id("shepherd-message-");
     assert_eq!(
         told.text,
-        format!("Shepherd message accepted for asynchronous delivery ({message}).")
+        format!(
+            "Shepherd message accepted for asynchronous delivery ({message}). shepherd_status {{messageId: \"{message}\"}} shows whether it was delivered and read."
+        )
     );
     let parent = world.run(&["inbox", "--json"]);
     let parent = String::from_utf8_lossy(&parent.stdout);
@@ -147,6 +155,8 @@ async fn outside_a_sheep_every_sheep_tool_says_so() {
             json!({"target": "shepherd", "message": "hi"}),
         ),
         ("shepherd_inbox", json!({})),
+        ("shepherd_herd", json!({})),
+        ("shepherd_status", json!({})),
     ] {
         let called = mcp.call(tool, args).await;
         assert!(called.is_error, "{tool}: {}", called.text);
@@ -168,5 +178,95 @@ async fn outside_a_sheep_every_sheep_tool_says_so() {
             called.text
         );
     }
+    mcp.close().await;
+}
+
+/// An idle sheep for a herd-mate: it never reads its inbox, so what is sent to it stays queued.
+fn idle_mate(world: &World) -> String {
+    world.define("idle", &["sh".into(), "-c".into(), "exec sleep 600".into()]);
+    world.spawn("idle", "mate")
+}
+
+#[tokio::test]
+async fn a_sheep_sees_its_herd_mates_messages_one_by_name_and_follows_receipts() {
+    let world = World::new();
+    let mate = idle_mate(&world);
+    world.delegate(&mate, "the mate's private task");
+    let (agent, vars) = capability(&world);
+    let mut command = world.command(&["mcp", "--sheep"]);
+    command.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mcp = Mcp::start_with(command, HostOptions::default()).await;
+
+    let herd = mcp.call("shepherd_herd", json!({})).await;
+    assert!(!herd.is_error, "{}", herd.text);
+    assert!(
+        herd.text
+            .contains(&format!("- idle: mate ({mate}): working, command\n")),
+        "{}",
+        herd.text
+    );
+    assert!(
+        herd.text
+            .ends_with(&format!("- bare: mcp sheep ({agent}): idle, command (you)")),
+        "{}",
+        herd.text
+    );
+    assert!(!herd.text.contains("private task"), "{}", herd.text);
+
+    // To a herd-mate by its display name: queued while the mate has not fetched it.
+    let told = mcp
+        .call(
+            "shepherd_message",
+            json!({"target": "idle: mate", "message": "can you share the list?"}),
+        )
+        .await;
+    assert!(!told.is_error, "{}", told.text);
+    let to_mate = told.id("shepherd-message-");
+    let receipt = mcp
+        .call("shepherd_status", json!({"messageId": to_mate}))
+        .await;
+    assert!(
+        receipt.text.starts_with(&format!(
+            "Message {to_mate} from bare: mcp sheep to idle: mate is queued (not yet fetched by its recipient): sent "
+        )),
+        "{}",
+        receipt.text
+    );
+
+    // From the parent: pushed to this server as it arrives (delivered), read once fetched.
+    let sent = world.json(&["message", &agent, "use ls"]);
+    let sent = sent["messageId"].as_str().unwrap().to_owned();
+    mcp.wait_log(Duration::from_secs(20), |log| {
+        log["data"]["item"]["envelope"]["messageId"] == json!(sent)
+    })
+    .await;
+    let delivered = world.json(&["status", &sent]);
+    assert_eq!(delivered["state"], "delivered", "{delivered}");
+    assert!(delivered["readAt"].is_null(), "{delivered}");
+    let inbox = mcp.call("shepherd_inbox", json!({})).await;
+    assert!(inbox.text.contains("use ls"), "{}", inbox.text);
+    let read = world.json(&["status", &sent]);
+    assert_eq!(read["state"], "read", "{read}");
+    assert_eq!(read["deliveredAt"], delivered["deliveredAt"], "{read}");
+
+    // The sheep's own status lists it; a message between others is not the sheep's to see.
+    let own = mcp.call("shepherd_status", json!({})).await;
+    assert!(
+        own.text
+            .contains(&format!("- {sent} from shepherd: read \"use ls\"")),
+        "{}",
+        own.text
+    );
+    let other = world.json(&["message", &mate, "between us"]);
+    let other = other["messageId"].as_str().unwrap().to_owned();
+    let refused = mcp
+        .call("shepherd_status", json!({"messageId": other}))
+        .await;
+    assert!(refused.is_error, "{}", refused.text);
+    assert!(
+        refused.text.contains("(unknown_message)"),
+        "{}",
+        refused.text
+    );
     mcp.close().await;
 }

@@ -5,7 +5,9 @@
  * (`SHEPHERD_SOCKET`, `SHEPHERD_AGENT_ID`, `SHEPHERD_TOKEN`), and then:
  * - delivers every envelope the moment it arrives: tasks, replies, questions and reminders start
  *   a turn (`pi.sendUserMessage`, steer or follow-up); plain messages wait for the next turn;
- * - gives the model `shepherd_done` (the only way a task finishes) and `shepherd_message`;
+ * - gives the model `shepherd_done` (the only way a task finishes), `shepherd_message` (to the
+ *   parent or a herd-mate, by id or display name), `shepherd_herd` (its herd-mates) and
+ *   `shepherd_status` (whether a message was delivered and read);
  * - reports the run's lifecycle: `ready` once loaded, `agent_start`, each `turn` with what it
  *   used (tool calls, tokens, cost), and `run_settled` with the final text and stop reason when
  *   pi will not continue on its own (`agent_settled` on pi 1.x; on 0.73, `agent_end`), so the
@@ -22,6 +24,7 @@ import * as fs from "node:fs";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import { BrokerConnection, BrokerError, type Envelope, type ReportParams } from "./lib/broker.ts";
+import { isReceipt, matesText, messagesText, receiptText } from "./lib/receipts.ts";
 
 /** A string enum as a plain JSON-schema `enum` (some providers reject `anyOf` of literals). */
 const StringEnum = <T extends string>(values: T[], description: string) =>
@@ -229,12 +232,13 @@ export default function (pi: ExtensionAPI) {
 		name: "shepherd_message",
 		label: "Shepherd: message",
 		description:
-			"Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its exact agent id). Use expectsReply " +
+			"Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its agent id or display name; " +
+			"shepherd_herd lists them). Use expectsReply " +
 			"to ask a question: your task then waits for the answer, which arrives as a new message. To answer a " +
 			"question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
 		promptSnippet: "Message the Shepherd or a herd-mate; ask with expectsReply, answer with replyTo",
 		parameters: Type.Object({
-			target: Type.String({ description: "`shepherd`, or a herd-mate's exact agent id" }),
+			target: Type.String({ description: "`shepherd`, or a herd-mate's agent id or display name" }),
 			message: Type.String({ description: "The message" }),
 			taskId: Type.Optional(Type.String()),
 			threadId: Type.Optional(Type.String()),
@@ -260,9 +264,54 @@ export default function (pi: ExtensionAPI) {
 				delivery: params.delivery,
 			});
 			return {
-				content: [{ type: "text", text: `Shepherd message accepted for asynchronous delivery (${result.messageId}).` }],
+				content: [
+					{
+						type: "text",
+						text:
+							`Shepherd message accepted for asynchronous delivery (${result.messageId}). ` +
+							`shepherd_status {messageId: "${result.messageId}"} shows whether it was delivered and read.`,
+					},
+				],
 				details: result,
 			};
+		},
+	});
+
+	pi.registerTool({
+		name: "shepherd_herd",
+		label: "Shepherd: herd",
+		description:
+			"List your herd: every sheep of it (you included, marked), with its agent id, display name, agent, what runs " +
+			"it and its state. Message a herd-mate with shepherd_message by its agent id or display name; the parent is " +
+			"`shepherd`. Task texts are the parent's and are not shown.",
+		promptSnippet: "List your herd-mates (ids, names, states) to message the right one",
+		parameters: Type.Object({}),
+		async execute() {
+			const result = await broker.call("herd.mates");
+			return { content: [{ type: "text", text: matesText(result) }], details: result };
+		},
+	});
+
+	pi.registerTool({
+		name: "shepherd_status",
+		label: "Shepherd: status",
+		description:
+			"Whether a message you sent (or received) was delivered and read: pass its messageId, as shepherd_message " +
+			"returned it. Without messageId, your own status and the latest messages sent to you.",
+		promptSnippet: "Whether a message you sent was delivered and read",
+		parameters: Type.Object({
+			messageId: Type.Optional(
+				Type.String({ description: "A message you sent or received (its id); without it, your own status" }),
+			),
+		}),
+		async execute(_id, params) {
+			const status = await broker.call("status", { id: params.messageId });
+			const text = isReceipt(status)
+				? receiptText(status)
+				: "agentId" in status
+					? `${status.displayName} ${status.state}${status.task ? `; task ${status.task.id} ${status.task.state}` : ""}.${messagesText(status)}`
+					: "";
+			return { content: [{ type: "text", text }], details: status };
 		},
 	});
 

@@ -142,13 +142,17 @@ impl Herd {
                     inbox.items.push_back(item.clone());
                 }
             }
-            Event::Acked { who, seq } => {
+            Event::Acked { who, seq, at } => {
+                if let Some(at) = at {
+                    self.mark_receipts(who, *seq, *at, true);
+                }
                 if let Some(inbox) = self.inboxes.get_mut(who) {
                     while inbox.items.front().is_some_and(|item| item.seq <= *seq) {
                         inbox.items.pop_front();
                     }
                 }
             }
+            Event::Delivered { who, seq, at } => self.mark_receipts(who, *seq, *at, false),
             Event::WatcherAdded { watcher } => {
                 if watcher.delivered.len() < watcher.task_ids.len() {
                     self.watchers.insert(watcher.id.clone(), watcher.clone());

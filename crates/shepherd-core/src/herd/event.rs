@@ -151,6 +151,20 @@ pub enum Event {
         who: Participant,
         /// Up to and including this sequence number.
         seq: u64,
+        /// When (ms), so the messages among them are marked read; absent in journals written
+        /// before receipts were kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
+    },
+    /// A participant's items up to a sequence number were handed to it (fetched or pushed):
+    /// the messages among them are marked delivered.
+    Delivered {
+        /// Who.
+        who: Participant,
+        /// Up to and including this sequence number.
+        seq: u64,
+        /// When (ms).
+        at: i64,
     },
     /// A durable watcher was registered.
     WatcherAdded {

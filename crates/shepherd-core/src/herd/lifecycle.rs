@@ -488,6 +488,7 @@ pub fn start_task(
             sender: Participant::Parent,
             target: Participant::Sheep(agent_id.clone()),
             task_id: Some(task_id.clone()),
+            receipt: None,
         },
     });
     tx.enqueue(Participant::Sheep(agent_id), Payload::Envelope { envelope });

@@ -170,6 +170,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
             sender: input.sender.clone(),
             target: target.clone(),
             task_id: task_id.clone(),
+            receipt: Some(super::receipts::Receipt::sent(tx.now(), &input.content)),
         },
     });
     if let Some(req) = &resolves

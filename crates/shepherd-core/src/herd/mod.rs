@@ -14,8 +14,10 @@ mod controls;
 mod error;
 mod event;
 mod lifecycle;
+mod mates;
 mod messaging;
 mod model;
+mod receipts;
 mod resolve;
 mod run;
 mod tick;
@@ -24,6 +26,8 @@ mod watch;
 
 #[cfg(test)]
 mod controls_tests;
+#[cfg(test)]
+mod receipts_tests;
 #[cfg(test)]
 mod tests;
 
@@ -36,10 +40,12 @@ pub use lifecycle::{
     failed_to_start, finalized, fix_fieldnotes, launched, output, ready, settle, settle_with_code,
     start_task, withdraw,
 };
+pub use mates::HerdMate;
 pub use messaging::{
     DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
 };
 pub use model::*;
+pub use receipts::{MessageReceipt, RECEIPTS_LISTED, Receipt, ReceiptState, delivered};
 pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
 pub use tick::{HerdConfig, tick};

@@ -391,6 +391,10 @@ pub struct MessageRecord {
     /// The task it concerned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<TaskId>,
+    /// When a message (not a task hand-over) was sent, handed out and read; absent for tasks
+    /// and for records from journals written before receipts were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<super::receipts::Receipt>,
 }
 
 /// A participant's queue of undelivered items. Nothing in it is ever dropped: a full inbox

@@ -66,6 +66,10 @@ pub struct SheepStatus {
     /// How many times it was resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumes: Option<u32>,
+    /// The latest messages sent to it with their receipts, newest first (`status` of one
+    /// sheep only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<super::MessageReceipt>,
 }
 
 /// Tokens and cost, as a sheep's runs reported them.
@@ -315,6 +319,7 @@ impl Herd {
                 })
             }),
             resumes: (sheep.resumes > 0).then_some(sheep.resumes),
+            messages: Vec::new(),
         }
     }
 
@@ -450,9 +455,11 @@ pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
         .get(who)
         .is_some_and(|inbox| inbox.items.front().is_some_and(|i| i.seq <= seq));
     if has {
+        let at = Some(tx.now());
         tx.emit(Event::Acked {
             who: who.clone(),
             seq,
+            at,
         });
         if let Participant::Sheep(id) = who {
             super::controls::touch(tx, id);

@@ -53,6 +53,8 @@ pub mod method {
     pub const RESOLVE: &str = "resolve";
     /// Parent or observer: the herd now, then pushed `herd` events whenever it changes.
     pub const HERD_SUBSCRIBE: &str = "herd.subscribe";
+    /// Sheep: its herd-mates (ids, display names, agents, states; no task texts).
+    pub const HERD_MATES: &str = "herd.mates";
     /// Parent: drop records of sheep that are gone.
     pub const PRUNE: &str = "prune";
     /// Parent or observer: a sheep's recent output.

@@ -327,7 +327,8 @@ pub struct IdParams {
 /// `status` parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StatusParams {
-    /// One agent id; absent means every sheep.
+    /// One agent id, or a message id (`shepherd-message-…`) for that message's receipt;
+    /// absent means every sheep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
 }
@@ -465,4 +466,6 @@ pub enum StatusResult {
     One(Box<SheepStatus>),
     /// Every sheep that is not closed.
     All(HerdResult),
+    /// The receipt of the message asked for.
+    Message(Box<crate::herd::MessageReceipt>),
 }

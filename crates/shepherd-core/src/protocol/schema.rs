@@ -68,6 +68,7 @@ pub fn protocol_schema() -> Value {
         (method::HERD, method::<NoParams, HerdResult>(g)),
         (method::RESOLVE, method::<ResolveParams, ResolveResult>(g)),
         (method::HERD_SUBSCRIBE, method::<NoParams, HerdResult>(g)),
+        (method::HERD_MATES, method::<NoParams, HerdMatesResult>(g)),
         (method::PRUNE, method::<NoParams, PruneResult>(g)),
         (method::READ, method::<ReadParams, ReadResult>(g)),
         (method::SUBSCRIBE, method::<NoParams, OkResult>(g)),

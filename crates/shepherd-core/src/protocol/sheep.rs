@@ -31,6 +31,16 @@ pub struct AckParams {
     pub seq: u64,
 }
 
+/// `herd.mates` result: what a sheep may see of its herd.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HerdMatesResult {
+    /// The sheep that asked.
+    pub agent_id: crate::ids::AgentId,
+    /// Every sheep of the herd that is not closed, itself included, in spawn order.
+    pub mates: Vec<crate::herd::HerdMate>,
+}
+
 /// `done` parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

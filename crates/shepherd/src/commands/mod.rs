@@ -16,6 +16,7 @@ pub(crate) mod settings;
 pub(crate) mod sheep;
 pub(crate) mod shell;
 pub(crate) mod short_ids;
+pub(crate) mod status;
 pub(crate) mod supervise;
 
 use std::process::ExitCode;
@@ -48,11 +49,11 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Delegate(args) => parent::delegate(args, &ctx, printer),
         Command::Message(args) => parent::message(args, &ctx, printer),
         Command::Watch(args) => parent::watch(&args, &ctx, printer),
-        Command::Status(args) => parent::status(&args, &ctx, printer),
+        Command::Status(args) => status::status(&args, &ctx, printer),
         Command::Close(args) => parent::close(args, &ctx, printer),
         Command::Resume(args) => controls::resume(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
-        Command::Herd(args) => parent::herd(&args, &ctx, printer),
+        Command::Herd(args) => status::herd(&args, &ctx, printer),
         Command::Dash(args) => dash::dash(&args, &ctx, printer),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer),

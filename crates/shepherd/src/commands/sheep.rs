@@ -295,10 +295,11 @@ pub(crate) fn note(args: &NoteArgs, printer: &Printer) -> Result<ExitCode, CliEr
     Ok(ExitCode::SUCCESS)
 }
 
-/// Message the parent (`shepherd`) or a herd-mate (its agent id).
+/// Message the parent (`shepherd`) or a herd-mate (its agent id or display name; `shepherd
+/// herd` lists them).
 #[derive(Debug, Args)]
 pub(crate) struct TellArgs {
-    /// `shepherd` (or `parent`), or a herd-mate's agent id.
+    /// `shepherd` (or `parent`), or a herd-mate's agent id, display name or unique label.
     target: String,
     /// The message.
     text: String,

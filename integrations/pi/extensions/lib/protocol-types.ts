@@ -108,7 +108,7 @@ export type Label = string;
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "StatusResult".
  */
-export type StatusResult = SheepStatus | HerdResult;
+export type StatusResult = SheepStatus | HerdResult | MessageReceipt;
 /**
  * What runs a sheep: `command`, or the coding agent's harness.
  *
@@ -116,6 +116,20 @@ export type StatusResult = SheepStatus | HerdResult;
  * via the `definition` "Runtime".
  */
 export type Runtime = "command" | "pi" | "claude-code" | "codex" | "gemini" | "opencode";
+/**
+ * `shepherd` (the parent) or a sheep's agent id.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Participant".
+ */
+export type Participant = string;
+/**
+ * Where a message is on its way.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ReceiptState".
+ */
+export type ReceiptState = "queued" | "delivered" | "read" | "discarded";
 /**
  * What `resolve` looks for.
  *
@@ -178,13 +192,6 @@ export type InboxItem1 =
  * via the `definition` "Kind".
  */
 export type Kind = "task" | "message" | "reply" | "reminder";
-/**
- * `shepherd` (the parent) or a sheep's agent id.
- *
- * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
- * via the `definition` "Participant".
- */
-export type Participant = string;
 /**
  * What a sheep may report with `shepherd_done`.
  *
@@ -279,6 +286,7 @@ export type ErrorCode =
 	| "invalid_target"
 	| "ambiguous_id"
 	| "unknown_task"
+	| "unknown_message"
 	| "invalid_handle"
 	| "invalid_task"
 	| "too_large"
@@ -405,6 +413,10 @@ export interface ShepherdProtocol {
 		"herd.subscribe": {
 			params: NoParams;
 			result: HerdResult;
+		};
+		"herd.mates": {
+			params: NoParams;
+			result: HerdMatesResult;
 		};
 		prune: {
 			params: NoParams;
@@ -1025,7 +1037,8 @@ export interface WaitResult {
  */
 export interface StatusParams {
 	/**
-	 * One agent id; absent means every sheep.
+	 * One agent id, or a message id (`shepherd-message-…`) for that message's receipt;
+	 * absent means every sheep.
 	 */
 	id?: string | null;
 }
@@ -1118,6 +1131,11 @@ export interface SheepStatus {
 	 * How many times it was resumed.
 	 */
 	resumes?: number | null;
+	/**
+	 * The latest messages sent to it with their receipts, newest first (`status` of one
+	 * sheep only).
+	 */
+	messages?: MessageReceipt[];
 }
 /**
  * A task as a sheep's status shows it.
@@ -1251,6 +1269,58 @@ export interface Usage2 {
 	 * Cost in the provider's currency units (USD for the usual providers).
 	 */
 	cost: number;
+}
+/**
+ * A message's receipt as `status` shows it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MessageReceipt".
+ */
+export interface MessageReceipt {
+	/**
+	 * The message.
+	 */
+	messageId: MessageId;
+	/**
+	 * Who sent it.
+	 */
+	sender: Participant;
+	/**
+	 * The sender's display name, or `shepherd`.
+	 */
+	senderName: string;
+	/**
+	 * Who it went to.
+	 */
+	target: Participant;
+	/**
+	 * The recipient's display name, or `shepherd`.
+	 */
+	targetName: string;
+	/**
+	 * The task it concerned.
+	 */
+	taskId?: TaskId | null;
+	/**
+	 * Its first line.
+	 */
+	preview: string;
+	/**
+	 * Where it is.
+	 */
+	state: ReceiptState;
+	/**
+	 * When it was queued (ms).
+	 */
+	sentAt: number;
+	/**
+	 * When it was handed to its recipient (ms).
+	 */
+	deliveredAt?: number | null;
+	/**
+	 * When its recipient acknowledged it (ms).
+	 */
+	readAt?: number | null;
 }
 /**
  * `herd` result, and the data of every pushed `herd` event.
@@ -1438,6 +1508,62 @@ export interface ResolveResult {
 	 * The full id.
 	 */
 	id?: string | null;
+}
+/**
+ * `herd.mates` result: what a sheep may see of its herd.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "HerdMatesResult".
+ */
+export interface HerdMatesResult {
+	/**
+	 * The sheep that asked.
+	 */
+	agentId: AgentId;
+	/**
+	 * Every sheep of the herd that is not closed, itself included, in spawn order.
+	 */
+	mates: HerdMate[];
+}
+/**
+ * One sheep as a herd-mate sees it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "HerdMate".
+ */
+export interface HerdMate {
+	/**
+	 * Its id: what `tell` and `shepherd_message` take (its display name works too).
+	 */
+	agentId: AgentId;
+	/**
+	 * `<agent>: <label>` or `<agent>`.
+	 */
+	displayName: string;
+	/**
+	 * Its agent definition.
+	 */
+	agent: string;
+	/**
+	 * Its label.
+	 */
+	label: Label;
+	/**
+	 * What runs it: `command`, `pi` or another coding agent's harness.
+	 */
+	runtime: Runtime;
+	/**
+	 * `starting`, `idle`, `working`, `done`, `blocked`, `failed`, `exited` or `closing`.
+	 */
+	state: string;
+	/**
+	 * When its current state began (ms).
+	 */
+	since: number;
+	/**
+	 * Whether this entry is the sheep that asked.
+	 */
+	isSelf?: boolean;
 }
 /**
  * `prune` result.

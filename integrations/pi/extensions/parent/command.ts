@@ -23,6 +23,7 @@ import {
 	spawnSheep,
 	statusText,
 } from "./ops.ts";
+import { isReceipt, messagesText, receiptText } from "../lib/receipts.ts";
 import type { ParentState } from "./state.ts";
 
 const ACTIONS = ["agents", "herd", "spawn", "status", "read", "settings", "prune"];
@@ -176,11 +177,16 @@ export function registerCommand(pi: ExtensionAPI, state: ParentState): void {
 				}
 			}
 			case "status": {
-				if (tokens.length !== 1) throw new UsageError("status requires an agent name or agent id.");
+				if (tokens.length !== 1) throw new UsageError("status requires an agent name, an agent id or a message id.");
+				if (tokens[0]!.startsWith("shepherd-message-")) {
+					const receipt = await state.call("status", { id: tokens[0]! });
+					if (isReceipt(receipt)) return { text: receiptText(receipt), level: "info" };
+				}
 				const id = await resolveTarget(state, tokens[0]!);
 				const status = await sheepStatus(state, id);
 				const task = status.task ? `\ntask: ${JSON.stringify(status.task)}` : "";
-				return { text: `${statusText(status)}\nagent id: ${status.agentId}${task}${status.error ? `\nerror: ${status.error}` : ""}`, level: "info" };
+				const error = status.error ? `\nerror: ${status.error}` : "";
+				return { text: `${statusText(status)}\nagent id: ${status.agentId}${task}${error}${messagesText(status)}`, level: "info" };
 			}
 			case "read": {
 				const parsed = parse(tokens, { lines: null, source: SOURCES });

@@ -10,6 +10,7 @@ import type { AgentToolUpdateCallback, ExtensionAPI, ExtensionContext, ToolDefin
 import { type Static, type TSchema, Type } from "typebox";
 import type { TaskReport } from "../lib/broker.ts";
 import { failure, normaliseArguments, success, type ToolResult } from "./protocol.ts";
+import { isReceipt, messagesText, publicReceipt, receiptText } from "../lib/receipts.ts";
 import { HARNESSES, PLACEMENTS, SOURCES, agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
 import { taskDelegated } from "./events.ts";
 import { renderCall, renderResult } from "./render.ts";
@@ -347,7 +348,8 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 					targetId: result.targetId,
 				};
 				if (result.requestId) returnValue.requestId = result.requestId;
-				return success("shepherd_message", args, `Message queued to ${name}${taskState}`, returnValue, {
+				const ask = `shepherd_status {id: "${result.messageId}"} shows whether it was delivered and read`;
+				return success("shepherd_message", args, `Message queued to ${name}${taskState}; ${ask}`, returnValue, {
 					id: result.messageId,
 					messageId: result.messageId,
 					requestId: result.requestId,
@@ -442,17 +444,27 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 			action: "status",
 			label: "Shepherd: sheep status",
 			description:
-				"Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing) and its task: " +
-				"state, how long it has waited for a reply, on whom, and whether the wait is stale. Changes nothing.",
-			promptSnippet: "One sheep's state and task (read-only)",
+				"Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing), its task (state, " +
+				"how long it has waited for a reply, on whom, whether the wait is stale) and the latest messages sent to it " +
+				"with whether each was delivered and read. Given a message id (from shepherd_message) instead, show whether " +
+				"that message was delivered and read. Changes nothing.",
+			promptSnippet: "One sheep's state, task and message receipts, or one message's receipt (read-only)",
 			parameters: Type.Object({
-				id: Type.String({ description: "The sheep's agent id" }),
+				id: Type.String({ description: "The sheep's agent id, or a message id (shepherd-message-…) for its receipt" }),
 			}),
 			async run(params) {
 				const args = { id: params.id };
+				if (params.id.startsWith("shepherd-message-")) {
+					const receipt = await state.call("status", { id: params.id });
+					if (isReceipt(receipt)) {
+						const shown = publicReceipt(receipt);
+						return success("shepherd_status", args, receiptText(receipt), shown, { status: shown });
+					}
+				}
 				const status = await sheepStatus(state, params.id);
 				const shown = publicStatus(status);
-				return success("shepherd_status", args, statusText(status), shown, { status: shown });
+				if (status.messages?.length) shown.messages = status.messages.map(publicReceipt);
+				return success("shepherd_status", args, statusText(status) + messagesText(status), shown, { status: shown });
 			},
 		}),
 	);

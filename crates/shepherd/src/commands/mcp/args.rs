@@ -258,7 +258,7 @@ pub(crate) struct Message {
 /// The message schema; `sheep` describes the sheep side's targets.
 pub(crate) fn message_schema(sheep: bool) -> Value {
     let target = if sheep {
-        "`shepherd`, or a herd-mate's exact agent id"
+        "`shepherd`, or a herd-mate's agent id or display name"
     } else {
         "The sheep's exact agent id"
     };
@@ -337,6 +337,17 @@ pub(crate) struct AgentId {
 
 pub(crate) fn agent_id_schema() -> Value {
     object(&[("id", string("The sheep's agent id"))], &["id"])
+}
+
+/// The parent's `shepherd_status`: a sheep, or a message's receipt.
+pub(crate) fn status_schema() -> Value {
+    object(
+        &[(
+            "id",
+            string("The sheep's agent id, or a message id (shepherd-message-…) for its receipt"),
+        )],
+        &["id"],
+    )
 }
 
 #[derive(Debug, Deserialize)]

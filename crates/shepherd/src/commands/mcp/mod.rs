@@ -19,6 +19,7 @@ mod error;
 mod feed;
 mod herd;
 mod parent;
+mod receipts;
 mod run;
 mod schema;
 mod server;

@@ -136,8 +136,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_status",
-        description = "Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing) and its task: state, how long it has waited for a reply, on whom, and whether the wait is stale. Changes nothing.",
-        input_schema = input(&args::agent_id_schema())
+        description = "Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing), its task (state, how long it has waited for a reply, on whom, whether the wait is stale) and the latest messages sent to it with whether each was delivered and read. Given a message id (from shepherd_message) instead, show whether that message was delivered and read. Changes nothing.",
+        input_schema = input(&args::status_schema())
     )]
     async fn shepherd_status(
         &self,
@@ -470,7 +470,10 @@ impl Parent {
         Ok(success(
             "shepherd_message",
             args,
-            &format!("Message queued to {name}{state}"),
+            &format!(
+                "Message queued to {name}{state}; shepherd_status {{id: \"{}\"}} shows whether it was delivered and read",
+                result["messageId"].as_str().unwrap_or_default()
+            ),
             &returned,
             &[
                 ("id", Some(result["messageId"].clone())),
@@ -492,11 +495,12 @@ impl Parent {
         let params = StatusParams { id: Some(id.id) };
         let status = herd.quick(method::STATUS, to_value(&params)).await?;
         herd.remember(status["agentId"].as_str(), status["displayName"].as_str());
-        let shown = words::public_status(&status);
+        let (text, shown) =
+            super::receipts::status_answer(&status, words::status_text, words::public_status);
         Ok(success(
             "shepherd_status",
             args,
-            &words::status_text(&status),
+            &text,
             &shown,
             &[("status", Some(shown.clone()))],
             &[],

@@ -1,7 +1,8 @@
 //! `shepherd mcp --sheep`: the sheep's own tools for an agent that runs as a sheep and speaks
 //! MCP — `shepherd_done` (the only way its task finishes), `shepherd_message` (to the
-//! shepherd or a herd-mate) and `shepherd_inbox` (its task, messages and replies, for hosts
-//! nothing can be typed into). They act with the sheep's own credential from its environment
+//! shepherd or a herd-mate), `shepherd_inbox` (its task, messages and replies, for hosts
+//! nothing can be typed into), `shepherd_herd` (its herd-mates) and `shepherd_status` (its
+//! own status, or whether a message was delivered and read). They act with the sheep's own credential from its environment
 //! (`SHEPHERD_SOCKET`, `SHEPHERD_AGENT_ID`, `SHEPHERD_TOKEN`), so a sheep can only ever speak
 //! for itself. The names, arguments and answers are the pi sheep extension's. Outside a sheep
 //! the server still starts (a host configured once for every session must not fail), and each
@@ -16,9 +17,10 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, Implementation, JsonObject, ProtocolVersion, ServerConfig};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use shepherd_broker::client::Link;
-use shepherd_core::protocol::{AckParams, DoneParams, InboxParams, Role, method};
+use shepherd_core::protocol::{AckParams, DoneParams, InboxParams, Role, StatusParams, method};
 use shepherd_core::task::DoneStatus;
 use tokio::sync::{Notify, OnceCell};
 use tokio::time::Instant;
@@ -27,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::{self, one_of, wait_seconds};
 use super::error::ToolError;
 use super::feed::{Feed, Level, capabilities};
-use super::schema::input;
+use super::schema::{input, object, string};
 use super::server::{message_params, to_value};
 use super::text::{self, plural};
 use super::waits::{Budget, millis};
@@ -137,11 +139,29 @@ impl Sheep {
 
     #[tool(
         name = "shepherd_message",
-        description = "Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its exact agent id). Use expectsReply to ask a question: your task then waits for the answer, which arrives as a new message (see shepherd_inbox). To answer a question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
+        description = "Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its agent id or display name; shepherd_herd lists them). Use expectsReply to ask a question: your task then waits for the answer, which arrives as a new message (see shepherd_inbox). To answer a question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
         input_schema = input(&args::message_schema(true))
     )]
     async fn shepherd_message(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
         answer("message", self.message(&args).await)
+    }
+
+    #[tool(
+        name = "shepherd_herd",
+        description = "List your herd: every sheep of it (you included, marked), with its agent id, display name, agent, what runs it and its state. Message a herd-mate with shepherd_message by its agent id or display name; the parent is `shepherd`. Task texts are the parent's and are not shown.",
+        input_schema = input(&no_args_schema())
+    )]
+    async fn shepherd_herd(&self) -> Result<CallToolResult, ErrorData> {
+        answer("herd", self.herd().await)
+    }
+
+    #[tool(
+        name = "shepherd_status",
+        description = "Whether a message you sent (or received) was delivered and read: pass its messageId, as shepherd_message returned it. Without messageId, your own status and the latest messages sent to you.",
+        input_schema = input(&sheep_status_schema())
+    )]
+    async fn shepherd_status(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+        answer("status", self.status(&args).await)
     }
 
     #[tool(
@@ -219,9 +239,27 @@ impl Sheep {
             )
             .await?;
         Ok(format!(
-            "Shepherd message accepted for asynchronous delivery ({}).",
-            result["messageId"].as_str().unwrap_or_default()
+            "Shepherd message accepted for asynchronous delivery ({id}). shepherd_status {{messageId: \"{id}\"}} shows whether it was delivered and read.",
+            id = result["messageId"].as_str().unwrap_or_default()
         ))
+    }
+
+    async fn herd(&self) -> Result<String, ToolError> {
+        let deadline = Instant::now() + broker_timeout()?;
+        let result = self.call(method::HERD_MATES, json!({}), deadline).await?;
+        Ok(super::receipts::mates_text(&result))
+    }
+
+    async fn status(&self, args: &JsonObject) -> Result<String, ToolError> {
+        let asked: SheepStatus = args::read("shepherd_status", args, true)?;
+        let params = StatusParams {
+            id: asked.message_id,
+        };
+        let deadline = Instant::now() + broker_timeout()?;
+        let status = self
+            .call(method::STATUS, to_value(&params), deadline)
+            .await?;
+        Ok(super::receipts::status_answer(&status, words::status_text, words::public_status).0)
     }
 
     async fn inbox(&self, args: &JsonObject) -> Result<String, ToolError> {
@@ -281,13 +319,35 @@ impl Sheep {
     }
 }
 
+/// The sheep's `shepherd_status`: itself, or a message it sent or received.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SheepStatus {
+    message_id: Option<String>,
+}
+
+fn sheep_status_schema() -> Value {
+    object(
+        &[(
+            "messageId",
+            string("A message you sent or received (its id); without it, your own status"),
+        )],
+        &[],
+    )
+}
+
+/// A tool that takes no arguments.
+fn no_args_schema() -> Value {
+    object(&[], &[])
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Sheep {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
             .with_server_info(Implementation::new("shepherd-sheep", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "You are a Shepherd sheep. Your task arrives in shepherd_inbox (and as notifications). Finish it with shepherd_done (completed, blocked or failed, with a summary); ask or report with shepherd_message.",
+                "You are a Shepherd sheep. Your task arrives in shepherd_inbox (and as notifications). Finish it with shepherd_done (completed, blocked or failed, with a summary); ask or report with shepherd_message (to `shepherd` or a herd-mate: shepherd_herd lists them).",
             )
     }
 
