@@ -325,8 +325,13 @@ async fn reconnect(
                 .map_or(Duration::ZERO, |since| since.elapsed());
             if due && quiet_for >= revive::stagger() {
                 broker.last_revival = Some(Instant::now());
-                if let Err(err) = revive::revive(socket, state).await {
-                    eprintln!("shepherd supervise: could not start the broker again: {err}");
+                match revive::revive(socket, state).await {
+                    // A broker answers now: should it die again before this supervisor has
+                    // reconnected, the next outage may start one again at once.
+                    Ok(()) => broker.last_revival = None,
+                    Err(err) => {
+                        eprintln!("shepherd supervise: could not start the broker again: {err}");
+                    }
                 }
             }
         }
