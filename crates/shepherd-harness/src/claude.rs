@@ -179,6 +179,22 @@ impl Adapter for ClaudeCode {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        let mut args = common_args(plan);
+        if let Some(id) = &plan.session {
+            args.extend(["--session-id".into(), id.clone()]);
+        }
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        "? for shortcuts"
+    }
+
+    fn busy_text(&self) -> &'static str {
+        "esc to interrupt"
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("system") if event["subtype"] == "init" => {

@@ -115,6 +115,22 @@ impl Adapter for Codex {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        // Without `--no-daemon` the TUI starts a shared background app-server that outlives
+        // it, with the sheep's MCP server still attached.
+        let mut args: Vec<String> = vec!["--no-daemon".into()];
+        args.extend(common_args(plan));
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        "Ask Codex"
+    }
+
+    fn busy_text(&self) -> &'static str {
+        "esc to interrupt"
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("thread.started") => {

@@ -175,6 +175,25 @@ impl Adapter for Gemini {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        let mut args: Vec<String> = vec!["--yolo".into()];
+        if let Some(model) = &plan.model {
+            args.extend(["-m".into(), model.clone()]);
+        }
+        if let Some(id) = &plan.session {
+            args.extend(["--session-id".into(), id.clone()]);
+        }
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        "Type your message"
+    }
+
+    fn busy_text(&self) -> &'static str {
+        "esc to cancel"
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("init") => {

@@ -106,6 +106,10 @@ pub struct Plan {
     /// The model the agent's configuration names when the plan names none, for notes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_model: Option<String>,
+    /// The sheep runs in a pane (tmux, Herdr): the driver runs the agent's own TUI there and
+    /// types its tasks and messages into it, instead of headless turns.
+    #[serde(default)]
+    pub visible: bool,
 }
 
 impl Plan {
@@ -202,6 +206,17 @@ pub trait Adapter: Sync {
 
     /// The arguments of one headless turn with `prompt`, continuing `session` when given.
     fn headless_args(&self, plan: &Plan, prompt: &str, session: Option<&str>) -> Vec<String>;
+
+    /// The arguments of the agent's interactive program (its TUI) for a sheep in a pane: the
+    /// same configuration as a headless turn, no prompt, continuing the plan's session where
+    /// Shepherd picks it.
+    fn interactive_args(&self, plan: &Plan) -> Vec<String>;
+
+    /// A text the TUI shows once it takes input (its prompt's placeholder or hint line).
+    fn ready_text(&self) -> &'static str;
+
+    /// A text the TUI shows only while a turn runs (its interrupt hint).
+    fn busy_text(&self) -> &'static str;
 
     /// Reads one event of a headless turn's machine-readable output into `turn`.
     fn read_event(&self, event: &Value, turn: &mut Turn);

@@ -1,0 +1,172 @@
+//! The real Claude Code, Codex, Gemini CLI and opencode as visible sheep, offline against the
+//! fake model: each runs its own TUI in a pane of a private tmux server (and one in a private
+//! real Herdr), driven by `shepherd harness`, which types its tasks and messages into it. For
+//! each agent:
+//!
+//! 1. spawn on tmux; the pane shows the agent's TUI,
+//! 2. delegate: the task is typed in, the agent runs a shell command (the file it writes is
+//!    there) and calls `shepherd_done`,
+//! 3. the parent's watch sees the completion with the sheep's summary,
+//! 4. a question typed in after the task is answered with a reply in the parent's inbox,
+//! 5. close; the note is final (completed, the harness named),
+//! 6. nothing started for the sheep is left running once the broker stops.
+//!
+//! Skipped with one line when tmux (or Herdr) is missing; a missing agent skips too, and fails
+//! under `SHEPHERD_REQUIRE_AGENTS=1`.
+
+mod harness_support;
+
+use harness_support::{REPLY, World, field, harness, sheep_script};
+use shepherd_testkit::agents::{AgentBinary, Host, TmuxPane};
+use shepherd_testkit::fake_herdr::RealHerdr;
+use shepherd_testkit::fake_llm::{FakeLlm, TOOLLESS_QUEUE};
+
+/// Seconds a watch may wait: the TUI starts (opencode's first start alone takes ~15 s), then
+/// the turn runs.
+const WAIT: &str = "180";
+
+/// What the sheep's pane shows, for a failure's message.
+fn pane(world: &World, id: &str) -> String {
+    let read = world.run(&["read", id, "--lines", "60"]);
+    String::from_utf8_lossy(&read.stdout).into_owned()
+}
+
+/// Spawn on `backend`, delegate a shell task, see it complete, ask a question and get the
+/// reply, close with the note complete, and leave nothing running.
+fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backend: &str) {
+    let host = agent.host;
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--label",
+        "t",
+        "--backend",
+        backend,
+        "--json",
+    ]);
+    assert_eq!(spawned["backend"], backend, "{host}: {spawned}");
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+
+    let task = world.json(&[
+        "delegate",
+        &id,
+        "Write hello into out.txt, then report.",
+        "--json",
+    ]);
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let watched = world.json(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let settled = &watched["settled"][0];
+    assert_eq!(
+        settled["status"],
+        "completed",
+        "{host}: {watched}\n{}",
+        pane(world, &id)
+    );
+    assert_eq!(settled["summary"], "wrote out.txt", "{host}: {watched}");
+    let written = std::fs::read_to_string(world.project().join("out.txt"));
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("hello"),
+        "{host}: the shell call ran"
+    );
+
+    let asked = world.json(&[
+        "message",
+        &id,
+        "Are you there? Reply with shepherd_message.",
+        "--expects-reply",
+        "--json",
+    ]);
+    let question = asked["messageId"].as_str().unwrap().to_owned();
+    let mut reply = None;
+    for _ in 0..6 {
+        let output = world.run(&["inbox", "--wait", "30", "--json"]);
+        let inbox: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+        reply = inbox["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|item| item["content"] == REPLY)
+            .cloned();
+        if reply.is_some() {
+            break;
+        }
+    }
+    let reply = reply.unwrap_or_else(|| panic!("{host}: no reply came\n{}", pane(world, &id)));
+    assert_eq!(reply["replyTo"], question.as_str(), "{host}: {reply}");
+    // The question was typed into the same TUI: its request carried the task's conversation.
+    let requests = fake.requests();
+    let reply_request = requests
+        .iter()
+        .find(|r| r.queue != TOOLLESS_QUEUE && r.last_input_text().contains("Are you there?"))
+        .unwrap_or_else(|| panic!("{host}: the question never reached the model"));
+    assert!(
+        reply_request.contains("Write hello into out.txt"),
+        "{host}: the question's turn continued the task's session"
+    );
+
+    // The pane shows the agent's own TUI, not the headless driver's transcript lines.
+    let screen = pane(world, &id);
+    assert!(
+        screen.contains("Answered.") && !screen.contains("» [Shepherd"),
+        "{host}: the pane shows the TUI:\n{screen}"
+    );
+    let closed = world.run(&["close", &id]);
+    assert!(closed.status.success(), "{host}: close");
+    let note = world.note("worker-");
+    assert_eq!(field(&note, "status"), Some("completed"), "{host}: {note}");
+    assert_eq!(
+        field(&note, "harness"),
+        Some(harness(host)),
+        "{host}: {note}"
+    );
+    assert!(
+        fake.mismatches().is_empty(),
+        "{host}: {:#?}",
+        fake.mismatches()
+    );
+    world.stop_and_check_nothing_left();
+}
+
+fn tmux_round_trip(agent: &AgentBinary) {
+    if !TmuxPane::available() {
+        println!("skipping: tmux is not installed");
+        return;
+    }
+    let fake = FakeLlm::start(sheep_script()).unwrap();
+    let world = World::new(agent, &fake);
+    visible_round_trip(agent, &world, &fake, "tmux");
+}
+
+shepherd_testkit::agent_tests!(tmux_round_trip);
+
+/// Claude Code visibly in a pane of a real Herdr.
+#[test]
+fn claude_code_in_herdr() {
+    shepherd_testkit::agents::with_agent(Host::ClaudeCode, "claude_code_in_herdr", in_herdr);
+}
+
+fn in_herdr(agent: &AgentBinary) {
+    let Some(herdr) = RealHerdr::start("harness_visible_claude") else {
+        return;
+    };
+    let made = herdr.call(
+        "workspace.create",
+        &serde_json::json!({"cwd": "/tmp", "label": "user"}),
+    );
+    assert_eq!(made["root_pane"]["pane_id"], "w1:p1");
+    let fake = FakeLlm::start(sheep_script()).unwrap();
+    let mut world = World::new(agent, &fake);
+    for (key, value) in [
+        ("HERDR_ENV", "1".to_owned()),
+        ("HERDR_SOCKET_PATH", herdr.socket().display().to_string()),
+        ("HERDR_PANE_ID", "w1:p1".to_owned()),
+        ("HERDR_TAB_ID", "w1:t1".to_owned()),
+        ("HERDR_WORKSPACE_ID", "w1".to_owned()),
+    ] {
+        world.extra_env.push((key.into(), value));
+    }
+    visible_round_trip(agent, &world, &fake, "herdr");
+}
