@@ -19,6 +19,7 @@ mod harness_support;
 use harness_support::{REPLY, World, field, harness, sheep_script};
 use shepherd_testkit::agents::{AgentBinary, Host, TmuxPane};
 use shepherd_testkit::fake_herdr::RealHerdr;
+use shepherd_testkit::fake_herdr::real::RealOptions;
 use shepherd_testkit::fake_llm::{FakeLlm, TOOLLESS_QUEUE};
 
 /// Seconds a watch may wait: the TUI starts (opencode's first start alone takes ~15 s), then
@@ -56,7 +57,8 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
         "--json",
     ]);
     let task_id = task["taskId"].as_str().unwrap().to_owned();
-    let watched = world.json(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
     let settled = &watched["settled"][0];
     assert_eq!(
         settled["status"],
@@ -110,7 +112,7 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
     // The pane shows the agent's own TUI, not the headless driver's transcript lines.
     let screen = pane(world, &id);
     assert!(
-        screen.contains("Answered.") && !screen.contains("» [Shepherd"),
+        screen.contains("Are you there?") && !screen.contains("» [Shepherd"),
         "{host}: the pane shows the TUI:\n{screen}"
     );
     let closed = world.run(&["close", &id]);
@@ -149,7 +151,20 @@ fn claude_code_in_herdr() {
 }
 
 fn in_herdr(agent: &AgentBinary) {
-    let Some(herdr) = RealHerdr::start("harness_visible_claude") else {
+    let fake = FakeLlm::start(sheep_script()).unwrap();
+    let mut world = World::new(agent, &fake);
+    // The user's Herdr has their agent's provider settings, as their shell does; its panes
+    // keep Herdr's own home.
+    let options = RealOptions {
+        env: world
+            .env
+            .vars()
+            .into_iter()
+            .filter(|(name, _)| name != "HOME" && !name.starts_with("XDG_"))
+            .collect(),
+        ..RealOptions::default()
+    };
+    let Some(herdr) = RealHerdr::start_with("harness_visible_claude", options) else {
         return;
     };
     let made = herdr.call(
@@ -157,8 +172,6 @@ fn in_herdr(agent: &AgentBinary) {
         &serde_json::json!({"cwd": "/tmp", "label": "user"}),
     );
     assert_eq!(made["root_pane"]["pane_id"], "w1:p1");
-    let fake = FakeLlm::start(sheep_script()).unwrap();
-    let mut world = World::new(agent, &fake);
     for (key, value) in [
         ("HERDR_ENV", "1".to_owned()),
         ("HERDR_SOCKET_PATH", herdr.socket().display().to_string()),
