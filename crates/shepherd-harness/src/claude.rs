@@ -191,8 +191,8 @@ impl Adapter for ClaudeCode {
         "? for shortcuts"
     }
 
-    fn busy_text(&self) -> &'static str {
-        "esc to interrupt"
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc to interrupt") || screen.lines().any(working_line)
     }
 
     fn read_event(&self, event: &Value, turn: &mut Turn) {
@@ -314,6 +314,21 @@ fn effort(level: &str) -> Option<&'static str> {
     }
 }
 
+/// Claude Code's working line, shown for the whole of a turn: a spinner glyph and a verb
+/// ending in `…` (`✻ Transmuting… (0s · ↓ 8 tokens)`). Once the turn is over it reads
+/// `✻ Sautéed for 0s`. Tool rows (`● Calling shepherd…`, `⎿  Running…`) and the prompt (`❯`)
+/// are not it.
+fn working_line(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    let (Some(glyph), Some(verb)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let mut chars = glyph.chars();
+    let single = chars.next().filter(|_| chars.next().is_none());
+    single.is_some_and(|c| !c.is_alphanumeric() && !matches!(c, '●' | '⎿' | '❯' | '│'))
+        && verb.ends_with('…')
+}
+
 /// A tool result's content: a string, or text blocks.
 fn content_text(content: &Value) -> String {
     match content {
@@ -330,6 +345,26 @@ fn content_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_working_line_shows_a_turn_running() {
+        for line in [
+            "✢ Transmuting…",
+            "* Transmuting… (0s · ↓ 4 tokens)",
+            "✽ Contemplating…",
+        ] {
+            assert!(working_line(line), "{line}");
+        }
+        for line in [
+            "✻ Sautéed for 0s",
+            "● Calling shepherd… (ctrl+o to expand)",
+            "  ⎿  Running…",
+            "❯ Wait…",
+            "  ? for shortcuts · ← for agents",
+        ] {
+            assert!(!working_line(line), "{line}");
+        }
+    }
 
     #[test]
     fn pi_tool_names_become_claude_codes() {

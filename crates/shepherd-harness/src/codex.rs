@@ -127,8 +127,8 @@ impl Adapter for Codex {
         "Ask Codex"
     }
 
-    fn busy_text(&self) -> &'static str {
-        "esc to interrupt"
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc to interrupt")
     }
 
     fn read_event(&self, event: &Value, turn: &mut Turn) {

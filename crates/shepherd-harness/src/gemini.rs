@@ -190,8 +190,8 @@ impl Adapter for Gemini {
         "Type your message"
     }
 
-    fn busy_text(&self) -> &'static str {
-        "esc to cancel"
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc to cancel")
     }
 
     fn read_event(&self, event: &Value, turn: &mut Turn) {

@@ -215,8 +215,9 @@ pub trait Adapter: Sync {
     /// A text the TUI shows once it takes input (its prompt's placeholder or hint line).
     fn ready_text(&self) -> &'static str;
 
-    /// A text the TUI shows only while a turn runs (its interrupt hint).
-    fn busy_text(&self) -> &'static str;
+    /// Whether the TUI's screen (its text) shows a turn running: its interrupt hint or its
+    /// working line.
+    fn busy(&self, screen: &str) -> bool;
 
     /// Reads one event of a headless turn's machine-readable output into `turn`.
     fn read_event(&self, event: &Value, turn: &mut Turn);

@@ -157,8 +157,8 @@ impl Adapter for Opencode {
         "ctrl+p commands"
     }
 
-    fn busy_text(&self) -> &'static str {
-        "esc interrupt"
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc interrupt")
     }
 
     fn read_event(&self, event: &Value, turn: &mut Turn) {

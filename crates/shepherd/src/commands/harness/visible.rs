@@ -6,8 +6,8 @@
 //! both ways in raw mode: the pane's keys to the agent, the agent's output to the pane, the
 //! pane's size (and every change of it) to the agent. The same output feeds a virtual screen
 //! ([`vt100`]), which is how the driver knows what a person looking at the pane would: the TUI
-//! takes input once its ready text shows and it has gone quiet; a turn runs while its
-//! interrupt hint shows, and has ended once the hint is gone, the ready text is back and the
+//! takes input once its ready text shows and it has gone quiet; a turn runs while it shows
+//! that it works (its interrupt hint or working line), and has ended once that is gone and the
 //! screen is quiet again. Each task, reply, question or reminder is typed in once the agent is
 //! idle — a bracketed paste, then Enter once the paste has been drawn — and queued until then,
 //! so the reports (`ready`, `agent_start`, `run_settled`) and therefore the broker's nudges and
@@ -37,8 +37,8 @@ use crate::error::CliError;
 /// drawn, a turn over). Spinners redraw several times a second while a turn runs.
 const QUIET: Duration = Duration::from_millis(800);
 
-/// How long a typed turn may go without its interrupt hint showing before it counts as over:
-/// a turn too short for the hint to be drawn.
+/// How long a typed turn may go without showing that it works before it counts as over: a
+/// turn too short for that to be drawn.
 const UNSEEN_TURN: Duration = Duration::from_secs(20);
 
 /// How long the agent gets to end after SIGTERM when the sheep is closed.
@@ -58,7 +58,7 @@ enum Phase {
     Idle,
     /// A prompt was pasted; Enter follows once it is drawn.
     Pasted,
-    /// Enter was pressed at this instant; the turn has not shown its interrupt hint yet.
+    /// Enter was pressed at this instant; the turn has not shown that it works yet.
     Submitted(Instant),
     /// A turn runs.
     Busy,
@@ -280,8 +280,8 @@ impl Visible {
     /// Enter, notices a turn starting and ending.
     async fn advance(&mut self, driver: &mut Driver, input: &mut OwnedWritePty) {
         let ready = driver.adapter.ready_text();
-        let busy = driver.adapter.busy_text();
         loop {
+            let busy = driver.adapter.busy(&self.screen.parser.screen().contents());
             match self.phase {
                 Phase::Starting => {
                     if !(self.screen.shows(ready) && self.screen.quiet()) {
@@ -311,7 +311,7 @@ impl Visible {
                     self.phase = Phase::Submitted(Instant::now());
                 }
                 Phase::Submitted(at) => {
-                    if self.screen.shows(busy) {
+                    if busy {
                         self.phase = Phase::Busy;
                     } else if at.elapsed() >= UNSEEN_TURN
                         && self.screen.quiet()
@@ -324,8 +324,9 @@ impl Visible {
                     }
                 }
                 Phase::Busy => {
-                    if self.screen.shows(busy) || !self.screen.shows(ready) || !self.screen.quiet()
-                    {
+                    // Not the ready text: a notice can stand in its place for seconds after a
+                    // turn (Claude Code's "paste again to expand").
+                    if busy || !self.screen.quiet() {
                         return;
                     }
                     settle(driver, self.turn_started, None).await;
