@@ -258,6 +258,38 @@ impl Adapter for ClaudeCode {
         }
     }
 
+    fn read_transcript(&self, lines: &str, turn: &mut Turn) {
+        // The transcript holds the stream's `assistant` and `user` lines, one per content
+        // block; each block of a response repeats the response's usage, counted once by its id.
+        let mut counted = std::collections::HashSet::new();
+        for line in lines.lines() {
+            let Ok(event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if !matches!(event["type"].as_str(), Some("assistant" | "user")) {
+                continue;
+            }
+            self.read_event(&event, turn);
+            let message = &event["message"];
+            if event["type"] == "assistant" {
+                if let Some(model) = message["model"].as_str() {
+                    turn.model = Some(model.to_owned());
+                }
+                let id = message["id"].as_str().unwrap_or_default().to_owned();
+                if counted.insert(id) {
+                    let usage = &message["usage"];
+                    let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                    turn.tokens(
+                        count("input_tokens"),
+                        count("output_tokens"),
+                        count("cache_read_input_tokens"),
+                        count("cache_creation_input_tokens"),
+                    );
+                }
+            }
+        }
+    }
+
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
         crate::find_file(&config_dir(plan).join("projects"), session, ".jsonl", 1)
     }

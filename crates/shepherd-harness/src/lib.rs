@@ -222,6 +222,13 @@ pub trait Adapter: Sync {
     /// Reads one event of a headless turn's machine-readable output into `turn`.
     fn read_event(&self, event: &Value, turn: &mut Turn);
 
+    /// Reads what a turn added to the agent's transcript (whole JSON lines) into `turn`, for a
+    /// visible sheep whose turns print nothing machine-readable. Agents whose transcript is not
+    /// read this way leave `turn` as it is.
+    fn read_transcript(&self, lines: &str, turn: &mut Turn) {
+        let _ = (lines, turn);
+    }
+
     /// Where the agent keeps the transcript of `session`, once it exists.
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf>;
 }

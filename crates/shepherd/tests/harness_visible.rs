@@ -8,7 +8,9 @@
 //!    there) and calls `shepherd_done`,
 //! 3. the parent's watch sees the completion with the sheep's summary,
 //! 4. a question typed in after the task is answered with a reply in the parent's inbox,
-//! 5. close; the note is final (completed, the harness named),
+//! 5. close; the note is final (completed, the harness named; the session and transcript where
+//!    Shepherd names the session; Claude Code's turns, tool calls, tokens and final words from
+//!    its transcript),
 //! 6. nothing started for the sheep is left running once the broker stops.
 //!
 //! Skipped with one line when tmux (or Herdr) is missing; a missing agent skips too, and fails
@@ -16,7 +18,7 @@
 
 mod harness_support;
 
-use harness_support::{REPLY, World, field, harness, sheep_script};
+use harness_support::{FINAL_WORDS, REPLY, World, field, harness, sheep_script};
 use shepherd_testkit::agents::{AgentBinary, Host, TmuxPane};
 use shepherd_testkit::fake_herdr::RealHerdr;
 use shepherd_testkit::fake_herdr::real::RealOptions;
@@ -109,10 +111,22 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
         "{host}: the question's turn continued the task's session"
     );
 
-    // The pane shows the agent's own TUI, not the headless driver's transcript lines.
-    let screen = pane(world, &id);
+    // The pane shows the agent's own TUI with what was typed into it, not the headless
+    // driver's transcript lines (`» [Shepherd …`). A TUI redraws its whole screen at times: a
+    // read in the middle of one is read again.
+    let shows_tui = |screen: &str| {
+        (screen.contains("Are you there?") || screen.contains("[Shepherd message from"))
+            && !screen.contains("» [Shepherd")
+    };
+    let mut screen = pane(world, &id);
+    for _ in 0..20 {
+        if shows_tui(&screen) {
+            break;
+        }
+        screen = pane(world, &id);
+    }
     assert!(
-        screen.contains("Are you there?") && !screen.contains("» [Shepherd"),
+        shows_tui(&screen),
         "{host}: the pane shows the TUI:\n{screen}"
     );
     let closed = world.run(&["close", &id]);
@@ -124,6 +138,33 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
         Some(harness(host)),
         "{host}: {note}"
     );
+    // Claude Code's and Gemini CLI's sessions are Shepherd's to name: the note has them and
+    // their transcripts; Claude Code's transcript gives the turn's figures and final words.
+    if matches!(host, Host::ClaudeCode | Host::Gemini) {
+        assert!(
+            field(&note, "agentSession").is_some(),
+            "{host}: session in {note}"
+        );
+        let transcript = field(&note, "transcript").unwrap_or_else(|| panic!("{host}: {note}"));
+        assert!(
+            std::path::Path::new(transcript).exists(),
+            "{host}: {transcript}"
+        );
+    }
+    if host == Host::ClaudeCode {
+        let number = |key: &str| {
+            field(&note, key)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        assert!(note.contains(FINAL_WORDS), "{host}: final words in {note}");
+        assert!(number("turns") >= 2, "{host}: turns in {note}");
+        assert!(number("toolCalls") >= 2, "{host}: tool calls in {note}");
+        assert!(
+            number("tokensIn") + number("tokensOut") > 0,
+            "{host}: tokens in {note}"
+        );
+    }
     assert!(
         fake.mismatches().is_empty(),
         "{host}: {:#?}",

@@ -205,6 +205,7 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         screen: Screen::new(size),
         phase: Phase::Starting,
         turn_started: Instant::now(),
+        transcript_read: 0,
         retry_broker: None,
     };
     let mut stdin = tokio::io::stdin();
@@ -271,6 +272,8 @@ struct Visible {
     screen: Screen,
     phase: Phase,
     turn_started: Instant,
+    /// How far the agent's transcript has been read, in bytes.
+    transcript_read: u64,
     /// When to subscribe again after the broker's connection dropped.
     retry_broker: Option<Instant>,
 }
@@ -317,7 +320,7 @@ impl Visible {
                         && self.screen.quiet()
                         && self.screen.shows(ready)
                     {
-                        settle(driver, self.turn_started, None).await;
+                        settle(driver, self.turn_started, &mut self.transcript_read, None).await;
                         self.phase = Phase::Idle;
                     } else {
                         return;
@@ -329,7 +332,7 @@ impl Visible {
                     if busy || !self.screen.quiet() {
                         return;
                     }
-                    settle(driver, self.turn_started, None).await;
+                    settle(driver, self.turn_started, &mut self.transcript_read, None).await;
                     self.phase = Phase::Idle;
                 }
             }
@@ -367,6 +370,26 @@ fn typed(prompt: &str, screen: &Screen) -> Vec<u8> {
     }
 }
 
+/// The whole lines `path` gained since byte `read_to`, moving `read_to` past them.
+fn transcript_since(path: &std::path::Path, read_to: &mut u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut added = Vec::new();
+    let read = std::fs::File::open(path).and_then(|mut file| {
+        file.seek(SeekFrom::Start(*read_to))?;
+        file.read_to_end(&mut added)
+    });
+    if read.is_err() {
+        return String::new();
+    }
+    let whole = added
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |at| at + 1);
+    added.truncate(whole);
+    *read_to += whole as u64;
+    String::from_utf8_lossy(&added).into_owned()
+}
+
 async fn sleep_until(wake: Option<Instant>) {
     match wake {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -374,13 +397,13 @@ async fn sleep_until(wake: Option<Instant>) {
     }
 }
 
-/// Reports the end of a turn: what the task has cost as far as the TUI tells (its model, its
-/// session and transcript where Shepherd names the session), and the error that ended it.
-async fn settle(driver: &mut Driver, started: Instant, error: Option<String>) {
+/// Reports the end of a turn: what the task has cost as far as the agent tells outside its
+/// screen (its model, its session and transcript where Shepherd names the session, and what
+/// the turn added to the transcript where the adapter reads it), and the error that ended it.
+async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error: Option<String>) {
     let mut turn = Turn::default();
     turn.model = driver.plan.model_name().map(str::to_owned);
     turn.session = driver.plan.session.clone();
-    turn.finish();
     if turn.session.is_some() {
         driver.session = turn.session.clone();
     }
@@ -388,19 +411,28 @@ async fn settle(driver: &mut Driver, started: Instant, error: Option<String>) {
         .session
         .as_deref()
         .and_then(|session| driver.adapter.transcript(&driver.plan, session));
+    if let Some(path) = &transcript {
+        driver
+            .adapter
+            .read_transcript(&transcript_since(path, read_to), &mut turn);
+    }
+    turn.finish();
+    let mut text = None;
     let mut telemetry = None;
     if let Some(task) = driver.task.as_mut() {
         if !task.settled {
             task.telemetry.add(&turn, started.elapsed());
             task.telemetry.transcript = transcript;
+            task.settled = turn.done_called;
         }
+        text = task.telemetry.final_text.clone();
         telemetry = Some(task.telemetry.to_metadata());
     }
     let params = ReportParams {
         event: "run_settled".to_owned(),
         stop_reason: Some(if error.is_some() { "error" } else { "stop" }.to_owned()),
         error,
-        text: None,
+        text,
         session_file: None,
         telemetry,
         usage: None,
@@ -415,7 +447,8 @@ async fn finish(driver: &mut Driver, agent: &mut Agent, visible: &mut Visible) -
     if !matches!(visible.phase, Phase::Idle | Phase::Starting) {
         let title = driver.plan.harness.title();
         let error = format!("{title} exited during the turn");
-        settle(driver, visible.turn_started, Some(error)).await;
+        let started = visible.turn_started;
+        settle(driver, started, &mut visible.transcript_read, Some(error)).await;
     }
     exit_code(status)
 }
