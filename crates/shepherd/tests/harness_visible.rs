@@ -13,16 +13,20 @@
 //!    its transcript),
 //! 6. nothing started for the sheep is left running once the broker stops.
 //!
+//! And a turn that ends without `shepherd_done` gets the reminder typed in, after which the
+//! agent's `shepherd_done` settles the task.
+//!
 //! Skipped with one line when tmux (or Herdr) is missing; a missing agent skips too, and fails
 //! under `SHEPHERD_REQUIRE_AGENTS=1`.
 
 mod harness_support;
 
 use harness_support::{FINAL_WORDS, REPLY, World, field, harness, sheep_script};
+use serde_json::json;
 use shepherd_testkit::agents::{AgentBinary, Host, TmuxPane};
 use shepherd_testkit::fake_herdr::RealHerdr;
 use shepherd_testkit::fake_herdr::real::RealOptions;
-use shepherd_testkit::fake_llm::{FakeLlm, TOOLLESS_QUEUE};
+use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 
 /// Seconds a watch may wait: the TUI starts (opencode's first start alone takes ~15 s), then
 /// the turn runs.
@@ -180,6 +184,12 @@ fn tmux_round_trip(agent: &AgentBinary) {
     }
     let fake = FakeLlm::start(sheep_script()).unwrap();
     let world = World::new(agent, &fake);
+    // A project is usually a git repository, where Codex's TUI asks whether to trust it.
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(world.project())
+        .status();
+    assert!(init.is_ok_and(|s| s.success()), "git init");
     visible_round_trip(agent, &world, &fake, "tmux");
 }
 
@@ -224,3 +234,59 @@ fn in_herdr(agent: &AgentBinary) {
     }
     visible_round_trip(agent, &world, &fake, "herdr");
 }
+
+/// A turn that ends without `shepherd_done` is reminded the way a headless one is: the
+/// reminder is typed into the TUI, and the agent's `shepherd_done` then settles the task.
+fn forgotten_done_is_reminded(agent: &AgentBinary) {
+    if !TmuxPane::available() {
+        println!("skipping: tmux is not installed");
+        return;
+    }
+    let host = agent.host;
+    let script = Script::new()
+        .with_responses([
+            Step::text("I looked, and stopped without reporting."),
+            Step::tool_call_suffix(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "reported when reminded"}),
+            )
+            .expecting("Shepherd completion check"),
+            Step::text("Reported.").expecting("completed"),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = World::new(agent, &fake);
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--backend",
+        "tmux",
+        "--json",
+    ]);
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let task = world.json(&["delegate", &id, "Look, then report.", "--json"]);
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let settled = &watched["settled"][0];
+    assert_eq!(
+        settled["status"],
+        "completed",
+        "{host}: {watched}\n{}",
+        pane(&world, &id)
+    );
+    assert_eq!(settled["summary"], "reported when reminded", "{host}");
+    assert!(
+        fake.mismatches().is_empty(),
+        "{host}: {:#?}",
+        fake.mismatches()
+    );
+    world.stop_and_check_nothing_left();
+}
+
+shepherd_testkit::agent_tests!(forgotten_done_is_reminded);
