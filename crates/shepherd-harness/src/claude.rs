@@ -269,8 +269,14 @@ impl Adapter for ClaudeCode {
             if !matches!(event["type"].as_str(), Some("assistant" | "user")) {
                 continue;
             }
-            self.read_event(&event, turn);
             let message = &event["message"];
+            // A provider's refusal is recorded as an assistant message marked as an API error.
+            if event["isApiErrorMessage"] == json!(true) {
+                let text = content_text(&message["content"]);
+                turn.error(if text.is_empty() { "API error" } else { &text });
+                continue;
+            }
+            self.read_event(&event, turn);
             if event["type"] == "assistant" {
                 if let Some(model) = message["model"].as_str() {
                     turn.model = Some(model.to_owned());
@@ -377,6 +383,38 @@ fn content_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transcript_counts_each_response_once_and_reads_api_errors() {
+        let usage = json!({"input_tokens": 10, "output_tokens": 2});
+        let lines = [
+            json!({"type": "user", "message": {"content": "task"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "model": "opus", "usage": usage,
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}}),
+            json!({"type": "assistant", "message": {"id": "m1", "usage": usage,
+                "content": [{"type": "text", "text": "and more"}]}}),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}),
+            json!({"type": "assistant", "message": {"id": "m2", "usage": usage,
+                "content": [{"type": "text", "text": "Done."}]}}),
+        ]
+        .map(|line| line.to_string())
+        .join("\n");
+        let mut turn = Turn::default();
+        ClaudeCode.read_transcript(&lines, &mut turn);
+        turn.finish();
+        assert_eq!((turn.tokens_in, turn.tokens_out), (20, 4));
+        assert_eq!(turn.tool_calls, 1);
+        assert_eq!(turn.model.as_deref(), Some("opus"));
+        assert_eq!(turn.text.as_deref(), Some("Done."));
+        assert_eq!(turn.error, None);
+
+        let refused = json!({"type": "assistant", "isApiErrorMessage": true, "message": {"id": "m3",
+            "content": [{"type": "text", "text": "API Error: 400 no"}]}});
+        let mut turn = Turn::default();
+        ClaudeCode.read_transcript(&refused.to_string(), &mut turn);
+        assert_eq!(turn.error.as_deref(), Some("API Error: 400 no"));
+    }
 
     #[test]
     fn the_working_line_shows_a_turn_running() {

@@ -290,3 +290,55 @@ fn forgotten_done_is_reminded(agent: &AgentBinary) {
 }
 
 shepherd_testkit::agent_tests!(forgotten_done_is_reminded);
+
+/// A 400 from the model fails a visible Claude Code sheep's task at once, with the provider's
+/// message, read from its transcript.
+fn provider_error_fails_the_task(agent: &AgentBinary) {
+    let host = agent.host;
+    if !TmuxPane::available() {
+        println!("skipping: tmux is not installed");
+        return;
+    }
+    let script = Script::new()
+        .with_responses([Step::error(400, "the fake model refuses this request")])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text("finished"))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = World::new(agent, &fake);
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--backend",
+        "tmux",
+        "--json",
+    ]);
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let task = world.json(&["delegate", &id, "Do anything.", "--json"]);
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let settled = &watched["settled"][0];
+    assert_eq!(
+        settled["status"],
+        "failed",
+        "{host}: {watched}\n{}",
+        pane(&world, &id)
+    );
+    let error = settled["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("the fake model refuses this request"),
+        "{host}: {error}"
+    );
+    world.stop_and_check_nothing_left();
+}
+
+#[test]
+fn claude_code_provider_error() {
+    shepherd_testkit::agents::with_agent(
+        Host::ClaudeCode,
+        "claude_code_provider_error",
+        provider_error_fails_the_task,
+    );
+}

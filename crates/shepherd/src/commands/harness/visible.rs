@@ -417,6 +417,8 @@ async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error:
             .read_transcript(&transcript_since(path, read_to), &mut turn);
     }
     turn.finish();
+    // An error the transcript recorded (a provider's refusal) ended the turn.
+    let error = error.or_else(|| turn.error.clone());
     let mut text = None;
     let mut telemetry = None;
     if let Some(task) = driver.task.as_mut() {
