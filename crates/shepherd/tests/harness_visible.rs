@@ -8,10 +8,11 @@
 //!    there) and calls `shepherd_done`,
 //! 3. the parent's watch sees the completion with the sheep's summary,
 //! 4. a question typed in after the task is answered with a reply in the parent's inbox,
-//! 5. close; the note is final (completed, the harness named; the session and transcript where
+//! 5. keys typed in the pane reach the agent (its input box shows them),
+//! 6. close; the note is final (completed, the harness named; the session and transcript where
 //!    Shepherd names the session; Claude Code's turns, tool calls, tokens and final words from
 //!    its transcript),
-//! 6. nothing started for the sheep is left running once the broker stops.
+//! 7. nothing started for the sheep is left running once the broker stops.
 //!
 //! And a turn that ends without `shepherd_done` gets the reminder typed in, after which the
 //! agent's `shepherd_done` settles the task.
@@ -133,6 +134,9 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
         shows_tui(&screen),
         "{host}: the pane shows the TUI:\n{screen}"
     );
+    if backend == "tmux" {
+        typed_in_the_pane_reaches_the_agent(world, &id, spawned["displayName"].as_str().unwrap());
+    }
     let closed = world.run(&["close", &id]);
     assert!(closed.status.success(), "{host}: close");
     let note = world.note("worker-");
@@ -175,6 +179,29 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
         fake.mismatches()
     );
     world.stop_and_check_nothing_left();
+}
+
+/// What the user types in the sheep's tmux pane reaches the agent: it shows in the TUI's
+/// input box (read again until it does, within a deadline).
+fn typed_in_the_pane_reaches_the_agent(world: &World, id: &str, window: &str) {
+    let listed = world.tmux(&["list-panes", "-a", "-F", "#{pane_id} #{window_name}"]);
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let pane_id = listed
+        .lines()
+        .find_map(|line| line.strip_suffix(window).map(str::trim))
+        .unwrap_or_else(|| panic!("no tmux window {window:?} in:\n{listed}"))
+        .to_owned();
+    let typed = world.tmux(&["send-keys", "-t", &pane_id, "-l", "typed by the user"]);
+    assert!(typed.status.success(), "tmux send-keys");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut screen = pane(world, id);
+    while !screen.contains("typed by the user") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the keys never reached the agent:\n{screen}"
+        );
+        screen = pane(world, id);
+    }
 }
 
 fn tmux_round_trip(agent: &AgentBinary) {

@@ -149,6 +149,16 @@ impl World {
         std::fs::read_to_string(note).unwrap()
     }
 
+    /// Runs tmux against the world's private server.
+    pub fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(args)
+            .env_remove("TMUX")
+            .env("TMUX_TMPDIR", &self.tmux_dir)
+            .output()
+            .unwrap()
+    }
+
     /// Ends the world's private tmux server (a tmux sheep's session holds a shell of its own).
     pub fn kill_tmux(&self) {
         let _killed = Command::new("tmux")
