@@ -8,7 +8,8 @@
 //!    there) and calls `shepherd_done`,
 //! 3. the parent's watch sees the completion with the sheep's summary,
 //! 4. a question typed in after the task is answered with a reply in the parent's inbox,
-//! 5. keys typed in the pane reach the agent (its input box shows them),
+//! 5. the pane resized, the agent draws to its new width; keys typed in the pane reach the
+//!    agent (its input box shows them),
 //! 6. close; the note is final (completed, the harness named; the session and transcript where
 //!    Shepherd names the session; Claude Code's turns, tool calls, tokens and final words from
 //!    its transcript),
@@ -181,8 +182,9 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
     world.stop_and_check_nothing_left();
 }
 
-/// What the user types in the sheep's tmux pane reaches the agent: it shows in the TUI's
-/// input box (read again until it does, within a deadline).
+/// The sheep's tmux pane is the agent's terminal: when it grows the agent draws to the new
+/// width, and what the user types there shows in the TUI's input box (each read again until
+/// it does, within a deadline).
 fn typed_in_the_pane_reaches_the_agent(world: &World, id: &str, window: &str) {
     let listed = world.tmux(&["list-panes", "-a", "-F", "#{pane_id} #{window_name}"]);
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
@@ -191,10 +193,27 @@ fn typed_in_the_pane_reaches_the_agent(world: &World, id: &str, window: &str) {
         .find_map(|line| line.strip_suffix(window).map(str::trim))
         .unwrap_or_else(|| panic!("no tmux window {window:?} in:\n{listed}"))
         .to_owned();
+    // The pane grows wider than tmux's default 80 columns: the agent redraws to the new size.
+    let resized = world.tmux(&["resize-window", "-t", &pane_id, "-x", "140", "-y", "40"]);
+    assert!(resized.status.success(), "tmux resize-window");
+    let wide = |screen: &str| {
+        screen
+            .lines()
+            .any(|line| line.trim_end().chars().count() > 100)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut screen = pane(world, id);
+    while !wide(&screen) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never drew wider than 100 columns:\n{screen}"
+        );
+        screen = pane(world, id);
+    }
     let typed = world.tmux(&["send-keys", "-t", &pane_id, "-l", "typed by the user"]);
     assert!(typed.status.success(), "tmux send-keys");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let mut screen = pane(world, id);
+    screen = pane(world, id);
     while !screen.contains("typed by the user") {
         assert!(
             std::time::Instant::now() < deadline,
