@@ -37,9 +37,11 @@ use crate::error::CliError;
 /// drawn, a turn over). Spinners redraw several times a second while a turn runs.
 const QUIET: Duration = Duration::from_millis(800);
 
-/// How long a typed turn may go without showing that it works before it counts as over: a
-/// turn too short for that to be drawn.
-const UNSEEN_TURN: Duration = Duration::from_secs(20);
+/// How long a typed turn may go without showing that it works before it counts as over, once
+/// the ready text shows and the screen is quiet: a turn so short that its working sign was
+/// drawn and erased within one read of the agent's output. A turn that waits on the model
+/// shows its sign (every TUI animates it) long before this.
+const UNSEEN_TURN: Duration = Duration::from_secs(5);
 
 /// How long the agent gets to end after SIGTERM when the sheep is closed.
 const AGENT_GRACE: Duration = Duration::from_secs(3);
@@ -158,12 +160,17 @@ struct Agent {
 
 /// Starts the agent's TUI in a pseudo-terminal of `size`.
 #[allow(unsafe_code)]
-fn start_agent(driver: &Driver, (rows, cols): PaneSize) -> Result<Agent, String> {
+fn start_agent(driver: &Driver, (rows, cols): PaneSize) -> Result<Agent, CliError> {
     let plan = &driver.plan;
     let (program, before) = plan.program.split_first().expect("plans name a program");
-    let (pty, pts) = pty_process::open().map_err(|err| format!("cannot open a terminal: {err}"))?;
-    pty.resize(Size::new(rows, cols))
-        .map_err(|err| format!("cannot size the agent's terminal: {err}"))?;
+    let terminal = |err: pty_process::Error| {
+        CliError::new(
+            ErrorCode::Internal,
+            format!("cannot open a terminal for the agent: {err}"),
+        )
+    };
+    let (pty, pts) = pty_process::open().map_err(terminal)?;
+    pty.resize(Size::new(rows, cols)).map_err(terminal)?;
     let me = std::process::id();
     let command = pty_process::Command::new(program)
         .args(before)
@@ -175,9 +182,12 @@ fn start_agent(driver: &Driver, (rows, cols): PaneSize) -> Result<Agent, String>
     // system calls (prctl, getppid); the runtime is single-threaded, so the forking thread is
     // the driver's main thread, which lives as long as the driver.
     let command = unsafe { command.pre_exec(move || shepherd_term::platform::die_with_parent(me)) };
-    let child = command
-        .spawn(pts)
-        .map_err(|err| format!("could not run {program}: {err}"))?;
+    let child = command.spawn(pts).map_err(|err| {
+        CliError::new(
+            ErrorCode::HarnessMissing,
+            format!("could not run {program}: {err}"),
+        )
+    })?;
     let pid = child.id().unwrap_or_default();
     let (output, input) = pty.into_split();
     Ok(Agent {
@@ -198,8 +208,8 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         .await
         .map_err(|err| CliError::new(ErrorCode::BrokerUnavailable, err.to_string()))?;
     let size = pane_size();
-    let mut agent =
-        start_agent(driver, size).map_err(|err| CliError::new(ErrorCode::HarnessMissing, err))?;
+    let mut agent = start_agent(driver, size)?;
+    keep_errors_off_the_screen(driver);
     let _raw = RawTerminal::enter();
     let mut visible = Visible {
         screen: Screen::new(size),
@@ -265,6 +275,18 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         }
     };
     Ok(code)
+}
+
+/// Sends the driver's own complaints (a report the broker did not take) to `driver.log` in the
+/// sheep's directory: written to the pane, they would land in the middle of the agent's screen.
+fn keep_errors_off_the_screen(driver: &Driver) {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(driver.plan.dir.join("driver.log"));
+    if let Ok(log) = log {
+        let _redirected = rustix::stdio::dup2_stderr(&log);
+    }
 }
 
 /// The driver's view of the TUI between events.
