@@ -233,8 +233,11 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
                     let _shown = out.write_all(&bytes[..n]).and_then(|()| out.flush());
                     visible.screen.feed(&bytes[..n]);
                 }
-                // The terminal closes (EIO) when the agent ends; its exit is awaited below.
-                _ => break finish(driver, &mut agent, &mut visible).await,
+                // The terminal closes (EIO) when the agent ends.
+                _ => {
+                    let status = agent.child.wait().await.ok();
+                    break finish(driver, status, &mut visible).await;
+                }
             },
             read = stdin.read(&mut keys), if keys_open => match read {
                 Ok(n) if n > 0 => {
@@ -261,11 +264,12 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
                 }
             },
             () = sleep_until(wake) => {}
-            status = agent.child.wait() => {
-                break exit_code(status.ok());
-            }
+            status = agent.child.wait() => break finish(driver, status.ok(), &mut visible).await,
             _ = terminate.recv() => break stop_agent(&agent).await,
             _ = hangup.recv() => break stop_agent(&agent).await,
+        }
+        if !driver.link.is_connected() && visible.retry_broker.is_none() {
+            visible.retry_broker = Some(Instant::now() + Duration::from_millis(200));
         }
         if visible.retry_broker.is_some_and(|at| at <= Instant::now()) {
             visible.retry_broker = match driver.ensure_subscribed().await {
@@ -466,8 +470,11 @@ async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error:
 
 /// The agent ended by itself (the user quit it): a turn it was in fails, and the sheep ends
 /// with the agent's status.
-async fn finish(driver: &mut Driver, agent: &mut Agent, visible: &mut Visible) -> u8 {
-    let status = agent.child.wait().await.ok();
+async fn finish(
+    driver: &mut Driver,
+    status: Option<std::process::ExitStatus>,
+    visible: &mut Visible,
+) -> u8 {
     if !matches!(visible.phase, Phase::Idle | Phase::Starting) {
         let title = driver.plan.harness.title();
         let error = format!("{title} exited during the turn");
