@@ -11,8 +11,8 @@
 //! 5. the pane resized, the agent draws to its new width; keys typed in the pane reach the
 //!    agent (its input box shows them),
 //! 6. close; the note is final (completed, the harness named; the session and transcript where
-//!    Shepherd names the session; Claude Code's turns, tool calls, tokens and final words from
-//!    its transcript),
+//!    Shepherd names the session; Claude Code's and Gemini CLI's turns, tool calls, tokens and
+//!    final words from their transcripts),
 //! 7. nothing started for the sheep is left running once the broker stops.
 //!
 //! And a turn that ends without `shepherd_done` gets the reminder typed in, after which the
@@ -148,7 +148,7 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
         "{host}: {note}"
     );
     // Claude Code's and Gemini CLI's sessions are Shepherd's to name: the note has them and
-    // their transcripts; Claude Code's transcript gives the turn's figures and final words.
+    // their transcripts, which give the turns' figures and final words.
     if matches!(host, Host::ClaudeCode | Host::Gemini) {
         assert!(
             field(&note, "agentSession").is_some(),
@@ -160,7 +160,7 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
             "{host}: {transcript}"
         );
     }
-    if host == Host::ClaudeCode {
+    if matches!(host, Host::ClaudeCode | Host::Gemini) {
         let number = |key: &str| {
             field(&note, key)
                 .and_then(|v| v.parse::<u64>().ok())
