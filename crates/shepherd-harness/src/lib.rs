@@ -229,6 +229,13 @@ pub trait Adapter: Sync {
         let _ = (lines, turn);
     }
 
+    /// The session a visible sheep's TUI started, when the agent picks its ids itself and the
+    /// sheep's own configuration home shows it (it holds that one session only).
+    fn interactive_session(&self, plan: &Plan) -> Option<String> {
+        let _ = plan;
+        None
+    }
+
     /// Where the agent keeps the transcript of `session`, once it exists.
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf>;
 }

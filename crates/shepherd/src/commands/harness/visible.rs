@@ -429,7 +429,12 @@ async fn sleep_until(wake: Option<Instant>) {
 async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error: Option<String>) {
     let mut turn = Turn::default();
     turn.model = driver.plan.model_name().map(str::to_owned);
-    turn.session = driver.plan.session.clone();
+    turn.session = driver
+        .plan
+        .session
+        .clone()
+        .or_else(|| driver.session.clone())
+        .or_else(|| driver.adapter.interactive_session(&driver.plan));
     if turn.session.is_some() {
         driver.session = turn.session.clone();
     }
