@@ -11,8 +11,9 @@
 //! screen is quiet again. Each task, reply, question or reminder is typed in once the agent is
 //! idle — a bracketed paste, then Enter once the paste has been drawn — and queued until then,
 //! so the reports (`ready`, `agent_start`, `run_settled`) and therefore the broker's nudges and
-//! failures work as they do headless. What a turn cost is not on the screen: the note gets the
-//! model, the session and the transcript where the agent's session is Shepherd's to name.
+//! failures work as they do headless. What a turn cost is not on the screen: after each turn
+//! the driver reads what the turn added to the agent's transcript, where the adapter knows how
+//! (the session, tool calls, tokens, final words, a provider's refusal).
 //!
 //! The agent runs in a session of its own (its pseudo-terminal is its controlling terminal),
 //! tied to this driver by a parent-death signal; when the sheep is closed the driver ends the
