@@ -122,7 +122,8 @@ pub(crate) fn sheep_dir(broker: &Broker, id: &AgentId) -> PathBuf {
         .join(id.as_str())
 }
 
-/// Composes the sheep's configuration and plan, and returns the driver's command line.
+/// Composes the sheep's configuration and plan, and returns the driver's command line. A
+/// `visible` sheep (in a pane) runs the agent's own TUI there.
 pub(crate) fn launch(
     broker: &Broker,
     checked: &Checked,
@@ -130,6 +131,7 @@ pub(crate) fn launch(
     params: &SpawnParams,
     id: &AgentId,
     cwd: PathBuf,
+    visible: bool,
 ) -> BrokerResult<Vec<String>> {
     let harness = checked.adapter.harness();
     let dir = sheep_dir(broker, id);
@@ -152,6 +154,7 @@ pub(crate) fn launch(
         env: Vec::new(),
         session: None,
         configured_model: None,
+        visible,
     };
     let io = |err: shepherd_harness::HarnessError| BrokerError::new(err.code(), err.to_string());
     checked

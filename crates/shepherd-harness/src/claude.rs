@@ -179,6 +179,22 @@ impl Adapter for ClaudeCode {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        let mut args = common_args(plan);
+        if let Some(id) = &plan.session {
+            args.extend(["--session-id".into(), id.clone()]);
+        }
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        "? for shortcuts"
+    }
+
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc to interrupt") || screen.lines().any(working_line)
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("system") if event["subtype"] == "init" => {
@@ -242,6 +258,44 @@ impl Adapter for ClaudeCode {
         }
     }
 
+    fn read_transcript(&self, lines: &str, turn: &mut Turn) {
+        // The transcript holds the stream's `assistant` and `user` lines, one per content
+        // block; each block of a response repeats the response's usage, counted once by its id.
+        let mut counted = std::collections::HashSet::new();
+        for line in lines.lines() {
+            let Ok(event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if !matches!(event["type"].as_str(), Some("assistant" | "user")) {
+                continue;
+            }
+            let message = &event["message"];
+            // A provider's refusal is recorded as an assistant message marked as an API error.
+            if event["isApiErrorMessage"] == json!(true) {
+                let text = content_text(&message["content"]);
+                turn.error(if text.is_empty() { "API error" } else { &text });
+                continue;
+            }
+            self.read_event(&event, turn);
+            if event["type"] == "assistant" {
+                if let Some(model) = message["model"].as_str() {
+                    turn.model = Some(model.to_owned());
+                }
+                let id = message["id"].as_str().unwrap_or_default().to_owned();
+                if counted.insert(id) {
+                    let usage = &message["usage"];
+                    let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                    turn.tokens(
+                        count("input_tokens"),
+                        count("output_tokens"),
+                        count("cache_read_input_tokens"),
+                        count("cache_creation_input_tokens"),
+                    );
+                }
+            }
+        }
+    }
+
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
         crate::find_file(&config_dir(plan).join("projects"), session, ".jsonl", 1)
     }
@@ -298,6 +352,21 @@ fn effort(level: &str) -> Option<&'static str> {
     }
 }
 
+/// Claude Code's working line, shown for the whole of a turn: a spinner glyph and a verb
+/// ending in `…` (`✻ Transmuting… (0s · ↓ 8 tokens)`). Once the turn is over it reads
+/// `✻ Sautéed for 0s`. Tool rows (`● Calling shepherd…`, `⎿  Running…`) and the prompt (`❯`)
+/// are not it.
+fn working_line(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    let (Some(glyph), Some(verb)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let mut chars = glyph.chars();
+    let single = chars.next().filter(|_| chars.next().is_none());
+    single.is_some_and(|c| !c.is_alphanumeric() && !matches!(c, '●' | '⎿' | '❯' | '│'))
+        && verb.ends_with('…')
+}
+
 /// A tool result's content: a string, or text blocks.
 fn content_text(content: &Value) -> String {
     match content {
@@ -314,6 +383,58 @@ fn content_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transcript_counts_each_response_once_and_reads_api_errors() {
+        let usage = json!({"input_tokens": 10, "output_tokens": 2});
+        let lines = [
+            json!({"type": "user", "message": {"content": "task"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "model": "opus", "usage": usage,
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}}),
+            json!({"type": "assistant", "message": {"id": "m1", "usage": usage,
+                "content": [{"type": "text", "text": "and more"}]}}),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}),
+            json!({"type": "assistant", "message": {"id": "m2", "usage": usage,
+                "content": [{"type": "text", "text": "Done."}]}}),
+        ]
+        .map(|line| line.to_string())
+        .join("\n");
+        let mut turn = Turn::default();
+        ClaudeCode.read_transcript(&lines, &mut turn);
+        turn.finish();
+        assert_eq!((turn.tokens_in, turn.tokens_out), (20, 4));
+        assert_eq!(turn.tool_calls, 1);
+        assert_eq!(turn.model.as_deref(), Some("opus"));
+        assert_eq!(turn.text.as_deref(), Some("Done."));
+        assert_eq!(turn.error, None);
+
+        let refused = json!({"type": "assistant", "isApiErrorMessage": true, "message": {"id": "m3",
+            "content": [{"type": "text", "text": "API Error: 400 no"}]}});
+        let mut turn = Turn::default();
+        ClaudeCode.read_transcript(&refused.to_string(), &mut turn);
+        assert_eq!(turn.error.as_deref(), Some("API Error: 400 no"));
+    }
+
+    #[test]
+    fn the_working_line_shows_a_turn_running() {
+        for line in [
+            "✢ Transmuting…",
+            "* Transmuting… (0s · ↓ 4 tokens)",
+            "✽ Contemplating…",
+        ] {
+            assert!(working_line(line), "{line}");
+        }
+        for line in [
+            "✻ Sautéed for 0s",
+            "● Calling shepherd… (ctrl+o to expand)",
+            "  ⎿  Running…",
+            "❯ Wait…",
+            "  ? for shortcuts · ← for agents",
+        ] {
+            assert!(!working_line(line), "{line}");
+        }
+    }
 
     #[test]
     fn pi_tool_names_become_claude_codes() {

@@ -115,6 +115,22 @@ impl Adapter for Codex {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        // Without `--no-daemon` the TUI starts a shared background app-server that outlives
+        // it, with the sheep's MCP server still attached.
+        let mut args: Vec<String> = vec!["--no-daemon".into()];
+        args.extend(common_args(plan));
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        "Ask Codex"
+    }
+
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc to interrupt")
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("thread.started") => {
@@ -143,6 +159,78 @@ impl Adapter for Codex {
             // A top-level error ends the turn (an `error` item is only a warning).
             Some("error") => turn.error(event["message"].as_str().unwrap_or("error")),
             _ => {}
+        }
+    }
+
+    fn interactive_session(&self, plan: &Plan) -> Option<String> {
+        // The rollout's first line is the session's `session_meta`, with its id.
+        let rollout =
+            crate::find_file(&codex_home(plan).join("sessions"), "rollout-", ".jsonl", 3)?;
+        let text = std::fs::read_to_string(rollout).ok()?;
+        let meta: Value = serde_json::from_str(text.lines().next()?).ok()?;
+        meta["payload"]["id"].as_str().map(str::to_owned)
+    }
+
+    fn read_transcript(&self, lines: &str, turn: &mut Turn) {
+        for line in lines.lines() {
+            let Ok(record) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let payload = &record["payload"];
+            match (record["type"].as_str(), payload["type"].as_str()) {
+                (Some("response_item"), Some("function_call")) => {
+                    let name = payload["name"].as_str().unwrap_or("tool");
+                    let name = match payload["namespace"].as_str() {
+                        Some(namespace) => format!("{namespace}__{name}"),
+                        None => name.to_owned(),
+                    };
+                    let arguments = payload["arguments"]
+                        .as_str()
+                        .and_then(|text| serde_json::from_str(text).ok())
+                        .unwrap_or(Value::Null);
+                    turn.remember_call(payload["call_id"].as_str().unwrap_or_default(), &name);
+                    turn.tool_call(&name, &arguments);
+                }
+                (Some("response_item"), Some("function_call_output")) => {
+                    let name = turn.call_name(payload["call_id"].as_str().unwrap_or_default());
+                    let output = match &payload["output"] {
+                        Value::String(text) => text.clone(),
+                        other => other
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|part| part["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    };
+                    turn.tool_result(&name, &output, false);
+                }
+                (Some("response_item"), Some("message")) if payload["role"] == "assistant" => {
+                    for part in payload["content"].as_array().into_iter().flatten() {
+                        turn.text(part["text"].as_str().unwrap_or_default());
+                    }
+                }
+                (Some("event_msg"), Some("token_count")) => {
+                    let usage = &payload["info"]["last_token_usage"];
+                    let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+                    let cached = count("cached_input_tokens");
+                    turn.tokens(
+                        count("input_tokens").saturating_sub(cached),
+                        count("output_tokens"),
+                        cached,
+                        count("cache_write_input_tokens"),
+                    );
+                }
+                (Some("event_msg"), Some("error")) => {
+                    turn.error(payload["message"].as_str().unwrap_or("error"));
+                }
+                (Some("event_msg"), Some("thread_settings_applied")) => {
+                    if let Some(model) = payload["thread_settings"]["model"].as_str() {
+                        turn.model = Some(model.to_owned());
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
@@ -312,6 +400,40 @@ fn effort(level: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rollout_gives_calls_tokens_and_final_words() {
+        let usage = serde_json::json!({"input_tokens": 10, "cached_input_tokens": 4,
+            "output_tokens": 5, "cache_write_input_tokens": 0});
+        let lines = [
+            serde_json::json!({"type": "event_msg", "payload": {"type": "thread_settings_applied",
+                "thread_settings": {"model": "gpt-x"}}}),
+            serde_json::json!({"type": "response_item", "payload": {"type": "function_call",
+                "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c0"}}),
+            serde_json::json!({"type": "response_item", "payload": {"type": "function_call_output",
+                "call_id": "c0", "output": "ok"}}),
+            serde_json::json!({"type": "event_msg", "payload": {"type": "token_count",
+                "info": {"last_token_usage": usage}}}),
+            serde_json::json!({"type": "response_item", "payload": {"type": "function_call",
+                "name": "shepherd_done", "namespace": "mcp__shepherd", "arguments": "{}",
+                "call_id": "c1"}}),
+            serde_json::json!({"type": "response_item", "payload": {"type": "message",
+                "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}}),
+        ]
+        .map(|line| line.to_string())
+        .join("\n");
+        let mut turn = Turn::default();
+        Codex.read_transcript(&lines, &mut turn);
+        turn.finish();
+        assert_eq!(turn.tool_calls, 2);
+        assert!(turn.done_called);
+        assert_eq!(
+            (turn.tokens_in, turn.tokens_out, turn.cache_read),
+            (6, 5, 4)
+        );
+        assert_eq!(turn.text.as_deref(), Some("Done."));
+        assert_eq!(turn.model.as_deref(), Some("gpt-x"));
+    }
 
     #[test]
     fn the_configured_model_is_the_top_level_one() {

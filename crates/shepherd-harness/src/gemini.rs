@@ -175,6 +175,25 @@ impl Adapter for Gemini {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        let mut args: Vec<String> = vec!["--yolo".into()];
+        if let Some(model) = &plan.model {
+            args.extend(["-m".into(), model.clone()]);
+        }
+        if let Some(id) = &plan.session {
+            args.extend(["--session-id".into(), id.clone()]);
+        }
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        "Type your message"
+    }
+
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc to cancel")
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("init") => {
@@ -234,6 +253,61 @@ impl Adapter for Gemini {
         }
     }
 
+    fn read_transcript(&self, lines: &str, turn: &mut Turn) {
+        // The chat file is a log of records: a model response is written when it starts and
+        // again as it grows (its tool calls), under one id, so the last version of each counts,
+        // in the order the records first appeared.
+        let mut order: Vec<String> = Vec::new();
+        let mut records: std::collections::HashMap<String, Value> =
+            std::collections::HashMap::new();
+        for line in lines.lines() {
+            let Ok(record) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let Some(id) = record["id"].as_str().map(str::to_owned) else {
+                continue;
+            };
+            if records.insert(id.clone(), record).is_none() {
+                order.push(id);
+            }
+        }
+        for record in order.iter().filter_map(|id| records.get(id)) {
+            match record["type"].as_str() {
+                Some("gemini") => {
+                    if let Some(model) = record["model"].as_str() {
+                        turn.model = Some(model.to_owned());
+                    }
+                    let tokens = &record["tokens"];
+                    let count = |key: &str| tokens[key].as_u64().unwrap_or(0);
+                    let cached = count("cached");
+                    turn.tokens(
+                        count("input").saturating_sub(cached),
+                        count("output"),
+                        cached,
+                        0,
+                    );
+                    turn.text(record["content"].as_str().unwrap_or_default());
+                    for call in record["toolCalls"].as_array().into_iter().flatten() {
+                        turn.tool_call(call["name"].as_str().unwrap_or("tool"), &call["args"]);
+                    }
+                }
+                Some("user") => {
+                    for part in record["content"].as_array().into_iter().flatten() {
+                        let response = &part["functionResponse"];
+                        if let Some(name) = response["name"].as_str() {
+                            let output = response["response"]["output"].as_str();
+                            turn.tool_result(name, output.unwrap_or_default(), false);
+                        }
+                    }
+                }
+                Some("error") => {
+                    turn.error(record["content"].as_str().unwrap_or("error"));
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
         let short: String = session.chars().take(8).collect();
         crate::find_file(
@@ -256,6 +330,36 @@ impl Adapter for Gemini {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chat_file_counts_the_last_version_of_each_response() {
+        let tokens = json!({"input": 10, "output": 5, "cached": 4});
+        let call = json!([{"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}}]);
+        let lines = [
+            json!({"sessionId": "s", "kind": "main"}),
+            json!({"id": "u1", "type": "user", "content": [{"text": "task"}]}),
+            json!({"id": "g1", "type": "gemini", "content": "", "tokens": tokens, "model": "m"}),
+            json!({"$set": {"lastUpdated": "now"}}),
+            json!({"id": "g1", "type": "gemini", "content": "", "tokens": tokens, "model": "m",
+                "toolCalls": call}),
+            json!({"id": "u2", "type": "user", "content": [{"functionResponse":
+                {"id": "c1", "name": "run_shell_command", "response": {"output": "ok"}}}]}),
+            json!({"id": "g2", "type": "gemini", "content": "Done.", "tokens": tokens, "model": "m"}),
+        ]
+        .map(|line| line.to_string())
+        .join("\n");
+        let mut turn = Turn::default();
+        Gemini.read_transcript(&lines, &mut turn);
+        turn.finish();
+        assert_eq!(turn.tool_calls, 1);
+        assert_eq!(turn.responses, 2);
+        assert_eq!(
+            (turn.tokens_in, turn.tokens_out, turn.cache_read),
+            (12, 10, 8)
+        );
+        assert_eq!(turn.text.as_deref(), Some("Done."));
+        assert_eq!(turn.model.as_deref(), Some("m"));
+    }
 
     #[test]
     fn tool_names_become_geminis_built_ins() {

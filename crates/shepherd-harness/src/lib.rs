@@ -106,6 +106,10 @@ pub struct Plan {
     /// The model the agent's configuration names when the plan names none, for notes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_model: Option<String>,
+    /// The sheep runs in a pane (tmux, Herdr): the driver runs the agent's own TUI there and
+    /// types its tasks and messages into it, instead of headless turns.
+    #[serde(default)]
+    pub visible: bool,
 }
 
 impl Plan {
@@ -203,8 +207,34 @@ pub trait Adapter: Sync {
     /// The arguments of one headless turn with `prompt`, continuing `session` when given.
     fn headless_args(&self, plan: &Plan, prompt: &str, session: Option<&str>) -> Vec<String>;
 
+    /// The arguments of the agent's interactive program (its TUI) for a sheep in a pane: the
+    /// same configuration as a headless turn, no prompt, continuing the plan's session where
+    /// Shepherd picks it.
+    fn interactive_args(&self, plan: &Plan) -> Vec<String>;
+
+    /// A text the TUI shows once it takes input (its prompt's placeholder or hint line).
+    fn ready_text(&self) -> &'static str;
+
+    /// Whether the TUI's screen (its text) shows a turn running: its interrupt hint or its
+    /// working line.
+    fn busy(&self, screen: &str) -> bool;
+
     /// Reads one event of a headless turn's machine-readable output into `turn`.
     fn read_event(&self, event: &Value, turn: &mut Turn);
+
+    /// Reads what a turn added to the agent's transcript (whole JSON lines) into `turn`, for a
+    /// visible sheep whose turns print nothing machine-readable. Agents whose transcript is not
+    /// read this way leave `turn` as it is.
+    fn read_transcript(&self, lines: &str, turn: &mut Turn) {
+        let _ = (lines, turn);
+    }
+
+    /// The session a visible sheep's TUI started, when the agent picks its ids itself and the
+    /// sheep's own configuration home shows it (it holds that one session only).
+    fn interactive_session(&self, plan: &Plan) -> Option<String> {
+        let _ = plan;
+        None
+    }
 
     /// Where the agent keeps the transcript of `session`, once it exists.
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf>;

@@ -143,6 +143,24 @@ impl Adapter for Opencode {
         args
     }
 
+    fn interactive_args(&self, plan: &Plan) -> Vec<String> {
+        let mut args: Vec<String> = Vec::new();
+        if let Some(model) = &plan.model {
+            args.extend(["-m".into(), model.clone()]);
+        }
+        args
+    }
+
+    fn ready_text(&self) -> &'static str {
+        // The prompt's placeholder ("Ask anything") shows only until the first message; the
+        // footer's hint stays.
+        "ctrl+p commands"
+    }
+
+    fn busy(&self, screen: &str) -> bool {
+        screen.contains("esc interrupt")
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         if let Some(session) = event["sessionID"].as_str() {
             turn.session = Some(session.to_owned());

@@ -19,54 +19,19 @@
 
 mod harness_support;
 
-use harness_support::{World, field};
-use serde_json::json;
-use shepherd_testkit::agents::{AgentBinary, Host};
+use harness_support::{FINAL_WORDS, REPLY, World, field, harness, sheep_script};
+use shepherd_testkit::agents::AgentBinary;
 use std::time::{Duration, Instant};
 
 use shepherd_testkit::fake_llm::{
     Exhausted, FakeLlm, RecordedRequest, Script, Step, TOOLLESS_QUEUE,
 };
 
-const FINAL_WORDS: &str = "Wrote hello into out.txt and reported it.";
-const REPLY: &str = "pong from the sheep";
 /// Seconds a watch may wait: a turn takes seconds alone, longer with every agent at once on
 /// two cores.
 const WAIT: &str = "240";
 /// How long the benchmark's probe waits for one model request.
 const TURN: Duration = Duration::from_secs(240);
-
-fn harness(host: Host) -> &'static str {
-    match host {
-        Host::ClaudeCode => "claude-code",
-        Host::Codex => "codex",
-        Host::Gemini => "gemini",
-        Host::Opencode => "opencode",
-    }
-}
-
-/// The sheep's model: a shell call, done, final words; then, asked, a reply.
-fn sheep_script() -> Script {
-    Script::new()
-        .with_responses([
-            Step::shell("printf hello > out.txt"),
-            Step::tool_call_suffix(
-                "shepherd_done",
-                json!({"status": "completed", "summary": "wrote out.txt"}),
-            ),
-            Step::text(FINAL_WORDS).expecting("completed"),
-            Step::tool_call_suffix(
-                "shepherd_message",
-                json!({"target": "shepherd", "message": REPLY, "replyTo": "{{message}}"}),
-            )
-            .filling("{{message}}", "shepherd-message-"),
-            Step::text("Answered.").expecting("accepted for asynchronous delivery"),
-        ])
-        .with_toolless(Step::text("Fake title"))
-        .with_exhausted(Exhausted::Step(Box::new(Step::text(
-            "fake-llm: the script is finished",
-        ))))
-}
 
 fn delegate_message_close(agent: &AgentBinary) {
     let host = agent.host;

@@ -97,7 +97,16 @@ pub(crate) async fn launch(
     let launched = match (&def.command, &prepared.agent) {
         (Some(argv), _) => Ok(argv.clone()),
         (None, Some(checked)) => {
-            crate::harness::launch(broker, checked, def, params, id, prepared.cwd.clone())
+            let visible = kind != BackendKind::Headless;
+            crate::harness::launch(
+                broker,
+                checked,
+                def,
+                params,
+                id,
+                prepared.cwd.clone(),
+                visible,
+            )
         }
         (None, None) => crate::pi::launch(broker, def, params, id, kind == BackendKind::Headless)
             .map(|launch| {

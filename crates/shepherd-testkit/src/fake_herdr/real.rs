@@ -31,6 +31,10 @@ pub struct RealOptions {
     /// Leave `HERDR_SOCKET_PATH` unset, so the socket is Herdr's default one under the private
     /// `XDG_CONFIG_HOME` (and a client with no Herdr variables at all finds it there).
     pub default_socket: bool,
+    /// Variables the server (and so every pane) has on top of the test's, as a user's Herdr
+    /// has their own (an agent's provider settings). The server's own home and directories
+    /// win over these.
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Default for RealOptions {
@@ -39,6 +43,7 @@ impl Default for RealOptions {
             shell: "/bin/sh".into(),
             bashrc: None,
             default_socket: false,
+            env: Vec::new(),
         }
     }
 }
@@ -170,6 +175,7 @@ impl RealHerdr {
             .arg(&self.bin)
             .arg("server")
             .current_dir(self.dir())
+            .envs(self.options.env.iter().map(|(k, v)| (k, v)))
             .env("XDG_CONFIG_HOME", self.config_home())
             .env("XDG_RUNTIME_DIR", self.dir().join("runtime"))
             .env("HOME", self.home())

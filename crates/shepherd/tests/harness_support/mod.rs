@@ -8,28 +8,75 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
-use shepherd_testkit::agents::{AgentBinary, AgentEnv};
-use shepherd_testkit::fake_llm::FakeLlm;
+use serde_json::{Value, json};
+use shepherd_testkit::agents::{AgentBinary, AgentEnv, Host};
+use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step};
 
 pub const SHEPHERD: &str = env!("CARGO_BIN_EXE_shepherd");
+
+/// What the sheep's model says once the task is done.
+pub const FINAL_WORDS: &str = "Wrote hello into out.txt and reported it.";
+/// The sheep's answer to the parent's question.
+pub const REPLY: &str = "pong from the sheep";
+
+/// The name `--harness` takes for an agent.
+pub fn harness(host: Host) -> &'static str {
+    match host {
+        Host::ClaudeCode => "claude-code",
+        Host::Codex => "codex",
+        Host::Gemini => "gemini",
+        Host::Opencode => "opencode",
+    }
+}
+
+/// The sheep's model: a shell call, done, final words; then, asked, a reply.
+pub fn sheep_script() -> Script {
+    Script::new()
+        .with_responses([
+            Step::shell("printf hello > out.txt"),
+            Step::tool_call_suffix(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "wrote out.txt"}),
+            ),
+            Step::text(FINAL_WORDS).expecting("completed"),
+            Step::tool_call_suffix(
+                "shepherd_message",
+                json!({"target": "shepherd", "message": REPLY, "replyTo": "{{message}}"}),
+            )
+            .filling("{{message}}", "shepherd-message-"),
+            Step::text("Answered.").expecting("accepted for asynchronous delivery"),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))))
+}
 
 /// One project whose user has `agent` installed and configured.
 pub struct World {
     pub env: AgentEnv,
     pub agent: AgentBinary,
     runtime: PathBuf,
+    /// The private tmux server's directory (`TMUX_TMPDIR`): a tmux sheep runs there.
+    tmux_dir: PathBuf,
+    /// Variables on top of the user's (a terminal's, e.g. Herdr's pane variables).
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl World {
     pub fn new(agent: &AgentBinary, fake: &FakeLlm) -> Self {
         let env = AgentEnv::builder(agent.host, fake).build().unwrap();
         let runtime = env.root().join("run");
-        std::fs::create_dir_all(&runtime).unwrap();
+        let tmux_dir = env.root().join("tmux");
+        for dir in [&runtime, &tmux_dir] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
         Self {
             env,
             agent: agent.clone(),
             runtime,
+            tmux_dir,
+            extra_env: Vec::new(),
         }
     }
 
@@ -46,6 +93,10 @@ impl World {
             .args(args)
             .env("XDG_RUNTIME_DIR", &self.runtime)
             .env(self.agent.host.env_var(), &self.agent.path)
+            .env("TMUX_TMPDIR", &self.tmux_dir)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         command
     }
@@ -98,6 +149,27 @@ impl World {
         std::fs::read_to_string(note).unwrap()
     }
 
+    /// Runs tmux against the world's private server.
+    pub fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(args)
+            .env_remove("TMUX")
+            .env("TMUX_TMPDIR", &self.tmux_dir)
+            .output()
+            .unwrap()
+    }
+
+    /// Ends the world's private tmux server (a tmux sheep's session holds a shell of its own).
+    pub fn kill_tmux(&self) {
+        let _killed = Command::new("tmux")
+            .arg("kill-server")
+            .env_remove("TMUX")
+            .env("TMUX_TMPDIR", &self.tmux_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
     /// Stops the broker (closing every sheep) and checks that nothing started in this world is
     /// left running.
     pub fn stop_and_check_nothing_left(&self) {
@@ -107,6 +179,7 @@ impl World {
             "broker stop: {}",
             String::from_utf8_lossy(&stopped.stderr)
         );
+        self.kill_tmux();
         let left = self.env.reap_processes(Duration::from_secs(30));
         assert!(left.is_empty(), "left running: {left:?}");
     }
@@ -115,6 +188,7 @@ impl World {
 impl Drop for World {
     fn drop(&mut self) {
         let _stopped = self.run(&["broker", "stop"]);
+        self.kill_tmux();
     }
 }
 

@@ -11,9 +11,11 @@
 //! broker itself only through its sheep tools (`shepherd mcp --sheep`).
 //!
 //! Headless, each delegation is one turn of the agent's one-shot mode, resuming the same agent
-//! session every time (`headless`).
+//! session every time (`headless`). In a pane (tmux, Herdr), the agent's own TUI runs there and
+//! each delegation is typed into it (`visible`).
 
 mod headless;
+mod visible;
 
 use shepherd_core::error_code::ErrorCode;
 use std::collections::VecDeque;
@@ -57,11 +59,20 @@ pub(crate) fn run(args: &HarnessArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let cap = SheepCapability::from_env()?;
-    let code = super::connect::runtime()?.block_on(async {
+    let runtime = super::connect::runtime()?;
+    let code = runtime.block_on(async {
+        let in_pane = plan.visible && visible::in_terminal();
         let mut driver = Driver::new(plan, adapter, &cap);
-        headless::drive(&mut driver).await
-    })?;
-    Ok(ExitCode::from(code))
+        if in_pane {
+            visible::drive(&mut driver).await
+        } else {
+            headless::drive(&mut driver).await
+        }
+    });
+    // The pane's keys are read on a blocking thread that only a key would end: do not wait
+    // for it.
+    runtime.shutdown_background();
+    Ok(ExitCode::from(code?))
 }
 
 /// One envelope waiting for the agent, with its inbox position.
