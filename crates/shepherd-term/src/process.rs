@@ -78,10 +78,40 @@ pub fn terminate_group(pgid: u32, grace: Duration, deadline: Instant) -> bool {
     gone
 }
 
-/// Every live process below `root` — its children, theirs, and so on — from one scan of the
-/// process table. A supervisor that is a child subreaper sees here whatever its sheep left
-/// behind, daemons that called `setsid` included.
+/// Every live process below `root` — its children, theirs, and so on. A supervisor that is a
+/// child subreaper sees here whatever its sheep left behind, daemons that called `setsid`
+/// included.
+///
+/// The walk follows the kernel's per-process lists of children, so its cost grows with the
+/// tree below `root`, not with every process on the machine: two hundred supervisors closing
+/// at once would otherwise each read the whole process table. Where the kernel keeps no such
+/// lists, one scan of the process table gives the same answer.
 pub fn descendants(root: u32) -> Vec<u32> {
+    descendants_by_children(root).unwrap_or_else(|| descendants_by_scan(root))
+}
+
+/// [`descendants`] through the kernel's lists of children; `None` when it keeps none.
+fn descendants_by_children(root: u32) -> Option<Vec<u32>> {
+    // The root itself must have a list; below it, a process that ended meanwhile has none.
+    let mut queue = platform::children(root)?;
+    let mut found = Vec::new();
+    while let Some(pid) = queue.pop() {
+        if found.contains(&pid) {
+            continue;
+        }
+        match platform::stat(pid) {
+            Some(stat) if !stat.zombie => {
+                found.push(pid);
+                queue.extend(platform::children(pid).unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    Some(found)
+}
+
+/// [`descendants`] from one scan of the whole process table.
+fn descendants_by_scan(root: u32) -> Vec<u32> {
     let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
     for pid in platform::process_ids() {
         if let Some(stat) = platform::stat(pid)
@@ -213,6 +243,32 @@ mod tests {
         let chain = ancestry(me, 8);
         assert_eq!(chain[0], me);
         assert_eq!(parent_of(me), chain.get(1).copied());
+    }
+
+    #[test]
+    fn the_walk_by_children_finds_what_a_scan_of_the_table_finds() {
+        use std::os::unix::process::CommandExt as _;
+        let mut tree = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sh -c 'sleep 30 & wait' & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let root = tree.id();
+        // Below the root: a sleep, and a sh with a sleep of its own, once every fork is done.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while descendants_by_scan(root).len() < 3 {
+            assert!(Instant::now() < deadline, "the tree never grew");
+            std::thread::yield_now();
+        }
+        let mut scanned = descendants_by_scan(root);
+        let mut walked =
+            descendants_by_children(root).expect("this kernel keeps lists of children");
+        scanned.sort_unstable();
+        walked.sort_unstable();
+        assert_eq!(walked, scanned);
+        assert_eq!(descendants(root).len(), 3);
+        signal_group(root, Signal::KILL);
+        tree.wait().unwrap();
     }
 
     #[test]

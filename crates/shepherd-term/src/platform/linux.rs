@@ -18,6 +18,21 @@ pub fn process_ids() -> Vec<u32> {
         .collect()
 }
 
+/// The children of process `pid`, from each of its threads' `children` list; `None` when the
+/// kernel does not keep those lists (built without `CONFIG_PROC_CHILDREN`) or `pid` is gone.
+pub fn children(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut found = Vec::new();
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
+        found.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    Some(found)
+}
+
 /// One process's state, parent and session; `None` once it is gone.
 pub fn stat(pid: u32) -> Option<ProcessStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -17,7 +17,9 @@
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub use linux::{die_with_parent, dir_watch, exit_watch, process_ids, set_child_subreaper, stat};
+pub use linux::{
+    children, die_with_parent, dir_watch, exit_watch, process_ids, set_child_subreaper, stat,
+};
 
 #[cfg(not(target_os = "linux"))]
 compile_error!(
