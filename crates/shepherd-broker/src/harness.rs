@@ -51,9 +51,16 @@ impl Controls {
         self.0.is_pi()
     }
 
-    /// The session it keeps its conversation in, which a resume starts it on again.
-    pub(crate) fn session_file(self, broker: &Broker, id: &AgentId) -> Option<PathBuf> {
-        self.0.is_pi().then(|| crate::pi::session_file(broker, id))
+    /// The session it keeps its conversation in, which a resume starts it on again, once it
+    /// has one: pi's session file, or the session another agent's driver recorded.
+    pub(crate) fn session(self, broker: &Broker, id: &AgentId) -> Option<String> {
+        match self.0 {
+            Runtime::Command => None,
+            Runtime::Agent(Harness::Pi) => Some(crate::pi::session_file(broker, id))
+                .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.len() > 0))
+                .map(|file| file.display().to_string()),
+            Runtime::Agent(_) => shepherd_harness::recorded_session(&sheep_dir(broker, id)),
+        }
     }
 
     /// Refuses a budget for a harness that does not report usage.
@@ -71,22 +78,29 @@ impl Controls {
         ))
     }
 
-    /// Refuses a resume for a harness whose session the broker cannot hand back.
-    pub(crate) fn check_resumable(self, who: &str) -> BrokerResult<()> {
-        if self.0.is_pi() {
-            return Ok(());
+    /// Refuses a resume for a sheep whose session the broker cannot hand back: a command
+    /// keeps none, and another agent's TUI is not started on an earlier session (its headless
+    /// turns are).
+    pub(crate) fn check_resumable(self, who: &str, visible: bool) -> BrokerResult<()> {
+        match self.0 {
+            Runtime::Command => Err(BrokerError::new(
+                ErrorCode::ResumeUnsupported,
+                format!(
+                    "{who} is {}, which keeps no session to reopen; coding-agent sheep can be \
+                     resumed",
+                    self.describe()
+                ),
+            )),
+            Runtime::Agent(harness) if harness != Harness::Pi && visible => Err(BrokerError::new(
+                ErrorCode::ResumeUnsupported,
+                format!(
+                    "{who} is {}, whose session Shepherd reopens in headless turns, not in its \
+                     own screen; resume it with --backend headless",
+                    self.describe()
+                ),
+            )),
+            Runtime::Agent(_) => Ok(()),
         }
-        let why = match self.0 {
-            Runtime::Command => "which keeps no session to reopen",
-            Runtime::Agent(_) => "whose session Shepherd does not reopen yet",
-        };
-        Err(BrokerError::new(
-            ErrorCode::ResumeUnsupported,
-            format!(
-                "{who} is {}, {why}; only pi sheep can be resumed",
-                self.describe()
-            ),
-        ))
     }
 }
 
@@ -154,6 +168,8 @@ pub(crate) fn launch(
         env: Vec::new(),
         session: None,
         configured_model: None,
+        // A sheep reopened by `resume` continues the session its earlier turns recorded.
+        resume: shepherd_harness::recorded_session(&dir),
         visible,
     };
     let io = |err: shepherd_harness::HarnessError| BrokerError::new(err.code(), err.to_string());

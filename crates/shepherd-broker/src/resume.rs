@@ -41,7 +41,16 @@ pub(crate) async fn resume(
     }
     let who = format!("{} ({})", sheep.display_name(), sheep.id);
     let harness = Controls::of(sheep.runtime);
-    harness.check_resumable(&who)?;
+    // Started on the backend asked for now, else the one it ran on.
+    let backend = params.backend.unwrap_or(sheep.backend.into());
+    let visible = match backend {
+        shepherd_core::settings::Backend::Headless => false,
+        shepherd_core::settings::Backend::Tmux | shepherd_core::settings::Backend::Herdr => true,
+        // `auto` decides by the caller's terminal: resolved below; a visible choice of another
+        // agent is refused there.
+        shepherd_core::settings::Backend::Auto => false,
+    };
+    harness.check_resumable(&who, visible)?;
     match sheep.phase {
         Phase::Starting | Phase::Ready => {
             return Err(BrokerError::new(
@@ -62,16 +71,13 @@ pub(crate) async fn resume(
         }
         Phase::Closed => {}
     }
-    let session = harness
-        .session_file(broker, &sheep.id)
-        .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.len() > 0))
-        .ok_or_else(|| {
-            BrokerError::new(
-                ErrorCode::NoSession,
-                format!("{who} never started a session, so there is nothing to resume"),
-            )
-        })?;
-    tracing::info!("resuming {who} on {}", session.display());
+    let session = harness.session(broker, &sheep.id).ok_or_else(|| {
+        BrokerError::new(
+            ErrorCode::NoSession,
+            format!("{who} never started a session, so there is nothing to resume"),
+        )
+    })?;
+    tracing::info!("resuming {who} on {session}");
 
     // Started as its spawn started it, in the caller's terminal, on the backend asked for now
     // (else the one it ran on).
@@ -97,6 +103,7 @@ pub(crate) async fn resume(
         None => None,
     };
     let prepared = crate::spawn::prepare(broker, &spawn, cwd).await?;
+    harness.check_resumable(&who, prepared.kind.is_visible())?;
     let credentials = Credentials::mint();
     let ready_rx = launch::await_ready(broker, &sheep.id);
     let reopen = shepherd_core::herd::Reopen {

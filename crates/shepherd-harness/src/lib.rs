@@ -110,6 +110,31 @@ pub struct Plan {
     /// types its tasks and messages into it, instead of headless turns.
     #[serde(default)]
     pub visible: bool,
+    /// The agent session a resumed sheep continues from its first turn; `None` for a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
+}
+
+/// The file in a sheep's directory that names the agent session its turns continue, written
+/// by the driver once the agent has one, so that a resume can hand it back.
+const SESSION_FILE: &str = "agent-session";
+
+/// Records the agent session of the sheep whose directory is `dir`.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn record_session(dir: &Path, session: &str) -> Result<(), HarnessError> {
+    let path = dir.join(SESSION_FILE);
+    shepherd_fs::write_atomic(&path, session.as_bytes(), Some(0o600))
+        .map_err(HarnessError::io(format!("writing {}", path.display())))
+}
+
+/// The agent session recorded for the sheep whose directory is `dir`, when it has one.
+pub fn recorded_session(dir: &Path) -> Option<String> {
+    fs_err::read_to_string(dir.join(SESSION_FILE))
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|session| !session.is_empty())
 }
 
 impl Plan {

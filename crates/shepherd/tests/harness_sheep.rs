@@ -20,6 +20,7 @@
 mod harness_support;
 
 use harness_support::{FINAL_WORDS, REPLY, World, field, harness, sheep_script};
+use serde_json::json;
 use shepherd_testkit::agents::AgentBinary;
 use std::time::{Duration, Instant};
 
@@ -225,3 +226,73 @@ fn provider_error_fails_the_task(agent: &AgentBinary) {
 }
 
 shepherd_testkit::agent_tests!(provider_error_fails_the_task);
+
+/// A closed sheep resumed on its own agent session: its next headless turn continues the
+/// conversation (the model is asked with the earlier task still in it), under the same id.
+fn a_closed_sheep_resumes_its_agent_session(agent: &AgentBinary) {
+    let host = agent.host;
+    let script = Script::new()
+        .with_responses([
+            Step::tool_call_suffix(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "remembered"}),
+            ),
+            Step::text("Remembered.").expecting("completed"),
+            Step::tool_call_suffix(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "PELICAN"}),
+            ),
+            Step::text("The word was PELICAN.").expecting("completed"),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = World::new(agent, &fake);
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--label",
+        "memory",
+        "--backend",
+        "headless",
+        "--json",
+    ]);
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let settle = |task: &str| {
+        let task = world.json(&["delegate", &id, task, "--json"]);
+        let task_id = task["taskId"].as_str().unwrap().to_owned();
+        let watched = world.json(&["watch", &task_id, "--wait", WAIT, "--json"]);
+        assert_eq!(
+            watched["settled"][0]["status"], "completed",
+            "{host}: {watched}"
+        );
+    };
+    settle("First task: remember the word PELICAN.");
+    world.json(&["close", &id, "--json"]);
+
+    let resumed = world.json(&["resume", &id, "--json"]);
+    assert_eq!(resumed["agentId"], id.as_str(), "{host}: {resumed}");
+    assert_eq!(resumed["resumes"], 1, "{host}: {resumed}");
+    settle("Second task: which word did I ask you to remember?");
+    let requests = fake.requests();
+    let asked = requests
+        .iter()
+        .find(|r| r.last_input_text().contains("Second task"))
+        .unwrap_or_else(|| panic!("{host}: the second task never reached the model"));
+    assert!(
+        asked.contains("remember the word PELICAN"),
+        "{host}: the resumed turn continued the first task's session"
+    );
+    assert!(
+        fake.mismatches().is_empty(),
+        "{host}: {:#?}",
+        fake.mismatches()
+    );
+    world.stop_and_check_nothing_left();
+}
+
+shepherd_testkit::agent_tests!(a_closed_sheep_resumes_its_agent_session);

@@ -102,7 +102,7 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
     turn.finish();
     show(&turn.take_lines());
     if let Some(session) = &turn.session {
-        driver.session = Some(session.clone());
+        driver.learn_session(session);
     }
     if turn.model.is_none() {
         turn.model = driver.plan.model_name().map(str::to_owned);

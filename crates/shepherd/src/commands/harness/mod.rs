@@ -113,7 +113,20 @@ pub(super) struct Driver {
 }
 
 impl Driver {
+    /// Keeps the agent session the turns continue, on disk too, so a resume finds it.
+    fn learn_session(&mut self, session: &str) {
+        if self.session.as_deref() == Some(session) {
+            return;
+        }
+        self.session = Some(session.to_owned());
+        if let Err(err) = shepherd_harness::record_session(&self.plan.dir, session) {
+            tracing::warn!("cannot record the agent session: {err}");
+        }
+    }
+
     fn new(plan: Plan, adapter: &'static dyn Adapter, cap: &SheepCapability) -> Self {
+        // A resumed sheep's first turn continues the session its earlier turns built.
+        let session = plan.resume.clone();
         Self {
             plan,
             adapter,
@@ -121,7 +134,7 @@ impl Driver {
             subscribed: u64::MAX,
             last_seq: 0,
             queue: VecDeque::new(),
-            session: None,
+            session,
             task: None,
         }
     }

@@ -436,8 +436,8 @@ async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error:
         .clone()
         .or_else(|| driver.session.clone())
         .or_else(|| driver.adapter.interactive_session(&driver.plan));
-    if turn.session.is_some() {
-        driver.session = turn.session.clone();
+    if let Some(session) = turn.session.clone() {
+        driver.learn_session(&session);
     }
     let transcript = driver
         .session
