@@ -131,6 +131,11 @@ impl Adapter for Codex {
         screen.contains("esc to interrupt")
     }
 
+    fn screen_error(&self, screen: &str) -> Option<String> {
+        // `■ {"error":{"message":…}}`, wrapped, above the prompt (`›`).
+        crate::screen_block(screen, "■ ", &["›", "■"]).map(|text| crate::provider_message(&text))
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("thread.started") => {

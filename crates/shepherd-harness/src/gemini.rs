@@ -194,6 +194,12 @@ impl Adapter for Gemini {
         screen.contains("esc to cancel")
     }
 
+    fn screen_error(&self, screen: &str) -> Option<String> {
+        // `✕ [API Error: {"error":{"code":400,"message":…}}]`, wrapped, then an `ℹ` hint.
+        crate::screen_block(screen, "✕ [API Error:", &["ℹ", ">", "✕"])
+            .map(|text| crate::provider_message(text.strip_suffix(']').unwrap_or(&text).trim()))
+    }
+
     fn read_event(&self, event: &Value, turn: &mut Turn) {
         match event["type"].as_str() {
             Some("init") => {

@@ -254,6 +254,13 @@ pub trait Adapter: Sync {
         let _ = (lines, turn);
     }
 
+    /// The last provider error the TUI's screen (its text) shows, for agents that record it
+    /// nowhere else a visible sheep can read; `None` when it shows none.
+    fn screen_error(&self, screen: &str) -> Option<String> {
+        let _ = screen;
+        None
+    }
+
     /// The session a visible sheep's TUI started, when the agent picks its ids itself and the
     /// sheep's own configuration home shows it (it holds that one session only).
     fn interactive_session(&self, plan: &Plan) -> Option<String> {
@@ -310,6 +317,30 @@ pub fn locate_program(adapter: &dyn Adapter, user: &dyn UserEnv) -> Result<PathB
         })
 }
 
+/// The text of the block a TUI draws from the last line starting with `marker` (wrapped lines
+/// joined, up to a blank line or one that starts with any of `stops`).
+pub(crate) fn screen_block(screen: &str, marker: &str, stops: &[&str]) -> Option<String> {
+    let lines: Vec<&str> = screen.lines().map(str::trim).collect();
+    let start = lines.iter().rposition(|line| line.starts_with(marker))?;
+    let mut text = lines[start][marker.len()..].trim().to_owned();
+    for line in &lines[start + 1..] {
+        if line.is_empty() || stops.iter().any(|stop| line.starts_with(stop)) {
+            break;
+        }
+        text.push(' ');
+        text.push_str(line);
+    }
+    Some(text)
+}
+
+/// The message of a provider's JSON error body (`{"error": {"message": …}}`), else `text`.
+pub(crate) fn provider_message(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|body| body["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| text.to_owned())
+}
+
 /// Finds a file under `dir` (a few levels deep) whose name contains `needle` and ends with
 /// `suffix`: where an agent put a session's transcript.
 pub(crate) fn find_file(dir: &Path, needle: &str, suffix: &str, depth: u32) -> Option<PathBuf> {
@@ -330,4 +361,35 @@ pub(crate) fn find_file(dir: &Path, needle: &str, suffix: &str, depth: u32) -> O
     }
     dirs.into_iter()
         .find_map(|dir| find_file(&dir, needle, suffix, depth - 1))
+}
+
+#[cfg(test)]
+mod screen_tests {
+    use super::*;
+
+    const CODEX: &str = "› [Shepherd delegated task from Shepherd] Message ID: x\n\
+■ {\"error\":{\"message\":\"the fake model refuses this\n\
+request\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":null}}\n\
+› Ask Codex to do anything\n";
+
+    const GEMINI: &str = "> [Shepherd delegated task from Shepherd]\n\
+✕ [API Error: {\"error\":{\"code\":400,\"message\":\"the fake model refuses this\n\
+  request\",\"status\":\"INVALID_ARGUMENT\"}}]\n\
+ℹ This request failed. Press F12 for diagnostics.\n";
+
+    #[test]
+    fn a_provider_error_on_the_screen_is_read_with_its_message() {
+        let codex = adapter(Harness::Codex).unwrap();
+        assert_eq!(
+            codex.screen_error(CODEX).as_deref(),
+            Some("the fake model refuses this request")
+        );
+        let gemini = adapter(Harness::Gemini).unwrap();
+        assert_eq!(
+            gemini.screen_error(GEMINI).as_deref(),
+            Some("the fake model refuses this request")
+        );
+        assert_eq!(codex.screen_error("› Ask Codex to do anything\n"), None);
+        assert_eq!(gemini.screen_error("> hello\n"), None);
+    }
 }

@@ -382,6 +382,24 @@ fn provider_error_fails_the_task(agent: &AgentBinary) {
 }
 
 #[test]
+fn codex_provider_error() {
+    shepherd_testkit::agents::with_agent(
+        Host::Codex,
+        "codex_provider_error",
+        provider_error_fails_the_task,
+    );
+}
+
+#[test]
+fn gemini_provider_error() {
+    shepherd_testkit::agents::with_agent(
+        Host::Gemini,
+        "gemini_provider_error",
+        provider_error_fails_the_task,
+    );
+}
+
+#[test]
 fn claude_code_provider_error() {
     shepherd_testkit::agents::with_agent(
         Host::ClaudeCode,

@@ -218,6 +218,7 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         turn_started: Instant::now(),
         transcript_read: 0,
         retry_broker: None,
+        error_before: None,
     };
     let mut stdin = tokio::io::stdin();
     let mut keys_open = true;
@@ -303,9 +304,24 @@ struct Visible {
     transcript_read: u64,
     /// When to subscribe again after the broker's connection dropped.
     retry_broker: Option<Instant>,
+    /// The provider error the screen showed when the turn began: only another one is news.
+    error_before: Option<String>,
 }
 
 impl Visible {
+    /// The provider error the screen shows now, for agents that record it only there.
+    fn screen_error(&self, driver: &Driver) -> Option<String> {
+        driver
+            .adapter
+            .screen_error(&self.screen.parser.screen().contents())
+    }
+
+    /// A provider error this turn drew (not the one already on the screen when it began).
+    fn new_screen_error(&self, driver: &Driver) -> Option<String> {
+        self.screen_error(driver)
+            .filter(|error| Some(error) != self.error_before.as_ref())
+    }
+
     /// Moves on as far as the screen allows: reports readiness, types the next prompt, presses
     /// Enter, notices a turn starting and ending.
     async fn advance(&mut self, driver: &mut Driver, input: &mut OwnedWritePty) {
@@ -327,6 +343,7 @@ impl Visible {
                     driver.ack(seq).await;
                     driver.report(&report("agent_start")).await;
                     self.turn_started = Instant::now();
+                    self.error_before = self.screen_error(driver);
                     let _typed = input.write_all(&typed(&prompt, &self.screen)).await;
                     // The paste is drawn after this; Enter waits for the screen to settle.
                     self.screen.changed = Instant::now();
@@ -347,7 +364,8 @@ impl Visible {
                         && self.screen.quiet()
                         && self.screen.shows(ready)
                     {
-                        settle(driver, self.turn_started, &mut self.transcript_read, None).await;
+                        let error = self.new_screen_error(driver);
+                        settle(driver, self.turn_started, &mut self.transcript_read, error).await;
                         self.phase = Phase::Idle;
                     } else {
                         return;
@@ -359,7 +377,8 @@ impl Visible {
                     if busy || !self.screen.quiet() {
                         return;
                     }
-                    settle(driver, self.turn_started, &mut self.transcript_read, None).await;
+                    let error = self.new_screen_error(driver);
+                    settle(driver, self.turn_started, &mut self.transcript_read, error).await;
                     self.phase = Phase::Idle;
                 }
             }
