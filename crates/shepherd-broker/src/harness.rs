@@ -30,25 +30,39 @@ use crate::error::{BrokerError, BrokerResult};
 
 /// What a sheep's runtime can do for the controls that depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Controls(pub(crate) Runtime);
+pub(crate) struct Controls(pub(crate) Runtime, bool);
 
 impl Controls {
-    /// The controls of a sheep's recorded runtime.
+    /// The controls of a sheep's recorded runtime, run headless.
     pub(crate) fn of(runtime: Runtime) -> Self {
-        Self(runtime)
+        Self(runtime, false)
+    }
+
+    /// The same, for a sheep that runs in a pane when `visible`: another agent's own screen
+    /// reports no usage as it goes (its headless turns do).
+    pub(crate) fn shown(self, visible: bool) -> Self {
+        Self(self.0, visible)
     }
 
     /// How people read its name in errors.
     fn describe(self) -> String {
         match self.0 {
             Runtime::Command => "a command sheep".to_owned(),
+            Runtime::Agent(harness) if self.1 && harness != Harness::Pi => {
+                format!("a {} sheep in its own screen", harness.title())
+            }
             Runtime::Agent(harness) => format!("a {} sheep", harness.title()),
         }
     }
 
-    /// Whether it reports what each turn used, which budgets count.
+    /// Whether it reports what each turn used, which budgets count: pi's extension does, and
+    /// another agent's driver does for its headless turns, response by response.
     pub(crate) fn reports_usage(self) -> bool {
-        self.0.is_pi()
+        match self.0 {
+            Runtime::Command => false,
+            Runtime::Agent(Harness::Pi) => true,
+            Runtime::Agent(_) => !self.1,
+        }
     }
 
     /// The session it keeps its conversation in, which a resume starts it on again, once it
@@ -72,7 +86,7 @@ impl Controls {
             ErrorCode::BudgetUnsupported,
             format!(
                 "{who} is {}, which does not report turns, tool calls, tokens or cost as it \
-                 goes; budgets apply to pi sheep",
+                 goes; budgets apply to pi sheep and to other coding agents run headless",
                 self.describe()
             ),
         ))

@@ -1,6 +1,7 @@
 //! What the open task of each sheep has used so far, for the herd view.
 //!
-//! A pi sheep reports every turn's tokens and cost (`report` with `turn`). The herd keeps that
+//! A pi sheep reports every turn's tokens and cost (`report` with `turn`), and another agent's
+//! headless driver every model response's. The herd keeps that
 //! count only for a task with a budget, which needs it; a dashboard wants it for every task,
 //! while it runs, not just from the run's record once the task settled. So the broker also
 //! keeps each sheep's count for its open task here, as runtime state: it is not journaled (a

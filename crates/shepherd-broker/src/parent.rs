@@ -61,7 +61,7 @@ pub(crate) async fn delegate(
         let (harness, own, who) = broker.read(|herd| {
             let sheep = &herd.sheep[agent_id];
             (
-                crate::harness::Controls::of(sheep.runtime),
+                crate::harness::Controls::of(sheep.runtime).shown(sheep.backend.is_visible()),
                 sheep.budget,
                 format!("{} ({})", sheep.display_name(), sheep.id),
             )

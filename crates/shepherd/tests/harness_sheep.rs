@@ -296,3 +296,69 @@ fn a_closed_sheep_resumes_its_agent_session(agent: &AgentBinary) {
 }
 
 shepherd_testkit::agent_tests!(a_closed_sheep_resumes_its_agent_session);
+
+/// A task's budget counts the agent's model responses as it counts pi's turns: with
+/// `--max-turns 1`, the first response is over once the second begins, the driver ends the run
+/// there (the third response, held by the fake model, never gets to run its command), and the
+/// task settles `blocked` naming the budget, in its result and its note.
+fn a_budget_stops_the_agents_run(agent: &AgentBinary) {
+    let host = agent.host;
+    let script = Script::new()
+        .with_responses([
+            Step::shell("printf one >> turns.txt"),
+            Step::shell("printf two >> turns.txt"),
+            Step::shell("printf three >> turns.txt").held_until("third"),
+            Step::tool_call_suffix("shepherd_done", json!({"status": "completed"})),
+            Step::text("Done."),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = World::new(agent, &fake);
+    let spawned = world.json(&[
+        "spawn",
+        "worker",
+        "--harness",
+        harness(host),
+        "--backend",
+        "headless",
+        "--json",
+    ]);
+    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let task = world.json(&[
+        "delegate",
+        &id,
+        "Keep appending to turns.txt.",
+        "--max-turns",
+        "1",
+        "--json",
+    ]);
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    // A task that settles `blocked` makes `watch` exit 2; its document says why.
+    let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    fake.release("third");
+    assert_eq!(output.status.code(), Some(2), "{host}: {output:?}");
+    let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let settled = &watched["settled"][0];
+    assert_eq!(settled["status"], "blocked", "{host}: {watched}");
+    let error = settled["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("budget reached: 1 of 1 turns used"),
+        "{host}: {error}"
+    );
+    world.json(&["close", &id, "--json"]);
+    let written = std::fs::read_to_string(world.project().join("turns.txt")).unwrap_or_default();
+    assert!(written.starts_with("one"), "{host}: {written}");
+    assert!(!written.contains("three"), "{host}: {written}");
+    let note = world.note("worker-");
+    assert!(note.contains("taskStatus: blocked"), "{host}: {note}");
+    assert!(
+        note.contains("budget reached: 1 of 1 turns used"),
+        "{host}: {note}"
+    );
+    world.stop_and_check_nothing_left();
+}
+
+shepherd_testkit::agent_tests!(a_budget_stops_the_agents_run);

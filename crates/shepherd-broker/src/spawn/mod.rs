@@ -188,12 +188,6 @@ pub(crate) async fn prepare(
             ),
         ));
     }
-    if def.budget.is_some() {
-        Controls::of(runtime).check_budget(&format!(
-            "agent \"{}\" sets a budget, but its sheep",
-            def.name
-        ))?;
-    }
     // Another agent is checked before anything is started: installed, and able to keep to the
     // definition's tools.
     let agent = match runtime.harness() {
@@ -202,6 +196,14 @@ pub(crate) async fn prepare(
     };
     let caller = params.caller.clone().unwrap_or_default();
     let kind = choose_backend(params.backend, settings.backend, &caller, broker).await?;
+    if def.budget.is_some() {
+        Controls::of(runtime)
+            .shown(kind.is_visible())
+            .check_budget(&format!(
+                "agent \"{}\" sets a budget, but its sheep",
+                def.name
+            ))?;
+    }
     let placement = params.placement.unwrap_or_default();
     let cwd = match cwd {
         Some(cwd) => cwd,

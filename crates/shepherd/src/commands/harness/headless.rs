@@ -107,12 +107,24 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
     if turn.model.is_none() {
         turn.model = driver.plan.model_name().map(str::to_owned);
     }
-    // A turn that failed without saying why is explained by its exit and stderr.
+    // A turn that failed without saying why is explained by its exit and stderr; one ended at
+    // its task's budget did not fail (the task is settled `blocked` already).
     let failed = match outcome {
-        Ok((status, _)) if status.success() => turn.error.clone(),
-        Ok((status, stderr)) => Some(turn.error.clone().unwrap_or_else(|| {
-            let tail = last_lines(&stderr);
-            format!("{} exited with {status}{tail}", driver.plan.harness.title())
+        Ok(ran) if ran.budget.is_some() => {
+            show(&[format!(
+                "■ stopped: the task reached its budget ({})",
+                ran.budget.unwrap_or_default()
+            )]);
+            None
+        }
+        Ok(ran) if ran.status.success() => turn.error.clone(),
+        Ok(ran) => Some(turn.error.clone().unwrap_or_else(|| {
+            let tail = last_lines(&ran.stderr);
+            format!(
+                "{} exited with {}{tail}",
+                driver.plan.harness.title(),
+                ran.status
+            )
         })),
         Err(err) => Some(err),
     };
@@ -149,20 +161,25 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
     driver.report(&params).await;
 }
 
-/// Runs the agent for one turn, reading its output into `turn`; returns its exit status and
-/// the end of its stderr, or why it could not run.
-async fn run_agent(
-    driver: &mut Driver,
-    prompt: &str,
-    turn: &mut Turn,
-) -> Result<(std::process::ExitStatus, String), String> {
-    let plan = &driver.plan;
+/// How an agent's run ended.
+struct Ran {
+    status: std::process::ExitStatus,
+    /// The end of its stderr.
+    stderr: String,
+    /// The budget limit its task reached, when the driver ended the run for it.
+    budget: Option<String>,
+}
+
+/// Runs the agent for one turn, reading its output into `turn` and reporting each response's
+/// usage; returns how it ended, or why it could not run.
+async fn run_agent(driver: &mut Driver, prompt: &str, turn: &mut Turn) -> Result<Ran, String> {
+    let plan = driver.plan.clone();
     let (program, before) = plan.program.split_first().expect("plans name a program");
     let mut args: Vec<String> = before.to_vec();
     args.extend(
         driver
             .adapter
-            .headless_args(plan, prompt, driver.session.as_deref()),
+            .headless_args(&plan, prompt, driver.session.as_deref()),
     );
     let mut command = tokio::process::Command::new(program);
     command
@@ -172,6 +189,8 @@ async fn run_agent(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own group, so that ending a run at its budget ends the tools it started too.
+        .process_group(0)
         .kill_on_drop(true);
     let mut child = command
         .spawn()
@@ -189,6 +208,8 @@ async fn run_agent(
         .open(plan.dir.join("turns.log"))
         .ok();
     let mut lines = BufReader::new(stdout).lines();
+    let mut usage = super::usage::UsageReports::default();
+    let mut budget = None;
     while let Ok(Some(line)) = lines.next_line().await {
         if let Some(log) = log.as_mut() {
             let _logged = writeln!(log, "{line}");
@@ -198,6 +219,16 @@ async fn run_agent(
             _ => {}
         }
         show(&turn.take_lines());
+        budget = usage.report(driver, turn, false).await;
+        if budget.is_some() {
+            if let Some(pid) = child.id() {
+                shepherd_term::process::signal_group(pid, rustix::process::Signal::KILL);
+            }
+            break;
+        }
+    }
+    if budget.is_none() {
+        budget = usage.report(driver, turn, true).await;
     }
     let status = child
         .wait()
@@ -211,7 +242,11 @@ async fn run_agent(
     let start = (keep..stderr.len())
         .find(|i| stderr.is_char_boundary(*i))
         .unwrap_or(stderr.len());
-    Ok((status, stderr[start..].to_owned()))
+    Ok(Ran {
+        status,
+        stderr: stderr[start..].to_owned(),
+        budget,
+    })
 }
 
 /// The last few non-empty lines of `text`, after a colon, or nothing.

@@ -15,6 +15,7 @@
 //! each delegation is typed into it (`visible`).
 
 mod headless;
+mod usage;
 mod visible;
 
 use shepherd_core::error_code::ErrorCode;
@@ -204,6 +205,24 @@ impl Driver {
             .await
         {
             eprintln!("shepherd harness: acknowledging the inbox failed: {err}");
+        }
+    }
+
+    /// Reports what one model response used; returns the limit the task reached when the
+    /// broker says to stop.
+    async fn report_usage(&mut self, usage: shepherd_core::budget::Usage) -> Option<String> {
+        let params = ReportParams {
+            event: "turn".to_owned(),
+            usage: Some(usage),
+            ..ReportParams::default()
+        };
+        let params = serde_json::to_value(&params).expect("reports serialise");
+        match self.link.request(method::REPORT, params, deadline()).await {
+            Ok(answer) => answer["stop"].as_str().map(str::to_owned),
+            Err(err) => {
+                eprintln!("shepherd harness: a usage report to the broker failed: {err}");
+                None
+            }
         }
     }
 
