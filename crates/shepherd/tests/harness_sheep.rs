@@ -19,14 +19,14 @@
 
 mod harness_support;
 
-use harness_support::{FINAL_WORDS, REPLY, World, field, harness, sheep_script};
+use harness_support::{
+    FINAL_WORDS, REPLY, World, assert_no_mismatches, field, harness, scripted, sheep_script,
+};
 use serde_json::json;
 use shepherd_testkit::agents::AgentBinary;
 use std::time::{Duration, Instant};
 
-use shepherd_testkit::fake_llm::{
-    Exhausted, FakeLlm, RecordedRequest, Script, Step, TOOLLESS_QUEUE,
-};
+use shepherd_testkit::fake_llm::{FakeLlm, RecordedRequest, Step, TOOLLESS_QUEUE};
 
 /// Seconds a watch may wait: a turn takes seconds alone, longer with every agent at once on
 /// two cores.
@@ -38,18 +38,7 @@ fn delegate_message_close(agent: &AgentBinary) {
     let host = agent.host;
     let fake = FakeLlm::start(sheep_script()).unwrap();
     let world = World::new(agent, &fake);
-    let spawned = world.json(&[
-        "spawn",
-        "worker",
-        "--harness",
-        harness(host),
-        "--label",
-        "t",
-        "--backend",
-        "headless",
-        "--json",
-    ]);
-    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let id = world.spawn_worker("headless", Some("t"));
     // Timed: delegate → the agent's first model request, and the model's `shepherd_done` →
     // the parent's watch returns (the request the fake answers with it, to the watch's end).
     let scripted = |count: usize| {
@@ -182,11 +171,7 @@ fn delegate_message_close(agent: &AgentBinary) {
         reply_request.contains("Write hello into out.txt"),
         "{host}: the question's turn resumed the task's session"
     );
-    assert!(
-        fake.mismatches().is_empty(),
-        "{host}: {:#?}",
-        fake.mismatches()
-    );
+    assert_no_mismatches(&fake, host);
     world.stop_and_check_nothing_left();
 }
 
@@ -195,24 +180,11 @@ shepherd_testkit::agent_tests!(delegate_message_close);
 /// A 400 from the model fails the task at once, with the provider's message.
 fn provider_error_fails_the_task(agent: &AgentBinary) {
     let host = agent.host;
-    let script = Script::new()
-        .with_responses([Step::error(400, "the fake model refuses this request")])
-        .with_toolless(Step::text("Fake title"))
-        .with_exhausted(Exhausted::Step(Box::new(Step::text("finished"))));
+    let script = scripted([Step::error(400, "the fake model refuses this request")]);
     let fake = FakeLlm::start(script).unwrap();
     let world = World::new(agent, &fake);
-    let spawned = world.json(&[
-        "spawn",
-        "worker",
-        "--harness",
-        harness(host),
-        "--backend",
-        "headless",
-        "--json",
-    ]);
-    let id = spawned["agentId"].as_str().unwrap().to_owned();
-    let task = world.json(&["delegate", &id, "Do anything.", "--json"]);
-    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let id = world.spawn_worker("headless", None);
+    let task_id = world.delegate(&id, "Do anything.", &[]);
     let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
     let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let settled = &watched["settled"][0];
@@ -231,37 +203,21 @@ shepherd_testkit::agent_tests!(provider_error_fails_the_task);
 /// conversation (the model is asked with the earlier task still in it), under the same id.
 fn a_closed_sheep_resumes_its_agent_session(agent: &AgentBinary) {
     let host = agent.host;
-    let script = Script::new()
-        .with_responses([
-            Step::tool_call_suffix(
-                "shepherd_done",
-                json!({"status": "completed", "summary": "remembered"}),
-            ),
-            Step::text("Remembered.").expecting("completed"),
-            Step::tool_call_suffix(
-                "shepherd_done",
-                json!({"status": "completed", "summary": "PELICAN"}),
-            ),
-            Step::text("The word was PELICAN.").expecting("completed"),
-        ])
-        .with_toolless(Step::text("Fake title"))
-        .with_exhausted(Exhausted::Step(Box::new(Step::text(
-            "fake-llm: the script is finished",
-        ))));
+    let script = scripted([
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "remembered"}),
+        ),
+        Step::text("Remembered.").expecting("completed"),
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "PELICAN"}),
+        ),
+        Step::text("The word was PELICAN.").expecting("completed"),
+    ]);
     let fake = FakeLlm::start(script).unwrap();
     let world = World::new(agent, &fake);
-    let spawned = world.json(&[
-        "spawn",
-        "worker",
-        "--harness",
-        harness(host),
-        "--label",
-        "memory",
-        "--backend",
-        "headless",
-        "--json",
-    ]);
-    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let id = world.spawn_worker("headless", Some("memory"));
     let settle = |task: &str| {
         let task = world.json(&["delegate", &id, task, "--json"]);
         let task_id = task["taskId"].as_str().unwrap().to_owned();
@@ -287,11 +243,7 @@ fn a_closed_sheep_resumes_its_agent_session(agent: &AgentBinary) {
         asked.contains("remember the word PELICAN"),
         "{host}: the resumed turn continued the first task's session"
     );
-    assert!(
-        fake.mismatches().is_empty(),
-        "{host}: {:#?}",
-        fake.mismatches()
-    );
+    assert_no_mismatches(&fake, host);
     world.stop_and_check_nothing_left();
 }
 
@@ -303,30 +255,16 @@ shepherd_testkit::agent_tests!(a_closed_sheep_resumes_its_agent_session);
 /// task settles `blocked` naming the budget, in its result and its note.
 fn a_budget_stops_the_agents_run(agent: &AgentBinary) {
     let host = agent.host;
-    let script = Script::new()
-        .with_responses([
-            Step::shell("printf one >> turns.txt"),
-            Step::shell("printf two >> turns.txt"),
-            Step::shell("printf three >> turns.txt").held_until("third"),
-            Step::tool_call_suffix("shepherd_done", json!({"status": "completed"})),
-            Step::text("Done."),
-        ])
-        .with_toolless(Step::text("Fake title"))
-        .with_exhausted(Exhausted::Step(Box::new(Step::text(
-            "fake-llm: the script is finished",
-        ))));
+    let script = scripted([
+        Step::shell("printf one >> turns.txt"),
+        Step::shell("printf two >> turns.txt"),
+        Step::shell("printf three >> turns.txt").held_until("third"),
+        Step::tool_call_suffix("shepherd_done", json!({"status": "completed"})),
+        Step::text("Done."),
+    ]);
     let fake = FakeLlm::start(script).unwrap();
     let world = World::new(agent, &fake);
-    let spawned = world.json(&[
-        "spawn",
-        "worker",
-        "--harness",
-        harness(host),
-        "--backend",
-        "headless",
-        "--json",
-    ]);
-    let id = spawned["agentId"].as_str().unwrap().to_owned();
+    let id = world.spawn_worker("headless", None);
     let task = world.json(&[
         "delegate",
         &id,

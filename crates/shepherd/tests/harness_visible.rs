@@ -23,12 +23,14 @@
 
 mod harness_support;
 
-use harness_support::{FINAL_WORDS, REPLY, World, field, harness, sheep_script};
+use harness_support::{
+    FINAL_WORDS, REPLY, World, assert_no_mismatches, field, harness, scripted, sheep_script,
+};
 use serde_json::json;
 use shepherd_testkit::agents::{AgentBinary, Host, TmuxPane};
 use shepherd_testkit::fake_herdr::RealHerdr;
 use shepherd_testkit::fake_herdr::real::RealOptions;
-use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
+use shepherd_testkit::fake_llm::{FakeLlm, Step, TOOLLESS_QUEUE};
 
 /// Seconds a watch may wait: the TUI starts (opencode's first start alone takes ~15 s), then
 /// the turn runs.
@@ -175,11 +177,7 @@ fn visible_round_trip(agent: &AgentBinary, world: &World, fake: &FakeLlm, backen
             "{host}: tokens in {note}"
         );
     }
-    assert!(
-        fake.mismatches().is_empty(),
-        "{host}: {:#?}",
-        fake.mismatches()
-    );
+    assert_no_mismatches(fake, host);
     world.stop_and_check_nothing_left();
 }
 
@@ -290,34 +288,19 @@ fn forgotten_done_is_reminded(agent: &AgentBinary) {
         return;
     }
     let host = agent.host;
-    let script = Script::new()
-        .with_responses([
-            Step::text("I looked, and stopped without reporting."),
-            Step::tool_call_suffix(
-                "shepherd_done",
-                json!({"status": "completed", "summary": "reported when reminded"}),
-            )
-            .expecting("Shepherd completion check"),
-            Step::text("Reported.").expecting("completed"),
-        ])
-        .with_toolless(Step::text("Fake title"))
-        .with_exhausted(Exhausted::Step(Box::new(Step::text(
-            "fake-llm: the script is finished",
-        ))));
+    let script = scripted([
+        Step::text("I looked, and stopped without reporting."),
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "reported when reminded"}),
+        )
+        .expecting("Shepherd completion check"),
+        Step::text("Reported.").expecting("completed"),
+    ]);
     let fake = FakeLlm::start(script).unwrap();
     let world = World::new(agent, &fake);
-    let spawned = world.json(&[
-        "spawn",
-        "worker",
-        "--harness",
-        harness(host),
-        "--backend",
-        "tmux",
-        "--json",
-    ]);
-    let id = spawned["agentId"].as_str().unwrap().to_owned();
-    let task = world.json(&["delegate", &id, "Look, then report.", "--json"]);
-    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let id = world.spawn_worker("tmux", None);
+    let task_id = world.delegate(&id, "Look, then report.", &[]);
     let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
     let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
     let settled = &watched["settled"][0];
@@ -328,11 +311,7 @@ fn forgotten_done_is_reminded(agent: &AgentBinary) {
         pane(&world, &id)
     );
     assert_eq!(settled["summary"], "reported when reminded", "{host}");
-    assert!(
-        fake.mismatches().is_empty(),
-        "{host}: {:#?}",
-        fake.mismatches()
-    );
+    assert_no_mismatches(&fake, host);
     world.stop_and_check_nothing_left();
 }
 
@@ -346,24 +325,11 @@ fn provider_error_fails_the_task(agent: &AgentBinary) {
         println!("skipping: tmux is not installed");
         return;
     }
-    let script = Script::new()
-        .with_responses([Step::error(400, "the fake model refuses this request")])
-        .with_toolless(Step::text("Fake title"))
-        .with_exhausted(Exhausted::Step(Box::new(Step::text("finished"))));
+    let script = scripted([Step::error(400, "the fake model refuses this request")]);
     let fake = FakeLlm::start(script).unwrap();
     let world = World::new(agent, &fake);
-    let spawned = world.json(&[
-        "spawn",
-        "worker",
-        "--harness",
-        harness(host),
-        "--backend",
-        "tmux",
-        "--json",
-    ]);
-    let id = spawned["agentId"].as_str().unwrap().to_owned();
-    let task = world.json(&["delegate", &id, "Do anything.", "--json"]);
-    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let id = world.spawn_worker("tmux", None);
+    let task_id = world.delegate(&id, "Do anything.", &[]);
     let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
     let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
     let settled = &watched["settled"][0];

@@ -29,27 +29,33 @@ pub fn harness(host: Host) -> &'static str {
     }
 }
 
-/// The sheep's model: a shell call, done, final words; then, asked, a reply.
-pub fn sheep_script() -> Script {
+/// A script of `responses` for the sheep's model; a request without tools (a title) gets a
+/// title, and a request past the end a text saying so.
+pub fn scripted(responses: impl IntoIterator<Item = Step>) -> Script {
     Script::new()
-        .with_responses([
-            Step::shell("printf hello > out.txt"),
-            Step::tool_call_suffix(
-                "shepherd_done",
-                json!({"status": "completed", "summary": "wrote out.txt"}),
-            ),
-            Step::text(FINAL_WORDS).expecting("completed"),
-            Step::tool_call_suffix(
-                "shepherd_message",
-                json!({"target": "shepherd", "message": REPLY, "replyTo": "{{message}}"}),
-            )
-            .filling("{{message}}", "shepherd-message-"),
-            Step::text("Answered.").expecting("accepted for asynchronous delivery"),
-        ])
+        .with_responses(responses)
         .with_toolless(Step::text("Fake title"))
         .with_exhausted(Exhausted::Step(Box::new(Step::text(
             "fake-llm: the script is finished",
         ))))
+}
+
+/// The sheep's model: a shell call, done, final words; then, asked, a reply.
+pub fn sheep_script() -> Script {
+    scripted([
+        Step::shell("printf hello > out.txt"),
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "wrote out.txt"}),
+        ),
+        Step::text(FINAL_WORDS).expecting("completed"),
+        Step::tool_call_suffix(
+            "shepherd_message",
+            json!({"target": "shepherd", "message": REPLY, "replyTo": "{{message}}"}),
+        )
+        .filling("{{message}}", "shepherd-message-"),
+        Step::text("Answered.").expecting("accepted for asynchronous delivery"),
+    ])
 }
 
 /// One project whose user has `agent` installed and configured.
@@ -78,6 +84,36 @@ impl World {
             tmux_dir,
             extra_env: Vec::new(),
         }
+    }
+
+    /// Spawns the bundled `worker` on this world's agent, on `backend`; returns its id.
+    pub fn spawn_worker(&self, backend: &str, label: Option<&str>) -> String {
+        let mut args = vec![
+            "spawn",
+            "worker",
+            "--harness",
+            harness(self.agent.host),
+            "--backend",
+            backend,
+            "--json",
+        ];
+        if let Some(label) = label {
+            args.extend(["--label", label]);
+        }
+        self.json(&args)["agentId"]
+            .as_str()
+            .expect("spawn returns an id")
+            .to_owned()
+    }
+
+    /// Delegates `task` to `id` (with `extra` options); returns the task id.
+    pub fn delegate(&self, id: &str, task: &str, extra: &[&str]) -> String {
+        let mut args = vec!["delegate", id, task, "--json"];
+        args.extend_from_slice(extra);
+        self.json(&args)["taskId"]
+            .as_str()
+            .expect("delegate returns a task id")
+            .to_owned()
     }
 
     pub fn project(&self) -> &Path {
@@ -190,6 +226,15 @@ impl Drop for World {
         let _stopped = self.run(&["broker", "stop"]);
         self.kill_tmux();
     }
+}
+
+/// Fails when the fake model saw a request the script did not expect.
+pub fn assert_no_mismatches(fake: &FakeLlm, host: Host) {
+    assert!(
+        fake.mismatches().is_empty(),
+        "{host}: {:#?}",
+        fake.mismatches()
+    );
 }
 
 /// A metadata value of a note's frontmatter (`key: value` lines), as written.
