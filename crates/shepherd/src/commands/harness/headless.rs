@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
-use super::Driver;
+use super::{Driver, report, signal_error};
 use crate::error::CliError;
 
 /// How much of the agent's stderr is kept to explain a failed turn.
@@ -76,20 +76,6 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
             _ = hangup.recv() => return Ok(0),
         }
     }
-}
-
-fn report(event: &str) -> ReportParams {
-    ReportParams {
-        event: event.to_owned(),
-        ..ReportParams::default()
-    }
-}
-
-fn signal_error(err: &std::io::Error) -> CliError {
-    CliError::new(
-        ErrorCode::Internal,
-        format!("cannot install a signal handler: {err}"),
-    )
 }
 
 /// Runs one turn with `prompt` and reports it: started, then settled with what it did.

@@ -234,6 +234,21 @@ impl Driver {
     }
 }
 
+/// A report with nothing but its event.
+fn report(event: &str) -> ReportParams {
+    ReportParams {
+        event: event.to_owned(),
+        ..ReportParams::default()
+    }
+}
+
+fn signal_error(err: &std::io::Error) -> CliError {
+    CliError::new(
+        ErrorCode::Internal,
+        format!("cannot install a signal handler: {err}"),
+    )
+}
+
 fn deadline() -> Instant {
     Instant::now() + REQUEST_DEADLINE
 }

@@ -31,7 +31,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
-use super::Driver;
+use super::{Driver, report, signal_error};
 use crate::error::CliError;
 
 /// How long the screen must stay unchanged before the TUI counts as settled (ready, a paste
@@ -527,18 +527,4 @@ fn exit_code(status: Option<std::process::ExitStatus>) -> u8 {
         .and_then(|s| s.code())
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1)
-}
-
-fn report(event: &str) -> ReportParams {
-    ReportParams {
-        event: event.to_owned(),
-        ..ReportParams::default()
-    }
-}
-
-fn signal_error(err: &std::io::Error) -> CliError {
-    CliError::new(
-        ErrorCode::Internal,
-        format!("cannot install a signal handler: {err}"),
-    )
 }
