@@ -13,7 +13,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use shepherd_core::protocol::ReportParams;
 use shepherd_harness::Turn;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
@@ -124,27 +123,7 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
         .session
         .as_deref()
         .and_then(|session| driver.adapter.transcript(&driver.plan, session));
-    let mut text = None;
-    let mut telemetry = None;
-    if let Some(task) = driver.task.as_mut() {
-        if !task.settled {
-            task.telemetry.add(&turn, elapsed);
-            task.telemetry.transcript = transcript;
-            task.settled = turn.done_called;
-        }
-        text = task.telemetry.final_text.clone();
-        telemetry = Some(task.telemetry.to_metadata());
-    }
-    let params = ReportParams {
-        event: "run_settled".to_owned(),
-        stop_reason: Some(if failed.is_some() { "error" } else { "stop" }.to_owned()),
-        error: failed,
-        text,
-        session_file: None,
-        telemetry,
-        usage: None,
-    };
-    driver.report(&params).await;
+    driver.settle_run(&turn, elapsed, transcript, failed).await;
 }
 
 /// How an agent's run ended.

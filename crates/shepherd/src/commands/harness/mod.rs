@@ -28,7 +28,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use shepherd_broker::client::{ClientError, Link};
 use shepherd_core::protocol::{ReportParams, Role, event, method};
-use shepherd_harness::{Adapter, Plan, Telemetry};
+use shepherd_harness::{Adapter, Plan, Telemetry, Turn};
 use tokio::time::Instant;
 
 use super::connect::{SheepCapability, sheep};
@@ -224,6 +224,38 @@ impl Driver {
                 None
             }
         }
+    }
+
+    /// Reports the end of a run: what `turn` added to the open task's figures (until the turn
+    /// that settled it), the task's final words, and the error that ended the run.
+    async fn settle_run(
+        &mut self,
+        turn: &Turn,
+        elapsed: Duration,
+        transcript: Option<PathBuf>,
+        error: Option<String>,
+    ) {
+        let mut text = None;
+        let mut telemetry = None;
+        if let Some(task) = self.task.as_mut() {
+            if !task.settled {
+                task.telemetry.add(turn, elapsed);
+                task.telemetry.transcript = transcript;
+                task.settled = turn.done_called;
+            }
+            text = task.telemetry.final_text.clone();
+            telemetry = Some(task.telemetry.to_metadata());
+        }
+        let params = ReportParams {
+            event: "run_settled".to_owned(),
+            stop_reason: Some(if error.is_some() { "error" } else { "stop" }.to_owned()),
+            error,
+            text,
+            session_file: None,
+            telemetry,
+            usage: None,
+        };
+        self.report(&params).await;
     }
 
     async fn report(&mut self, params: &ReportParams) {

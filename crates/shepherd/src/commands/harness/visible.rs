@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use pty_process::{OwnedReadPty, OwnedWritePty, Size};
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::protocol::ReportParams;
 use shepherd_harness::Turn;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::signal::unix::{SignalKind, signal};
@@ -470,27 +469,9 @@ async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error:
     turn.finish();
     // An error the transcript recorded (a provider's refusal) ended the turn.
     let error = error.or_else(|| turn.error.clone());
-    let mut text = None;
-    let mut telemetry = None;
-    if let Some(task) = driver.task.as_mut() {
-        if !task.settled {
-            task.telemetry.add(&turn, started.elapsed());
-            task.telemetry.transcript = transcript;
-            task.settled = turn.done_called;
-        }
-        text = task.telemetry.final_text.clone();
-        telemetry = Some(task.telemetry.to_metadata());
-    }
-    let params = ReportParams {
-        event: "run_settled".to_owned(),
-        stop_reason: Some(if error.is_some() { "error" } else { "stop" }.to_owned()),
-        error,
-        text,
-        session_file: None,
-        telemetry,
-        usage: None,
-    };
-    driver.report(&params).await;
+    driver
+        .settle_run(&turn, started.elapsed(), transcript, error)
+        .await;
 }
 
 /// The agent ended by itself (the user quit it): a turn it was in fails, and the sheep ends
