@@ -2,7 +2,8 @@
 //!
 //! [`Store::apply`] takes the session lock once (or, when the session is busy, queues its
 //! operations for the holder; see `queue`). The holder sweeps away a dead writer's temp files,
-//! re-reads `session.json`, applies its own and every queued operation in order to the record
+//! re-reads `session.json`, removes the unlisted notes a writer killed mid-commit left (see
+//! `orphans`), applies its own and every queued operation in order to the record
 //! (a refused operation is reported in its slot and changes nothing), then renders each touched
 //! note, `session.json` and `shepherd.md`, and commits them together: staged, synced at once,
 //! renamed (notes first, so the record never lists a note that is not there; `shepherd.md`
@@ -33,6 +34,7 @@ use shepherd_core::time::iso;
 use crate::atomic::{self, Batch};
 use crate::lock::{self, Scope};
 use crate::ops::{Applied, NoteOp, NoteOpOutcome, TASK_ID_KEY};
+use crate::orphans;
 use crate::queue::{Outcomes, Queue, RESPONSES_KEY, Request};
 use crate::read::read_regular_file;
 use crate::wait::Waiter;
@@ -162,8 +164,9 @@ impl Store {
         own: Option<Request>,
     ) -> Result<(Option<Outcomes>, bool, SessionMetadata), StoreError> {
         self.hook(CommitStage::SessionLocked(dir));
-        let existing = atomic::sweep(dir)?;
+        let mut existing = atomic::sweep(dir)?;
         let mut metadata = self.load(session)?;
+        orphans::remove_unlisted_reservations(dir, &metadata, &mut existing)?;
         let queue = Queue::new(dir);
         let recovered = queue.recover(metadata.extra.get(RESPONSES_KEY))?;
         let claimed = queue.claim()?;

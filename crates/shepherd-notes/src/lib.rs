@@ -41,6 +41,7 @@ mod bindings;
 mod error;
 mod lock;
 mod ops;
+mod orphans;
 mod queue;
 mod read;
 mod resolve;

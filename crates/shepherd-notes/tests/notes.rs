@@ -496,3 +496,39 @@ fn words_a_sheep_writes_during_a_commit_are_kept() {
     assert!(text.contains("status: completed"));
     assert!(text.contains("- **Final status:** completed"));
 }
+
+#[test]
+fn a_note_a_dead_writer_left_unlisted_goes_with_the_next_commit_and_other_files_stay() {
+    let project = Project::new();
+    let (store, resolved) = named(&project, "orphans");
+    let session = &resolved.session;
+    let listed = store
+        .reserve(session, vec![PlannedNote::new("scout")], at(1))
+        .unwrap();
+    let dir = project.session_dir(session);
+    // What a writer killed between renaming its new note and renaming `session.json` leaves:
+    // a pending note of this session that no record lists.
+    let text = std::fs::read_to_string(dir.join(&listed[0].file_name)).unwrap();
+    std::fs::write(dir.join("scout-07.md"), &text).unwrap();
+    // A finished note's copy and a person's own file are not the store's to remove.
+    std::fs::write(
+        dir.join("kept-copy.md"),
+        text.replace("status: pending", "status: completed"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("my-notes.md"), "# mine\n").unwrap();
+
+    store
+        .reserve(session, vec![PlannedNote::new("planner")], at(2))
+        .unwrap();
+
+    assert!(!dir.join("scout-07.md").exists(), "the orphan is removed");
+    assert!(dir.join("kept-copy.md").exists());
+    assert!(dir.join("my-notes.md").exists());
+    let metadata = store.load(session).unwrap();
+    assert_eq!(metadata.artifacts.len(), 2);
+    assert!(
+        dir.join(&listed[0].file_name).exists(),
+        "the listed note stays"
+    );
+}
