@@ -8,6 +8,8 @@
 //! - **plans**: `run.submit` of single-task runs (the answer comes once the run's note is
 //!   reserved), 10 per client back to back; then every run is followed to its end.
 //! - **done → completion**: one sheep, the parent's completion push after its `done`.
+//! - **the file system's floor** for lifecycles in separate sessions: their file operations
+//!   alone, with nothing else running (module `floor`).
 //!
 //! Through the CLI (a process per call, no broker): `shepherd notes reserve` by 16 processes
 //! calling it in a loop, into one session and into separate sessions, and by one process; and
@@ -29,6 +31,8 @@ use serde_json::{Value, json};
 use shepherd_core::protocol::Role;
 
 use super::{World, bin, connect, next_inbox, percentile, puppet};
+
+mod floor;
 
 const CLIENTS: usize = 16;
 
@@ -408,6 +412,24 @@ impl Row {
     }
 }
 
+/// The floor the file system sets for lifecycles in 16 separate sessions (see `floor`),
+/// measured `reps` times.
+fn file_system_floor(reps: usize, seconds: f64) {
+    let label = "file system floor: the file operations of those lifecycles alone, 16 threads";
+    if let Ok(only) = std::env::var("SHEPHERD_BENCH_ONLY")
+        && !label.contains(&only)
+        && !"lifecycles, 16 clients, 16 separate sessions".contains(&only)
+    {
+        return;
+    }
+    let rates: Vec<f64> = (0..reps)
+        .map(|_| floor::lifecycle_files(CLIENTS, seconds))
+        .collect();
+    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = rates.iter().copied().fold(0.0, f64::max);
+    println!("| … {label} | | {low:.0}–{high:.0} /s | | |");
+}
+
 /// Runs `measure` with each build, alternating, `reps` times each (unless `label` does not
 /// hold the `SHEPHERD_BENCH_ONLY` text, when that is set).
 async fn compare<F, Fut>(
@@ -503,6 +525,9 @@ pub(crate) async fn run(quick: bool, base: Option<PathBuf>, reps: usize) {
                 "| … of which `delegate` (reserves the note), this build | | | | {} |",
                 latency_summary(delegates)
             );
+        }
+        if separate {
+            file_system_floor(reps, if quick { 1.0 } else { 4.0 });
         }
         compare(
             &builds,
