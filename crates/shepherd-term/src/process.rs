@@ -207,7 +207,7 @@ fn to_pid(pid: u32) -> Option<Pid> {
 
 /// The last `lines` lines of a file, reading at most `max_bytes` from its end.
 pub fn tail_of_file(path: &Path, lines: usize, max_bytes: u64) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+    let mut file = fs_err::File::open(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(max_bytes);
     file.seek(SeekFrom::Start(start))?;

@@ -241,14 +241,14 @@ fn notify(line: &str) {
     let mut stdout = std::io::stdout().lock();
     let _gone = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
     drop(stdout);
-    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+    if let Ok(null) = fs_err::OpenOptions::new().write(true).open("/dev/null") {
         let _kept = rustix::stdio::dup2_stdout(&null);
     }
 }
 
 fn init_logging(paths: &BrokerPaths) {
     let _created = fs_err::create_dir_all(&paths.state_dir);
-    let Ok(file) = std::fs::OpenOptions::new()
+    let Ok(file) = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&paths.log)

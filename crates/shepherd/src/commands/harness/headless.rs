@@ -167,7 +167,7 @@ async fn run_agent(driver: &mut Driver, prompt: &str, turn: &mut Turn) -> Result
         let _read = stderr.read_to_string(&mut text).await;
         text
     });
-    let mut log = std::fs::OpenOptions::new()
+    let mut log = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(plan.dir.join("turns.log"))
