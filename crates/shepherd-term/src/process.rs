@@ -4,6 +4,9 @@
 //! "wait until it is gone" is an event with a deadline, never a polling loop. Process facts come
 //! from the platform's process table (`crate::platform`).
 
+// This module owns running a command: `run_with_deadline` spawns, drains and kills it.
+#![allow(clippy::disallowed_types)]
+
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{Duration, Instant};

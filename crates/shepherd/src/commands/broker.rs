@@ -3,6 +3,9 @@
 //! Other commands start a broker on demand (`broker serve --notify-ready`, detached in its own
 //! session); people rarely need `serve` themselves.
 
+// This module is the broker's process: `--detach` starts it again, detached.
+#![allow(clippy::disallowed_types)]
+
 use shepherd_core::error_code::ErrorCode;
 use std::io::Write;
 use std::path::PathBuf;

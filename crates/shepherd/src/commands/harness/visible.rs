@@ -20,6 +20,9 @@
 //! agent's whole process group before it exits, and what the agent started (its MCP server) is
 //! reparented to the supervisor, which ends it.
 
+// This driver owns the agent's process: it runs the agent's TUI in a pseudo-terminal.
+#![allow(clippy::disallowed_types)]
+
 use std::io::Write;
 use std::time::Duration;
 
