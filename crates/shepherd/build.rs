@@ -2,6 +2,9 @@
 //! jj and uv do, so a bug report names the exact build. Outside a git checkout (a source
 //! tarball) the version is the crate's alone.
 
+// The build script asks git for the commit the version names.
+#![allow(clippy::disallowed_types)]
+
 use std::path::PathBuf;
 use std::process::Command;
 

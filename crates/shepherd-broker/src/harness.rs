@@ -71,7 +71,7 @@ impl Controls {
         match self.0 {
             Runtime::Command => None,
             Runtime::Agent(Harness::Pi) => Some(crate::pi::session_file(broker, id))
-                .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.len() > 0))
+                .filter(|file| fs_err::metadata(file).is_ok_and(|m| m.len() > 0))
                 .map(|file| file.display().to_string()),
             Runtime::Agent(_) => shepherd_harness::recorded_session(&sheep_dir(broker, id)),
         }

@@ -44,7 +44,7 @@ pub enum ServeError {
 /// A started broker.
 pub struct RunningBroker {
     broker: Arc<Broker>,
-    _lock: std::fs::File,
+    _lock: fs_err::File,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -69,12 +69,12 @@ pub async fn start(
     let paths = config.paths.clone();
     ensure_private_dir(&paths.runtime_dir).map_err(|e| io("creating the runtime directory", &e))?;
     ensure_private_dir(&paths.state_dir).map_err(|e| io("creating the state directory", &e))?;
-    let lock = std::fs::OpenOptions::new()
+    let lock = fs_err::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&paths.lock)
-        .map_err(|e| io(&format!("opening {}", paths.lock.display()), &e))?;
+        .map_err(|e| io("opening the broker's lock", &e))?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -88,14 +88,14 @@ pub async fn start(
         Journal::open(&paths.journal, &paths.snapshot, &config.address.namespace)
             .map_err(|e| io("opening the journal", &e))?;
     let herd = replayed.herd;
-    match std::fs::remove_file(&paths.socket) {
+    match fs_err::remove_file(&paths.socket) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(io("removing a stale socket", &err)),
     }
     let listener = UnixListener::bind(&paths.socket)
         .map_err(|e| io(&format!("binding {}", paths.socket.display()), &e))?;
-    std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
+    fs_err::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| io("securing the socket", &e))?;
 
     let mut backends: HashMap<BackendKind, Arc<dyn Backend>> = HashMap::new();
@@ -169,7 +169,7 @@ impl RunningBroker {
             let _ended = task.await;
         }
         self.broker.journal.close();
-        let _removed = std::fs::remove_file(&self.broker.config.paths.socket);
+        let _removed = fs_err::remove_file(&self.broker.config.paths.socket);
         if !self.broker.read(shepherd_core::herd::Herd::has_live_sheep) {
             crate::client::start::forget_env(&self.broker.config.paths.state_dir);
         }
@@ -215,7 +215,7 @@ async fn watchdog_loop(broker: Arc<Broker>) {
             let rebound = ensure_private_dir(&broker.config.paths.runtime_dir)
                 .and_then(|()| UnixListener::bind(&socket))
                 .and_then(|listener| {
-                    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+                    fs_err::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
                         .map(|()| listener)
                 });
             match rebound {

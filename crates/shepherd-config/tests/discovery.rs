@@ -1,5 +1,8 @@
 //! Discovery against fixture trees: precedence, scopes, shadowing, malformed files, symlinks.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod common;
 
 use std::path::PathBuf;

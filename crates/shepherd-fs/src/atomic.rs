@@ -43,7 +43,7 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Resu
 /// filesystems refuse to sync directories, and the data itself is already synced.
 pub fn sync_parent(path: &Path) {
     if let Some(dir) = path.parent()
-        && let Ok(dir) = std::fs::File::open(if dir.as_os_str().is_empty() {
+        && let Ok(dir) = fs_err::File::open(if dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
             dir

@@ -26,11 +26,15 @@
 //! allocations slower for a while). A link left behind by a Shepherd that died is recognised at
 //! once: it is the very file whose advisory lock the next writer now holds.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::TryLockError;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use fs_err::os::unix::fs::OpenOptionsExt;
+use fs_err::{File, OpenOptions};
+use rustix::io::Errno;
 
 use crate::LockError;
 
@@ -57,11 +61,11 @@ impl ExclusiveLock {
 
 impl Drop for ExclusiveLock {
     fn drop(&mut self) {
-        if let Ok(meta) = std::fs::symlink_metadata(&self.path)
+        if let Ok(meta) = fs_err::symlink_metadata(&self.path)
             && meta.ino() == self.ino
             && meta.dev() == self.dev
         {
-            let _gone = std::fs::remove_file(&self.path);
+            let _gone = fs_err::remove_file(&self.path);
         }
     }
 }
@@ -173,7 +177,8 @@ fn try_link(
         source,
     };
     for _ in 0..8 {
-        match std::fs::hard_link(ours, path) {
+        // `link(2)` itself: the fallback below reads its error code.
+        match rustix::fs::link(ours, path) {
             Ok(()) => {
                 return Ok(Some(ExclusiveLock {
                     path: path.to_owned(),
@@ -181,20 +186,11 @@ fn try_link(
                     dev,
                 }));
             }
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err)
-                if matches!(
-                    err.raw_os_error(),
-                    Some(code) if code == rustix::io::Errno::PERM.raw_os_error()
-                        || code == rustix::io::Errno::OPNOTSUPP.raw_os_error()
-                        || code == rustix::io::Errno::MLINK.raw_os_error()
-                ) =>
-            {
-                return try_lock_exclusive(path);
-            }
-            Err(err) => return Err(io(err)),
+            Err(Errno::EXIST) => {}
+            Err(Errno::PERM | Errno::OPNOTSUPP | Errno::MLINK) => return try_lock_exclusive(path),
+            Err(err) => return Err(io(err.into())),
         }
-        let found = match std::fs::symlink_metadata(path) {
+        let found = match fs_err::symlink_metadata(path) {
             Ok(found) => found,
             Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
             Err(err) => return Err(io(err)),
@@ -262,7 +258,7 @@ fn process_held_since(pid: i32, written: SystemTime) -> bool {
     let Some(id) = rustix::process::Pid::from_raw(pid) else {
         return false;
     };
-    if let Err(rustix::io::Errno::SRCH) = rustix::process::test_kill_process(id) {
+    if let Err(Errno::SRCH) = rustix::process::test_kill_process(id) {
         return false;
     }
     let Some((state, started)) = process_facts(pid) else {
@@ -279,7 +275,7 @@ fn process_held_since(pid: i32, written: SystemTime) -> bool {
 
 /// A process's state letter and (when known) when it started, from `/proc`.
 fn process_facts(pid: i32) -> Option<(char, Option<SystemTime>)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: fields start after the last `)`.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -293,7 +289,7 @@ fn process_facts(pid: i32) -> Option<(char, Option<SystemTime>)> {
 }
 
 fn boot_time() -> Option<SystemTime> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let stat = fs_err::read_to_string("/proc/stat").ok()?;
     let seconds: u64 = stat
         .lines()
         .find_map(|line| line.strip_prefix("btime "))?
@@ -305,13 +301,13 @@ fn boot_time() -> Option<SystemTime> {
 
 /// Removes the file at `path` if it is still the inode that was judged stale.
 fn remove_if_same(path: &Path, ino: u64, dev: u64) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
+    match fs_err::symlink_metadata(path) {
         Ok(meta) if meta.ino() == ino && meta.dev() == dev => {}
         Ok(_) => return Ok(()),
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(err),
     }
-    match std::fs::remove_file(path) {
+    match fs_err::remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(err),

@@ -86,7 +86,7 @@ impl Adapter for Codex {
 
     fn prepare(&self, plan: &mut Plan, user: &dyn UserEnv) -> Result<(), HarnessError> {
         let home = codex_home(plan);
-        std::fs::create_dir_all(&home)
+        fs_err::create_dir_all(&home)
             .map_err(HarnessError::io(format!("creating {}", home.display())))?;
         if let Some(user_home) = user.dir("CODEX_HOME", ".codex") {
             copy_if_present(&user_home.join("config.toml"), &home.join("config.toml"))?;
@@ -95,7 +95,7 @@ impl Adapter for Codex {
         if plan.replace_system_prompt {
             write_text(&plan.dir.join("instructions.md"), &plan.instructions)?;
         }
-        plan.configured_model = std::fs::read_to_string(home.join("config.toml"))
+        plan.configured_model = fs_err::read_to_string(home.join("config.toml"))
             .ok()
             .and_then(|text| configured_model(&text));
         plan.env
@@ -171,7 +171,7 @@ impl Adapter for Codex {
         // The rollout's first line is the session's `session_meta`, with its id.
         let rollout =
             crate::find_file(&codex_home(plan).join("sessions"), "rollout-", ".jsonl", 3)?;
-        let text = std::fs::read_to_string(rollout).ok()?;
+        let text = fs_err::read_to_string(rollout).ok()?;
         let meta: Value = serde_json::from_str(text.lines().next()?).ok()?;
         meta["payload"]["id"].as_str().map(str::to_owned)
     }

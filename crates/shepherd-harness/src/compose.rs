@@ -11,7 +11,7 @@ use crate::HarnessError;
 
 /// Copies `from` to `to` (private) when `from` exists.
 pub(crate) fn copy_if_present(from: &Path, to: &Path) -> Result<(), HarnessError> {
-    match std::fs::read(from) {
+    match fs_err::read(from) {
         Ok(bytes) => shepherd_fs::write_atomic(to, &bytes, Some(0o600))
             .map_err(HarnessError::io(format!("writing {}", to.display()))),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -25,7 +25,7 @@ pub(crate) fn copy_if_present(from: &Path, to: &Path) -> Result<(), HarnessError
 /// The user's JSON settings object at `path`; an absent, unreadable or malformed file reads
 /// as empty (the agent itself would complain about a malformed one, not Shepherd).
 pub(crate) fn read_object(path: &Path) -> Map<String, Value> {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .and_then(|value| match value {

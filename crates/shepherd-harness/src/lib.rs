@@ -344,7 +344,7 @@ pub(crate) fn provider_message(text: &str) -> String {
 /// Finds a file under `dir` (a few levels deep) whose name contains `needle` and ends with
 /// `suffix`: where an agent put a session's transcript.
 pub(crate) fn find_file(dir: &Path, needle: &str, suffix: &str, depth: u32) -> Option<PathBuf> {
-    let entries = std::fs::read_dir(dir).ok()?;
+    let entries = fs_err::read_dir(dir).ok()?;
     let mut dirs = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();

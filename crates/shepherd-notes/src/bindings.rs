@@ -74,7 +74,7 @@ impl Store {
     /// The session the index names for `key`, unverified; `None` when it names none.
     pub(crate) fn indexed(&self, key: &SessionKey) -> Option<SessionRef> {
         let path = self.bindings_dir().join(key.file_name());
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = fs_err::read(path).ok()?;
         let entry: Entry = serde_json::from_slice(&bytes).ok()?;
         (entry.key == *key)
             .then(|| SessionRef::new(&entry.directory))

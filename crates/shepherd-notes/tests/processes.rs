@@ -2,6 +2,9 @@
 //! allocation and binding, and writers killed while holding a lock or in the middle of a
 //! commit. Every wait is on an event (a line from the worker) with a deadline; nothing sleeps.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashSet};

@@ -1,6 +1,9 @@
 //! Reading a session the way a person and a sheep do: relative links that resolve, the
 //! context block, finding a note's session from its path, and snapshots of a whole session.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod common;
 
 use common::{Project, at};

@@ -1,6 +1,9 @@
 //! Finding and creating sessions: name safety, same-name continuation, slug collisions,
 //! parent binding (seed 001 §5.1), project isolation, legacy and malformed sessions.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod common;
 
 use common::{Project, at, temp_leftovers};

@@ -2,6 +2,9 @@
 //! the sheep's output in a log file that `read` tails. Nothing is visible; everything is still
 //! readable and closable.
 
+// This backend owns the sheep's process: it starts the detached supervisor.
+#![allow(clippy::disallowed_types)]
+
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 

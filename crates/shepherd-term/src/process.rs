@@ -4,6 +4,9 @@
 //! "wait until it is gone" is an event with a deadline, never a polling loop. Process facts come
 //! from the platform's process table (`crate::platform`).
 
+// This module owns running a command: `run_with_deadline` spawns, drains and kills it.
+#![allow(clippy::disallowed_types)]
+
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -207,7 +210,7 @@ fn to_pid(pid: u32) -> Option<Pid> {
 
 /// The last `lines` lines of a file, reading at most `max_bytes` from its end.
 pub fn tail_of_file(path: &Path, lines: usize, max_bytes: u64) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+    let mut file = fs_err::File::open(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(max_bytes);
     file.seek(SeekFrom::Start(start))?;

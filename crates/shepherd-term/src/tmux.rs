@@ -7,6 +7,9 @@
 //! with `-d`, splits with `-d`. With keep-open, the pane stays after the sheep ends
 //! (`remain-on-exit`) for inspection until it is closed or pruned.
 
+// This backend drives tmux through its CLI: every call runs `tmux`.
+#![allow(clippy::disallowed_types)]
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -6,6 +6,9 @@
 //! is gone (B2), a moved pane (B3), an rc file that reads stdin (B4), a close that would hold
 //! the whole server (B6) and a pane that should close with its sheep (B8).
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod herdr_support;
 
 use std::path::Path;

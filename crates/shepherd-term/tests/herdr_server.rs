@@ -3,6 +3,9 @@
 //! server that dies or never answers during start-up is reported. The stand-in `herdr` is a
 //! script that re-runs this test binary as a fake server (see `fake_herdr_server_process`).
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod herdr_support;
 
 use std::ffi::OsString;

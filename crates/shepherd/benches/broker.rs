@@ -17,6 +17,9 @@
 //! path), and `-- fieldnotes --base DIR [--reps N]` compares each with the `shepherd` binary
 //! in `DIR`, an earlier commit's release build, in the same run.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod fieldnotes;
 
 use std::path::{Path, PathBuf};

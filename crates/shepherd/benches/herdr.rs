@@ -11,6 +11,9 @@
 //! 3. `shepherd broker stop` with 40 sheep in Herdr: how long the whole herd takes to close,
 //!    and what it could not confirm.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;

@@ -9,6 +9,9 @@
 //! 2. start-up: from starting `shepherd mcp` to its answer to `initialize`, then to its first
 //!    `tools/list`; and the first tool call of a session (the herd opened, the broker reached).
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;

@@ -11,6 +11,9 @@
 //!
 //! and checks that every sheep kept its pid (re-adopted, never restarted).
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -4,6 +4,9 @@
 //! `capture-pane` and is compared with snapshots, and what a key did to the herd is checked
 //! with the broker.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod dash_support;
 mod herd_support;
 

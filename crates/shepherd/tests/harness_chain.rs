@@ -5,6 +5,9 @@
 //! with its harness, model and token counts. Skipped (one line) when either agent is missing;
 //! a missing agent fails under `SHEPHERD_REQUIRE_AGENTS=1`.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod harness_support;
 
 use std::io::Write;

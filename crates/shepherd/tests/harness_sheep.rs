@@ -17,6 +17,9 @@
 //! The first scenario prints its timings (`--no-capture` shows them): delegate → the agent's
 //! first model request, and the model's `shepherd_done` → the parent's watch returns.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod harness_support;
 
 use harness_support::{

@@ -21,6 +21,9 @@
 //! Skipped with one line when tmux (or Herdr) is missing; a missing agent skips too, and fails
 //! under `SHEPHERD_REQUIRE_AGENTS=1`.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod harness_support;
 
 use harness_support::{

@@ -17,6 +17,9 @@
 //! running afterwards. A host `scripts/setup` did not install is skipped with one line, or
 //! fails the test under `SHEPHERD_REQUIRE_AGENTS=1`.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -1,5 +1,8 @@
 //! `shepherd notes`: the built binary against temporary projects and homes.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

@@ -2,6 +2,9 @@
 //! closed sheep that reads as closed (and closes twice as a no-op), a failed spawn that leaves
 //! nothing listed, and a status that says the task ended the moment the parent was told.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod herd_support;
 
 use herd_support::World;

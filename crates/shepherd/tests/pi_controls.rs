@@ -4,6 +4,9 @@
 //! resumed the same way. Headless sheep, both pi versions,
 //! driven through the parent's own pi tools.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod pi_support;
 
 use pi_support::{Backend, Options, Shepherd, message_text, read};

@@ -3,6 +3,9 @@
 //! pi's dialog, the deprecated one-turn prompt, the opt-in `subagent` tool, and a resumed pi
 //! session getting its herd (and a completion it missed) back. Headless sheep; both pi versions.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod pi_support;
 
 use pi_support::{Backend, Options, PARENT_MODEL, Shepherd, TURN, result_text, tool_end};

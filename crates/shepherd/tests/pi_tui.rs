@@ -3,6 +3,9 @@
 //! after Ctrl+O, the expanded `call` / `return` sections and the structured completion
 //! notification. The parent's model is scripted; the sheep is a headless pi.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod pi_support;
 
 use std::path::Path;

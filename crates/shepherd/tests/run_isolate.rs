@@ -3,6 +3,9 @@
 //! reported; isolation lifts the parallel write-conflict refusal; a directory outside git is
 //! refused before anything launches.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod herd_support;
 
 use std::path::Path;

@@ -3,6 +3,9 @@
 //! words as `{previous}`. Each test runs once per installed pi version and is skipped with one
 //! line when that version is not installed.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod herd_support;
 
 use std::path::Path;

@@ -2,6 +2,9 @@
 //! process always ends with the run, and its pane stays for inspection only while the
 //! `keepOpen` setting is on.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod herd_support;
 
 use herd_support::{World, processes_mentioning};

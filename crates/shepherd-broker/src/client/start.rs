@@ -11,6 +11,9 @@
 //! The broker detaches itself (`--detach`: it is re-executed by a short-lived intermediate that
 //! exits at once), so it never stays a child of whoever started it.
 
+// This module owns the broker's process: it starts it.
+#![allow(clippy::disallowed_types)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -360,7 +360,7 @@ impl Writer {
             let path = store
                 .session_dir(&session)
                 .join(shepherd_core::fieldnotes::SESSION_METADATA_FILE);
-            let mentions = std::fs::read_to_string(&path).is_ok_and(|text| text.contains(&needle));
+            let mentions = fs_err::read_to_string(&path).is_ok_and(|text| text.contains(&needle));
             if !mentions {
                 continue;
             }

@@ -10,6 +10,9 @@
 //! branch gained no commits and still points where it started, and the sheep's close was
 //! confirmed; otherwise it is kept and reported.
 
+// This module owns the git processes that make, inspect and remove worktrees.
+#![allow(clippy::disallowed_types)]
+
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,8 @@
 //! Shared helpers for the store's integration tests: temp projects, fixed clocks, worker
 //! processes and the checks every test repeats (no temp files, notes listed exactly once).
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashSet;

@@ -8,6 +8,9 @@
 //! appears and an exit watch wakes us if the server dies during start-up (see `platform`); a short retry slice
 //! only covers the moment between the socket's creation and its `listen`.
 
+// This module owns the Herdr server's process when it starts one.
+#![allow(clippy::disallowed_types)]
+
 use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;

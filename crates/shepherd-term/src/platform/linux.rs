@@ -9,7 +9,7 @@ use super::ProcessStat;
 
 /// Every process id in the table now.
 pub fn process_ids() -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(entries) = fs_err::read_dir("/proc") else {
         return Vec::new();
     };
     entries
@@ -21,10 +21,10 @@ pub fn process_ids() -> Vec<u32> {
 /// The children of process `pid`, from each of its threads' `children` list; `None` when the
 /// kernel does not keep those lists (built without `CONFIG_PROC_CHILDREN`) or `pid` is gone.
 pub fn children(pid: u32) -> Option<Vec<u32>> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let tasks = fs_err::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut found = Vec::new();
     for task in tasks.flatten() {
-        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
+        let text = fs_err::read_to_string(task.path().join("children")).ok()?;
         found.extend(
             text.split_whitespace()
                 .filter_map(|p| p.parse::<u32>().ok()),
@@ -35,7 +35,7 @@ pub fn children(pid: u32) -> Option<Vec<u32>> {
 
 /// One process's state, parent and session; `None` once it is gone.
 pub fn stat(pid: u32) -> Option<ProcessStat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let text = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may itself hold spaces or parentheses: the
     // fields that matter follow the last `)`: state, ppid, pgrp, session.
     let rest = &text[text.rfind(')')? + 1..];

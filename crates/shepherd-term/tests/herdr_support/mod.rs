@@ -3,6 +3,8 @@
 //! quotes, a secret in the environment), and ways to receive events with a deadline from
 //! synchronous tests — the backend's own, and a raw subscription for contract tests.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader, Write};

@@ -22,6 +22,9 @@
 //! of the medians: ratios within one run hold on a noisy machine, absolute figures do not.
 //! `SHEPHERD_BENCH_ONLY=<text>` runs only the scenarios whose label holds that text.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,6 +3,9 @@
 //! Other commands start a broker on demand (`broker serve --notify-ready`, detached in its own
 //! session); people rarely need `serve` themselves.
 
+// This module is the broker's process: `--detach` starts it again, detached.
+#![allow(clippy::disallowed_types)]
+
 use shepherd_core::error_code::ErrorCode;
 use std::io::Write;
 use std::path::PathBuf;
@@ -241,14 +244,14 @@ fn notify(line: &str) {
     let mut stdout = std::io::stdout().lock();
     let _gone = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
     drop(stdout);
-    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+    if let Ok(null) = fs_err::OpenOptions::new().write(true).open("/dev/null") {
         let _kept = rustix::stdio::dup2_stdout(&null);
     }
 }
 
 fn init_logging(paths: &BrokerPaths) {
     let _created = fs_err::create_dir_all(&paths.state_dir);
-    let Ok(file) = std::fs::OpenOptions::new()
+    let Ok(file) = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&paths.log)

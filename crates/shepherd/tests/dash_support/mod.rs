@@ -4,6 +4,8 @@
 //! drives the herd through its own parent connection and the dashboard through `send-keys`,
 //! and reads the dashboard back with `capture-pane`.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};

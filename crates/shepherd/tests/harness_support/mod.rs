@@ -2,6 +2,8 @@
 //! have it (the test kit's hermetic settings in a private HOME, pointed at the fake model), a
 //! project, and the `shepherd` CLI run in that environment.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,8 @@
 //! definitions that run the scripted test sheep, and helpers to run the real `shepherd` binary
 //! in it. Dropping it stops the test's broker, which closes every sheep it left.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};

@@ -4,6 +4,8 @@
 //! server, then anything still pointed at the server's socket. Without a Herdr binary,
 //! [`HerdrWorld::start`] says the test skipped and returns `None`.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;

@@ -4,6 +4,8 @@
 //! answers `roots/list` with the roots it is given, and asks for the protocol version it is
 //! told to.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 #![allow(
     deprecated,

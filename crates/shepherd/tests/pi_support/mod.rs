@@ -6,6 +6,8 @@
 //! earlier tool calls returned; a sheep step that must wait for the test (to learn its note path,
 //! or to be mid-run when the parent acts) is held on a gate of the fake server.
 
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};

@@ -7,6 +7,9 @@
 //! sheep is started, with the sheep extension told to write down the prompt once pi has built it
 //! and to end pi before it ever calls a model.
 
+// This command's whole job is to run pi once, as a sheep is started, and read its prompt.
+#![allow(clippy::disallowed_types)]
+
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};

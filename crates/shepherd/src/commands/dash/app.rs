@@ -364,6 +364,8 @@ async fn next_input(input: &mut EventStream) -> Option<std::io::Result<Event>> {
 }
 
 /// Shows `path` in `$PAGER` (`less` without one), or edits it in `$VISUAL`/`$EDITOR` (`vi`).
+// The dashboard hands its terminal to the user's pager or editor: that process is its own.
+#[allow(clippy::disallowed_types)]
 fn open_note(path: &str, edit: bool) -> Result<(), String> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let program = if edit {

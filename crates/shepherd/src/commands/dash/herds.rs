@@ -61,7 +61,7 @@ impl HerdEntry {
 /// Asks every broker socket in `runtime_dir` who it is, in a stable order (project, then
 /// identity).
 pub(crate) async fn list(runtime_dir: &Path) -> Vec<HerdEntry> {
-    let Ok(entries) = std::fs::read_dir(runtime_dir) else {
+    let Ok(entries) = fs_err::read_dir(runtime_dir) else {
         return Vec::new();
     };
     let sockets: Vec<PathBuf> = entries

@@ -7,6 +7,9 @@
 //! log, so `shepherd read` shows what it was told, what it ran and what it said. The raw output
 //! and the agent's stderr go to `turns.log` in the sheep's directory.
 
+// This driver owns the agent's process: it runs one turn of the agent per delegation.
+#![allow(clippy::disallowed_types)]
+
 use shepherd_core::error_code::ErrorCode;
 use std::io::Write;
 use std::process::Stdio;
@@ -167,7 +170,7 @@ async fn run_agent(driver: &mut Driver, prompt: &str, turn: &mut Turn) -> Result
         let _read = stderr.read_to_string(&mut text).await;
         text
     });
-    let mut log = std::fs::OpenOptions::new()
+    let mut log = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(plan.dir.join("turns.log"))

@@ -20,6 +20,9 @@
 //! agent's whole process group before it exits, and what the agent started (its MCP server) is
 //! reparented to the supervisor, which ends it.
 
+// This driver owns the agent's process: it runs the agent's TUI in a pseudo-terminal.
+#![allow(clippy::disallowed_types)]
+
 use std::io::Write;
 use std::time::Duration;
 
@@ -285,7 +288,7 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
 /// Sends the driver's own complaints (a report the broker did not take) to `driver.log` in the
 /// sheep's directory: written to the pane, they would land in the middle of the agent's screen.
 fn keep_errors_off_the_screen(driver: &Driver) {
-    let log = std::fs::OpenOptions::new()
+    let log = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(driver.plan.dir.join("driver.log"));
@@ -419,7 +422,7 @@ fn typed(prompt: &str, screen: &Screen) -> Vec<u8> {
 fn transcript_since(path: &std::path::Path, read_to: &mut u64) -> String {
     use std::io::{Read, Seek, SeekFrom};
     let mut added = Vec::new();
-    let read = std::fs::File::open(path).and_then(|mut file| {
+    let read = fs_err::File::open(path).and_then(|mut file| {
         file.seek(SeekFrom::Start(*read_to))?;
         file.read_to_end(&mut added)
     });

@@ -19,6 +19,9 @@
 //! with no parent attached. Only if no broker comes back within the grace does it end the
 //! sheep, so nothing is orphaned.
 
+// The supervisor owns the sheep's process: it starts, signals and reaps it.
+#![allow(clippy::disallowed_types)]
+
 mod output;
 mod reap;
 mod revive;

@@ -39,13 +39,13 @@ impl Tail {
 /// The headless log, rotated when it grows large.
 pub(super) struct Log {
     path: PathBuf,
-    file: std::fs::File,
+    file: fs_err::File,
     written: u64,
 }
 
 impl Log {
     pub(super) fn open(path: &Path) -> std::io::Result<Self> {
-        let file = std::fs::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
@@ -60,8 +60,8 @@ impl Log {
     fn write(&mut self, chunk: &[u8]) {
         if self.written + chunk.len() as u64 > LOG_ROTATE_BYTES {
             let rotated = self.path.with_extension("log.1");
-            if std::fs::rename(&self.path, rotated).is_ok()
-                && let Ok(file) = std::fs::OpenOptions::new()
+            if fs_err::rename(&self.path, rotated).is_ok()
+                && let Ok(file) = fs_err::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(&self.path)
