@@ -300,7 +300,9 @@ mod tests {
             "modelID": "m", "cost": 0.25, "time": {"created": 1, "completed": 2},
             "tokens": {"input": 10, "output": 4, "reasoning": 1, "cache": {"read": 2, "write": 0}}});
         merge(&mut info, extra);
-        json!({"info": info, "parts": parts})
+        let mut message = json!({ "info": info });
+        message["parts"] = parts;
+        message
     }
 
     #[test]

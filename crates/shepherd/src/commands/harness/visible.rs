@@ -517,10 +517,10 @@ async fn finish(
 /// The sheep is being closed: a turn just over settles if its records are read in a moment,
 /// and the agent ends.
 async fn close(driver: &mut Driver, agent: &Agent, visible: &mut Visible) -> u8 {
-    if visible.reading.is_some() {
-        if let Ok(read) = tokio::time::timeout(CLOSE_READ, reading(&mut visible.reading)).await {
-            visible.read(driver, read).await;
-        }
+    if visible.reading.is_some()
+        && let Ok(read) = tokio::time::timeout(CLOSE_READ, reading(&mut visible.reading)).await
+    {
+        visible.read(driver, read).await;
     }
     stop_agent(agent).await
 }
