@@ -270,6 +270,37 @@ pub trait Adapter: Sync {
 
     /// Where the agent keeps the transcript of `session`, once it exists.
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf>;
+
+    /// The agent's own commands that print its sessions as JSON, for an agent that keeps them
+    /// in a store of its own rather than in a transcript file a visible sheep's driver can
+    /// read as it grows (opencode's database); `None` for the others.
+    fn export(&self) -> Option<Export> {
+        None
+    }
+
+    /// The session a visible sheep's TUI started, from what [`Export::sessions`] printed (the
+    /// sheep's own configuration home holds that one session only).
+    fn read_sessions(&self, listing: &str) -> Option<String> {
+        let _ = listing;
+        None
+    }
+
+    /// Reads what a turn added to a session's export ([`Export::session`]): the messages after
+    /// the first `read_to`, moving `read_to` past those that are complete.
+    fn read_export(&self, export: &str, read_to: &mut u64, turn: &mut Turn) {
+        let _ = (export, read_to, turn);
+    }
+}
+
+/// The arguments of an agent's own commands that print its sessions as JSON (run as the
+/// sheep's agent program, with its configuration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    /// Lists the sessions.
+    pub sessions: Vec<String>,
+    /// Prints one session (its id follows these arguments): its messages, each with its
+    /// parts, tokens, cost and error.
+    pub session: Vec<String>,
 }
 
 /// The adapter of a harness; pi has none here (the broker runs it with its own extension).

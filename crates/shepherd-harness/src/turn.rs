@@ -62,6 +62,13 @@ impl Turn {
         }
     }
 
+    /// A new model response begins, for agents whose records mark where each one starts: what
+    /// follows counts as another response even without a tool result in between.
+    pub fn next_response(&mut self) {
+        self.flush_streamed();
+        self.in_response = false;
+    }
+
     /// A tool call.
     pub fn tool_call(&mut self, name: &str, arguments: &Value) {
         self.flush_streamed();

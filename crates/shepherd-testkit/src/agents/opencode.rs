@@ -1,7 +1,8 @@
 //! opencode: OpenAI chat completions through its bundled `@ai-sdk/openai-compatible`
 //! provider, settings in the file `OPENCODE_CONFIG` names.
 //!
-//! - The fake model is a provider `fake` (`baseURL` …`/v1`); the model is `fake/<id>`.
+//! - The fake model is a provider `fake` (`baseURL` …`/v1`); the model is `fake/<id>`, priced
+//!   like a real one so that opencode computes a cost from the tokens it reports.
 //! - MCP servers are `mcp.<name>` (`type: "local"`, `command` as an argv list, `environment`);
 //!   their tools are allowed by default and reach the model as `<name>_<tool>`. After a call
 //!   it sends the server `notifications/cancelled` for that request: ignore it.
@@ -54,7 +55,8 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
             "npm": "@ai-sdk/openai-compatible",
             "name": "Fake model",
             "options": {"baseURL": format!("{}/v1", env.base_url()), "apiKey": API_KEY},
-            "models": { model: {"name": "Fake model"} },
+            // A price (dollars per million tokens), so that opencode reports a cost.
+            "models": { model: {"name": "Fake model", "cost": {"input": 3, "output": 15}} },
         }},
         "mcp": servers,
         "permission": {"bash": "allow", "edit": "allow", "webfetch": "deny"},

@@ -15,6 +15,7 @@
 //! each delegation is typed into it (`visible`).
 
 mod headless;
+mod records;
 mod usage;
 mod visible;
 

@@ -12,8 +12,9 @@
 //! idle — a bracketed paste, then Enter once the paste has been drawn — and queued until then,
 //! so the reports (`ready`, `agent_start`, `run_settled`) and therefore the broker's nudges and
 //! failures work as they do headless. What a turn cost is not on the screen: after each turn
-//! the driver reads what the turn added to the agent's transcript, where the adapter knows how
-//! (the session, tool calls, tokens, final words, a provider's refusal).
+//! the driver reads what the turn added to the agent's own records (`records`: its transcript,
+//! or its export of the session), where the adapter knows how (the session, tool calls,
+//! tokens, cost, final words, a provider's refusal), and settles the turn once that is read.
 //!
 //! The agent runs in a session of its own (its pseudo-terminal is its controlling terminal),
 //! tied to this driver by a parent-death signal; when the sheep is closed the driver ends the
@@ -33,7 +34,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
-use super::{Driver, report, signal_error};
+use super::{Driver, records, report, signal_error};
 use crate::error::CliError;
 
 /// How long the screen must stay unchanged before the TUI counts as settled (ready, a paste
@@ -45,6 +46,9 @@ const QUIET: Duration = Duration::from_millis(800);
 /// drawn and erased within one read of the agent's output. A turn that waits on the model
 /// shows its sign (every TUI animates it) long before this.
 const UNSEEN_TURN: Duration = Duration::from_secs(5);
+
+/// How long a sheep being closed waits for the records of a turn just over to be read.
+const CLOSE_READ: Duration = Duration::from_secs(2);
 
 /// How long the agent gets to end after SIGTERM when the sheep is closed.
 const AGENT_GRACE: Duration = Duration::from_secs(3);
@@ -67,6 +71,8 @@ enum Phase {
     Submitted(Instant),
     /// A turn runs.
     Busy,
+    /// The turn is over; what it left in the agent's records is being read.
+    Reading,
 }
 
 /// The agent's screen as the driver sees it, and when it last changed.
@@ -219,6 +225,7 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         phase: Phase::Starting,
         turn_started: Instant::now(),
         transcript_read: 0,
+        reading: None,
         retry_broker: None,
         error_before: None,
     };
@@ -267,10 +274,11 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
                     visible.retry_broker = Some(Instant::now() + Duration::from_millis(200));
                 }
             },
+            read = reading(&mut visible.reading) => visible.read(driver, read).await,
             () = sleep_until(wake) => {}
             status = agent.child.wait() => break finish(driver, status.ok(), &mut visible).await,
-            _ = terminate.recv() => break stop_agent(&agent).await,
-            _ = hangup.recv() => break stop_agent(&agent).await,
+            _ = terminate.recv() => break close(driver, &agent, &mut visible).await,
+            _ = hangup.recv() => break close(driver, &agent, &mut visible).await,
         }
         if !driver.link.is_connected() && visible.retry_broker.is_none() {
             visible.retry_broker = Some(Instant::now() + Duration::from_millis(200));
@@ -302,8 +310,11 @@ struct Visible {
     screen: Screen,
     phase: Phase,
     turn_started: Instant,
-    /// How far the agent's transcript has been read, in bytes.
+    /// How far the agent's records have been read (bytes of its transcript, messages of its
+    /// export).
     transcript_read: u64,
+    /// The turn that is over, while its records are read.
+    reading: Option<Reading>,
     /// When to subscribe again after the broker's connection dropped.
     retry_broker: Option<Instant>,
     /// The provider error the screen showed when the turn began: only another one is news.
@@ -367,8 +378,7 @@ impl Visible {
                         && self.screen.shows(ready)
                     {
                         let error = self.new_screen_error(driver);
-                        settle(driver, self.turn_started, &mut self.transcript_read, error).await;
-                        self.phase = Phase::Idle;
+                        self.turn_over(driver, error);
                     } else {
                         return;
                     }
@@ -380,11 +390,38 @@ impl Visible {
                         return;
                     }
                     let error = self.new_screen_error(driver);
-                    settle(driver, self.turn_started, &mut self.transcript_read, error).await;
-                    self.phase = Phase::Idle;
+                    self.turn_over(driver, error);
                 }
+                Phase::Reading => return,
             }
         }
+    }
+
+    /// The turn is over (with the error its screen shows, if any): its records are read next.
+    fn turn_over(&mut self, driver: &Driver, error: Option<String>) {
+        self.reading = Some(Reading {
+            task: records::start(driver, self.transcript_read),
+            ended: Ended {
+                run: self.turn_started.elapsed(),
+                error,
+            },
+        });
+        self.phase = Phase::Reading;
+    }
+
+    /// The records of the turn that is over have been read: the turn settles.
+    async fn read(&mut self, driver: &mut Driver, read: Option<records::Read>) {
+        let Some(Reading { ended, .. }) = self.reading.take() else {
+            return;
+        };
+        let read = read.unwrap_or_else(|| records::Read {
+            turn: Turn::default(),
+            transcript: None,
+            read_to: self.transcript_read,
+        });
+        self.transcript_read = read.read_to;
+        settle(driver, &ended, read).await;
+        self.phase = Phase::Idle;
     }
 
     /// When to look at the screen again without new output: once it would count as quiet,
@@ -392,7 +429,7 @@ impl Visible {
     fn wake(&self) -> Option<Instant> {
         let quiet_at = self.screen.changed + QUIET;
         let mut wake = match self.phase {
-            Phase::Idle => None,
+            Phase::Idle | Phase::Reading => None,
             _ => Some(quiet_at).filter(|at| *at > Instant::now()),
         };
         if let Phase::Submitted(at) = self.phase {
@@ -418,24 +455,25 @@ fn typed(prompt: &str, screen: &Screen) -> Vec<u8> {
     }
 }
 
-/// The whole lines `path` gained since byte `read_to`, moving `read_to` past them.
-fn transcript_since(path: &std::path::Path, read_to: &mut u64) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut added = Vec::new();
-    let read = fs_err::File::open(path).and_then(|mut file| {
-        file.seek(SeekFrom::Start(*read_to))?;
-        file.read_to_end(&mut added)
-    });
-    if read.is_err() {
-        return String::new();
+/// A turn that is over, whose records are being read.
+struct Reading {
+    task: tokio::task::JoinHandle<records::Read>,
+    ended: Ended,
+}
+
+/// How a turn ended: how long it ran, and the provider error its screen showed.
+struct Ended {
+    run: Duration,
+    error: Option<String>,
+}
+
+/// What the reading of a turn's records found, once it is done (`None` if it failed); never
+/// while nothing is read.
+async fn reading(reading: &mut Option<Reading>) -> Option<records::Read> {
+    match reading {
+        Some(reading) => (&mut reading.task).await.ok(),
+        None => std::future::pending().await,
     }
-    let whole = added
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |at| at + 1);
-    added.truncate(whole);
-    *read_to += whole as u64;
-    String::from_utf8_lossy(&added).into_owned()
 }
 
 async fn sleep_until(wake: Option<Instant>) {
@@ -446,34 +484,15 @@ async fn sleep_until(wake: Option<Instant>) {
 }
 
 /// Reports the end of a turn: what the task has cost as far as the agent tells outside its
-/// screen (its model, its session and transcript where Shepherd names the session, and what
-/// the turn added to the transcript where the adapter reads it), and the error that ended it.
-async fn settle(driver: &mut Driver, started: Instant, read_to: &mut u64, error: Option<String>) {
-    let mut turn = Turn::default();
-    turn.model = driver.plan.model_name().map(str::to_owned);
-    turn.session = driver
-        .plan
-        .session
-        .clone()
-        .or_else(|| driver.session.clone())
-        .or_else(|| driver.adapter.interactive_session(&driver.plan));
-    if let Some(session) = turn.session.clone() {
+/// screen (what `read` found in its records: the session, the model, the turn's figures and
+/// final words), and the error that ended it (the screen's, else one its records tell).
+async fn settle(driver: &mut Driver, ended: &Ended, read: records::Read) {
+    if let Some(session) = read.turn.session.clone() {
         driver.learn_session(&session);
     }
-    let transcript = driver
-        .session
-        .as_deref()
-        .and_then(|session| driver.adapter.transcript(&driver.plan, session));
-    if let Some(path) = &transcript {
-        driver
-            .adapter
-            .read_transcript(&transcript_since(path, read_to), &mut turn);
-    }
-    turn.finish();
-    // An error the transcript recorded (a provider's refusal) ended the turn.
-    let error = error.or_else(|| turn.error.clone());
+    let error = ended.error.clone().or_else(|| read.turn.error.clone());
     driver
-        .settle_run(&turn, started.elapsed(), transcript, error)
+        .settle_run(&read.turn, ended.run, read.transcript, error)
         .await;
 }
 
@@ -484,13 +503,29 @@ async fn finish(
     status: Option<std::process::ExitStatus>,
     visible: &mut Visible,
 ) -> u8 {
-    if !matches!(visible.phase, Phase::Idle | Phase::Starting) {
+    if !matches!(
+        visible.phase,
+        Phase::Idle | Phase::Starting | Phase::Reading
+    ) {
         let title = driver.plan.harness.title();
-        let error = format!("{title} exited during the turn");
-        let started = visible.turn_started;
-        settle(driver, started, &mut visible.transcript_read, Some(error)).await;
+        visible.turn_over(driver, Some(format!("{title} exited during the turn")));
+    }
+    if visible.reading.is_some() {
+        let read = reading(&mut visible.reading).await;
+        visible.read(driver, read).await;
     }
     exit_code(status)
+}
+
+/// The sheep is being closed: a turn just over settles if its records are read in a moment,
+/// and the agent ends.
+async fn close(driver: &mut Driver, agent: &Agent, visible: &mut Visible) -> u8 {
+    if visible.reading.is_some()
+        && let Ok(read) = tokio::time::timeout(CLOSE_READ, reading(&mut visible.reading)).await
+    {
+        visible.read(driver, read).await;
+    }
+    stop_agent(agent).await
 }
 
 /// Ends the agent's process group (SIGTERM, a grace, SIGKILL), for a sheep being closed.
