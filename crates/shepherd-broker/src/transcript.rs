@@ -4,6 +4,7 @@
 //! event (pi's own stderr) is kept as it is.
 
 use serde_json::Value;
+use shepherd_harness::content_text;
 
 /// Longest a rendered user message or tool result gets, in characters.
 const EXCERPT: usize = 400;
@@ -75,19 +76,6 @@ fn message(message: &Value) -> Vec<String> {
             lines
         }
         _ => Vec::new(),
-    }
-}
-
-/// The text blocks of a content value (a string or a list of blocks), joined.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

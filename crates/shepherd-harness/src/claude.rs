@@ -367,8 +367,10 @@ fn working_line(line: &str) -> bool {
         && verb.ends_with('…')
 }
 
-/// A tool result's content: a string, or text blocks.
-fn content_text(content: &Value) -> String {
+/// The text of a message's or tool result's content: a string, or a list of blocks whose `text`
+/// fields are joined by newlines. Claude Code's transcript and pi's session files share this
+/// shape.
+pub fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         Value::Array(blocks) => blocks

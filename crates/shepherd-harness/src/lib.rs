@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shepherd_core::harness::{Harness, ToolSet};
 
+pub use claude::content_text;
 pub use turn::{Telemetry, Turn};
 
 /// A restriction of a definition that a harness cannot honour. Spawn refuses rather than run

@@ -13,8 +13,8 @@ use crate::error_code::ErrorCode;
 use serde_json::Value;
 
 use super::error::HerdError;
-use super::lifecycle::settle;
 use super::model::{Activity, Event, NoteLink, Notice, NoticeKind, Payload, Phase, StallWatch};
+use super::tasks::settle;
 use super::{Herd, Tx};
 use crate::budget::{Reached, Usage};
 use crate::envelope::{Delivery, Envelope, Kind, SCHEMA_VERSION};

@@ -8,8 +8,8 @@
 
 use super::Tx;
 use super::error::HerdError;
-use super::lifecycle::settle;
 use super::model::{Activity, Event, MessageRecord, Notice, NoticeKind, Payload, Phase, Request};
+use super::tasks::settle;
 use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
 use crate::error_code::ErrorCode;
 use crate::ids::{AgentId, MessageId, Participant, TaskId};

@@ -20,6 +20,7 @@ mod model;
 mod receipts;
 mod resolve;
 mod run;
+mod tasks;
 mod tick;
 mod view;
 mod watch;
@@ -36,9 +37,7 @@ pub use controls::{
 };
 pub use error::HerdError;
 pub use lifecycle::{
-    DelegateInput, NewSheep, admit, attach_note, begin_close, closed, cursor, delegate, exited,
-    failed_to_start, finalized, fix_fieldnotes, launched, output, ready, settle, settle_with_code,
-    start_task, withdraw,
+    NewSheep, admit, begin_close, closed, exited, failed_to_start, launched, ready,
 };
 pub use mates::HerdMate;
 pub use messaging::{
@@ -48,6 +47,10 @@ pub use model::*;
 pub use receipts::{MessageReceipt, RECEIPTS_LISTED, Receipt, ReceiptState, delivered};
 pub use resolve::Resolved;
 pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
+pub use tasks::{
+    DelegateInput, attach_note, cursor, delegate, finalized, fix_fieldnotes, output, settle,
+    settle_with_code, start_task, withdraw,
+};
 pub use tick::{HerdConfig, tick};
 pub use view::{
     SETTLED_LISTED, SessionLink, SettledTask, SheepStatus, StallView, TaskView, Usage, ack,

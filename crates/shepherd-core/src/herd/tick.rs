@@ -3,8 +3,8 @@
 //! watchdog (`controls`). The broker asks
 //! [`Herd::next_deadline`] when to wake and calls [`tick`] when it does; nothing polls.
 
-use super::lifecycle::settle;
 use super::model::{Event, Payload, StaleWait};
+use super::tasks::settle;
 use super::{Herd, Tx};
 use crate::ids::Participant;
 use crate::task::TaskState;
