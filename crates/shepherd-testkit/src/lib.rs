@@ -11,6 +11,8 @@
 //! - [`agents`]: the same for Claude Code, Codex, Gemini CLI and opencode: finding the pinned
 //!   installs, a hermetic per-run environment wired to the fake model and to MCP servers given
 //!   for the run, headless commands and TUI launches, and reading their output.
+//! - [`sshd`]: private OpenSSH servers on 127.0.0.1, each a stand-in for a remote host with
+//!   its own keys, `HOME` and project directory.
 //! - [`test_mcp`]: a one-tool stdio MCP server (also the `shepherd-test-mcp` binary), to give
 //!   a real coding agent an MCP server for one run.
 
@@ -19,4 +21,5 @@ pub mod fake_herdr;
 pub mod fake_llm;
 pub mod pi;
 pub mod script;
+pub mod sshd;
 pub mod test_mcp;

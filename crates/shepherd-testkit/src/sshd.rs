@@ -1,0 +1,176 @@
+//! Private OpenSSH servers on 127.0.0.1, each standing in for a remote host.
+//!
+//! Remote sheep reach their host over plain OpenSSH, so the tests that cover them need a real
+//! `sshd`, not a fake: [`LoopbackHost::start`] runs one (`/usr/sbin/sshd`, installed by
+//! `scripts/setup` from Debian's packages) in the foreground on a free port, with its own host
+//! key, a key pair made for the test as the only authorised key, and its own `HOME` and project
+//! directory, so two hosts on one machine do not share files. [`LoopbackHost::ssh_config`]
+//! writes a client configuration that names the host by an alias, as a user's `~/.ssh/config`
+//! would. Dropping the host, or [`LoopbackHost::kill`], ends its server (a link that drops);
+//! [`LoopbackHost::restart`] brings it back on the same port with the same keys.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where Debian's `openssh-server` puts the server.
+pub const SSHD: &str = "/usr/sbin/sshd";
+
+/// How long a server may take to accept connections.
+const START_DEADLINE: Duration = Duration::from_secs(15);
+
+/// One private `sshd` and the files that make it a host.
+pub struct LoopbackHost {
+    /// The alias [`LoopbackHost::ssh_config`] gives it.
+    pub alias: String,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// The host's own `HOME` (sessions on it start with this `HOME`).
+    pub home: PathBuf,
+    /// A project directory on the host.
+    pub project: PathBuf,
+    dir: tempfile::TempDir,
+    server: Option<Child>,
+}
+
+/// Whether this machine can run loopback hosts (`sshd` and `ssh-keygen` are installed).
+pub fn available() -> bool {
+    Path::new(SSHD).is_file() && which("ssh-keygen") && which("ssh")
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+impl LoopbackHost {
+    /// Starts a host called `alias`, ready for connections when this returns.
+    pub fn start(alias: &str) -> io::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("sshd-").tempdir()?;
+        let home = dir.path().join("home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&project)?;
+        keygen(&dir.path().join("host_key"))?;
+        keygen(&dir.path().join("client_key"))?;
+        std::fs::copy(
+            dir.path().join("client_key.pub"),
+            dir.path().join("authorized_keys"),
+        )?;
+        let port = free_port()?;
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n\
+             AuthorizedKeysFile {authorized}\nPidFile {pid}\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin \
+             prohibit-password\nUsePAM no\nStrictModes no\nAllowStreamLocalForwarding yes\n\
+             StreamLocalBindUnlink yes\nSetEnv HOME={home}\nPrintMotd no\nLogLevel ERROR\n",
+            host_key = dir.path().join("host_key").display(),
+            authorized = dir.path().join("authorized_keys").display(),
+            pid = dir.path().join("sshd.pid").display(),
+            home = home.display(),
+        );
+        std::fs::write(dir.path().join("sshd_config"), config)?;
+        let mut host = Self {
+            alias: alias.to_owned(),
+            port,
+            home,
+            project,
+            dir,
+            server: None,
+        };
+        host.restart()?;
+        Ok(host)
+    }
+
+    /// Starts the server again (after [`LoopbackHost::kill`]), on the same port and keys.
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.kill();
+        if rustix::process::geteuid().is_root() {
+            // The server's privilege separation needs this directory when run as root.
+            std::fs::create_dir_all("/run/sshd")?;
+        }
+        let server = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(self.dir.path().join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        self.server = Some(server);
+        let deadline = Instant::now() + START_DEADLINE;
+        let address = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port);
+        loop {
+            if TcpStream::connect(address).is_ok() {
+                return Ok(());
+            }
+            if let Some(status) = self
+                .server
+                .as_mut()
+                .and_then(|s| s.try_wait().ok().flatten())
+            {
+                return Err(io::Error::other(format!("sshd exited at start: {status}")));
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::other("sshd did not listen within 15 s"));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Ends the server at once, as a dropped link or a host going away would.
+    pub fn kill(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            let _killed = server.kill();
+            let _reaped = server.wait();
+        }
+    }
+
+    /// A client configuration naming this host `alias` (user, port, the test's key, no host
+    /// key prompts), written beside the host; pass it with `ssh -F`.
+    pub fn ssh_config(&self) -> io::Result<PathBuf> {
+        let path = self.dir.path().join("ssh_config");
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .unwrap_or_else(|_| "root".to_owned());
+        std::fs::write(
+            &path,
+            format!(
+                "Host {alias}\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  \
+                 IdentityFile {key}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  \
+                 UserKnownHostsFile /dev/null\n  LogLevel ERROR\n  BatchMode yes\n",
+                alias = self.alias,
+                port = self.port,
+                key = self.dir.path().join("client_key").display(),
+            ),
+        )?;
+        Ok(path)
+    }
+}
+
+impl Drop for LoopbackHost {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn keygen(path: &Path) -> io::Result<()> {
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("ssh-keygen failed: {status}")))
+    }
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> io::Result<u16> {
+    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
+    Ok(listener.local_addr()?.port())
+}
