@@ -92,6 +92,31 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
     })
 }
 
+/// Checks a hello that came through the remote socket (forwarded to hosts): only a remote
+/// sheep or its supervisor may connect there, and must then prove itself with its token.
+pub(crate) fn check_remote(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<()> {
+    use shepherd_core::protocol::Role;
+    if !matches!(hello.role, Role::Sheep | Role::Supervisor) {
+        return Err(BrokerError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "the remote link accepts only remote sheep and their supervisors, not the role {:?}",
+                hello.role
+            ),
+        ));
+    }
+    let id = check_token(broker, hello)?;
+    let remote = broker.read(|herd| herd.sheep.get(&id).is_some_and(|s| s.host().is_some()));
+    if remote {
+        Ok(())
+    } else {
+        Err(BrokerError::new(
+            ErrorCode::Forbidden,
+            format!("{id} runs on this machine; it connects through the broker's own socket"),
+        ))
+    }
+}
+
 /// Refuses a parent connection that comes from inside one of this herd's sheep.
 pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> BrokerResult<()> {
     let Some(pid) = peer_pid else { return Ok(()) };
@@ -99,7 +124,8 @@ pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> Broke
     let inside = broker.read(|herd| {
         herd.sheep
             .values()
-            .filter(|s| s.phase != Phase::Closed)
+            // A remote sheep's pids are its host's: they say nothing about processes here.
+            .filter(|s| s.phase != Phase::Closed && s.host().is_none())
             .find_map(|sheep| {
                 let record: LaunchRecord = sheep.launch.clone().unwrap_or_default();
                 let pids = [record.supervisor_pid, record.pid];

@@ -100,6 +100,8 @@ pub(crate) struct Broker {
     fieldnotes: crate::fieldnotes::Fieldnotes,
     /// Tasks whose notes are being finalised right now (never twice at once).
     finalizing: Mutex<std::collections::HashSet<TaskId>>,
+    /// The links to hosts that run remote sheep.
+    pub(crate) remotes: crate::remote::Remotes,
 }
 
 impl std::fmt::Debug for Broker {
@@ -144,6 +146,7 @@ impl Broker {
             clients: AtomicUsize::new(0),
             started_at,
             finalizing: Mutex::new(std::collections::HashSet::new()),
+            remotes: crate::remote::Remotes::default(),
         })
     }
 
@@ -279,6 +282,8 @@ impl Broker {
                 tracing::error!("not finalising the note of {task_id}: {err}");
                 return;
             }
+            // A remote sheep's last words in its host's copy come in first.
+            crate::remote::notes::close(&broker, &task_id).await;
             let job = broker.read(|herd| crate::fieldnotes::FinalizeJob::for_task(herd, &task_id));
             let had_output = job.as_ref().is_some_and(|job| job.with_run_output);
             if let Some(job) = job {

@@ -134,7 +134,7 @@ pub(crate) async fn end_sheep(
     let kind = broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .ok_or_else(|| EndError::UnknownSheep(id.clone()))?;
-    let backend = broker.backend(kind).map_err(EndError::Backend)?;
+    let backend = crate::remote::backend_of(broker, id, kind).map_err(EndError::Backend)?;
     if let Some(pane) = &record.pane {
         let identity = &broker.config.address.identity;
         let project = broker.config.address.project_root.display().to_string();
@@ -168,7 +168,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
     let mut pruned = 0;
     for (id, kind) in candidates {
         let record = crate::spawn::current_launch(broker, &id);
-        let Ok(backend) = broker.backend(kind) else {
+        let Ok(backend) = crate::remote::backend_of(broker, &id, kind) else {
             continue;
         };
         let probe = record.clone();

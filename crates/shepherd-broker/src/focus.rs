@@ -31,6 +31,15 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
         }
         Ok((sheep.id.clone(), sheep.display_name(), sheep.backend))
     })?;
+    if let Some(host) = crate::remote::host_of(broker, &id) {
+        return Err(BrokerError::new(
+            ErrorCode::NoPane,
+            format!(
+                "{display_name} runs on host {host}: its {kind} window is there (attach to the \
+                 host's {kind} to see it), or read its output from here"
+            ),
+        ));
+    }
     let record = crate::spawn::current_launch(broker, &id);
     let pane = record.pane.clone().ok_or_else(|| {
         BrokerError::new(

@@ -40,6 +40,13 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
             previous.note
         ));
     }
+    let remote = broker
+        .read(|herd| herd.tasks.get(task_id).map(|t| t.agent_id.clone()))
+        .and_then(|id| crate::remote::host_of(broker, &id))
+        .and_then(|host| {
+            let link = crate::remote::link(broker, &host).ok()?;
+            Some((host, link.def.project_path.clone()))
+        });
     let note = match request {
         Some(request) => {
             let fieldnotes = broker.fieldnotes();
@@ -49,8 +56,19 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
                 .and_then(|result| result);
             match reserved {
                 Ok(reserved) => {
-                    // The block starts with its own blank line.
-                    content.push_str(&reserved.context);
+                    // The block starts with its own blank line. A remote sheep reads and writes
+                    // its host's copy of the session.
+                    match &remote {
+                        Some((host, host_root)) => {
+                            content.push_str(&crate::remote::notes::context_for_host(
+                                &reserved.context,
+                                &broker.config.address.project_root,
+                                host_root,
+                            ));
+                            crate::remote::notes::open(broker, task_id, host, &reserved.link).await;
+                        }
+                        None => content.push_str(&reserved.context),
+                    }
                     Some(reserved.link)
                 }
                 Err(err) => {

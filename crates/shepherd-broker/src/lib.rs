@@ -36,6 +36,7 @@ mod pi;
 mod printed;
 mod receipts;
 mod recovery;
+pub mod remote;
 mod resend;
 mod resume;
 mod run;

@@ -57,6 +57,8 @@ pub struct BrokerPaths {
     pub runtime_dir: PathBuf,
     /// The socket (0600).
     pub socket: PathBuf,
+    /// The socket for remote sheep and their supervisors, forwarded to their hosts (0600).
+    pub remote_socket: PathBuf,
     /// The advisory lock held while the broker runs.
     pub lock: PathBuf,
     /// The broker's durable directory.
@@ -78,6 +80,7 @@ impl BrokerPaths {
         Self {
             runtime_dir: dirs.runtime_dir.clone(),
             socket: dirs.runtime_dir.join(format!("b-{}.sock", address.key)),
+            remote_socket: dirs.runtime_dir.join(format!("r-{}.sock", address.key)),
             lock: dirs.runtime_dir.join(format!("b-{}.lock", address.key)),
             journal: state_dir.join("journal.jsonl"),
             snapshot: state_dir.join("snapshot.json"),

@@ -64,7 +64,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     crate::run::resume(broker);
     for (id, phase, backend) in running {
         let record = crate::spawn::current_launch(broker, &id);
-        let backend = broker.backend(backend).ok();
+        let backend = crate::remote::backend_of(broker, &id, backend).ok();
         // A launch the previous broker never recorded (it died while the backend placed the
         // sheep) may still have a supervisor on its way: only its reconnection can tell.
         let recorded =
@@ -100,12 +100,48 @@ fn settle_gone(broker: &Arc<Broker>, id: &AgentId, phase: &Phase, exit: ExitInfo
 }
 
 /// Gives a surviving sheep's supervisor the adoption grace to reconnect; then ends the sheep.
-/// A sheep that was being closed is closed again once its supervisor is back (or not).
+/// A sheep that was being closed is closed again once its supervisor is back (or not). A
+/// remote sheep gets as long as its host may stay unreachable.
 pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
+    if crate::remote::host_of(broker, &id).is_some() {
+        await_remote(broker, id, phase);
+        return;
+    }
+    let reason = "ended: its supervisor did not reconnect after the broker restarted".to_owned();
+    await_reconnect(broker, id, phase, broker.config.adoption_grace, reason);
+}
+
+/// Gives a remote sheep's supervisor `remoteLinkTimeoutMinutes` to come back through its link.
+pub(crate) fn await_remote(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
+    let grace = broker.settings().remote_link_timeout();
+    let host = crate::remote::host_of(broker, &id).unwrap_or_default();
+    let reason = format!(
+        "ended: host {host} was unreachable for {} (remoteLinkTimeoutMinutes)",
+        humantime_minutes(grace)
+    );
+    await_reconnect(broker, id, phase, grace, reason);
+}
+
+fn humantime_minutes(grace: std::time::Duration) -> String {
+    let minutes = grace.as_secs_f64() / 60.0;
+    if (minutes - minutes.round()).abs() < 1e-9 {
+        format!("{} min", minutes.round())
+    } else {
+        format!("{:.0} s", grace.as_secs_f64())
+    }
+}
+
+fn await_reconnect(
+    broker: &Arc<Broker>,
+    id: AgentId,
+    phase: Phase,
+    grace: std::time::Duration,
+    reason: String,
+) {
     let broker = broker.clone();
     tokio::spawn(async move {
         let mut generation = broker.generation.subscribe();
-        let deadline = tokio::time::Instant::now() + broker.config.adoption_grace;
+        let deadline = tokio::time::Instant::now() + grace;
         while !crate::supervisor::is_attached(&broker, &id) {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => break,
@@ -126,9 +162,7 @@ pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
             broker.commit(|tx| shepherd_core::herd::closed(tx, &id));
         } else {
             let exit = ExitInfo {
-                reason: Some(
-                    "ended: its supervisor did not reconnect after the broker restarted".into(),
-                ),
+                reason: Some(reason),
                 ..ExitInfo::default()
             };
             broker.commit(|tx| shepherd_core::herd::exited(tx, &id, exit));

@@ -97,6 +97,16 @@ pub async fn start(
         .map_err(|e| io(&format!("binding {}", paths.socket.display()), &e))?;
     fs_err::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| io("securing the socket", &e))?;
+    // Remote sheep reach the broker through their own socket, forwarded to their hosts.
+    match fs_err::remove_file(&paths.remote_socket) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(io("removing a stale remote socket", &err)),
+    }
+    let remote_listener = UnixListener::bind(&paths.remote_socket)
+        .map_err(|e| io(&format!("binding {}", paths.remote_socket.display()), &e))?;
+    fs_err::set_permissions(&paths.remote_socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| io("securing the remote socket", &e))?;
 
     let mut backends: HashMap<BackendKind, Arc<dyn Backend>> = HashMap::new();
     backends.insert(BackendKind::Headless, Arc::new(HeadlessBackend));
@@ -119,8 +129,15 @@ pub async fn start(
         });
     }
     crate::recovery::recover(&broker);
+    crate::remote::relink(&broker);
     let tasks = vec![
-        tokio::spawn(crate::server::accept_loop(broker.clone(), listener)),
+        tokio::spawn(crate::server::accept_loop(broker.clone(), listener, false)),
+        tokio::spawn(crate::server::accept_loop(
+            broker.clone(),
+            remote_listener,
+            true,
+        )),
+        tokio::spawn(crate::remote::notes::sync_loop(broker.clone())),
         tokio::spawn(timer_loop(broker.clone())),
         tokio::spawn(idle_loop(broker.clone())),
         tokio::spawn(watchdog_loop(broker.clone())),
@@ -220,7 +237,7 @@ async fn watchdog_loop(broker: Arc<Broker>) {
                 });
             match rebound {
                 Ok(listener) => {
-                    tokio::spawn(crate::server::accept_loop(broker.clone(), listener));
+                    tokio::spawn(crate::server::accept_loop(broker.clone(), listener, false));
                 }
                 Err(err) => tracing::error!("could not bind {} again: {err}", socket.display()),
             }

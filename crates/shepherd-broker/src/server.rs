@@ -34,8 +34,11 @@ pub(crate) struct Session {
     pub(crate) closed: CancellationToken,
     /// Whether this connection already follows the herd (`herd.subscribe` runs one feed).
     pub(crate) follows_herd: Arc<std::sync::atomic::AtomicBool>,
-    /// The connecting process, as the kernel reports it.
+    /// The connecting process, as the kernel reports it (none through the remote socket,
+    /// where it would be the local `ssh`).
     pub(crate) peer_pid: Option<u32>,
+    /// Whether it came through the remote socket, from a host.
+    pub(crate) remote: bool,
 }
 
 impl Session {
@@ -67,14 +70,14 @@ impl Session {
     }
 }
 
-/// Accepts connections until the broker shuts down.
-pub(crate) async fn accept_loop(broker: Arc<Broker>, listener: UnixListener) {
+/// Accepts connections until the broker shuts down; `remote` for the socket forwarded to hosts.
+pub(crate) async fn accept_loop(broker: Arc<Broker>, listener: UnixListener, remote: bool) {
     loop {
         tokio::select! {
             () = broker.shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(handle_connection(broker.clone(), stream));
+                    tokio::spawn(handle_connection(broker.clone(), stream, remote));
                 }
                 Err(err) => tracing::warn!("accept failed: {err}"),
             }
@@ -82,12 +85,13 @@ pub(crate) async fn accept_loop(broker: Arc<Broker>, listener: UnixListener) {
     }
 }
 
-async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
+async fn handle_connection(broker: Arc<Broker>, stream: UnixStream, remote: bool) {
     let peer_pid = stream
         .peer_cred()
         .ok()
         .and_then(|cred| cred.pid())
-        .and_then(|pid| u32::try_from(pid).ok());
+        .and_then(|pid| u32::try_from(pid).ok())
+        .filter(|_| !remote);
     let (read, mut write) = stream.into_split();
     let (out, mut out_rx) = mpsc::unbounded_channel::<String>();
     let closed = CancellationToken::new();
@@ -173,7 +177,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream) {
         };
         match &session {
             None => {
-                let result = hello(&broker, &request, peer_pid, &out, &closed).await;
+                let result = hello(&broker, &request, (peer_pid, remote), &out, &closed).await;
                 match result {
                     Ok((granted, value)) => {
                         session = Some(granted);
@@ -269,7 +273,7 @@ fn respond(out: &mpsc::UnboundedSender<String>, id: u64, result: BrokerResult<Va
 async fn hello(
     broker: &Arc<Broker>,
     request: &Request,
-    peer_pid: Option<u32>,
+    (peer_pid, remote): (Option<u32>, bool),
     out: &mpsc::UnboundedSender<String>,
     closed: &CancellationToken,
 ) -> BrokerResult<(Arc<Session>, Value)> {
@@ -293,6 +297,9 @@ async fn hello(
             ),
         ));
     }
+    if remote {
+        crate::auth::check_remote(broker, &hello)?;
+    }
     let agent_id = match hello.role {
         Role::Parent => {
             crate::auth::check_parent(broker, peer_pid)?;
@@ -311,6 +318,7 @@ async fn hello(
         closed: closed.clone(),
         follows_herd: Arc::default(),
         peer_pid,
+        remote,
     });
     if hello.role == Role::Supervisor {
         crate::supervisor::attach(broker, &session);

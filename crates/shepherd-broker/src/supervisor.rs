@@ -71,6 +71,11 @@ pub(crate) async fn started(
 /// A supervisor reports its own pid and its sheep's; both are checked against what the kernel
 /// says, so nobody can make a later close signal a process that is not the sheep.
 fn check_reported_pids(session: &Session, params: &SupervisorStarted) -> BrokerResult<()> {
+    if session.remote {
+        // The pids are the host's; its own `shepherd` placed them. Nothing here can check them,
+        // and nothing here ever signals them.
+        return Ok(());
+    }
     let refuse =
         |why: String| crate::server::forbidden(&format!("supervisor report refused: {why}"));
     if let Some(peer) = session.peer_pid
@@ -169,6 +174,15 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
     };
     if reported || still_attached || broker.shutdown.is_cancelled() {
         notify_exit_waiters(broker, &id);
+        return;
+    }
+    if crate::remote::host_of(broker, &id).is_some() {
+        // A remote supervisor's connection drops with its link; the supervisor keeps its sheep
+        // and reconnects when the link returns. It gets as long as a host may stay unreachable.
+        let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
+        if let Some(phase) = phase.filter(may_be_running) {
+            crate::recovery::await_remote(broker, id, phase);
+        }
         return;
     }
     let record = crate::spawn::current_launch(broker, &id);
@@ -275,7 +289,7 @@ pub(crate) fn is_attached(broker: &Broker, id: &shepherd_core::ids::AgentId) -> 
 fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRecord) -> String {
     broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
-        .and_then(|kind| broker.backend(kind).ok())
+        .and_then(|kind| crate::remote::backend_of(broker, id, kind).ok())
         .and_then(|backend| {
             backend
                 .read(record, shepherd_term::ReadSource::RecentUnwrapped, 20)

@@ -26,4 +26,6 @@ pub use approvals::{
 pub use discovery::{Discovery, DiscoveryWarning, ShadowedAgent, UnknownAgent, discover_agents};
 pub use error::ConfigError;
 pub use resolve::{ResolveAgentError, resolve_agent};
-pub use settings::{LoadedSettings, SetOutcome, SetSettingError, load_settings, set_setting};
+pub use settings::{
+    LoadedSettings, SetOutcome, SetSettingError, load_hosts, load_settings, set_setting,
+};

@@ -334,3 +334,34 @@ fn read_for_update(file: &Path) -> Result<(LayerDoc, bool), ConfigError> {
 fn path_text<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&path.to_string_lossy())
 }
+
+/// The hosts the user defined, read from the user settings file only (a project's file may not
+/// define where Shepherd connects). A missing file is no hosts; an unreadable one is no hosts,
+/// with the reason kept under the empty name.
+pub fn load_hosts(dirs: &UserDirs) -> shepherd_core::hosts::Hosts {
+    use shepherd_core::hosts::Hosts;
+    let file = user_settings_file(dirs);
+    let shown = file.display().to_string();
+    let text = match fs_err::read_to_string(&file) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Hosts::default(),
+        Err(err) => return unusable(&shown, err.to_string()),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value) => Hosts::from_settings(&value, &shown),
+        Err(err) => unusable(&shown, format!("the file is not valid JSON: {err}")),
+    }
+}
+
+fn unusable(file: &str, why: String) -> shepherd_core::hosts::Hosts {
+    let mut hosts = shepherd_core::hosts::Hosts::default();
+    hosts.broken.insert(
+        String::new(),
+        shepherd_core::hosts::HostError::InvalidDefinition {
+            name: String::new(),
+            file: file.to_owned(),
+            why,
+        },
+    );
+    hosts
+}

@@ -186,6 +186,10 @@ catalogue! {
     NotAGitRepository = "not_a_git_repository", exit EXIT_FAILURE, hint Some("Spawn without isolation, or in a git repository with at least one commit.");
     /// A git worktree for an isolated sheep could not be made or removed.
     WorktreeFailed = "worktree_failed", exit EXIT_FAILURE, hint None;
+    /// No host of that name is defined in the user's settings, or its definition is malformed.
+    UnknownHost = "unknown_host", exit EXIT_USAGE, hint Some("Define the host under `hosts` in your user settings file; `shepherd hosts` lists the hosts defined (docs/remote.md).");
+    /// A remote host could not be reached over SSH, or does not have what a sheep needs there.
+    HostUnreachable = "host_unreachable", exit EXIT_UNAVAILABLE, hint Some("`shepherd hosts check <name>` says what is missing on the host.");
     /// Termination of the sheep could not be confirmed.
     CloseUnconfirmed = "close_unconfirmed", exit EXIT_FAILURE, hint Some("Look at the sheep's pane or process yourself; closing again retries.");
     /// The sheep runs headless: it has no window or pane to bring to the front.

@@ -17,6 +17,7 @@ pub mod error_code;
 pub mod fieldnotes;
 pub mod harness;
 pub mod herd;
+pub mod hosts;
 pub mod ids;
 pub mod label;
 pub mod protocol;

@@ -24,8 +24,10 @@ use std::time::Instant;
 
 pub use shepherd_core::backend::{BackendKind, LaunchRecord, Placement, ReadSource};
 
-/// Everything needed to start one sheep under its supervisor.
-#[derive(Debug, Clone)]
+/// Everything needed to start one sheep under its supervisor. It crosses to a remote host as
+/// JSON, where that host's `shepherd` places the supervisor with its own backend.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LaunchSpec {
     /// The sheep's id.
     pub agent_id: String,

@@ -314,12 +314,35 @@ pub fn run_with_deadline(
     command: &mut std::process::Command,
     deadline: Instant,
 ) -> std::io::Result<CommandOutput> {
+    run_with_input(command, None, deadline)
+}
+
+/// Runs `command` to completion with `input` on its stdin (closed after it; closed at once
+/// without), killing it at `deadline`.
+pub fn run_with_input(
+    command: &mut std::process::Command,
+    input: Option<Vec<u8>>,
+    deadline: Instant,
+) -> std::io::Result<CommandOutput> {
     use std::process::Stdio;
+    let stdin = if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
+    if let (Some(input), Some(mut pipe)) = (input, child.stdin.take()) {
+        // Written beside the reads, so a command that answers before reading all of its input
+        // cannot wedge both ends.
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let _closed_early = pipe.write_all(&input);
+        });
+    }
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();

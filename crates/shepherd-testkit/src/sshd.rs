@@ -31,6 +31,11 @@ pub struct LoopbackHost {
     pub home: PathBuf,
     /// A project directory on the host.
     pub project: PathBuf,
+    /// The host's private runtime directory (`XDG_RUNTIME_DIR` of its sessions): where its
+    /// `shepherd` keeps sockets.
+    pub runtime: PathBuf,
+    /// The host's tmux directory (`TMUX_TMPDIR` of its sessions): its own tmux server.
+    pub tmux: PathBuf,
     dir: tempfile::TempDir,
     server: Option<Child>,
 }
@@ -51,8 +56,11 @@ impl LoopbackHost {
         let dir = tempfile::Builder::new().prefix("sshd-").tempdir()?;
         let home = dir.path().join("home");
         let project = dir.path().join("project");
-        std::fs::create_dir_all(&home)?;
-        std::fs::create_dir_all(&project)?;
+        let runtime = dir.path().join("run");
+        let tmux = dir.path().join("tmux");
+        for made in [&home, &project, &runtime, &tmux] {
+            std::fs::create_dir_all(made)?;
+        }
         keygen(&dir.path().join("host_key"))?;
         keygen(&dir.path().join("client_key"))?;
         std::fs::copy(
@@ -65,11 +73,14 @@ impl LoopbackHost {
              AuthorizedKeysFile {authorized}\nPidFile {pid}\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin \
              prohibit-password\nUsePAM no\nStrictModes no\nAllowStreamLocalForwarding yes\n\
-             StreamLocalBindUnlink yes\nSetEnv HOME={home}\nPrintMotd no\nLogLevel ERROR\n",
+             SetEnv HOME={home} XDG_RUNTIME_DIR={runtime} \
+             TMUX_TMPDIR={tmux}\nPrintMotd no\nLogLevel ERROR\n",
             host_key = dir.path().join("host_key").display(),
             authorized = dir.path().join("authorized_keys").display(),
             pid = dir.path().join("sshd.pid").display(),
             home = home.display(),
+            runtime = runtime.display(),
+            tmux = tmux.display(),
         );
         std::fs::write(dir.path().join("sshd_config"), config)?;
         let mut host = Self {
@@ -77,6 +88,8 @@ impl LoopbackHost {
             port,
             home,
             project,
+            runtime,
+            tmux,
             dir,
             server: None,
         };

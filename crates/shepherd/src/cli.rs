@@ -62,6 +62,8 @@ pub(crate) enum Command {
     Agents(commands::agents::AgentsArgs),
     /// Show and change settings.
     Settings(commands::settings::SettingsArgs),
+    /// List the hosts remote sheep can run on, or check one (`hosts check NAME`).
+    Hosts(commands::hosts::HostsArgs),
     /// Read and write fieldnotes sessions offline (scripts and other programs).
     #[command(subcommand)]
     Notes(commands::notes::NotesCommand),
@@ -75,6 +77,9 @@ pub(crate) enum Command {
     Completions(commands::shell::CompletionsArgs),
     /// Print the manual page, or write one per command into a directory.
     Man(commands::shell::ManArgs),
+    /// A remote host's side of a remote sheep (run by the broker over SSH).
+    #[command(hide = true)]
+    Remote(commands::hosts::RemoteArgs),
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(commands::supervise::SuperviseArgs),

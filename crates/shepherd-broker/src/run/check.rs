@@ -111,6 +111,20 @@ pub(crate) fn check(
     }
     let mut steps = Vec::with_capacity(count);
     for (index, step) in params.steps.iter().enumerate() {
+        let host = step.host.clone().or_else(|| params.host.clone());
+        if let Some(name) = &host {
+            shepherd_core::hosts::validate_host_name(name).map_err(|err| {
+                BrokerError::new(ErrorCode::UnknownHost, format!("task {}: {err}", index + 1))
+            })?;
+            if step.isolate {
+                return Err(invalid(format!(
+                    "task {} runs on host `{name}` and asks for isolate; a run's worktrees are \
+                     made on this machine (spawn --isolate --host gives a remote sheep its own \
+                     branch)",
+                    index + 1
+                )));
+            }
+        }
         let cwd = resolve_cwd(root, step.cwd.as_deref(), index + 1)?;
         let repo = if step.isolate {
             Some(worktree::probe(&cwd, index + 1)?)
@@ -123,6 +137,7 @@ pub(crate) fn check(
             cwd,
             label: step.label.clone(),
             harness: step.harness,
+            host,
             repo,
             budget: step.budget,
         });
@@ -274,6 +289,7 @@ mod tests {
                     isolate: *isolate,
                     label: None,
                     harness: None,
+                    host: None,
                     budget: None,
                 })
                 .collect(),

@@ -70,6 +70,9 @@ pub(crate) struct SpecStep {
     /// The coding agent to run it on, when not the definition's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) harness: Option<shepherd_core::harness::Harness>,
+    /// The host its sheep runs on, when not this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) host: Option<String>,
     /// Set when the task runs in its own worktree of this repository.
     #[serde(default)]
     pub(crate) repo: Option<Repo>,

@@ -141,6 +141,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         fieldnotes_session: Some(run.plan.session_relative_path.clone()).filter(|s| !s.is_empty()),
         // A run's worktree is the step's own (made above), not the sheep's.
         isolate: false,
+        host: spec.host.clone(),
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
     match crate::spawn::spawn(&run.broker, params, Some(&rid)).await {

@@ -38,8 +38,10 @@ pub(crate) struct Prepared {
     pub(crate) backend: Arc<dyn Backend>,
     /// Where a visible sheep's pane goes.
     pub(crate) placement: Placement,
-    /// Its working directory.
+    /// Its working directory (on its host, when it runs on one).
     pub(crate) cwd: PathBuf,
+    /// The host it runs on, when not this machine.
+    pub(crate) host: Option<String>,
 }
 
 impl Prepared {
@@ -171,7 +173,13 @@ pub(crate) async fn launch(
         }
     };
     merge_launch(broker, id, &record);
-    if let Err(err) = register_pane(broker, id, &display, kind, &record) {
+    // A remote sheep's pane is on its host: this machine's pane registry never holds it.
+    let registered = if prepared.host.is_some() {
+        Ok(())
+    } else {
+        register_pane(broker, id, &display, kind, &record)
+    };
+    if let Err(err) = registered {
         let exit = ExitInfo {
             reason: Some(err.to_string()),
             ..ExitInfo::default()

@@ -65,7 +65,7 @@ pub(crate) async fn spawn(
     let def = &prepared.def;
     broker.read(|herd| herd.check_unique_display_name(&def.name, &prepared.label))?;
     broker.read(|herd| herd.check_sheep_room(settings.max_sheep()))?;
-    let repo = if params.isolate {
+    let repo = if params.isolate && prepared.host.is_none() {
         Some(crate::isolation::probe(&prepared.cwd)?)
     } else {
         None
@@ -103,7 +103,10 @@ pub(crate) async fn spawn(
         request_id: rid.map(str::to_owned),
         max_sheep: settings.max_sheep(),
         budget: prepared.def.budget,
-        recipe: recipe(&params),
+        recipe: recipe(&SpawnParams {
+            host: prepared.host.clone(),
+            ..params.clone()
+        }),
         worktree: worktree.clone(),
     };
     let ready_rx = launch::await_ready(broker, &id);
@@ -195,7 +198,32 @@ pub(crate) async fn prepare(
         _ => None,
     };
     let caller = params.caller.clone().unwrap_or_default();
-    let kind = choose_backend(params.backend, settings.backend, &caller, broker).await?;
+    let host = params.host.clone().or_else(|| def.host.clone());
+    if let Some(host) = &host
+        && runtime != Runtime::Command
+    {
+        return Err(BrokerError::new(
+            ErrorCode::HarnessUnsupported,
+            format!(
+                "agent \"{}\" runs {}; on host {host} Shepherd runs command definitions \
+                 (`command:`) so far",
+                def.name,
+                runtime.as_str()
+            ),
+        ));
+    }
+    let (kind, backend, cwd) = match &host {
+        Some(host) => {
+            let (kind, backend, host_cwd) =
+                remote_place(broker, host, params.backend, params.cwd.as_deref()).await?;
+            (kind, Some(backend), Some(cwd.unwrap_or(host_cwd)))
+        }
+        None => (
+            choose_backend(params.backend, settings.backend, &caller, broker).await?,
+            None,
+            cwd,
+        ),
+    };
     if def.budget.is_some() {
         Controls::of(runtime)
             .shown(kind.is_visible())
@@ -209,8 +237,12 @@ pub(crate) async fn prepare(
         Some(cwd) => cwd,
         None => resolve_cwd(&broker.config.address.project_root, params.cwd.as_deref())?,
     };
-    let backend = broker.backend(kind)?;
+    let backend = match backend {
+        Some(backend) => backend,
+        None => broker.backend(kind)?,
+    };
     Ok(Prepared {
+        host,
         def,
         runtime,
         agent,
@@ -220,6 +252,35 @@ pub(crate) async fn prepare(
         placement,
         cwd,
     })
+}
+
+/// Where a sheep on `host` runs: the backend asked for (`auto`: the host's own), that
+/// backend on the host once its link is up, and the directory there.
+async fn remote_place(
+    broker: &Arc<Broker>,
+    host: &str,
+    requested: Option<BackendSetting>,
+    cwd: Option<&str>,
+) -> BrokerResult<(
+    BackendKind,
+    Arc<dyn shepherd_term::Backend>,
+    std::path::PathBuf,
+)> {
+    let link = crate::remote::link(broker, host)?;
+    let kind = match requested {
+        None | Some(BackendSetting::Auto) => link.def.backend,
+        Some(BackendSetting::Headless) => BackendKind::Headless,
+        Some(BackendSetting::Tmux) => BackendKind::Tmux,
+        Some(BackendSetting::Herdr) => BackendKind::Herdr,
+    };
+    let cwd = crate::remote::backend::host_cwd(
+        &broker.config.address.project_root,
+        &link.def.project_path,
+        cwd,
+    )
+    .map_err(|why| BrokerError::new(ErrorCode::InvalidCwd, why))?;
+    let backend = crate::remote::backend_for_spawn(broker, host, kind).await?;
+    Ok((kind, backend, cwd))
 }
 
 /// The fieldnotes session a spawn reports: the one the caller named, else the parent's own

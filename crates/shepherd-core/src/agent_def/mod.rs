@@ -282,6 +282,8 @@ pub struct AgentDef {
     /// Limits on each task of a sheep of this agent (`budget:`, or Claude Code's `maxTurns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
+    /// The host its sheep run on unless a spawn names another (`host:`); `None` runs them here.
+    pub host: Option<String>,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.

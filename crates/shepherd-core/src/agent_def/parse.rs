@@ -18,7 +18,8 @@ use super::{AgentDef, AgentSource, ModelChoice, ThinkingChoice, ThinkingLevel};
 use crate::harness::Harness;
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 14] = [
+const KNOWN_KEYS: [&str; 15] = [
+    "host",
     "name",
     "description",
     "tools",
@@ -133,6 +134,7 @@ pub fn parse_agent_def(
     }
     let models = model_map(frontmatter.get("models"))?;
     let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
+    let host = host_name(frontmatter.get("host"))?;
 
     let mut ignored = Vec::new();
     let mut flag = |key: &'static str, default: bool| match frontmatter.get(key) {
@@ -173,6 +175,7 @@ pub fn parse_agent_def(
         harness,
         models,
         budget,
+        host,
         omit_system_prompt,
         omit_pi_documentation,
         omit_context_files,
@@ -434,4 +437,22 @@ fn render(value: &Value) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `host:`: the name of a host the user defined (the definition itself lives in the user's
+/// settings only, so a project's agent can name a host but never define one).
+fn host_name(value: Option<&Value>) -> Result<Option<String>, AgentDefError> {
+    const EXPECTED: &str = "the name of a host defined under `hosts` in the user's settings \
+                            (lowercase letters, digits, `-`, `_`, `.`)";
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(name)) if crate::hosts::validate_host_name(name).is_ok() => {
+            Ok(Some(name.clone()))
+        }
+        Some(other) => Err(AgentDefError::Invalid {
+            field: "host",
+            value: render(other),
+            expected: EXPECTED,
+        }),
+    }
 }

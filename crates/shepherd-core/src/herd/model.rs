@@ -158,6 +158,11 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Sheep {
+    /// The host it runs on, when not this machine (its spawn's `host`, kept in its recipe).
+    pub fn host(&self) -> Option<&str> {
+        self.recipe.get("host").and_then(Value::as_str)
+    }
+
     /// `<agent>: <label>`, or exactly `<agent>` when unlabelled.
     pub fn display_name(&self) -> String {
         crate::label::display_name(&self.agent, &self.label)

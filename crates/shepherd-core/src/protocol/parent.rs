@@ -55,6 +55,10 @@ pub struct SpawnParams {
     /// without new commits is removed, any other is kept and reported.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub isolate: bool,
+    /// Run the sheep on this host, one the user defined under `hosts` in their settings
+    /// (default: the agent definition's `host:`, else this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// `resume` parameters: reopen a closed or exited sheep on its own session.

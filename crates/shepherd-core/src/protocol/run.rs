@@ -29,6 +29,10 @@ pub struct RunStepParams {
     /// The coding agent to run it on, instead of the definition's own harness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<crate::harness::Harness>,
+    /// The host its sheep runs on (a host the user defined; default: the run's, else the
+    /// definition's, else this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Limits on this task (over the run's and the definition's, key by key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
@@ -54,6 +58,9 @@ pub struct RunSubmitParams {
     /// Where sheep run (default: the `backend` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<crate::settings::Backend>,
+    /// The host every step's sheep runs on unless the step names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// The parent's model, inherited by pi sheep whose definition names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_model: Option<String>,

@@ -52,6 +52,8 @@ pub enum SettingKey {
     MaxSheep,
     /// `stallWatchdog` (minutes; 0: off).
     StallWatchdog,
+    /// `remoteLinkTimeoutMinutes` (minutes).
+    RemoteLinkTimeout,
 }
 
 /// The shape of a key's values.
@@ -76,7 +78,7 @@ enum ValueKind {
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -95,6 +97,7 @@ impl SettingKey {
         Self::BrokerIdleMinutes,
         Self::MaxSheep,
         Self::StallWatchdog,
+        Self::RemoteLinkTimeout,
     ];
 
     /// The key as written in the settings files.
@@ -118,6 +121,7 @@ impl SettingKey {
             Self::BrokerIdleMinutes => "brokerIdleMinutes",
             Self::MaxSheep => "maxSheep",
             Self::StallWatchdog => "stallWatchdog",
+            Self::RemoteLinkTimeout => "remoteLinkTimeoutMinutes",
         }
     }
 
@@ -162,6 +166,9 @@ impl SettingKey {
             Self::StallWatchdog => {
                 "minutes of silence before a task's sheep is nudged, then blocked (0: off)"
             }
+            Self::RemoteLinkTimeout => {
+                "minutes a remote host may stay unreachable before its sheep's tasks fail"
+            }
         }
     }
 
@@ -171,7 +178,7 @@ impl SettingKey {
             Self::Backend => ValueKind::Backend,
             Self::Timeout => ValueKind::Timeout,
             Self::StaleWaitThreshold => ValueKind::Threshold,
-            Self::BrokerIdleMinutes => ValueKind::Minutes,
+            Self::BrokerIdleMinutes | Self::RemoteLinkTimeout => ValueKind::Minutes,
             Self::StallWatchdog => ValueKind::MinutesOrOff,
             Self::DoneNudges | Self::MaxDepth | Self::MaxSheep => ValueKind::Count { min: 0 },
             Self::MaxParallelTasks | Self::MaxConcurrency => ValueKind::Count { min: 1 },

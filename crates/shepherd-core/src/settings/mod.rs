@@ -109,6 +109,8 @@ pub struct EffectiveSettings {
     /// Minutes a task's sheep may stay silent before it is nudged, and again before the task
     /// settles blocked; 0 turns the watchdog off (`0`).
     pub stall_watchdog_minutes: f64,
+    /// Minutes a remote host may stay unreachable before its sheep's tasks fail (`10`).
+    pub remote_link_timeout_minutes: f64,
 }
 
 impl Default for EffectiveSettings {
@@ -132,6 +134,7 @@ impl Default for EffectiveSettings {
             broker_idle_minutes: 10.0,
             max_sheep: 0,
             stall_watchdog_minutes: 0.0,
+            remote_link_timeout_minutes: 10.0,
         }
     }
 }
@@ -158,6 +161,11 @@ impl EffectiveSettings {
     /// (the default: a task never settles just because its sheep went quiet).
     pub fn stall_watchdog(&self) -> Option<Duration> {
         (self.stall_watchdog_minutes > 0.0).then(|| minutes(self.stall_watchdog_minutes))
+    }
+
+    /// How long a remote host may stay unreachable before its sheep's tasks fail.
+    pub fn remote_link_timeout(&self) -> Duration {
+        minutes(self.remote_link_timeout_minutes)
     }
 
     /// How long an idle broker lingers before it exits.
@@ -187,6 +195,7 @@ impl EffectiveSettings {
             SettingKey::BrokerIdleMinutes => key::number_value(self.broker_idle_minutes),
             SettingKey::MaxSheep => Value::from(self.max_sheep),
             SettingKey::StallWatchdog => key::number_value(self.stall_watchdog_minutes),
+            SettingKey::RemoteLinkTimeout => key::number_value(self.remote_link_timeout_minutes),
         }
     }
 
@@ -239,6 +248,9 @@ impl EffectiveSettings {
             SettingKey::MaxDepth => slot_count(&mut self.max_depth),
             SettingKey::MaxSheep => slot_count(&mut self.max_sheep),
             SettingKey::StallWatchdog => slot_number(&mut self.stall_watchdog_minutes),
+            SettingKey::RemoteLinkTimeout => {
+                slot_number(&mut self.remote_link_timeout_minutes);
+            }
         }
     }
 }

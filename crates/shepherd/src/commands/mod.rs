@@ -6,6 +6,7 @@ pub(crate) mod connect;
 pub(crate) mod controls;
 pub(crate) mod dash;
 pub(crate) mod harness;
+pub(crate) mod hosts;
 pub(crate) mod mcp;
 pub(crate) mod notes;
 mod notes_curate;
@@ -36,6 +37,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return supervise::run(&args),
+        Command::Remote(args) => return hosts::remote(&args),
         Command::Harness(args) => return harness::run(&args),
         Command::Completions(args) => return shell::completions(&args),
         Command::Man(args) => return shell::man(&args, printer),
@@ -63,6 +65,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Note(_)
         | Command::Report(_)
         | Command::Supervise(_)
+        | Command::Remote(_)
         | Command::Harness(_)
         | Command::Completions(_)
         | Command::Man(_)
@@ -72,5 +75,6 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),
         Command::Agents(args) => agents::run(args, &ctx, printer),
         Command::Settings(args) => settings::run(args, &ctx, printer),
+        Command::Hosts(args) => hosts::run(args, &ctx, printer),
     }
 }

@@ -111,6 +111,10 @@ pub(crate) struct SpawnArgs {
     /// Run it in its own git worktree on its own branch (kept on close when it holds work).
     #[arg(long)]
     isolate: bool,
+    /// Run it on this host (one defined under `hosts` in the user settings; see `shepherd
+    /// hosts`).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -134,6 +138,7 @@ pub(crate) fn spawn(
         pi_command: None,
         fieldnotes_session: None,
         isolate: args.isolate,
+        host: args.host,
     };
     let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params, spawn_wait())?;
     printer.emit(&result, || {

@@ -278,6 +278,8 @@ export type ErrorCode =
 	| "resume_unsupported"
 	| "not_a_git_repository"
 	| "worktree_failed"
+	| "unknown_host"
+	| "host_unreachable"
 	| "close_unconfirmed"
 	| "no_pane"
 	| "read_failed"
@@ -619,6 +621,11 @@ export interface SpawnParams {
 	 * without new commits is removed, any other is kept and reported.
 	 */
 	isolate?: boolean;
+	/**
+	 * Run the sheep on this host, one the user defined under `hosts` in their settings
+	 * (default: the agent definition's `host:`, else this machine).
+	 */
+	host?: string | null;
 }
 /**
  * The terminal a caller runs in, as its environment tells.
@@ -2094,6 +2101,10 @@ export interface RunSubmitParams {
 	 */
 	backend?: Backend | null;
 	/**
+	 * The host every step's sheep runs on unless the step names its own.
+	 */
+	host?: string | null;
+	/**
 	 * The parent's model, inherited by pi sheep whose definition names none.
 	 */
 	parentModel?: string | null;
@@ -2146,6 +2157,11 @@ export interface RunStepParams {
 	 * The coding agent to run it on, instead of the definition's own harness.
 	 */
 	harness?: Harness | null;
+	/**
+	 * The host its sheep runs on (a host the user defined; default: the run's, else the
+	 * definition's, else this machine).
+	 */
+	host?: string | null;
 	/**
 	 * Limits on this task (over the run's and the definition's, key by key).
 	 */

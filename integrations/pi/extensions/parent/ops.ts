@@ -18,6 +18,7 @@ export interface SpawnRequest {
 	model?: string;
 	isolate?: boolean;
 	harness?: Harness;
+	host?: string;
 }
 
 /** Where a visible sheep's pane can go. */
@@ -54,6 +55,7 @@ export async function spawnSheep(
 		model: request.model,
 		isolate: request.isolate === true ? true : undefined,
 		harness: request.harness,
+		host: request.host,
 		caller: callerContext(),
 		piCommand: piCommand(),
 		...parentChoices(pi, ctx),

@@ -26,12 +26,19 @@ const HarnessParam = Type.Optional(
 	}),
 );
 
+const HostParam = Type.Optional(
+	Type.String({
+		description: "A host to run this task's sheep on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
+	}),
+);
+
 const Task = Type.Object({
 	agent: Type.String({ description: "Exact agent definition name" }),
 	task: Type.String({ description: "The task" }),
 	cwd: Type.Optional(Type.String({ description: "Working directory for this task" })),
 	isolate: Type.Optional(Type.Boolean({ description: "Run in its own git worktree" })),
 	harness: HarnessParam,
+	host: HostParam,
 });
 
 const Step = Type.Object({
@@ -39,6 +46,7 @@ const Step = Type.Object({
 	task: Type.String({ description: "The task; {previous} is replaced by the previous step's result" }),
 	cwd: Type.Optional(Type.String({ description: "Working directory for this step" })),
 	harness: HarnessParam,
+	host: HostParam,
 });
 
 const Params = Type.Object({
@@ -94,12 +102,13 @@ export function runParams(params: SubagentParams, project: string): RunSubmitPar
 	const base = params.cwd ? path.resolve(project, params.cwd) : project;
 	// A single run missing its agent or task is sent as it is: the broker refuses it, naming the
 	// missing field.
-	const step = (s: { agent?: string; task?: string; cwd?: string; isolate?: boolean; harness?: Harness }): RunStepParams => ({
+	const step = (s: { agent?: string; task?: string; cwd?: string; isolate?: boolean; harness?: Harness; host?: string }): RunStepParams => ({
 		agent: s.agent as string,
 		task: s.task as string,
 		cwd: s.cwd ? path.resolve(base, s.cwd) : base,
 		isolate: s.isolate === true ? true : undefined,
 		harness: s.harness,
+		host: s.host,
 	});
 	const [mode, steps]: [Mode, RunStepParams[]] = single
 		? ["single", [step({ agent: params.agent, task: params.task })]]

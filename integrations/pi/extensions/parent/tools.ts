@@ -172,6 +172,12 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 				harness: Type.Optional(
 					StringEnum(HARNESSES, "The coding agent to run the definition on instead of its own: pi | claude-code | codex | gemini | opencode"),
 				),
+				host: Type.Optional(
+					Type.String({
+						description:
+							"A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
+					}),
+				),
 			}),
 			async run(params, _signal, onUpdate, ctx) {
 				const args = {
@@ -181,6 +187,7 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 					cwd: params.cwd,
 					isolate: params.isolate,
 					harness: params.harness,
+					host: params.host,
 				};
 				onUpdate?.({
 					content: [{ type: "text", text: `Spawning ${params.agent}…` }],
@@ -193,6 +200,7 @@ export function registerTools(pi: ExtensionAPI, state: ParentState): void {
 					cwd: params.cwd,
 					isolate: params.isolate,
 					harness: params.harness,
+					host: params.host,
 				});
 				const returnValue: Record<string, unknown> = { id: result.agentId, agent: result.agent, label: result.label };
 				if (result.worktree) returnValue.worktree = result.worktree;

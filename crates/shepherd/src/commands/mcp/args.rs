@@ -176,6 +176,7 @@ pub(crate) struct Spawn {
     pub(crate) cwd: Option<String>,
     pub(crate) harness: Option<String>,
     pub(crate) isolate: Option<bool>,
+    pub(crate) host: Option<String>,
 }
 
 pub(crate) fn spawn_schema() -> Value {
@@ -207,6 +208,12 @@ pub(crate) fn spawn_schema() -> Value {
                 "isolate",
                 boolean(
                     "Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard",
+                ),
+            ),
+            (
+                "host",
+                string(
+                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
                 ),
             ),
         ],
@@ -382,6 +389,7 @@ pub(crate) struct RunStep {
     pub(crate) cwd: Option<String>,
     pub(crate) isolate: Option<bool>,
     pub(crate) harness: Option<String>,
+    pub(crate) host: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -393,6 +401,7 @@ pub(crate) struct Run {
     pub(crate) chain: Option<Vec<RunStep>>,
     pub(crate) cwd: Option<String>,
     pub(crate) harness: Option<String>,
+    pub(crate) host: Option<String>,
     pub(crate) session_name: Option<String>,
     pub(crate) timeout: Option<f64>,
     pub(crate) run_id: Option<String>,
@@ -410,6 +419,12 @@ pub(crate) fn run_schema() -> Value {
             ("cwd", string("Working directory for this task")),
             ("isolate", boolean("Run in its own git worktree")),
             ("harness", choice(HARNESSES, HARNESS_WORDS)),
+            (
+                "host",
+                string(
+                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
+                ),
+            ),
         ],
         &["agent", "task"],
     );
@@ -422,6 +437,12 @@ pub(crate) fn run_schema() -> Value {
             ),
             ("cwd", string("Working directory for this step")),
             ("harness", choice(HARNESSES, HARNESS_WORDS)),
+            (
+                "host",
+                string(
+                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
+                ),
+            ),
         ],
         &["agent", "task"],
     );
@@ -439,6 +460,12 @@ pub(crate) fn run_schema() -> Value {
             choice(
                 HARNESSES,
                 "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
+            ),
+        ),
+        (
+            "host",
+            string(
+                "Run every task's sheep on this host, one the user defined under `hosts` in their Shepherd settings (a task may name its own; default: this machine)",
             ),
         ),
         (

@@ -306,6 +306,7 @@ impl Parent {
             // An MCP host is not pi: pi sheep run `SHEPHERD_PI`, else the `pi` on PATH.
             pi_command: None,
             isolate: spawn.isolate == Some(true),
+            host: spawn.host.clone(),
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + spawn_wait() + broker_timeout()?;

@@ -168,6 +168,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
             isolate: s.isolate == Some(true),
             label: None,
             harness: args::harness(s.harness)?.or(default_harness),
+            host: s.host.or_else(|| run.host.clone()),
             budget: None,
         })
     };
@@ -186,6 +187,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
                 cwd: None,
                 isolate: None,
                 harness: None,
+                host: None,
             })?],
         )
     } else if let Some(tasks) = run.tasks {
@@ -210,6 +212,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         timeout: args::minutes("timeout", run.timeout)?,
         budget: run.budget.budget()?,
         backend: None,
+        host: None,
         parent_model: None,
         parent_thinking: None,
         caller: Some(caller_context()),

@@ -91,6 +91,10 @@ pub(crate) struct RunArgs {
     /// Run every task's definition on this coding agent (a plan's task may name its own).
     #[arg(long, value_enum)]
     harness: Option<shepherd_core::harness::Harness>,
+    /// Run every task's sheep on this host (one defined under `hosts` in the user settings; a
+    /// plan's task may name its own).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// How progress shows on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
@@ -158,6 +162,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         backend: args.backend,
         label: args.label.as_deref(),
         harness: args.harness,
+        host: args.host.as_deref(),
         budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
@@ -174,6 +179,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
                 isolate: step.isolate,
                 label: step.label.clone(),
                 harness: step.harness,
+                host: step.host.clone(),
                 budget: step.budget,
             })
             .collect(),
@@ -181,6 +187,7 @@ pub(crate) fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         timeout: plan.timeout_minutes,
         budget: plan.budget,
         backend: plan.backend,
+        host: None,
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
         caller: Some(caller_context()),

@@ -29,6 +29,7 @@ pub(super) struct StepPlan {
     pub(super) isolate: bool,
     pub(super) label: Option<String>,
     pub(super) harness: Option<Harness>,
+    pub(super) host: Option<String>,
     pub(super) budget: Option<Budget>,
 }
 
@@ -58,6 +59,7 @@ pub(super) struct PlanInput<'a> {
     pub(super) backend: Option<Backend>,
     pub(super) label: Option<&'a str>,
     pub(super) harness: Option<Harness>,
+    pub(super) host: Option<&'a str>,
     pub(super) budget: Option<Budget>,
 }
 
@@ -71,6 +73,7 @@ struct PlanFile {
     backend: Option<Backend>,
     label: Option<String>,
     harness: Option<Harness>,
+    host: Option<String>,
     single: Option<StepSpec>,
     agent: Option<String>,
     task: Option<String>,
@@ -94,6 +97,8 @@ struct StepSpec {
     label: Option<String>,
     #[serde(default)]
     harness: Option<Harness>,
+    #[serde(default)]
+    host: Option<String>,
     budget: Option<Budget>,
 }
 
@@ -132,6 +137,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             isolate: false,
             label: None,
             harness: None,
+            host: None,
             budget: None,
         };
         (Mode::Single, vec![spec], PlanFile::default())
@@ -189,6 +195,10 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
             isolate: spec.isolate || input.isolate,
             label: spec.label.or_else(|| default_label.clone()),
             harness: spec.harness.or(input.harness).or(file.harness),
+            host: spec
+                .host
+                .or_else(|| input.host.map(str::to_owned))
+                .or_else(|| file.host.clone()),
             budget: spec.budget,
         });
     }
@@ -228,6 +238,7 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<StepSpec>, CliError> {
                 isolate: false,
                 label: None,
                 harness: None,
+                host: None,
                 budget: None,
             }),
             _ => Err(invalid(format!(
@@ -298,6 +309,7 @@ fn file_mode(file: &PlanFile, path: &Path) -> Result<(Mode, Vec<StepSpec>), CliE
             isolate: file.isolate.unwrap_or(false),
             label: None,
             harness: None,
+            host: None,
             budget: None,
         };
         return Ok((Mode::Single, vec![spec]));

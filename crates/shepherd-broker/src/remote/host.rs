@@ -1,0 +1,289 @@
+//! The host's side of a remote sheep: `shepherd remote <op>`, run over SSH by the broker.
+//!
+//! Each op reads one JSON request from standard input and answers with one JSON document on
+//! standard output; it uses the host's own backends, directories and files, exactly as a local
+//! broker would use this machine's. Nothing here starts a broker or listens anywhere: the
+//! broker on the parent's machine decides, this side only carries out.
+
+// The host's side runs git for an isolated sheep's branch.
+#![allow(clippy::disallowed_types)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use shepherd_core::backend::BackendKind;
+use shepherd_core::dirs::UserDirs;
+use shepherd_core::protocol::PROTOCOL_VERSION;
+use shepherd_term::{Backend, Presence};
+
+use super::ops::{
+    BranchReply, BranchRequest, CloseRequest, FileRead, FilesReply, FilesRequest, HelloReply,
+    HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name,
+};
+
+/// Why an op failed, in one line for the broker to show.
+#[derive(Debug, thiserror::Error)]
+pub enum HostOpError {
+    /// Not an op this `shepherd` knows.
+    #[error("unknown remote op `{0}`; this shepherd knows {known}", known = super::ops::OPS.join(", "))]
+    UnknownOp(String),
+    /// The request does not parse.
+    #[error("the `{op}` request does not parse: {source}")]
+    Request {
+        /// The op.
+        op: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The op itself failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Carries out `op` with `input` (its JSON request) and returns its JSON answer.
+pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpError> {
+    fn parse<T: serde::de::DeserializeOwned>(op: &str, input: &str) -> Result<T, HostOpError> {
+        serde_json::from_str(input).map_err(|source| HostOpError::Request {
+            op: op.to_owned(),
+            source,
+        })
+    }
+    let answer = match op {
+        name::HELLO => serde_json::to_value(hello(&parse(op, input)?, dirs)?),
+        name::LAUNCH => serde_json::to_value(launch(parse(op, input)?, dirs)?),
+        name::READ => serde_json::to_value(read(&parse(op, input)?)?),
+        name::CLOSE => serde_json::to_value(close(&parse(op, input)?)?),
+        name::PRESENCE => serde_json::to_value(presence(&parse(op, input)?)),
+        name::FILES => serde_json::to_value(files(parse(op, input)?)?),
+        name::BRANCH => serde_json::to_value(branch(&parse(op, input)?)?),
+        other => return Err(HostOpError::UnknownOp(other.to_owned())),
+    };
+    Ok(answer.expect("answers serialise").to_string())
+}
+
+fn failed(context: &str, err: impl std::fmt::Display) -> HostOpError {
+    HostOpError::Failed(format!("{context}: {err}"))
+}
+
+fn backend(kind: BackendKind) -> Result<Box<dyn Backend>, HostOpError> {
+    match kind {
+        BackendKind::Headless => Ok(Box::new(shepherd_term::headless::HeadlessBackend)),
+        BackendKind::Tmux => Ok(Box::new(shepherd_term::tmux::TmuxBackend::new())),
+        BackendKind::Herdr => Err(HostOpError::Failed(
+            "Herdr does not run remote sheep yet; use tmux or headless on this host".to_owned(),
+        )),
+    }
+}
+
+fn link_dir(dirs: &UserDirs) -> PathBuf {
+    dirs.runtime_dir.join("links")
+}
+
+fn hello(request: &HelloRequest, dirs: &UserDirs) -> Result<HelloReply, HostOpError> {
+    valid_link_name(&request.link_name)?;
+    let links = link_dir(dirs);
+    crate::paths::ensure_private_dir(&dirs.runtime_dir)
+        .and_then(|()| crate::paths::ensure_private_dir(&links))
+        .map_err(|err| failed(&format!("making {}", links.display()), err))?;
+    let link_socket = links.join(format!("{}.sock", request.link_name));
+    // The forward of an earlier link (its broker or connection gone) left its socket behind.
+    match fs_err::remove_file(&link_socket) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(failed("removing the old link socket", err)),
+    }
+    let state_dir = dirs.state_dir.join("remote").join(&request.link_name);
+    crate::paths::ensure_private_dir(&state_dir.join("sheep"))
+        .map_err(|err| failed(&format!("making {}", state_dir.display()), err))?;
+    let exe = std::env::current_exe().map_err(|err| failed("finding this shepherd", err))?;
+    let mut backends = BTreeMap::new();
+    backends.insert(BackendKind::Headless.as_str().to_owned(), true);
+    backends.insert(
+        BackendKind::Tmux.as_str().to_owned(),
+        shepherd_term::tmux::TmuxBackend::new().available(),
+    );
+    backends.insert(BackendKind::Herdr.as_str().to_owned(), false);
+    let programs = request
+        .programs
+        .iter()
+        .map(|program| (program.clone(), on_path(program)))
+        .collect();
+    Ok(HelloReply {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        protocol: PROTOCOL_VERSION,
+        exe,
+        link_socket,
+        runtime_dir: dirs.runtime_dir.clone(),
+        state_dir,
+        project_exists: request.project_path.is_dir(),
+        backends,
+        programs,
+    })
+}
+
+fn valid_link_name(name: &str) -> Result<(), HostOpError> {
+    if !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(HostOpError::Failed(format!(
+            "link name `{name}` is not 1–32 hex digits"
+        )))
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    if program.contains('/') {
+        return Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+fn launch(
+    mut request: LaunchRequest,
+    dirs: &UserDirs,
+) -> Result<shepherd_core::backend::LaunchRecord, HostOpError> {
+    let backend = backend(request.backend)?;
+    let creds = dirs.runtime_dir.join("cred");
+    let file = creds.join(format!(
+        "{}.{}",
+        request.spec.agent_id,
+        uuid::Uuid::new_v4().simple()
+    ));
+    crate::paths::ensure_private_dir(&creds)
+        .and_then(|()| shepherd_fs::write_atomic(&file, request.credential.as_bytes(), Some(0o600)))
+        .map_err(|err| failed("writing the supervisor's credential", err))?;
+    request
+        .spec
+        .supervisor_args
+        .extend(["--credential-file".to_owned(), file.display().to_string()]);
+    if let Some(dir) = request.spec.log.parent() {
+        fs_err::create_dir_all(dir).map_err(|err| failed("making the log directory", err))?;
+    }
+    backend.launch(&request.spec).map_err(|err| {
+        let _unused = fs_err::remove_file(&file);
+        failed("starting the sheep", err)
+    })
+}
+
+fn read(request: &ReadRequest) -> Result<String, HostOpError> {
+    backend(request.backend)?
+        .read(&request.record, request.source, request.lines)
+        .map_err(|err| failed("reading the sheep", err))
+}
+
+fn close(request: &CloseRequest) -> Result<serde_json::Value, HostOpError> {
+    let deadline = Instant::now() + Duration::from_millis(request.deadline_ms);
+    backend(request.backend)?
+        .close(&request.record, request.keep_pane, deadline)
+        .map_err(|err| failed("closing the sheep", err))?;
+    Ok(serde_json::json!({}))
+}
+
+fn presence(request: &PresenceRequest) -> PresenceReply {
+    match backend(request.backend).map(|backend| backend.presence(&request.record)) {
+        Ok(Presence::Present) => PresenceReply::Present,
+        Ok(Presence::Gone) => PresenceReply::Gone,
+        Ok(Presence::Unknown) | Err(_) => PresenceReply::Unknown,
+    }
+}
+
+fn files(request: FilesRequest) -> Result<FilesReply, HostOpError> {
+    for file in &request.write {
+        shepherd_fs::write_atomic(&file.path, file.content.as_bytes(), None)
+            .map_err(|err| failed(&format!("writing {}", file.path.display()), err))?;
+    }
+    let mut reply = FilesReply::default();
+    for probe in request.read {
+        let Ok(meta) = fs_err::metadata(&probe.path) else {
+            continue;
+        };
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| {
+                i128::try_from(since.as_nanos()).unwrap_or(i128::MAX)
+            });
+        let content = if probe.since == Some(modified) {
+            None
+        } else {
+            Some(
+                fs_err::read_to_string(&probe.path)
+                    .map_err(|err| failed(&format!("reading {}", probe.path.display()), err))?,
+            )
+        };
+        reply.read.push(FileRead {
+            path: probe.path,
+            modified,
+            content,
+        });
+    }
+    Ok(reply)
+}
+
+fn git(repo: &Path, args: &[&str]) -> Result<String, HostOpError> {
+    let mut command = std::process::Command::new("git");
+    command.arg("-C").arg(repo).args(args);
+    let out = shepherd_term::process::run_with_deadline(
+        &mut command,
+        Instant::now() + Duration::from_secs(60),
+    )
+    .map_err(|err| failed(&format!("git {}", args.join(" ")), err))?;
+    if out.success {
+        Ok(out.stdout.trim().to_owned())
+    } else {
+        Err(failed(
+            &format!("git {}", args.join(" ")),
+            out.stderr.trim(),
+        ))
+    }
+}
+
+fn branch(request: &BranchRequest) -> Result<BranchReply, HostOpError> {
+    let worktree = request
+        .repo
+        .join(".shepherd")
+        .join("worktrees")
+        .join(&request.name);
+    let branch = format!("shepherd/{}", request.name);
+    if request.create {
+        let base = git(&request.repo, &["rev-parse", "HEAD"])?;
+        git(
+            &request.repo,
+            &[
+                "worktree",
+                "add",
+                "-b",
+                &branch,
+                &worktree.display().to_string(),
+                &base,
+            ],
+        )?;
+        git(
+            &request.repo,
+            &["config", &format!("branch.{branch}.shepherdBase"), &base],
+        )?;
+    }
+    let base = git(
+        &request.repo,
+        &["config", &format!("branch.{branch}.shepherdBase")],
+    )?;
+    let head = git(&worktree, &["rev-parse", "HEAD"])?;
+    let commits = git(
+        &worktree,
+        &["rev-list", "--count", &format!("{base}..HEAD")],
+    )?
+    .parse()
+    .unwrap_or(0);
+    let dirty = !git(&worktree, &["status", "--porcelain"])?.is_empty();
+    Ok(BranchReply {
+        worktree,
+        base,
+        head,
+        commits,
+        dirty,
+    })
+}

@@ -1,0 +1,299 @@
+//! Sheep on other machines: real OpenSSH servers on 127.0.0.1 stand in for a dev box and a
+//! container. A sheep spawned with `--host` runs there under the host's own supervisor, reads
+//! its task and writes its note on the host, and what it writes reaches the parent's note; it is
+//! read and closed from here, and leaves no process behind.
+
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod herd_support;
+mod remote_support;
+
+use herd_support::World;
+use remote_support::*;
+use shepherd_testkit::sshd::LoopbackHost;
+
+#[test]
+fn a_remote_sheep_works_on_its_host_and_its_note_comes_home() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    define_scribe(&world, "scribe", None);
+    let agent = spawn_on(&world, "scribe", "devbox");
+
+    let task = delegate(&world, &agent, "map the cache");
+    let done = settled(&world, &task, 60);
+    assert_eq!(done["status"], "completed", "{done}");
+    let summary = done["summary"].as_str().unwrap();
+    assert_eq!(
+        summary,
+        format!("did: map the cache in {}", devbox.project.display()),
+        "the sheep ran in the host's project"
+    );
+    let note = done["note"].as_str().expect("a note");
+    assert!(
+        note.starts_with(&world.project.display().to_string()),
+        "the note is on the parent's machine: {note}"
+    );
+    let text = std::fs::read_to_string(note).unwrap();
+    assert!(
+        text.contains(&format!(
+            "Written in {}: map the cache",
+            devbox.home.display()
+        )),
+        "the host's writing reached the note:\n{text}"
+    );
+    assert!(
+        text.contains("<!-- Shepherd orchestration -->") && text.contains("status: completed"),
+        "the broker's own sections are kept:\n{text}"
+    );
+
+    let read = world.json(&["read", &agent]);
+    assert!(
+        read["output"].as_str().unwrap_or_default().len() < 100_000,
+        "{read}"
+    );
+    world.json(&["close", &agent]);
+    wait_no_process(&agent, std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn a_chain_runs_its_first_step_here_and_its_second_on_a_host_with_both_notes_here() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    world.define_test_sheep("scout", "done completed found the cache in {task}", None);
+    // The definition itself names the host: a project may name a host the user defined.
+    define_scribe(&world, "scribe-local", None);
+    let local = std::fs::read_to_string(world.home.join(".pi/agent/agents/scribe-local.md"))
+        .unwrap()
+        .replacen("name: scribe-local", "name: scribe\nhost: devbox", 1);
+    world.define_file("scribe", &local);
+
+    let (code, report) = world.json_status(&[
+        "run",
+        "--chain",
+        "scout=src/cache.rs",
+        "scribe=write up: {previous}",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{report}");
+    assert_eq!(
+        results[1]["text"],
+        format!(
+            "did: write up: found the cache in src/cache.rs in {}",
+            devbox.project.display()
+        ),
+        "the second step ran on the host with the first step's result"
+    );
+    for result in results {
+        let note = result["note"].as_str().expect("each step has a note");
+        assert!(
+            std::path::Path::new(note).starts_with(&world.project),
+            "{note} is on the parent's machine"
+        );
+    }
+    let remote_note = std::fs::read_to_string(results[1]["note"].as_str().unwrap()).unwrap();
+    assert!(
+        remote_note.contains(&format!(
+            "Written in {}: write up: found the cache",
+            devbox.home.display()
+        )),
+        "the remote step's writing is in its note:\n{remote_note}"
+    );
+}
+
+#[test]
+fn a_link_killed_mid_task_loses_nothing_the_task_completes_once_it_returns() {
+    if !required() {
+        return;
+    }
+    let mut devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let gate = world.dir.path().join("gate");
+    define_scribe(&world, "scribe", Some(&gate));
+    let agent = spawn_on(&world, "scribe", "devbox");
+    let task = delegate(&world, &agent, "survive the drop");
+    // The sheep has its task once its note has its line (it then waits at the gate).
+    let note = world.json(&["status", &agent])["task"]["note"]
+        .as_str()
+        .map(str::to_owned);
+    let note = note.expect("the task has a note");
+    wait_for(|| std::fs::read_to_string(&note).is_ok_and(|text| text.contains("Written in")));
+
+    // The connection dies and the host stays unreachable for a moment.
+    devbox.kill();
+    let master = master_pid(&world, "devbox").expect("the broker holds a master connection");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(master as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_for(|| master_pid(&world, "devbox").is_none_or(|pid| pid != master));
+    let status = world.json(&["status", &agent]);
+    assert_eq!(status["task"]["state"], "running", "{status}");
+    let pid = status["pid"].clone();
+    // The sheep finishes while the link is down; its `done` waits for the link.
+    std::fs::write(&gate, "").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    devbox.restart().unwrap();
+
+    let done = settled(&world, &task, 60);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["summary"],
+        format!("did: survive the drop in {}", devbox.project.display())
+    );
+    let herd = world.json(&["status", &agent]);
+    assert_eq!(herd["pid"], pid, "the same sheep lives on: {herd}");
+    assert_ne!(herd["state"], "exited", "{herd}");
+    // Delivered exactly once: the next task works as the first did.
+    let again = delegate(&world, &agent, "and again");
+    let done = settled(&world, &again, 60);
+    assert_eq!(done["status"], "completed", "{done}");
+    world.json(&["close", &agent]);
+    wait_no_process(&agent, std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn a_host_that_never_returns_fails_its_sheeps_task_with_a_clear_error() {
+    if !required() {
+        return;
+    }
+    let mut devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    // Three seconds instead of ten minutes.
+    define_hosts(
+        &world,
+        &[&devbox],
+        serde_json::json!({ "remoteLinkTimeoutMinutes": 0.05 }),
+    );
+    let gate = world.dir.path().join("never");
+    define_scribe(&world, "scribe", Some(&gate));
+    let agent = spawn_on(&world, "scribe", "devbox");
+    let task = delegate(&world, &agent, "wait forever");
+    devbox.kill();
+    let master = master_pid(&world, "devbox").expect("a master connection");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(master as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let (_, watched) = world.json_status(&["watch", &task, "--wait", "60"]);
+    let done = watched["settled"][0].clone();
+    assert_eq!(done["status"], "failed", "{watched}");
+    let error = done["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("host devbox was unreachable"),
+        "the error says why: {done}"
+    );
+    // The host's supervisor ends its sheep once no broker came back in that time.
+    wait_no_process(&agent, std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn two_hosts_run_sheep_at_once() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let container = LoopbackHost::start("container").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox, &container], serde_json::json!({}));
+    define_scribe(&world, "scribe", None);
+    let on_devbox = world.json(&["spawn", "scribe", "--label", "one", "--host", "devbox"]);
+    let on_container = world.json(&["spawn", "scribe", "--label", "two", "--host", "container"]);
+    let tasks: Vec<(String, &LoopbackHost)> = [(&on_devbox, &devbox), (&on_container, &container)]
+        .into_iter()
+        .map(|(spawned, host)| {
+            let id = spawned["agentId"].as_str().unwrap();
+            (delegate(&world, id, "count"), host)
+        })
+        .collect();
+    for (task, host) in tasks {
+        let done = settled(&world, &task, 60);
+        assert_eq!(
+            done["summary"],
+            format!("did: count in {}", host.project.display()),
+            "{done}"
+        );
+    }
+}
+
+#[test]
+fn the_forwarded_socket_refuses_anyone_but_a_remote_sheep_with_its_token() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    define_scribe(&world, "scribe", None);
+    let agent = spawn_on(&world, "scribe", "devbox");
+    let links = devbox.runtime.join("shepherd/links");
+    let socket = std::fs::read_dir(&links)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "sock"))
+        .expect("the broker's socket is forwarded into the host's runtime directory");
+    let hello = |params: serde_json::Value| -> serde_json::Value {
+        use std::io::{BufRead, Write};
+        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        let line = serde_json::json!({"id": 1, "method": "hello", "params": params});
+        writeln!(stream, "{line}").unwrap();
+        let mut answer = String::new();
+        std::io::BufReader::new(stream)
+            .read_line(&mut answer)
+            .unwrap();
+        serde_json::from_str(&answer).unwrap()
+    };
+    let protocol = shepherd_core::protocol::PROTOCOL_VERSION;
+    let parent = hello(serde_json::json!({"protocol": protocol, "role": "parent"}));
+    assert_eq!(parent["error"]["code"], "forbidden", "{parent}");
+    let observer = hello(serde_json::json!({"protocol": protocol, "role": "observer"}));
+    assert_eq!(observer["error"]["code"], "forbidden", "{observer}");
+    let no_token =
+        hello(serde_json::json!({"protocol": protocol, "role": "sheep", "agentId": agent}));
+    assert_eq!(no_token["error"]["code"], "unauthenticated", "{no_token}");
+    let wrong = hello(serde_json::json!({
+        "protocol": protocol, "role": "supervisor", "agentId": agent, "token": "guess"
+    }));
+    assert_eq!(wrong["error"]["code"], "unauthenticated", "{wrong}");
+    // The herd is untouched and its sheep still works.
+    let task = delegate(&world, &agent, "still fine");
+    assert_eq!(settled(&world, &task, 60)["status"], "completed");
+}
+
+#[test]
+fn bad_hosts_are_refused_before_anything_starts() {
+    let world = World::new();
+    world.settings(
+        r#"{"hosts": {"devbox": {"destination": "devbox", "projectPath": "relative/path"}}}"#,
+    );
+    define_scribe(&world, "scribe", None);
+    let (code, error, message) = world.error(&["spawn", "scribe", "--host", "elsewhere"]);
+    assert_eq!((code, error.as_str()), (2, "unknown_host"), "{message}");
+    assert!(message.contains("no host `elsewhere`"), "{message}");
+    let (code, error, message) = world.error(&["spawn", "scribe", "--host", "devbox"]);
+    assert_eq!((code, error.as_str()), (2, "unknown_host"), "{message}");
+    assert!(message.contains("projectPath `relative/path`"), "{message}");
+    let herd = world.json(&["herd"]);
+    assert_eq!(herd["sheep"].as_array().map_or(0, Vec::len), 0, "{herd}");
+}
+
+fn wait_for(mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
