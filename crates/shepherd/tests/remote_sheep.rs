@@ -297,3 +297,41 @@ fn wait_for(mut ok: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_broker_killed_while_a_remote_sheep_works_comes_back_and_the_task_completes() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let gate = world.dir.path().join("gate");
+    define_scribe(&world, "scribe", Some(&gate));
+    let agent = spawn_on(&world, "scribe", "devbox");
+    let task = delegate(&world, &agent, "outlive the broker");
+    let status = world.json(&["status", &agent]);
+    let note = status["task"]["note"].as_str().unwrap().to_owned();
+    wait_for(|| std::fs::read_to_string(&note).is_ok_and(|text| text.contains("Written in")));
+    let broker = world.broker_pid().expect("a broker runs");
+    herd_support::kill9(broker);
+    assert!(herd_support::wait_gone(
+        broker,
+        std::time::Duration::from_secs(10)
+    ));
+    // The broker's connection to the host went with it.
+    wait_for(|| master_pid(&world, "devbox").is_none());
+    // The sheep writes more and finishes while no broker runs.
+    std::fs::write(&gate, "").unwrap();
+    // The parent's next command starts the broker, which links the host again; the host's
+    // supervisor reconnects and the sheep's `done` gets through.
+    let done = settled(&world, &task, 60);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(world.json(&["status", &agent])["pid"], status["pid"]);
+    let text = std::fs::read_to_string(&note).unwrap();
+    assert!(
+        text.contains("Finished: outlive the broker")
+            && text.contains("<!-- Shepherd orchestration -->"),
+        "what the sheep wrote while no broker ran reached the note:\n{text}"
+    );
+}

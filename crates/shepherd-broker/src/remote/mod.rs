@@ -158,6 +158,7 @@ pub(crate) fn backend_of(
 /// Brings up the links of hosts that still have sheep (after a broker restart), so their
 /// supervisors can reconnect.
 pub(crate) fn relink(broker: &Arc<Broker>) {
+    notes::reopen(broker);
     let hosts: std::collections::BTreeSet<String> = broker.read(|herd| {
         herd.sheep
             .values()

@@ -47,9 +47,32 @@ pub(crate) fn context_for_host(context: &str, local_root: &Path, host_root: &Pat
     context.replace(&local, &host)
 }
 
+/// Registers again the open notes of remote sheep's tasks after a broker restart: their hosts
+/// already have their copies (and what the sheep wrote since), so nothing is copied over them.
+pub(crate) fn reopen(broker: &Arc<Broker>) {
+    let open: Vec<(TaskId, String, NoteLink)> = broker.read(|herd| {
+        herd.tasks
+            .values()
+            .filter(|task| !task.state.is_terminal() || (task.result.is_some() && !task.finalized))
+            .filter_map(|task| {
+                let host = herd.sheep.get(&task.agent_id)?.host()?.to_owned();
+                Some((task.id.clone(), host, task.note.clone()?))
+            })
+            .collect()
+    });
+    for (task_id, host, note) in open {
+        register(broker, &task_id, &host, &note, false);
+    }
+}
+
 /// Registers a task's note as a remote one: its session goes to the host with the next sync
 /// (and at once, when the link is up).
 pub(crate) async fn open(broker: &Arc<Broker>, task_id: &TaskId, host: &str, note: &NoteLink) {
+    register(broker, task_id, host, note, true);
+    sync_host(broker, host).await;
+}
+
+fn register(broker: &Arc<Broker>, task_id: &TaskId, host: &str, note: &NoteLink, copy: bool) {
     let Ok(link) = super::link(broker, host) else {
         return;
     };
@@ -65,10 +88,14 @@ pub(crate) async fn open(broker: &Arc<Broker>, task_id: &TaskId, host: &str, not
         return;
     };
     let session = PathBuf::from(&note.session_path);
-    let pending = session_files(&session)
-        .into_iter()
-        .filter_map(|(path, content)| to_host(&path).map(|path| FileContent { path, content }))
-        .collect();
+    let pending = if copy {
+        session_files(&session)
+            .into_iter()
+            .filter_map(|(path, content)| to_host(&path).map(|path| FileContent { path, content }))
+            .collect()
+    } else {
+        Vec::new()
+    };
     broker.remotes.notes.lock().expect("notes lock").insert(
         task_id.clone(),
         RemoteNote {
@@ -79,7 +106,6 @@ pub(crate) async fn open(broker: &Arc<Broker>, task_id: &TaskId, host: &str, not
             since: None,
         },
     );
-    sync_host(broker, host).await;
 }
 
 /// The session's Markdown files, for the host's copy.

@@ -52,8 +52,8 @@ pub fn define_hosts(world: &World, hosts: &[&LoopbackHost], extra: Value) {
 }
 
 /// A shell sheep: for each task it writes a line into its note (naming its `HOME`), waits
-/// while `gate` (a file, when given) does not exist, and finishes with its task and
-/// directory.
+/// while `gate` (a file, when given) does not exist, writes a last line (`Finished: <task>`)
+/// and finishes with its task and directory.
 pub fn define_scribe(world: &World, name: &str, gate: Option<&Path>) {
     let wait = gate.map_or_else(String::new, |gate| {
         format!("while [ ! -e '{}' ]; do sleep 0.05; done; ", gate.display())
@@ -61,7 +61,8 @@ pub fn define_scribe(world: &World, name: &str, gate: Option<&Path>) {
     let script = format!(
         "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
          note=$(shepherd note); printf '\\nWritten in %s: %s\\n' \"$HOME\" \"$t\" >> \"$note\"; \
-         {wait}shepherd done --status completed --summary \"did: $t in $PWD\"; done"
+         {wait}printf 'Finished: %s\\n' \"$t\" >> \"$note\"; \
+         shepherd done --status completed --summary \"did: $t in $PWD\"; done"
     );
     world.define(name, &["sh".into(), "-c".into(), script]);
 }
