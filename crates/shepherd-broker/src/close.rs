@@ -135,7 +135,9 @@ pub(crate) async fn end_sheep(
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .ok_or_else(|| EndError::UnknownSheep(id.clone()))?;
     let backend = crate::remote::backend_of(broker, id, kind).map_err(EndError::Backend)?;
-    if let Some(pane) = &record.pane {
+    // A remote sheep's pane is its host's: the host checks who made it.
+    let local = crate::remote::host_of(broker, id).is_none();
+    if let Some(pane) = record.pane.as_ref().filter(|_| local) {
         let identity = &broker.config.address.identity;
         let project = broker.config.address.project_root.display().to_string();
         let entry = broker.registry().find(kind, pane)?;
@@ -148,7 +150,7 @@ pub(crate) async fn end_sheep(
         backend.close(&closing, keep_pane, Instant::now() + CLOSE_BUDGET)
     })
     .await??;
-    if let Some(pane) = record.pane.as_deref().filter(|_| !keep_pane) {
+    if let Some(pane) = record.pane.as_deref().filter(|_| !keep_pane && local) {
         broker.registry().unregister(kind, pane)?;
     }
     Ok(())

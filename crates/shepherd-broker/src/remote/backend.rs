@@ -137,6 +137,7 @@ impl Backend for RemoteBackend {
             backend: self.kind,
             spec,
             credential,
+            owner: self.link.owner(),
         };
         let mut record: LaunchRecord = self
             .link
@@ -186,6 +187,7 @@ impl Backend for RemoteBackend {
             backend: self.kind,
             record: host_record(&self.link.name, record),
             keep_pane,
+            owner: self.link.owner(),
             deadline_ms: u64::try_from(
                 deadline
                     .saturating_duration_since(Instant::now())

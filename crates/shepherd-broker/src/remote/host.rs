@@ -54,7 +54,7 @@ pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpEr
         name::HELLO => serde_json::to_value(hello(&parse(op, input)?, dirs)?),
         name::LAUNCH => serde_json::to_value(launch(parse(op, input)?, dirs)?),
         name::READ => serde_json::to_value(read(&parse(op, input)?)?),
-        name::CLOSE => serde_json::to_value(close(&parse(op, input)?)?),
+        name::CLOSE => serde_json::to_value(close(&parse(op, input)?, dirs)?),
         name::PRESENCE => serde_json::to_value(presence(&parse(op, input)?)),
         name::FILES => serde_json::to_value(files(parse(op, input)?)?),
         name::BRANCH => serde_json::to_value(branch(&parse(op, input)?)?),
@@ -162,10 +162,45 @@ fn launch(
     if let Some(dir) = request.spec.log.parent() {
         fs_err::create_dir_all(dir).map_err(|err| failed("making the log directory", err))?;
     }
-    backend.launch(&request.spec).map_err(|err| {
+    let record = backend.launch(&request.spec).map_err(|err| {
         let _unused = fs_err::remove_file(&file);
         failed("starting the sheep", err)
-    })
+    })?;
+    // The pane is recorded as the link's, so only that broker ever closes it.
+    if let Some(pane) = &record.pane {
+        let project = request
+            .spec
+            .env
+            .iter()
+            .find(|(key, _)| key == "SHEPHERD_PROJECT")
+            .map(|(_, value)| value.clone());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
+        let entry = shepherd_term::registry::PaneEntry {
+            pane_id: pane.clone(),
+            tab_id: record.window.clone(),
+            name: request.spec.display_name.clone(),
+            cwd: request.spec.cwd.display().to_string(),
+            created_at: shepherd_core::time::iso(shepherd_core::time::from_millis(now)),
+            dir: None,
+            owner_session: Some(request.owner.clone()),
+            owner_project: project,
+            backend: Some(request.backend),
+            server: record.server.clone(),
+            agent_id: Some(request.spec.agent_id.clone()),
+        };
+        registry(dirs)
+            .register(entry)
+            .map_err(|err| failed("recording the sheep's pane", err))?;
+    }
+    Ok(record)
+}
+
+fn registry(dirs: &UserDirs) -> shepherd_term::registry::Registry {
+    shepherd_term::registry::Registry::in_dir(&dirs.user_config_dir())
 }
 
 fn read(request: &ReadRequest) -> Result<String, HostOpError> {
@@ -174,11 +209,33 @@ fn read(request: &ReadRequest) -> Result<String, HostOpError> {
         .map_err(|err| failed("reading the sheep", err))
 }
 
-fn close(request: &CloseRequest) -> Result<serde_json::Value, HostOpError> {
+fn close(request: &CloseRequest, dirs: &UserDirs) -> Result<serde_json::Value, HostOpError> {
     let deadline = Instant::now() + Duration::from_millis(request.deadline_ms);
+    let registry = registry(dirs);
+    if let Some(pane) = &request.record.pane {
+        // Never a pane this link did not make: it may be a person's own.
+        let entry = registry
+            .find(request.backend, pane)
+            .map_err(|err| failed("reading the pane registry", err))?;
+        if !entry.is_some_and(|entry| entry.owner_session.as_deref() == Some(&request.owner)) {
+            return Err(HostOpError::Failed(format!(
+                "refusing to close pane {pane}: this link did not create it"
+            )));
+        }
+    }
     backend(request.backend)?
         .close(&request.record, request.keep_pane, deadline)
         .map_err(|err| failed("closing the sheep", err))?;
+    if let Some(pane) = request
+        .record
+        .pane
+        .as_deref()
+        .filter(|_| !request.keep_pane)
+    {
+        registry
+            .unregister(request.backend, pane)
+            .map_err(|err| failed("updating the pane registry", err))?;
+    }
     Ok(serde_json::json!({}))
 }
 

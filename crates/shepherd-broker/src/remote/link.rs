@@ -97,6 +97,11 @@ impl HostLink {
         self.state.borrow().clone()
     }
 
+    /// Who this broker is on the host: the owner of the panes it makes there.
+    pub(crate) fn owner(&self) -> String {
+        format!("shepherd-link-{}", self.link_name)
+    }
+
     /// Follows the link's state.
     pub(crate) fn subscribe(&self) -> watch::Receiver<LinkState> {
         self.state.subscribe()

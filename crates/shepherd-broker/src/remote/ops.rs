@@ -92,6 +92,8 @@ pub struct LaunchRequest {
     /// The supervisor's credential: written to a private file on the host that the
     /// supervisor reads and deletes, never into its command line.
     pub credential: String,
+    /// Who owns the pane on the host (the broker's link): only its owner may close it.
+    pub owner: String,
 }
 
 /// `read`: what a remote sheep shows.
@@ -118,6 +120,8 @@ pub struct CloseRequest {
     pub record: LaunchRecord,
     /// Keep its pane.
     pub keep_pane: bool,
+    /// Who asks: the pane is closed only when this owner made it.
+    pub owner: String,
     /// How long the host may take to confirm.
     pub deadline_ms: u64,
 }

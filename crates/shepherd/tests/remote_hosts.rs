@@ -1,0 +1,138 @@
+//! Hosts as a user sees them: `shepherd hosts` lists the hosts defined in the user settings,
+//! `shepherd hosts check` says in one screen what a host has and lacks, and a sheep can run in
+//! a host's own tmux, visible to anyone who attaches there.
+
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod herd_support;
+mod remote_support;
+
+use herd_support::World;
+use remote_support::*;
+use shepherd_testkit::sshd::LoopbackHost;
+
+#[test]
+fn hosts_are_listed_and_checked_in_one_screen() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    let mut settings = serde_json::json!({ "hosts": {
+        "devbox": host_def(&devbox),
+        "gone": {"destination": "gone", "projectPath": "/nowhere",
+                 "sshArgs": ["-F", devbox.ssh_config().unwrap(), "-o", "HostName=127.0.0.2"]},
+        "broken": {"destination": "x", "projectPath": "relative"}
+    }});
+    settings["hosts"]["missing-binary"] = host_def(&devbox);
+    settings["hosts"]["missing-binary"]["shepherd"] = "/no/such/shepherd".into();
+    world.settings(&settings.to_string());
+
+    let listed = world.json(&["hosts"]);
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["devbox", "gone", "missing-binary", "broken"],
+        "{listed}"
+    );
+    assert!(listed[3]["error"].as_str().unwrap().contains("projectPath"));
+
+    let ready = world.json(&["hosts", "check", "devbox"]);
+    assert_eq!(ready["ready"], true, "{ready}");
+    let found = |report: &serde_json::Value, what: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["what"] == what)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {what} in {report}"))
+    };
+    assert_eq!(found(&ready, "project")["ok"], true);
+    assert_eq!(found(&ready, "backend headless")["ok"], true);
+    assert_eq!(found(&ready, "tmux")["ok"], true, "tmux is on this machine");
+
+    let human = world.run(&["hosts", "check", "devbox"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.starts_with("host devbox: ready for remote sheep"),
+        "{text}"
+    );
+    assert!(text.lines().count() < 20, "one screen: {text}");
+
+    let (code, missing) = world.json_status(&["hosts", "check", "missing-binary"]);
+    assert_eq!(code, 69, "{missing}");
+    assert_eq!(found(&missing, "reachable")["ok"], true, "{missing}");
+    let shepherd = found(&missing, "shepherd");
+    assert_eq!(shepherd["ok"], false);
+    assert!(
+        shepherd["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/no/such/shepherd"),
+        "{shepherd}"
+    );
+
+    let (code, gone) = world.json_status(&["hosts", "check", "gone"]);
+    assert_eq!(code, 69, "{gone}");
+    assert_eq!(found(&gone, "reachable")["ok"], false, "{gone}");
+
+    let (code, unknown, message) = world.error(&["hosts", "check", "nope"]);
+    assert_eq!((code, unknown.as_str()), (2, "unknown_host"), "{message}");
+}
+
+#[test]
+fn a_sheep_in_the_hosts_tmux_is_visible_there_and_gone_after_close() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    define_scribe(&world, "scribe", None);
+    let spawned = world.json(&[
+        "spawn",
+        "scribe",
+        "--label",
+        "shown",
+        "--host",
+        "devbox",
+        "--backend",
+        "tmux",
+    ]);
+    let agent = spawned["agentId"].as_str().unwrap().to_owned();
+    assert_eq!(spawned["backend"], "tmux", "{spawned}");
+    let host_tmux = |args: &[&str]| -> String {
+        let out = std::process::Command::new("tmux")
+            .args(args)
+            .env_remove("TMUX")
+            .env("TMUX_TMPDIR", &devbox.tmux)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let windows = host_tmux(&["list-windows", "-a", "-F", "#{window_name}"]);
+    assert!(
+        windows.lines().any(|name| name.contains("scribe: shown")),
+        "the sheep has a window in the host's tmux: {windows:?}"
+    );
+    let task = delegate(&world, &agent, "look at me");
+    let done = settled(&world, &task, 60);
+    assert_eq!(
+        done["summary"],
+        format!("did: look at me in {}", devbox.project.display())
+    );
+    world.json(&["close", &agent]);
+    wait_no_process(&agent, std::time::Duration::from_secs(10));
+    let windows = host_tmux(&["list-windows", "-a", "-F", "#{window_name}"]);
+    assert!(
+        !windows.lines().any(|name| name.contains("scribe: shown")),
+        "closed: {windows:?}"
+    );
+}
