@@ -54,6 +54,9 @@ pub(crate) async fn create(repo: Repo, name: String) -> BrokerResult<Worktree> {
 
 /// The worktree as spawn and status show it.
 pub(crate) fn view(record: &Value) -> Option<Value> {
+    if let Some(remote) = crate::remote::code::view(record) {
+        return Some(remote);
+    }
     let made: Worktree = serde_json::from_value(record.clone()).ok()?;
     Some(json!({
         "path": made.path.display().to_string(),
@@ -73,11 +76,16 @@ fn held(record: &Value) -> Option<Worktree> {
 /// patch; records the outcome on the sheep and in the note of its last task. Returns the
 /// report, or `None` when the sheep was not isolated (or was released already).
 pub(crate) async fn release(broker: &Arc<Broker>, id: &AgentId, closed: bool) -> Option<Value> {
-    let made = broker.read(|herd| herd.sheep.get(id).and_then(|s| held(&s.worktree)))?;
-    let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
-        .await
-        .ok()?;
-    let report = serde_json::to_value(report).expect("worktree reports serialise");
+    let record = broker.read(|herd| herd.sheep.get(id).map(|s| s.worktree.clone()))?;
+    let report = if let Some(remote) = crate::remote::code::held(&record) {
+        crate::remote::code::release(broker, &remote).await
+    } else {
+        let made = held(&record)?;
+        let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
+            .await
+            .ok()?;
+        serde_json::to_value(report).expect("worktree reports serialise")
+    };
     let committed = broker.commit(|tx| {
         shepherd_core::herd::worktree_released(tx, id, report.clone());
     });

@@ -136,3 +136,81 @@ fn a_sheep_in_the_hosts_tmux_is_visible_there_and_gone_after_close() {
         "closed: {windows:?}"
     );
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    git(&world.project, &["init", "-q", "-b", "main"]);
+    std::fs::write(world.project.join("README"), "hello\n").unwrap();
+    git(&world.project, &["add", "README"]);
+    git(&world.project, &["commit", "-q", "-m", "start"]);
+    // The host has its own checkout of the project.
+    git(
+        devbox.project.parent().unwrap(),
+        &["clone", "-q", world.project.to_str().unwrap(), "project"],
+    );
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let script = "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
+                  echo \"$t\" > work.txt; git add work.txt; \
+                  git -c user.name=Sheep -c user.email=sheep@example.com commit -q -m \"$t\"; \
+                  shepherd done --status completed --summary \"committed in $PWD\"; done";
+    world.define("coder", &["sh".into(), "-c".into(), script.into()]);
+    let spawned = world.json(&["spawn", "coder", "--host", "devbox", "--isolate"]);
+    let agent = spawned["agentId"].as_str().unwrap().to_owned();
+    let worktree = &spawned["worktree"];
+    assert_eq!(worktree["host"], "devbox", "{spawned}");
+    let branch = worktree["branch"].as_str().unwrap().to_owned();
+    let path = worktree["path"].as_str().unwrap().to_owned();
+    assert!(
+        path.starts_with(&devbox.project.display().to_string()),
+        "{path}"
+    );
+
+    let task = delegate(&world, &agent, "add the work file");
+    let done = settled(&world, &task, 60);
+    assert_eq!(done["summary"], format!("committed in {path}"), "{done}");
+    let closed = world.json(&["close", &agent]);
+    let report = &closed["worktree"];
+    assert_eq!(report["broughtHome"], true, "{closed}");
+    assert_eq!(
+        report["kept"], false,
+        "a clean worktree leaves the host: {closed}"
+    );
+    assert!(
+        report["integrate"].as_str().unwrap().contains(&branch),
+        "{closed}"
+    );
+    // The commit is on the branch here, and the host's worktree is gone.
+    assert_eq!(
+        git(&world.project, &["log", "-1", "--format=%s", &branch]),
+        "add the work file"
+    );
+    assert_eq!(
+        git(&world.project, &["show", &format!("{branch}:work.txt")]),
+        "add the work file"
+    );
+    assert!(!std::path::Path::new(&path).exists(), "{path} was removed");
+    // The note of its task says where the work went.
+    let note = std::fs::read_to_string(done["note"].as_str().unwrap()).unwrap();
+    assert!(note.contains(&branch), "{note}");
+}

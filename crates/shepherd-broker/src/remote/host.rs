@@ -18,8 +18,8 @@ use shepherd_core::protocol::PROTOCOL_VERSION;
 use shepherd_term::{Backend, Presence};
 
 use super::ops::{
-    BranchReply, BranchRequest, CloseRequest, FileRead, FilesReply, FilesRequest, HelloReply,
-    HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name,
+    BranchAction, BranchReply, BranchRequest, CloseRequest, FileRead, FilesReply, FilesRequest,
+    HelloReply, HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name,
 };
 
 /// Why an op failed, in one line for the broker to show.
@@ -217,7 +217,7 @@ fn close(request: &CloseRequest, dirs: &UserDirs) -> Result<serde_json::Value, H
         let entry = registry
             .find(request.backend, pane)
             .map_err(|err| failed("reading the pane registry", err))?;
-        if !entry.is_some_and(|entry| entry.owner_session.as_deref() == Some(&request.owner)) {
+        if entry.is_none_or(|entry| entry.owner_session.as_deref() != Some(&request.owner)) {
             return Err(HostOpError::Failed(format!(
                 "refusing to close pane {pane}: this link did not create it"
             )));
@@ -306,36 +306,43 @@ fn branch(request: &BranchRequest) -> Result<BranchReply, HostOpError> {
         .join("worktrees")
         .join(&request.name);
     let branch = format!("shepherd/{}", request.name);
-    if request.create {
+    let base_key = format!("branch.{branch}.shepherdBase");
+    if request.action == BranchAction::Create {
         let base = git(&request.repo, &["rev-parse", "HEAD"])?;
+        let path = worktree.display().to_string();
         git(
             &request.repo,
-            &[
-                "worktree",
-                "add",
-                "-b",
-                &branch,
-                &worktree.display().to_string(),
-                &base,
-            ],
+            &["worktree", "add", "-b", &branch, &path, &base],
         )?;
-        git(
-            &request.repo,
-            &["config", &format!("branch.{branch}.shepherdBase"), &base],
-        )?;
+        git(&request.repo, &["config", &base_key, &base])?;
     }
-    let base = git(
-        &request.repo,
-        &["config", &format!("branch.{branch}.shepherdBase")],
-    )?;
-    let head = git(&worktree, &["rev-parse", "HEAD"])?;
+    let base = git(&request.repo, &["config", &base_key])?;
+    let head = git(&request.repo, &["rev-parse", &branch])?;
     let commits = git(
-        &worktree,
-        &["rev-list", "--count", &format!("{base}..HEAD")],
+        &request.repo,
+        &[
+            "log",
+            "--reverse",
+            "--format=%h %s",
+            &format!("{base}..{branch}"),
+        ],
     )?
-    .parse()
-    .unwrap_or(0);
-    let dirty = !git(&worktree, &["status", "--porcelain"])?.is_empty();
+    .lines()
+    .filter(|line| !line.trim().is_empty())
+    .map(str::to_owned)
+    .collect();
+    let dirty = worktree.is_dir()
+        && !git(
+            &worktree,
+            &["status", "--porcelain", "--untracked-files=all"],
+        )?
+        .is_empty();
+    if request.action == BranchAction::Remove && !dirty {
+        let path = worktree.display().to_string();
+        git(&request.repo, &["worktree", "remove", &path])?;
+        git(&request.repo, &["branch", "-D", &branch])?;
+        let _unset = git(&request.repo, &["config", "--unset", &base_key]);
+    }
     Ok(BranchReply {
         worktree,
         base,

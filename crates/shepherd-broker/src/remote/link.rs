@@ -424,6 +424,23 @@ impl HostLink {
     }
 }
 
+impl HostLink {
+    /// The `ssh` command line that reaches the host over this link's master (for git).
+    pub(crate) fn ssh_command_line(&self) -> Vec<String> {
+        let mut line = vec!["ssh".to_owned()];
+        line.extend(self.def.ssh_args.iter().cloned());
+        line.extend([
+            "-S".to_owned(),
+            self.control.display().to_string(),
+            "-o".to_owned(),
+            "ControlMaster=no".to_owned(),
+            "-o".to_owned(),
+            "BatchMode=yes".to_owned(),
+        ]);
+        line
+    }
+}
+
 /// `text` as one word for a POSIX shell.
 pub(crate) fn sh_quote(text: &str) -> String {
     if !text.is_empty()

@@ -13,6 +13,7 @@
 //! of the sheep's note to write, and what the sheep writes comes back into the parent's note.
 
 pub(crate) mod backend;
+pub(crate) mod code;
 pub mod host;
 pub(crate) mod link;
 pub(crate) mod notes;

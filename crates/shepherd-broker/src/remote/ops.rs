@@ -212,8 +212,20 @@ pub struct BranchRequest {
     pub repo: PathBuf,
     /// The branch (and worktree directory) name.
     pub name: String,
-    /// Make it (true) or report on it (false).
-    pub create: bool,
+    /// What to do.
+    pub action: BranchAction,
+}
+
+/// What `branch` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BranchAction {
+    /// Make the worktree on its own branch from the checkout's `HEAD`.
+    Create,
+    /// Say where it stands.
+    Report,
+    /// Remove the worktree and its branch (once its commits are safe elsewhere).
+    Remove,
 }
 
 /// The answer to `branch`.
@@ -226,8 +238,8 @@ pub struct BranchReply {
     pub base: String,
     /// The branch's head now.
     pub head: String,
-    /// Commits on the branch since `base`.
-    pub commits: u32,
+    /// Commits on the branch since `base`, `<short hash> <subject>`, oldest first.
+    pub commits: Vec<String>,
     /// Whether the worktree has uncommitted changes.
     pub dirty: bool,
 }

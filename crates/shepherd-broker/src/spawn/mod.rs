@@ -77,14 +77,20 @@ pub(crate) async fn spawn(
         &broker.config.address.namespace,
         &uuid::Uuid::new_v4().to_string(),
     );
-    let worktree = match repo {
-        Some(repo) => {
+    let worktree = match (repo, &prepared.host) {
+        (_, Some(host)) if params.isolate => {
+            let name = crate::isolation::name_for(&def.name, prepared.label.as_str(), &id);
+            let (record, cwd) = crate::remote::code::create(broker, host, name).await?;
+            prepared.cwd = cwd;
+            record
+        }
+        (Some(repo), _) => {
             let name = crate::isolation::name_for(&def.name, prepared.label.as_str(), &id);
             let made = crate::isolation::create(repo, name).await?;
             prepared.cwd = made.cwd();
             serde_json::to_value(&made).expect("worktrees serialise")
         }
-        None => serde_json::Value::Null,
+        (None, _) => serde_json::Value::Null,
     };
     let credentials = Credentials::mint();
     let new = NewSheep {
