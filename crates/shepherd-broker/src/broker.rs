@@ -3,9 +3,11 @@
 //! [`Broker::commit`] runs a herd command inside a [`Tx`] while holding the herd's lock, queues
 //! the resulting events on the journal in the same critical section (so journal order is apply
 //! order), then — outside the lock — wakes whoever the change concerns: inbox readers of the
-//! participants that got items, waiters on task settlement, the deadline timer, and the note
-//! finaliser for tasks that settled. Callers acknowledge only after [`Broker::durable`] for the
-//! position they were given.
+//! participants that got items, waiters on task settlement and the deadline timer. What else the
+//! change calls for — finalising a settled task's note, auto-closing its sheep, pushing a run's
+//! new view — it returns as [`Effect`]s, which the runner the broker was started with carries
+//! out: this module is the state the handlers share, and knows none of them. Callers
+//! acknowledge only after [`Broker::durable`] for the position they were given.
 //!
 //! Runtime-only bookkeeping that is not part of the herd (connections, supervisors' push
 //! channels, spawns waiting for readiness, closes waiting for an exit) lives in [`Links`]; it
@@ -98,10 +100,12 @@ pub(crate) struct Broker {
     pub(crate) started_at: i64,
     /// The writer of this herd's notes.
     fieldnotes: crate::fieldnotes::Fieldnotes,
-    /// Tasks whose notes are being finalised right now (never twice at once).
-    finalizing: Mutex<std::collections::HashSet<TaskId>>,
+    /// Tasks whose notes are being finalised right now (never twice at once; see `notes`).
+    pub(crate) finalizing: Mutex<std::collections::HashSet<TaskId>>,
     /// The links to hosts that run remote sheep.
     pub(crate) remotes: crate::remote::Remotes,
+    /// Carries out what commits ask for (see [`Effect`]).
+    effects: EffectRunner,
 }
 
 impl std::fmt::Debug for Broker {
@@ -111,6 +115,24 @@ impl std::fmt::Debug for Broker {
             .finish_non_exhaustive()
     }
 }
+
+/// What a commit asks of the rest of the broker once it is applied and its wake-ups are sent.
+///
+/// The commit path knows the herd and its journal, not the handlers: it says what has to happen
+/// and the runner the broker was started with (`effects::carry_out`) does it, right after the
+/// commit and in this order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// A task settled: its sheep may be closed after a while (`autoclose`).
+    AutoClose(TaskId),
+    /// A task's note is due to be finalised once the journal holds `pos` (`notes`).
+    FinalizeNote { task_id: TaskId, pos: u64 },
+    /// A run changed: its followers get its new view (`run`).
+    PushRun(String),
+}
+
+/// Carries out one [`Effect`] of a commit.
+pub(crate) type EffectRunner = fn(&Arc<Broker>, Effect);
 
 /// What a commit produced.
 pub(crate) struct Committed<T> {
@@ -126,6 +148,7 @@ impl Broker {
         journal: Journal,
         clock: Arc<dyn Clock>,
         backends: HashMap<BackendKind, Arc<dyn Backend>>,
+        effects: EffectRunner,
     ) -> Arc<Self> {
         let started_at = clock.now_ms();
         let fieldnotes = crate::fieldnotes::Fieldnotes::start(
@@ -147,6 +170,7 @@ impl Broker {
             started_at,
             finalizing: Mutex::new(std::collections::HashSet::new()),
             remotes: crate::remote::Remotes::default(),
+            effects,
         })
     }
 
@@ -193,7 +217,9 @@ impl Broker {
             (value, events, pos)
         };
         if !events.is_empty() {
-            self.after_commit(&events, pos);
+            for effect in self.after_commit(&events, pos) {
+                (self.effects)(self, effect);
+            }
         }
         Committed { value, pos }
     }
@@ -220,7 +246,9 @@ impl Broker {
         self.durable(pos).await
     }
 
-    fn after_commit(self: &Arc<Self>, events: &[Event], pos: u64) {
+    /// Wakes what the broker itself keeps (inbox readers, the generation's waiters) and returns
+    /// what the rest of the broker has to do about `events`, in order.
+    fn after_commit(&self, events: &[Event], pos: u64) -> Vec<Effect> {
         let mut settled = Vec::new();
         let mut noted = Vec::new();
         let mut runs: Vec<&str> = Vec::new();
@@ -245,69 +273,26 @@ impl Broker {
             }
         }
         self.generation.send_modify(|g| *g += 1);
+        let mut effects = Vec::new();
         for task_id in settled {
             let has_note = self.read(|herd| {
                 herd.tasks
                     .get(&task_id)
                     .is_some_and(|t| t.note.is_some() && !t.finalized)
             });
-            crate::autoclose::schedule(self, task_id.clone());
+            effects.push(Effect::AutoClose(task_id.clone()));
             if has_note {
-                self.spawn_finalize(task_id, pos);
+                effects.push(Effect::FinalizeNote { task_id, pos });
             }
         }
         for task_id in noted {
-            self.spawn_finalize(task_id, pos);
+            effects.push(Effect::FinalizeNote { task_id, pos });
         }
         runs.dedup();
         for run_id in runs {
-            crate::run::push_view(self, run_id);
+            effects.push(Effect::PushRun(run_id.to_owned()));
         }
-    }
-
-    /// Finalises a settled task's note once the settlement is durable, then records that the
-    /// note is final (which releases watchers).
-    pub(crate) fn spawn_finalize(self: &Arc<Self>, task_id: TaskId, pos: u64) {
-        if !self
-            .finalizing
-            .lock()
-            .expect("finalizing lock")
-            .insert(task_id.clone())
-        {
-            return;
-        }
-        let broker = self.clone();
-        tokio::spawn(async move {
-            if let Err(err) = broker.durable(pos).await {
-                tracing::error!("not finalising the note of {task_id}: {err}");
-                return;
-            }
-            // A remote sheep's last words in its host's copy come in first.
-            crate::remote::notes::close(&broker, &task_id).await;
-            let job = broker.read(|herd| crate::fieldnotes::FinalizeJob::for_task(herd, &task_id));
-            let had_output = job.as_ref().is_some_and(|job| job.with_run_output);
-            if let Some(job) = job {
-                let fieldnotes = broker.fieldnotes();
-                let outcome = tokio::task::spawn_blocking(move || fieldnotes.finalize(&job)).await;
-                match outcome {
-                    Ok(Ok(())) => {}
-                    Ok(Err(err)) => {
-                        tracing::error!("finalising the note of {task_id} failed: {err}");
-                    }
-                    Err(err) => tracing::error!("finalising the note of {task_id} panicked: {err}"),
-                }
-            }
-            broker.commit(|tx| shepherd_core::herd::finalized(tx, &task_id));
-            // Final words that arrived while the note was being finalised go in now.
-            if !had_output {
-                crate::fieldnotes::complete_output(&broker, &task_id).await;
-            }
-            broker
-                .finalizing
-                .lock()
-                .expect("finalizing lock")
-                .remove(&task_id);
-        });
+        effects
     }
 
     /// The fieldnotes writer for this broker's project.

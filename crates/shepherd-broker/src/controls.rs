@@ -1,13 +1,11 @@
 //! The broker's side of task budgets and the stall watchdog: reading them from a delegation
-//! and the settings, refusing them where the sheep's harness cannot honour them, and what they
-//! add to a task's note. The rules themselves live in the pure herd (`herd::controls`).
+//! and the settings, and refusing them where the sheep's harness cannot honour them. What they
+//! add to a task's note is written with the note (`fieldnotes`). The rules themselves live in
+//! the pure herd (`herd::controls`).
 
-use serde_json::Value;
 use shepherd_core::budget::Budget;
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::herd::Task;
 use shepherd_core::settings::EffectiveSettings;
-use shepherd_notes::Metadata;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::harness::Controls;
@@ -49,20 +47,4 @@ pub(crate) fn check_budget(
         harness.check_budget(who)?;
     }
     Ok(())
-}
-
-/// What a task's controls add to its note: its budget, and the note it continues.
-pub(crate) fn note_metadata(task: &Task, metadata: &mut Metadata) {
-    if let Some(budget) = &task.budget {
-        metadata.insert(
-            "budget".into(),
-            serde_json::to_value(budget).unwrap_or(Value::Null),
-        );
-    }
-    if let Some(previous) = &task.continues {
-        metadata.insert(
-            "continues".into(),
-            Value::from(previous.note_relative.as_str()),
-        );
-    }
 }

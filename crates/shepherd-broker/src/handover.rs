@@ -136,7 +136,7 @@ async fn link_continuation(broker: &Arc<Broker>, previous: &NoteLink, next: &Not
         "continuedIn".into(),
         serde_json::Value::from(next.note_relative.as_str()),
     );
-    if let Err(err) = crate::fieldnotes::annotate_final(broker, &old_task, metadata).await {
+    if let Err(err) = crate::notes::annotate_final(broker, &old_task, metadata).await {
         tracing::warn!(
             "could not link {} to its continuation: {err}",
             previous.note

@@ -102,7 +102,7 @@ pub(crate) async fn release(broker: &Arc<Broker>, id: &AgentId, closed: bool) ->
     if let Some(task_id) = last_task {
         let mut metadata = shepherd_notes::Metadata::new();
         metadata.insert("worktree".into(), report.clone());
-        if let Err(err) = crate::fieldnotes::annotate_final(broker, &task_id, metadata).await {
+        if let Err(err) = crate::notes::annotate_final(broker, &task_id, metadata).await {
             tracing::warn!("could not add the worktree report to the note of {task_id}: {err}");
         }
     }

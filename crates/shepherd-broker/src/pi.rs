@@ -289,6 +289,6 @@ pub(crate) async fn record_output(
     let output = TaskOutput { text, telemetry };
     let committed = broker.commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
     broker.durable(committed.pos).await?;
-    crate::fieldnotes::complete_output(broker, &task_id).await;
+    crate::notes::complete_output(broker, &task_id).await;
     Ok(())
 }

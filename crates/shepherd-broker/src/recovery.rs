@@ -59,7 +59,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     });
     let pos = broker.journal.position();
     for task_id in unfinalized {
-        broker.spawn_finalize(task_id, pos);
+        crate::notes::finalize(broker, task_id, pos);
     }
     crate::run::resume(broker);
     for (id, phase, backend) in running {

@@ -113,7 +113,14 @@ pub async fn start(
     for backend in extra_backends {
         backends.insert(backend.kind(), backend);
     }
-    let broker = Broker::new(config, herd, journal, clock, backends);
+    let broker = Broker::new(
+        config,
+        herd,
+        journal,
+        clock,
+        backends,
+        crate::effects::carry_out,
+    );
     for note in replayed.notes {
         // What a damaged journal cost is the parent's to know, not only the log's.
         broker.commit(|tx| {

@@ -105,9 +105,9 @@ pub(crate) struct ReleaseRequest {
 /// What finalising a settled task's note needs.
 #[derive(Debug, Clone)]
 pub(crate) struct FinalizeJob {
-    note: NoteLink,
+    pub(crate) note: NoteLink,
     status: NoteStatus,
-    output: Option<String>,
+    pub(crate) output: Option<String>,
     error: Option<String>,
     metadata: Metadata,
     /// Whether the sheep's final words (run output) are in it already.
@@ -131,7 +131,7 @@ impl FinalizeJob {
         if let Some(summary) = &result.summary {
             metadata.insert("summary".into(), Value::from(one_line(summary)));
         }
-        crate::controls::note_metadata(task, &mut metadata);
+        controls_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);
         metadata.insert(
             "durationMs".into(),
@@ -157,72 +157,26 @@ impl FinalizeJob {
     }
 }
 
+/// What a task's controls add to its note: its budget, and the note it continues.
+fn controls_metadata(task: &shepherd_core::herd::Task, metadata: &mut Metadata) {
+    if let Some(budget) = &task.budget {
+        metadata.insert(
+            "budget".into(),
+            serde_json::to_value(budget).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(previous) = &task.continues {
+        metadata.insert(
+            "continues".into(),
+            Value::from(previous.note_relative.as_str()),
+        );
+    }
+}
+
 pub(crate) fn merge_telemetry(metadata: &mut Metadata, telemetry: &Value) {
     if let Some(fields) = telemetry.as_object() {
         for (key, value) in fields {
             metadata.insert(key.clone(), value.clone());
-        }
-    }
-}
-
-/// Puts a settled task's run output (final words, telemetry) into its already final note.
-/// A note not final yet gets them from its finaliser instead.
-pub(crate) async fn complete_output(broker: &Arc<crate::broker::Broker>, task_id: &TaskId) {
-    let job = broker.read(|herd| {
-        let task = herd.tasks.get(task_id)?;
-        let output = task.output.clone()?;
-        task.finalized.then_some(())?;
-        Some((task.note.clone()?, output))
-    });
-    let Some((note, output)) = job else { return };
-    let mut metadata = Metadata::new();
-    merge_telemetry(&mut metadata, &output.telemetry);
-    let text = Some(output.text).filter(|t| !t.trim().is_empty());
-    let fieldnotes = broker.fieldnotes();
-    let updated =
-        tokio::task::spawn_blocking(move || fieldnotes.update_output(&note, text, metadata)).await;
-    match updated {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => {
-            tracing::warn!("could not add the final output to the note of {task_id}: {err}");
-        }
-        Err(err) => tracing::warn!("adding the final output of {task_id} panicked: {err}"),
-    }
-}
-
-/// Adds `metadata` to a settled task's note once it is final (waiting for its finalisation,
-/// within a deadline), keeping its final output as it is.
-pub(crate) async fn annotate_final(
-    broker: &Arc<crate::broker::Broker>,
-    task_id: &TaskId,
-    metadata: Metadata,
-) -> BrokerResult<()> {
-    let deadline = tokio::time::Instant::now() + FIELDNOTES_DEADLINE;
-    let mut generation = broker.generation.subscribe();
-    loop {
-        generation.borrow_and_update();
-        let job = broker.read(|herd| {
-            let task = herd.tasks.get(task_id)?;
-            task.finalized
-                .then(|| FinalizeJob::for_task(herd, task_id))
-                .flatten()
-        });
-        if let Some(job) = job {
-            let fieldnotes = broker.fieldnotes();
-            return tokio::task::spawn_blocking(move || {
-                fieldnotes.update_output(&job.note, job.output, metadata)
-            })
-            .await
-            .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?;
-        }
-        tokio::select! {
-            changed = generation.changed() => if changed.is_err() { return Err(stopped()) },
-            () = tokio::time::sleep_until(deadline) => {
-                return Err(BrokerError::new(
-                    ErrorCode::FieldnotesTimeout,
-                    format!("the note of {task_id} was not final within {} s", FIELDNOTES_DEADLINE.as_secs()),
-                ));
-            }
         }
     }
 }
@@ -238,7 +192,7 @@ pub(crate) fn one_line(text: &str) -> String {
 
 /// Longest one fieldnotes operation may take before its caller gives up on it (the store's own
 /// lock wait is 30 s).
-const FIELDNOTES_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const FIELDNOTES_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 mod batch;
 mod lanes;
