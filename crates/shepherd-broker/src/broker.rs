@@ -72,7 +72,7 @@ pub(crate) struct Links {
     /// Requests being worked on, by client request id: a resent copy joins the first.
     pub(crate) in_flight: HashMap<String, watch::Sender<Option<BrokerResult<serde_json::Value>>>>,
     /// Connections following each run.
-    pub(crate) run_followers: HashMap<String, Vec<Arc<crate::server::Session>>>,
+    pub(crate) run_followers: HashMap<String, Vec<Arc<crate::session::Session>>>,
     /// Runs whose driver is running.
     pub(crate) run_drivers: std::collections::HashSet<String>,
     /// The last line each sheep printed, as its supervisor last reported (see `printed`).

@@ -126,11 +126,11 @@ pub(crate) async fn end_sheep(
         .or_default()
         .push(exited_tx);
     let grace_ms = u64::try_from(TERMINATE_GRACE.as_millis()).unwrap_or(u64::MAX);
-    if crate::supervisor::request_terminate(broker, id, grace_ms) {
+    if crate::supervisor_link::request_terminate(broker, id, grace_ms) {
         let _exited =
             tokio::time::timeout(TERMINATE_GRACE + Duration::from_secs(2), exited_rx).await;
     }
-    let record = crate::spawn::current_launch(broker, id);
+    let record = crate::launch_record::current_launch(broker, id);
     let kind = broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .ok_or_else(|| EndError::UnknownSheep(id.clone()))?;
@@ -169,7 +169,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
     });
     let mut pruned = 0;
     for (id, kind) in candidates {
-        let record = crate::spawn::current_launch(broker, &id);
+        let record = crate::launch_record::current_launch(broker, &id);
         let Ok(backend) = crate::remote::backend_of(broker, &id, kind) else {
             continue;
         };

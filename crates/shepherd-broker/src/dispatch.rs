@@ -10,7 +10,7 @@ use shepherd_core::protocol::{Request, Role, method};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::server::{Session, forbidden};
+use crate::session::{Session, forbidden};
 
 /// Runs one request for `session`.
 pub(crate) async fn dispatch(

@@ -40,7 +40,7 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
             ),
         ));
     }
-    let record = crate::spawn::current_launch(broker, &id);
+    let record = crate::launch_record::current_launch(broker, &id);
     let pane = record.pane.clone().ok_or_else(|| {
         BrokerError::new(
             ErrorCode::NoPane,

@@ -16,7 +16,7 @@ use shepherd_core::protocol::{HerdResult, event};
 
 use crate::broker::Broker;
 use crate::error::BrokerResult;
-use crate::server::Session;
+use crate::session::Session;
 
 /// The shortest time between two looks at the herd (and so two pushes) for one connection.
 const COALESCE: Duration = Duration::from_millis(20);

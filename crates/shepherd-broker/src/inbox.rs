@@ -15,8 +15,8 @@ use shepherd_core::protocol::{AckParams, InboxParams, InboxResult, OkResult, eve
 
 use crate::broker::Broker;
 use crate::error::BrokerResult;
-use crate::parent::to_value;
-use crate::server::{Session, forbidden};
+use crate::session::to_value;
+use crate::session::{Session, forbidden};
 
 fn participant(session: &Session) -> BrokerResult<Participant> {
     session

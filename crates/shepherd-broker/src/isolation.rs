@@ -18,7 +18,7 @@ use shepherd_core::ids::AgentId;
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::run::worktree::{self, Repo, Worktree};
+use crate::worktree::{self, Repo, Worktree};
 
 /// Checks that a spawn's directory can be isolated, before anything is made.
 pub(crate) fn probe(cwd: &Path) -> BrokerResult<Repo> {

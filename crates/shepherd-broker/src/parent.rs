@@ -17,7 +17,7 @@ use shepherd_term::{BackendKind, ReadSource};
 
 use crate::broker::{Broker, duration_ms};
 use crate::error::{BrokerError, BrokerResult};
-use crate::server::Session;
+use crate::session::{Session, to_value};
 
 /// A fresh id part.
 pub(crate) fn unique() -> String {
@@ -163,11 +163,6 @@ pub(crate) async fn message(
     send_message(broker, input, rid).await
 }
 
-/// A result as the JSON it is sent as.
-pub(crate) fn to_value(result: impl serde::Serialize) -> Value {
-    serde_json::to_value(result).expect("results serialise")
-}
-
 /// Runs `watch`: a durable watcher whose completions arrive in the parent's inbox.
 pub(crate) async fn watch(
     broker: &Arc<Broker>,
@@ -261,7 +256,7 @@ pub(crate) fn status(
     };
     let id = match (&own, params.id) {
         (Some(own), Some(id)) if &id != own => {
-            return Err(crate::server::forbidden(
+            return Err(crate::session::forbidden(
                 "a sheep may only ask for its own status",
             ));
         }
@@ -352,7 +347,7 @@ pub(crate) async fn recent_output(
     source: ReadSource,
     lines: u32,
 ) -> BrokerResult<String> {
-    let record = crate::spawn::current_launch(broker, id);
+    let record = crate::launch_record::current_launch(broker, id);
     let backend = crate::remote::backend_of(broker, id, kind)?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.

@@ -15,7 +15,7 @@ use shepherd_term::ReadSource;
 
 use crate::broker::Broker;
 use crate::error::BrokerResult;
-use crate::server::Session;
+use crate::session::Session;
 
 /// How many lines are read to find the last one that is not blank.
 const LINES_READ: u32 = 8;

@@ -11,8 +11,8 @@ use shepherd_core::ids::{MessageId, Participant};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::parent::to_value;
-use crate::server::Session;
+use crate::session::Session;
+use crate::session::to_value;
 
 /// The receipt of `message_id`, as `session` may see it.
 pub(crate) fn status(

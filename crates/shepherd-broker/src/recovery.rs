@@ -52,7 +52,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
         let running: Vec<_> = herd
             .sheep
             .values()
-            .filter(|s| crate::supervisor::may_be_running(&s.phase))
+            .filter(|s| crate::supervisor_link::may_be_running(&s.phase))
             .map(|s| (s.id.clone(), s.phase.clone(), s.backend))
             .collect();
         (unfinalized, running)
@@ -63,7 +63,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     }
     crate::run::resume(broker);
     for (id, phase, backend) in running {
-        let record = crate::spawn::current_launch(broker, &id);
+        let record = crate::launch_record::current_launch(broker, &id);
         let backend = crate::remote::backend_of(broker, &id, backend).ok();
         // A launch the previous broker never recorded (it died while the backend placed the
         // sheep) may still have a supervisor on its way: only its reconnection can tell.
@@ -142,14 +142,14 @@ fn await_reconnect(
     tokio::spawn(async move {
         let mut generation = broker.generation.subscribe();
         let deadline = tokio::time::Instant::now() + grace;
-        while !crate::supervisor::is_attached(&broker, &id) {
+        while !crate::supervisor_link::is_attached(&broker, &id) {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => break,
                 changed = generation.changed() => if changed.is_err() { return },
                 () = broker.shutdown.cancelled() => return,
             }
         }
-        let attached = crate::supervisor::is_attached(&broker, &id);
+        let attached = crate::supervisor_link::is_attached(&broker, &id);
         if attached && phase != Phase::Closing {
             tracing::info!("re-adopted {id}");
             return;

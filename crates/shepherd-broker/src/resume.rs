@@ -18,8 +18,8 @@ use shepherd_core::protocol::{CloseParams, ResumeParams, SpawnParams, SpawnResul
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 use crate::harness::Controls;
-use crate::run::worktree::Worktree;
 use crate::spawn::launch::{self, Credentials};
+use crate::worktree::Worktree;
 
 /// Runs `resume`. A resent resume (same client request id) follows the sheep it reopened.
 pub(crate) async fn resume(

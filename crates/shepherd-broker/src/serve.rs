@@ -297,7 +297,7 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
         (
             herd.sheep
                 .values()
-                .filter(|s| crate::supervisor::may_be_running(&s.phase))
+                .filter(|s| crate::supervisor_link::may_be_running(&s.phase))
                 .count(),
             herd.tasks
                 .values()
@@ -369,7 +369,7 @@ pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
             Err(err) => failed.push(err.to_string()),
         }
     }
-    Ok(crate::parent::to_value(StopResult {
+    Ok(crate::session::to_value(StopResult {
         stopping: true,
         closed,
         failed,

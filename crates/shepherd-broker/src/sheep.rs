@@ -14,8 +14,8 @@ use shepherd_core::protocol::{
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::parent::to_value;
-use crate::server::Session;
+use crate::session::Session;
+use crate::session::to_value;
 
 /// Runs `tell`: a sheep messages the parent or a herd-mate.
 pub(crate) async fn tell(

@@ -1,31 +1,20 @@
 //! The supervisor side of the protocol: a sheep's supervisor reports that the program runs
 //! (which makes a spawn ready, or re-adopts the sheep after a broker restart) and how it ended;
-//! the broker pushes `terminate` to it on close. A supervisor connection that drops without an
+//! the broker pushes `terminate` to it on close (`supervisor_link`). A supervisor connection that drops without an
 //! exit report means the supervisor itself died, which ends the sheep too.
 
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use serde_json::Value;
-use shepherd_core::herd::{ExitInfo, Phase};
-use shepherd_core::protocol::{
-    OkResult, SupervisorExited, SupervisorStarted, TerminateData, event,
-};
+use shepherd_core::herd::ExitInfo;
+use shepherd_core::protocol::{OkResult, SupervisorExited, SupervisorStarted};
 use shepherd_term::LaunchRecord;
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::parent::to_value;
-use crate::server::Session;
-
-/// Registers a supervisor connection's push channel.
-pub(crate) fn attach(broker: &Arc<Broker>, session: &Session) {
-    if let Some(id) = &session.agent_id {
-        let mut links = broker.links.lock().expect("links lock");
-        links.supervisors.insert(id.clone(), session.out.clone());
-        links.exit_reported.remove(id);
-    }
-}
+use crate::session::Session;
+use crate::session::to_value;
 
 /// `supervisor.started`: the sheep's program runs.
 pub(crate) async fn started(
@@ -41,7 +30,10 @@ pub(crate) async fn started(
     // A sheep already recorded as ended (its supervisor came back too late) is not taken back:
     // its supervisor hears so and ends it.
     let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
-    if !phase.as_ref().is_some_and(may_be_running) {
+    if !phase
+        .as_ref()
+        .is_some_and(crate::supervisor_link::may_be_running)
+    {
         return Err(BrokerError::new(
             ErrorCode::ClosedHandle,
             format!("{id} has ended in this herd; its supervisor must end it"),
@@ -52,7 +44,7 @@ pub(crate) async fn started(
         pid: Some(params.pid),
         ..LaunchRecord::default()
     };
-    crate::spawn::merge_launch(broker, &id, &update);
+    crate::launch_record::merge_launch(broker, &id, &update);
     // A command sheep is ready once its program runs; a coding agent once it reports in
     // (`report ready`): pi's extension once pi loaded it, another agent's driver once the agent
     // can take input.
@@ -77,7 +69,7 @@ fn check_reported_pids(session: &Session, params: &SupervisorStarted) -> BrokerR
         return Ok(());
     }
     let refuse =
-        |why: String| crate::server::forbidden(&format!("supervisor report refused: {why}"));
+        |why: String| crate::session::forbidden(&format!("supervisor report refused: {why}"));
     if let Some(peer) = session.peer_pid
         && peer != params.supervisor_pid
     {
@@ -127,7 +119,11 @@ pub(crate) async fn exited(
         .expect("supervisor sessions carry an agent");
     let tail = if params.tail.trim().is_empty() {
         // A sheep in a pane printed to its terminal: read the end of the pane instead.
-        tail_of(broker, &id, &crate::spawn::current_launch(broker, &id))
+        tail_of(
+            broker,
+            &id,
+            &crate::launch_record::current_launch(broker, &id),
+        )
     } else {
         params.tail
     };
@@ -180,12 +176,12 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
         // A remote supervisor's connection drops with its link; the supervisor keeps its sheep
         // and reconnects when the link returns. It gets as long as a host may stay unreachable.
         let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
-        if let Some(phase) = phase.filter(may_be_running) {
+        if let Some(phase) = phase.filter(crate::supervisor_link::may_be_running) {
             crate::recovery::await_remote(broker, id, phase);
         }
         return;
     }
-    let record = crate::spawn::current_launch(broker, &id);
+    let record = crate::launch_record::current_launch(broker, &id);
     // A process killed outright closes its sockets a moment before it is gone: give it that
     // moment before deciding it lives on.
     let supervisor_alive = match record.supervisor_pid {
@@ -201,7 +197,7 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
     };
     if supervisor_alive {
         let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
-        if let Some(phase) = phase.filter(may_be_running) {
+        if let Some(phase) = phase.filter(crate::supervisor_link::may_be_running) {
             crate::recovery::await_adoption(broker, id, phase);
         }
         return;
@@ -258,34 +254,6 @@ fn notify_exit_waiters(broker: &Broker, id: &shepherd_core::ids::AgentId) {
     }
 }
 
-/// Asks a sheep's supervisor to end it. Returns false when no supervisor is connected.
-pub(crate) fn request_terminate(
-    broker: &Broker,
-    id: &shepherd_core::ids::AgentId,
-    grace_ms: u64,
-) -> bool {
-    let links = broker.links.lock().expect("links lock");
-    let Some(out) = links.supervisors.get(id) else {
-        return false;
-    };
-    let line = serde_json::to_string(&shepherd_core::protocol::ServerLine::Push {
-        event: event::TERMINATE.to_owned(),
-        data: to_value(TerminateData { grace_ms }),
-    })
-    .expect("pushes serialise");
-    out.send(line).is_ok()
-}
-
-/// Whether the sheep's supervisor is connected.
-pub(crate) fn is_attached(broker: &Broker, id: &shepherd_core::ids::AgentId) -> bool {
-    broker
-        .links
-        .lock()
-        .expect("links lock")
-        .supervisors
-        .contains_key(id)
-}
-
 fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRecord) -> String {
     broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
@@ -296,9 +264,4 @@ fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRec
                 .ok()
         })
         .unwrap_or_default()
-}
-
-/// Whether a sheep is still one whose processes may be running.
-pub(crate) fn may_be_running(phase: &Phase) -> bool {
-    matches!(phase, Phase::Starting | Phase::Ready | Phase::Closing)
 }

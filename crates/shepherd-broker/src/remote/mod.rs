@@ -163,7 +163,7 @@ pub(crate) fn relink(broker: &Arc<Broker>) {
     let hosts: std::collections::BTreeSet<String> = broker.read(|herd| {
         herd.sheep
             .values()
-            .filter(|s| crate::supervisor::may_be_running(&s.phase))
+            .filter(|s| crate::supervisor_link::may_be_running(&s.phase))
             .filter_map(|s| s.host().map(str::to_owned))
             .collect()
     });
@@ -178,7 +178,7 @@ pub(crate) fn relink(broker: &Arc<Broker>) {
 /// Items as a remote sheep sees them: its notes' paths are its host's copies.
 pub(crate) fn for_host(
     broker: &Broker,
-    session: &crate::server::Session,
+    session: &crate::session::Session,
     mut items: Vec<shepherd_core::herd::InboxItem>,
 ) -> Vec<shepherd_core::herd::InboxItem> {
     let Some(host) = session

@@ -13,8 +13,8 @@ use shepherd_notes::Mode;
 
 use super::conflict;
 use super::model::{RunSpec, SpecStep};
-use super::worktree;
 use crate::error::{BrokerError, BrokerResult};
+use crate::worktree;
 
 /// Refuses a run nested deeper than `maxDepth` allows (`depth` is this herd's: 0 for a person's
 /// herd, 1 for a herd a sheep started, …).

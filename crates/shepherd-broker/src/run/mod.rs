@@ -16,7 +16,6 @@ mod driver;
 mod model;
 mod report;
 mod step;
-pub(crate) mod worktree;
 
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
@@ -29,7 +28,7 @@ use shepherd_core::protocol::{RunIdParams, RunSubmitParams, RunView, event};
 use self::model::{StepState, from_value, to_value};
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::server::Session;
+use crate::session::Session;
 
 /// How long a run that is not detached goes on with nobody following it.
 pub(crate) const ORPHAN_GRACE: Duration = Duration::from_secs(5);

@@ -15,7 +15,7 @@ use serde_json::Value;
 use shepherd_notes::Mode;
 
 use super::model::{Outcome, Plan as PlanResult, RunSpec};
-use super::worktree::WorktreeReport;
+use crate::worktree::WorktreeReport;
 
 /// Longest result text shown whole.
 pub(crate) const MAX_TEXT_BYTES: usize = 50 * 1024;

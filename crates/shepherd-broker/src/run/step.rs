@@ -12,8 +12,8 @@ use shepherd_core::protocol::{CloseParams, DelegateParams, SpawnParams};
 
 use super::driver::Run;
 use super::model::{Outcome, StepPhase, StepState};
-use super::worktree;
 use crate::broker::Broker;
+use crate::worktree;
 
 /// Extra wait beyond a task's own timeout: the broker settles the task at its deadline, then
 /// finalises the note and may wait for a pi sheep's final words.

@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
+use crate::launch_record::{current_launch, merge_launch};
 
 /// Everything a spawn or a resume decided before its sheep is admitted.
 pub(crate) struct Prepared {
@@ -347,26 +348,6 @@ fn register_pane(
             server: record.server.clone(),
             agent_id: Some(id.to_string()),
         })
-}
-
-/// Merges backend facts into the sheep's launch record and journals it.
-pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRecord) {
-    let mut record = current_launch(broker, id);
-    macro_rules! take {
-        ($($field:ident),*) => { $( if update.$field.is_some() { record.$field.clone_from(&update.$field); } )* };
-    }
-    take!(supervisor_pid, pid, log, pane, window, server);
-    broker.commit(|tx| shepherd_core::herd::launched(tx, id, record));
-}
-
-/// The sheep's launch record as journaled.
-pub(crate) fn current_launch(broker: &Broker, id: &AgentId) -> LaunchRecord {
-    broker.read(|herd| {
-        herd.sheep
-            .get(id)
-            .and_then(|s| s.launch.clone())
-            .unwrap_or_default()
-    })
 }
 
 /// A working directory a caller named, inside the project unless absolute; it must exist.

@@ -23,11 +23,11 @@ use shepherd_core::settings::Backend as BackendSetting;
 use shepherd_term::BackendKind;
 
 use launch::{Credentials, Prepared, never_launched, resolve_cwd};
-pub(crate) use launch::{current_launch, merge_launch};
 
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 use crate::harness::Controls;
+use crate::launch_record::current_launch;
 
 /// Runs `spawn`. A resent spawn (same client request id) follows the sheep its first copy
 /// admitted instead of starting another.
@@ -128,8 +128,7 @@ pub(crate) async fn spawn(
             .remove(&id);
         if let Ok(made) = serde_json::from_value(worktree) {
             let _kept =
-                tokio::task::spawn_blocking(move || crate::run::worktree::release(&made, true))
-                    .await;
+                tokio::task::spawn_blocking(move || crate::worktree::release(&made, true)).await;
         }
         return Err(err);
     }
