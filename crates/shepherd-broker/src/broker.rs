@@ -369,3 +369,8 @@ impl Broker {
 pub(crate) fn duration_ms(duration: std::time::Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
+
+/// A fresh id part.
+pub(crate) fn unique() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

@@ -134,8 +134,8 @@ async fn route(
         }
         method::SUPERVISOR_OUTPUT => crate::printed::output(broker, session).await,
         method::FOCUS => reply(crate::focus::focus(broker, parse(name, params)?).await),
-        method::BROKER_STATUS => reply(Ok(crate::serve::status(broker))),
-        method::BROKER_STOP => reply(crate::serve::stop(broker).await),
+        method::BROKER_STATUS => reply(Ok(crate::broker_requests::status(broker))),
+        method::BROKER_STOP => reply(crate::broker_requests::stop(broker).await),
         _ => unreachable!("every allowed method is dispatched"),
     }
 }

@@ -91,7 +91,7 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
         None => None,
     };
     let new_note = note.clone();
-    let message_id = MessageId::mint(&broker.config.address.namespace, &crate::parent::unique());
+    let message_id = MessageId::mint(&broker.config.address.namespace, &crate::broker::unique());
     broker
         .commit_durable(|tx| {
             let state = tx.herd().tasks.get(task_id).map(|t| t.state);

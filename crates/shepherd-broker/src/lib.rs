@@ -18,6 +18,7 @@
 mod auth;
 mod autoclose;
 mod broker;
+mod broker_requests;
 mod close;
 mod controls;
 mod dispatch;

@@ -7,22 +7,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Resolved, Sheep};
-use shepherd_core::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
+use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
     ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, WaitParams,
     WaitResult, WatchParams, WatchResult,
 };
-use shepherd_term::{BackendKind, ReadSource};
 
 use crate::broker::{Broker, duration_ms};
 use crate::error::{BrokerError, BrokerResult};
 use crate::session::{Session, to_value};
-
-/// A fresh id part.
-pub(crate) fn unique() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
 
 /// Minutes as given by a caller, checked and turned into milliseconds.
 pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
@@ -54,7 +48,7 @@ pub(crate) async fn delegate(
     let settings = broker.settings();
     let timeout_ms = timeout_ms(params.timeout.unwrap_or(settings.timeout_minutes))?;
     let mode = params.mode.unwrap_or_default();
-    let task_id = TaskId::mint(&broker.config.address.namespace, &unique());
+    let task_id = TaskId::mint(&broker.config.address.namespace, &crate::broker::unique());
     let agent_id = broker.read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
     let stall_after_ms = crate::controls::stall_ms(params.stall, &settings)?;
     if let Ok(agent_id) = &agent_id {
@@ -117,7 +111,7 @@ pub(crate) fn message_input(
 ) -> BrokerResult<MessageInput> {
     let settings = broker.settings();
     Ok(MessageInput {
-        message_id: MessageId::mint(&broker.config.address.namespace, &unique()),
+        message_id: MessageId::mint(&broker.config.address.namespace, &crate::broker::unique()),
         sender,
         target: params.target,
         content: params.message,
@@ -170,7 +164,7 @@ pub(crate) async fn watch(
     rid: Option<&str>,
 ) -> BrokerResult<Value> {
     let ids = params.id.into_vec();
-    let watcher_id = WatcherId::mint(&broker.config.address.namespace, &unique());
+    let watcher_id = WatcherId::mint(&broker.config.address.namespace, &crate::broker::unique());
     broker
         .commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::watch(tx, watcher_id, &ids)?;
@@ -337,38 +331,6 @@ fn read_target<'h>(herd: &'h Herd, target: &str) -> Option<&'h Sheep> {
     }
 }
 
-/// The last `lines` lines a sheep shows, read from its backend; a headless pi sheep's RPC
-/// event log is rendered as a transcript first.
-pub(crate) async fn recent_output(
-    broker: &Arc<Broker>,
-    id: &AgentId,
-    kind: BackendKind,
-    runtime: &shepherd_core::harness::Runtime,
-    source: ReadSource,
-    lines: u32,
-) -> BrokerResult<String> {
-    let record = crate::launch_record::current_launch(broker, id);
-    let backend = crate::remote::backend_of(broker, id, kind)?;
-    // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
-    // once rendered as a transcript.
-    let rpc_log = kind == BackendKind::Headless && runtime.is_pi();
-    let raw_lines = if rpc_log {
-        lines.saturating_mul(50).min(10_000)
-    } else {
-        lines
-    };
-    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, raw_lines))
-        .await
-        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
-    Ok(if rpc_log {
-        let rendered = crate::transcript::transcript(&text);
-        let all: Vec<&str> = rendered.lines().collect();
-        all[all.len().saturating_sub(lines as usize)..].join("\n")
-    } else {
-        text
-    })
-}
-
 /// Runs `read`: a sheep's recent output, by agent id, display name or pane id.
 pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResult<ReadResult> {
     if params.target.trim().is_empty() {
@@ -393,7 +355,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
                 )
             })
     })?;
-    let text = recent_output(broker, &id, kind, &runtime, source, lines).await?;
+    let text = crate::printed::recent_output(broker, &id, kind, &runtime, source, lines).await?;
     let text = if text.trim().is_empty() {
         "(no terminal output)".to_owned()
     } else {

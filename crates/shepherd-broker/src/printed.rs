@@ -6,15 +6,19 @@
 //! transcript — and keeps its last line. The line is runtime state, not herd state: it is not
 //! journaled, and a restarted broker learns it again from the next output. A changed line
 //! wakes the herd feed, so dashboards show it within the feed's window without asking.
+//!
+//! Reading the end of a sheep's output is kept here ([`recent_output`]) and shared with `read`.
 
+use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use shepherd_core::herd::SheepStatus;
-use shepherd_term::ReadSource;
+use shepherd_core::ids::AgentId;
+use shepherd_term::{BackendKind, ReadSource};
 
 use crate::broker::Broker;
-use crate::error::BrokerResult;
+use crate::error::{BrokerError, BrokerResult};
 use crate::session::Session;
 
 /// How many lines are read to find the last one that is not blank.
@@ -35,7 +39,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
     let Some((kind, runtime)) = sheep else {
         return Ok(json!({ "ok": true }));
     };
-    let text = crate::parent::recent_output(
+    let text = recent_output(
         broker,
         &id,
         kind,
@@ -121,4 +125,36 @@ mod tests {
             Some("next line")
         );
     }
+}
+
+/// The last `lines` lines a sheep shows, read from its backend; a headless pi sheep's RPC
+/// event log is rendered as a transcript first.
+pub(crate) async fn recent_output(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    kind: BackendKind,
+    runtime: &shepherd_core::harness::Runtime,
+    source: ReadSource,
+    lines: u32,
+) -> BrokerResult<String> {
+    let record = crate::launch_record::current_launch(broker, id);
+    let backend = crate::remote::backend_of(broker, id, kind)?;
+    // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
+    // once rendered as a transcript.
+    let rpc_log = kind == BackendKind::Headless && runtime.is_pi();
+    let raw_lines = if rpc_log {
+        lines.saturating_mul(50).min(10_000)
+    } else {
+        lines
+    };
+    let text = tokio::task::spawn_blocking(move || backend.read(&record, source, raw_lines))
+        .await
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
+    Ok(if rpc_log {
+        let rendered = crate::transcript::transcript(&text);
+        let all: Vec<&str> = rendered.lines().collect();
+        all[all.len().saturating_sub(lines as usize)..].join("\n")
+    } else {
+        text
+    })
 }
