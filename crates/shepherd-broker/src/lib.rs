@@ -5,12 +5,20 @@
 //! fieldnotes, and talks to every participant over a Unix socket. Front ends — the CLI, the pi
 //! extension, supervisors, sheep — are clients of [`client`].
 //!
-//! Layout:
-//! - [`paths`]: where a broker lives; [`clock`]: its time source; [`journal`]: durability.
-//! - `broker`: shared state and the commit path; `server`/`dispatch`: connections and routing.
-//! - `spawn`, `parent`, `close`, `inbox`, `herd_feed`, `sheep`, `supervisor`: request handlers.
-//! - `fieldnotes`: the batched note writer; `recovery`: re-adoption after a restart;
-//!   [`serve`]: start-up, loops and shutdown.
+//! Layout, from the bottom up (no top-level module imports one above it, so none imports
+//! another in a cycle; `scripts/module-cycles` checks it):
+//! - [`paths`]: where a broker lives; [`clock`]: its time source; [`journal`]: durability;
+//!   `error`; `fieldnotes`: the batched note writer.
+//! - `broker`: shared state and the commit path, which returns the effects a change calls for
+//!   instead of calling the modules that act on them.
+//! - What handlers share: `session` (who a connection speaks for), `launch_record`,
+//!   `supervisor_link`, `notes` (a settled task's note), `worktree`, `auth`, `pi`, `harness`.
+//! - Request handlers: `spawn`, `resume`, `parent`, `handover`, `close`, `inbox`, `herd_feed`,
+//!   `printed`, `receipts`, `sheep`, `supervisor`, `focus`, `run`, `broker_requests`;
+//!   `recovery`: re-adoption after a restart; `autoclose`: closing settled sheep.
+//! - `dispatch`: the one module that knows every handler; `effects`: carries out commits'
+//!   effects; `server`: connections.
+//! - [`serve`]: start-up, loops and shutdown.
 
 // Unit tests set up files and processes directly; the code they test keeps clippy.toml's rules.
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
