@@ -249,50 +249,24 @@ impl Broker {
     /// Wakes what the broker itself keeps (inbox readers, the generation's waiters) and returns
     /// what the rest of the broker has to do about `events`, in order.
     fn after_commit(&self, events: &[Event], pos: u64) -> Vec<Effect> {
-        let mut settled = Vec::new();
-        let mut noted = Vec::new();
-        let mut runs: Vec<&str> = Vec::new();
         {
             let signals = self.inbox_signals.lock().expect("signals lock");
             for event in events {
-                match event {
-                    Event::Enqueued { to, item } => {
-                        if let Some(signal) = signals.get(to) {
-                            signal.send_replace(item.seq);
-                        }
-                    }
-                    Event::TaskSettled { task_id, .. } => settled.push(task_id.clone()),
-                    Event::NoteAttached { task_id, .. } => noted.push(task_id.clone()),
-                    Event::RunSubmitted { run } => runs.push(&run.id),
-                    Event::RunPlanned { run_id, .. }
-                    | Event::RunStepChanged { run_id, .. }
-                    | Event::RunCancelled { run_id, .. }
-                    | Event::RunFinished { run_id, .. } => runs.push(run_id),
-                    _ => {}
+                if let Event::Enqueued { to, item } = event
+                    && let Some(signal) = signals.get(to)
+                {
+                    signal.send_replace(item.seq);
                 }
             }
         }
         self.generation.send_modify(|g| *g += 1);
-        let mut effects = Vec::new();
-        for task_id in settled {
-            let has_note = self.read(|herd| {
+        effects_of(events, pos, |task_id| {
+            self.read(|herd| {
                 herd.tasks
-                    .get(&task_id)
+                    .get(task_id)
                     .is_some_and(|t| t.note.is_some() && !t.finalized)
-            });
-            effects.push(Effect::AutoClose(task_id.clone()));
-            if has_note {
-                effects.push(Effect::FinalizeNote { task_id, pos });
-            }
-        }
-        for task_id in noted {
-            effects.push(Effect::FinalizeNote { task_id, pos });
-        }
-        runs.dedup();
-        for run_id in runs {
-            effects.push(Effect::PushRun(run_id.to_owned()));
-        }
-        effects
+            })
+        })
     }
 
     /// The fieldnotes writer for this broker's project.
@@ -365,6 +339,54 @@ impl Broker {
     }
 }
 
+/// What `events`, journaled up to `pos`, ask of the rest of the broker, in order: for each
+/// settled task an auto-close, and a finalisation when `unfinalized_note` says it has a note
+/// that is not final yet; a finalisation for each note attached to a settled task; then a push
+/// for each run that changed (once for consecutive changes of the same run).
+fn effects_of(
+    events: &[Event],
+    pos: u64,
+    unfinalized_note: impl Fn(&TaskId) -> bool,
+) -> Vec<Effect> {
+    let mut settled = Vec::new();
+    let mut noted = Vec::new();
+    let mut runs: Vec<&str> = Vec::new();
+    for event in events {
+        match event {
+            Event::TaskSettled { task_id, .. } => settled.push(task_id),
+            Event::NoteAttached { task_id, .. } => noted.push(task_id),
+            Event::RunSubmitted { run } => runs.push(&run.id),
+            Event::RunPlanned { run_id, .. }
+            | Event::RunStepChanged { run_id, .. }
+            | Event::RunCancelled { run_id, .. }
+            | Event::RunFinished { run_id, .. } => runs.push(run_id),
+            _ => {}
+        }
+    }
+    let mut effects = Vec::new();
+    for task_id in settled {
+        effects.push(Effect::AutoClose(task_id.clone()));
+        if unfinalized_note(task_id) {
+            effects.push(Effect::FinalizeNote {
+                task_id: task_id.clone(),
+                pos,
+            });
+        }
+    }
+    for task_id in noted {
+        effects.push(Effect::FinalizeNote {
+            task_id: task_id.clone(),
+            pos,
+        });
+    }
+    runs.dedup();
+    effects.extend(
+        runs.into_iter()
+            .map(|run_id| Effect::PushRun(run_id.to_owned())),
+    );
+    effects
+}
+
 /// Whole milliseconds of `duration`, saturating.
 pub(crate) fn duration_ms(duration: std::time::Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
@@ -373,4 +395,86 @@ pub(crate) fn duration_ms(duration: std::time::Duration) -> i64 {
 /// A fresh id part.
 pub(crate) fn unique() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shepherd_core::herd::{NoteLink, TaskResult};
+    use shepherd_core::task::TaskState;
+
+    fn task(n: u32) -> TaskId {
+        TaskId::mint("test", &n.to_string())
+    }
+
+    fn settled(n: u32) -> Event {
+        Event::TaskSettled {
+            task_id: task(n),
+            result: TaskResult {
+                status: TaskState::Completed,
+                return_code: 0,
+                summary: None,
+                text: None,
+                error: None,
+                completed_at: 1,
+            },
+        }
+    }
+
+    fn run_changed(run_id: &str) -> Event {
+        Event::RunCancelled {
+            run_id: run_id.to_owned(),
+            reason: "test".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_commit_asks_for_closes_and_notes_first_then_run_pushes_in_order() {
+        let note = NoteLink {
+            session: String::new(),
+            session_name: String::new(),
+            session_path: String::new(),
+            session_relative: String::new(),
+            note: String::new(),
+            note_relative: String::new(),
+            resumed: false,
+        };
+        let events = [
+            run_changed("run-a"),
+            settled(1),
+            run_changed("run-a"),
+            Event::NoteAttached {
+                task_id: task(3),
+                note,
+            },
+            settled(2),
+            run_changed("run-b"),
+            run_changed("run-a"),
+        ];
+        let effects = effects_of(&events, 7, |task_id| *task_id == task(2));
+        assert_eq!(
+            effects,
+            vec![
+                Effect::AutoClose(task(1)),
+                Effect::AutoClose(task(2)),
+                Effect::FinalizeNote {
+                    task_id: task(2),
+                    pos: 7
+                },
+                Effect::FinalizeNote {
+                    task_id: task(3),
+                    pos: 7
+                },
+                Effect::PushRun("run-a".to_owned()),
+                Effect::PushRun("run-b".to_owned()),
+                Effect::PushRun("run-a".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_commit_that_changes_nothing_others_watch_asks_for_nothing() {
+        let events = [Event::FieldnotesFixed { on: true }];
+        assert!(effects_of(&events, 1, |_| true).is_empty());
+    }
 }

@@ -1,4 +1,7 @@
 //! Routes each request to its handler after checking that the caller's role allows it.
+//!
+//! This is the one module that knows every handler: the server hands it each request, and
+//! no handler reaches back up to the server or to start-up.
 
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
