@@ -134,9 +134,9 @@ pub(crate) async fn end_sheep(
     let kind = broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .ok_or_else(|| EndError::UnknownSheep(id.clone()))?;
-    let backend = crate::remote::backend_of(broker, id, kind).map_err(EndError::Backend)?;
+    let backend = crate::remote_sheep::backend_of(broker, id, kind).map_err(EndError::Backend)?;
     // A remote sheep's pane is its host's: the host checks who made it.
-    let local = crate::remote::host_of(broker, id).is_none();
+    let local = crate::remote_sheep::host_of(broker, id).is_none();
     if let Some(pane) = record.pane.as_ref().filter(|_| local) {
         let identity = &broker.config.address.identity;
         let project = broker.config.address.project_root.display().to_string();
@@ -170,7 +170,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
     let mut pruned = 0;
     for (id, kind) in candidates {
         let record = crate::launch_record::current_launch(broker, &id);
-        let Ok(backend) = crate::remote::backend_of(broker, &id, kind) else {
+        let Ok(backend) = crate::remote_sheep::backend_of(broker, &id, kind) else {
             continue;
         };
         let probe = record.clone();

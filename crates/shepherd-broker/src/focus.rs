@@ -31,7 +31,7 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
         }
         Ok((sheep.id.clone(), sheep.display_name(), sheep.backend))
     })?;
-    if let Some(host) = crate::remote::host_of(broker, &id) {
+    if let Some(host) = crate::remote_sheep::host_of(broker, &id) {
         return Err(BrokerError::new(
             ErrorCode::NoPane,
             format!(

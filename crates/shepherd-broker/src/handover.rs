@@ -42,9 +42,9 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
     }
     let remote = broker
         .read(|herd| herd.tasks.get(task_id).map(|t| t.agent_id.clone()))
-        .and_then(|id| crate::remote::host_of(broker, &id))
+        .and_then(|id| crate::remote_sheep::host_of(broker, &id))
         .and_then(|host| {
-            let link = crate::remote::link(broker, &host).ok()?;
+            let link = crate::remote_sheep::link(broker, &host).ok()?;
             Some((host, link.def.project_path.clone()))
         });
     let note = match request {
@@ -60,12 +60,13 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
                     // its host's copy of the session.
                     match &remote {
                         Some((host, host_root)) => {
-                            content.push_str(&crate::remote::notes::context_for_host(
+                            content.push_str(&crate::remote_sheep::notes::context_for_host(
                                 &reserved.context,
                                 &broker.config.address.project_root,
                                 host_root,
                             ));
-                            crate::remote::notes::open(broker, task_id, host, &reserved.link).await;
+                            crate::remote_sheep::notes::open(broker, task_id, host, &reserved.link)
+                                .await;
                         }
                         None => content.push_str(&reserved.context),
                     }

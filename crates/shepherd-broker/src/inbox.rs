@@ -38,7 +38,7 @@ pub(crate) async fn inbox(
         let items = broker.read(|herd| herd.pending_items(&who));
         if !items.is_empty() || tokio::time::Instant::now() >= deadline {
             handed_out(broker, &who, &items).await?;
-            let items = crate::remote::for_host(broker, session, items);
+            let items = crate::remote_sheep::for_host(broker, session, items);
             return Ok(InboxResult { items });
         }
         tokio::select! {
@@ -108,7 +108,7 @@ pub(crate) async fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> B
                     return;
                 }
                 last_pushed = last.seq;
-                let items = crate::remote::for_host(&broker, &session, items);
+                let items = crate::remote_sheep::for_host(&broker, &session, items);
                 session.push(
                     event::INBOX,
                     serde_json::to_value(InboxResult { items }).expect("items serialise"),

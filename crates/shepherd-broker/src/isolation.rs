@@ -54,7 +54,7 @@ pub(crate) async fn create(repo: Repo, name: String) -> BrokerResult<Worktree> {
 
 /// The worktree as spawn and status show it.
 pub(crate) fn view(record: &Value) -> Option<Value> {
-    if let Some(remote) = crate::remote::code::view(record) {
+    if let Some(remote) = crate::remote_sheep::code::view(record) {
         return Some(remote);
     }
     let made: Worktree = serde_json::from_value(record.clone()).ok()?;
@@ -77,8 +77,8 @@ fn held(record: &Value) -> Option<Worktree> {
 /// report, or `None` when the sheep was not isolated (or was released already).
 pub(crate) async fn release(broker: &Arc<Broker>, id: &AgentId, closed: bool) -> Option<Value> {
     let record = broker.read(|herd| herd.sheep.get(id).map(|s| s.worktree.clone()))?;
-    let report = if let Some(remote) = crate::remote::code::held(&record) {
-        crate::remote::code::release(broker, &remote).await
+    let report = if let Some(remote) = crate::remote_sheep::code::held(&record) {
+        crate::remote_sheep::code::release(broker, &remote).await
     } else {
         let made = held(&record)?;
         let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))

@@ -8,11 +8,13 @@
 //! Layout, from the bottom up (no top-level module imports one above it, so none imports
 //! another in a cycle; `scripts/module-cycles` checks it):
 //! - [`paths`]: where a broker lives; [`clock`]: its time source; [`journal`]: durability;
-//!   `error`; `fieldnotes`: the batched note writer.
+//!   `error`; `fieldnotes`: the batched note writer; [`remote`]: SSH links to hosts, the wire
+//!   and the host's side.
 //! - `broker`: shared state and the commit path, which returns the effects a change calls for
 //!   instead of calling the modules that act on them.
 //! - What handlers share: `session` (who a connection speaks for), `launch_record`,
-//!   `supervisor_link`, `notes` (a settled task's note), `worktree`, `auth`, `pi`, `harness`.
+//!   `supervisor_link`, `notes` (a settled task's note), `remote_sheep` (a host's link and a
+//!   remote sheep's backend and notes), `worktree`, `auth`, `pi`, `harness`.
 //! - Request handlers: `spawn`, `resume`, `parent`, `handover`, `close`, `inbox`, `herd_feed`,
 //!   `printed`, `receipts`, `sheep`, `supervisor`, `focus`, `run`, `broker_requests`;
 //!   `recovery`: re-adoption after a restart; `autoclose`: closing settled sheep.
@@ -49,6 +51,7 @@ mod printed;
 mod receipts;
 mod recovery;
 pub mod remote;
+mod remote_sheep;
 mod resend;
 mod resume;
 mod run;

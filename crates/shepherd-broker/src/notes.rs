@@ -35,7 +35,7 @@ pub(crate) fn finalize(broker: &Arc<Broker>, task_id: TaskId, pos: u64) {
             return;
         }
         // A remote sheep's last words in its host's copy come in first.
-        crate::remote::notes::close(&broker, &task_id).await;
+        crate::remote_sheep::notes::close(&broker, &task_id).await;
         let job = broker.read(|herd| FinalizeJob::for_task(herd, &task_id));
         let had_output = job.as_ref().is_some_and(|job| job.with_run_output);
         if let Some(job) = job {

@@ -138,7 +138,7 @@ pub(crate) async fn recent_output(
     lines: u32,
 ) -> BrokerResult<String> {
     let record = crate::launch_record::current_launch(broker, id);
-    let backend = crate::remote::backend_of(broker, id, kind)?;
+    let backend = crate::remote_sheep::backend_of(broker, id, kind)?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.
     let rpc_log = kind == BackendKind::Headless && runtime.is_pi();

@@ -64,7 +64,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     crate::run::resume(broker);
     for (id, phase, backend) in running {
         let record = crate::launch_record::current_launch(broker, &id);
-        let backend = crate::remote::backend_of(broker, &id, backend).ok();
+        let backend = crate::remote_sheep::backend_of(broker, &id, backend).ok();
         // A launch the previous broker never recorded (it died while the backend placed the
         // sheep) may still have a supervisor on its way: only its reconnection can tell.
         let recorded =
@@ -103,7 +103,7 @@ fn settle_gone(broker: &Arc<Broker>, id: &AgentId, phase: &Phase, exit: ExitInfo
 /// A sheep that was being closed is closed again once its supervisor is back (or not). A
 /// remote sheep gets as long as its host may stay unreachable.
 pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
-    if crate::remote::host_of(broker, &id).is_some() {
+    if crate::remote_sheep::host_of(broker, &id).is_some() {
         await_remote(broker, id, phase);
         return;
     }
@@ -114,7 +114,7 @@ pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
 /// Gives a remote sheep's supervisor `remoteLinkTimeoutMinutes` to come back through its link.
 pub(crate) fn await_remote(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
     let grace = broker.settings().remote_link_timeout();
-    let host = crate::remote::host_of(broker, &id).unwrap_or_default();
+    let host = crate::remote_sheep::host_of(broker, &id).unwrap_or_default();
     let reason = format!(
         "ended: host {host} was unreachable for {} (remoteLinkTimeoutMinutes)",
         humantime_minutes(grace)

@@ -132,7 +132,7 @@ pub async fn start(
         });
     }
     crate::recovery::recover(&broker);
-    crate::remote::relink(&broker);
+    crate::remote_sheep::relink(&broker);
     let tasks = vec![
         tokio::spawn(crate::server::accept_loop(broker.clone(), listener, false)),
         tokio::spawn(crate::server::accept_loop(
@@ -140,7 +140,7 @@ pub async fn start(
             remote_listener,
             true,
         )),
-        tokio::spawn(crate::remote::notes::sync_loop(broker.clone())),
+        tokio::spawn(crate::remote_sheep::notes::sync_loop(broker.clone())),
         tokio::spawn(timer_loop(broker.clone())),
         tokio::spawn(idle_loop(broker.clone())),
         tokio::spawn(watchdog_loop(broker.clone())),

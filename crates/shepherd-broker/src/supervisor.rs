@@ -172,7 +172,7 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
         notify_exit_waiters(broker, &id);
         return;
     }
-    if crate::remote::host_of(broker, &id).is_some() {
+    if crate::remote_sheep::host_of(broker, &id).is_some() {
         // A remote supervisor's connection drops with its link; the supervisor keeps its sheep
         // and reconnects when the link returns. It gets as long as a host may stay unreachable.
         let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
@@ -257,7 +257,7 @@ fn notify_exit_waiters(broker: &Broker, id: &shepherd_core::ids::AgentId) {
 fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRecord) -> String {
     broker
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
-        .and_then(|kind| crate::remote::backend_of(broker, id, kind).ok())
+        .and_then(|kind| crate::remote_sheep::backend_of(broker, id, kind).ok())
         .and_then(|backend| {
             backend
                 .read(record, shepherd_term::ReadSource::RecentUnwrapped, 20)

@@ -9,197 +9,42 @@
 //!
 //! A remote sheep is an ordinary sheep whose backend is a [`backend::RemoteBackend`]: the host's
 //! own tmux, Herdr or headless backend, driven by the host's `shepherd` ([`host`] is that side).
-//! Its notes stay on this machine ([`notes`]): the host gets a copy of the session to read and
-//! of the sheep's note to write, and what the sheep writes comes back into the parent's note.
+//! Its notes stay on this machine: the host gets a copy of the session to read and of the
+//! sheep's note to write, and what the sheep writes comes back into the parent's note.
+//!
+//! This module is the machinery — links, the wire, the host's side — and the state the broker
+//! keeps for it (`Remotes`); it does not know the broker. What reads the herd and the
+//! settings (making a host's link, a sheep's backend, keeping its notes in step) is
+//! `remote_sheep`, above the broker.
 
 pub(crate) mod backend;
-pub(crate) mod code;
 pub mod host;
 pub(crate) mod link;
-pub(crate) mod notes;
 pub mod ops;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use shepherd_core::error_code::ErrorCode;
-use shepherd_core::ids::AgentId;
-use shepherd_term::{Backend, BackendKind};
-
-use crate::broker::Broker;
-use crate::error::{BrokerError, BrokerResult};
 use link::HostLink;
 pub use link::probe;
-
-/// How long a spawn waits for a host's link to come up.
-const LINK_DEADLINE: Duration = Duration::from_secs(25);
 
 /// The links of one broker, by host name.
 #[derive(Default)]
 pub(crate) struct Remotes {
-    links: Mutex<HashMap<String, Arc<HostLink>>>,
+    pub(crate) links: Mutex<HashMap<String, Arc<HostLink>>>,
     /// Open notes of remote sheep's tasks, kept in step with their hosts' copies.
-    pub(crate) notes: Mutex<HashMap<shepherd_core::ids::TaskId, notes::RemoteNote>>,
+    pub(crate) notes: Mutex<HashMap<shepherd_core::ids::TaskId, RemoteNote>>,
 }
 
-/// The link to `host`, made (not yet connected) on first use from the user's definition.
-pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
-    if let Some(link) = broker.remotes.links.lock().expect("links lock").get(host) {
-        return Ok(link.clone());
-    }
-    let hosts = shepherd_config::load_hosts(&broker.config.dirs);
-    let def = hosts
-        .get(host)
-        .map_err(|err| BrokerError::new(ErrorCode::UnknownHost, err.to_string()))?
-        .clone();
-    let ssh_dir = broker
-        .config
-        .paths
-        .runtime_dir
-        .join(format!("ssh-{}", broker.config.address.key));
-    crate::paths::ensure_private_dir(&ssh_dir).map_err(|err| {
-        BrokerError::new(
-            ErrorCode::Io,
-            format!("cannot make {}: {err}", ssh_dir.display()),
-        )
-    })?;
-    let link_name = link_name(&broker.config.address.key, host);
-    let made = HostLink::new(
-        host,
-        def,
-        &ssh_dir,
-        broker.config.paths.remote_socket.clone(),
-        link_name,
-        broker.shutdown.clone(),
-    );
-    let mut links = broker.remotes.links.lock().expect("links lock");
-    Ok(links.entry(host.to_owned()).or_insert(made).clone())
-}
-
-/// Names the forwarded socket on the host: unique per broker and host, short enough for a
-/// socket path.
-fn link_name(key: &str, host: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(format!("{key}\0{host}").as_bytes());
-    hex::encode(digest)[..16].to_owned()
-}
-
-/// The backend for a new sheep on `host`, once its link is up.
-pub(crate) async fn backend_for_spawn(
-    broker: &Arc<Broker>,
-    host: &str,
-    kind: BackendKind,
-) -> BrokerResult<Arc<dyn Backend>> {
-    let link = link(broker, host)?;
-    let hello = link.up(LINK_DEADLINE).await.map_err(|why| {
-        BrokerError::new(
-            ErrorCode::HostUnreachable,
-            format!("host {host} cannot run sheep: {why}"),
-        )
-    })?;
-    if hello.backends.get(kind.as_str()) != Some(&true) {
-        return Err(BrokerError::new(
-            ErrorCode::BackendUnavailable,
-            format!(
-                "{} does not run on host {host}; its definition's backend or --backend must name \
-                 one it has ({})",
-                kind.as_str(),
-                hello
-                    .backends
-                    .iter()
-                    .filter(|(_, on)| **on)
-                    .map(|(name, _)| name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-    if !hello.project_exists {
-        return Err(BrokerError::new(
-            ErrorCode::HostUnreachable,
-            format!(
-                "host {host} has no directory {} (the host's projectPath)",
-                link.def.project_path.display()
-            ),
-        ));
-    }
-    Ok(Arc::new(backend::RemoteBackend::new(
-        link,
-        kind,
-        broker.settings().remote_link_timeout(),
-    )))
-}
-
-/// The host a sheep runs on, when it runs on one.
-pub(crate) fn host_of(broker: &Broker, id: &AgentId) -> Option<String> {
-    broker.read(|herd| herd.sheep.get(id).and_then(|s| s.host().map(str::to_owned)))
-}
-
-/// The backend an existing sheep runs on: its host's, or this machine's.
-pub(crate) fn backend_of(
-    broker: &Broker,
-    id: &AgentId,
-    kind: BackendKind,
-) -> BrokerResult<Arc<dyn Backend>> {
-    match host_of(broker, id) {
-        Some(host) => {
-            let link = link(broker, &host)?;
-            link.keep();
-            Ok(Arc::new(backend::RemoteBackend::new(
-                link,
-                kind,
-                broker.settings().remote_link_timeout(),
-            )))
-        }
-        None => broker.backend(kind),
-    }
-}
-
-/// Brings up the links of hosts that still have sheep (after a broker restart), so their
-/// supervisors can reconnect.
-pub(crate) fn relink(broker: &Arc<Broker>) {
-    notes::reopen(broker);
-    let hosts: std::collections::BTreeSet<String> = broker.read(|herd| {
-        herd.sheep
-            .values()
-            .filter(|s| crate::supervisor_link::may_be_running(&s.phase))
-            .filter_map(|s| s.host().map(str::to_owned))
-            .collect()
-    });
-    for host in hosts {
-        match link(broker, &host) {
-            Ok(link) => link.keep(),
-            Err(err) => tracing::warn!("host {host}: {}", err.message),
-        }
-    }
-}
-
-/// Items as a remote sheep sees them: its notes' paths are its host's copies.
-pub(crate) fn for_host(
-    broker: &Broker,
-    session: &crate::session::Session,
-    mut items: Vec<shepherd_core::herd::InboxItem>,
-) -> Vec<shepherd_core::herd::InboxItem> {
-    let Some(host) = session
-        .agent_id
-        .as_ref()
-        .filter(|_| session.remote)
-        .and_then(|id| host_of(broker, id))
-    else {
-        return items;
-    };
-    let Ok(link) = link(broker, &host) else {
-        return items;
-    };
-    let local = broker.config.address.project_root.clone();
-    for item in &mut items {
-        if let shepherd_core::herd::Payload::Envelope { envelope } = &mut item.payload
-            && let Some(note) = &envelope.note
-            && let Ok(rest) = std::path::Path::new(note).strip_prefix(&local)
-        {
-            envelope.note = Some(link.def.project_path.join(rest).display().to_string());
-        }
-    }
-    items
+/// One open remote note.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteNote {
+    pub(crate) host: String,
+    pub(crate) local: PathBuf,
+    pub(crate) remote: PathBuf,
+    /// Files still to copy to the host (all at once, with the first read).
+    pub(crate) pending: Vec<ops::FileContent>,
+    /// The copy's modification time when last read.
+    pub(crate) since: Option<i128>,
 }

@@ -80,7 +80,7 @@ pub(crate) async fn spawn(
     let worktree = match (repo, &prepared.host) {
         (_, Some(host)) if params.isolate => {
             let name = crate::isolation::name_for(&def.name, prepared.label.as_str(), &id);
-            let (record, cwd) = crate::remote::code::create(broker, host, name).await?;
+            let (record, cwd) = crate::remote_sheep::code::create(broker, host, name).await?;
             prepared.cwd = cwd;
             record
         }
@@ -271,7 +271,7 @@ async fn remote_place(
     Arc<dyn shepherd_term::Backend>,
     std::path::PathBuf,
 )> {
-    let link = crate::remote::link(broker, host)?;
+    let link = crate::remote_sheep::link(broker, host)?;
     let kind = match requested {
         None | Some(BackendSetting::Auto) => link.def.backend,
         Some(BackendSetting::Headless) => BackendKind::Headless,
@@ -284,7 +284,7 @@ async fn remote_place(
         cwd,
     )
     .map_err(|why| BrokerError::new(ErrorCode::InvalidCwd, why))?;
-    let backend = crate::remote::backend_for_spawn(broker, host, kind).await?;
+    let backend = crate::remote_sheep::backend_for_spawn(broker, host, kind).await?;
     Ok((kind, backend, cwd))
 }
 

@@ -20,10 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shepherd_core::error_code::ErrorCode;
 
-use super::link::HostLink;
-use super::ops::{BranchAction, BranchReply, BranchRequest, name};
 use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
+use crate::remote::link::HostLink;
+use crate::remote::ops::{BranchAction, BranchReply, BranchRequest, name};
 
 /// How long one git or `branch` step may take.
 const STEP_DEADLINE: Duration = Duration::from_secs(120);
@@ -202,7 +202,7 @@ fn fetch_home(
     let ssh = link
         .ssh_command_line()
         .iter()
-        .map(|word| super::link::sh_quote(word))
+        .map(|word| crate::remote::link::sh_quote(word))
         .collect::<Vec<_>>()
         .join(" ");
     let source = format!("{}:{}", link.def.destination, made.repo.display());

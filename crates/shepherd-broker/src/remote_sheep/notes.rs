@@ -18,8 +18,9 @@ use shepherd_core::fieldnotes::note::split_note;
 use shepherd_core::herd::NoteLink;
 use shepherd_core::ids::TaskId;
 
-use super::ops::{FileContent, FileProbe, FilesReply, FilesRequest, name};
 use crate::broker::Broker;
+use crate::remote::RemoteNote;
+use crate::remote::ops::{FileContent, FileProbe, FilesReply, FilesRequest, name};
 
 /// How often open remote notes are read back.
 const SYNC_EVERY: Duration = Duration::from_secs(1);
@@ -27,18 +28,6 @@ const SYNC_EVERY: Duration = Duration::from_secs(1);
 const STEP_DEADLINE: Duration = Duration::from_secs(20);
 /// How long a settling task waits for its host's link before its note is finalised as it is.
 const FINAL_WAIT: Duration = Duration::from_secs(5);
-
-/// One open remote note.
-#[derive(Debug, Clone)]
-pub(crate) struct RemoteNote {
-    host: String,
-    local: PathBuf,
-    remote: PathBuf,
-    /// Files still to copy to the host (all at once, with the first read).
-    pending: Vec<FileContent>,
-    /// The copy's modification time when last read.
-    since: Option<i128>,
-}
 
 /// The context block as the host's sheep needs it: this project's paths become the host's.
 pub(crate) fn context_for_host(context: &str, local_root: &Path, host_root: &Path) -> String {
