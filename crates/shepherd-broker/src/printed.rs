@@ -112,21 +112,6 @@ fn printable(text: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_and_controls_are_dropped_and_lines_kept() {
-        let text = "\u{1b}[1;32mgreen\u{1b}[0m text\r\n\u{1b}]0;title\u{7}next\tline\n";
-        assert_eq!(printable(text), "green text\nnext line\n");
-        assert_eq!(
-            shepherd_core::herd::last_line(&printable(text)).as_deref(),
-            Some("next line")
-        );
-    }
-}
-
 /// The last `lines` lines a sheep shows, read from its backend; a headless pi sheep's RPC
 /// event log is rendered as a transcript first.
 pub(crate) async fn recent_output(
@@ -157,4 +142,19 @@ pub(crate) async fn recent_output(
     } else {
         text
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_controls_are_dropped_and_lines_kept() {
+        let text = "\u{1b}[1;32mgreen\u{1b}[0m text\r\n\u{1b}]0;title\u{7}next\tline\n";
+        assert_eq!(printable(text), "green text\nnext line\n");
+        assert_eq!(
+            shepherd_core::herd::last_line(&printable(text)).as_deref(),
+            Some("next line")
+        );
+    }
 }
