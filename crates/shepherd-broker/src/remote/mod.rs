@@ -1,14 +1,14 @@
 //! Sheep on other machines, over OpenSSH.
 //!
 //! A host is one the user defined in their settings (`shepherd_core::hosts`). The broker keeps
-//! one [`link::HostLink`] per host it has sheep on: a multiplexed SSH connection that forwards
+//! one `HostLink` per host it has sheep on: a multiplexed SSH connection that forwards
 //! the broker's *remote* socket to a private path on the host. That socket is not the broker's
 //! main one: it accepts only sheep and supervisors of remote sheep, with their own
 //! credentials, never a parent or an observer (a connection through it comes from the local
 //! `ssh` process, so no process-ancestry check could tell who is really on the other end).
 //!
-//! A remote sheep is an ordinary sheep whose backend is a [`backend::RemoteBackend`]: the host's
-//! own tmux, Herdr or headless backend, driven by the host's `shepherd` ([`host`] is that side).
+//! A remote sheep is an ordinary sheep whose backend is a `RemoteBackend`: the host's
+//! own tmux or headless backend, driven by the host's `shepherd` ([`host`] is that side).
 //! Its notes stay on this machine: the host gets a copy of the session to read and of the
 //! sheep's note to write, and what the sheep writes comes back into the parent's note.
 //!
