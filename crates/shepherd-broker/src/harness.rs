@@ -70,7 +70,7 @@ impl Controls {
     pub(crate) fn session(self, broker: &Broker, id: &AgentId) -> Option<String> {
         match self.0 {
             Runtime::Command => None,
-            Runtime::Agent(Harness::Pi) => Some(crate::pi::session_file(broker, id))
+            Runtime::Agent(Harness::Pi) => Some(crate::pi_launch::session_file(broker, id))
                 .filter(|file| fs_err::metadata(file).is_ok_and(|m| m.len() > 0))
                 .map(|file| file.display().to_string()),
             Runtime::Agent(_) => shepherd_harness::recorded_session(&sheep_dir(broker, id)),

@@ -14,7 +14,8 @@
 //!   instead of calling the modules that act on them.
 //! - What handlers share: `session` (who a connection speaks for), `launch_record`,
 //!   `supervisor_link`, `notes` (a settled task's note), `remote_sheep` (a host's link and a
-//!   remote sheep's backend and notes), `worktree`, `auth`, `pi`, `harness`.
+//!   remote sheep's backend, notes and pi), `worktree`, `auth`, `pi_launch` (a pi sheep's
+//!   command line), `pi` (what its run leaves behind), `harness`.
 //! - Request handlers: `spawn`, `resume`, `parent`, `handover`, `close`, `inbox`, `herd_feed`,
 //!   `printed`, `receipts`, `sheep`, `supervisor`, `focus`, `run`, `broker_requests`;
 //!   `recovery`: re-adoption after a restart; `autoclose`: closing settled sheep.
@@ -47,6 +48,7 @@ mod live_usage;
 mod notes;
 mod parent;
 mod pi;
+mod pi_launch;
 mod printed;
 mod receipts;
 mod recovery;
@@ -73,4 +75,4 @@ pub mod serve;
 
 pub use broker::BrokerConfig;
 pub use error::BrokerError;
-pub use pi::{PiLaunch, definition_args, install_sheep_extension};
+pub use pi_launch::{PiLaunch, definition_args, install_sheep_extension};

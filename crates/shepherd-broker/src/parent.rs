@@ -64,9 +64,12 @@ pub(crate) async fn delegate(
     }
     let (session_file, session_cursor) = match &agent_id {
         Ok(agent_id) => {
+            // A remote pi sheep's turns so far are on its host: its session comes home first,
+            // so this task's turns are counted from where they begin.
+            crate::remote_sheep::pi::pull_session(broker, agent_id).await;
             let cursor = crate::pi::session_cursor(broker, agent_id);
             let file = cursor.map(|_| {
-                crate::pi::session_file(broker, agent_id)
+                crate::pi_launch::session_file(broker, agent_id)
                     .display()
                     .to_string()
             });

@@ -125,6 +125,8 @@ pub(crate) async fn report(
         })
         .await?;
     if settled {
+        // A remote pi sheep's session is on its host: it comes home before it is read.
+        crate::remote_sheep::pi::pull_session(broker, &sender).await;
         crate::pi::record_output(broker, &sender, params.text, params.telemetry).await?;
     }
     Ok(to_value(OkResult::ACK))

@@ -33,6 +33,13 @@ pub struct HostDef {
     /// Extra arguments for every `ssh` call to this host (e.g. `["-F", "/path/config"]`).
     #[serde(default)]
     pub ssh_args: Vec<String>,
+    /// The command that runs pi on the host (`["pi"]`, from the login PATH, by default).
+    #[serde(default = "pi_command")]
+    pub pi: Vec<String>,
+}
+
+fn pi_command() -> Vec<String> {
+    vec!["pi".to_owned()]
 }
 
 fn headless() -> BackendKind {
@@ -127,8 +134,8 @@ impl Hosts {
                         file: file.to_owned(),
                         why: format!(
                             "{err}; a host needs `destination` and an absolute `projectPath`, \
-                             and may set `backend` (headless, tmux, herdr), `shepherd` and \
-                             `sshArgs`"
+                             and may set `backend` (headless, tmux), `shepherd`, `sshArgs` \
+                             and `pi`"
                         ),
                     }
                 })?;

@@ -7,6 +7,7 @@
 
 pub(crate) mod code;
 pub(crate) mod notes;
+pub(crate) mod pi;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -111,11 +111,19 @@ pub(crate) async fn launch(
                 visible,
             )
         }
-        (None, None) => crate::pi::launch(broker, def, params, id, kind == BackendKind::Headless)
-            .map(|launch| {
+        (None, None) => {
+            let headless = kind == BackendKind::Headless;
+            let launched = match &prepared.host {
+                Some(host) => {
+                    crate::remote_sheep::pi::launch(broker, host, def, params, id, headless).await
+                }
+                None => crate::pi_launch::launch(broker, def, params, id, headless),
+            };
+            launched.map(|launch| {
                 env.extend(launch.env);
                 launch.argv
-            }),
+            })
+        }
     };
     let program = match launched {
         Ok(program) => program,

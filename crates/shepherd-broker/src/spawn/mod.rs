@@ -101,7 +101,7 @@ pub(crate) async fn spawn(
         runtime: prepared.runtime,
         model: prepared
             .is_pi()
-            .then(|| crate::pi::chosen_model(&prepared.def, &params))
+            .then(|| crate::pi_launch::chosen_model(&prepared.def, &params))
             .flatten(),
         cwd: prepared.cwd.display().to_string(),
         token_digest: crate::auth::digest(&credentials.token),
@@ -205,13 +205,13 @@ pub(crate) async fn prepare(
     let caller = params.caller.clone().unwrap_or_default();
     let host = params.host.clone().or_else(|| def.host.clone());
     if let Some(host) = &host
-        && runtime != Runtime::Command
+        && !matches!(runtime, Runtime::Command | Runtime::Agent(Harness::Pi))
     {
         return Err(BrokerError::new(
             ErrorCode::HarnessUnsupported,
             format!(
-                "agent \"{}\" runs {}; on host {host} Shepherd runs command definitions \
-                 (`command:`) so far",
+                "agent \"{}\" runs {}; on host {host} Shepherd runs pi and command \
+                 definitions (`command:`) so far",
                 def.name,
                 runtime.as_str()
             ),
