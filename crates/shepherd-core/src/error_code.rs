@@ -253,8 +253,6 @@ catalogue! {
     // --- Fieldnotes, settings and files ------------------------------------------------------
     /// A fieldnotes session name is not valid.
     InvalidSessionName = "invalid_session_name", exit EXIT_USAGE, hint None;
-    /// A fieldnotes session is not a project-relative session directory.
-    InvalidSession = "invalid_session", exit EXIT_USAGE, hint None;
     /// A fieldnotes session name or parent identity is not valid.
     InvalidName = "invalid_name", exit EXIT_USAGE, hint None;
     /// Another writer held the fieldnotes lock for longer than the store waits.

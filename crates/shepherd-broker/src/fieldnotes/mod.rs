@@ -416,9 +416,10 @@ impl Fieldnotes {
         Ok(())
     }
 
-    /// Resolves (creating on first use) the parent-bound session.
-    pub(crate) fn parent_session(&self) -> BrokerResult<SessionSummary> {
-        let (session, _) = self.writer.session(&SessionChoice::Parent)?;
+    /// Resolves (creating on first use) the session named `name`, else the parent-bound one.
+    pub(crate) fn session_summary(&self, name: Option<String>) -> BrokerResult<SessionSummary> {
+        let choice = name.map_or(SessionChoice::Parent, SessionChoice::Named);
+        let (session, _) = self.writer.session(&choice)?;
         let store = self.writer.store()?;
         let dir = store.session_dir(&session);
         let relative = store

@@ -138,7 +138,8 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         parent_model: run.spec.parent_model.clone(),
         parent_thinking: run.spec.parent_thinking.clone(),
         pi_command: run.spec.pi_command.clone(),
-        fieldnotes_session: Some(run.plan.session_relative_path.clone()).filter(|s| !s.is_empty()),
+        session_name: Some(run.plan.session_name.clone())
+            .filter(|name| !name.is_empty() && run.spec.fieldnotes),
         // A run's worktree is the step's own (made above), not the sheep's.
         isolate: false,
         host: spec.host.clone(),

@@ -11,7 +11,6 @@
 pub(crate) mod launch;
 
 use shepherd_core::error_code::ErrorCode;
-use std::path::Path;
 use std::sync::Arc;
 
 use shepherd_core::harness::{Harness, Runtime};
@@ -295,14 +294,16 @@ pub(crate) async fn fieldnote_session(
     params: &SpawnParams,
     fieldnotes_on: bool,
 ) -> BrokerResult<Option<String>> {
-    if let Some(session) = &params.fieldnotes_session {
-        return Ok(Some(checked_session_path(session)?));
-    }
-    if !fieldnotes_on {
+    let named = params.session_name.clone();
+    if named.is_none() && !fieldnotes_on {
         return Ok(None);
     }
+    if let Some(name) = &named {
+        shepherd_core::slug::validate_session_name(name)
+            .map_err(|err| BrokerError::new(ErrorCode::InvalidSessionName, err.to_string()))?;
+    }
     let fieldnotes = broker.fieldnotes();
-    let session = tokio::task::spawn_blocking(move || fieldnotes.parent_session())
+    let session = tokio::task::spawn_blocking(move || fieldnotes.session_summary(named))
         .await
         .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
     Ok(Some(session.relative))
@@ -407,26 +408,4 @@ pub(crate) async fn choose_backend(
     }
     broker.backend(kind)?;
     Ok(kind)
-}
-
-/// A session named by the caller, accepted only as `.shepherd/sessions/<directory>`.
-fn checked_session_path(session: &str) -> BrokerResult<String> {
-    use std::path::Component;
-    let parts: Vec<Component<'_>> = Path::new(session).components().collect();
-    let well_formed = matches!(
-        parts.as_slice(),
-        [Component::Normal(dot), Component::Normal(sessions), Component::Normal(_)]
-            if *dot == ".shepherd" && *sessions == "sessions"
-    );
-    if well_formed {
-        Ok(session.to_owned())
-    } else {
-        Err(BrokerError::new(
-            ErrorCode::InvalidSession,
-            format!(
-                "fieldnotes session `{session}` must be a project-relative session directory, \
-                 `.shepherd/sessions/NNNN-slug`"
-            ),
-        ))
-    }
 }

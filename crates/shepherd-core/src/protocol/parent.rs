@@ -46,11 +46,11 @@ pub struct SpawnParams {
     /// so sheep run the same pi as their parent; `SHEPHERD_PI`, when set, wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pi_command: Option<Vec<String>>,
-    /// The fieldnotes session this sheep's tasks will go to, project-relative
-    /// (`.shepherd/sessions/NNNN-slug`), when the caller already has one (a run's planned,
-    /// named session). Without it, spawn resolves the parent's own session.
+    /// The fieldnotes session this sheep's tasks will go to, by its name (created or
+    /// continued), as `delegate`'s `sessionName` names it; without it, the parent's own.
+    /// Spawn reports the session's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fieldnotes_session: Option<String>,
+    pub session_name: Option<String>,
     /// Run the sheep in its own git worktree on its own branch; on close, a clean worktree
     /// without new commits is removed, any other is kept and reported.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -136,7 +136,7 @@ pub(crate) fn spawn(
         parent_model: None,
         parent_thinking: None,
         pi_command: None,
-        fieldnotes_session: None,
+        session_name: None,
         isolate: args.isolate,
         host: args.host,
     };

@@ -309,7 +309,6 @@ export type ErrorCode =
 	| "budget_unsupported"
 	| "invalid_stall"
 	| "invalid_session_name"
-	| "invalid_session"
 	| "invalid_name"
 	| "lock_timeout"
 	| "malformed"
@@ -611,11 +610,11 @@ export interface SpawnParams {
 	 */
 	piCommand?: string[] | null;
 	/**
-	 * The fieldnotes session this sheep's tasks will go to, project-relative
-	 * (`.shepherd/sessions/NNNN-slug`), when the caller already has one (a run's planned,
-	 * named session). Without it, spawn resolves the parent's own session.
+	 * The fieldnotes session this sheep's tasks will go to, by its name (created or
+	 * continued), as `delegate`'s `sessionName` names it; without it, the parent's own.
+	 * Spawn reports the session's directory.
 	 */
-	fieldnotesSession?: string | null;
+	sessionName?: string | null;
 	/**
 	 * Run the sheep in its own git worktree on its own branch; on close, a clean worktree
 	 * without new commits is removed, any other is kept and reported.

@@ -302,7 +302,7 @@ impl Parent {
             caller: Some(caller_context()),
             parent_model: None,
             parent_thinking: None,
-            fieldnotes_session: None,
+            session_name: None,
             // An MCP host is not pi: pi sheep run `SHEPHERD_PI`, else the `pi` on PATH.
             pi_command: None,
             isolate: spawn.isolate == Some(true),
