@@ -283,6 +283,7 @@ pub struct AgentDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
     /// The host its sheep run on unless a spawn names another (`host:`); `None` runs them here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,

@@ -53,6 +53,7 @@ pub enum SettingKey {
     /// `stallWatchdog` (minutes; 0: off).
     StallWatchdog,
     /// `remoteLinkTimeoutMinutes` (minutes).
+    #[serde(rename = "remoteLinkTimeoutMinutes")]
     RemoteLinkTimeout,
 }
 

@@ -34,7 +34,8 @@ fn defaults_match_the_original_and_ours() {
             "maxDepth": 2,
             "brokerIdleMinutes": 10,
             "maxSheep": 0,
-            "stallWatchdog": 0
+            "stallWatchdog": 0,
+            "remoteLinkTimeoutMinutes": 10
         })
     );
 }
