@@ -104,12 +104,18 @@ impl LoopbackHost {
             // The server's privilege separation needs this directory when run as root.
             std::fs::create_dir_all("/run/sshd")?;
         }
+        // Its log (every connection, including the readiness probe below) goes to a file
+        // beside it: `LoopbackHost::log` reads it when a test needs to know why.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("sshd.log"))?;
         let server = Command::new(SSHD)
             .args(["-D", "-e", "-f"])
             .arg(self.dir.path().join("sshd_config"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()?;
         self.server = Some(server);
         let deadline = Instant::now() + START_DEADLINE;
@@ -130,6 +136,11 @@ impl LoopbackHost {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
     }
 
     /// Ends the server at once, as a dropped link or a host going away would.

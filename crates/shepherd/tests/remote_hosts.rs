@@ -214,3 +214,28 @@ fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
     let note = std::fs::read_to_string(done["note"].as_str().unwrap()).unwrap();
     assert!(note.contains(&branch), "{note}");
 }
+
+#[test]
+fn a_host_definition_corrected_after_a_failed_spawn_is_used_at_once() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    let mut wrong = host_def(&devbox);
+    wrong["shepherd"] = "/no/such/shepherd".into();
+    world.settings(&serde_json::json!({ "hosts": { "devbox": wrong } }).to_string());
+    define_scribe(&world, "scribe", None);
+    let (code, error, message) = world.error(&["spawn", "scribe", "--host", "devbox"]);
+    assert_eq!(
+        (code, error.as_str()),
+        (69, "host_unreachable"),
+        "{message}"
+    );
+    assert!(message.contains("/no/such/shepherd"), "{message}");
+    // The same broker runs on; the user fixes the definition and spawns again.
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let agent = spawn_on(&world, "scribe", "devbox");
+    let task = delegate(&world, &agent, "after the fix");
+    assert_eq!(settled(&world, &task, 60)["status"], "completed");
+}

@@ -335,3 +335,45 @@ fn a_broker_killed_while_a_remote_sheep_works_comes_back_and_the_task_completes(
         "what the sheep wrote while no broker ran reached the note:\n{text}"
     );
 }
+
+#[test]
+fn a_message_sent_while_the_link_is_down_arrives_once_when_it_returns() {
+    if !required() {
+        return;
+    }
+    let mut devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    // The sheep writes every item it is handed into a file on the host.
+    let script = "while :; do m=$(shepherd inbox --wait 60) || continue; \
+                  [ -n \"$m\" ] && printf '%s\\n' \"$m\" >> \"$HOME/got.txt\"; done";
+    world.define("listener", &["sh".into(), "-c".into(), script.into()]);
+    let agent = spawn_on(&world, "listener", "devbox");
+    let got = devbox.home.join("got.txt");
+    world.json(&["message", &agent, "before the drop"]);
+    wait_for(|| std::fs::read_to_string(&got).is_ok_and(|t| t.contains("before the drop")));
+
+    devbox.kill();
+    let master = master_pid(&world, "devbox").expect("a master connection");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(master as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_for(|| master_pid(&world, "devbox").is_none_or(|pid| pid != master));
+    world.json(&["message", &agent, "during the drop"]);
+    devbox.restart().unwrap();
+    wait_for(|| std::fs::read_to_string(&got).is_ok_and(|t| t.contains("during the drop")));
+    world.json(&["message", &agent, "after the drop"]);
+    wait_for(|| std::fs::read_to_string(&got).is_ok_and(|t| t.contains("after the drop")));
+    let lines: Vec<String> = std::fs::read_to_string(&got)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        lines,
+        ["before the drop", "during the drop", "after the drop"],
+        "each message arrived exactly once, in order"
+    );
+}

@@ -83,7 +83,15 @@ impl RemoteBackend {
                 };
                 (key.clone(), value)
             })
-            .chain([("SHEPHERD_HOST".to_owned(), self.link.name.clone())])
+            .chain([
+                ("SHEPHERD_HOST".to_owned(), self.link.name.clone()),
+                // The sheep's own commands wait through a dropped link as long as the host may
+                // stay unreachable, not the 15 s a local broker gets.
+                (
+                    "SHEPHERD_BROKER_TIMEOUT".to_owned(),
+                    self.link_timeout.as_secs().max(1).to_string(),
+                ),
+            ])
             .collect();
         let program = spec
             .program

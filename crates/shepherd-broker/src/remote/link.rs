@@ -75,11 +75,15 @@ impl HostLink {
         link_name: String,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
+        // Each link has files of its own: one that replaced another never shares its control
+        // socket with the one going away.
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let number = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Arc::new(Self {
             name: name.to_owned(),
             def,
-            control: ssh_dir.join(format!("{name}.ctl")),
-            master_log: ssh_dir.join(format!("{name}.log")),
+            control: ssh_dir.join(format!("{name}.{number}.ctl")),
+            master_log: ssh_dir.join(format!("{name}.{number}.log")),
             listener,
             link_name,
             state: watch::Sender::new(LinkState::Down {
@@ -95,6 +99,12 @@ impl HostLink {
     /// The link's state now.
     pub(crate) fn state(&self) -> LinkState {
         self.state.borrow().clone()
+    }
+
+    /// Ends this link for good (its definition changed): its keeper stops and its connection
+    /// closes.
+    pub(crate) fn retire(&self) {
+        self.shutdown.cancel();
     }
 
     /// Who this broker is on the host: the owner of the panes it makes there.
@@ -209,6 +219,7 @@ impl HostLink {
             }
         }
         let _gone = fs_err::remove_file(&self.control);
+        let _log = fs_err::remove_file(&self.master_log);
     }
 
     /// Sleeps `wait`, or less when the broker stops.

@@ -24,9 +24,18 @@ use crate::remote::link::HostLink;
 /// How long a spawn waits for a host's link to come up.
 const LINK_DEADLINE: Duration = Duration::from_secs(25);
 
-/// The link to `host`, made (not yet connected) on first use from the user's definition.
+/// The link to `host`, made (not yet connected) on first use from the user's definition. A
+/// link that is not up follows the definition as it is now: one the user corrected after a
+/// failed spawn replaces the old link, instead of the broker trying the old one until it exits.
 pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
-    if let Some(link) = broker.remotes.links.lock().expect("links lock").get(host) {
+    let cached = broker
+        .remotes
+        .links
+        .lock()
+        .expect("links lock")
+        .get(host)
+        .cloned();
+    if let Some(link) = cached.as_ref().filter(|link| link.hello().is_some()) {
         return Ok(link.clone());
     }
     let hosts = shepherd_config::load_hosts(&broker.config.dirs);
@@ -34,6 +43,9 @@ pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
         .get(host)
         .map_err(|err| BrokerError::new(ErrorCode::UnknownHost, err.to_string()))?
         .clone();
+    if let Some(link) = cached.as_ref().filter(|link| link.def == def) {
+        return Ok(link.clone());
+    }
     let ssh_dir = broker
         .config
         .paths
@@ -52,10 +64,27 @@ pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
         &ssh_dir,
         broker.config.paths.remote_socket.clone(),
         link_name,
-        broker.shutdown.clone(),
+        broker.shutdown.child_token(),
     );
     let mut links = broker.remotes.links.lock().expect("links lock");
-    Ok(links.entry(host.to_owned()).or_insert(made).clone())
+    let current = links.get(host).cloned();
+    match current {
+        // Another caller made or replaced it meanwhile: that one stands.
+        Some(current)
+            if !cached
+                .as_ref()
+                .is_some_and(|old| Arc::ptr_eq(old, &current)) =>
+        {
+            Ok(current)
+        }
+        current => {
+            if let Some(old) = current {
+                old.retire();
+            }
+            links.insert(host.to_owned(), made.clone());
+            Ok(made)
+        }
+    }
 }
 
 /// Names the forwarded socket on the host: unique per broker and host, short enough for a

@@ -118,8 +118,8 @@ pub fn wait_no_process(needle: &str, within: Duration) {
 /// The broker's SSH master connection to `host`, if it runs.
 pub fn master_pid(world: &World, host: &str) -> Option<u32> {
     let needle = format!("{}/", world.runtime.display());
-    processes_naming(&format!("{host}.ctl"))
+    processes_naming(&format!("/{host}."))
         .into_iter()
-        .filter(|line| line.contains(" -M ") && line.contains(&needle))
+        .filter(|line| line.contains(" -M ") && line.contains(".ctl") && line.contains(&needle))
         .find_map(|line| line.split_whitespace().next()?.parse().ok())
 }
