@@ -45,6 +45,21 @@ pub fn available() -> bool {
     Path::new(SSHD).is_file() && which("ssh-keygen") && which("ssh")
 }
 
+/// Whether a test can run loopback hosts: true when it can; false (the test is skipped, with one
+/// line saying why) when it cannot and `SHEPHERD_REQUIRE_SSHD` is not `1`; a failure when it is
+/// (CI sets it, so a missing sshd never passes silently).
+pub fn required() -> bool {
+    if available() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("SHEPHERD_REQUIRE_SSHD").is_none_or(|v| v != "1"),
+        "sshd is not installed at {SSHD} (scripts/setup installs openssh-server)"
+    );
+    eprintln!("skipped: no sshd at {SSHD}");
+    false
+}
+
 fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))

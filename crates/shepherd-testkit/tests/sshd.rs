@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use shepherd_testkit::sshd::{self, LoopbackHost};
+use shepherd_testkit::sshd::{LoopbackHost, required};
 
 fn ssh(config: &Path, alias: &str, command: &str) -> Output {
     Command::new("ssh")
@@ -15,19 +15,6 @@ fn ssh(config: &Path, alias: &str, command: &str) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("ssh runs")
-}
-
-fn required() -> bool {
-    if sshd::available() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("SHEPHERD_REQUIRE_SSHD").is_none_or(|v| v != "1"),
-        "sshd is not installed at {} (scripts/setup installs openssh-server)",
-        sshd::SSHD
-    );
-    eprintln!("skipped: no sshd at {}", sshd::SSHD);
-    false
 }
 
 #[test]

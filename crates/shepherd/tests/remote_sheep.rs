@@ -130,14 +130,7 @@ fn a_link_killed_mid_task_loses_nothing_the_task_completes_once_it_returns() {
     wait_for(|| std::fs::read_to_string(&note).is_ok_and(|text| text.contains("Written in")));
 
     // The connection dies and the host stays unreachable for a moment.
-    devbox.kill();
-    let master = master_pid(&world, "devbox").expect("the broker holds a master connection");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(master as i32).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
-    wait_for(|| master_pid(&world, "devbox").is_none_or(|pid| pid != master));
+    drop_link(&world, &mut devbox);
     let status = world.json(&["status", &agent]);
     assert_eq!(status["task"]["state"], "running", "{status}");
     let pid = status["pid"].clone();
@@ -180,13 +173,7 @@ fn a_host_that_never_returns_fails_its_sheeps_task_with_a_clear_error() {
     define_scribe(&world, "scribe", Some(&gate));
     let agent = spawn_on(&world, "scribe", "devbox");
     let task = delegate(&world, &agent, "wait forever");
-    devbox.kill();
-    let master = master_pid(&world, "devbox").expect("a master connection");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(master as i32).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
+    drop_link(&world, &mut devbox);
     let (_, watched) = world.json_status(&["watch", &task, "--wait", "60"]);
     let done = watched["settled"][0].clone();
     assert_eq!(done["status"], "failed", "{watched}");
@@ -290,14 +277,6 @@ fn bad_hosts_are_refused_before_anything_starts() {
     assert_eq!(herd["sheep"].as_array().map_or(0, Vec::len), 0, "{herd}");
 }
 
-fn wait_for(mut ok: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !ok() {
-        assert!(std::time::Instant::now() < deadline, "timed out");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_broker_killed_while_a_remote_sheep_works_comes_back_and_the_task_completes() {
     if !required() {
@@ -353,14 +332,7 @@ fn a_message_sent_while_the_link_is_down_arrives_once_when_it_returns() {
     world.json(&["message", &agent, "before the drop"]);
     wait_for(|| std::fs::read_to_string(&got).is_ok_and(|t| t.contains("before the drop")));
 
-    devbox.kill();
-    let master = master_pid(&world, "devbox").expect("a master connection");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(master as i32).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
-    wait_for(|| master_pid(&world, "devbox").is_none_or(|pid| pid != master));
+    drop_link(&world, &mut devbox);
     world.json(&["message", &agent, "during the drop"]);
     devbox.restart().unwrap();
     wait_for(|| std::fs::read_to_string(&got).is_ok_and(|t| t.contains("during the drop")));

@@ -13,19 +13,7 @@ use shepherd_testkit::sshd::{self, LoopbackHost};
 
 use crate::herd_support::{World, shepherd_bin};
 
-/// Whether this machine can run loopback hosts; CI requires it.
-pub fn required() -> bool {
-    if sshd::available() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("SHEPHERD_REQUIRE_SSHD").is_none_or(|v| v != "1"),
-        "sshd is not installed at {} (scripts/setup installs openssh-server)",
-        sshd::SSHD
-    );
-    eprintln!("skipped: no sshd at {}", sshd::SSHD);
-    false
-}
+pub use sshd::required;
 
 /// A host's definition as the user settings hold it.
 pub fn host_def(host: &LoopbackHost) -> Value {
@@ -122,4 +110,26 @@ pub fn master_pid(world: &World, host: &str) -> Option<u32> {
         .into_iter()
         .filter(|line| line.contains(" -M ") && line.contains(".ctl") && line.contains(&needle))
         .find_map(|line| line.split_whitespace().next()?.parse().ok())
+}
+
+/// Drops the host's link and keeps it down: its server stops (no new connection) and the
+/// broker's master connection is killed; returns once the broker has noticed.
+pub fn drop_link(world: &World, host: &mut LoopbackHost) {
+    host.kill();
+    let master = master_pid(world, &host.alias).expect("the broker holds a master connection");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(master).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_for(|| master_pid(world, &host.alias).is_none_or(|pid| pid != master));
+}
+
+/// Waits until `ok` (30 s at most).
+pub fn wait_for(mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
