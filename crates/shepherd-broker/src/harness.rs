@@ -121,12 +121,20 @@ impl Controls {
 /// What a checked spawn on another agent needs to launch.
 pub(crate) struct Checked {
     adapter: &'static dyn Adapter,
-    program: PathBuf,
+    /// The agent's program here; `None` for a sheep on a host, where the host finds its own.
+    program: Option<PathBuf>,
+}
+
+impl Checked {
+    /// The coding agent.
+    pub(crate) fn harness(&self) -> Harness {
+        self.adapter.harness()
+    }
 }
 
 /// Checks that `def` can run on `harness` here: the agent is installed and honours the
 /// definition's tools. Nothing is changed.
-pub(crate) fn check(harness: Harness, def: &AgentDef) -> BrokerResult<Checked> {
+pub(crate) fn check(harness: Harness, def: &AgentDef, here: bool) -> BrokerResult<Checked> {
     let adapter = shepherd_harness::adapter(harness).ok_or_else(|| {
         BrokerError::new(ErrorCode::Internal, format!("{harness} has no adapter"))
     })?;
@@ -135,8 +143,14 @@ pub(crate) fn check(harness: Harness, def: &AgentDef) -> BrokerResult<Checked> {
             .check_tools(&ToolSet::classify(tools))
             .map_err(|err| BrokerError::new(ErrorCode::HarnessUnsupported, err.to_string()))?;
     }
-    let program = shepherd_harness::locate_program(adapter, &ProcessEnv)
-        .map_err(|message| BrokerError::new(ErrorCode::HarnessMissing, message))?;
+    let program = if here {
+        Some(
+            shepherd_harness::locate_program(adapter, &ProcessEnv)
+                .map_err(|message| BrokerError::new(ErrorCode::HarnessMissing, message))?,
+        )
+    } else {
+        None
+    };
     Ok(Checked { adapter, program })
 }
 
@@ -164,28 +178,15 @@ pub(crate) fn launch(
     let harness = checked.adapter.harness();
     let dir = sheep_dir(broker, id);
     let exe = broker.config.shepherd_exe.display().to_string();
-    let mut plan = Plan {
-        harness,
-        program: vec![checked.program.display().to_string()],
-        dir: dir.clone(),
-        cwd,
-        model: def.model_for(
-            harness,
-            params.model.as_deref(),
-            params.parent_model.as_deref(),
-        ),
-        thinking: def.thinking_for(harness, params.parent_thinking.as_deref()),
-        tools: def.tools.clone(),
-        instructions: def.system_prompt.clone(),
-        replace_system_prompt: def.omit_system_prompt,
-        mcp: vec![exe.clone(), "mcp".into(), "--sheep".into()],
-        env: Vec::new(),
-        session: None,
-        configured_model: None,
-        // A sheep reopened by `resume` continues the session its earlier turns recorded.
-        resume: shepherd_harness::recorded_session(&dir),
-        visible,
-    };
+    let mut plan = plan_for(harness, def, params, dir.clone(), cwd, visible);
+    plan.program = checked
+        .program
+        .iter()
+        .map(|program| program.display().to_string())
+        .collect();
+    plan.mcp = vec![exe.clone(), "mcp".into(), "--sheep".into()];
+    // A sheep reopened by `resume` continues the session its earlier turns recorded.
+    plan.resume = shepherd_harness::recorded_session(&dir);
     let io = |err: shepherd_harness::HarnessError| BrokerError::new(err.code(), err.to_string());
     checked
         .adapter
@@ -199,6 +200,40 @@ pub(crate) fn launch(
         "--plan".into(),
         file.display().to_string(),
     ])
+}
+
+/// The plan for a sheep of `def` on `harness` in `dir`, working in `cwd`: everything but where
+/// its program, its sheep tools and its earlier session are (the machine it runs on finds
+/// those).
+pub(crate) fn plan_for(
+    harness: Harness,
+    def: &AgentDef,
+    params: &SpawnParams,
+    dir: PathBuf,
+    cwd: PathBuf,
+    visible: bool,
+) -> Plan {
+    Plan {
+        harness,
+        program: Vec::new(),
+        dir,
+        cwd,
+        model: def.model_for(
+            harness,
+            params.model.as_deref(),
+            params.parent_model.as_deref(),
+        ),
+        thinking: def.thinking_for(harness, params.parent_thinking.as_deref()),
+        tools: def.tools.clone(),
+        instructions: def.system_prompt.clone(),
+        replace_system_prompt: def.omit_system_prompt,
+        mcp: Vec::new(),
+        env: Vec::new(),
+        session: None,
+        configured_model: None,
+        resume: None,
+        visible,
+    }
 }
 
 /// What runs a sheep of `def`: its command, else the coding agent `requested` (a spawn's or a

@@ -68,6 +68,13 @@ fn which(program: &str) -> bool {
 impl LoopbackHost {
     /// Starts a host called `alias`, ready for connections when this returns.
     pub fn start(alias: &str) -> io::Result<Self> {
+        Self::start_with_env(alias, &[])
+    }
+
+    /// Like [`LoopbackHost::start`], with `vars` in every session's environment too (over
+    /// the host's own `HOME`, runtime and tmux directories when they name those): what a
+    /// user's login environment on that host would hold, such as a coding agent's settings.
+    pub fn start_with_env(alias: &str, vars: &[(String, String)]) -> io::Result<Self> {
         let dir = tempfile::Builder::new().prefix("sshd-").tempdir()?;
         let home = dir.path().join("home");
         let project = dir.path().join("project");
@@ -83,19 +90,30 @@ impl LoopbackHost {
             dir.path().join("authorized_keys"),
         )?;
         let port = free_port()?;
+        let mut env: Vec<(String, String)> = [
+            ("HOME", &home),
+            ("XDG_RUNTIME_DIR", &runtime),
+            ("TMUX_TMPDIR", &tmux),
+        ]
+        .into_iter()
+        .filter(|(name, _)| !vars.iter().any(|(given, _)| given == name))
+        .map(|(name, dir)| (name.to_owned(), dir.display().to_string()))
+        .collect();
+        env.extend(vars.iter().cloned());
+        let set_env: Vec<String> = env
+            .iter()
+            .map(|(name, value)| format!("\"{name}={value}\""))
+            .collect();
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n\
              AuthorizedKeysFile {authorized}\nPidFile {pid}\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin \
              prohibit-password\nUsePAM no\nStrictModes no\nAllowStreamLocalForwarding yes\n\
-             SetEnv HOME={home} XDG_RUNTIME_DIR={runtime} \
-             TMUX_TMPDIR={tmux}\nPrintMotd no\nLogLevel ERROR\n",
+             SetEnv {set_env}\nPrintMotd no\nLogLevel ERROR\n",
             host_key = dir.path().join("host_key").display(),
             authorized = dir.path().join("authorized_keys").display(),
             pid = dir.path().join("sshd.pid").display(),
-            home = home.display(),
-            runtime = runtime.display(),
-            tmux = tmux.display(),
+            set_env = set_env.join(" "),
         );
         std::fs::write(dir.path().join("sshd_config"), config)?;
         let mut host = Self {

@@ -18,8 +18,9 @@ use shepherd_core::protocol::PROTOCOL_VERSION;
 use shepherd_term::{Backend, Presence};
 
 use super::ops::{
-    BranchAction, BranchReply, BranchRequest, CloseRequest, FileRead, FilesReply, FilesRequest,
-    HelloReply, HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name,
+    AgentReply, AgentRequest, BranchAction, BranchReply, BranchRequest, CloseRequest, FileRead,
+    FilesReply, FilesRequest, HelloReply, HelloRequest, LaunchRequest, PresenceReply,
+    PresenceRequest, ReadRequest, name,
 };
 
 /// Why an op failed, in one line for the broker to show.
@@ -58,6 +59,7 @@ pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpEr
         name::PRESENCE => serde_json::to_value(presence(&parse(op, input)?)),
         name::FILES => serde_json::to_value(files(parse(op, input)?)?),
         name::BRANCH => serde_json::to_value(branch(&parse(op, input)?)?),
+        name::AGENT => serde_json::to_value(agent(parse(op, input)?)?),
         other => return Err(HostOpError::UnknownOp(other.to_owned())),
     };
     Ok(answer.expect("answers serialise").to_string())
@@ -349,5 +351,34 @@ fn branch(request: &BranchRequest) -> Result<BranchReply, HostOpError> {
         head,
         commits,
         dirty,
+    })
+}
+
+fn agent(request: AgentRequest) -> Result<AgentReply, HostOpError> {
+    let mut plan = request.plan;
+    let harness = plan.harness;
+    let adapter = shepherd_harness::adapter(harness)
+        .ok_or_else(|| HostOpError::Failed(format!("{harness} has no adapter here")))?;
+    let env = shepherd_harness::ProcessEnv;
+    let program = shepherd_harness::locate_program(adapter, &env).map_err(HostOpError::Failed)?;
+    let exe = std::env::current_exe().map_err(|err| failed("finding this shepherd", err))?;
+    let exe = exe.display().to_string();
+    plan.program = vec![program.display().to_string()];
+    plan.mcp = vec![exe.clone(), "mcp".into(), "--sheep".into()];
+    // A sheep reopened by `resume` continues the session its earlier turns recorded here.
+    plan.resume = shepherd_harness::recorded_session(&plan.dir);
+    adapter
+        .prepare(&mut plan, &env)
+        .map_err(|err| failed("composing the agent's configuration", err))?;
+    let file = plan.dir.join("plan.json");
+    plan.write(&file)
+        .map_err(|err| failed("writing the agent's plan", err))?;
+    Ok(AgentReply {
+        argv: vec![
+            exe,
+            "harness".into(),
+            "--plan".into(),
+            file.display().to_string(),
+        ],
     })
 }

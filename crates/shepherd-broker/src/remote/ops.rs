@@ -30,10 +30,12 @@ pub mod name {
     pub const FILES: &str = "files";
     /// [`super::BranchRequest`].
     pub const BRANCH: &str = "branch";
+    /// [`super::AgentRequest`].
+    pub const AGENT: &str = "agent";
 }
 
 /// Every op: its name, then its request.
-pub const OPS: [&str; 7] = [
+pub const OPS: [&str; 8] = [
     name::HELLO,
     name::LAUNCH,
     name::READ,
@@ -41,6 +43,7 @@ pub const OPS: [&str; 7] = [
     name::PRESENCE,
     name::FILES,
     name::BRANCH,
+    name::AGENT,
 ];
 
 /// `hello`: what the host has, and the private path the broker's socket is forwarded to.
@@ -242,4 +245,22 @@ pub struct BranchReply {
     pub commits: Vec<String>,
     /// Whether the worktree has uncommitted changes.
     pub dirty: bool,
+}
+
+/// `agent`: compose another coding agent's sheep on the host — its program found there, its
+/// configuration made from the host user's own, its plan written there — and answer with the
+/// driver's command line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRequest {
+    /// The plan with the host's paths (its program is looked up on the host).
+    pub plan: shepherd_harness::Plan,
+}
+
+/// The answer to `agent`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentReply {
+    /// The driver's command line on the host.
+    pub argv: Vec<String>,
 }

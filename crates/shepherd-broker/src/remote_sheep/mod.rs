@@ -5,6 +5,7 @@
 //! sheep's branch in the host's checkout (`code`). It reads the herd and the
 //! settings, so it sits above `broker`, which holds only the links' state.
 
+pub(crate) mod agent;
 pub(crate) mod code;
 pub(crate) mod notes;
 pub(crate) mod pi;

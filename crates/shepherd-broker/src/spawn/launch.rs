@@ -101,15 +101,30 @@ pub(crate) async fn launch(
         (Some(argv), _) => Ok(argv.clone()),
         (None, Some(checked)) => {
             let visible = kind != BackendKind::Headless;
-            crate::harness::launch(
-                broker,
-                checked,
-                def,
-                params,
-                id,
-                prepared.cwd.clone(),
-                visible,
-            )
+            match &prepared.host {
+                Some(host) => {
+                    crate::remote_sheep::agent::launch(
+                        broker,
+                        host,
+                        checked.harness(),
+                        def,
+                        params,
+                        id,
+                        prepared.cwd.clone(),
+                        visible,
+                    )
+                    .await
+                }
+                None => crate::harness::launch(
+                    broker,
+                    checked,
+                    def,
+                    params,
+                    id,
+                    prepared.cwd.clone(),
+                    visible,
+                ),
+            }
         }
         (None, None) => {
             let headless = kind == BackendKind::Headless;

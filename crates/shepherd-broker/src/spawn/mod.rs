@@ -197,25 +197,15 @@ pub(crate) async fn prepare(
     }
     // Another agent is checked before anything is started: installed, and able to keep to the
     // definition's tools.
+    // On a host, the host finds the agent's program itself (when it composes the sheep).
+    let host = params.host.clone().or_else(|| def.host.clone());
     let agent = match runtime.harness() {
-        Some(harness) if harness != Harness::Pi => Some(crate::harness::check(harness, &def)?),
+        Some(harness) if harness != Harness::Pi => {
+            Some(crate::harness::check(harness, &def, host.is_none())?)
+        }
         _ => None,
     };
     let caller = params.caller.clone().unwrap_or_default();
-    let host = params.host.clone().or_else(|| def.host.clone());
-    if let Some(host) = &host
-        && !matches!(runtime, Runtime::Command | Runtime::Agent(Harness::Pi))
-    {
-        return Err(BrokerError::new(
-            ErrorCode::HarnessUnsupported,
-            format!(
-                "agent \"{}\" runs {}; on host {host} Shepherd runs pi and command \
-                 definitions (`command:`) so far",
-                def.name,
-                runtime.as_str()
-            ),
-        ));
-    }
     let (kind, backend, cwd) = match &host {
         Some(host) => {
             let (kind, backend, host_cwd) =
