@@ -239,3 +239,53 @@ fn a_host_definition_corrected_after_a_failed_spawn_is_used_at_once() {
     let task = delegate(&world, &agent, "after the fix");
     assert_eq!(settled(&world, &task, 60)["status"], "completed");
 }
+
+#[test]
+fn a_run_on_a_host_with_isolate_brings_each_tasks_commits_home() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    git(&world.project, &["init", "-q", "-b", "main"]);
+    std::fs::write(world.project.join("README"), "hello\n").unwrap();
+    git(&world.project, &["add", "README"]);
+    git(&world.project, &["commit", "-q", "-m", "start"]);
+    git(
+        devbox.project.parent().unwrap(),
+        &["clone", "-q", world.project.to_str().unwrap(), "project"],
+    );
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let script = "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
+                  echo \"$t\" > \"$t.txt\"; git add \"$t.txt\"; \
+                  git -c user.name=Sheep -c user.email=sheep@example.com commit -q -m \"$t\"; \
+                  shepherd done --status completed --summary \"committed $t\"; done";
+    world.define("coder", &["sh".into(), "-c".into(), script.into()]);
+    let (code, report) = world.json_status(&[
+        "run",
+        "--parallel",
+        "coder=alpha",
+        "coder=beta",
+        "--host",
+        "devbox",
+        "--isolate",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    let results = report["results"].as_array().unwrap();
+    for (result, word) in results.iter().zip(["alpha", "beta"]) {
+        let worktree = &result["worktree"];
+        assert_eq!(worktree["host"], "devbox", "{report}");
+        assert_eq!(worktree["broughtHome"], true, "{report}");
+        let branch = worktree["branch"].as_str().unwrap();
+        assert_eq!(
+            git(&world.project, &["show", &format!("{branch}:{word}.txt")]),
+            word,
+            "the task's commit is here on its branch"
+        );
+    }
+    assert_eq!(
+        report["worktrees"].as_array().map_or(0, Vec::len),
+        2,
+        "both branches are listed to integrate: {report}"
+    );
+}

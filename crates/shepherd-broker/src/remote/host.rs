@@ -58,7 +58,7 @@ pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpEr
         name::CLOSE => serde_json::to_value(close(&parse(op, input)?, dirs)?),
         name::PRESENCE => serde_json::to_value(presence(&parse(op, input)?)),
         name::FILES => serde_json::to_value(files(parse(op, input)?)?),
-        name::BRANCH => serde_json::to_value(branch(&parse(op, input)?)?),
+        name::BRANCH => serde_json::to_value(branch(&parse(op, input)?, dirs)?),
         name::AGENT => serde_json::to_value(agent(parse(op, input)?)?),
         other => return Err(HostOpError::UnknownOp(other.to_owned())),
     };
@@ -301,7 +301,16 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, HostOpError> {
     }
 }
 
-fn branch(request: &BranchRequest) -> Result<BranchReply, HostOpError> {
+fn branch(request: &BranchRequest, dirs: &UserDirs) -> Result<BranchReply, HostOpError> {
+    // Two sheep of one run get their worktrees at once: git's own config lock would refuse the
+    // second, so branch steps on this host take turns.
+    crate::paths::ensure_private_dir(&dirs.runtime_dir)
+        .map_err(|err| failed("making the runtime directory", err))?;
+    let _turn = shepherd_fs::lock_exclusive(
+        &dirs.runtime_dir.join("branch.lock"),
+        Duration::from_secs(60),
+    )
+    .map_err(|err| failed("waiting for another branch step", err))?;
     let worktree = request
         .repo
         .join(".shepherd")

@@ -116,17 +116,11 @@ pub(crate) fn check(
             shepherd_core::hosts::validate_host_name(name).map_err(|err| {
                 BrokerError::new(ErrorCode::UnknownHost, format!("task {}: {err}", index + 1))
             })?;
-            if step.isolate {
-                return Err(invalid(format!(
-                    "task {} runs on host `{name}` and asks for isolate; a run's worktrees are \
-                     made on this machine (spawn --isolate --host gives a remote sheep its own \
-                     branch)",
-                    index + 1
-                )));
-            }
         }
         let cwd = resolve_cwd(root, step.cwd.as_deref(), index + 1)?;
-        let repo = if step.isolate {
+        // A task on a host gets its worktree there, from its spawn.
+        let remote_isolate = step.isolate && host.is_some();
+        let repo = if step.isolate && !remote_isolate {
             Some(worktree::probe(&cwd, index + 1)?)
         } else {
             None
@@ -138,6 +132,7 @@ pub(crate) fn check(
             label: step.label.clone(),
             harness: step.harness,
             host,
+            remote_isolate,
             repo,
             budget: step.budget,
         });

@@ -73,6 +73,9 @@ pub(crate) struct SpecStep {
     /// The host its sheep runs on, when not this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) host: Option<String>,
+    /// Set when the task runs on a host in its own worktree there (made by its spawn).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) remote_isolate: bool,
     /// Set when the task runs in its own worktree of this repository.
     #[serde(default)]
     pub(crate) repo: Option<Repo>,
@@ -166,6 +169,9 @@ pub(crate) struct Outcome {
     pub(crate) delegated: bool,
     #[serde(default)]
     pub(crate) worktree: Option<WorktreeReport>,
+    /// A task on a host that asked for isolate: what became of its branch there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_worktree: Option<Value>,
 }
 
 impl Outcome {
@@ -180,6 +186,7 @@ impl Outcome {
             error: Some(why),
             delegated: false,
             worktree: None,
+            remote_worktree: None,
         }
     }
 

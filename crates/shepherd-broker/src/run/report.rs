@@ -15,7 +15,6 @@ use serde_json::Value;
 use shepherd_notes::Mode;
 
 use super::model::{Outcome, Plan as PlanResult, RunSpec};
-use crate::worktree::WorktreeReport;
 
 /// Longest result text shown whole.
 pub(crate) const MAX_TEXT_BYTES: usize = 50 * 1024;
@@ -48,9 +47,10 @@ struct RunDocument<'a> {
     cancelled: Option<&'a str>,
     /// The exit status `shepherd run` gives it.
     exit_code: u8,
-    /// Worktrees left for the user to integrate or discard (absent when none).
+    /// Worktrees left for the user to integrate or discard, and remote sheep's branches
+    /// brought home (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    worktrees: Vec<&'a WorktreeReport>,
+    worktrees: Vec<Value>,
     /// Problems that did not change any result (e.g. a note that could not be finalised).
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     warnings: &'a [String],
@@ -70,7 +70,7 @@ struct ResultDocument<'a> {
     note_relative: Option<&'a str>,
     full_output: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    worktree: Option<&'a WorktreeReport>,
+    worktree: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -124,11 +124,18 @@ pub(crate) fn build(run: &Finished<'_>) -> Value {
             .find_map(|o| o.return_code)
             .map_or(0, |rc| u8::try_from(rc).unwrap_or(1).max(1))
     };
-    let kept: Vec<&WorktreeReport> = run
+    let kept: Vec<Value> = run
         .outcomes
         .iter()
         .filter_map(|o| o.worktree.as_ref())
         .filter(|w| w.kept)
+        .map(|w| serde_json::to_value(w).expect("worktree reports serialise"))
+        .chain(
+            run.outcomes
+                .iter()
+                .filter_map(|o| o.remote_worktree.clone())
+                .filter(|w| w["kept"] == true || w["broughtHome"] == true),
+        )
         .collect();
     let doc = RunDocument {
         run_id: run.run_id,
@@ -154,7 +161,11 @@ pub(crate) fn build(run: &Finished<'_>) -> Value {
                 note: run.plan.notes.get(index).map(String::as_str),
                 note_relative: run.plan.notes_relative.get(index).map(String::as_str),
                 full_output: shown.full_output.as_ref().map(|p| p.display().to_string()),
-                worktree: outcome.worktree.as_ref(),
+                worktree: outcome
+                    .worktree
+                    .as_ref()
+                    .map(|w| serde_json::to_value(w).expect("worktree reports serialise"))
+                    .or_else(|| outcome.remote_worktree.clone()),
             })
             .collect(),
         succeeded: run.outcomes.iter().filter(|o| o.completed()).count(),

@@ -55,7 +55,7 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
     // Closing: end the sheep whatever happened, then read how the task ended.
     let closed = match &state.agent_id {
         Some(agent_id) => close_sheep(run, agent_id).await,
-        None => Ok(()),
+        None => Ok(None),
     };
     if report.is_none()
         && let Some(task_id) = &state.task_id
@@ -73,6 +73,11 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
     };
     outcome.agent_id.clone_from(&state.agent_id);
     outcome.delegated = state.task_id.is_some();
+    if let Ok(Some(branch)) = &closed
+        && spec_remote_isolate(run, index)
+    {
+        outcome.remote_worktree = Some(branch.clone());
+    }
     if let Err(err) = &closed {
         // As the original: a sheep whose end is unconfirmed fails its task, whatever it said.
         outcome.error = Some(match outcome.error.take() {
@@ -140,8 +145,9 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         pi_command: run.spec.pi_command.clone(),
         session_name: Some(run.plan.session_name.clone())
             .filter(|name| !name.is_empty() && run.spec.fieldnotes),
-        // A run's worktree is the step's own (made above), not the sheep's.
-        isolate: false,
+        // A run's worktree here is the step's own (made above), not the sheep's; on a host the
+        // sheep's spawn makes it there.
+        isolate: spec.remote_isolate,
         host: spec.host.clone(),
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
@@ -258,12 +264,18 @@ async fn report_after_close(run: &Arc<Run>, task_id: &str) -> Option<TaskReport>
 }
 
 /// Closes the sheep (its open task ends cancelled, rc 130); closing a closed sheep is a no-op.
-async fn close_sheep(run: &Arc<Run>, agent_id: &str) -> crate::error::BrokerResult<()> {
+/// Closes the step's sheep; returns what became of a remote sheep's branch, when it had one.
+async fn close_sheep(
+    run: &Arc<Run>,
+    agent_id: &str,
+) -> crate::error::BrokerResult<Option<serde_json::Value>> {
     let params = CloseParams {
         id: agent_id.to_owned(),
         keep_pane: run.spec.keep_pane,
     };
-    crate::close::close(&run.broker, params).await.map(|_| ())
+    crate::close::close(&run.broker, params)
+        .await
+        .map(|closed| closed.worktree)
 }
 
 /// A step's budget: the run's, overridden key by key by the step's own.
@@ -293,5 +305,14 @@ fn from_report(report: TaskReport) -> Outcome {
         error: report.error,
         delegated: true,
         worktree: None,
+        remote_worktree: None,
     }
+}
+
+/// Whether step `index` runs on a host in its own worktree there.
+fn spec_remote_isolate(run: &Run, index: usize) -> bool {
+    run.spec
+        .steps
+        .get(index)
+        .is_some_and(|step| step.remote_isolate)
 }
