@@ -13,12 +13,13 @@ use serde_json::{Map, Value};
 use shepherd_core::error_code::ErrorCode;
 
 use super::error::ToolError;
-use super::schema::{boolean, choice, integer, number, object, objects, string, strings};
+pub(crate) use super::run_args::{Run, RunStep, run_schema};
+use super::schema::{boolean, choice, integer, number, object, string, strings};
 
 pub(crate) const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
 /// The coding agents a sheep can run on.
 pub(crate) const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
-const HARNESS_WORDS: &str = "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode";
+pub(crate) const HARNESS_WORDS: &str = "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode";
 
 /// A checked `harness` argument.
 pub(crate) fn harness(
@@ -42,7 +43,7 @@ pub(crate) const SCOPES: &[&str] = &["user", "project", "both"];
 pub(crate) const DONE_STATUSES: &[&str] = &["completed", "blocked", "failed"];
 
 /// How the `wait` arguments name the server's bound.
-const BOUND_WORDS: &str = "the server's bound, 25 s unless set with --max-wait";
+pub(crate) const BOUND_WORDS: &str = "the server's bound, 25 s unless set with --max-wait";
 
 /// Keys settings own, dropped before reading (as pi's normaliser does).
 const DROPPED_KEYS: &[&str] = &[
@@ -379,119 +380,6 @@ pub(crate) fn read_schema() -> Value {
         ],
         &["name"],
     )
-}
-
-/// One task of a parallel run or one step of a chain.
-#[derive(Debug, Deserialize)]
-pub(crate) struct RunStep {
-    pub(crate) agent: String,
-    pub(crate) task: String,
-    pub(crate) cwd: Option<String>,
-    pub(crate) isolate: Option<bool>,
-    pub(crate) harness: Option<String>,
-    pub(crate) host: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Run {
-    pub(crate) agent: Option<String>,
-    pub(crate) task: Option<String>,
-    pub(crate) tasks: Option<Vec<RunStep>>,
-    pub(crate) chain: Option<Vec<RunStep>>,
-    pub(crate) cwd: Option<String>,
-    pub(crate) harness: Option<String>,
-    pub(crate) host: Option<String>,
-    pub(crate) session_name: Option<String>,
-    pub(crate) timeout: Option<f64>,
-    pub(crate) run_id: Option<String>,
-    pub(crate) cancel: Option<bool>,
-    pub(crate) wait: Option<f64>,
-    #[serde(flatten)]
-    pub(crate) budget: super::controls::BudgetArgs,
-}
-
-pub(crate) fn run_schema() -> Value {
-    let task = object(
-        &[
-            ("agent", string("Exact agent definition name")),
-            ("task", string("The task")),
-            ("cwd", string("Working directory for this task")),
-            ("isolate", boolean("Run in its own git worktree")),
-            ("harness", choice(HARNESSES, HARNESS_WORDS)),
-            (
-                "host",
-                string(
-                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
-                ),
-            ),
-        ],
-        &["agent", "task"],
-    );
-    let step = object(
-        &[
-            ("agent", string("Exact agent definition name")),
-            (
-                "task",
-                string("The task; {previous} is replaced by the previous step's result"),
-            ),
-            ("cwd", string("Working directory for this step")),
-            ("harness", choice(HARNESSES, HARNESS_WORDS)),
-            (
-                "host",
-                string(
-                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
-                ),
-            ),
-        ],
-        &["agent", "task"],
-    );
-    let mut properties = vec![
-        ("agent", string("Single mode: exact agent name")),
-        ("task", string("Single mode: the task")),
-        ("tasks", objects(&task, "Parallel mode: the tasks")),
-        ("chain", objects(&step, "Chain mode: the steps, in order")),
-        (
-            "cwd",
-            string("Working directory (default: the project directory)"),
-        ),
-        (
-            "harness",
-            choice(
-                HARNESSES,
-                "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
-            ),
-        ),
-        (
-            "host",
-            string(
-                "Run every task's sheep on this host, one the user defined under `hosts` in their Shepherd settings (a task may name its own; default: this machine)",
-            ),
-        ),
-        (
-            "sessionName",
-            string("Create or continue the fieldnotes session with this name"),
-        ),
-        (
-            "timeout",
-            number("Minutes each task may take (default: the timeout setting, 20)"),
-        ),
-        (
-            "runId",
-            string(
-                "Follow (or, with cancel, cancel) a run an earlier call started, instead of starting one",
-            ),
-        ),
-        ("cancel", boolean("With runId: cancel that run")),
-        (
-            "wait",
-            number(&format!(
-                "Seconds to wait at most for the run in this call (default and maximum: {BOUND_WORDS})"
-            )),
-        ),
-    ];
-    properties.extend(super::controls::budget_properties());
-    object(&properties, &[])
 }
 
 #[derive(Debug, Deserialize)]

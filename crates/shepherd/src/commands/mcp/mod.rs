@@ -21,6 +21,7 @@ mod herd;
 mod parent;
 mod receipts;
 mod run;
+mod run_args;
 mod schema;
 mod server;
 mod sheep;
