@@ -134,7 +134,7 @@ impl Hosts {
                         file: file.to_owned(),
                         why: format!(
                             "{err}; a host needs `destination` and an absolute `projectPath`, \
-                             and may set `backend` (headless, tmux), `shepherd`, `sshArgs` \
+                             and may set `backend` (headless, tmux, herdr), `shepherd`, `sshArgs` \
                              and `pi`"
                         ),
                     }

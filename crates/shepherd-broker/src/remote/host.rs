@@ -73,9 +73,14 @@ fn backend(kind: BackendKind) -> Result<Box<dyn Backend>, HostOpError> {
     match kind {
         BackendKind::Headless => Ok(Box::new(shepherd_term::headless::HeadlessBackend)),
         BackendKind::Tmux => Ok(Box::new(shepherd_term::tmux::TmuxBackend::new())),
-        BackendKind::Herdr => Err(HostOpError::Failed(
-            "Herdr does not run remote sheep yet; use tmux or headless on this host".to_owned(),
-        )),
+        // The host user's Herdr: the server their environment names (started when none runs).
+        BackendKind::Herdr => {
+            let env = shepherd_term::herdr::HerdrEnv::from_process();
+            let config = shepherd_term::herdr::HerdrConfig::new(env).starting_server();
+            shepherd_term::herdr::HerdrBackend::connect(config)
+                .map(|backend| Box::new(backend) as Box<dyn Backend>)
+                .map_err(|err| failed("reaching Herdr on this host", err))
+        }
     }
 }
 
@@ -106,7 +111,10 @@ fn hello(request: &HelloRequest, dirs: &UserDirs) -> Result<HelloReply, HostOpEr
         BackendKind::Tmux.as_str().to_owned(),
         shepherd_term::tmux::TmuxBackend::new().available(),
     );
-    backends.insert(BackendKind::Herdr.as_str().to_owned(), false);
+    let herdr = std::env::var_os("HERDR_BIN_PATH")
+        .filter(|path| !path.is_empty())
+        .map_or_else(|| on_path("herdr"), |path| Path::new(&path).is_file());
+    backends.insert(BackendKind::Herdr.as_str().to_owned(), herdr);
     let programs = request
         .programs
         .iter()
