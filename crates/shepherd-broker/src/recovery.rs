@@ -117,12 +117,12 @@ pub(crate) fn await_remote(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
     let host = crate::remote_sheep::host_of(broker, &id).unwrap_or_default();
     let reason = format!(
         "ended: host {host} was unreachable for {} (remoteLinkTimeoutMinutes)",
-        humantime_minutes(grace)
+        shown_duration(grace)
     );
     await_reconnect(broker, id, phase, grace, reason);
 }
 
-fn humantime_minutes(grace: std::time::Duration) -> String {
+fn shown_duration(grace: std::time::Duration) -> String {
     let minutes = grace.as_secs_f64() / 60.0;
     if (minutes - minutes.round()).abs() < 1e-9 {
         format!("{} min", minutes.round())
