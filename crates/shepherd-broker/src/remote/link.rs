@@ -154,16 +154,22 @@ impl HostLink {
         self.keep();
         let mut state = self.subscribe();
         let until = tokio::time::Instant::now() + deadline;
+        // Only an attempt made from now on speaks for the host as it is now.
+        let before = match &*state.borrow() {
+            LinkState::Down { attempts, .. } => *attempts,
+            LinkState::Up(_) => 0,
+        };
         loop {
             let failed = match &*state.borrow_and_update() {
                 LinkState::Up(hello) => return Ok(hello.clone()),
-                // A first connection that failed outright (the host refused, `shepherd` is
-                // missing there) is reported at once, not after the whole deadline.
+                // A link that never came up and whose next attempt failed outright (the host
+                // refused, `shepherd` is missing there) is reported at once, not after the
+                // whole deadline.
                 LinkState::Down {
                     since: None,
                     error: Some(error),
                     attempts,
-                } if *attempts >= 1 => Some(error.clone()),
+                } if *attempts > before => Some(error.clone()),
                 LinkState::Down { .. } => None,
             };
             if let Some(error) = failed {
