@@ -349,3 +349,40 @@ fn a_message_sent_while_the_link_is_down_arrives_once_when_it_returns() {
         "each message arrived exactly once, in order"
     );
 }
+
+#[test]
+fn a_new_task_on_the_same_host_never_writes_over_another_sheeps_open_note() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let gate = world.dir.path().join("gate");
+    define_scribe(&world, "slow", Some(&gate));
+    define_scribe(&world, "quick", None);
+    let slow = spawn_on(&world, "slow", "devbox");
+    let quick = spawn_on(&world, "quick", "devbox");
+    let first = delegate(&world, &slow, "first part");
+    let local = world.json(&["status", &slow])["task"]["note"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let on_host = devbox.project.join(
+        std::path::Path::new(&local)
+            .strip_prefix(&world.project)
+            .unwrap(),
+    );
+    // The slow sheep has written on the host; this machine may not have read it yet.
+    wait_for(|| std::fs::read_to_string(&on_host).is_ok_and(|t| t.contains("first part")));
+    // Another task in the same session copies the session to the host.
+    let second = delegate(&world, &quick, "second sheep");
+    assert_eq!(settled(&world, &second, 60)["status"], "completed");
+    std::fs::write(&gate, "").unwrap();
+    let done = settled(&world, &first, 60);
+    let text = std::fs::read_to_string(done["note"].as_str().unwrap()).unwrap();
+    assert!(
+        text.contains("Written in") && text.contains("Finished: first part"),
+        "the slow sheep's writing before the other task's copy survived:\n{text}"
+    );
+}

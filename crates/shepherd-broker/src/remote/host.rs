@@ -259,6 +259,9 @@ fn presence(request: &PresenceRequest) -> PresenceReply {
 
 fn files(request: FilesRequest) -> Result<FilesReply, HostOpError> {
     for file in &request.write {
+        if file.keep_existing && file.path.exists() {
+            continue;
+        }
         shepherd_fs::write_atomic(&file.path, file.content.as_bytes(), None)
             .map_err(|err| failed(&format!("writing {}", file.path.display()), err))?;
     }

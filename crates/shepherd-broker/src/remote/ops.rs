@@ -172,6 +172,10 @@ pub struct FileContent {
     pub path: PathBuf,
     /// Its text.
     pub content: String,
+    /// Leave a file that already exists there as it is (a sheep's own new note, which the
+    /// sheep may have begun writing before its first copy arrives).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_existing: bool,
 }
 
 /// One file to read, unless unchanged.

@@ -77,15 +77,29 @@ fn register(broker: &Arc<Broker>, task_id: &TaskId, host: &str, note: &NoteLink,
         return;
     };
     let session = PathBuf::from(&note.session_path);
+    let mut open = broker.remotes.notes.lock().expect("notes lock");
     let pending = if copy {
+        // Another remote sheep's open note on this host is that sheep's to write: its copy
+        // there is newer than this machine's, and is never written over.
+        let busy: Vec<PathBuf> = open
+            .values()
+            .filter(|other| other.host == host)
+            .map(|other| other.remote.clone())
+            .collect();
         session_files(&session)
             .into_iter()
-            .filter_map(|(path, content)| to_host(&path).map(|path| FileContent { path, content }))
+            .filter_map(|(path, content)| to_host(&path).map(|path| (path, content)))
+            .filter(|(path, _)| !busy.contains(path))
+            .map(|(path, content)| FileContent {
+                keep_existing: path == remote,
+                path,
+                content,
+            })
             .collect()
     } else {
         Vec::new()
     };
-    broker.remotes.notes.lock().expect("notes lock").insert(
+    open.insert(
         task_id.clone(),
         RemoteNote {
             host: host.to_owned(),
@@ -181,8 +195,16 @@ async fn sync_host(broker: &Arc<Broker>, host: &str) {
         return;
     }
     let mut request = FilesRequest::default();
-    for note in notes.values() {
-        request.write.extend(note.pending.iter().cloned());
+    for (id, note) in &notes {
+        // A note opened since this one was registered is its own sheep's to write.
+        let busy = |file: &FileContent| {
+            notes
+                .iter()
+                .any(|(other, open)| other != id && open.remote == file.path)
+        };
+        request
+            .write
+            .extend(note.pending.iter().filter(|file| !busy(file)).cloned());
         request.read.push(FileProbe {
             path: note.remote.clone(),
             since: note.since,

@@ -62,11 +62,13 @@ pub(crate) async fn launch(
         .map(|(relative, content)| FileContent {
             path: extension.join(relative),
             content: (*content).to_owned(),
+            keep_existing: false,
         })
         .collect();
     write.push(FileContent {
         path: prompt.clone(),
         content: def.system_prompt.clone(),
+        keep_existing: false,
     });
     let copying = link.clone();
     tokio::task::spawn_blocking(move || {
