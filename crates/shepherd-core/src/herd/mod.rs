@@ -11,6 +11,7 @@
 
 mod apply;
 mod controls;
+mod done;
 mod error;
 mod event;
 mod lifecycle;
@@ -35,14 +36,13 @@ mod tests;
 pub use controls::{
     ACTIVITY_RESOLUTION_MS, Reopen, reopen, touch, touch_task, usage, worktree_released,
 };
+pub use done::{DoneInput, DoneOutcome, RunReport, done, report};
 pub use error::HerdError;
 pub use lifecycle::{
     NewSheep, admit, begin_close, closed, exited, failed_to_start, launched, ready,
 };
 pub use mates::HerdMate;
-pub use messaging::{
-    DoneInput, DoneOutcome, MessageInput, MessageOutcome, RunReport, done, report, send,
-};
+pub use messaging::{MessageInput, MessageOutcome, send};
 pub use model::*;
 pub use receipts::{MessageReceipt, RECEIPTS_LISTED, Receipt, ReceiptState, delivered};
 pub use resolve::Resolved;
