@@ -18,37 +18,16 @@ use serde_json::{Value, json};
 use shepherd_testkit::fake_llm::{FakeLlm, RecordedRequest, Script, Step};
 use shepherd_testkit::pi::{PiBinary, PiEnv, PiRpc};
 
+mod options;
+mod records;
+pub use options::*;
+pub use records::*;
+
 /// The parent's model id.
 pub const PARENT_MODEL: &str = "parent-model";
 
 /// Generous: pi 0.73 takes about 2 s to start, and a sheep is a whole pi.
 pub const TURN: Duration = Duration::from_secs(90);
-
-/// Where sheep run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// `pi --mode rpc` under the supervisor, no terminal.
-    Headless,
-    /// Interactive pi in a pane of a private tmux server.
-    Tmux,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Headless => "headless",
-            Self::Tmux => "tmux",
-        }
-    }
-}
-
-/// The extension's entry file in this repository.
-pub fn extension_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../integrations/pi/extensions/shepherd.ts")
-        .canonicalize()
-        .expect("integrations/pi/extensions/shepherd.ts exists")
-}
 
 pub struct Shepherd {
     pub fake: FakeLlm,
@@ -62,31 +41,6 @@ pub struct Shepherd {
     pub session_id: String,
     /// Parent queue steps appended so far, for messages.
     pub turns: usize,
-}
-
-/// Options for one world.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// The sheep agents to define: (name, model id).
-    pub agents: Vec<(&'static str, &'static str)>,
-    /// Extra user settings (merged over `backend`).
-    pub settings: Value,
-    /// Extra environment for the parent pi (and so the broker and its sheep). `{fake}` in a
-    /// value stands for the fake model server's URL.
-    pub env: Vec<(String, String)>,
-    /// Further extensions the parent pi loads beside ours.
-    pub extensions: Vec<PathBuf>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            agents: vec![("worker", "worker-model")],
-            settings: json!({}),
-            env: Vec::new(),
-            extensions: Vec::new(),
-        }
-    }
 }
 
 impl Shepherd {
@@ -601,68 +555,4 @@ fn set_executable(path: &Path) {
     let mut permissions = std::fs::metadata(path).unwrap().permissions();
     permissions.set_mode(0o755);
     std::fs::set_permissions(path, permissions).unwrap();
-}
-
-/// The `tool_execution_end` record of the first call to `tool` in `records`.
-pub fn tool_end<'r>(records: &'r [Value], tool: &str) -> Option<&'r Value> {
-    records
-        .iter()
-        .find(|r| r["type"] == "tool_execution_end" && r["toolName"] == tool)
-}
-
-/// The details of a successful call to `tool`.
-pub fn tool_result(records: &[Value], tool: &str) -> Option<Value> {
-    let end = tool_end(records, tool)?;
-    (end["isError"] != json!(true)).then(|| end["result"]["details"].clone())
-}
-
-/// The text of a tool result.
-pub fn result_text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// One line per record type, with tool names and errors, for failure messages.
-pub fn summary(records: &[Value]) -> String {
-    records
-        .iter()
-        .filter(|r| r["type"] != "message_update")
-        .map(|r| {
-            let mut line = r["type"].as_str().unwrap_or("?").to_owned();
-            if let Some(tool) = r["toolName"].as_str() {
-                line.push_str(&format!(" {tool}"));
-            }
-            if r["type"] == "tool_execution_end" {
-                line.push_str(&format!(": {}", result_text(&r["result"])));
-            }
-            if let Some(error) = r["message"]["errorMessage"].as_str() {
-                line.push_str(&format!(" error: {error}"));
-            }
-            line
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The text of one chat message (string content or text parts).
-pub fn message_text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// Reads a file under the project.
-pub fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
