@@ -289,3 +289,22 @@ fn a_run_on_a_host_with_isolate_brings_each_tasks_commits_home() {
         "both branches are listed to integrate: {report}"
     );
 }
+
+#[test]
+fn a_host_removed_from_the_settings_still_lets_its_sheep_be_read_and_closed() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    define_scribe(&world, "scribe", None);
+    let agent = spawn_on(&world, "scribe", "devbox");
+    world.settings("{}");
+    let (code, error, message) = world.error(&["spawn", "scribe", "--host", "devbox"]);
+    assert_eq!((code, error.as_str()), (2, "unknown_host"), "{message}");
+    let task = delegate(&world, &agent, "still here");
+    assert_eq!(settled(&world, &task, 60)["status"], "completed");
+    world.json(&["close", &agent]);
+    wait_no_process(&agent, std::time::Duration::from_secs(10));
+}

@@ -40,10 +40,15 @@ pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
         return Ok(link.clone());
     }
     let hosts = shepherd_config::load_hosts(&broker.config.dirs);
-    let def = hosts
-        .get(host)
-        .map_err(|err| BrokerError::new(ErrorCode::UnknownHost, err.to_string()))?
-        .clone();
+    let def = match (hosts.get(host), &cached) {
+        (Ok(def), _) => def.clone(),
+        // A host removed from the settings while it still has sheep: they can still be read
+        // and closed over the link they were started with.
+        (Err(_), Some(link)) => return Ok(link.clone()),
+        (Err(err), None) => {
+            return Err(BrokerError::new(ErrorCode::UnknownHost, err.to_string()));
+        }
+    };
     if let Some(link) = cached.as_ref().filter(|link| link.def == def) {
         return Ok(link.clone());
     }
@@ -102,6 +107,11 @@ pub(crate) async fn backend_for_spawn(
     host: &str,
     kind: BackendKind,
 ) -> BrokerResult<Arc<dyn Backend>> {
+    // A new sheep goes only to a host the user defines now (one removed from the settings
+    // keeps its link only for the sheep already there).
+    shepherd_config::load_hosts(&broker.config.dirs)
+        .get(host)
+        .map_err(|err| BrokerError::new(ErrorCode::UnknownHost, err.to_string()))?;
     let link = link(broker, host)?;
     let hello = link.up(LINK_DEADLINE).await.map_err(|why| {
         BrokerError::new(
