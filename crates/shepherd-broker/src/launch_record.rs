@@ -10,14 +10,23 @@ use shepherd_term::LaunchRecord;
 
 use crate::broker::Broker;
 
-/// Merges backend facts into the sheep's launch record and journals it.
+/// Merges backend facts into the sheep's launch record and journals it. The record is read and
+/// written inside one commit: the spawn (which learns the pane) and the supervisor (which
+/// reports the pids) merge at the same moment, and neither may lose what the other added.
 pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRecord) {
-    let mut record = current_launch(broker, id);
-    macro_rules! take {
-        ($($field:ident),*) => { $( if update.$field.is_some() { record.$field.clone_from(&update.$field); } )* };
-    }
-    take!(supervisor_pid, pid, log, pane, window, server);
-    broker.commit(|tx| shepherd_core::herd::launched(tx, id, record));
+    broker.commit(|tx| {
+        let mut record = tx
+            .herd()
+            .sheep
+            .get(id)
+            .and_then(|s| s.launch.clone())
+            .unwrap_or_default();
+        macro_rules! take {
+            ($($field:ident),*) => { $( if update.$field.is_some() { record.$field.clone_from(&update.$field); } )* };
+        }
+        take!(supervisor_pid, pid, log, pane, window, server);
+        shepherd_core::herd::launched(tx, id, record);
+    });
 }
 
 /// The sheep's launch record as journaled.
