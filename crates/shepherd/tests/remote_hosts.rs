@@ -153,6 +153,19 @@ fn git(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+/// Makes the world's project a git repository with one commit, and gives the host its own
+/// checkout of it.
+fn checked_out_on(world: &World, host: &LoopbackHost) {
+    git(&world.project, &["init", "-q", "-b", "main"]);
+    std::fs::write(world.project.join("README"), "hello\n").unwrap();
+    git(&world.project, &["add", "README"]);
+    git(&world.project, &["commit", "-q", "-m", "start"]);
+    git(
+        host.project.parent().unwrap(),
+        &["clone", "-q", world.project.to_str().unwrap(), "project"],
+    );
+}
+
 #[test]
 fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
     if !required() {
@@ -160,15 +173,7 @@ fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
     }
     let devbox = LoopbackHost::start("devbox").unwrap();
     let world = World::new();
-    git(&world.project, &["init", "-q", "-b", "main"]);
-    std::fs::write(world.project.join("README"), "hello\n").unwrap();
-    git(&world.project, &["add", "README"]);
-    git(&world.project, &["commit", "-q", "-m", "start"]);
-    // The host has its own checkout of the project.
-    git(
-        devbox.project.parent().unwrap(),
-        &["clone", "-q", world.project.to_str().unwrap(), "project"],
-    );
+    checked_out_on(&world, &devbox);
     define_hosts(&world, &[&devbox], serde_json::json!({}));
     let script = "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
                   echo \"$t\" > work.txt; git add work.txt; \
@@ -247,14 +252,7 @@ fn a_run_on_a_host_with_isolate_brings_each_tasks_commits_home() {
     }
     let devbox = LoopbackHost::start("devbox").unwrap();
     let world = World::new();
-    git(&world.project, &["init", "-q", "-b", "main"]);
-    std::fs::write(world.project.join("README"), "hello\n").unwrap();
-    git(&world.project, &["add", "README"]);
-    git(&world.project, &["commit", "-q", "-m", "start"]);
-    git(
-        devbox.project.parent().unwrap(),
-        &["clone", "-q", world.project.to_str().unwrap(), "project"],
-    );
+    checked_out_on(&world, &devbox);
     define_hosts(&world, &[&devbox], serde_json::json!({}));
     let script = "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
                   echo \"$t\" > \"$t.txt\"; git add \"$t.txt\"; \
