@@ -258,6 +258,15 @@ impl Broker {
                     signal.send_replace(item.seq);
                 }
             }
+            // A provider key let a sheep go, or a turn under a cap ended: whoever it held may
+            // be handed its inbox now.
+            if events.iter().any(ungates) {
+                for (who, signal) in signals.iter() {
+                    if matches!(who, Participant::Sheep(_)) {
+                        signal.send_modify(|_| {});
+                    }
+                }
+            }
         }
         self.generation.send_modify(|g| *g += 1);
         effects_of(events, pos, |task_id| {
@@ -477,4 +486,17 @@ mod tests {
         let events = [Event::FieldnotesFixed { on: true }];
         assert!(effects_of(&events, 1, |_| true).is_empty());
     }
+}
+
+/// Whether `event` may let a sheep held for a provider limit or a turn cap be handed its inbox.
+fn ungates(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::LimitReleased { .. }
+            | Event::LimitCleared { .. }
+            | Event::SheepActivity { .. }
+            | Event::SheepExited { .. }
+            | Event::SheepClosed { .. }
+            | Event::TaskSettled { .. }
+    )
 }

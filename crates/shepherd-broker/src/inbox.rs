@@ -63,6 +63,9 @@ async fn handed_out(
             broker
                 .commit_durable(|tx| {
                     shepherd_core::herd::delivered(tx, who, last.seq);
+                    if let Participant::Sheep(id) = who {
+                        shepherd_core::herd::limits::granted(tx, id);
+                    }
                     Ok(())
                 })
                 .await

@@ -50,6 +50,7 @@ mod parent;
 mod pi;
 mod pi_launch;
 mod printed;
+mod provider_limits;
 mod receipts;
 mod recovery;
 pub mod remote;

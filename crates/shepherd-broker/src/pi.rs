@@ -102,3 +102,60 @@ pub(crate) async fn record_output(
     crate::notes::complete_output(broker, &task_id).await;
     Ok(())
 }
+
+/// What the error that ended a pi sheep's run means. pi reports a provider's error as its
+/// status and body: `429 {"type":"error","error":{"type":"rate_limit_error",…}}` (Anthropic's
+/// API, both versions), `429 Rate limit reached for requests. Please try again in 2s.` (OpenAI's,
+/// pi 0.73) or `429: {"message":…,"code":"rate_limit_exceeded"}` (pi 1.x); the shared rules
+/// read them all.
+pub(crate) fn classify_error(error: &str) -> shepherd_core::limit::Classified {
+    shepherd_core::limit::classify(error)
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use shepherd_core::limit::ErrorClass;
+
+    /// pi's `errorMessage` for each provider error, as pi 0.73 and 1.6 wrote it against the
+    /// fake provider with its own retries off.
+    #[test]
+    fn pi_s_error_messages_are_classified() {
+        for (text, class) in [
+            (
+                r#"429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+                ErrorClass::RateLimit,
+            ),
+            (
+                r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                ErrorClass::RateLimit,
+            ),
+            (
+                r#"401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+                ErrorClass::Fatal,
+            ),
+            (
+                "429 Rate limit reached for requests. Please try again in 2s.",
+                ErrorClass::RateLimit,
+            ),
+            ("401 Incorrect API key provided", ErrorClass::Fatal),
+            (
+                "500 The server had an error while processing your request. Sorry about that!",
+                ErrorClass::Transient,
+            ),
+            (
+                "429 The usage limit has been reached",
+                ErrorClass::UsageLimit,
+            ),
+            (
+                r#"429: {"message":"Rate limit reached for requests. Please try again in 2s.","type":"requests","param":null,"code":"rate_limit_exceeded"}"#,
+                ErrorClass::RateLimit,
+            ),
+        ] {
+            assert_eq!(super::classify_error(text).class, class, "{text}");
+        }
+        let reset =
+            super::classify_error("429 Rate limit reached for requests. Please try again in 2s.")
+                .reset;
+        assert_eq!(reset, Some(shepherd_core::limit::Reset::AfterMs(2000)));
+    }
+}

@@ -103,6 +103,11 @@ pub(crate) async fn report(
         "turn" => return turn(broker, &sender, params, rid).await,
         "agent_start" => RunReport::Started,
         "run_settled" => RunReport::Settled {
+            limit: params
+                .error
+                .as_deref()
+                .filter(|_| params.stop_reason.as_deref() == Some("error"))
+                .and_then(|error| crate::provider_limits::signal_of(broker, &sender, error)),
             stop_reason: params.stop_reason,
             error: params.error,
             text: params.text.clone(),
@@ -118,9 +123,10 @@ pub(crate) async fn report(
     };
     let settled = matches!(report, RunReport::Settled { .. });
     let budget = broker.settings().done_nudges;
+    let waits = crate::provider_limits::waits(broker);
     broker
         .commit_reply(rid, |tx| {
-            shepherd_core::herd::report(tx, &sender, report, budget);
+            shepherd_core::herd::report_with(tx, &sender, report, budget, &waits);
             Ok(to_value(OkResult::ACK))
         })
         .await?;

@@ -17,6 +17,7 @@
 //!   `system`/`init` event (session, model), the messages, and a `result` with the final text
 //!   or the error, tokens and `total_cost_usd`.
 
+use shepherd_core::limit::Classified;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
@@ -66,6 +67,13 @@ fn claude_tools(tools: &[String]) -> Vec<String> {
 impl Adapter for ClaudeCode {
     fn harness(&self) -> Harness {
         Harness::ClaudeCode
+    }
+
+    fn classify_error(&self, error: &str, now: jiff::Timestamp) -> Classified {
+        // Claude Code's own words: "API Error: Request rejected (429) · …", "API Error: 529
+        // Overloaded. …", "Claude AI usage limit reached|<epoch>", "5-hour limit reached ∙
+        // resets 3pm" (a time of day in the user's zone), "Invalid API key · Fix external API key".
+        crate::limits::classify_with_clock(error, &["resets ", "try again at "], now)
     }
 
     fn program_var(&self) -> &'static str {

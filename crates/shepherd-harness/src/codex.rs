@@ -18,6 +18,7 @@
 //!   `item.*` (commands, MCP calls, messages), `turn.completed` with usage, `turn.failed` or
 //!   `error`. No cost; the model is the one asked for or configured.
 
+use shepherd_core::limit::{Classified, ErrorClass};
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -62,6 +63,19 @@ fn configured_model(text: &str) -> Option<String> {
 impl Adapter for Codex {
     fn harness(&self) -> Harness {
         Harness::Codex
+    }
+
+    fn classify_error(&self, error: &str, now: jiff::Timestamp) -> Classified {
+        // Codex words a server error as "high demand" and a usage limit's reset as a time of
+        // day ("… or try again at 6:55 PM."); a 429 after its own retries is
+        // "exceeded retry limit, last status: 429 Too Many Requests".
+        if error.contains("high demand") {
+            return Classified {
+                class: ErrorClass::Transient,
+                reset: None,
+            };
+        }
+        crate::limits::classify_with_clock(error, &["try again at "], now)
     }
 
     fn program_var(&self) -> &'static str {

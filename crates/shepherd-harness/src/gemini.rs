@@ -21,6 +21,7 @@
 //!   `tool_use`, `tool_result`, `result` with status and tokens (no cost); an error is an
 //!   `error` event or a `result` whose status is `error`.
 
+use shepherd_core::limit::{Classified, ErrorClass};
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
@@ -77,6 +78,21 @@ fn core_tools(tools: &[String]) -> Vec<String> {
 impl Adapter for Gemini {
     fn harness(&self) -> Harness {
         Harness::Gemini
+    }
+
+    fn classify_error(&self, error: &str, now: jiff::Timestamp) -> Classified {
+        // Gemini CLI: "[API Error: Resource has been exhausted (e.g. check quota).\nSuggested
+        // retry after 2s.]" for a 429, "You have exhausted your daily quota on this model." when
+        // the day's allowance is spent, "The model is overloaded." for a 503.
+        let _ = now;
+        let shared = shepherd_core::limit::classify(error);
+        if error.contains("exhausted your daily quota") {
+            return Classified {
+                class: ErrorClass::UsageLimit,
+                ..shared
+            };
+        }
+        shared
     }
 
     fn program_var(&self) -> &'static str {

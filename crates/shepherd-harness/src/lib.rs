@@ -12,6 +12,9 @@
 mod claude;
 mod codex;
 mod compose;
+mod limits;
+
+pub use limits::provider_key;
 mod gemini;
 mod opencode;
 mod turn;
@@ -253,6 +256,18 @@ pub trait Adapter: Sync {
     /// read this way leave `turn` as it is.
     fn read_transcript(&self, lines: &str, turn: &mut Turn) {
         let _ = (lines, turn);
+    }
+
+    /// What the error that ended one of this agent's turns means (a rate or usage limit, a
+    /// server error, or fatal), and when its limit resets, from the agent's own words for it.
+    /// The shared rules read every provider's bodies; an agent with words of its own adds them.
+    fn classify_error(
+        &self,
+        error: &str,
+        now: jiff::Timestamp,
+    ) -> shepherd_core::limit::Classified {
+        let _ = now;
+        shepherd_core::limit::classify(error)
     }
 
     /// The last provider error the TUI's screen (its text) shows, for agents that record it

@@ -273,10 +273,15 @@ fn usage(tokens: &Value, cost: &Value, turn: &mut Turn) {
 
 /// The message of an error (`{name, data: {message}}`).
 fn error_message(error: &Value) -> String {
-    error["data"]["message"]
+    let message = error["data"]["message"]
         .as_str()
         .or_else(|| error["message"].as_str())
-        .map_or_else(|| error.to_string(), str::to_owned)
+        .map_or_else(|| error.to_string(), str::to_owned);
+    // opencode gives the provider's message alone; its status tells a limit from a refusal.
+    match error["data"]["statusCode"].as_u64() {
+        Some(status) if !message.contains(&status.to_string()) => format!("{status} {message}"),
+        _ => message,
+    }
 }
 
 /// opencode's `--variant` for a thinking level.

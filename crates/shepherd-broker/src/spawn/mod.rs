@@ -113,6 +113,13 @@ pub(crate) async fn spawn(
             ..params.clone()
         }),
         worktree: worktree.clone(),
+        provider_key: crate::provider_limits::key_for(
+            prepared.runtime,
+            &prepared.def,
+            &params,
+            prepared.host.as_deref(),
+        ),
+        turn_cap: settings.max_concurrent_turns(),
     };
     let ready_rx = launch::await_ready(broker, &id);
     if let Err(err) = broker

@@ -34,11 +34,15 @@ impl Herd {
                 activity,
                 at,
             } => {
-                if let Some(sheep) = self.sheep.get_mut(agent_id)
-                    && sheep.activity != *activity
-                {
-                    sheep.activity = *activity;
-                    stamp(sheep, *at);
+                if let Some(sheep) = self.sheep.get_mut(agent_id) {
+                    // A turn handed over under a cap is over.
+                    if *activity == Activity::Idle {
+                        sheep.turn_granted = false;
+                    }
+                    if sheep.activity != *activity {
+                        sheep.activity = *activity;
+                        stamp(sheep, *at);
+                    }
                 }
             }
             Event::SheepFailed { agent_id, exit, at }
@@ -226,6 +230,13 @@ impl Herd {
             | Event::TaskUsage { .. }
             | Event::TaskActive { .. }
             | Event::StallNudged { .. } => super::controls::apply(self, event),
+            Event::Limited { .. }
+            | Event::LimitOpened { .. }
+            | Event::LimitReleased { .. }
+            | Event::LimitProbed { .. }
+            | Event::LimitCleared { .. }
+            | Event::LimitEnded { .. }
+            | Event::TurnGranted { .. } => super::limits::apply(self, event),
         }
     }
 

@@ -64,7 +64,7 @@ impl Herd {
     pub(super) fn next_stall(&self) -> Option<i64> {
         self.tasks
             .values()
-            .filter(|t| t.state == TaskState::Running)
+            .filter(|t| t.state == TaskState::Running && t.limit.is_none())
             .filter_map(|t| t.stall.map(|s| s.due_at()))
             .min()
     }
@@ -145,6 +145,8 @@ pub fn worktree_released(tx: &mut Tx<'_>, agent_id: &AgentId, report: Value) {
 /// the budget, the task settles `blocked` naming the limit, and the limit is returned so the
 /// sheep is stopped. Every report counts as activity for the stall watchdog.
 pub fn usage(tx: &mut Tx<'_>, sender: &AgentId, turn: Usage) -> Option<Reached> {
+    // A model response: a key letting its sheep go after a reset lets the next one go.
+    super::limits::progressed(tx, sender);
     let task_id = tx.herd().sheep.get(sender)?.active_task.clone()?;
     touch(tx, sender);
     let task = tx.herd().tasks.get(&task_id)?;
@@ -207,7 +209,7 @@ pub(super) fn tick_stalls(tx: &mut Tx<'_>) {
         .herd()
         .tasks
         .values()
-        .filter(|t| t.state == TaskState::Running)
+        .filter(|t| t.state == TaskState::Running && t.limit.is_none())
         .filter_map(|t| t.stall.map(|s| (t.id.clone(), s)))
         .filter(|(_, s)| s.due_at() <= now)
         .collect();

@@ -32,6 +32,8 @@ fn admit_sheep(
         budget,
         recipe: serde_json::Value::Null,
         worktree: serde_json::Value::Null,
+        provider_key: None,
+        turn_cap: None,
     };
     h.run(|tx| admit(tx, new))?;
     h.run(|tx| ready(tx, &id));

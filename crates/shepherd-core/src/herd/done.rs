@@ -8,6 +8,7 @@
 
 use super::Tx;
 use super::error::HerdError;
+use super::limits::LimitWaits;
 use super::model::{Activity, Event, Notice, NoticeKind, Payload};
 use super::tasks::settle;
 use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
@@ -60,6 +61,9 @@ pub enum RunReport {
         error: Option<String>,
         /// The run's final assistant text.
         text: Option<String>,
+        /// What the error was, when its harness recognised a limit or a server error in it
+        /// (the task waits instead of failing).
+        limit: Option<crate::limit::LimitSignal>,
     },
 }
 
@@ -164,10 +168,22 @@ fn status_word(status: DoneStatus) -> &'static str {
     }
 }
 
-/// Applies a sheep's report about its run. A run that ends in an error fails the open task at
-/// once; a run that ends normally with the task still open earns a reminder (up to
-/// `nudge_budget`), then one passive notice to the parent.
+/// Applies a sheep's report about its run. A run that ends on a provider limit (or a server
+/// error) leaves the open task waiting (`limits`); any other error fails it at once; a run
+/// that ends normally with the task still open earns a reminder (up to `nudge_budget`), then
+/// one passive notice to the parent.
 pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget: u32) {
+    report_with(tx, sender, report, nudge_budget, &LimitWaits::default());
+}
+
+/// [`report`] with the waits a limit without a reset time gets.
+pub fn report_with(
+    tx: &mut Tx<'_>,
+    sender: &AgentId,
+    report: RunReport,
+    nudge_budget: u32,
+    waits: &LimitWaits,
+) {
     let Some(sheep) = tx.herd().sheep.get(sender) else {
         return;
     };
@@ -190,8 +206,10 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
             stop_reason,
             error,
             text,
+            limit,
         } => {
-            if activity != Activity::Idle {
+            let granted = tx.herd().sheep.get(sender).is_some_and(|s| s.turn_granted);
+            if activity != Activity::Idle || granted {
                 let at = Some(tx.now());
                 tx.emit(Event::SheepActivity {
                     agent_id: sender.clone(),
@@ -199,7 +217,18 @@ pub fn report(tx: &mut Tx<'_>, sender: &AgentId, report: RunReport, nudge_budget
                     at,
                 });
             }
+            let failed = stop_reason.as_deref() == Some("error");
+            if !failed {
+                super::limits::progressed(tx, sender);
+            }
             let Some(task_id) = active else { return };
+            if failed
+                && let Some(limit) = limit.as_ref().filter(|l| l.class.waits())
+                && !tx.herd().tasks[&task_id].state.is_terminal()
+                && super::limits::limited(tx, sender, &task_id, limit, waits)
+            {
+                return;
+            }
             match stop_reason.as_deref() {
                 Some("error") => {
                     let error = format!(

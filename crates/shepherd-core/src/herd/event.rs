@@ -303,4 +303,58 @@ pub enum Event {
         /// When (ms).
         at: i64,
     },
+    /// A sheep's run ended on a provider limit (or a server error) with its task open: the
+    /// task waits, and the sheep's provider key closes until the reset.
+    Limited {
+        /// The sheep.
+        agent_id: AgentId,
+        /// Its open task.
+        task_id: TaskId,
+        /// The limit.
+        limit: super::limits::TaskLimit,
+    },
+    /// A closed key's reset passed: its sheep are let go one at a time.
+    LimitOpened {
+        /// The key.
+        key: crate::limit::ProviderKey,
+        /// When (ms).
+        at: i64,
+    },
+    /// One sheep on a key was let go after its reset.
+    LimitReleased {
+        /// The key.
+        key: crate::limit::ProviderKey,
+        /// The sheep.
+        agent_id: AgentId,
+        /// When (ms).
+        at: i64,
+    },
+    /// The sheep let go last showed a model response.
+    LimitProbed {
+        /// The key.
+        key: crate::limit::ProviderKey,
+        /// When (ms).
+        at: i64,
+    },
+    /// Every sheep on a key was let go: the key is open.
+    LimitCleared {
+        /// The key.
+        key: crate::limit::ProviderKey,
+        /// When (ms).
+        at: i64,
+    },
+    /// A task's wait ended (resumed, or the task settled during it).
+    LimitEnded {
+        /// The task.
+        task_id: TaskId,
+        /// `resumed`, or the state the task settled in.
+        ended: String,
+        /// When (ms).
+        at: i64,
+    },
+    /// A sheep under a turn cap was handed a turn.
+    TurnGranted {
+        /// The sheep.
+        agent_id: AgentId,
+    },
 }

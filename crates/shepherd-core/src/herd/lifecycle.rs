@@ -41,6 +41,10 @@ pub struct NewSheep {
     pub recipe: Value,
     /// Its git worktree, when isolated (opaque to core).
     pub worktree: Value,
+    /// The provider account it spends, when known.
+    pub provider_key: Option<crate::limit::ProviderKey>,
+    /// `maxConcurrentTurns` for its provider key.
+    pub turn_cap: Option<u32>,
 }
 
 impl Herd {
@@ -142,6 +146,9 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         worktree: new.worktree,
         resumes: 0,
         continues: None,
+        turn_cap: new.turn_cap.filter(|_| new.provider_key.is_some()),
+        provider_key: new.provider_key,
+        turn_granted: false,
     };
     tx.emit(Event::SheepCreated {
         sheep: Box::new(sheep),

@@ -15,6 +15,7 @@ mod done;
 mod error;
 mod event;
 mod lifecycle;
+pub mod limits;
 mod mates;
 mod messaging;
 mod model;
@@ -36,7 +37,7 @@ mod tests;
 pub use controls::{
     ACTIVITY_RESOLUTION_MS, Reopen, reopen, touch, touch_task, usage, worktree_released,
 };
-pub use done::{DoneInput, DoneOutcome, RunReport, done, report};
+pub use done::{DoneInput, DoneOutcome, RunReport, done, report, report_with};
 pub use error::HerdError;
 pub use lifecycle::{
     NewSheep, admit, begin_close, closed, exited, failed_to_start, launched, ready,
@@ -109,6 +110,9 @@ pub struct Herd {
     /// first needed it, fixed for the herd's life (as the original fixes it per session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fieldnotes: Option<bool>,
+    /// The provider keys closed for a limit, or letting their sheep go after its reset.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub limiters: BTreeMap<crate::limit::ProviderKey, limits::Limiter>,
 }
 
 /// A change in progress: commands validate first, then [`Tx::emit`] each event, which applies it

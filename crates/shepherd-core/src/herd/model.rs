@@ -151,6 +151,17 @@ pub struct Sheep {
     /// The note its next task continues (its last note before it was resumed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continues: Option<NoteLink>,
+    /// The provider account its model requests are charged to, when its runtime has one: the
+    /// sheep that share it wait out a limit together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<crate::limit::ProviderKey>,
+    /// The most turns the sheep on its provider key may run at once (`maxConcurrentTurns` as it
+    /// was at its spawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_cap: Option<u32>,
+    /// It was handed a turn under a turn cap that has not begun yet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub turn_granted: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -295,6 +306,18 @@ pub struct Task {
     /// The note of its sheep's task before a resume, which this task continues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continues: Option<NoteLink>,
+    /// The provider limit it waits out, while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<super::limits::TaskLimit>,
+    /// The limit episodes it went through, for its note.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limit_episodes: Vec<super::limits::LimitEpisode>,
+    /// Limit replies in its open episode.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub limit_replies: u32,
+    /// Server errors it waited out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub transient_waits: u32,
 }
 
 /// The stall watchdog of one task: its sheep is nudged once after `after_ms` without activity,
@@ -507,6 +530,8 @@ pub enum NoticeKind {
     BrokerRecovered,
     /// The stall watchdog nudged a silent sheep (its task settles blocked if it stays silent).
     StallNudged,
+    /// A sheep's task met a provider limit and waits for its reset (once per episode).
+    RateLimited,
 }
 
 /// A notice for the parent.

@@ -135,6 +135,10 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
         usage: crate::budget::Usage::default(),
         stall,
         continues,
+        limit: None,
+        limit_episodes: Vec::new(),
+        limit_replies: 0,
+        transient_waits: 0,
     };
     tx.emit(Event::TaskCreated {
         task: Box::new(task),
@@ -260,6 +264,7 @@ pub fn settle(
     if task.state.is_terminal() || !status.is_terminal() {
         return;
     }
+    super::limits::settled_while_limited(tx, task_id, status);
     let result = TaskResult {
         status,
         return_code: status.return_code().unwrap_or(1),
@@ -289,6 +294,7 @@ pub fn settle_with_code(
     if task.state.is_terminal() || !status.is_terminal() {
         return;
     }
+    super::limits::settled_while_limited(tx, task_id, status);
     let result = TaskResult {
         status,
         return_code,

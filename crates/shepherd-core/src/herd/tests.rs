@@ -60,6 +60,8 @@ impl Harness {
             budget: None,
             recipe: serde_json::Value::Null,
             worktree: serde_json::Value::Null,
+            provider_key: None,
+            turn_cap: None,
         };
         self.run(|tx| admit(tx, new)).unwrap();
         self.run(|tx| ready(tx, &id));
@@ -326,6 +328,8 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         budget: None,
         recipe: serde_json::Value::Null,
         worktree: serde_json::Value::Null,
+        provider_key: None,
+        turn_cap: None,
     };
     let err = h.run(|tx| admit(tx, dup)).unwrap_err();
     assert_eq!(err.code, "duplicate_label");
@@ -396,6 +400,7 @@ fn a_one_turn_task_settles_with_the_runs_final_text() {
         stop_reason: Some("stop".into()),
         error: None,
         text: Some("the answer".into()),
+        limit: None,
     };
     h.run(|tx| report(tx, &a, settled, 1));
     assert_eq!(h.state(&t), TaskState::Completed);
@@ -466,6 +471,7 @@ fn short_names_resolve_to_one_sheep_or_task_or_list_the_candidates() {
     assert_eq!(h.herd.resolve_task("ffff").unwrap(), Resolved::NoMatch);
 }
 
+mod limits;
 mod messages;
 mod view;
 mod watching;

@@ -43,6 +43,7 @@ impl Herd {
             .chain(reply_deadlines)
             .chain(stale.flatten())
             .chain(self.next_stall())
+            .chain(self.next_limit())
             .min()
     }
 }
@@ -58,15 +59,18 @@ pub fn tick(tx: &mut Tx<'_>, config: &HerdConfig) {
         .map(|t| t.id.clone())
         .collect();
     for task_id in expired {
-        settle(
-            tx,
-            &task_id,
-            TaskState::TimedOut,
-            None,
-            None,
-            Some("Tracked task deadline reached.".into()),
-        );
+        let error = match &tx.herd().tasks[&task_id].limit {
+            Some(limit) => format!(
+                "Tracked task deadline reached while rate-limited ({} from {}, waiting since {} UTC).",
+                limit.class.words(),
+                limit.provider,
+                super::limits::clock(limit.since)
+            ),
+            None => "Tracked task deadline reached.".into(),
+        };
+        settle(tx, &task_id, TaskState::TimedOut, None, None, Some(error));
     }
+    super::limits::tick_limits(tx);
 
     let unanswered: Vec<_> = tx
         .herd()

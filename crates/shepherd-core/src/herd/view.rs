@@ -158,6 +158,9 @@ pub struct TaskView {
     /// The stall watchdog, when it is on for this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<StallView>,
+    /// The provider limit it waits out, while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<super::limits::LimitView>,
 }
 
 /// The stall watchdog of a task as `status` shows it.
@@ -274,6 +277,7 @@ impl Herd {
                         quiet_ms: now - stall.active_at.max(stall.nudged_at.unwrap_or(0)),
                         nudged: stall.nudged_at.is_some(),
                     }),
+                    rate_limit: self.limit_view(&task.id),
                 }
             });
         let launch = sheep.launch.clone().unwrap_or_default();
@@ -401,6 +405,12 @@ impl Herd {
 
     /// A participant's unacknowledged items, oldest first.
     pub fn pending_items(&self, who: &Participant) -> Vec<InboxItem> {
+        // A sheep held for a provider limit is handed nothing that could start a turn.
+        if let Participant::Sheep(id) = who
+            && self.turn_held(id)
+        {
+            return Vec::new();
+        }
         self.inboxes
             .get(who)
             .map(|inbox| inbox.items.iter().cloned().collect())

@@ -55,6 +55,10 @@ pub enum SettingKey {
     /// `remoteLinkTimeoutMinutes` (minutes).
     #[serde(rename = "remoteLinkTimeoutMinutes")]
     RemoteLinkTimeout,
+    /// `maxConcurrentTurns` (per provider key; 0: no limit).
+    MaxConcurrentTurns,
+    /// `rateLimitWaitSeconds`.
+    RateLimitWaitSeconds,
 }
 
 /// The shape of a key's values.
@@ -79,7 +83,7 @@ enum ValueKind {
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 21] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -99,6 +103,8 @@ impl SettingKey {
         Self::MaxSheep,
         Self::StallWatchdog,
         Self::RemoteLinkTimeout,
+        Self::MaxConcurrentTurns,
+        Self::RateLimitWaitSeconds,
     ];
 
     /// The key as written in the settings files.
@@ -123,6 +129,8 @@ impl SettingKey {
             Self::MaxSheep => "maxSheep",
             Self::StallWatchdog => "stallWatchdog",
             Self::RemoteLinkTimeout => "remoteLinkTimeoutMinutes",
+            Self::MaxConcurrentTurns => "maxConcurrentTurns",
+            Self::RateLimitWaitSeconds => "rateLimitWaitSeconds",
         }
     }
 
@@ -170,6 +178,12 @@ impl SettingKey {
             Self::RemoteLinkTimeout => {
                 "minutes a remote host may stay unreachable before its sheep's tasks fail"
             }
+            Self::MaxConcurrentTurns => {
+                "most sheep running turns at once on one provider account (0: no limit)"
+            }
+            Self::RateLimitWaitSeconds => {
+                "seconds a rate-limited task waits when the provider names no reset time"
+            }
         }
     }
 
@@ -181,8 +195,12 @@ impl SettingKey {
             Self::StaleWaitThreshold => ValueKind::Threshold,
             Self::BrokerIdleMinutes | Self::RemoteLinkTimeout => ValueKind::Minutes,
             Self::StallWatchdog => ValueKind::MinutesOrOff,
-            Self::DoneNudges | Self::MaxDepth | Self::MaxSheep => ValueKind::Count { min: 0 },
-            Self::MaxParallelTasks | Self::MaxConcurrency => ValueKind::Count { min: 1 },
+            Self::DoneNudges | Self::MaxDepth | Self::MaxSheep | Self::MaxConcurrentTurns => {
+                ValueKind::Count { min: 0 }
+            }
+            Self::MaxParallelTasks | Self::MaxConcurrency | Self::RateLimitWaitSeconds => {
+                ValueKind::Count { min: 1 }
+            }
             Self::IncludeBundledAgents
             | Self::ConfirmProjectAgents
             | Self::SubagentCompatibility

@@ -111,6 +111,10 @@ pub struct EffectiveSettings {
     pub stall_watchdog_minutes: f64,
     /// Minutes a remote host may stay unreachable before its sheep's tasks fail (`10`).
     pub remote_link_timeout_minutes: f64,
+    /// Most sheep running turns at once on one provider key; 0 means no limit (`0`).
+    pub max_concurrent_turns: u32,
+    /// Seconds a rate- or usage-limited task waits when the provider names no reset (`60`).
+    pub rate_limit_wait_seconds: u32,
 }
 
 impl Default for EffectiveSettings {
@@ -135,6 +139,8 @@ impl Default for EffectiveSettings {
             max_sheep: 0,
             stall_watchdog_minutes: 0.0,
             remote_link_timeout_minutes: 10.0,
+            max_concurrent_turns: 0,
+            rate_limit_wait_seconds: 60,
         }
     }
 }
@@ -168,6 +174,16 @@ impl EffectiveSettings {
         minutes(self.remote_link_timeout_minutes)
     }
 
+    /// The most sheep that may run turns at once on one provider key, when limited.
+    pub fn max_concurrent_turns(&self) -> Option<u32> {
+        (self.max_concurrent_turns > 0).then_some(self.max_concurrent_turns)
+    }
+
+    /// How long a limited task waits when the provider's error names no reset.
+    pub fn rate_limit_wait(&self) -> Duration {
+        Duration::from_secs(u64::from(self.rate_limit_wait_seconds.max(1)))
+    }
+
     /// How long an idle broker lingers before it exits.
     pub fn broker_idle(&self) -> Duration {
         minutes(self.broker_idle_minutes)
@@ -196,6 +212,8 @@ impl EffectiveSettings {
             SettingKey::MaxSheep => Value::from(self.max_sheep),
             SettingKey::StallWatchdog => key::number_value(self.stall_watchdog_minutes),
             SettingKey::RemoteLinkTimeout => key::number_value(self.remote_link_timeout_minutes),
+            SettingKey::MaxConcurrentTurns => Value::from(self.max_concurrent_turns),
+            SettingKey::RateLimitWaitSeconds => Value::from(self.rate_limit_wait_seconds),
         }
     }
 
@@ -251,6 +269,8 @@ impl EffectiveSettings {
             SettingKey::RemoteLinkTimeout => {
                 slot_number(&mut self.remote_link_timeout_minutes);
             }
+            SettingKey::MaxConcurrentTurns => slot_count(&mut self.max_concurrent_turns),
+            SettingKey::RateLimitWaitSeconds => slot_count(&mut self.rate_limit_wait_seconds),
         }
     }
 }

@@ -35,7 +35,9 @@ fn defaults_match_the_original_and_ours() {
             "brokerIdleMinutes": 10,
             "maxSheep": 0,
             "stallWatchdog": 0,
-            "remoteLinkTimeoutMinutes": 10
+            "remoteLinkTimeoutMinutes": 10,
+            "maxConcurrentTurns": 0,
+            "rateLimitWaitSeconds": 60
         })
     );
 }

@@ -30,6 +30,15 @@ impl HttpReply {
         serde_json::from_str(&self.body)
     }
 
+    /// The value of header `name` (any case), the first when repeated.
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+
     /// The `data:` payloads of a server-sent event stream, in order.
     #[must_use]
     pub fn sse_data(&self) -> Vec<&str> {
@@ -60,6 +69,20 @@ pub fn request(
     body: Option<&Value>,
     timeout: Duration,
 ) -> io::Result<HttpReply> {
+    request_with(method, url, &[], body, timeout)
+}
+
+/// [`request`] with extra headers, e.g. `[("x-api-key", "sk-a")]` for a credential.
+///
+/// # Errors
+/// As [`request`].
+pub fn request_with(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+    timeout: Duration,
+) -> io::Result<HttpReply> {
     let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
     let rest = url
         .strip_prefix("http://")
@@ -74,10 +97,14 @@ pub fn request(
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let body = body.map(Value::to_string).unwrap_or_default();
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         {extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     stream.flush()?;

@@ -131,20 +131,26 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Writes a whole reply and marks the connection closed.
+/// Writes a whole reply, with extra `headers`, and marks the connection closed.
 pub(crate) fn write_reply(
     out: &mut impl Write,
     status: u16,
     content_type: &str,
+    headers: &[(String, String)],
     body: &[u8],
 ) -> io::Result<()> {
-    write!(
-        out,
-        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n",
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n",
         reason(status),
         body.len()
-    )?;
+    );
+    for (name, value) in headers {
+        for part in [name.as_str(), ": ", value.as_str(), "\r\n"] {
+            head.push_str(part);
+        }
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    out.write_all(head.as_bytes())?;
     out.write_all(body)?;
     out.flush()
 }
@@ -155,7 +161,23 @@ pub(crate) fn write_json(
     status: u16,
     body: &serde_json::Value,
 ) -> io::Result<()> {
-    write_reply(out, status, "application/json", body.to_string().as_bytes())
+    write_json_with(out, status, &[], body)
+}
+
+/// Writes a JSON reply with extra headers.
+pub(crate) fn write_json_with(
+    out: &mut impl Write,
+    status: u16,
+    headers: &[(String, String)],
+    body: &serde_json::Value,
+) -> io::Result<()> {
+    write_reply(
+        out,
+        status,
+        "application/json",
+        headers,
+        body.to_string().as_bytes(),
+    )
 }
 
 /// A server-sent event stream: the body ends when the connection closes.
@@ -164,6 +186,8 @@ pub(crate) struct Sse<'a, W: Write> {
     /// Waits between events; returns false when the server is stopping.
     pause: &'a dyn Fn(Duration) -> bool,
     delay: Duration,
+    /// Called once, just before the last event is written (see [`Sse::send_last`]).
+    before_last: Option<&'a dyn Fn()>,
 }
 
 impl<'a, W: Write> Sse<'a, W> {
@@ -178,7 +202,26 @@ impl<'a, W: Write> Sse<'a, W> {
               Connection: close\r\n\r\n",
         )?;
         out.flush()?;
-        Ok(Self { out, pause, delay })
+        Ok(Self {
+            out,
+            pause,
+            delay,
+            before_last: None,
+        })
+    }
+
+    /// Calls `hook` just before the last event is written: from then on the reply counts as
+    /// answered, since a client may send its next request the moment it reads that event.
+    pub(crate) fn before_last(&mut self, hook: &'a dyn Fn()) {
+        self.before_last = Some(hook);
+    }
+
+    /// Sends the stream's last event.
+    pub(crate) fn send_last(&mut self, event: Option<&str>, data: &str) -> io::Result<()> {
+        if let Some(hook) = self.before_last.take() {
+            hook();
+        }
+        self.send(event, data)
     }
 
     /// Sends one event (`data` is one line of JSON or `[DONE]`), then waits the chunk delay.

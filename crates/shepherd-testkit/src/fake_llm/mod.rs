@@ -27,13 +27,41 @@
 //! | `POST /_script` | replace the script (the request record stays) |
 //! | `POST /_append` | `{"queue"?: model, "responses": [STEP...]}`: append to a queue |
 //! | `POST /_release` | `{"gate": name}`: let replies held by `"hold": name` go on |
+//! | `POST /_limits` | replace the rate limits ([`Limits`], JSON below) |
+//! | `GET /_limits` | the rate limits, with the usage-limit replies still to send |
 //! | `GET /_requests` | every model request so far, in order ([`RecordedRequest`]) |
-//! | `GET /_state` | `{"served", "pending": {queue: steps left}, "mismatches"}` |
+//! | `GET /_state` | `{"served", "pending": {queue: steps left}, "mismatches", "limited": {credential: refusals}, "limited_replies": [LimitedReply...]}` |
+//!
+//! Rate-limit mode ([`Limits`], off by default; [`Options::limits`], [`FakeLlm::set_limits`] or
+//! `POST /_limits`) refuses model requests the way providers do, per credential (the
+//! `x-api-key`, `authorization: Bearer`, `x-goog-api-key` header or `key=` query parameter;
+//! [`ANONYMOUS`] without one), before any script step is taken:
+//!
+//! | policy (JSON) | refuses | reply |
+//! |---|---|---|
+//! | `"max_in_flight": N` | a request while N of its credential are being answered (held and delayed ones too) | 429 rate limit |
+//! | `"requests": R, "window_ms": W` | past R admitted requests per credential per fixed window (default 60000) | 429 rate limit |
+//! | `"retry_after_ms": MS` | | the wait announced (default: the window's rest, or 1 s) |
+//! | `"overloaded": true` | | 529 `overloaded_error` (Anthropic), 503 (OpenAI, Gemini) instead |
+//! | `"usage_limits": [{"count"?: K, "credential"?, "model"?, "reset_in_ms"?}]` | the next K matching requests (default 1, resetting in an hour) | 429 usage limit |
+//!
+//! Each reply has the provider's body: Anthropic `rate_limit_error` (a usage limit adds
+//! `anthropic-ratelimit-unified-status: rejected` and `anthropic-ratelimit-unified-reset`),
+//! OpenAI `rate_limit_exceeded` (usage: `usage_limit_reached` with `resets_at` and
+//! `resets_in_seconds`), Gemini `RESOURCE_EXHAUSTED` with a `RetryInfo` (usage: a daily
+//! `QuotaFailure`). Every reply carries `retry-after` (whole seconds, at least 1) and
+//! `retry-after-ms`; a rate limit adds `x-ratelimit-*-requests` (OpenAI) or
+//! `anthropic-ratelimit-requests-*` (reset as RFC 3339). Streamed requests get the same plain
+//! JSON reply. A refused request takes no step, is recorded with
+//! [`RecordedRequest::limited`] set, and is counted ([`FakeLlm::limited`],
+//! [`FakeLlm::limited_replies`] with the time of each). A fatal bad-key reply is a script step:
+//! [`Step::unauthorized`].
 //!
 //! In Rust tests use [`FakeLlm`] directly: it binds 127.0.0.1 on a free port, and stops when
 //! dropped. Waiting for requests is an event with a deadline ([`FakeLlm::wait_for_requests`]).
 
 mod http;
+mod limits;
 mod request;
 mod server;
 mod state;
@@ -54,6 +82,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use limits::{ANONYMOUS, LimitReason, Limited, LimitedReply, Limits, UsageLimit, credential};
 pub use request::{Api, OfferedTool, RecordedRequest};
 pub use script::{ErrorReply, Exhausted, NameMatch, Script, Step, ToolCall, Usage};
 pub use state::{DEFAULT_QUEUE, Mismatch, MismatchKind, TOOLLESS_QUEUE};
@@ -69,6 +98,8 @@ pub struct Options {
     pub port: u16,
     /// Append every model request to this file as a JSON line.
     pub log: Option<PathBuf>,
+    /// The rate limits to start with (none by default).
+    pub limits: Limits,
 }
 
 impl Default for Options {
@@ -77,6 +108,7 @@ impl Default for Options {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
             log: None,
+            limits: Limits::default(),
         }
     }
 }
@@ -130,6 +162,7 @@ impl FakeLlm {
     pub fn start_with(script: Script, options: &Options) -> Result<Self, FakeLlmError> {
         let mut state = state::State::default();
         state.load(script);
+        state.limiter.set(options.limits.clone());
         if let Some(path) = &options.log {
             let file = OpenOptions::new()
                 .create(true)
@@ -264,6 +297,30 @@ impl FakeLlm {
     /// Opens `gate`: replies of steps with `"hold": gate` go on, now and later.
     pub fn release(&self, gate: &str) {
         self.shared.release(gate);
+    }
+
+    /// Replaces the rate limits. The windows start afresh; requests in flight and the record
+    /// of refusals stay.
+    pub fn set_limits(&self, limits: Limits) {
+        self.shared.lock().limiter.set(limits);
+    }
+
+    /// The rate limits, with the usage-limit replies still to send.
+    #[must_use]
+    pub fn limits(&self) -> Limits {
+        self.shared.lock().limiter.limits().clone()
+    }
+
+    /// How many requests each credential got refused by the rate limiter.
+    #[must_use]
+    pub fn limited(&self) -> BTreeMap<String, usize> {
+        self.shared.lock().limiter.counts()
+    }
+
+    /// Every refusal so far, in order, with when it was sent.
+    #[must_use]
+    pub fn limited_replies(&self) -> Vec<LimitedReply> {
+        self.shared.lock().limiter.replies().to_vec()
     }
 
     /// Every `expect` that did not match, and every request that found its queue exhausted.

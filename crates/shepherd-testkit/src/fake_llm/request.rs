@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::limits::{Limited, credential};
+
 /// The wire format of a model request, chosen by its path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,6 +76,10 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The whole JSON body.
     pub body: Value,
+    /// Set when the rate limiter refused it (see [`Limits`](super::Limits)): it was answered
+    /// with a limit reply and took no script step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited: Option<Limited>,
 }
 
 /// A tool a request offers the model.
@@ -110,6 +116,12 @@ impl RecordedRequest {
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
+    }
+
+    /// The credential the rate limiter counts it under (see [`credential`]).
+    #[must_use]
+    pub fn credential(&self) -> String {
+        credential(&self.headers, &self.query)
     }
 
     /// The text of the last user message or tool result: what the model is answering.

@@ -233,6 +233,14 @@ impl Step {
         }
     }
 
+    /// A fatal 401 for a bad key, in each API's own shape and words (Anthropic
+    /// `authentication_error`, OpenAI `invalid_api_key`, Gemini `UNAUTHENTICATED`); the
+    /// same as `{"error": {"status": 401}}`.
+    #[must_use]
+    pub fn unauthorized() -> Self {
+        Self::error(401, "")
+    }
+
     /// Fills `placeholder` in the last tool call's arguments from the request's tool results
     /// (see [`ToolCall::fill`]).
     #[must_use]
@@ -442,7 +450,7 @@ pub struct ErrorReply {
     /// The HTTP status (default 500).
     #[serde(default = "default_status")]
     pub status: u16,
-    /// The error message.
+    /// The error message; when empty, the provider's own for a 401, 429 or 529.
     #[serde(default)]
     pub message: String,
 }

@@ -4,6 +4,7 @@
 //! mutex, with condition variables for "a request arrived" and "the server is stopping", so
 //! waits and scripted delays end on events rather than polls.
 
+use std::cell::Cell;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -14,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::{self, Request, Sse};
+use super::limits::Limits;
 use super::request::Api;
 use super::script::{Script, Step};
 use super::state::{Answer, Incoming, State};
@@ -182,6 +184,14 @@ fn route(shared: &Shared, request: &Request, out: &mut impl Write) {
             }
             Err(err) => http::write_json(out, 400, &json!({"error": err})),
         },
+        ("GET", "/_limits") => http::write_json(out, 200, &json!(shared.lock().limiter.limits())),
+        ("POST", "/_limits") => match parse::<Limits>(&request.body) {
+            Ok(limits) => {
+                shared.lock().limiter.set(limits);
+                http::write_json(out, 200, &json!({"ok": true}))
+            }
+            Err(err) => http::write_json(out, 400, &json!({"error": err})),
+        },
         ("POST", "/_release") => match parse::<ReleaseBody>(&request.body) {
             Ok(body) => {
                 shared.release(&body.gate);
@@ -227,15 +237,27 @@ fn model_request(
         body,
     });
     shared.arrived.notify_all();
+    // An admitted request is in flight for the rate limiter until the last bytes of its reply
+    // go out (a client may send its next request the moment it has read them); a refused one
+    // never was.
+    let in_flight = InFlight {
+        shared,
+        credential: recorded.credential(),
+        done: Cell::new(recorded.limited.is_some()),
+    };
     let step = match answer {
-        Answer::Step(step) => step,
+        Answer::Limited(reply) => {
+            return http::write_json_with(out, reply.status, &reply.headers, &reply.body);
+        }
         Answer::Exhausted { queue } => {
             let message = format!(
                 "fake-llm: script exhausted for queue {queue} (request {})",
                 recorded.seq
             );
+            in_flight.release();
             return http::write_json(out, 500, &wire::error_body(api, 500, &message));
         }
+        Answer::Step(step) => step,
     };
     if step.delay_ms > 0 && !shared.pause(Duration::from_millis(step.delay_ms)) {
         return Ok(());
@@ -246,6 +268,7 @@ fn model_request(
         return Ok(());
     }
     if let Some(error) = &step.error {
+        in_flight.release();
         return http::write_json(
             out,
             error.status,
@@ -268,10 +291,13 @@ fn model_request(
             Api::Gemini if recorded.is_stream() => gemini::array(&reply),
             Api::Gemini => gemini::whole(&reply),
         };
+        in_flight.release();
         return http::write_json(out, 200, &body);
     }
     let pause = |duration| shared.pause(duration);
+    let release = || in_flight.release();
     let mut sse = Sse::start(out, &pause, Duration::from_millis(step.chunk_delay_ms))?;
+    sse.before_last(&release);
     match api {
         Api::ChatCompletions => {
             let include_usage = recorded
@@ -284,6 +310,28 @@ fn model_request(
         Api::AnthropicMessages => anthropic::stream(&mut sse, &reply),
         Api::Responses => responses::stream(&mut sse, &reply),
         Api::Gemini => gemini::stream(&mut sse, &reply),
+    }
+}
+
+/// An admitted model request, in flight for the rate limiter until released or dropped.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    credential: String,
+    done: Cell<bool>,
+}
+
+impl InFlight<'_> {
+    /// The reply is (about to be) complete; idempotent.
+    fn release(&self) {
+        if !self.done.replace(true) {
+            self.shared.lock().limiter.finished(&self.credential);
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

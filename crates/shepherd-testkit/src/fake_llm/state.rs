@@ -8,10 +8,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::fs::File;
 use std::io::Write as _;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::limits::reply::{self, LimitReply};
+use super::limits::{Limited, LimitedReply, Limiter, as_millis, credential};
 use super::request::{Api, RecordedRequest, gemini_model};
 use super::script::{Exhausted, Script, Step};
 
@@ -87,6 +90,8 @@ pub(crate) struct State {
     /// Gates released so far (they stay open).
     pub(crate) released: BTreeSet<String>,
     pub(crate) log: Option<File>,
+    /// The rate-limit policies, the requests in flight and the refusals.
+    pub(crate) limiter: Limiter,
 }
 
 /// What to do with one model request.
@@ -96,6 +101,8 @@ pub(crate) enum Answer {
     Step(Step),
     /// The script has nothing for this queue.
     Exhausted { queue: String },
+    /// The rate limiter refused it: send this, and take no step.
+    Limited(LimitReply),
 }
 
 impl State {
@@ -146,10 +153,14 @@ impl State {
             "served": self.requests.len(),
             "pending": self.pending(),
             "mismatches": self.mismatches,
+            "limited": self.limiter.counts(),
+            "limited_replies": self.limiter.replies(),
         })
     }
 
-    /// Records a request and picks its answer.
+    /// Records a request and picks its answer: a limit reply when the rate limiter refuses it
+    /// (no step taken), else the next step of its queue. An admitted request stays in flight
+    /// for the limiter until `self.limiter.finished(credential)`.
     pub(crate) fn take(&mut self, incoming: Incoming) -> (RecordedRequest, Answer) {
         let Incoming {
             api,
@@ -167,6 +178,7 @@ impl State {
                 .to_owned()
         };
         let seq = self.requests.len();
+        let credential = credential(&headers, &query);
         let mut request = RecordedRequest {
             seq,
             path,
@@ -176,7 +188,34 @@ impl State {
             queue: String::new(),
             headers,
             body,
+            limited: None,
         };
+        let queue = self.queue_of(&request);
+        let now = Instant::now();
+        if let Err(refusal) = self.limiter.admit(&credential, &request.model, &queue, now) {
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, as_millis);
+            let reply = reply::render(api, &refusal, &request.model, now_ms);
+            request.queue = queue;
+            request.limited = Some(Limited {
+                reason: refusal.reason,
+                status: reply.status,
+            });
+            self.limiter.record(LimitedReply {
+                request: seq,
+                credential,
+                model: request.model.clone(),
+                api,
+                reason: refusal.reason,
+                status: reply.status,
+                retry_after: refusal.retry_after,
+                at: self.limiter.elapsed(now),
+            });
+            self.log(&request);
+            self.requests.push(request.clone());
+            return (request, Answer::Limited(reply));
+        }
         let (queue_name, step) = match &self.toolless {
             Some(step) if request.offered_tools().is_empty() => {
                 (TOOLLESS_QUEUE.to_owned(), Some(step.clone()))
@@ -184,10 +223,7 @@ impl State {
             _ => self.next_step(&request.model),
         };
         request.queue.clone_from(&queue_name);
-        if let Some(log) = &mut self.log {
-            // The log is a debugging aid; a full disk must not fail the request.
-            drop(writeln!(log, "{}", json!(request)).and_then(|()| log.flush()));
-        }
+        self.log(&request);
         let answer = match step {
             Some(step) => {
                 if let Some(expect) = &step.expect {
@@ -230,6 +266,25 @@ pub(crate) struct Incoming {
 }
 
 impl State {
+    /// Appends the request to the log file, if any.
+    fn log(&mut self, request: &RecordedRequest) {
+        if let Some(log) = &mut self.log {
+            // The log is a debugging aid; a full disk must not fail the request.
+            drop(writeln!(log, "{}", json!(request)).and_then(|()| log.flush()));
+        }
+    }
+
+    /// The queue that would answer `request`, without taking a step.
+    fn queue_of(&self, request: &RecordedRequest) -> String {
+        if self.toolless.is_some() && request.offered_tools().is_empty() {
+            TOOLLESS_QUEUE.to_owned()
+        } else if self.queues.contains_key(&request.model) {
+            request.model.clone()
+        } else {
+            DEFAULT_QUEUE.to_owned()
+        }
+    }
+
     /// The next step for `model`'s queue (or the default queue), as `exhausted` says when
     /// empty; with the queue's name.
     fn next_step(&mut self, model: &str) -> (String, Option<Step>) {

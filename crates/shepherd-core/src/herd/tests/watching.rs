@@ -160,6 +160,7 @@ fn forgotten_done_is_nudged_then_escalated_once() {
         stop_reason: Some("stop".into()),
         error: None,
         text: None,
+        limit: None,
     };
     h.run(|tx| report(tx, &a, settled.clone(), 1));
     let reminders = |h: &Harness| {
@@ -196,6 +197,7 @@ fn error_run_fails_the_task_at_once() {
                 stop_reason: Some("error".into()),
                 error: Some("401 invalid api key".into()),
                 text: None,
+                limit: None,
             },
             1,
         );

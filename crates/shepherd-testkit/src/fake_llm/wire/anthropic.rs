@@ -121,5 +121,6 @@ pub(crate) fn stream<W: Write>(sse: &mut Sse<'_, W>, reply: &Reply) -> io::Resul
                "delta": {"stop_reason": stop(reply), "stop_sequence": null},
                "usage": {"output_tokens": reply.usage.output}}),
     )?;
-    send("message_stop", json!({"type": "message_stop"}))
+    let stop = json!({"type": "message_stop"});
+    sse.send_last(Some("message_stop"), &stop.to_string())
 }

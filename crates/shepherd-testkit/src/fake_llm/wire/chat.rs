@@ -96,5 +96,5 @@ pub(crate) fn stream<W: Write>(
                            "usage": usage(reply.usage)});
         sse.send(None, &usage.to_string())?;
     }
-    sse.send(None, "[DONE]")
+    sse.send_last(None, "[DONE]")
 }

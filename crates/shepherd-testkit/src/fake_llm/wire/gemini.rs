@@ -105,8 +105,13 @@ pub(crate) fn array(reply: &Reply) -> Value {
 
 /// `:streamGenerateContent?alt=sse`.
 pub(crate) fn stream<W: Write>(sse: &mut Sse<'_, W>, reply: &Reply) -> io::Result<()> {
-    for response in responses(reply) {
-        sse.send(None, &response.to_string())?;
+    let mut responses = responses(reply).into_iter().peekable();
+    while let Some(response) = responses.next() {
+        if responses.peek().is_some() {
+            sse.send(None, &response.to_string())?;
+        } else {
+            sse.send_last(None, &response.to_string())?;
+        }
     }
     Ok(())
 }

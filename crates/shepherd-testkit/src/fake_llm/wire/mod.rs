@@ -260,8 +260,14 @@ pub(crate) fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The JSON body of an error reply in the API's own shape, for an HTTP `status`.
+/// The JSON body of an error reply in the API's own shape, for an HTTP `status`. An empty
+/// `message` becomes the provider's own for a 401 (a bad key), 429 and 529.
 pub(crate) fn error_body(api: Api, status: u16, message: &str) -> Value {
+    let message = if message.is_empty() {
+        default_message(api, status)
+    } else {
+        message
+    };
     match api {
         Api::AnthropicMessages => {
             let kind = match status {
@@ -276,11 +282,13 @@ pub(crate) fn error_body(api: Api, status: u16, message: &str) -> Value {
             json!({"type": "error", "error": {"type": kind, "message": message}})
         }
         Api::ChatCompletions | Api::Responses => {
-            let kind = match status {
-                400..=499 => "invalid_request_error",
-                _ => "server_error",
+            let (kind, code) = match status {
+                401 => ("invalid_request_error", json!("invalid_api_key")),
+                429 => ("requests", json!("rate_limit_exceeded")),
+                400..=499 => ("invalid_request_error", Value::Null),
+                _ => ("server_error", Value::Null),
             };
-            json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+            json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
         }
         Api::Gemini => {
             let kind = match status {
@@ -294,6 +302,26 @@ pub(crate) fn error_body(api: Api, status: u16, message: &str) -> Value {
             };
             json!({"error": {"code": status, "message": message, "status": kind}})
         }
+    }
+}
+
+/// What each provider says for a bad key (401), a rate limit (429) and an overload (529).
+fn default_message(api: Api, status: u16) -> &'static str {
+    match (api, status) {
+        (Api::AnthropicMessages, 401) => "invalid x-api-key",
+        (Api::ChatCompletions | Api::Responses, 401) => {
+            "Incorrect API key provided: fake-key. You can find your API key at \
+             https://platform.openai.com/account/api-keys."
+        }
+        (Api::Gemini, 401) => {
+            "Request had invalid authentication credentials. Expected OAuth 2 access token, \
+             login cookie or other valid authentication credential."
+        }
+        (Api::AnthropicMessages, 429) => "Number of requests has exceeded your rate limit.",
+        (Api::ChatCompletions | Api::Responses, 429) => "Rate limit reached for requests.",
+        (Api::Gemini, 429) => "Resource has been exhausted (e.g. check quota).",
+        (_, 529) => "Overloaded",
+        _ => "",
     }
 }
 

@@ -164,5 +164,7 @@ pub(crate) fn stream<W: Write>(sse: &mut Sse<'_, W>, reply: &Reply) -> io::Resul
         }
         send(json!({"type": "response.output_item.done", "output_index": index, "item": item}))?;
     }
-    send(json!({"type": "response.completed", "response": complete}))
+    let completed = json!({"type": "response.completed", "response": complete,
+                           "sequence_number": sequence});
+    sse.send_last(Some("response.completed"), &completed.to_string())
 }

@@ -1,0 +1,318 @@
+//! Provider limits: a limited task waits instead of failing, its key holds every sheep on it
+//! until the reset, and the sheep go again one at a time.
+
+use super::*;
+use crate::herd::limits::LimitWaits;
+use crate::limit::{ErrorClass, LimitSignal, ProviderKey};
+
+fn key(name: &str) -> ProviderKey {
+    ProviderKey::new(name, Some("http://127.0.0.1:1"), Some(("KEY", name)))
+}
+
+fn spawn_on(h: &mut Harness, label: &str, key: &ProviderKey, cap: Option<u32>) -> AgentId {
+    let id = AgentId::mint("1a2b3c4d", &h.unique());
+    let new = NewSheep {
+        id: id.clone(),
+        agent: "worker".into(),
+        label: crate::label::validate_label(label).unwrap(),
+        backend: crate::backend::BackendKind::Headless,
+        runtime: crate::harness::Runtime::Agent(crate::harness::Harness::ClaudeCode),
+        model: None,
+        cwd: "/p".into(),
+        token_digest: "d".into(),
+        supervisor_digest: None,
+        request_id: None,
+        max_sheep: None,
+        budget: None,
+        recipe: serde_json::Value::Null,
+        worktree: serde_json::Value::Null,
+        provider_key: Some(key.clone()),
+        turn_cap: cap,
+    };
+    h.run(|tx| admit(tx, new)).unwrap();
+    h.run(|tx| ready(tx, &id));
+    id
+}
+
+/// The sheep takes everything in its inbox (as its extension or driver does).
+fn take(h: &mut Harness, id: &AgentId) -> Vec<crate::envelope::Envelope> {
+    let who = sheep(id);
+    let items = h.herd.pending_items(&who);
+    if let Some(last) = items.last() {
+        let seq = last.seq;
+        h.run(|tx| {
+            delivered(tx, &who, seq);
+            crate::herd::limits::granted(tx, id);
+            ack(tx, &who, seq);
+        });
+    }
+    items
+        .into_iter()
+        .filter_map(|i| match i.payload {
+            Payload::Envelope { envelope } => Some(envelope),
+            _ => None,
+        })
+        .collect()
+}
+
+fn started(h: &mut Harness, id: &AgentId) {
+    h.run(|tx| report(tx, id, RunReport::Started, 1));
+}
+
+fn limited_run(h: &mut Harness, id: &AgentId, class: ErrorClass, reset_at: Option<i64>) {
+    let settled = RunReport::Settled {
+        stop_reason: Some("error".into()),
+        error: Some("429 rate_limit_error".into()),
+        text: None,
+        limit: Some(LimitSignal {
+            class,
+            reset_at,
+            message: "429 rate_limit_error".into(),
+        }),
+    };
+    let waits = LimitWaits {
+        limit_ms: 10_000,
+        ..LimitWaits::default()
+    };
+    h.run(|tx| report_with(tx, id, settled, 1, &waits));
+}
+
+fn notices(h: &Harness) -> Vec<Notice> {
+    h.inbox(&Participant::Parent)
+        .into_iter()
+        .filter_map(|p| match p {
+            Payload::Notice(n) if n.notice == NoticeKind::RateLimited => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_limited_task_waits_and_its_sheep_is_told_to_continue_at_the_reset() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "write the thing");
+    assert_eq!(take(&mut h, &a).len(), 1);
+    started(&mut h, &a);
+    let reset = h.now + 3_000;
+    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(reset));
+    assert_eq!(
+        h.state(&t),
+        TaskState::Running,
+        "a limit does not fail the task"
+    );
+    assert_eq!(notices(&h).len(), 1);
+    let view = h.herd.status_of(&h.herd.sheep[&a], h.now);
+    let limit = view.task.unwrap().rate_limit.unwrap();
+    assert_eq!((limit.provider.as_str(), limit.until), ("anthropic", reset));
+    assert_eq!(h.herd.next_deadline(&h.config), Some(reset));
+    // A second limit reply in the same episode tells the parent nothing new.
+    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(reset));
+    assert_eq!(notices(&h).len(), 1);
+    h.message(Parent(), a.as_str(), "any news?", |_| {})
+        .unwrap();
+    assert!(
+        take(&mut h, &a).is_empty(),
+        "a held sheep is handed nothing"
+    );
+    h.tick(2_999);
+    assert!(take(&mut h, &a).is_empty());
+    h.tick(1);
+    let handed = take(&mut h, &a);
+    assert_eq!(handed.len(), 2, "{handed:?}");
+    let resume = handed.last().unwrap();
+    assert_eq!(resume.kind, crate::envelope::Kind::Reminder);
+    assert!(resume.content.as_deref().unwrap().contains("Continue task"));
+    let task = &h.herd.tasks[&t];
+    assert!(task.limit.is_none());
+    assert_eq!(task.limit_episodes.len(), 1);
+    assert_eq!(task.limit_episodes[0].waited_ms, 3_000);
+    assert_eq!(task.limit_episodes[0].replies, 2);
+    h.done(&a, None, DoneStatus::Completed, "done").unwrap();
+    assert_eq!(h.state(&t), TaskState::Completed);
+    assert!(
+        !h.herd.limiters.is_empty(),
+        "the key opens once its sheep showed a response"
+    );
+    let settled = RunReport::Settled {
+        stop_reason: Some("stop".into()),
+        error: None,
+        text: None,
+        limit: None,
+    };
+    h.run(|tx| report(tx, &a, settled, 1));
+    assert!(h.herd.limiters.is_empty(), "the key is open again");
+}
+
+#[test]
+fn the_herd_on_one_key_waits_together_and_goes_one_at_a_time() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let other = key("openai");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let b = spawn_on(&mut h, "b", &k, None);
+    let c = spawn_on(&mut h, "c", &k, None);
+    let o = spawn_on(&mut h, "o", &other, None);
+    let ta = h.delegate(&a, "one");
+    take(&mut h, &a);
+    started(&mut h, &a);
+    let tb = h.delegate(&b, "two");
+    take(&mut h, &b);
+    started(&mut h, &b);
+    let reset = h.now + 5_000;
+    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(reset));
+    limited_run(&mut h, &b, ErrorClass::RateLimit, Some(reset));
+    // A new task for a sheep on the closed key is held; one on another key is not.
+    let tc = h.delegate(&c, "three");
+    assert!(take(&mut h, &c).is_empty());
+    h.delegate(&o, "four");
+    assert_eq!(take(&mut h, &o).len(), 1);
+    h.tick(5_000);
+    // The first limited sheep goes first, alone.
+    assert_eq!(take(&mut h, &a).len(), 1);
+    assert!(take(&mut h, &b).is_empty());
+    assert!(take(&mut h, &c).is_empty());
+    started(&mut h, &a);
+    // Its model answered: the next goes.
+    h.run(|tx| usage(tx, &a, crate::budget::Usage::default()));
+    assert_eq!(take(&mut h, &b).len(), 1);
+    assert!(take(&mut h, &c).is_empty());
+    // The next one never answers: after the grace the one after it goes anyway.
+    h.tick(crate::herd::limits::PROBE_GRACE_MS);
+    assert_eq!(take(&mut h, &c).len(), 1);
+    for (id, t) in [(&a, &ta), (&b, &tb), (&c, &tc)] {
+        assert_eq!(h.state(t), TaskState::Running);
+        h.done(id, None, DoneStatus::Completed, "ok").unwrap();
+    }
+    h.tick(crate::herd::limits::PROBE_GRACE_MS);
+    assert!(h.herd.limiters.is_empty());
+}
+
+#[test]
+fn a_limit_met_again_after_the_reset_closes_the_key_until_the_new_one() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let b = spawn_on(&mut h, "b", &k, None);
+    let t = h.delegate(&a, "one");
+    take(&mut h, &a);
+    h.delegate(&b, "two");
+    take(&mut h, &b);
+    let at = h.now + 1_000;
+    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(at));
+    let at = h.now + 1_000;
+    limited_run(&mut h, &b, ErrorClass::RateLimit, Some(at));
+    h.tick(1_000);
+    assert_eq!(take(&mut h, &a).len(), 1);
+    let at = h.now + 4_000;
+    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(at));
+    assert!(take(&mut h, &b).is_empty(), "the key closed again");
+    h.tick(3_999);
+    assert!(take(&mut h, &a).is_empty() && take(&mut h, &b).is_empty());
+    h.tick(1);
+    // The sheep that has waited longest goes first; the one limited again, after it.
+    assert_eq!(take(&mut h, &b).len(), 1);
+    assert!(take(&mut h, &a).is_empty());
+    h.run(|tx| usage(tx, &b, crate::budget::Usage::default()));
+    assert_eq!(take(&mut h, &a).len(), 1);
+    assert_eq!(h.herd.tasks[&t].limit_episodes.len(), 2);
+    assert_eq!(notices(&h).len(), 3, "one notice per episode per task");
+}
+
+#[test]
+fn a_fatal_error_fails_at_once_and_a_timeout_says_it_was_rate_limited() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "one");
+    take(&mut h, &a);
+    let settled = RunReport::Settled {
+        stop_reason: Some("error".into()),
+        error: Some("401 invalid x-api-key".into()),
+        text: None,
+        limit: None,
+    };
+    h.run(|tx| report(tx, &a, settled, 1));
+    assert_eq!(h.state(&t), TaskState::Failed);
+    assert!(
+        h.herd.tasks[&t]
+            .result
+            .as_ref()
+            .unwrap()
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("invalid x-api-key")
+    );
+
+    let b = spawn_on(&mut h, "b", &k, None);
+    let t = h.delegate_with(&b, "two", |input| input.timeout_ms = 2_000);
+    take(&mut h, &b);
+    let at = h.now + 60_000;
+    limited_run(&mut h, &b, ErrorClass::UsageLimit, Some(at));
+    h.tick(2_000);
+    assert_eq!(h.state(&t), TaskState::TimedOut);
+    let error = h.herd.tasks[&t].result.clone().unwrap().error.unwrap();
+    assert!(error.contains("while rate-limited"), "{error}");
+    assert_eq!(h.herd.tasks[&t].limit_episodes[0].ended, "timed_out");
+}
+
+#[test]
+fn server_errors_wait_for_the_sheep_alone_and_fail_after_the_last_try() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let b = spawn_on(&mut h, "b", &k, None);
+    let t = h.delegate(&a, "one");
+    take(&mut h, &a);
+    let waits = LimitWaits::default();
+    for n in 0..waits.transient_tries {
+        limited_run(&mut h, &a, ErrorClass::Transient, None);
+        assert_eq!(h.state(&t), TaskState::Running);
+        assert!(h.herd.limiters.is_empty(), "a server error holds no key");
+        if n == 0 {
+            h.delegate(&b, "meanwhile");
+            assert_eq!(
+                take(&mut h, &b).len(),
+                1,
+                "its herd-mate on the key is not held"
+            );
+        }
+        h.tick((waits.transient_ms << n) - 1);
+        assert!(take(&mut h, &a).is_empty(), "try {n} waits");
+        h.tick(1);
+        assert_eq!(take(&mut h, &a).len(), 1, "try {n}");
+    }
+    limited_run(&mut h, &a, ErrorClass::Transient, None);
+    assert_eq!(h.state(&t), TaskState::Failed);
+}
+
+#[test]
+fn a_turn_cap_holds_the_sheep_past_it_until_a_turn_ends() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let ids: Vec<AgentId> = (0..3)
+        .map(|n| spawn_on(&mut h, &format!("s{n}"), &k, Some(2)))
+        .collect();
+    for id in &ids {
+        h.delegate(id, "work");
+    }
+    assert_eq!(take(&mut h, &ids[0]).len(), 1);
+    assert_eq!(take(&mut h, &ids[1]).len(), 1);
+    assert!(
+        take(&mut h, &ids[2]).is_empty(),
+        "two turns in flight already"
+    );
+    started(&mut h, &ids[0]);
+    assert!(take(&mut h, &ids[2]).is_empty());
+    h.done(&ids[0], None, DoneStatus::Completed, "ok").unwrap();
+    let settled = RunReport::Settled {
+        stop_reason: Some("stop".into()),
+        error: None,
+        text: None,
+        limit: None,
+    };
+    h.run(|tx| report(tx, &ids[0], settled, 1));
+    assert_eq!(take(&mut h, &ids[2]).len(), 1);
+}
