@@ -406,6 +406,19 @@ pub(crate) fn unique() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// Whether `event` may let a sheep held for a provider limit or a turn cap be handed its inbox.
+fn ungates(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::LimitReleased { .. }
+            | Event::LimitCleared { .. }
+            | Event::SheepActivity { .. }
+            | Event::SheepExited { .. }
+            | Event::SheepClosed { .. }
+            | Event::TaskSettled { .. }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,17 +499,4 @@ mod tests {
         let events = [Event::FieldnotesFixed { on: true }];
         assert!(effects_of(&events, 1, |_| true).is_empty());
     }
-}
-
-/// Whether `event` may let a sheep held for a provider limit or a turn cap be handed its inbox.
-fn ungates(event: &Event) -> bool {
-    matches!(
-        event,
-        Event::LimitReleased { .. }
-            | Event::LimitCleared { .. }
-            | Event::SheepActivity { .. }
-            | Event::SheepExited { .. }
-            | Event::SheepClosed { .. }
-            | Event::TaskSettled { .. }
-    )
 }

@@ -393,7 +393,7 @@ fn instant_ms(text: &str) -> Option<i64> {
         .to_ascii_uppercase()
         .parse::<jiff::Timestamp>()
         .ok()
-        .map(|t| t.as_millisecond())
+        .map(jiff::Timestamp::as_millisecond)
 }
 
 #[cfg(test)]

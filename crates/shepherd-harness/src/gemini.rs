@@ -330,6 +330,18 @@ impl Adapter for Gemini {
         }
     }
 
+    fn session_saved(&self, plan: &Plan, session: &str) -> bool {
+        // Gemini CLI resumes only a session with a conversation in it; a first request the
+        // provider refused leaves its setup message alone, and `--resume` then finds nothing.
+        self.transcript(plan, session)
+            .and_then(|path| fs_err::read_to_string(path).ok())
+            .is_some_and(|text| text.contains("\"type\":\"gemini\""))
+    }
+
+    fn new_session(&self, plan: &mut Plan) {
+        plan.session = Some(uuid::Uuid::new_v4().to_string());
+    }
+
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
         let short: String = session.chars().take(8).collect();
         crate::find_file(

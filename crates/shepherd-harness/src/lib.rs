@@ -287,6 +287,20 @@ pub trait Adapter: Sync {
     /// Where the agent keeps the transcript of `session`, once it exists.
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf>;
 
+    /// Whether `session` can be resumed after a turn that failed: Gemini CLI keeps no session
+    /// whose only request the provider refused, so the next turn starts it again (with the
+    /// refused prompt).
+    fn session_saved(&self, plan: &Plan, session: &str) -> bool {
+        let _ = (plan, session);
+        true
+    }
+
+    /// Picks a new session for the next turn when the last one was not saved (an agent that
+    /// takes its session id from Shepherd refuses to start one whose id it has seen).
+    fn new_session(&self, plan: &mut Plan) {
+        let _ = plan;
+    }
+
     /// The agent's own commands that print its sessions as JSON, for an agent that keeps them
     /// in a store of its own rather than in a transcript file a visible sheep's driver can
     /// read as it grows (opencode's database); `None` for the others.

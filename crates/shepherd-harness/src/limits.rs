@@ -14,7 +14,9 @@ use shepherd_core::limit::{Classified, ProviderKey, Reset};
 use crate::UserEnv;
 
 /// The next instant, after `now` in `zone`, at the wall-clock time that follows one of
-/// `markers` in `text` (`6:55 PM`, `3pm`, `15:30`).
+/// `markers` in `text` (`6:55 PM`, `3pm`, `15:30`). The agents say it to the minute, so a time
+/// in the minute that is running now means the end of that minute, not the same time tomorrow
+/// (Codex says "try again at 4:10 AM" at 4:10:44 for a reset seconds ahead).
 pub(crate) fn clock_reset(
     text: &str,
     markers: &[&str],
@@ -29,6 +31,13 @@ pub(crate) fn clock_reset(
     let today = now.to_zoned(zone.clone());
     let mut at = today.with().time(time).build().ok()?;
     if at.timestamp() <= now {
+        let minute_end = at
+            .timestamp()
+            .checked_add(jiff::SignedDuration::from_secs(60))
+            .ok()?;
+        if minute_end > now {
+            return Some(Reset::AtMs(minute_end.as_millisecond()));
+        }
         at = at.tomorrow().ok()?;
     }
     Some(Reset::AtMs(at.timestamp().as_millisecond()))
@@ -170,6 +179,15 @@ mod tests {
         assert_eq!(
             at("try again at 12:05 am", "2026-12-03T18:40:00Z").as_deref(),
             Some("2026-12-04T00:05:00Z")
+        );
+        assert_eq!(
+            at("or try again at 4:10 AM.", "2026-12-03T04:10:44Z").as_deref(),
+            Some("2026-12-03T04:11:00Z"),
+            "the minute that is running ends soon"
+        );
+        assert_eq!(
+            at("or try again at 4:10 AM.", "2026-12-03T04:11:00Z").as_deref(),
+            Some("2026-12-04T04:10:00Z")
         );
         assert_eq!(at("try again at noon", "2026-12-03T18:40:00Z"), None);
         assert_eq!(at("resets 3 things", "2026-12-03T18:40:00Z"), None);

@@ -132,6 +132,7 @@ impl FinalizeJob {
             metadata.insert("summary".into(), Value::from(one_line(summary)));
         }
         controls_metadata(task, &mut metadata);
+        limits_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);
         metadata.insert(
             "durationMs".into(),
@@ -155,6 +156,32 @@ impl FinalizeJob {
             with_run_output: task.output.is_some(),
         })
     }
+}
+
+/// What a task's provider limits add to its note: how many it met, how long it waited in all,
+/// and each episode (when, which provider, how long, how it ended). Nothing when it met none.
+fn limits_metadata(task: &shepherd_core::herd::Task, metadata: &mut Metadata) {
+    if task.limit_episodes.is_empty() {
+        return;
+    }
+    let waited: i64 = task.limit_episodes.iter().map(|e| e.waited_ms).sum();
+    let episodes: Vec<Value> = task
+        .limit_episodes
+        .iter()
+        .map(|episode| {
+            serde_json::json!({
+                "at": shepherd_core::time::from_millis(episode.since).to_string(),
+                "class": episode.class,
+                "provider": episode.provider,
+                "waitedMs": episode.waited_ms,
+                "replies": episode.replies,
+                "ended": episode.ended,
+            })
+        })
+        .collect();
+    metadata.insert("rateLimits".into(), Value::from(episodes.len()));
+    metadata.insert("rateLimitWaitMs".into(), Value::from(waited));
+    metadata.insert("rateLimitEpisodes".into(), Value::Array(episodes));
 }
 
 /// What a task's controls add to its note: its budget, and the note it continues.

@@ -132,6 +132,9 @@ fn render_generated(session: &SessionMetadata) -> String {
     for (label, value) in bullets {
         out.push_str(&format!("- **{label}:** {value}\n"));
     }
+    if let Some(limits) = limits_line(session) {
+        out.push_str(&format!("- **Rate limits:** {limits}\n"));
+    }
     out.push_str("\n## Notes\n\n");
     if session.artifacts.is_empty() {
         out.push_str("_No notes reserved yet._\n");
@@ -270,6 +273,37 @@ fn groups(notes: &[ArtifactRecord]) -> Vec<Vec<&ArtifactRecord>> {
     groups.into_iter().map(|(_, members)| members).collect()
 }
 
+/// The session's provider-limit episodes and how long its tasks waited them out in all
+/// (`3 episodes in 2 notes, waited 14.2 s`); `None` when no task met one.
+fn limits_line(session: &SessionMetadata) -> Option<String> {
+    let number = |note: &ArtifactRecord, key: &str| {
+        note.metadata
+            .get(key)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    let limited: Vec<&ArtifactRecord> = session
+        .artifacts
+        .iter()
+        .filter(|note| number(note, "rateLimits") > 0.0)
+        .collect();
+    if limited.is_empty() {
+        return None;
+    }
+    let episodes: f64 = limited.iter().map(|note| number(note, "rateLimits")).sum();
+    let waited: f64 = limited
+        .iter()
+        .map(|note| number(note, "rateLimitWaitMs"))
+        .sum();
+    Some(format!(
+        "{episodes} episode{} in {} note{}, waited {:.1} s",
+        if episodes == 1.0 { "" } else { "s" },
+        limited.len(),
+        if limited.len() == 1 { "" } else { "s" },
+        waited / 1000.0
+    ))
+}
+
 /// What a note's run cost, in one short suffix for its line in the Notes list
 /// (` · fake/m1 · 3 turns · 2 tool calls · 45 tokens · $0.0100 · 1.2 s`); empty when the
 /// note carries no run telemetry.
@@ -311,6 +345,10 @@ fn telemetry_summary(metadata: &super::Metadata) -> String {
     }
     if let Some(ms) = number("durationMs") {
         parts.push(format!("{:.1} s", ms / 1000.0));
+    }
+    if let Some(limits) = number("rateLimits").filter(|n| *n > 0.0) {
+        let waited = number("rateLimitWaitMs").unwrap_or(0.0) / 1000.0;
+        parts.push(format!("rate-limited {limits}× ({waited:.1} s)"));
     }
     format!(" · {}", parts.join(" · "))
 }
@@ -365,6 +403,27 @@ mod curation_tests {
             .reserve(PlannedNote::new("reviewer"), &none, "t0")
             .unwrap();
         session
+    }
+
+    #[test]
+    fn the_index_counts_the_sessions_rate_limits_and_each_note_its_own() {
+        let mut session = session();
+        let plain = render_index(&session);
+        assert!(!plain.contains("Rate limits"), "{plain}");
+        let limited = Metadata::from_iter([
+            ("model".to_owned(), "fake/m1".into()),
+            ("rateLimits".to_owned(), 2.into()),
+            ("rateLimitWaitMs".to_owned(), 4200.into()),
+        ]);
+        session
+            .finalize("reviewer-01.md", NoteStatus::Completed, None, limited, "t1")
+            .unwrap();
+        let text = render_index(&session);
+        assert!(
+            text.contains("- **Rate limits:** 2 episodes in 1 note, waited 4.2 s\n"),
+            "{text}"
+        );
+        assert!(text.contains("rate-limited 2× (4.2 s)"), "{text}");
     }
 
     #[test]

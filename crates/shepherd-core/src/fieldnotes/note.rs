@@ -153,8 +153,10 @@ pub fn render_section(note: &ArtifactRecord, output: Option<&str>) -> String {
         let json = serde_json::to_string(&note.metadata).expect("metadata serialises");
         out.push_str(&format!("- **Metadata:** {}\n", inline_code(&json)));
     }
+    let limits = limit_episodes(&note.metadata);
     let sections = [
         ("Task", note.task.as_deref()),
+        ("Rate limits", limits.as_deref()),
         ("Final output", output),
         ("Error", note.error.as_deref()),
     ];
@@ -170,6 +172,29 @@ pub fn render_section(note: &ArtifactRecord, output: Option<&str>) -> String {
     out.push_str(SECTION_END);
     out.push('\n');
     out
+}
+
+/// The provider limits a task waited out, one line each (when, what, which provider, how long,
+/// how it ended), from the note's `rateLimitEpisodes` metadata; `None` when it met none.
+fn limit_episodes(metadata: &super::Metadata) -> Option<String> {
+    let episodes = metadata.get("rateLimitEpisodes")?.as_array()?;
+    let lines: Vec<String> = episodes
+        .iter()
+        .map(|episode| {
+            let text = |key: &str| episode[key].as_str().unwrap_or("?").replace('_', " ");
+            let seconds = episode["waitedMs"].as_f64().unwrap_or(0.0) / 1000.0;
+            let replies = episode["replies"].as_u64().unwrap_or(0);
+            format!(
+                "- {} · {} · {} · waited {seconds:.1} s · {replies} limit repl{} · {}",
+                text("at"),
+                text("class"),
+                text("provider"),
+                if replies == 1 { "y" } else { "ies" },
+                text("ended"),
+            )
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// Output that quotes the section markers must not be mistaken for the section's edges.
@@ -222,6 +247,25 @@ mod tests {
             metadata: Default::default(),
         };
         (session, note)
+    }
+
+    #[test]
+    fn a_notes_section_lists_the_rate_limits_it_waited_out() {
+        let (_, plain) = fixture();
+        let mut record = plain.clone();
+        record.metadata.insert(
+            "rateLimitEpisodes".into(),
+            serde_json::json!([{"at": "2026-12-03T10:00:00Z", "class": "rate_limit",
+                "provider": "anthropic", "waitedMs": 2100, "replies": 1, "ended": "resumed"}]),
+        );
+        let section = render_section(&record, None);
+        assert!(
+            section.contains(
+                "### Rate limits\n\n- 2026-12-03T10:00:00Z · rate limit · anthropic · waited 2.1 s · 1 limit reply · resumed\n"
+            ),
+            "{section}"
+        );
+        assert!(!render_section(&plain, None).contains("Rate limits"));
     }
 
     #[test]

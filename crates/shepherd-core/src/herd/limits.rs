@@ -125,6 +125,30 @@ pub struct LimitView {
     pub queued: bool,
 }
 
+impl LimitView {
+    /// How a front end says it, times in the reader's own zone:
+    /// `rate-limited until 14:05:09 (anthropic)`, `rate-limited, resuming in turn (anthropic)`
+    /// once the reset passed, `server error, retrying at 14:05:09 (openai)`.
+    pub fn describe(&self) -> String {
+        let until = local_clock(self.until);
+        match (self.class, self.queued) {
+            (ErrorClass::Transient | ErrorClass::Fatal, _) => {
+                format!("server error, retrying at {until} ({})", self.provider)
+            }
+            (_, true) => format!("rate-limited, resuming in turn ({})", self.provider),
+            (_, false) => format!("rate-limited until {until} ({})", self.provider),
+        }
+    }
+}
+
+/// `HH:MM:SS` of `ms` in the system's time zone (UTC where it has none).
+pub fn local_clock(ms: i64) -> String {
+    crate::time::from_millis(ms)
+        .to_zoned(jiff::tz::TimeZone::system())
+        .strftime("%H:%M:%S")
+        .to_string()
+}
+
 /// `HH:MM:SS` (UTC) of `ms`.
 pub fn clock(ms: i64) -> String {
     crate::time::from_millis(ms)

@@ -65,7 +65,7 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
 }
 
 pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
-    let pairs: [(&str, OsString); 8] = [
+    let pairs: [(&str, OsString); 9] = [
         ("CLAUDE_CONFIG_DIR", config_dir(env).into()),
         ("ANTHROPIC_BASE_URL", env.base_url().into()),
         ("ANTHROPIC_API_KEY", API_KEY.into()),
@@ -74,6 +74,9 @@ pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
         ("DISABLE_TELEMETRY", "1".into()),
         ("DISABLE_ERROR_REPORTING", "1".into()),
         ("MCP_CONNECTION_NONBLOCKING", "0".into()),
+        // A user who lets Shepherd ride out rate limits turns Claude Code's own retries off:
+        // otherwise a 429 is retried with backoff inside the turn before Shepherd sees it.
+        ("CLAUDE_CODE_MAX_RETRIES", "0".into()),
     ];
     pairs
         .into_iter()

@@ -45,7 +45,10 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "telemetry": {"enabled": false},
         "privacy": {"usageStatisticsEnabled": false},
-        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        // One attempt per request: a 429 ends the turn for Shepherd to ride out instead of
+        // being retried with backoff inside it.
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false,
+                    "maxAttempts": 1},
         // The user's default model: without one Gemini CLI routes each turn through a
         // classifier request first, which an endpoint that is not Google's cannot answer.
         "model": {"name": env.model()},

@@ -46,6 +46,9 @@ fn status_line(status: &SheepStatus) -> String {
                 if task.stale { ", stale" } else { "" }
             ));
         }
+        if let Some(limit) = &task.rate_limit {
+            line.push_str(&format!(" ({})", limit.describe()));
+        }
     }
     if let Some(error) = &status.error {
         line.push_str(&format!("; {error}"));

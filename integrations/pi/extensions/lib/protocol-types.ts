@@ -110,6 +110,13 @@ export type Label = string;
  */
 export type StatusResult = SheepStatus | HerdResult | MessageReceipt;
 /**
+ * What an error that ended a turn means for its task.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ErrorClass".
+ */
+export type ErrorClass = "rate_limit" | "usage_limit" | "transient" | "fatal";
+/**
  * What runs a sheep: `command`, or the coding agent's harness.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -213,7 +220,8 @@ export type NoticeKind =
 	| "auto_closed"
 	| "auto_close_failed"
 	| "broker_recovered"
-	| "stall_nudged";
+	| "stall_nudged"
+	| "rate_limited";
 /**
  * A stable error code from the catalogue (docs/errors.md).
  *
@@ -1206,6 +1214,10 @@ export interface TaskView {
 	 * The stall watchdog, when it is on for this task.
 	 */
 	stall?: StallView | null;
+	/**
+	 * The provider limit it waits out, while it does.
+	 */
+	rateLimit?: LimitView | null;
 }
 /**
  * What a task has used so far.
@@ -1250,6 +1262,34 @@ export interface StallView {
 	 * Whether the one nudge went out.
 	 */
 	nudged: boolean;
+}
+/**
+ * A task's limit as `status` and `herd` show it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "LimitView".
+ */
+export interface LimitView {
+	/**
+	 * Rate limit, usage limit or server error.
+	 */
+	class: ErrorClass;
+	/**
+	 * The provider.
+	 */
+	provider: string;
+	/**
+	 * When the wait began (ms).
+	 */
+	since: number;
+	/**
+	 * When it is due to end (ms).
+	 */
+	until: number;
+	/**
+	 * Whether the reset passed and the sheep waits for its turn to go on.
+	 */
+	queued: boolean;
 }
 /**
  * Tokens and cost, as a sheep's runs reported them.

@@ -1,7 +1,8 @@
 /**
  * The herd widget below pi's editor: one row per sheep that is working or holds an open task,
  * with the time since it was spawned, its state, and for a waiting task how long it has waited,
- * on whom, and whether the wait is stale; a working sheep walks (🐑, or `o` with the `emojiSheep`
+ * on whom, and whether the wait is stale; a task waiting out a provider limit says until when
+ * and which provider (`rate-limited until 14:05:09 (anthropic)`); a working sheep walks (🐑, or `o` with the `emojiSheep`
  * setting off) right to left across a short lane beside its name. The broker pushes the herd each time it changes; a
  * timer only redraws the clocks once a second while a row is shown, asking nothing; with no
  * row the widget is cleared and the timer stops.
@@ -9,6 +10,7 @@
 
 import type { ThemeColor } from "@mariozechner/pi-coding-agent";
 import type { SheepStatus } from "../lib/broker.ts";
+import type { LimitView } from "../lib/protocol-types.ts";
 import type { ParentState } from "./state.ts";
 
 const WIDGET_KEY = "shepherd-herd";
@@ -28,6 +30,21 @@ function clock(ms: number): string {
 	const m = Math.floor(total / 60);
 	const s = total % 60;
 	return `${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}`;
+}
+
+/** `HH:MM:SS` of `ms` in local time. */
+function localClock(ms: number): string {
+	const at = new Date(ms);
+	return [at.getHours(), at.getMinutes(), at.getSeconds()].map((n) => String(n).padStart(2, "0")).join(":");
+}
+
+/** A provider limit as every front end says it (the CLI's `LimitView::describe`). */
+export function limitText(limit: LimitView): string {
+	if (limit.class === "transient" || limit.class === "fatal") {
+		return `server error, retrying at ${localClock(limit.until)} (${limit.provider})`;
+	}
+	if (limit.queued) return `rate-limited, resuming in turn (${limit.provider})`;
+	return `rate-limited until ${localClock(limit.until)} (${limit.provider})`;
 }
 
 /** Whether a sheep belongs in the widget. */
@@ -58,8 +75,10 @@ export function widgetLines(
 			const minutes = Math.floor((s.task?.waitingMs ?? 0) / 60_000);
 			detail = ` ⏳${minutes}m${s.task?.waitingOn ? ` ←${s.task.waitingOn}` : ""}`;
 		}
+		const limit = s.task?.rateLimit;
+		if (limit && !isWaiting) detail = ` ⏸ ${limitText(limit)}`;
 		const state = s.task && OPEN_TASK.has(s.task.state) ? (s.task.stale ? `${s.task.state} (stale)` : s.task.state) : s.state;
-		const walk = s.state === "working" && !isWaiting ? ` ${walkingSheep(tick, emoji)}` : "";
+		const walk = s.state === "working" && !isWaiting && !limit ? ` ${walkingSheep(tick, emoji)}` : "";
 		lines.push(` ${icon} ${clock(now - s.createdAt)}  ${s.displayName}${detail}${walk}  ${paint(s.task?.stale ? "warning" : "dim", state)}`);
 	}
 	return lines;

@@ -316,3 +316,30 @@ fn a_turn_cap_holds_the_sheep_past_it_until_a_turn_ends() {
     h.run(|tx| report(tx, &ids[0], settled, 1));
     assert_eq!(take(&mut h, &ids[2]).len(), 1);
 }
+
+#[test]
+fn a_limit_is_described_with_its_reset_in_local_time_and_its_provider() {
+    use crate::herd::limits::{LimitView, local_clock};
+    let limit = |class, queued| LimitView {
+        class,
+        provider: "anthropic".into(),
+        since: 1_000,
+        until: 61_000,
+        queued,
+    };
+    assert_eq!(
+        limit(ErrorClass::RateLimit, false).describe(),
+        format!("rate-limited until {} (anthropic)", local_clock(61_000))
+    );
+    assert_eq!(
+        limit(ErrorClass::UsageLimit, true).describe(),
+        "rate-limited, resuming in turn (anthropic)"
+    );
+    assert_eq!(
+        limit(ErrorClass::Transient, false).describe(),
+        format!(
+            "server error, retrying at {} (anthropic)",
+            local_clock(61_000)
+        )
+    );
+}

@@ -2,6 +2,7 @@
 //! sheep, the settled tasks, the totals in the header. Pure: no terminal, no broker, no clock of
 //! its own (`now` comes in), so every rule here is tested on plain values.
 
+use shepherd_core::herd::limits::LimitView;
 use shepherd_core::herd::{SettledTask, SheepStatus};
 use shepherd_core::protocol::HerdResult;
 use shepherd_core::task::TaskState;
@@ -17,6 +18,8 @@ pub(crate) enum State {
     Failed,
     /// Its process ended.
     Exited,
+    /// Its task waits out a provider's rate or usage limit (or a server error).
+    Limited,
     /// In a turn.
     Working,
     /// Launched, not yet running.
@@ -39,6 +42,9 @@ impl State {
         {
             return Self::Waiting;
         }
+        if sheep.task.as_ref().is_some_and(|t| t.rate_limit.is_some()) {
+            return Self::Limited;
+        }
         match sheep.state.as_str() {
             "starting" => Self::Starting,
             "working" => Self::Working,
@@ -58,6 +64,7 @@ impl State {
             Self::Blocked => "blocked",
             Self::Failed => "failed",
             Self::Exited => "exited",
+            Self::Limited => "limited",
             Self::Working => "working",
             Self::Starting => "starting",
             Self::Idle => "idle",
@@ -194,10 +201,13 @@ fn row(sheep: &SheepStatus, settled: &[SettledTask], now: i64) -> Row {
     let open = task.filter(|t| !t.state.is_terminal());
     let waits = open
         .and_then(|t| {
-            t.waiting_on.as_ref().map(|who| match &t.question {
-                Some(question) if !question.is_empty() => format!("{who}: {question}"),
-                _ => who.clone(),
-            })
+            t.waiting_on
+                .as_ref()
+                .map(|who| match &t.question {
+                    Some(question) if !question.is_empty() => format!("{who}: {question}"),
+                    _ => who.clone(),
+                })
+                .or_else(|| t.rate_limit.as_ref().map(LimitView::describe))
         })
         .unwrap_or_default();
     let age_ms = (now - sheep.since).max(0);

@@ -59,7 +59,7 @@ impl Scene<'_> {
     fn state_style(&self, state: State) -> Style {
         let color = match state {
             State::Waiting => Color::Yellow,
-            State::Blocked => Color::Magenta,
+            State::Blocked | State::Limited => Color::Magenta,
             State::Failed | State::Exited => Color::Red,
             State::Working => Color::Green,
             State::Starting => Color::Cyan,

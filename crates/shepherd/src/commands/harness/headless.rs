@@ -84,13 +84,27 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
 async fn run_turn(driver: &mut Driver, prompt: &str) {
     driver.report(&report("agent_start")).await;
     show(&[format!("» {}", shown(prompt))]);
+    // A prompt whose turn left no session behind is asked again with this one.
+    let prompt = match driver.unsaved_prompt.take() {
+        Some(earlier) => format!("{earlier}\n\n{prompt}"),
+        None => prompt.to_owned(),
+    };
     let started = Instant::now();
     let mut turn = Turn::default();
-    let outcome = run_agent(driver, prompt, &mut turn).await;
+    let outcome = run_agent(driver, &prompt, &mut turn).await;
     turn.finish();
     show(&turn.take_lines());
+    let turn_failed = !matches!(&outcome, Ok(ran) if ran.status.success()) || turn.error.is_some();
     if let Some(session) = &turn.session {
-        driver.learn_session(session);
+        if driver.session.is_none()
+            && turn_failed
+            && !driver.adapter.session_saved(&driver.plan, session)
+        {
+            driver.unsaved_prompt = Some(prompt.clone());
+            driver.adapter.new_session(&mut driver.plan);
+        } else {
+            driver.learn_session(session);
+        }
     }
     if turn.model.is_none() {
         turn.model = driver.plan.model_name().map(str::to_owned);

@@ -111,6 +111,9 @@ pub(super) struct Driver {
     queue: VecDeque<Pending>,
     /// The agent's session, once a turn created it.
     session: Option<String>,
+    /// The prompt of a first turn that failed before the agent kept its session (a provider
+    /// limit on the first request), asked again with the next.
+    unsaved_prompt: Option<String>,
     task: Option<TaskTrack>,
 }
 
@@ -137,6 +140,7 @@ impl Driver {
             last_seq: 0,
             queue: VecDeque::new(),
             session,
+            unsaved_prompt: None,
             task: None,
         }
     }

@@ -388,3 +388,35 @@ fn an_open_tasks_live_tokens_count_with_the_settled_runs() {
         "1.5k tok $0.50"
     );
 }
+
+#[test]
+fn a_rate_limited_task_says_until_when_and_which_provider() {
+    let until = NOW + 90_000;
+    let view = herd(
+        &[sheep(
+            "worker: a",
+            &json!({
+                "state": "working",
+                "task": task("fix it", 60_000, &json!({
+                    "rateLimit": {
+                        "class": "rate_limit",
+                        "provider": "anthropic",
+                        "since": NOW - 1_000,
+                        "until": until,
+                        "queued": false,
+                    },
+                })),
+            }),
+        )],
+        &json!([]),
+    );
+    let row = &rows(&view, NOW, "", Sort::Spawned)[0];
+    assert_eq!(row.state, State::Limited);
+    assert_eq!(
+        row.waits,
+        format!(
+            "rate-limited until {} (anthropic)",
+            shepherd_core::herd::limits::local_clock(until)
+        )
+    );
+}
