@@ -8,7 +8,9 @@
 //!    its provider; once the provider answers again the sheep's session is resumed with a
 //!    "continue", the task completes, and its note records the wait;
 //! 2. a usage limit that resets 3 s ahead makes the task wait, not fail;
-//! 3. a 401 fails the task at once, naming the provider's message.
+//! 3. a 401 fails the task at once, naming the provider's message;
+//!
+//! and in a tmux pane, the first again: at the reset "continue" is typed into the agent's TUI.
 //!
 //! And for the herd: `shepherd run --parallel` with eight Claude Code and eight Codex sheep, each
 //! agent's key allowing three requests in flight, completes all sixteen.
@@ -20,8 +22,9 @@ mod harness_support;
 
 use harness_support::{World, field, scripted};
 use serde_json::{Value, json};
-use shepherd_testkit::agents::{AgentBinary, AgentEnv, Host, installed_or_skip};
+use shepherd_testkit::agents::{AgentBinary, AgentEnv, Host, TmuxPane, installed_or_skip};
 use shepherd_testkit::fake_llm::{FakeLlm, Limits, Script, Step, UsageLimit};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -85,6 +88,51 @@ fn provider(host: Host) -> &'static str {
 }
 
 fn a_rate_limit_waits_then_the_task_completes(agent: &AgentBinary) {
+    rate_limit_round_trip(agent, "headless");
+}
+
+shepherd_testkit::agent_tests!(a_rate_limit_waits_then_the_task_completes);
+
+/// The same in a pane: the agent's TUI shows the limit, and at the reset "continue" is typed
+/// in.
+fn a_rate_limit_in_a_pane_waits_then_the_task_completes(agent: &AgentBinary) {
+    if !TmuxPane::available() {
+        println!("skipping: tmux is not installed");
+        return;
+    }
+    rate_limit_round_trip(agent, "tmux");
+}
+
+// Gemini CLI's TUI is left out: there a refused turn does not end within the wait (the sheep
+// stays working with no error on its screen), so Shepherd sees no limit to wait out.
+#[test]
+fn a_rate_limit_in_a_pane_claude_code() {
+    shepherd_testkit::agents::with_agent(
+        Host::ClaudeCode,
+        "a_rate_limit_in_a_pane_claude_code",
+        a_rate_limit_in_a_pane_waits_then_the_task_completes,
+    );
+}
+
+#[test]
+fn a_rate_limit_in_a_pane_codex() {
+    shepherd_testkit::agents::with_agent(
+        Host::Codex,
+        "a_rate_limit_in_a_pane_codex",
+        a_rate_limit_in_a_pane_waits_then_the_task_completes,
+    );
+}
+
+#[test]
+fn a_rate_limit_in_a_pane_opencode() {
+    shepherd_testkit::agents::with_agent(
+        Host::Opencode,
+        "a_rate_limit_in_a_pane_opencode",
+        a_rate_limit_in_a_pane_waits_then_the_task_completes,
+    );
+}
+
+fn rate_limit_round_trip(agent: &AgentBinary, backend: &str) {
     let host = agent.host;
     let fake = FakeLlm::start(done_script()).unwrap();
     // Every request refused until the test lifts it, announcing a short wait.
@@ -94,7 +142,7 @@ fn a_rate_limit_waits_then_the_task_completes(agent: &AgentBinary) {
             .with_retry_after(Duration::from_millis(500)),
     );
     let world = world(agent, &fake);
-    let id = world.spawn_worker("headless", Some("patient"));
+    let id = world.spawn_worker(backend, Some("patient"));
     let task = world.delegate(&id, "Report that you are done.", &[]);
     let limit = wait_rate_limited(&world, &id);
     assert_eq!(limit["class"], "rate_limit", "{host}: {limit}");
@@ -137,8 +185,6 @@ fn a_rate_limit_waits_then_the_task_completes(agent: &AgentBinary) {
     assert!(index.contains("- **Rate limits:** "), "{host}: {index}");
     world.stop_and_check_nothing_left();
 }
-
-shepherd_testkit::agent_tests!(a_rate_limit_waits_then_the_task_completes);
 
 fn a_usage_limit_waits_for_its_reset(agent: &AgentBinary) {
     let host = agent.host;
@@ -257,12 +303,14 @@ fn sixteen_sheep_past_their_keys_limits_all_complete() {
     let claude_model = herd_model(EACH);
     let codex_model = herd_model(EACH);
     let world = world(&claude, &claude_model);
-    let set = world.run(&["settings", "set", "maxParallelTasks", "16"]);
-    assert!(
-        set.status.success(),
-        "{}",
-        String::from_utf8_lossy(&set.stderr)
-    );
+    for key in ["maxParallelTasks", "maxConcurrency"] {
+        let set = world.run(&["settings", "set", key, "16"]);
+        assert!(
+            set.status.success(),
+            "{}",
+            String::from_utf8_lossy(&set.stderr)
+        );
+    }
     let codex_env = AgentEnv::builder(Host::Codex, &codex_model)
         .build()
         .unwrap();
@@ -321,17 +369,47 @@ fn sixteen_sheep_past_their_keys_limits_all_complete() {
     for result in results {
         assert_eq!(result["status"], "completed", "{report}");
     }
+    let note_of = |index: usize| {
+        let path = results[index]["note"].as_str().expect("a note");
+        std::fs::read_to_string(world.project().join(path)).unwrap()
+    };
+    // Each sheep asks for its own model (`m{n}`), so a refused request names its task: the
+    // plan's n-th Claude Code task, or its (EACH + n)-th, a Codex one. A refusal before the
+    // sheep's first answered request (the one that calls `shepherd_done`) ended a turn with
+    // the task still open, so that task waited; one after it met a task already done.
+    assert!(
+        !claude_model.limited_replies().is_empty() || !codex_model.limited_replies().is_empty(),
+        "the keys' limits were met: {report}"
+    );
+    let mut limited_tasks = BTreeSet::new();
+    for (model, offset) in [(&claude_model, 0), (&codex_model, EACH)] {
+        let refused: BTreeSet<usize> = model.limited_replies().iter().map(|r| r.request).collect();
+        for n in 0..EACH {
+            let requests = model.requests_for(&format!("m{n}"));
+            let first_answered = requests
+                .iter()
+                .map(|r| r.seq)
+                .find(|seq| !refused.contains(seq))
+                .unwrap_or(usize::MAX);
+            if requests
+                .iter()
+                .any(|r| refused.contains(&r.seq) && r.seq < first_answered)
+            {
+                limited_tasks.insert(offset + n);
+            }
+        }
+    }
+    for index in &limited_tasks {
+        let note = note_of(*index);
+        assert!(
+            note.contains("### Rate limits"),
+            "task {index} was refused, so its note records the wait: {note}"
+        );
+    }
     let limited = claude_model.limited_replies().len() + codex_model.limited_replies().len();
-    assert!(limited >= 1, "the keys' limits were met: {report}");
-    let waited = results
-        .iter()
-        .filter_map(|r| r["note"].as_str())
-        .map(|path| std::fs::read_to_string(world.project().join(path)).unwrap_or_default())
-        .filter(|note| note.contains("### Rate limits"))
-        .count();
-    assert!(waited >= 1, "a note records its wait: {report}");
+    let waited = limited_tasks.len();
     println!(
-        "bench herd: 8 claude + 8 codex sheep, 3 in flight per key: {} ms, {limited} limit replies, {waited} notes record a wait",
+        "bench herd: 8 claude + 8 codex sheep, 3 in flight per key: {} ms, {limited} limit replies, {waited} limited notes record their waits",
         elapsed.as_millis()
     );
     world.stop_and_check_nothing_left();

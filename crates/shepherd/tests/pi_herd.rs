@@ -423,6 +423,66 @@ fn message_at_completion(pi: &PiBinary, backend: Backend) {
     );
 }
 
+/// i. A rate limit ends the worker's turn without failing its task: the herd feed and the
+/// widget show it rate-limited with its provider, the parent hears one notice (no turn of its
+/// own), and after the reset the worker's next turn is told to go on and completes; the note
+/// records the wait.
+fn rate_limited(pi: &PiBinary, backend: Backend) {
+    let mut s = Shepherd::start(pi, backend, &Options::default());
+    let worker = s.spawn("worker", "patient");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::error(
+                429,
+                "Rate limit reached for requests. Please try again in 3s.",
+            )
+            .held_until("go"),
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "done after the wait"}),
+            )
+            .expecting("[Shepherd rate limit]"),
+            Step::text("Finished after the wait."),
+        ],
+    );
+    let delegated = s.delegate(&worker, "Report that you are done.", Some(5.0));
+    let task = delegated["taskId"].as_str().unwrap().to_owned();
+    let note = s.project().join(delegated["note"].as_str().unwrap());
+    s.watch(&[&task]);
+    s.parent_says([Step::text("Noted.")]);
+    s.fake.release("go");
+    let herd = s.herd_until("the worker's task rate-limited", |herd| {
+        herd["sheep"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|sheep| sheep["task"]["rateLimit"].is_object())
+    });
+    let limited = herd["sheep"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|sheep| sheep["task"]["rateLimit"].is_object())
+        .unwrap();
+    assert_eq!(limited["task"]["state"], "running", "{herd}");
+    assert_eq!(
+        limited["task"]["rateLimit"]["class"], "rate_limit",
+        "{herd}"
+    );
+    s.wait_ui("setWidget", |w| {
+        let rows = w["widgetLines"].to_string();
+        rows.contains("worker: patient") && rows.contains("rate-limited until")
+    });
+    let text = s.wait_parent_input("worker: patient completed");
+    assert!(text.contains(&task), "{text}");
+    s.wait_parent_input("met a rate limit");
+    let note_text = read(&note);
+    assert!(note_text.contains("status: completed"), "{note_text}");
+    assert!(note_text.contains("### Rate limits"), "{note_text}");
+    s.assert_no_mismatches();
+}
+
 macro_rules! on_both_backends {
     ($($scenario:ident => $headless:ident, $tmux:ident;)+) => {
         $(
@@ -448,6 +508,7 @@ on_both_backends! {
     forgotten_done => f_forgotten_done_headless, f_forgotten_done_tmux;
     provider_error => g_provider_error_headless, g_provider_error_tmux;
     message_at_completion => h_message_at_completion_headless, h_message_at_completion_tmux;
+    rate_limited => i_rate_limited_headless, i_rate_limited_tmux;
 }
 
 /// A pi parent hands a task to a Claude Code sheep (the bundled `worker` on the `claude-code`

@@ -113,12 +113,14 @@ pub(crate) async fn spawn(
             ..params.clone()
         }),
         worktree: worktree.clone(),
+        // Without holding keys a sheep has none: a limit then holds that sheep alone.
         provider_key: crate::provider_limits::key_for(
             prepared.runtime,
             &prepared.def,
             &params,
             prepared.host.as_deref(),
-        ),
+        )
+        .filter(|_| settings.hold_provider_keys),
         turn_cap: settings.max_concurrent_turns(),
     };
     let ready_rx = launch::await_ready(broker, &id);

@@ -218,6 +218,15 @@ pub fn report_with(
                 });
             }
             let failed = stop_reason.as_deref() == Some("error");
+            let waiting_out_limit = active
+                .as_ref()
+                .and_then(|t| tx.herd().tasks.get(t))
+                .is_some_and(|t| t.limit.is_some() && !t.state.is_terminal());
+            if !failed && waiting_out_limit {
+                // The limited run's end told again (pi 1.x reports its end twice): not a model
+                // response, and not a turn that forgot `shepherd_done`.
+                return;
+            }
             if !failed {
                 super::limits::progressed(tx, sender);
             }

@@ -59,6 +59,8 @@ pub enum SettingKey {
     MaxConcurrentTurns,
     /// `rateLimitWaitSeconds`.
     RateLimitWaitSeconds,
+    /// `holdProviderKeys`.
+    HoldProviderKeys,
 }
 
 /// The shape of a key's values.
@@ -83,7 +85,7 @@ enum ValueKind {
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 22] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -105,6 +107,7 @@ impl SettingKey {
         Self::RemoteLinkTimeout,
         Self::MaxConcurrentTurns,
         Self::RateLimitWaitSeconds,
+        Self::HoldProviderKeys,
     ];
 
     /// The key as written in the settings files.
@@ -131,6 +134,7 @@ impl SettingKey {
             Self::RemoteLinkTimeout => "remoteLinkTimeoutMinutes",
             Self::MaxConcurrentTurns => "maxConcurrentTurns",
             Self::RateLimitWaitSeconds => "rateLimitWaitSeconds",
+            Self::HoldProviderKeys => "holdProviderKeys",
         }
     }
 
@@ -184,6 +188,9 @@ impl SettingKey {
             Self::RateLimitWaitSeconds => {
                 "seconds a rate-limited task waits when the provider names no reset time"
             }
+            Self::HoldProviderKeys => {
+                "when one sheep meets a provider limit, hold every sheep on that account until the reset"
+            }
         }
     }
 
@@ -207,7 +214,8 @@ impl SettingKey {
             | Self::KeepOpen
             | Self::StayOpen
             | Self::Fieldnotes
-            | Self::EmojiSheep => ValueKind::Bool,
+            | Self::EmojiSheep
+            | Self::HoldProviderKeys => ValueKind::Bool,
         }
     }
 

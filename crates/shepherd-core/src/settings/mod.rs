@@ -115,6 +115,9 @@ pub struct EffectiveSettings {
     pub max_concurrent_turns: u32,
     /// Seconds a rate- or usage-limited task waits when the provider names no reset (`60`).
     pub rate_limit_wait_seconds: u32,
+    /// Whether one sheep's provider limit holds every sheep on its provider key until the
+    /// reset; off, each limited sheep waits alone and its herd-mates keep asking (`true`).
+    pub hold_provider_keys: bool,
 }
 
 impl Default for EffectiveSettings {
@@ -141,6 +144,7 @@ impl Default for EffectiveSettings {
             remote_link_timeout_minutes: 10.0,
             max_concurrent_turns: 0,
             rate_limit_wait_seconds: 60,
+            hold_provider_keys: true,
         }
     }
 }
@@ -214,6 +218,7 @@ impl EffectiveSettings {
             SettingKey::RemoteLinkTimeout => key::number_value(self.remote_link_timeout_minutes),
             SettingKey::MaxConcurrentTurns => Value::from(self.max_concurrent_turns),
             SettingKey::RateLimitWaitSeconds => Value::from(self.rate_limit_wait_seconds),
+            SettingKey::HoldProviderKeys => Value::from(self.hold_provider_keys),
         }
     }
 
@@ -271,6 +276,7 @@ impl EffectiveSettings {
             }
             SettingKey::MaxConcurrentTurns => slot_count(&mut self.max_concurrent_turns),
             SettingKey::RateLimitWaitSeconds => slot_count(&mut self.rate_limit_wait_seconds),
+            SettingKey::HoldProviderKeys => slot_bool(&mut self.hold_provider_keys),
         }
     }
 }

@@ -37,7 +37,8 @@ fn defaults_match_the_original_and_ours() {
             "stallWatchdog": 0,
             "remoteLinkTimeoutMinutes": 10,
             "maxConcurrentTurns": 0,
-            "rateLimitWaitSeconds": 60
+            "rateLimitWaitSeconds": 60,
+            "holdProviderKeys": true
         })
     );
 }

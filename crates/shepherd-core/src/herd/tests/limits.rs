@@ -343,3 +343,25 @@ fn a_limit_is_described_with_its_reset_in_local_time_and_its_provider() {
         )
     );
 }
+
+#[test]
+fn a_limited_run_reported_again_as_stopped_earns_no_reminder() {
+    let mut h = Harness::new();
+    let k = key("openai");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "write the thing");
+    assert_eq!(take(&mut h, &a).len(), 1);
+    started(&mut h, &a);
+    let reset = h.now + 3_000;
+    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(reset));
+    let again = RunReport::Settled {
+        stop_reason: Some("stop".into()),
+        error: None,
+        text: None,
+        limit: None,
+    };
+    h.run(|tx| report(tx, &a, again, 1));
+    assert!(take(&mut h, &a).is_empty(), "no completion reminder");
+    assert!(h.herd.tasks[&t].limit.is_some(), "the task still waits");
+    assert!(!h.herd.limiters.is_empty(), "the key stays held");
+}
