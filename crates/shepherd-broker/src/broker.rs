@@ -102,6 +102,8 @@ pub(crate) struct Broker {
     fieldnotes: crate::fieldnotes::Fieldnotes,
     /// Tasks whose notes are being finalised right now (never twice at once; see `notes`).
     pub(crate) finalizing: Mutex<std::collections::HashSet<TaskId>>,
+    /// Tasks being handed to a fallback right now (never twice at once; see `fallback`).
+    pub(crate) falling_back: Mutex<std::collections::HashSet<TaskId>>,
     /// The links to hosts that run remote sheep.
     pub(crate) remotes: crate::remote::Remotes,
     /// Carries out what commits ask for (see [`Effect`]).
@@ -169,6 +171,7 @@ impl Broker {
             clients: AtomicUsize::new(0),
             started_at,
             finalizing: Mutex::new(std::collections::HashSet::new()),
+            falling_back: Mutex::new(std::collections::HashSet::new()),
             remotes: crate::remote::Remotes::default(),
             effects,
         })

@@ -78,11 +78,41 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
         .await?;
     let cancelled = active.and_then(|task| broker.read(|herd| herd.task_report(&task)));
     let worktree = crate::isolation::release(broker, &id, true).await;
+    // A sheep that took a task over from this one (its fallback) belongs to it.
+    for taken_over in taken_over_from(broker, &id) {
+        let params = CloseParams {
+            id: taken_over.to_string(),
+            keep_pane: params.keep_pane,
+        };
+        if let Err(err) = Box::pin(close(broker, params)).await {
+            tracing::warn!("could not close {taken_over}, the fallback of {id}: {err}");
+        }
+    }
     Ok(CloseResult {
         agent_id: id,
         display_name: display,
         cancelled,
         worktree,
+    })
+}
+
+/// The live sheep that took tasks over from `agent_id` (its fallbacks).
+fn taken_over_from(broker: &Broker, agent_id: &AgentId) -> Vec<AgentId> {
+    broker.read(|herd| {
+        herd.tasks
+            .values()
+            .filter(|t| {
+                t.fell_back_from
+                    .as_ref()
+                    .is_some_and(|first| &first.agent_id == agent_id)
+            })
+            .map(|t| t.agent_id.clone())
+            .filter(|id| {
+                herd.sheep
+                    .get(id)
+                    .is_some_and(shepherd_core::herd::Sheep::is_live)
+            })
+            .collect()
     })
 }
 

@@ -33,6 +33,26 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
             .map(|t| (t.description.clone(), t.continues.clone()))
             .unwrap_or_default()
     });
+    let fell_back = broker.read(|herd| {
+        herd.tasks
+            .get(task_id)
+            .and_then(|t| t.fell_back_from.clone())
+    });
+    if let Some(first) = &fell_back {
+        // A fallback's task: the first sheep's work so far is in the same directory.
+        content.push_str(&format!(
+            "\n\n(This task was first given to {}, whose provider ({}) is limited until {} UTC; \
+             you take it over. Its changes so far are in your working directory{}.)",
+            first.display_name,
+            first.provider,
+            shepherd_core::herd::limits::clock(first.until),
+            first
+                .note
+                .as_ref()
+                .map(|note| format!(" and its note is {}", note.note))
+                .unwrap_or_default(),
+        ));
+    }
     if let Some(previous) = &continues {
         // A resumed sheep's first task: it has its own context, and the earlier note too.
         content.push_str(&format!(
@@ -116,10 +136,27 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
             }
         })
         .await?;
-    if let (Some(previous), Some(new_note)) = (continues, new_note) {
+    if let (Some(previous), Some(new_note)) = (continues, new_note.clone()) {
         link_continuation(broker, &previous, &new_note).await;
     }
+    if let (Some(_), Some(new_note)) = (fell_back, new_note) {
+        finalize_first_note(broker, task_id, &new_note).await;
+    }
     Ok(())
+}
+
+/// The first note of a task that fell back is final from now on, linking the note that goes
+/// on with it.
+async fn finalize_first_note(broker: &Arc<Broker>, task_id: &TaskId, next: &NoteLink) {
+    let job =
+        broker.read(|herd| crate::fieldnotes::FinalizeJob::for_fallen_back(herd, task_id, next));
+    let Some(job) = job else { return };
+    let fieldnotes = broker.fieldnotes();
+    match tokio::task::spawn_blocking(move || fieldnotes.finalize(&job)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!("could not finalise the first note of {task_id}: {err}"),
+        Err(err) => tracing::warn!("finalising the first note of {task_id} panicked: {err}"),
+    }
 }
 
 /// The note a resumed sheep's first task continues gets a link to the task's new note.

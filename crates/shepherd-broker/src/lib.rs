@@ -18,7 +18,8 @@
 //!   command line), `pi` (what its run leaves behind), `harness`.
 //! - Request handlers: `spawn`, `resume`, `parent`, `handover`, `close`, `inbox`, `herd_feed`,
 //!   `printed`, `receipts`, `sheep`, `supervisor`, `focus`, `run`, `broker_requests`;
-//!   `recovery`: re-adoption after a restart; `autoclose`: closing settled sheep.
+//!   `recovery`: re-adoption after a restart; `autoclose`: closing settled sheep; `fallback`:
+//!   a task handed to its agent's fallback when a limit lasts.
 //! - `dispatch`: the one module that knows every handler; `effects`: carries out commits'
 //!   effects; `server`: connections.
 //! - [`serve`]: start-up, loops and shutdown.
@@ -35,6 +36,7 @@ mod controls;
 mod dispatch;
 mod effects;
 mod error;
+mod fallback;
 mod fieldnotes;
 mod focus;
 mod handover;

@@ -42,6 +42,8 @@ async fn recover_herd(broker: &Arc<Broker>) {
             tracing::warn!("could not hand over {task_id} after the restart: {err}");
         }
     }
+    // A limit that lasts was met before the restart, maybe with its fallback cut short.
+    crate::fallback::consider_all(broker);
     let (unfinalized, running) = broker.read(|herd| {
         let unfinalized: Vec<_> = herd
             .tasks

@@ -122,6 +122,7 @@ pub(crate) async fn report(
         }
     };
     let settled = matches!(report, RunReport::Settled { .. });
+    let limited = matches!(report, RunReport::Settled { limit: Some(_), .. });
     let budget = broker.settings().done_nudges;
     let waits = crate::provider_limits::waits(broker);
     broker
@@ -134,6 +135,9 @@ pub(crate) async fn report(
         // A remote pi sheep's session is on its host: it comes home before it is read.
         crate::remote_sheep::pi::pull_session(broker, &sender).await;
         crate::pi::record_output(broker, &sender, params.text, params.telemetry).await?;
+    }
+    if limited {
+        crate::fallback::consider(broker, &sender);
     }
     Ok(to_value(OkResult::ACK))
 }

@@ -33,7 +33,7 @@ use shepherd_core::time::iso;
 
 use crate::atomic::{self, Batch};
 use crate::lock::{self, Scope};
-use crate::ops::{Applied, NoteOp, NoteOpOutcome, TASK_ID_KEY};
+use crate::ops::{AGENT_ID_KEY, Applied, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 use crate::orphans;
 use crate::queue::{Outcomes, Queue, RESPONSES_KEY, Request};
 use crate::read::read_regular_file;
@@ -344,7 +344,7 @@ impl Store {
                 })
             }
             NoteOp::ReserveOnce { planned, task_id } => {
-                if let Some(record) = note_of_task(metadata, &task_id) {
+                if let Some(record) = note_of_task(metadata, &task_id, &planned.metadata) {
                     return Ok(NoteOpOutcome::Unchanged(Box::new(record.clone())));
                 }
                 let mut planned = planned;
@@ -359,7 +359,7 @@ impl Store {
                 metadata: mut extra,
                 task,
             } => {
-                if let Some(record) = note_of_task(metadata, &task_id) {
+                if let Some(record) = note_of_task(metadata, &task_id, &extra) {
                     return Ok(NoteOpOutcome::Unchanged(Box::new(record.clone())));
                 }
                 extra.insert(TASK_ID_KEY.to_owned(), serde_json::Value::from(task_id));
@@ -529,15 +529,20 @@ fn merge_late_writes(
 }
 
 /// The note of `metadata` that belongs to task `task_id`, if any.
+/// The note of the session that task `task_id` has already, by the same sheep when `wanted`
+/// names one (`agentId`): a task that fell back to another sheep gets a note of its own.
 fn note_of_task<'m>(
     metadata: &'m SessionMetadata,
     task_id: &str,
+    wanted: &shepherd_core::fieldnotes::Metadata,
 ) -> Option<&'m shepherd_core::fieldnotes::ArtifactRecord> {
+    let text = |m: &'m shepherd_core::fieldnotes::Metadata, key: &str| {
+        m.get(key).and_then(serde_json::Value::as_str)
+    };
+    let agent = wanted.get(AGENT_ID_KEY).and_then(serde_json::Value::as_str);
     metadata.artifacts.iter().find(|a| {
-        a.metadata
-            .get(TASK_ID_KEY)
-            .and_then(serde_json::Value::as_str)
-            == Some(task_id)
+        text(&a.metadata, TASK_ID_KEY) == Some(task_id)
+            && agent.is_none_or(|agent| text(&a.metadata, AGENT_ID_KEY) == Some(agent))
     })
 }
 

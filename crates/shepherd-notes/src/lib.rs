@@ -54,7 +54,7 @@ use std::time::Duration;
 
 pub use bindings::SessionKey;
 pub use error::StoreError;
-pub use ops::{Applied, Finalization, NoteOp, NoteOpOutcome, TASK_ID_KEY};
+pub use ops::{AGENT_ID_KEY, Applied, Finalization, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 pub use read::{ListedSession, LocatedNote, NoteView};
 pub use resolve::{ReservedIn, Resolved};
 pub use shepherd_core::fieldnotes::{

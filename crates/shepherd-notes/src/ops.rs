@@ -192,6 +192,10 @@ pub struct Applied {
 /// The note metadata key holding the id of the task a note belongs to.
 pub const TASK_ID_KEY: &str = "taskId";
 
+/// The metadata key a note's sheep is recorded under: one task has one note per sheep that
+/// worked on it.
+pub const AGENT_ID_KEY: &str = "agentId";
+
 impl Store {
     /// Reserves `planned` notes in input order, in one commit. All are checked first: one bad
     /// note refuses the whole batch and nothing is written.

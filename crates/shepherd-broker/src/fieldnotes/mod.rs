@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
-use shepherd_core::herd::{Herd, NoteLink};
+use shepherd_core::herd::NoteLink;
 use shepherd_core::ids::{AgentId, TaskId};
 use shepherd_notes::{Metadata, NoteStatus, PlannedNote, SessionRef, Store};
 
@@ -102,112 +101,6 @@ pub(crate) struct ReleaseRequest {
     pub(crate) group: String,
 }
 
-/// What finalising a settled task's note needs.
-#[derive(Debug, Clone)]
-pub(crate) struct FinalizeJob {
-    pub(crate) note: NoteLink,
-    status: NoteStatus,
-    pub(crate) output: Option<String>,
-    error: Option<String>,
-    metadata: Metadata,
-    /// Whether the sheep's final words (run output) are in it already.
-    pub(crate) with_run_output: bool,
-}
-
-impl FinalizeJob {
-    /// The job for a settled task with a note, if it has one.
-    pub(crate) fn for_task(herd: &Herd, task_id: &TaskId) -> Option<Self> {
-        let task = herd.tasks.get(task_id)?;
-        let note = task.note.clone()?;
-        let result = task.result.as_ref()?;
-        let status = task
-            .state
-            .note_status()
-            .parse()
-            .unwrap_or(NoteStatus::Failed);
-        let mut metadata = Metadata::new();
-        metadata.insert("taskStatus".into(), Value::from(task.state.as_str()));
-        metadata.insert("returnCode".into(), Value::from(result.return_code));
-        if let Some(summary) = &result.summary {
-            metadata.insert("summary".into(), Value::from(one_line(summary)));
-        }
-        controls_metadata(task, &mut metadata);
-        limits_metadata(task, &mut metadata);
-        let started = task.started_at.unwrap_or(task.created_at);
-        metadata.insert(
-            "durationMs".into(),
-            Value::from(result.completed_at - started),
-        );
-        let output = match &task.output {
-            Some(run) => {
-                merge_telemetry(&mut metadata, &run.telemetry);
-                Some(run.text.clone())
-                    .filter(|t| !t.trim().is_empty())
-                    .or_else(|| result.text.clone())
-            }
-            None => result.text.clone(),
-        };
-        Some(Self {
-            note,
-            status,
-            output,
-            error: result.error.clone(),
-            metadata,
-            with_run_output: task.output.is_some(),
-        })
-    }
-}
-
-/// What a task's provider limits add to its note: how many it met, how long it waited in all,
-/// and each episode (when, which provider, how long, how it ended). Nothing when it met none.
-fn limits_metadata(task: &shepherd_core::herd::Task, metadata: &mut Metadata) {
-    if task.limit_episodes.is_empty() {
-        return;
-    }
-    let waited: i64 = task.limit_episodes.iter().map(|e| e.waited_ms).sum();
-    let episodes: Vec<Value> = task
-        .limit_episodes
-        .iter()
-        .map(|episode| {
-            serde_json::json!({
-                "at": shepherd_core::time::from_millis(episode.since).to_string(),
-                "class": episode.class,
-                "provider": episode.provider,
-                "waitedMs": episode.waited_ms,
-                "replies": episode.replies,
-                "ended": episode.ended,
-            })
-        })
-        .collect();
-    metadata.insert("rateLimits".into(), Value::from(episodes.len()));
-    metadata.insert("rateLimitWaitMs".into(), Value::from(waited));
-    metadata.insert("rateLimitEpisodes".into(), Value::Array(episodes));
-}
-
-/// What a task's controls add to its note: its budget, and the note it continues.
-fn controls_metadata(task: &shepherd_core::herd::Task, metadata: &mut Metadata) {
-    if let Some(budget) = &task.budget {
-        metadata.insert(
-            "budget".into(),
-            serde_json::to_value(budget).unwrap_or(Value::Null),
-        );
-    }
-    if let Some(previous) = &task.continues {
-        metadata.insert(
-            "continues".into(),
-            Value::from(previous.note_relative.as_str()),
-        );
-    }
-}
-
-pub(crate) fn merge_telemetry(metadata: &mut Metadata, telemetry: &Value) {
-    if let Some(fields) = telemetry.as_object() {
-        for (key, value) in fields {
-            metadata.insert(key.clone(), value.clone());
-        }
-    }
-}
-
 pub(crate) fn one_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     if line.chars().count() > 200 {
@@ -222,7 +115,10 @@ pub(crate) fn one_line(text: &str) -> String {
 pub(crate) const FIELDNOTES_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 mod batch;
+mod finalize;
 mod lanes;
+
+pub(crate) use finalize::{FinalizeJob, merge_telemetry};
 
 use batch::{LaneJob, Reply, link};
 use lanes::{Lanes, MAX_COMMITTERS};

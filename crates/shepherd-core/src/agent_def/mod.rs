@@ -282,6 +282,11 @@ pub struct AgentDef {
     /// Limits on each task of a sheep of this agent (`budget:`, or Claude Code's `maxTurns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
+    /// Where a task goes when this agent's provider is limited for longer than
+    /// `fallbackAfterMinutes` (`fallback:`), in order: the first whose provider is not limited
+    /// too takes the task over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<Fallback>,
     /// The host its sheep run on unless a spawn names another (`host:`); `None` runs them here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -298,6 +303,17 @@ pub struct AgentDef {
     pub extra: IndexMap<String, serde_json::Value>,
     /// The Markdown body: the sheep's system prompt.
     pub system_prompt: String,
+}
+
+/// One `fallback:` entry: a harness, and the model it runs (its `models:` entry or the
+/// harness's own default when none is named).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fallback {
+    /// The coding agent that takes the task over.
+    pub harness: Harness,
+    /// The model it runs, when named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl AgentDef {

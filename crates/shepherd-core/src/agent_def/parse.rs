@@ -14,12 +14,13 @@ use indexmap::IndexMap;
 use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
-use super::{AgentDef, AgentSource, ModelChoice, ThinkingChoice, ThinkingLevel};
+use super::{AgentDef, AgentSource, Fallback, ModelChoice, ThinkingChoice, ThinkingLevel};
 use crate::harness::Harness;
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 15] = [
+const KNOWN_KEYS: [&str; 16] = [
     "host",
+    "fallback",
     "name",
     "description",
     "tools",
@@ -135,6 +136,7 @@ pub fn parse_agent_def(
     let models = model_map(frontmatter.get("models"))?;
     let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
     let host = host_name(frontmatter.get("host"))?;
+    let fallback = fallback_list(frontmatter.get("fallback"))?;
 
     let mut ignored = Vec::new();
     let mut flag = |key: &'static str, default: bool| match frontmatter.get(key) {
@@ -175,6 +177,7 @@ pub fn parse_agent_def(
         harness,
         models,
         budget,
+        fallback,
         host,
         omit_system_prompt,
         omit_pi_documentation,
@@ -455,4 +458,50 @@ fn host_name(value: Option<&Value>) -> Result<Option<String>, AgentDefError> {
             expected: EXPECTED,
         }),
     }
+}
+
+/// `fallback:`: a list of harnesses, each a name (`codex`) or a mapping with a model
+/// (`{harness: codex, model: gpt-5-codex}`).
+fn fallback_list(value: Option<&Value>) -> Result<Vec<Fallback>, AgentDefError> {
+    const EXPECTED: &str = "a list of harnesses (pi, claude-code, codex, gemini, opencode), each a \
+                            name or {harness: NAME, model: MODEL}";
+    let invalid = |value: &Value| AgentDefError::Invalid {
+        field: "fallback",
+        value: render(value),
+        expected: EXPECTED,
+    };
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Sequence(items)) => items.as_slice(),
+        Some(one @ (Value::String(_) | Value::Mapping(_))) => std::slice::from_ref(one),
+        Some(other) => return Err(invalid(other)),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let (harness, model) = match item {
+                Value::String(name) => (name.as_str(), None),
+                Value::Mapping(entry) => {
+                    let known = entry
+                        .keys()
+                        .all(|k| matches!(k.as_str(), Some("harness" | "model")));
+                    match (entry.get("harness"), entry.get("model")) {
+                        (Some(Value::String(name)), model) if known => (name.as_str(), model),
+                        _ => return Err(invalid(item)),
+                    }
+                }
+                other => return Err(invalid(other)),
+            };
+            let harness: Harness = harness.trim().parse().map_err(|_| invalid(item))?;
+            let model = match model {
+                None | Some(Value::Null) => None,
+                Some(model @ Value::String(_)) => match model_choice(Some(model))? {
+                    ModelChoice::Explicit(model) => Some(model),
+                    _ => None,
+                },
+                Some(_) => return Err(invalid(item)),
+            };
+            Ok(Fallback { harness, model })
+        })
+        .collect()
 }

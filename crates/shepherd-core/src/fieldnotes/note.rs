@@ -154,9 +154,13 @@ pub fn render_section(note: &ArtifactRecord, output: Option<&str>) -> String {
         out.push_str(&format!("- **Metadata:** {}\n", inline_code(&json)));
     }
     let limits = limit_episodes(&note.metadata);
+    let continues = note_link(&note.metadata, "continues");
+    let continued_in = note_link(&note.metadata, "continuedIn");
     let sections = [
         ("Task", note.task.as_deref()),
+        ("Continues", continues.as_deref()),
         ("Rate limits", limits.as_deref()),
+        ("Continued in", continued_in.as_deref()),
         ("Final output", output),
         ("Error", note.error.as_deref()),
     ];
@@ -195,6 +199,16 @@ fn limit_episodes(metadata: &super::Metadata) -> Option<String> {
         })
         .collect();
     (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// A link from one note to another, from the project-relative path in metadata `key`
+/// (`.shepherd/sessions/0001-…/0002-….md`): every session is a sibling directory, so the link
+/// goes up one and into the other note's session.
+fn note_link(metadata: &super::Metadata, key: &str) -> Option<String> {
+    let path = metadata.get(key)?.as_str()?;
+    let mut parts = path.rsplit('/');
+    let (file, session) = (parts.next()?, parts.next()?);
+    Some(format!("[{session}/{file}](../{session}/{file})"))
 }
 
 /// Output that quotes the section markers must not be mistaken for the section's edges.
@@ -266,6 +280,17 @@ mod tests {
             "{section}"
         );
         assert!(!render_section(&plain, None).contains("Rate limits"));
+        let mut linked = plain.clone();
+        linked.metadata.insert(
+            "continuedIn".into(),
+            ".shepherd/sessions/0001-a/0002-w2.md".into(),
+        );
+        assert!(
+            render_section(&linked, None)
+                .contains("### Continued in\n\n[0001-a/0002-w2.md](../0001-a/0002-w2.md)\n"),
+            "{}",
+            render_section(&linked, None)
+        );
     }
 
     #[test]

@@ -237,6 +237,7 @@ impl Herd {
             | Event::LimitCleared { .. }
             | Event::LimitEnded { .. }
             | Event::TurnGranted { .. } => super::limits::apply(self, event),
+            Event::TaskFellBack { .. } => super::fallback::apply(self, event),
         }
     }
 

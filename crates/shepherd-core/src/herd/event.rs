@@ -357,4 +357,20 @@ pub enum Event {
         /// The sheep.
         agent_id: AgentId,
     },
+    /// A task waiting on a lasting limit went to a fresh sheep of its agent's fallback: it is
+    /// `created` again there.
+    TaskFellBack {
+        /// The task.
+        task_id: TaskId,
+        /// The sheep that had it.
+        from: AgentId,
+        /// The sheep that takes it over.
+        to: AgentId,
+        /// The provider that was limited.
+        provider: String,
+        /// Until when (ms).
+        until: i64,
+        /// When (ms).
+        at: i64,
+    },
 }

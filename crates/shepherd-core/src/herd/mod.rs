@@ -14,6 +14,7 @@ mod controls;
 mod done;
 mod error;
 mod event;
+pub mod fallback;
 mod lifecycle;
 pub mod limits;
 mod mates;

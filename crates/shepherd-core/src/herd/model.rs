@@ -318,6 +318,9 @@ pub struct Task {
     /// Server errors it waited out.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub transient_waits: u32,
+    /// The sheep that had it first, when it fell back from that sheep's limited provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_back_from: Option<super::fallback::FellBack>,
 }
 
 /// The stall watchdog of one task: its sheep is nudged once after `after_ms` without activity,
@@ -532,6 +535,8 @@ pub enum NoticeKind {
     StallNudged,
     /// A sheep's task met a provider limit and waits for its reset (once per episode).
     RateLimited,
+    /// A task's limit lasts past `fallbackAfterMinutes`: it went to its agent's fallback.
+    FellBack,
 }
 
 /// A notice for the parent.

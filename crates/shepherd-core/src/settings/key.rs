@@ -61,6 +61,8 @@ pub enum SettingKey {
     RateLimitWaitSeconds,
     /// `holdProviderKeys`.
     HoldProviderKeys,
+    /// `fallbackAfterMinutes`.
+    FallbackAfterMinutes,
 }
 
 /// The shape of a key's values.
@@ -85,7 +87,7 @@ enum ValueKind {
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 23] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -108,6 +110,7 @@ impl SettingKey {
         Self::MaxConcurrentTurns,
         Self::RateLimitWaitSeconds,
         Self::HoldProviderKeys,
+        Self::FallbackAfterMinutes,
     ];
 
     /// The key as written in the settings files.
@@ -135,6 +138,7 @@ impl SettingKey {
             Self::MaxConcurrentTurns => "maxConcurrentTurns",
             Self::RateLimitWaitSeconds => "rateLimitWaitSeconds",
             Self::HoldProviderKeys => "holdProviderKeys",
+            Self::FallbackAfterMinutes => "fallbackAfterMinutes",
         }
     }
 
@@ -191,6 +195,9 @@ impl SettingKey {
             Self::HoldProviderKeys => {
                 "when one sheep meets a provider limit, hold every sheep on that account until the reset"
             }
+            Self::FallbackAfterMinutes => {
+                "minutes a limit may last before its task goes to the agent's fallback"
+            }
         }
     }
 
@@ -200,7 +207,9 @@ impl SettingKey {
             Self::Backend => ValueKind::Backend,
             Self::Timeout => ValueKind::Timeout,
             Self::StaleWaitThreshold => ValueKind::Threshold,
-            Self::BrokerIdleMinutes | Self::RemoteLinkTimeout => ValueKind::Minutes,
+            Self::BrokerIdleMinutes | Self::RemoteLinkTimeout | Self::FallbackAfterMinutes => {
+                ValueKind::Minutes
+            }
             Self::StallWatchdog => ValueKind::MinutesOrOff,
             Self::DoneNudges | Self::MaxDepth | Self::MaxSheep | Self::MaxConcurrentTurns => {
                 ValueKind::Count { min: 0 }

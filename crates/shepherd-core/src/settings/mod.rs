@@ -118,6 +118,9 @@ pub struct EffectiveSettings {
     /// Whether one sheep's provider limit holds every sheep on its provider key until the
     /// reset; off, each limited sheep waits alone and its herd-mates keep asking (`true`).
     pub hold_provider_keys: bool,
+    /// Minutes a limit's reset may lie ahead before a task whose agent names a `fallback:` is
+    /// handed to it instead of waiting (`15`).
+    pub fallback_after_minutes: f64,
 }
 
 impl Default for EffectiveSettings {
@@ -145,6 +148,7 @@ impl Default for EffectiveSettings {
             max_concurrent_turns: 0,
             rate_limit_wait_seconds: 60,
             hold_provider_keys: true,
+            fallback_after_minutes: 15.0,
         }
     }
 }
@@ -188,6 +192,11 @@ impl EffectiveSettings {
         Duration::from_secs(u64::from(self.rate_limit_wait_seconds.max(1)))
     }
 
+    /// How far ahead a limit's reset may lie before a task falls back.
+    pub fn fallback_after(&self) -> Duration {
+        minutes(self.fallback_after_minutes)
+    }
+
     /// How long an idle broker lingers before it exits.
     pub fn broker_idle(&self) -> Duration {
         minutes(self.broker_idle_minutes)
@@ -219,6 +228,7 @@ impl EffectiveSettings {
             SettingKey::MaxConcurrentTurns => Value::from(self.max_concurrent_turns),
             SettingKey::RateLimitWaitSeconds => Value::from(self.rate_limit_wait_seconds),
             SettingKey::HoldProviderKeys => Value::from(self.hold_provider_keys),
+            SettingKey::FallbackAfterMinutes => key::number_value(self.fallback_after_minutes),
         }
     }
 
@@ -277,6 +287,7 @@ impl EffectiveSettings {
             SettingKey::MaxConcurrentTurns => slot_count(&mut self.max_concurrent_turns),
             SettingKey::RateLimitWaitSeconds => slot_count(&mut self.rate_limit_wait_seconds),
             SettingKey::HoldProviderKeys => slot_bool(&mut self.hold_provider_keys),
+            SettingKey::FallbackAfterMinutes => slot_number(&mut self.fallback_after_minutes),
         }
     }
 }

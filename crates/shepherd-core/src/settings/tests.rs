@@ -38,7 +38,8 @@ fn defaults_match_the_original_and_ours() {
             "remoteLinkTimeoutMinutes": 10,
             "maxConcurrentTurns": 0,
             "rateLimitWaitSeconds": 60,
-            "holdProviderKeys": true
+            "holdProviderKeys": true,
+            "fallbackAfterMinutes": 15
         })
     );
 }

@@ -221,7 +221,8 @@ export type NoticeKind =
 	| "auto_close_failed"
 	| "broker_recovered"
 	| "stall_nudged"
-	| "rate_limited";
+	| "rate_limited"
+	| "fell_back";
 /**
  * A stable error code from the catalogue (docs/errors.md).
  *

@@ -365,3 +365,61 @@ fn a_limited_run_reported_again_as_stopped_earns_no_reminder() {
     assert!(h.herd.tasks[&t].limit.is_some(), "the task still waits");
     assert!(!h.herd.limiters.is_empty(), "the key stays held");
 }
+
+#[test]
+fn a_lasting_limit_hands_the_task_to_a_fresh_sheep_that_starts_it_again() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "write the thing");
+    take(&mut h, &a);
+    started(&mut h, &a);
+    let reset = h.now + 3 * 60 * MIN;
+    limited_run(&mut h, &a, ErrorClass::UsageLimit, Some(reset));
+    assert_eq!(
+        h.herd.fallback_due(&a, 15 * MIN).map(|(id, _)| id),
+        Some(t.clone()),
+        "a usage limit three hours away is past fifteen minutes"
+    );
+    assert_eq!(h.herd.fallback_due(&a, 4 * 60 * MIN), None);
+    let b = spawn_on(&mut h, "b", &key("openai"), None);
+    // A sheep that already has a task cannot take one over.
+    let busy = spawn_on(&mut h, "busy", &key("openai"), None);
+    h.delegate(&busy, "other work");
+    assert!(!h.run(|tx| fallback::fall_back(tx, &t, &a, &busy)));
+    assert!(h.run(|tx| fallback::fall_back(tx, &t, &a, &b)));
+    let task = &h.herd.tasks[&t];
+    assert_eq!((&task.agent_id, task.state), (&b, TaskState::Created));
+    assert!(task.limit.is_none() && task.limit_episodes.is_empty());
+    let first = task
+        .fell_back_from
+        .as_ref()
+        .expect("the first sheep is kept");
+    assert_eq!((&first.agent_id, first.until), (&a, reset));
+    assert_eq!(first.episodes.len(), 1);
+    assert!(first.episodes[0].ended.starts_with("fell back to "));
+    assert_eq!(h.herd.sheep[&a].active_task, None);
+    assert_eq!(h.herd.sheep[&b].active_task, Some(t.clone()));
+    assert!(
+        h.herd.limiters[&k].held.is_empty(),
+        "the first sheep no longer waits on its key for anything"
+    );
+    let fell_back: Vec<_> = h
+        .inbox(&Participant::Parent)
+        .into_iter()
+        .filter_map(|p| match p {
+            Payload::Notice(n) if n.notice == NoticeKind::FellBack => Some(n.text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fell_back.len(), 1, "{fell_back:?}");
+    assert!(fell_back[0].contains(t.as_str()), "{}", fell_back[0]);
+    // Handing it over a second time changes nothing.
+    assert!(!h.run(|tx| fallback::fall_back(tx, &t, &a, &b)));
+    // The task starts on the new sheep and settles there.
+    let message_id = MessageId::mint("1a2b3c4d", &h.unique());
+    h.run(|tx| start_task(tx, &t, None, message_id, "write the thing".into()))
+        .unwrap();
+    assert_eq!(take(&mut h, &b).len(), 1);
+    assert_eq!(h.state(&t), TaskState::Running);
+}
