@@ -27,7 +27,7 @@ use crate::error::{BrokerError, BrokerResult};
 pub(crate) fn consider(broker: &Arc<Broker>, agent_id: &AgentId) {
     let after = broker.settings().fallback_after();
     let after_ms = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
-    let Some((task_id, _)) = broker.read(|herd| herd.fallback_due(agent_id, after_ms)) else {
+    let Some(task_id) = broker.read(|herd| herd.fallback_due(agent_id, after_ms)) else {
         return;
     };
     if !broker

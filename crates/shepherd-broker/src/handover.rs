@@ -27,16 +27,14 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
     let Some((handover, request)) = broker.read(|herd| note_request(herd, task_id)) else {
         return Ok(());
     };
-    let (mut content, continues) = broker.read(|herd| {
+    let (mut content, continues, fell_back) = broker.read(|herd| {
         herd.tasks
             .get(task_id)
-            .map(|t| (t.description.clone(), t.continues.clone()))
+            .map(|t| {
+                let description = t.description.clone();
+                (description, t.continues.clone(), t.fell_back_from.clone())
+            })
             .unwrap_or_default()
-    });
-    let fell_back = broker.read(|herd| {
-        herd.tasks
-            .get(task_id)
-            .and_then(|t| t.fell_back_from.clone())
     });
     if let Some(first) = &fell_back {
         // A fallback's task: the first sheep's work so far is in the same directory.

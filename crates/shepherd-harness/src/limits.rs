@@ -27,7 +27,16 @@ pub(crate) fn clock_reset(
     let after = markers
         .iter()
         .find_map(|marker| lower.find(marker).map(|at| &lower[at + marker.len()..]))?;
-    let time = wall_clock(after.trim_start())?;
+    let after = after.trim_start();
+    if let Some((date, rest)) = calendar_date(after) {
+        // A reset on another day names it: "try again at Dec 5th, 2026 12:02 AM".
+        let at = date
+            .to_datetime(wall_clock(rest)?)
+            .to_zoned(zone.clone())
+            .ok()?;
+        return Some(Reset::AtMs(at.timestamp().as_millisecond()));
+    }
+    let time = wall_clock(after)?;
     let today = now.to_zoned(zone.clone());
     let mut at = today.with().time(time).build().ok()?;
     if at.timestamp() <= now {
@@ -41,6 +50,28 @@ pub(crate) fn clock_reset(
         at = at.tomorrow().ok()?;
     }
     Some(Reset::AtMs(at.timestamp().as_millisecond()))
+}
+
+/// A date at the start of `text` the way Codex names a reset on another day (`dec 5th, 2026 `,
+/// lower-cased), and what follows it.
+fn calendar_date(text: &str) -> Option<(jiff::civil::Date, &str)> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let (month_name, rest) = text.split_once(' ')?;
+    let month = MONTHS.iter().position(|m| month_name.starts_with(m))? + 1;
+    let (day, rest) = rest.split_once(',')?;
+    let day: i8 = day
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .ok()?;
+    let rest = rest.trim_start();
+    let year_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let year: i16 = rest[..year_end].parse().ok()?;
+    let date = jiff::civil::Date::new(year, i8::try_from(month).ok()?, day).ok()?;
+    Some((date, rest[year_end..].trim_start()))
 }
 
 /// `6:55 pm`, `6:55pm`, `3pm`, `15:30` at the start of `text`.
@@ -164,6 +195,26 @@ mod tests {
             Reset::AtMs(ms) => Timestamp::from_millisecond(ms).unwrap().to_string(),
             Reset::AfterMs(ms) => format!("+{ms}"),
         })
+    }
+
+    #[test]
+    fn a_reset_on_another_day_is_read_with_its_date() {
+        assert_eq!(
+            at(
+                "or try again at Dec 5th, 2026 12:02 AM.",
+                "2026-12-04T22:02:00Z"
+            )
+            .as_deref(),
+            Some("2026-12-05T00:02:00Z")
+        );
+        assert_eq!(
+            at(
+                "or try again at Jan 1st, 2027 3:15 PM.",
+                "2026-12-31T10:00:00Z"
+            )
+            .as_deref(),
+            Some("2027-01-01T15:15:00Z")
+        );
     }
 
     #[test]

@@ -10,11 +10,8 @@
 
 mod harness_support;
 
-use std::io::Write;
-use std::process::Stdio;
-
 use harness_support::{World, field};
-use serde_json::{Value, json};
+use serde_json::json;
 use shepherd_testkit::agents::{AgentEnv, Host, installed_or_skip};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 
@@ -62,36 +59,9 @@ fn a_claude_code_step_then_a_codex_step_carry_previous_and_leave_two_notes() {
     // in a home of its own that `CODEX_HOME` names.
     let world = World::new(&claude, &fake);
     let codex_env = AgentEnv::builder(Host::Codex, &fake).build().unwrap();
-    let common = ["HOME", "TMPDIR", "NO_COLOR"];
-    let codex_vars: Vec<_> = codex_env
-        .vars()
-        .into_iter()
-        .filter(|(name, _)| !common.contains(&name.as_str()) && !name.starts_with("XDG_"))
-        .collect();
 
-    let mut command = world.command(&["run", "--plan", "-", "--json"]);
-    command
-        .envs(codex_vars)
-        .env(Host::Codex.env_var(), &codex.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(PLAN.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "run printed no JSON ({err}): {}\nstderr: {}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert!(output.status.success(), "{report}");
+    let (status, report) = world.run_plan(PLAN, &codex, &codex_env);
+    assert!(status.success(), "{report}");
     assert_eq!(report["mode"], "chain", "{report}");
     let results = report["results"].as_array().expect("results");
     assert_eq!(results.len(), 2, "{report}");

@@ -9,11 +9,9 @@
 mod harness_support;
 
 use harness_support::{World, field, scripted};
-use serde_json::{Value, json};
+use serde_json::json;
 use shepherd_testkit::agents::{AgentEnv, Host, installed_or_skip};
 use shepherd_testkit::fake_llm::{FakeLlm, Limits, Step, UsageLimit};
-use std::io::Write;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// The note files of a session directory, in order.
@@ -61,12 +59,6 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
     let claude_env = AgentEnv::builder(Host::ClaudeCode, &claude_model)
         .build()
         .unwrap();
-    let common = ["HOME", "TMPDIR", "NO_COLOR"];
-    let claude_vars: Vec<_> = claude_env
-        .vars()
-        .into_iter()
-        .filter(|(name, _)| !common.contains(&name.as_str()) && !name.starts_with("XDG_"))
-        .collect();
     let agents = world.env.home().join(".agents/agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
@@ -78,29 +70,8 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
     let plan = "backend: headless\ntimeout: 240\ntasks:\n  - {agent: patient, harness: codex, \
                 task: \"Report that you are done.\"}\n";
 
-    let mut command = world.command(&["run", "--plan", "-", "--json"]);
-    command
-        .envs(claude_vars)
-        .env(Host::ClaudeCode.env_var(), &claude.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(plan.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "run printed no JSON ({err}): {}\nstderr: {}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert!(output.status.success(), "{report}");
+    let (status, report) = world.run_plan(plan, &claude, &claude_env);
+    assert!(status.success(), "{report}");
     let result = &report["results"][0];
     assert_eq!(result["status"], "completed", "{report}");
     assert_eq!(

@@ -25,8 +25,6 @@ use serde_json::{Value, json};
 use shepherd_testkit::agents::{AgentBinary, AgentEnv, Host, TmuxPane, installed_or_skip};
 use shepherd_testkit::fake_llm::{FakeLlm, Limits, Script, Step, UsageLimit};
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Seconds a watch may wait: a turn takes seconds alone, longer with every agent at once on
@@ -314,12 +312,6 @@ fn sixteen_sheep_past_their_keys_limits_all_complete() {
     let codex_env = AgentEnv::builder(Host::Codex, &codex_model)
         .build()
         .unwrap();
-    let common = ["HOME", "TMPDIR", "NO_COLOR"];
-    let codex_vars: Vec<_> = codex_env
-        .vars()
-        .into_iter()
-        .filter(|(name, _)| !common.contains(&name.as_str()) && !name.starts_with("XDG_"))
-        .collect();
     // One definition per sheep so that each asks for its own model, and so its own queue.
     let agents = world.env.home().join(".agents/agents");
     std::fs::create_dir_all(&agents).unwrap();
@@ -340,30 +332,9 @@ fn sixteen_sheep_past_their_keys_limits_all_complete() {
         }
     }
     let started = Instant::now();
-    let mut command = world.command(&["run", "--plan", "-", "--json"]);
-    command
-        .envs(codex_vars)
-        .env(Host::Codex.env_var(), &codex.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(plan.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let (status, report) = world.run_plan(&plan, &codex, &codex_env);
     let elapsed = started.elapsed();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "run printed no JSON ({err}): {}\nstderr: {}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert!(output.status.success(), "{report}");
+    assert!(status.success(), "{report}");
     let results = report["results"].as_array().expect("results");
     assert_eq!(results.len(), 2 * EACH, "{report}");
     for result in results {

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Tx;
-use super::limits::{LimitEpisode, TaskLimit};
+use super::limits::LimitEpisode;
 use super::model::{Activity, Event, Notice, NoticeKind, Payload, Phase};
 use super::{Herd, NoteLink};
 use crate::ids::{AgentId, Participant, TaskId};
@@ -43,15 +43,14 @@ pub struct FellBack {
 
 impl Herd {
     /// The task `agent_id` waits with on a rate or usage limit whose reset lies more than
-    /// `after_ms` ahead, with that limit: the task a fallback would take over.
-    pub fn fallback_due(&self, agent_id: &AgentId, after_ms: i64) -> Option<(TaskId, TaskLimit)> {
+    /// `after_ms` ahead: the task a fallback would take over.
+    pub fn fallback_due(&self, agent_id: &AgentId, after_ms: i64) -> Option<TaskId> {
         let sheep = self.sheep.get(agent_id)?;
         let task = self.tasks.get(sheep.active_task.as_ref()?)?;
         let limit = task.limit.as_ref()?;
         let lasting = limit.until.saturating_sub(limit.since) > after_ms;
         let limit_class = matches!(limit.class, ErrorClass::RateLimit | ErrorClass::UsageLimit);
-        (lasting && limit_class && !task.state.is_terminal())
-            .then(|| (task.id.clone(), limit.clone()))
+        (lasting && limit_class && !task.state.is_terminal()).then(|| task.id.clone())
     }
 }
 

@@ -6,8 +6,9 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -141,6 +142,46 @@ impl World {
 
     pub fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
+    }
+
+    /// Runs `shepherd run --plan - --json` with `plan` on its stdin, the user having `second`
+    /// installed and configured too (`second_env`'s own variables on top of this world's);
+    /// returns the run's exit status and its report.
+    pub fn run_plan(
+        &self,
+        plan: &str,
+        second: &AgentBinary,
+        second_env: &AgentEnv,
+    ) -> (ExitStatus, Value) {
+        let common = ["HOME", "TMPDIR", "NO_COLOR"];
+        let second_vars: Vec<_> = second_env
+            .vars()
+            .into_iter()
+            .filter(|(name, _)| !common.contains(&name.as_str()) && !name.starts_with("XDG_"))
+            .collect();
+        let mut command = self.command(&["run", "--plan", "-", "--json"]);
+        command
+            .envs(second_vars)
+            .env(second.host.env_var(), &second.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(plan.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+            panic!(
+                "run printed no JSON ({err}): {}\nstderr: {}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        (output.status, report)
     }
 
     /// Runs a command that prints one JSON document and must succeed.

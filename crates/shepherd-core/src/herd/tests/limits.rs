@@ -377,7 +377,7 @@ fn a_lasting_limit_hands_the_task_to_a_fresh_sheep_that_starts_it_again() {
     let reset = h.now + 3 * 60 * MIN;
     limited_run(&mut h, &a, ErrorClass::UsageLimit, Some(reset));
     assert_eq!(
-        h.herd.fallback_due(&a, 15 * MIN).map(|(id, _)| id),
+        h.herd.fallback_due(&a, 15 * MIN),
         Some(t.clone()),
         "a usage limit three hours away is past fifteen minutes"
     );
