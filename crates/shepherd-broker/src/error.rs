@@ -47,16 +47,6 @@ impl From<HerdError> for BrokerError {
     }
 }
 
-impl From<crate::journal::JournalError> for BrokerError {
-    fn from(err: crate::journal::JournalError) -> Self {
-        let code = match err {
-            crate::journal::JournalError::Stalled => ErrorCode::JournalStalled,
-            _ => ErrorCode::Journal,
-        };
-        Self::new(code, err.to_string())
-    }
-}
-
 impl From<shepherd_term::TermError> for BrokerError {
     fn from(err: shepherd_term::TermError) -> Self {
         Self::new(err.code(), err.to_string())

@@ -5,77 +5,49 @@
 //! fieldnotes, and talks to every participant over a Unix socket. Front ends — the CLI, the pi
 //! extension, supervisors, sheep — are clients of [`client`].
 //!
-//! Layout, from the bottom up (no top-level module imports one above it, so none imports
-//! another in a cycle; `scripts/module-cycles` checks it):
-//! - [`paths`]: where a broker lives; [`clock`]: its time source; [`journal`]: durability;
-//!   `error`; `fieldnotes`: the batched note writer; [`remote`]: SSH links to hosts, the wire
-//!   and the host's side.
-//! - `broker`: shared state and the commit path, which returns the effects a change calls for
-//!   instead of calling the modules that act on them.
-//! - What handlers share: `session` (who a connection speaks for), `launch_record`,
-//!   `supervisor_link`, `notes` (a settled task's note), `remote_sheep` (a host's link and a
-//!   remote sheep's backend, notes and pi), `worktree`, `auth`, `pi_launch` (a pi sheep's
-//!   command line), `pi` (what its run leaves behind), `harness`.
-//! - Request handlers: `spawn`, `resume`, `parent`, `handover`, `close`, `inbox`, `herd_feed`,
-//!   `printed`, `receipts`, `sheep`, `supervisor`, `focus`, `run`, `broker_requests`;
-//!   `recovery`: re-adoption after a restart; `autoclose`: closing settled sheep; `fallback`:
-//!   a task handed to its agent's fallback when a limit lasts.
-//! - `dispatch`: the one module that knows every handler; `effects`: carries out commits'
-//!   effects; `server`: connections.
-//! - [`serve`]: start-up, loops and shutdown.
+//! Layout, from the bottom up: one folder per layer, and no layer imports one above it, so no
+//! two of these top-level modules import each other in a cycle (`scripts/module-cycles`
+//! checks it, counting each folder as one module):
+//! - [`paths`]: where a broker lives; [`clock`]: its time source; `error`: its one error type.
+//! - `fieldnotes/`: the batched note writer; [`remote`]: SSH links to hosts, the wire and the
+//!   host's side.
+//! - `state/`: the shared state and the commit path (`broker`), which returns the effects a
+//!   change calls for instead of calling the modules that act on them; [`journal`]:
+//!   durability; `session` (who a connection speaks for) and `auth` (who may connect as what).
+//! - `sheep/`: the sheep runtime the handlers share: a sheep's program (`pi_launch`,
+//!   `harness`, `controls`, `provider_limits`), where it runs (`launch_record`,
+//!   `supervisor_link`, `herdr_link`, `worktree`, `isolation`, `remote_sheep`) and what it
+//!   leaves behind (`pi`, `telemetry`, `notes`, `printed`, `live_usage`, `transcript`).
+//! - `handlers/`: the request handlers, one module per family of methods (`spawn`, `resume`,
+//!   `parent`, `close`, `focus`, `broker_requests`, `receipts`, `inbox`, `herd_feed`, `sheep`,
+//!   `supervisor`), and the steps they share (`handover`, `fallback`, `autoclose`,
+//!   `adoption`).
+//! - `run/`: runs owned by the broker, carried out through the handlers.
+//! - `wire/`: `server` (connections), `dispatch` (the one module that knows every handler),
+//!   `resend` (exactly-once answers).
+//! - [`serve`]: start-up, loops and shutdown, with `effects` (carries out commits' effects) and
+//!   `recovery` (re-adoption after a restart).
+//!
+//! [`client`] is the other side of the socket and imports none of these.
 
 // Unit tests set up files and processes directly; the code they test keeps clippy.toml's rules.
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
-mod auth;
-mod autoclose;
-mod broker;
-mod broker_requests;
-mod close;
-mod controls;
-mod dispatch;
-mod effects;
 mod error;
-mod fallback;
 mod fieldnotes;
-mod focus;
-mod handover;
-mod harness;
-mod herd_feed;
-mod herdr_link;
-mod inbox;
-mod isolation;
-mod launch_record;
-mod live_usage;
-mod notes;
-mod parent;
-mod pi;
-mod pi_launch;
-mod printed;
-mod provider_limits;
-mod receipts;
-mod recovery;
+mod handlers;
 pub mod remote;
-mod remote_sheep;
-mod resend;
-mod resume;
 mod run;
-mod server;
-mod session;
 mod sheep;
-mod spawn;
-mod supervisor;
-mod supervisor_link;
-mod telemetry;
-mod transcript;
-mod worktree;
+mod state;
+mod wire;
 
 pub mod client;
 pub mod clock;
-pub mod journal;
 pub mod paths;
 pub mod serve;
 
-pub use broker::BrokerConfig;
 pub use error::BrokerError;
-pub use pi_launch::{PiLaunch, definition_args, install_sheep_extension};
+pub use sheep::pi_launch::{PiLaunch, definition_args, install_sheep_extension};
+pub use state::broker::BrokerConfig;
+pub use state::journal;

@@ -1,8 +1,10 @@
-//! The broker's top-level modules must not import each other in a cycle: the shared state and
-//! the commit path (`broker`) sit below the request handlers, the handlers below the dispatcher,
-//! and the dispatcher below the server and start-up. `scripts/module-cycles` checks that; this
-//! test runs it on the broker's sources so a new cycle fails `cargo nextest`, with the modules
-//! and the `file:line` of every import that closes it in the failure message.
+//! The broker's top-level modules — one folder per layer — must not import each other in a
+//! cycle: the shared state and the commit path (`state`) sit below the sheep runtime (`sheep`),
+//! the runtime below the request handlers (`handlers`), the handlers below runs (`run`), and
+//! runs below the server and dispatcher (`wire`) and start-up (`serve`).
+//! `scripts/module-cycles` checks that (a folder counts as one module); this test runs it on the
+//! broker's sources so a new cycle fails `cargo nextest`, with the modules and the `file:line`
+//! of every import that closes it in the failure message.
 
 // Tests run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]

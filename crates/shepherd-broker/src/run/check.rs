@@ -14,7 +14,7 @@ use shepherd_notes::Mode;
 use super::conflict;
 use super::model::{RunSpec, SpecStep};
 use crate::error::{BrokerError, BrokerResult};
-use crate::worktree;
+use crate::sheep::worktree;
 
 /// Refuses a run nested deeper than `maxDepth` allows (`depth` is this herd's: 0 for a person's
 /// herd, 1 for a herd a sheep started, …).
@@ -80,15 +80,15 @@ pub(crate) fn check(
             return Err(invalid(format!("the task for `{}` is empty", step.agent)));
         }
         let def = resolve(&step.agent)?;
-        let runtime = crate::harness::runtime_of(&def, step.harness)?;
+        let runtime = crate::sheep::harness::runtime_of(&def, step.harness)?;
         let given = match (params.budget, step.budget) {
             (Some(run), Some(own)) => Some(run.overlay(own)),
             (run, own) => own.or(run),
         };
-        crate::controls::check_budget(
+        crate::sheep::controls::check_budget(
             given.as_ref(),
             def.budget.as_ref(),
-            crate::harness::Controls::of(runtime),
+            crate::sheep::harness::Controls::of(runtime),
             &format!("task {} ({})", index + 1, def.name),
         )?;
         defs.push(def);

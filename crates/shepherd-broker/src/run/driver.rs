@@ -21,9 +21,9 @@ use super::model::{
     Outcome, Plan as PlanResult, RunSpec, StepPhase, StepState, from_value, to_value,
 };
 use super::step::step;
-use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
 use crate::fieldnotes::{PlanRequest, ReleaseRequest, SessionChoice};
+use crate::state::broker::Broker;
 
 /// What every task of one run shares.
 pub(super) struct Run {

@@ -26,9 +26,9 @@ use shepherd_core::herd::Run;
 use shepherd_core::protocol::{RunIdParams, RunSubmitParams, RunView, event};
 
 use self::model::{StepState, from_value, to_value};
-use crate::broker::Broker;
 use crate::error::{BrokerError, BrokerResult};
-use crate::session::Session;
+use crate::state::broker::Broker;
+use crate::state::session::Session;
 
 /// How long a run that is not detached goes on with nobody following it.
 pub(crate) const ORPHAN_GRACE: Duration = Duration::from_secs(5);

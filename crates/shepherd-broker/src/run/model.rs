@@ -11,7 +11,7 @@ use serde_json::Value;
 use shepherd_core::protocol::{CallerContext, RunStepView};
 use shepherd_notes::Mode;
 
-use crate::worktree::{Repo, Worktree, WorktreeReport};
+use crate::sheep::worktree::{Repo, Worktree, WorktreeReport};
 
 /// Where a run's notes went: its session and one reserved note per task, in input order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,8 +12,8 @@ use shepherd_core::protocol::{CloseParams, DelegateParams, SpawnParams};
 
 use super::driver::Run;
 use super::model::{Outcome, StepPhase, StepState};
-use crate::broker::Broker;
-use crate::worktree;
+use crate::sheep::worktree;
+use crate::state::broker::Broker;
 
 /// Extra wait beyond a task's own timeout: the broker settles the task at its deadline, then
 /// finalises the note and may wait for a pi sheep's final words.
@@ -151,7 +151,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         host: spec.host.clone(),
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
-    match crate::spawn::spawn(&run.broker, params, Some(&rid)).await {
+    match crate::handlers::spawn::spawn(&run.broker, params, Some(&rid)).await {
         Ok(spawned) => {
             state.agent_id = Some(spawned.agent_id.to_string());
             run.save(index, state).await;
@@ -185,7 +185,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         stall: None,
     };
     let rid = format!("{}/{}/delegate", run.id, index + 1);
-    match crate::parent::delegate(&run.broker, params, Some(&rid)).await {
+    match crate::handlers::parent::delegate(&run.broker, params, Some(&rid)).await {
         Ok(delegated) => {
             state.task_id = Some(delegated.task_id.to_string());
             state.phase = StepPhase::Running;
@@ -248,8 +248,8 @@ async fn settled(broker: &Arc<Broker>, task_id: &str, budget: Duration) -> Optio
         if reportable {
             let grace = deadline
                 .saturating_duration_since(tokio::time::Instant::now())
-                .min(crate::pi::OUTPUT_GRACE);
-            crate::pi::await_output(broker, &id, grace).await;
+                .min(crate::sheep::pi::OUTPUT_GRACE);
+            crate::sheep::pi::await_output(broker, &id, grace).await;
             return broker.read(|herd| herd.task_report(&id));
         }
         tokio::select! {
@@ -273,7 +273,7 @@ async fn close_sheep(
         id: agent_id.to_owned(),
         keep_pane: run.spec.keep_pane,
     };
-    crate::close::close(&run.broker, params)
+    crate::handlers::close::close(&run.broker, params)
         .await
         .map(|closed| closed.worktree)
 }

@@ -1,0 +1,179 @@
+//! Falling back: a task whose provider is limited for longer than `fallbackAfterMinutes` goes
+//! to a fresh sheep of its agent's `fallback:` instead of waiting.
+//!
+//! The herd moves the task (`shepherd_core::herd::fallback`); this module does the I/O around
+//! it. It picks the first fallback whose provider is not limited too, spawns that sheep the way
+//! the first one was spawned (same definition, directory, backend, host and session, the
+//! fallback's harness and model), moves the task to it, and hands it over, which reserves the
+//! second note in the same session and finalises the first with a link to it. A fallback that
+//! cannot be started leaves the task waiting, as it would without one. The fresh sheep belongs
+//! to the first: closing the first closes it too, so whoever closes the sheep they spawned
+//! leaves nothing behind.
+
+use std::sync::Arc;
+
+use shepherd_core::agent_def::{AgentDef, Fallback};
+use shepherd_core::backend::BackendKind;
+use shepherd_core::harness::Runtime;
+use shepherd_core::ids::{AgentId, TaskId};
+use shepherd_core::protocol::{CloseParams, SpawnParams};
+use shepherd_core::settings::Backend;
+
+use crate::error::{BrokerError, BrokerResult};
+use crate::state::broker::Broker;
+
+/// After a sheep's run ended on a limit: when the limit lasts past `fallbackAfterMinutes` and
+/// the sheep's agent names a fallback, the task goes to it (in the background).
+pub(crate) fn consider(broker: &Arc<Broker>, agent_id: &AgentId) {
+    let after = broker.settings().fallback_after();
+    let after_ms = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
+    let Some(task_id) = broker.read(|herd| herd.fallback_due(agent_id, after_ms)) else {
+        return;
+    };
+    if !broker
+        .falling_back
+        .lock()
+        .expect("falling_back lock")
+        .insert(task_id.clone())
+    {
+        return;
+    }
+    let broker = broker.clone();
+    let from = agent_id.clone();
+    tokio::spawn(async move {
+        if let Err(err) = fall_back(&broker, &task_id, &from).await {
+            tracing::warn!("task {task_id} keeps waiting: its fallback failed: {err}");
+        }
+        broker
+            .falling_back
+            .lock()
+            .expect("falling_back lock")
+            .remove(&task_id);
+    });
+}
+
+/// Every sheep that waits on a lasting limit is considered again (after a restart).
+pub(crate) fn consider_all(broker: &Arc<Broker>) {
+    let waiting: Vec<AgentId> = broker.read(|herd| {
+        herd.tasks
+            .values()
+            .filter(|t| t.limit.is_some() && !t.state.is_terminal())
+            .map(|t| t.agent_id.clone())
+            .collect()
+    });
+    for agent_id in waiting {
+        consider(broker, &agent_id);
+    }
+}
+
+async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> BrokerResult<()> {
+    let first = broker.read(|herd| {
+        herd.sheep.get(from).map(|s| {
+            (
+                s.agent.clone(),
+                s.label.as_str().to_owned(),
+                s.backend,
+                s.cwd.clone(),
+                s.recipe.clone(),
+            )
+        })
+    });
+    let Some((agent, label, backend, cwd, recipe)) = first else {
+        return Ok(());
+    };
+    let settings = broker.settings();
+    let def = shepherd_config::resolve_agent(
+        &broker.config.dirs,
+        &broker.config.address.project_root,
+        &settings,
+        &agent,
+    )
+    .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
+    if def.fallback.is_empty() {
+        return Ok(());
+    }
+    let recipe: SpawnParams = serde_json::from_value(recipe).unwrap_or_else(|_| SpawnParams {
+        agent: agent.clone(),
+        ..SpawnParams::default()
+    });
+    let mut last_error = None;
+    for (index, fallback) in def.fallback.iter().enumerate() {
+        let params = fallback_params(&recipe, fallback, &label, backend, &cwd);
+        if held(broker, &def, fallback, &params) {
+            continue;
+        }
+        let rid = format!("fallback/{task_id}/{}", index + 1);
+        let spawned = match crate::handlers::spawn::spawn(broker, params, Some(&rid)).await {
+            Ok(spawned) => spawned,
+            Err(err) => {
+                tracing::warn!(
+                    "the fallback {} of task {task_id} could not start: {err}",
+                    fallback.harness
+                );
+                last_error = Some(err);
+                continue;
+            }
+        };
+        let to = spawned.agent_id;
+        let moved = broker
+            .commit_durable(|tx| {
+                Ok(shepherd_core::herd::fallback::fall_back(
+                    tx, task_id, from, &to,
+                ))
+            })
+            .await?;
+        if !moved {
+            // The task settled or went on meanwhile: the fresh sheep is not needed.
+            let params = CloseParams {
+                id: to.to_string(),
+                keep_pane: false,
+            };
+            crate::handlers::close::close(broker, params).await?;
+            return Ok(());
+        }
+        return crate::handlers::handover::hand_over(broker, task_id).await;
+    }
+    last_error.map_or(Ok(()), Err)
+}
+
+/// The spawn of `fallback` for a task of the sheep spawned with `recipe`: the same agent,
+/// session, host and backend, in the directory that sheep works in (its worktree, when it had
+/// one: the work so far is there), on the fallback's harness and model.
+fn fallback_params(
+    recipe: &SpawnParams,
+    fallback: &Fallback,
+    label: &str,
+    backend: BackendKind,
+    cwd: &str,
+) -> SpawnParams {
+    let harness = fallback.harness.as_str();
+    let label = if label.is_empty() {
+        format!("fallback-{harness}")
+    } else {
+        format!("{label}-{harness}")
+    };
+    SpawnParams {
+        label: Some(label),
+        backend: Some(recipe.backend.unwrap_or(match backend {
+            BackendKind::Headless => Backend::Headless,
+            BackendKind::Tmux => Backend::Tmux,
+            BackendKind::Herdr => Backend::Herdr,
+        })),
+        cwd: Some(cwd.to_owned()),
+        model: fallback.model.clone(),
+        harness: Some(fallback.harness),
+        isolate: false,
+        ..recipe.clone()
+    }
+}
+
+/// Whether the fallback's own provider key is limited right now, so it would only wait too.
+fn held(broker: &Broker, def: &AgentDef, fallback: &Fallback, params: &SpawnParams) -> bool {
+    let key = crate::sheep::provider_limits::key_for(
+        Runtime::Agent(fallback.harness),
+        def,
+        params,
+        params.host.as_deref(),
+    );
+    key.is_some_and(|key| broker.read(|herd| herd.limiters.contains_key(&key)))
+}

@@ -1,0 +1,172 @@
+//! A sheep's own requests: `tell`, `done` and `report` (its run's lifecycle, and each turn's
+//! usage, which budgets count). The sender is always the sheep the
+//! connection authenticated as; a sheep cannot speak for another.
+
+use shepherd_core::error_code::ErrorCode;
+use std::sync::Arc;
+
+use serde_json::Value;
+use shepherd_core::herd::{DoneInput, DoneOutcome, RunReport};
+use shepherd_core::ids::Participant;
+use shepherd_core::protocol::{
+    DoneParams, DoneResult, HerdMatesResult, MessageParams, OkResult, ReportParams,
+};
+
+use crate::error::{BrokerError, BrokerResult};
+use crate::state::broker::Broker;
+use crate::state::session::Session;
+use crate::state::session::to_value;
+
+/// Runs `tell`: a sheep messages the parent or a herd-mate.
+pub(crate) async fn tell(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: MessageParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    let sender = Participant::Sheep(session.sheep()?.clone());
+    let mut params = params;
+    params.target = broker.read(|herd| herd.mate_target(&params.target))?;
+    let input = crate::handlers::parent::message_input(broker, sender, params)?;
+    crate::handlers::parent::send_message(broker, input, rid).await
+}
+
+/// Runs `herd.mates`: the herd as the asking sheep may see it (see
+/// [`shepherd_core::herd::HerdMate`]).
+pub(crate) fn mates(broker: &Arc<Broker>, session: &Session) -> BrokerResult<HerdMatesResult> {
+    let me = session.sheep()?.clone();
+    let now = broker.now();
+    let mates = broker.read(|herd| herd.mates_view(&me, now));
+    Ok(HerdMatesResult {
+        agent_id: me,
+        mates,
+    })
+}
+
+/// Runs `done`. A done that names a task already settled changes nothing and says so; one
+/// that changes nothing else is kept under its request id with its answer, so a resent done
+/// never settles twice nor reports a false "dropped".
+pub(crate) async fn done(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: DoneParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    let sender = session.sheep()?.clone();
+    let input = DoneInput {
+        sender,
+        task_id: params.task_id.clone(),
+        status: params.status,
+        summary: params.summary,
+    };
+    broker
+        .commit_reply(rid, |tx| {
+            let outcome = shepherd_core::herd::done(tx, input)?;
+            let (task_id, duplicate, supplied) = match outcome {
+                DoneOutcome::Settled {
+                    task_id,
+                    corrected_from,
+                } => (task_id, false, corrected_from),
+                DoneOutcome::Duplicate { task_id } => (task_id, true, None),
+                DoneOutcome::Dropped => {
+                    return Err(BrokerError::new(
+                        ErrorCode::NoDelegatedTask,
+                        "There is no open task to complete: done was dropped (the parent has been told).",
+                    ));
+                }
+            };
+            let status = tx.herd().tasks[&task_id].state;
+            Ok(to_value(DoneResult {
+                accepted: true,
+                task_id,
+                status,
+                duplicate,
+                supplied_task_id: supplied,
+            }))
+        })
+        .await
+}
+
+/// Runs `report`: the sheep is ready, or its run started or settled.
+pub(crate) async fn report(
+    broker: &Arc<Broker>,
+    session: &Session,
+    params: ReportParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    let sender = session.sheep()?.clone();
+    let report = match params.event.as_str() {
+        "ready" => {
+            crate::handlers::supervisor::mark_ready(broker, &sender).await?;
+            return Ok(to_value(OkResult::ACK));
+        }
+        "turn" => return turn(broker, &sender, params, rid).await,
+        "agent_start" => RunReport::Started,
+        "run_settled" => RunReport::Settled {
+            limit: params
+                .error
+                .as_deref()
+                .filter(|_| params.stop_reason.as_deref() == Some("error"))
+                .and_then(|error| crate::sheep::provider_limits::signal_of(broker, &sender, error)),
+            stop_reason: params.stop_reason,
+            error: params.error,
+            text: params.text.clone(),
+        },
+        other => {
+            return Err(BrokerError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "report event `{other}` is not one of ready, agent_start, turn, run_settled"
+                ),
+            ));
+        }
+    };
+    let settled = matches!(report, RunReport::Settled { .. });
+    let limited = matches!(report, RunReport::Settled { limit: Some(_), .. });
+    let budget = broker.settings().done_nudges;
+    let waits = crate::sheep::provider_limits::waits(broker);
+    broker
+        .commit_reply(rid, |tx| {
+            shepherd_core::herd::report_with(tx, &sender, report, budget, &waits);
+            Ok(to_value(OkResult::ACK))
+        })
+        .await?;
+    if settled {
+        // A remote pi sheep's session is on its host: it comes home before it is read.
+        crate::sheep::remote_sheep::pi::pull_session(broker, &sender).await;
+        crate::sheep::pi::record_output(broker, &sender, params.text, params.telemetry).await?;
+    }
+    if limited {
+        crate::handlers::fallback::consider(broker, &sender);
+    }
+    Ok(to_value(OkResult::ACK))
+}
+
+/// A `turn` report: what one turn of the sheep's task used. The answer says `stop` (with the
+/// limit) when that turn reached the task's budget: the task is settled `blocked` already and
+/// the sheep must end its run.
+async fn turn(
+    broker: &Arc<Broker>,
+    sender: &shepherd_core::ids::AgentId,
+    params: ReportParams,
+    rid: Option<&str>,
+) -> BrokerResult<Value> {
+    let mut usage = params.usage.unwrap_or_default();
+    usage.turns = 1;
+    let open = broker.read(|herd| herd.sheep.get(sender).and_then(|s| s.active_task.clone()));
+    if let Some(task) = &open {
+        crate::sheep::live_usage::count(broker, sender, task, &usage);
+    }
+    broker
+        .commit_reply(rid, |tx| {
+            let reached = shepherd_core::herd::usage(tx, sender, usage);
+            Ok(match reached {
+                Some(reached) => to_value(OkResult {
+                    ok: true,
+                    stop: Some(reached.to_string()),
+                }),
+                None => to_value(OkResult::ACK),
+            })
+        })
+        .await
+}

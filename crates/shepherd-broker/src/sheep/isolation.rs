@@ -1,0 +1,110 @@
+//! Isolated sheep (`spawn --isolate`): a sheep that runs in its own git worktree on its own
+//! branch, as each task of `shepherd run --isolate` does, so it can write without touching the
+//! checkout the parent (or another sheep) works in.
+//!
+//! The worktree is made from the repository's `HEAD` before the sheep is admitted (a refusal
+//! leaves nothing behind) and recorded on the sheep, so a restarted broker and a resume know
+//! it. When the sheep is closed (or is done with after failing to start), the worktree is
+//! released: removed with its branch when it is clean with no new commits, otherwise kept, and
+//! its patch — files, diffstat, commits, and how to integrate or discard it — goes into the
+//! close's answer and into the note of the sheep's last task.
+
+use shepherd_core::error_code::ErrorCode;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use shepherd_core::ids::AgentId;
+
+use crate::error::{BrokerError, BrokerResult};
+use crate::sheep::worktree::{self, Repo, Worktree};
+use crate::state::broker::Broker;
+
+/// Checks that a spawn's directory can be isolated, before anything is made.
+pub(crate) fn probe(cwd: &Path) -> BrokerResult<Repo> {
+    worktree::probe_for(cwd, "this spawn")
+}
+
+/// The worktree's name (and branch, under `shepherd/`) for a sheep: its agent, its label and
+/// the end of its id, so two sheep never share one.
+pub(crate) fn name_for(agent: &str, label: &str, id: &AgentId) -> String {
+    let id = id.as_str();
+    let tail = &id[id.len().saturating_sub(8)..];
+    let agent = shepherd_core::slug::agent_slug(agent);
+    let label = shepherd_core::slug::slugify(label, 24);
+    if label.is_empty() {
+        format!("{agent}-{tail}")
+    } else {
+        format!("{agent}-{label}-{tail}")
+    }
+}
+
+/// Makes (or finds again, for a resume) the worktree `name`.
+pub(crate) async fn create(repo: Repo, name: String) -> BrokerResult<Worktree> {
+    tokio::task::spawn_blocking(move || worktree::create(&repo, &name))
+        .await
+        .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
+        .map_err(|err| {
+            BrokerError::new(
+                ErrorCode::WorktreeFailed,
+                format!("the sheep's worktree could not be made: {err}"),
+            )
+        })
+}
+
+/// The worktree as spawn and status show it.
+pub(crate) fn view(record: &Value) -> Option<Value> {
+    if let Some(remote) = crate::sheep::remote_sheep::code::view(record) {
+        return Some(remote);
+    }
+    let made: Worktree = serde_json::from_value(record.clone()).ok()?;
+    Some(json!({
+        "path": made.path.display().to_string(),
+        "branch": made.branch,
+    }))
+}
+
+/// The worktree a sheep record holds, unless it was released already.
+fn held(record: &Value) -> Option<Worktree> {
+    if record.get("released").is_some() {
+        return None;
+    }
+    serde_json::from_value(record.clone()).ok()
+}
+
+/// Releases a closed sheep's worktree (once): removes it when clean, else keeps it with its
+/// patch; records the outcome on the sheep and in the note of its last task. Returns the
+/// report, or `None` when the sheep was not isolated (or was released already).
+pub(crate) async fn release(broker: &Arc<Broker>, id: &AgentId, closed: bool) -> Option<Value> {
+    let record = broker.read(|herd| herd.sheep.get(id).map(|s| s.worktree.clone()))?;
+    let report = if let Some(remote) = crate::sheep::remote_sheep::code::held(&record) {
+        crate::sheep::remote_sheep::code::release(broker, &remote).await
+    } else {
+        let made = held(&record)?;
+        let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
+            .await
+            .ok()?;
+        serde_json::to_value(report).expect("worktree reports serialise")
+    };
+    let committed = broker.commit(|tx| {
+        shepherd_core::herd::worktree_released(tx, id, report.clone());
+    });
+    if let Err(err) = broker.durable(committed.pos).await {
+        tracing::error!("recording the worktree of {id} failed: {err}");
+    }
+    let last_task = broker.read(|herd| {
+        herd.tasks
+            .values()
+            .rev()
+            .find(|t| &t.agent_id == id && t.note.is_some())
+            .map(|t| t.id.clone())
+    });
+    if let Some(task_id) = last_task {
+        let mut metadata = shepherd_notes::Metadata::new();
+        metadata.insert("worktree".into(), report.clone());
+        if let Err(err) = crate::sheep::notes::annotate_final(broker, &task_id, metadata).await {
+            tracing::warn!("could not add the worktree report to the note of {task_id}: {err}");
+        }
+    }
+    Some(report)
+}

@@ -1,0 +1,161 @@
+//! What a pi sheep's run leaves behind.
+//!
+//! When a sheep's run settles after its task settled, its last assistant text and the run's
+//! telemetry (read from its session file) complete the task's note, and are what `run` reports
+//! as the task's result. How a pi sheep is started is `pi_launch`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use shepherd_core::herd::TaskOutput;
+use shepherd_core::ids::{AgentId, TaskId};
+
+use crate::error::BrokerResult;
+use crate::sheep::pi_launch::session_file;
+use crate::sheep::telemetry::{Telemetry, session_size};
+use crate::state::broker::Broker;
+
+/// How long close and `run` wait for a pi sheep's run to settle after its task did.
+pub(crate) const OUTPUT_GRACE: Duration = Duration::from_secs(10);
+
+/// Where a pi sheep's session file stands now (`None` for other sheep): taken before a task is
+/// handed over, so the task's telemetry counts only its own turns.
+pub(crate) fn session_cursor(broker: &Broker, id: &AgentId) -> Option<u64> {
+    let is_pi = broker.read(|herd| herd.sheep.get(id).is_some_and(|s| s.runtime.is_pi()));
+    is_pi.then(|| session_size(&session_file(broker, id)))
+}
+
+/// Waits (up to `grace`) for a settled task's final words, when its sheep is a coding agent
+/// whose run has not settled yet.
+pub(crate) async fn await_output(broker: &Arc<Broker>, task_id: &TaskId, grace: Duration) {
+    let mut generation = broker.generation.subscribe();
+    let deadline = tokio::time::Instant::now() + grace;
+    loop {
+        generation.borrow_and_update();
+        let waiting = broker.read(|herd| {
+            let Some(task) = herd.tasks.get(task_id) else {
+                return false;
+            };
+            let sheep = herd.sheep.get(&task.agent_id);
+            let running = sheep.is_some_and(|s| s.runtime.reports_runs() && s.is_live());
+            task.result.is_some() && task.output.is_none() && running
+        });
+        if !waiting {
+            return;
+        }
+        tokio::select! {
+            changed = generation.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep_until(deadline) => return,
+        }
+    }
+}
+
+/// A sheep's run settled: its last words and telemetry go to the task they belong to (its open
+/// task, or the one it just finished), and into that task's note.
+pub(crate) async fn record_output(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    text: Option<String>,
+    reported: Option<Value>,
+) -> BrokerResult<()> {
+    // A run that ends while the task is still open is a turn without `shepherd_done` (the
+    // herd nudges); only a run that settles after the task did carries its final words.
+    let target = broker.read(|herd| {
+        let sheep = herd.sheep.get(id)?;
+        if sheep.active_task.is_some() {
+            return None;
+        }
+        let task = herd.tasks.values().rev().find(|t| &t.agent_id == id)?;
+        (task.result.is_some() && task.output.is_none()).then(|| {
+            (
+                task.id.clone(),
+                task.session_cursor.unwrap_or(0),
+                sheep.runtime.is_pi(),
+            )
+        })
+    });
+    let Some((task_id, cursor, is_pi)) = target else {
+        return Ok(());
+    };
+    let read = if is_pi {
+        let session = session_file(broker, id);
+        tokio::task::spawn_blocking(move || Telemetry::from_session(&session, cursor).ok())
+            .await
+            .ok()
+            .flatten()
+    } else {
+        None
+    };
+    // A pi sheep's final words are those of the task's own turns, read from its session: the
+    // run may have gone on answering a message that arrived after the task settled.
+    let text = read
+        .as_ref()
+        .and_then(|t| t.final_text().map(str::to_owned))
+        .or(text)
+        .unwrap_or_default();
+    // Another agent's driver reads its agent's own output and reports the task's figures.
+    let telemetry = read.map_or_else(|| reported.unwrap_or(Value::Null), |t| t.to_metadata());
+    let output = TaskOutput { text, telemetry };
+    let committed = broker.commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
+    broker.durable(committed.pos).await?;
+    crate::sheep::notes::complete_output(broker, &task_id).await;
+    Ok(())
+}
+
+/// What the error that ended a pi sheep's run means. pi reports a provider's error as its
+/// status and body: `429 {"type":"error","error":{"type":"rate_limit_error",…}}` (Anthropic's
+/// API, both versions), `429 Rate limit reached for requests. Please try again in 2s.` (OpenAI's,
+/// pi 0.73) or `429: {"message":…,"code":"rate_limit_exceeded"}` (pi 1.x); the shared rules
+/// read them all.
+pub(crate) fn classify_error(error: &str) -> shepherd_core::limit::Classified {
+    shepherd_core::limit::classify(error)
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use shepherd_core::limit::ErrorClass;
+
+    /// pi's `errorMessage` for each provider error, as pi 0.73 and 1.6 wrote it against the
+    /// fake provider with its own retries off.
+    #[test]
+    fn pi_s_error_messages_are_classified() {
+        for (text, class) in [
+            (
+                r#"429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+                ErrorClass::RateLimit,
+            ),
+            (
+                r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                ErrorClass::RateLimit,
+            ),
+            (
+                r#"401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+                ErrorClass::Fatal,
+            ),
+            (
+                "429 Rate limit reached for requests. Please try again in 2s.",
+                ErrorClass::RateLimit,
+            ),
+            ("401 Incorrect API key provided", ErrorClass::Fatal),
+            (
+                "500 The server had an error while processing your request. Sorry about that!",
+                ErrorClass::Transient,
+            ),
+            (
+                "429 The usage limit has been reached",
+                ErrorClass::UsageLimit,
+            ),
+            (
+                r#"429: {"message":"Rate limit reached for requests. Please try again in 2s.","type":"requests","param":null,"code":"rate_limit_exceeded"}"#,
+                ErrorClass::RateLimit,
+            ),
+        ] {
+            assert_eq!(super::classify_error(text).class, class, "{text}");
+        }
+        let reset =
+            super::classify_error("429 Rate limit reached for requests. Please try again in 2s.")
+                .reset;
+        assert_eq!(reset, Some(shepherd_core::limit::Reset::AfterMs(2000)));
+    }
+}

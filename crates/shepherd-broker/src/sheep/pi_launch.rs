@@ -1,0 +1,200 @@
+//! Launching pi sheep: the pi command line and environment for one sheep.
+//!
+//! A pi sheep is `pi --session <file> -e <our sheep extension>` with the definition's model,
+//! thinking level and tools (always including `shepherd_message` and `shepherd_done`); headless,
+//! it runs in RPC mode with its stdin held open by the supervisor. The sheep extension ships
+//! inside this binary and is written next to the broker's state on first use, so the extension a
+//! sheep loads always speaks this broker's protocol. One session file per sheep is kept with the
+//! broker's state and recorded in its notes. (What a pi sheep's run leaves behind is `pi`.)
+
+use shepherd_core::error_code::ErrorCode;
+use std::path::{Path, PathBuf};
+
+use shepherd_core::agent_def::{AgentDef, ModelChoice, ThinkingChoice};
+use shepherd_core::ids::AgentId;
+use shepherd_core::protocol::SpawnParams;
+
+use crate::error::{BrokerError, BrokerResult};
+use crate::state::broker::Broker;
+
+/// The sheep extension, the protocol client it imports, the client's generated protocol types
+/// and the receipt words it shares with the parent, as shipped in this binary.
+const SHEEP_EXTENSION: &str =
+    include_str!("../../../../integrations/pi/extensions/shepherd-sheep.ts");
+const BROKER_CLIENT: &str = include_str!("../../../../integrations/pi/extensions/lib/broker.ts");
+const PROTOCOL_TYPES: &str =
+    include_str!("../../../../integrations/pi/extensions/lib/protocol-types.ts");
+const RECEIPT_WORDS: &str = include_str!("../../../../integrations/pi/extensions/lib/receipts.ts");
+
+/// The tools every pi sheep needs on top of its definition's allowlist.
+const SHEEP_TOOLS: [&str; 4] = [
+    "shepherd_message",
+    "shepherd_done",
+    "shepherd_herd",
+    "shepherd_status",
+];
+
+/// The command and environment that start one pi sheep.
+#[derive(Debug, Clone)]
+pub struct PiLaunch {
+    /// The arguments (the whole command line in `launch`, only the flags in
+    /// [`definition_args`]).
+    pub argv: Vec<String>,
+    /// Environment variables pi needs on top of the sheep's own.
+    pub env: Vec<(String, String)>,
+}
+
+/// Where a sheep's pi session lives.
+pub(crate) fn session_file(broker: &Broker, id: &AgentId) -> PathBuf {
+    broker.config.paths.sheep_logs.join(format!("{id}.jsonl"))
+}
+
+/// Writes the shipped sheep extension under the broker's state directory (once per content) and
+/// returns the path pi loads.
+fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
+    install_sheep_extension(&broker.config.paths.state_dir).map_err(|err| {
+        BrokerError::new(
+            ErrorCode::Io,
+            format!("writing the pi sheep extension: {err}"),
+        )
+    })
+}
+
+/// The shipped sheep extension's files, relative to its directory (the entry point first).
+pub(crate) fn extension_files() -> [(&'static str, &'static str); 4] {
+    [
+        ("shepherd-sheep.ts", SHEEP_EXTENSION),
+        ("lib/broker.ts", BROKER_CLIENT),
+        ("lib/protocol-types.ts", PROTOCOL_TYPES),
+        ("lib/receipts.ts", RECEIPT_WORDS),
+    ]
+}
+
+/// The directory name of this build's extension: a digest of its content, so a sheep never
+/// loads another build's extension.
+pub(crate) fn extension_digest() -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (_, content) in extension_files() {
+        hasher.update(content);
+    }
+    hex::encode(hasher.finalize())[..12].to_owned()
+}
+
+/// Writes the shipped sheep extension under `state_dir` (once per content) and returns the path
+/// pi loads with `-e`.
+pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
+    let dir = state_dir.join("pi-extension").join(extension_digest());
+    let entry = dir.join("shepherd-sheep.ts");
+    if !entry.exists() {
+        // The entry point last: once it exists, the whole extension does.
+        for (relative, content) in extension_files().iter().rev() {
+            shepherd_fs::write_atomic(&dir.join(relative), content.as_bytes(), None)?;
+        }
+    }
+    Ok(entry)
+}
+
+/// The pi command line for a sheep of `def`.
+pub(crate) fn launch(
+    broker: &Broker,
+    def: &AgentDef,
+    params: &SpawnParams,
+    id: &AgentId,
+    headless: bool,
+) -> BrokerResult<PiLaunch> {
+    let session = session_file(broker, id);
+    let prompt = broker
+        .config
+        .paths
+        .sheep_logs
+        .join(format!("{id}.prompt.md"));
+    shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600)).map_err(
+        |err| {
+            BrokerError::new(
+                ErrorCode::Io,
+                format!("writing the sheep's system prompt: {err}"),
+            )
+        },
+    )?;
+    // The user's pinned pi, else the parent's own (so a user of npx or a second install gets
+    // the same pi for sheep), else `pi` from PATH.
+    let mut argv = broker
+        .config
+        .pi_command
+        .clone()
+        .or_else(|| params.pi_command.clone().filter(|c| !c.is_empty()))
+        .unwrap_or_else(|| vec!["pi".to_owned()]);
+    argv.extend([
+        "--session".into(),
+        path(&session),
+        "-e".into(),
+        path(&sheep_extension(broker)?),
+    ]);
+    if headless {
+        argv.extend(["--mode".into(), "rpc".into()]);
+    }
+    let model = chosen_model(def, params);
+    let thinking = match def.thinking {
+        ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
+        ThinkingChoice::Inherit => params.parent_thinking.clone(),
+    };
+    let definition = definition_args(def, model, thinking, &prompt);
+    argv.extend(definition.argv);
+    Ok(PiLaunch {
+        argv,
+        env: definition.env,
+    })
+}
+
+/// The model a pi sheep runs: the spawn's override, else its definition's, else its parent's.
+pub(crate) fn chosen_model(def: &AgentDef, params: &SpawnParams) -> Option<String> {
+    params.model.clone().or_else(|| match &def.model {
+        ModelChoice::Explicit(model) => Some(model.clone()),
+        ModelChoice::Inherit => params.parent_model.clone(),
+    })
+}
+
+/// The flags and environment that give pi a sheep's definition: its model and thinking level,
+/// its tools (with the two every sheep needs), context files, and its system prompt, whose body
+/// is at `prompt` (replacing pi's prompt, or pi's identity sentence in the sheep extension).
+pub fn definition_args(
+    def: &AgentDef,
+    model: Option<String>,
+    thinking: Option<String>,
+    prompt: &Path,
+) -> PiLaunch {
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(model) = model {
+        argv.extend(["--model".into(), model]);
+    }
+    if let Some(thinking) = thinking {
+        argv.extend(["--thinking".into(), thinking]);
+    }
+    if let Some(tools) = &def.tools {
+        let mut all: Vec<String> = tools.clone();
+        for tool in SHEEP_TOOLS {
+            if !all.iter().any(|t| t == tool) {
+                all.push(tool.to_owned());
+            }
+        }
+        argv.extend(["--tools".into(), all.join(",")]);
+    }
+    if def.omit_context_files {
+        argv.push("--no-context-files".into());
+    }
+    let mut env = Vec::new();
+    if def.omit_system_prompt {
+        argv.extend(["--system-prompt".into(), path(prompt)]);
+    } else {
+        env.push(("SHEPHERD_AGENT_PROMPT_FILE".into(), path(prompt)));
+    }
+    if def.omit_pi_documentation {
+        env.push(("SHEPHERD_OMIT_PI_DOCUMENTATION".into(), "1".into()));
+    }
+    PiLaunch { argv, env }
+}
+
+fn path(path: &Path) -> String {
+    path.display().to_string()
+}

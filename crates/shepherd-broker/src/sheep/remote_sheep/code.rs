@@ -1,0 +1,230 @@
+//! Code comes back: an isolated remote sheep's branch, brought home.
+//!
+//! `spawn --isolate --host` gives the sheep its own worktree on its own branch in the host's
+//! checkout (the host's `shepherd remote branch`), as a local isolated sheep gets one here.
+//! When the sheep is closed its commits are fetched into the parent's repository as the same
+//! branch, over the host's link (git's own SSH transport through the link's master), and the
+//! report — commits, what stayed on the host and why, how to integrate or discard — goes into
+//! the close's answer and the note of the sheep's last task, like a local worktree's. The
+//! host's worktree is removed once its commits are safe here and nothing uncommitted is left
+//! in it; otherwise it is kept there and the report says so.
+
+// Bringing a branch home runs git here.
+#![allow(clippy::disallowed_types)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use shepherd_core::error_code::ErrorCode;
+
+use crate::error::{BrokerError, BrokerResult};
+use crate::remote::link::HostLink;
+use crate::remote::ops::{BranchAction, BranchReply, BranchRequest, name};
+use crate::state::broker::Broker;
+
+/// How long one git or `branch` step may take.
+const STEP_DEADLINE: Duration = Duration::from_secs(120);
+
+/// An isolated remote sheep's worktree, as recorded on the sheep (under `remote`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RemoteWorktree {
+    host: String,
+    /// The host's checkout.
+    repo: PathBuf,
+    name: String,
+    /// The worktree on the host.
+    path: PathBuf,
+    branch: String,
+    base: String,
+}
+
+/// Makes the sheep's worktree on its host; returns the record to keep and its directory there.
+pub(crate) async fn create(
+    broker: &Arc<Broker>,
+    host: &str,
+    name: String,
+) -> BrokerResult<(Value, PathBuf)> {
+    let link = super::link(broker, host)?;
+    let repo = link.def.project_path.clone();
+    let request = BranchRequest {
+        repo: repo.clone(),
+        name: name.clone(),
+        action: BranchAction::Create,
+    };
+    let reply = branch(&link, request).await.map_err(|why| {
+        BrokerError::new(
+            ErrorCode::WorktreeFailed,
+            format!("the sheep's worktree on host {host} could not be made: {why}"),
+        )
+    })?;
+    let made = RemoteWorktree {
+        host: host.to_owned(),
+        repo,
+        branch: format!("shepherd/{name}"),
+        name,
+        path: reply.worktree.clone(),
+        base: reply.base,
+    };
+    Ok((json!({ "remote": made }), reply.worktree))
+}
+
+/// The worktree as spawn and status show it.
+pub(crate) fn view(record: &Value) -> Option<Value> {
+    let made: RemoteWorktree = serde_json::from_value(record.get("remote")?.clone()).ok()?;
+    Some(json!({
+        "host": made.host,
+        "path": made.path.display().to_string(),
+        "branch": made.branch,
+    }))
+}
+
+/// Whether a sheep's worktree record is a remote one not yet released.
+pub(crate) fn held(record: &Value) -> Option<RemoteWorktree> {
+    if record.get("released").is_some() {
+        return None;
+    }
+    serde_json::from_value(record.get("remote")?.clone()).ok()
+}
+
+async fn branch(link: &Arc<HostLink>, request: BranchRequest) -> Result<BranchReply, String> {
+    let link = link.clone();
+    tokio::task::spawn_blocking(move || {
+        link.call(name::BRANCH, &request, Instant::now() + STEP_DEADLINE)
+    })
+    .await
+    .map_err(|err| err.to_string())?
+}
+
+/// Brings the branch home and tidies the host: the report for the close and the note.
+pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Value {
+    let link = match super::link(broker, &made.host) {
+        Ok(link) => link,
+        Err(err) => return kept(made, &err.message, &[]),
+    };
+    if let Err(why) = link.up(Duration::from_secs(10)).await {
+        return kept(
+            made,
+            &format!("host {} is unreachable: {why}", made.host),
+            &[],
+        );
+    }
+    let report = BranchRequest {
+        repo: made.repo.clone(),
+        name: made.name.clone(),
+        action: BranchAction::Report,
+    };
+    let state = match branch(&link, report).await {
+        Ok(state) => state,
+        Err(why) => return kept(made, &why, &[]),
+    };
+    if !state.commits.is_empty() {
+        let root = broker.config.address.project_root.clone();
+        let (fetching, made_now) = (link.clone(), made.clone());
+        let fetched = tokio::task::spawn_blocking(move || fetch_home(&fetching, &made_now, &root))
+            .await
+            .unwrap_or_else(|err| Err(err.to_string()));
+        if let Err(why) = fetched {
+            return kept(
+                made,
+                &format!("its commits could not be brought home ({why})"),
+                &state.commits,
+            );
+        }
+    }
+    if state.dirty {
+        return kept(
+            made,
+            "uncommitted changes stay in its worktree on the host (only commits come home)",
+            &state.commits,
+        );
+    }
+    let remove = BranchRequest {
+        repo: made.repo.clone(),
+        name: made.name.clone(),
+        action: BranchAction::Remove,
+    };
+    let removed = branch(&link, remove).await;
+    json!({
+        "host": made.host,
+        "path": made.path.display().to_string(),
+        "branch": made.branch,
+        "base": made.base,
+        "kept": removed.is_err(),
+        "reason": removed.err(),
+        "commits": state.commits,
+        "broughtHome": !state.commits.is_empty(),
+        "integrate": integrate(made, !state.commits.is_empty()),
+    })
+}
+
+fn kept(made: &RemoteWorktree, reason: &str, commits: &[String]) -> Value {
+    json!({
+        "host": made.host,
+        "path": made.path.display().to_string(),
+        "branch": made.branch,
+        "base": made.base,
+        "kept": true,
+        "reason": reason,
+        "commits": commits,
+        "broughtHome": false,
+        "integrate": format!(
+            "The worktree stays on host {} at {}: integrate its branch {} there, or fetch it",
+            made.host,
+            made.path.display(),
+            made.branch
+        ),
+    })
+}
+
+fn integrate(made: &RemoteWorktree, home: bool) -> String {
+    if home {
+        format!(
+            "Its commits are on branch {b} here: integrate with `git merge {b}` (or cherry-pick), \
+             discard with `git branch -D {b}`",
+            b = made.branch
+        )
+    } else {
+        "No commits: nothing to integrate".to_owned()
+    }
+}
+
+/// `git fetch` of the sheep's branch from the host's checkout into the parent's repository,
+/// over the link's master connection.
+fn fetch_home(
+    link: &HostLink,
+    made: &RemoteWorktree,
+    root: &std::path::Path,
+) -> Result<(), String> {
+    let ssh = link
+        .ssh_command_line()
+        .iter()
+        .map(|word| crate::remote::link::sh_quote(word))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let source = format!("{}:{}", link.def.destination, made.repo.display());
+    let refspec = format!("+refs/heads/{b}:refs/heads/{b}", b = made.branch);
+    let mut command = std::process::Command::new("git");
+    command
+        .arg("-C")
+        .arg(root)
+        .args(["-c", &format!("core.sshCommand={ssh}")])
+        .args(["fetch", "--no-tags", "--quiet", &source, &refspec])
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE");
+    let out =
+        shepherd_term::process::run_with_deadline(&mut command, Instant::now() + STEP_DEADLINE)
+            .map_err(|err| format!("git fetch: {err}"))?;
+    if out.success {
+        Ok(())
+    } else {
+        Err(format!(
+            "git fetch from host {}: {}",
+            link.name,
+            out.stderr.lines().next().unwrap_or("failed").trim()
+        ))
+    }
+}

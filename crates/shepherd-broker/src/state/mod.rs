@@ -1,0 +1,18 @@
+//! The state layer: the broker's shared state and the one way to change it, the journal that
+//! makes every change durable before anyone hears of it, who a connection speaks for, and who
+//! may connect as what.
+//!
+//! `broker` holds the herd, the backends, the fieldnotes handle and the runtime links, and
+//! commits each change: decide on the pure herd, journal, apply, wake waiters, and return the
+//! effects the change calls for instead of calling the modules that act on them. `journal`
+//! appends and replays; `session` is a connection's identity and how a handler answers it;
+//! `auth` mints and checks capability tokens.
+//!
+//! It may call only what sits below it — `clock`, `paths`, `error`, `fieldnotes` (the note
+//! writer whose handle it holds) and `remote` (the host links whose state it holds) — and
+//! none of the sheep runtime, the handlers, runs, the wire or start-up.
+
+pub(crate) mod auth;
+pub(crate) mod broker;
+pub mod journal;
+pub(crate) mod session;
