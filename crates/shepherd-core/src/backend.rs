@@ -76,7 +76,7 @@ impl FromStr for BackendKind {
     }
 }
 
-impl From<BackendKind> for crate::settings::Backend {
+impl From<BackendKind> for Backend {
     fn from(kind: BackendKind) -> Self {
         match kind {
             BackendKind::Headless => Self::Headless,
@@ -229,6 +229,45 @@ pub struct LaunchRecord {
     /// The tmux server socket or Herdr socket used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+}
+
+/// Which terminal backend sheep run in.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Herdr when inside a Herdr session, else tmux when inside tmux, else headless.
+    #[default]
+    Auto,
+    /// Herdr panes.
+    Herdr,
+    /// tmux panes.
+    Tmux,
+    /// Child processes without a terminal.
+    Headless,
+}
+
+impl Backend {
+    /// Every backend, in the order they are listed to people.
+    pub const ALL: [Self; 4] = [Self::Auto, Self::Herdr, Self::Tmux, Self::Headless];
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Herdr => "herdr",
+            Self::Tmux => "tmux",
+            Self::Headless => "headless",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[cfg(test)]

@@ -420,3 +420,12 @@ mod tests {
         assert_eq!(ErrorCode::UnknownTask.exit_status(), EXIT_FAILURE);
     }
 }
+
+/// An error body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WireError {
+    /// Stable machine code.
+    pub code: ErrorCode,
+    /// One human line.
+    pub message: String,
+}

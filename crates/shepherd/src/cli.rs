@@ -1,11 +1,9 @@
 //! The top of the command tree. Each command group's arguments live beside its code in
 //! `commands/<group>.rs`; their doc comments are the help text.
 
-use std::path::PathBuf;
+use clap::{Parser, Subcommand};
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::commands;
+use shepherd_cli as commands;
 
 /// Shepherd: spawn, task, message, watch and close coding agents, with a durable note for every
 /// delegated task.
@@ -44,7 +42,7 @@ pub(crate) enum Command {
     /// List the herd (`--tui`: the live dashboard).
     Herd(commands::status::HerdListArgs),
     /// The live herd dashboard in the terminal (the same as `herd --tui`).
-    Dash(commands::dash::DashArgs),
+    Dash(shepherd_dash::DashArgs),
     /// Forget sheep whose processes are gone.
     Prune(commands::parent::PruneArgs),
     /// Print and acknowledge what was delivered: inside a sheep its own inbox, else the parent's.
@@ -72,26 +70,18 @@ pub(crate) enum Command {
     Broker(commands::broker::BrokerCommand),
     /// Serve Shepherd's tools to an MCP host (Claude Code, Codex, Gemini CLI, opencode) over
     /// stdio: the parent's tools, or with --sheep a sheep's own.
-    Mcp(commands::mcp::McpArgs),
+    Mcp(shepherd_mcp::McpArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions(commands::shell::CompletionsArgs),
+    Completions(crate::shell::CompletionsArgs),
     /// Print the manual page, or write one per command into a directory.
-    Man(commands::shell::ManArgs),
+    Man(crate::shell::ManArgs),
     /// A remote host's side of a remote sheep (run by the broker over SSH).
     #[command(hide = true)]
     Remote(commands::hosts::RemoteArgs),
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
-    Supervise(commands::supervise::SuperviseArgs),
+    Supervise(shepherd_sheep::supervise::SuperviseArgs),
     /// Run one sheep on a coding agent other than pi (started by Shepherd itself).
     #[command(hide = true)]
-    Harness(commands::harness::HarnessArgs),
-}
-
-/// `--project DIR`, shared by every command that works on one project.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ProjectArg {
-    /// The project root (default: the current directory; inside a sheep, its herd's project).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) project: Option<PathBuf>,
+    Harness(shepherd_sheep::driver::HarnessArgs),
 }

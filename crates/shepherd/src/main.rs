@@ -1,15 +1,15 @@
-//! `shepherd`: the command-line front end and the broker, in one binary.
+//! `shepherd`: one binary for every Shepherd program, and nothing else.
 //!
-//! The binary parses arguments (`cli`), resolves the user's directories once (`context`), runs
-//! one command (`commands/*`, one file per command group) and renders the outcome once
-//! (`output`, `error`): a human line, or with `--json` exactly one compact JSON document. The
-//! libraries never print, read the environment or decide exit codes; this crate does.
+//! It parses the arguments (`cli`), hands the command to the crate that serves it
+//! (`dispatch`: the CLI's commands in `shepherd-cli`, the MCP server in `shepherd-mcp`, the
+//! dashboard in `shepherd-dash`, the supervisor and the agent driver in `shepherd-sheep`) and
+//! renders the outcome once (`output`): a human line, or with `--json` exactly one compact JSON
+//! document. Shell completions and manual pages (`shell`) are made from the argument tree here.
 
 mod cli;
-mod commands;
-mod context;
-mod error;
+mod dispatch;
 mod output;
+mod shell;
 
 use shepherd_core::error_code::ErrorCode;
 use std::process::ExitCode;
@@ -21,10 +21,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    let printer = output::Printer::new(cli.json);
-    match commands::run(cli.command, &printer) {
+    let json = cli.json;
+    match dispatch::run(cli.command, &output::printer(json)) {
         Ok(code) => code,
-        Err(err) => printer.error(&err),
+        Err(err) => output::error(json, &err),
     }
 }
 
@@ -42,6 +42,8 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     let rendered = err.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
     let message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    output::Printer::new(true)
-        .error(&error::CliError::new(ErrorCode::InvalidArgument, message).with_exit(2))
+    output::error(
+        true,
+        &shepherd_client::CliError::new(ErrorCode::InvalidArgument, message).with_exit(2),
+    )
 }

@@ -446,7 +446,7 @@ pub struct StoredReply {
     pub result: Option<Value>,
     /// The error, when it failed after changing something.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<crate::protocol::WireError>,
+    pub error: Option<crate::error_code::WireError>,
 }
 
 /// One delivered-but-unacknowledged item.

@@ -121,19 +121,12 @@ pub struct Request {
     pub request_id: Option<String>,
 }
 
+pub use crate::error_code::WireError;
+
 /// Whether `id` is usable as a client request id: 1 to [`MAX_REQUEST_ID`] printable ASCII
 /// characters.
 pub fn valid_request_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_REQUEST_ID && id.bytes().all(|b| b.is_ascii_graphic())
-}
-
-/// An error body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WireError {
-    /// Stable machine code.
-    pub code: crate::error_code::ErrorCode,
-    /// One human line.
-    pub message: String,
 }
 
 /// One line from the broker: a response (has `id`) or a push (has `event`).

@@ -15,12 +15,12 @@
 mod key;
 mod layers;
 
-use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use crate::agent_def::AgentScope;
+pub use crate::backend::Backend;
 
 pub use key::{InvalidSettingValue, SettingKey, UnknownSettingKey};
 pub use layers::{
@@ -28,45 +28,6 @@ pub use layers::{
     SettingsWarning, UserOnlyKey, activate_project_layer, deactivate_project_layer,
     is_project_layer_active, parse_layer, resolve, set_in_project_layer, set_in_user_layer,
 };
-
-/// Which terminal backend sheep run in.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// Herdr when inside a Herdr session, else tmux when inside tmux, else headless.
-    #[default]
-    Auto,
-    /// Herdr panes.
-    Herdr,
-    /// tmux panes.
-    Tmux,
-    /// Child processes without a terminal.
-    Headless,
-}
-
-impl Backend {
-    /// Every backend, in the order they are listed to people.
-    pub const ALL: [Self; 4] = [Self::Auto, Self::Herdr, Self::Tmux, Self::Headless];
-
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::Herdr => "herdr",
-            Self::Tmux => "tmux",
-            Self::Headless => "headless",
-        }
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Every setting with its effective value. Built from [`resolve`]; the defaults are
 /// [`EffectiveSettings::default`].

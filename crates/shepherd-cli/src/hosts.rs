@@ -1,0 +1,242 @@
+//! `shepherd hosts`: the hosts a user defined for remote sheep, and what each one lacks; and
+//! `shepherd remote <op>`, the host's side of a remote sheep, run by the broker over SSH.
+
+use shepherd_core::error_code::ErrorCode;
+use std::io::Read as _;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use shepherd_core::hosts::HostDef;
+
+use crate::Printer;
+use shepherd_client::CliError;
+use shepherd_client::Context;
+
+/// The arguments of `shepherd hosts`.
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Hosts are defined in the user settings file only, under \"hosts\": \
+                  {\"devbox\": {\"destination\": \"me@devbox\", \"projectPath\": \"/srv/app\", \
+                  \"backend\": \"tmux\"}}. docs/remote.md says more."
+)]
+pub struct HostsArgs {
+    #[command(subcommand)]
+    command: Option<HostsCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum HostsCommand {
+    /// List the hosts defined (the default).
+    List,
+    /// Say what a host has and what it lacks for remote sheep, in one screen.
+    Check {
+        /// The host's name.
+        name: String,
+    },
+}
+
+/// The arguments of `shepherd remote`.
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
+    /// The op (hello, launch, read, close, presence, files, branch); its JSON request comes on
+    /// standard input.
+    op: String,
+}
+
+/// Runs `shepherd hosts`.
+pub fn run(args: HostsArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+    match args.command.unwrap_or(HostsCommand::List) {
+        HostsCommand::List => list(ctx, printer),
+        HostsCommand::Check { name } => check(&name, ctx, printer),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HostRow {
+    name: String,
+    #[serde(flatten)]
+    def: Option<HostDef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn list(ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+    let hosts = shepherd_config::load_hosts(&ctx.dirs);
+    let mut rows: Vec<HostRow> = hosts
+        .defined
+        .iter()
+        .map(|(name, def)| HostRow {
+            name: name.clone(),
+            def: Some(def.clone()),
+            error: None,
+        })
+        .collect();
+    rows.extend(hosts.broken.iter().map(|(name, err)| HostRow {
+        name: name.clone(),
+        def: None,
+        error: Some(err.to_string()),
+    }));
+    printer.emit(&rows, || {
+        if rows.is_empty() {
+            return format!(
+                "No hosts are defined. Define them under \"hosts\" in {} (docs/remote.md).",
+                shepherd_config::settings::user_settings_file(&ctx.dirs).display()
+            );
+        }
+        rows.iter()
+            .map(|row| match (&row.def, &row.error) {
+                (Some(def), _) => format!(
+                    "{:<12} {:<24} {:<10} {}",
+                    row.name,
+                    def.destination,
+                    def.backend.as_str(),
+                    def.project_path.display()
+                ),
+                (None, Some(err)) => format!("{:<12} unusable: {err}", row.name),
+                (None, None) => row.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line of `hosts check`.
+#[derive(Serialize)]
+struct Finding {
+    what: String,
+    ok: bool,
+    detail: String,
+}
+
+fn check(name: &str, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+    let hosts = shepherd_config::load_hosts(&ctx.dirs);
+    let def = hosts
+        .get(name)
+        .map_err(|err| CliError::new(ErrorCode::UnknownHost, err.to_string()))?
+        .clone();
+    let programs: Vec<String> = ["git", "tmux", "pi", "claude", "codex", "gemini", "opencode"]
+        .map(str::to_owned)
+        .to_vec();
+    let mut findings = Vec::new();
+    let mut finding = |what: &str, ok: bool, detail: String| {
+        findings.push(Finding {
+            what: what.to_owned(),
+            ok,
+            detail,
+        });
+    };
+    match shepherd_broker::remote::probe(&def, programs) {
+        Err(why) => {
+            let reached = why.starts_with("reachable");
+            finding("reachable", reached, format!("ssh {}", def.destination));
+            finding("shepherd", false, why);
+        }
+        Ok(hello) => {
+            finding("reachable", true, format!("ssh {}", def.destination));
+            let same = hello.protocol == shepherd_core::protocol::PROTOCOL_VERSION;
+            finding(
+                "shepherd",
+                same,
+                format!(
+                    "{} {} (protocol {}{})",
+                    hello.exe.display(),
+                    hello.version,
+                    hello.protocol,
+                    if same {
+                        String::new()
+                    } else {
+                        format!(
+                            "; this one speaks {}: install the same version there",
+                            shepherd_core::protocol::PROTOCOL_VERSION
+                        )
+                    }
+                ),
+            );
+            finding(
+                "project",
+                hello.project_exists,
+                def.project_path.display().to_string(),
+            );
+            let backend = def.backend.as_str();
+            finding(
+                &format!("backend {backend}"),
+                hello.backends.get(backend) == Some(&true),
+                if hello.backends.get(backend) == Some(&true) {
+                    "runs there".to_owned()
+                } else {
+                    "not available there; set \"backend\" to one it has".to_owned()
+                },
+            );
+            for (program, present) in &hello.programs {
+                finding(
+                    program,
+                    *present,
+                    if *present {
+                        "on PATH".to_owned()
+                    } else {
+                        "not on PATH (needed only by sheep that run it)".to_owned()
+                    },
+                );
+            }
+        }
+    }
+    let essential = ["reachable", "shepherd", "project"];
+    let ready = findings
+        .iter()
+        .filter(|f| essential.contains(&f.what.as_str()) || f.what.starts_with("backend "))
+        .all(|f| f.ok);
+    #[derive(Serialize)]
+    struct Report<'a> {
+        host: &'a str,
+        ready: bool,
+        findings: &'a [Finding],
+    }
+    printer.emit(
+        &Report {
+            host: name,
+            ready,
+            findings: &findings,
+        },
+        || {
+            let mut lines = vec![format!(
+                "host {name}: {}",
+                if ready {
+                    "ready for remote sheep"
+                } else {
+                    "not ready"
+                }
+            )];
+            lines.extend(findings.iter().map(|f| {
+                format!(
+                    "  {} {:<10} {}",
+                    if f.ok { "ok  " } else { "MISS" },
+                    f.what,
+                    f.detail
+                )
+            }));
+            lines.join("\n")
+        },
+    );
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(ErrorCode::HostUnreachable.exit_status())
+    })
+}
+
+/// Runs `shepherd remote <op>` on a host: one JSON request in, one JSON answer out.
+pub fn remote(args: &RemoteArgs, printer: &Printer) -> Result<ExitCode, CliError> {
+    let ctx = Context::from_env()?;
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|err| CliError::new(ErrorCode::Io, format!("reading the request: {err}")))?;
+    let answer = shepherd_broker::remote::host::run_op(&args.op, &input, &ctx.dirs)
+        .map_err(|err| CliError::new(ErrorCode::InvalidRequest, err.to_string()))?;
+    printer.line(&answer);
+    Ok(ExitCode::SUCCESS)
+}

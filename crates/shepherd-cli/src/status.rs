@@ -1,0 +1,280 @@
+//! What the CLI shows of a herd: `status` (a sheep, a message's receipt, every sheep) and
+//! `herd` (the list, `--follow`, and inside a sheep its herd-mates). Split from the parent's
+//! other commands because these read and print rather than change the herd.
+
+use shepherd_core::error_code::ErrorCode;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Value, json};
+use shepherd_core::herd::{MessageReceipt, SheepStatus};
+use shepherd_core::ids::MessageId;
+use shepherd_core::protocol::{
+    HerdMatesResult, HerdResult, StatusParams, StatusResult, event, method,
+};
+
+use super::short_ids;
+use crate::Printer;
+use shepherd_client::CliError;
+use shepherd_client::Context;
+use shepherd_client::connect::{HerdArgs, deadline_after, parent, runtime, target};
+use shepherd_client::connect::{call, read_call};
+
+/// Show a sheep's state, task and the latest messages sent to it with their receipts, a
+/// message's receipt, or every sheep's state.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The sheep (agent id, unique id prefix or display name), or a message id
+    /// (`shepherd-message-…`, as message and tell print it) for where that message is (default:
+    /// every sheep).
+    agent_id: Option<String>,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+fn status_line(status: &SheepStatus) -> String {
+    let mut line = format!(
+        "{} {} [{}]",
+        status.agent_id, status.display_name, status.state
+    );
+    if let Some(task) = &status.task {
+        line.push_str(&format!("; task {} {}", task.id, task.state.as_str()));
+        if let Some(on) = &task.waiting_on {
+            line.push_str(&format!(
+                " (waiting on {on}{})",
+                if task.stale { ", stale" } else { "" }
+            ));
+        }
+        if let Some(limit) = &task.rate_limit {
+            line.push_str(&format!(" ({})", limit.describe()));
+        }
+    }
+    if let Some(error) = &status.error {
+        line.push_str(&format!("; {error}"));
+    }
+    line
+}
+
+/// A sheep's line followed by one line per message sent to it, newest first.
+fn sheep_lines(status: &SheepStatus) -> String {
+    let mut text = status_line(status);
+    for receipt in &status.messages {
+        text.push_str("\n  ");
+        text.push_str(&receipt_line(receipt));
+    }
+    text
+}
+
+/// `<id> from <sender> to <target>: read 18:30:02 (sent 18:30:00, delivered 18:30:01) "<line>"`.
+fn receipt_line(receipt: &MessageReceipt) -> String {
+    let at = |ms: Option<i64>| {
+        ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+            .map(|t| {
+                t.to_zoned(jiff::tz::TimeZone::system())
+                    .strftime("%H:%M:%S")
+                    .to_string()
+            })
+    };
+    let mut times = vec![format!(
+        "sent {}",
+        at(Some(receipt.sent_at)).unwrap_or_default()
+    )];
+    if let Some(delivered) = at(receipt.delivered_at) {
+        times.push(format!("delivered {delivered}"));
+    }
+    if let Some(read) = at(receipt.read_at) {
+        times.push(format!("read {read}"));
+    }
+    format!(
+        "{} from {} to {}: {} ({}) \"{}\"",
+        receipt.message_id,
+        receipt.sender_name,
+        receipt.target_name,
+        receipt.state.as_str(),
+        times.join(", "),
+        receipt.preview
+    )
+}
+
+/// Prints what `status` answered: one sheep, a message's receipt or the herd.
+fn print_status(printer: &Printer, value: &Value) -> Result<(), CliError> {
+    let result: StatusResult = serde_json::from_value(value.clone())
+        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("status: {e}")))?;
+    printer.emit(value, || match &result {
+        StatusResult::One(status) => sheep_lines(status),
+        StatusResult::All(herd) => herd_lines(herd),
+        StatusResult::Message(receipt) => receipt_line(receipt),
+    });
+    Ok(())
+}
+
+pub fn status(args: &StatusArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+    let params = StatusParams {
+        id: args.agent_id.clone(),
+    };
+    // Inside a sheep, plain `status` is the sheep's own (or a message it sent or received),
+    // asked of its herd's broker as the sheep: it starts no herd of its own and rides out a
+    // broker restart like every sheep-side command.
+    if args.herd.parent_session.is_none()
+        && args.herd.project.is_none()
+        && let Ok(cap) = shepherd_client::connect::SheepCapability::from_env()
+    {
+        let params = json!(params);
+        let value = runtime()?.block_on(async {
+            let deadline = deadline_after(Duration::ZERO)?;
+            Ok::<_, CliError>(
+                shepherd_client::connect::sheep(&cap, shepherd_core::protocol::Role::Sheep)
+                    .request(method::STATUS, params, deadline)
+                    .await?,
+            )
+        })?;
+        print_status(printer, &value)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let value: Value = if let Some(id) = &args.agent_id {
+        // A message id is exact (messages have no short names); anything else names a sheep.
+        let id = if MessageId::parse(id.trim()).is_some() {
+            id.trim().to_owned()
+        } else {
+            short_ids::sheep_id(ctx, &args.herd, id.clone())?
+        };
+        let params = StatusParams { id: Some(id) };
+        call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
+    } else {
+        read_call(ctx, &args.herd, method::STATUS, json!(params))?
+            .unwrap_or_else(|| json!(HerdResult::default()))
+    };
+    print_status(printer, &value)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn herd_lines(herd: &HerdResult) -> String {
+    if herd.sheep.is_empty() {
+        return "no sheep".to_owned();
+    }
+    herd.sheep
+        .iter()
+        .map(status_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// List the herd (inside a sheep: its herd-mates, to message the right one).
+#[derive(Debug, Args)]
+pub struct HerdListArgs {
+    /// Keep listening: print the herd again each time it changes (pushed by the broker; with
+    /// --json one document per line) until interrupted or the broker stops.
+    #[arg(long, conflicts_with = "tui")]
+    follow: bool,
+    /// Show the herd live in a terminal dashboard, with keys to open, read, message, delegate
+    /// to and close its sheep (`shepherd dash` for short).
+    #[arg(long)]
+    tui: bool,
+    #[command(flatten)]
+    view: shepherd_dash::ViewArgs,
+    #[command(flatten)]
+    herd: HerdArgs,
+}
+
+pub fn herd(args: &HerdListArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+    if args.tui || args.view.all {
+        return shepherd_dash::run(&args.view, &args.herd, ctx, printer.is_json());
+    }
+    if args.follow {
+        return follow_herd(args, ctx, *printer);
+    }
+    // Inside a sheep, the herd is its herd-mates, asked of its herd's broker as the sheep.
+    if args.herd.parent_session.is_none()
+        && args.herd.project.is_none()
+        && let Ok(cap) = shepherd_client::connect::SheepCapability::from_env()
+    {
+        return herd_mates(&cap, printer);
+    }
+    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?.unwrap_or_default();
+    printer.emit(&herd, || herd_lines(&herd));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `herd --follow`: the herd now, then every pushed change, each human block headed by the
+/// local time it was seen.
+fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<ExitCode, CliError> {
+    let target = target(ctx, &args.herd)?;
+    let show = |herd: &HerdResult| {
+        printer.emit(herd, || {
+            let at = jiff::Zoned::now().strftime("%H:%M:%S");
+            format!("[{at}] {} sheep\n{}", herd.sheep.len(), herd_lines(herd))
+        });
+    };
+    runtime()?.block_on(async {
+        let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
+        let mut subscribed = 0;
+        loop {
+            if link.generation() != subscribed || !link.is_connected() {
+                // A new connection (the broker restarted): follow the herd again from now.
+                let deadline = deadline_after(Duration::ZERO)?;
+                let now: HerdResult = match link
+                    .request(method::HERD_SUBSCRIBE, json!({}), deadline)
+                    .await
+                {
+                    Ok(value) => serde_json::from_value(value)
+                        .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?,
+                    Err(err) => return Err(err.into()),
+                };
+                subscribed = link.generation();
+                show(&now);
+            }
+            let push = tokio::select! {
+                push = link.next_push() => push,
+                _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            };
+            match push {
+                Ok((name, data)) if name == event::HERD => {
+                    let herd: HerdResult = serde_json::from_value(data)
+                        .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?;
+                    show(&herd);
+                }
+                Ok((name, _)) if name == event::SHUTDOWN => return Ok(ExitCode::SUCCESS),
+                Ok(_) => {}
+                Err(err) if err.is_lost() => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+    })
+}
+
+/// `shepherd herd` inside a sheep: every open sheep of its herd (itself marked) with what a
+/// herd-mate may see — id, display name, agent, what runs it, state.
+fn herd_mates(
+    cap: &shepherd_client::connect::SheepCapability,
+    printer: &Printer,
+) -> Result<ExitCode, CliError> {
+    let value = runtime()?.block_on(async {
+        let deadline = deadline_after(Duration::ZERO)?;
+        Ok::<_, CliError>(
+            shepherd_client::connect::sheep(cap, shepherd_core::protocol::Role::Sheep)
+                .request(method::HERD_MATES, json!({}), deadline)
+                .await?,
+        )
+    })?;
+    let result: HerdMatesResult = serde_json::from_value(value)
+        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("herd.mates: {e}")))?;
+    printer.emit(&result, || {
+        result
+            .mates
+            .iter()
+            .map(|mate| {
+                format!(
+                    "{} {} [{}] {}{}",
+                    mate.agent_id,
+                    mate.display_name,
+                    mate.state,
+                    mate.runtime,
+                    if mate.is_self { " (you)" } else { "" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,119 @@
+//! The controls over MCP, as the pi tools offer them: `shepherd_resume`, the `isolate`
+//! argument of `shepherd_spawn` and the worktree report of `shepherd_close` (the budget and
+//! stall-watchdog arguments are read with the other arguments, in `args`).
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use shepherd_core::protocol::{ResumeParams, method};
+use tokio::time::Instant;
+
+use super::error::ToolError;
+use super::herd::to_value;
+use super::schema::{input, object, string};
+use super::server::{Parent, respond};
+use super::text::success;
+use shepherd_client::connect::broker_timeout;
+use shepherd_client::connect::{caller_context, spawn_wait};
+
+/// What became of a closed isolated sheep's worktree, in words.
+pub(crate) fn worktree_text(report: &Value) -> String {
+    let text = |key: &str| report[key].as_str().unwrap_or_default().to_owned();
+    if report["kept"] != true {
+        return format!(
+            "; worktree {} removed (clean, no new commits)",
+            text("path")
+        );
+    }
+    let list = |key: &str, separator: &str| {
+        report[key]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(separator)
+            })
+            .unwrap_or_default()
+    };
+    format!(
+        "; worktree kept at {} on branch {}: {} ({}); files: {}; commits: {}. {}",
+        text("path"),
+        text("branch"),
+        text("reason"),
+        text("diffstat"),
+        list("files", ", "),
+        list("commits", "; "),
+        text("integrate")
+    )
+}
+
+#[derive(Debug, Deserialize)]
+struct Resume {
+    id: String,
+}
+
+#[tool_router(router = controls_router, vis = "pub(crate)")]
+impl Parent {
+    #[tool(
+        name = "shepherd_resume",
+        description = "Reopen one of your closed or exited sheep on its own session, under the same agent id and name: its conversation (what it was told, what it did) is intact, so it can pick up where it stopped. Hand it the next task with shepherd_delegate; that task's note links the note it continues. Only pi sheep keep a session to resume.",
+        input_schema = input(&object(&[("id", string("The sheep's agent id"))], &["id"]))
+    )]
+    async fn shepherd_resume(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_resume",
+            "resume",
+            &args,
+            self.resume(&args, &ctx).await,
+        )
+    }
+}
+
+impl Parent {
+    async fn resume(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let resume: Resume = super::args::read("shepherd_resume", args, false)?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = ResumeParams {
+            id: resume.id,
+            backend: None,
+            caller: Some(caller_context()),
+        };
+        // A resume of an exited sheep closes what is left of it first.
+        let deadline = Instant::now() + spawn_wait() + Duration::from_secs(30) + broker_timeout()?;
+        let result = herd
+            .call(method::RESUME, to_value(&params), deadline)
+            .await?;
+        herd.remember(result["agentId"].as_str(), result["displayName"].as_str());
+        Ok(success(
+            "shepherd_resume",
+            args,
+            &format!(
+                "resumed {} on {}",
+                result["displayName"].as_str().unwrap_or_default(),
+                result["backend"].as_str().unwrap_or_default()
+            ),
+            &json!({ "id": result["agentId"], "resumes": result["resumes"] }),
+            &[
+                ("id", Some(result["agentId"].clone())),
+                ("displayName", Some(result["displayName"].clone())),
+                ("backend", Some(result["backend"].clone())),
+                ("resumes", Some(result["resumes"].clone())),
+            ],
+            &[("id", "agent id")],
+        ))
+    }
+}

@@ -1,0 +1,600 @@
+//! The parent's tools that answer at once: `shepherd` (agents, herd, prune), `shepherd_spawn`,
+//! `shepherd_delegate`, `shepherd_message`, `shepherd_prompt`, `shepherd_status`,
+//! `shepherd_close` and `shepherd_read`. Each is one broker request (the agent listing reads
+//! the definitions, as `shepherd agents` does) and answers in the pi tools' words; the waiting
+//! tools are in [`super::waits`], the server's shared state in [`super::server`].
+
+use shepherd_core::error_code::ErrorCode;
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use serde_json::{Value, json};
+use shepherd_config::{discover_agents, load_settings};
+use shepherd_core::agent_def::AgentScope;
+use shepherd_core::protocol::{
+    CloseParams, DelegateParams, ReadParams, SpawnParams, StatusParams, method,
+};
+use tokio::time::Instant;
+
+use super::args::{self, one_of};
+use super::error::ToolError;
+use super::herd::absolute;
+use super::herd::to_value;
+use super::schema::input;
+use super::server::{Parent, message_params, progress, respond};
+use super::text::{plural, success};
+use super::words;
+use shepherd_client::connect::broker_timeout;
+use shepherd_client::connect::caller_context;
+
+/// How long a close may take: the sheep's grace, the backend's confirmation, a pi sheep's
+/// last words (as `shepherd close` allows).
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a spawn may wait for its sheep to start: the broker's start-up limit and the time
+/// to clean up a sheep that did not (as `shepherd spawn` allows).
+pub(crate) fn spawn_wait() -> Duration {
+    let startup = std::env::var("SHEPHERD_STARTUP_LIMIT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(30), Duration::from_millis);
+    startup + Duration::from_secs(15)
+}
+
+#[tool_router(vis = "pub(crate)")]
+impl Parent {
+    #[tool(
+        name = "shepherd",
+        description = "Shepherd's control plane. A shepherd (you) runs a herd of sheep: child coding agents started from agent definitions, each with an opaque agent id. This tool only looks: `agents` lists the definitions you may spawn (exact, case-sensitive names), `herd` lists your sheep with their ids, states and tasks, `prune` forgets sheep whose processes are gone. Starting, tasking, messaging, watching, reading and closing sheep are separate shepherd_* tools. Every delegated task gets a note in the session's fieldnotes (.shepherd/sessions/…, indexed by shepherd.md).",
+        input_schema = input(&args::control_schema())
+    )]
+    async fn shepherd(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let action = args
+            .get("action")
+            .and_then(Value::as_str)
+            .unwrap_or("shepherd")
+            .to_owned();
+        respond("shepherd", &action, &args, self.control(&args, &ctx).await)
+    }
+
+    #[tool(
+        name = "shepherd_spawn",
+        description = "Start an idle, persistent sheep from an agent definition. It gets no task yet: hand it one with shepherd_delegate. `agent` is the exact definition name (call shepherd {action: \"agents\"} when unsure). Give every sheep a short label that says what it is for (e.g. \"auth tests\"); the sheep is then shown as `<agent>: <label>`, which must be unique among your sheep. It runs in the project directory unless `cwd` says otherwise, with the definition's model, in a background tab when it is visible; `pane_right` and `pane_down` split your own pane instead. Returns the sheep's agent id: keep it, every other shepherd_* tool takes it.",
+        input_schema = input(&args::spawn_schema())
+    )]
+    async fn shepherd_spawn(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_spawn",
+            "spawn",
+            &args,
+            self.spawn(&args, &ctx).await,
+        )
+    }
+
+    #[tool(
+        name = "shepherd_delegate",
+        description = "Hand a sheep a tracked task and return at once with its task id. The task may take the sheep many turns; it is finished only when the sheep reports it done (completed, blocked or failed), when it passes its timeout, or when you close the sheep. A sheep going idle or ending a turn is not completion. Follow with shepherd_watch on the task id. One open task per sheep; the task text goes to the sheep with the path of its note.",
+        input_schema = input(&args::delegate_schema())
+    )]
+    async fn shepherd_delegate(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_delegate",
+            "delegate",
+            &args,
+            self.delegate(&args, &ctx, false).await,
+        )
+    }
+
+    #[tool(
+        name = "shepherd_message",
+        description = "Send a sheep a message. `target` must be the exact agent id from shepherd_spawn: not a definition name like `planner`, not a label, not a pane id. Accepted means queued, not read or answered. With `expectsReply` and the sheep's `taskId`, its task waits for the answer (a tracked question). To answer a sheep's question, pass its message id as `replyTo` and the asking sheep's task id as `taskId`. A plain message never changes a task's state and is not a way to hand over work (use shepherd_delegate).",
+        input_schema = input(&args::message_schema(false))
+    )]
+    async fn shepherd_message(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_message",
+            "message",
+            &args,
+            self.message(&args, &ctx).await,
+        )
+    }
+
+    #[tool(
+        name = "shepherd_prompt",
+        description = "Deprecated: prefer shepherd_delegate + shepherd_watch (and shepherd_message for follow-ups). Sends a sheep one prompt as a one-turn task that finishes when the sheep's run settles, with its final text as the result. Returns its prompt id, which is the id of that one-turn task; watch it with shepherd_watch.",
+        input_schema = input(&args::prompt_schema())
+    )]
+    async fn shepherd_prompt(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_prompt",
+            "prompt",
+            &args,
+            self.delegate(&args, &ctx, true).await,
+        )
+    }
+
+    #[tool(
+        name = "shepherd_status",
+        description = "Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing), its task (state, how long it has waited for a reply, on whom, whether the wait is stale) and the latest messages sent to it with whether each was delivered and read. Given a message id (from shepherd_message) instead, show whether that message was delivered and read. Changes nothing.",
+        input_schema = input(&args::status_schema())
+    )]
+    async fn shepherd_status(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_status",
+            "status",
+            &args,
+            self.status(&args, &ctx).await,
+        )
+    }
+
+    #[tool(
+        name = "shepherd_close",
+        description = "Close one of your sheep: its process ends and an open task is cancelled (return code 130). Watching or waiting never closes a sheep; close each one when you no longer need it.",
+        input_schema = input(&args::agent_id_schema())
+    )]
+    async fn shepherd_close(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond(
+            "shepherd_close",
+            "close",
+            &args,
+            self.close(&args, &ctx).await,
+        )
+    }
+
+    #[tool(
+        name = "shepherd_read",
+        description = "Diagnostic: the recent output of a sheep's terminal or log. `name` is its agent id or display name. `source` is recent-unwrapped (default), recent, visible or detection; an idle pane may have no recent output, try visible.",
+        input_schema = input(&args::read_schema())
+    )]
+    async fn shepherd_read(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        respond("shepherd_read", "read", &args, self.read(&args, &ctx).await)
+    }
+}
+
+impl Parent {
+    async fn control(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let control: args::Control = args::read("shepherd", args, true)?;
+        let action = one_of("action", Some(control.action), args::ACTIONS)?.unwrap_or_default();
+        let scope = one_of("agentScope", control.agent_scope, args::SCOPES)?;
+        let shown = json!({ "action": action, "agentScope": scope });
+        let shown = shown.as_object().expect("an object");
+        let herd = self.herd(&ctx.peer).await?;
+        match action.as_str() {
+            "agents" => {
+                let settings = load_settings(&self.shared.ctx.dirs, &herd.project);
+                let scope = match scope.as_deref() {
+                    Some("user") => AgentScope::User,
+                    Some("project") => AgentScope::Project,
+                    Some(_) => AgentScope::Both,
+                    None => settings.settings.agent_scope,
+                };
+                let discovery = discover_agents(
+                    &self.shared.ctx.dirs,
+                    &herd.project,
+                    scope,
+                    settings.settings.include_bundled_agents,
+                );
+                let agents: Vec<Value> = discovery
+                    .agents
+                    .iter()
+                    .map(|def| {
+                        let full = serde_json::to_value(def).unwrap_or_default();
+                        json!({
+                            "name": full["name"], "source": full["source"],
+                            "description": full["description"], "model": full["model"],
+                            "thinking": full["thinking"], "tools": full["tools"],
+                            "filePath": full["filePath"],
+                        })
+                    })
+                    .collect();
+                let scope = discovery.scope.to_string();
+                let names: Vec<Value> = agents.iter().map(|a| a["name"].clone()).collect();
+                Ok(success(
+                    "shepherd",
+                    shown,
+                    &words::agents_text(&scope, &agents),
+                    &Value::Array(names),
+                    &[
+                        ("scope", Some(json!(scope))),
+                        ("agents", Some(json!(agents))),
+                    ],
+                    &[],
+                ))
+            }
+            "herd" => {
+                let result = herd.quick(method::HERD, json!({})).await?;
+                herd.remember_herd(&result);
+                let sheep = result["sheep"].as_array().cloned().unwrap_or_default();
+                let ids: Vec<Value> = sheep.iter().map(|s| s["agentId"].clone()).collect();
+                Ok(success(
+                    "shepherd",
+                    shown,
+                    &words::herd_text(&sheep),
+                    &Value::Array(ids),
+                    &[("sheep", Some(json!(sheep)))],
+                    &[],
+                ))
+            }
+            _ => {
+                let result = herd.quick(method::PRUNE, json!({})).await?;
+                let pruned = result["pruned"].as_u64().unwrap_or(0);
+                let remaining = result["remaining"].as_u64().unwrap_or(0);
+                let service = if pruned == 0 {
+                    format!("No stale sheep records found ({remaining} kept).")
+                } else {
+                    format!(
+                        "Removed {}; {remaining} remain.",
+                        plural(
+                            usize::try_from(pruned).unwrap_or(usize::MAX),
+                            "stale sheep record"
+                        )
+                    )
+                };
+                Ok(success(
+                    "shepherd",
+                    shown,
+                    &service,
+                    &result,
+                    &[
+                        ("pruned", Some(json!(pruned))),
+                        ("remaining", Some(json!(remaining))),
+                    ],
+                    &[],
+                ))
+            }
+        }
+    }
+
+    async fn spawn(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let spawn: args::Spawn = args::read("shepherd_spawn", args, false)?;
+        let placement = args::closed("placement", spawn.placement, args::PLACEMENTS)?;
+        let harness = args::harness(spawn.harness)?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = SpawnParams {
+            agent: spawn.agent.clone(),
+            label: Some(spawn.label),
+            backend: None,
+            cwd: absolute(&herd.project, spawn.cwd),
+            placement,
+            model: None,
+            harness,
+            caller: Some(caller_context()),
+            parent_model: None,
+            parent_thinking: None,
+            session_name: None,
+            // An MCP host is not pi: pi sheep run `SHEPHERD_PI`, else the `pi` on PATH.
+            pi_command: None,
+            isolate: spawn.isolate == Some(true),
+            host: spawn.host.clone(),
+        };
+        progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
+        let deadline = Instant::now() + spawn_wait() + broker_timeout()?;
+        let result = herd
+            .call(method::SPAWN, to_value(&params), deadline)
+            .await
+            .map_err(|err| match err.code {
+                ErrorCode::UnknownAgent => ToolError::new(
+                    err.code,
+                    format!(
+                        "{} Call shepherd with action \"agents\" to list exact names.",
+                        err.message
+                    ),
+                ),
+                _ => err,
+            })?;
+        herd.remember(result["agentId"].as_str(), result["displayName"].as_str());
+        let mut returned =
+            json!({ "id": result["agentId"], "agent": result["agent"], "label": result["label"] });
+        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
+        if let Some(worktree) = &worktree {
+            returned["worktree"] = worktree.clone();
+        }
+        Ok(success(
+            "shepherd_spawn",
+            args,
+            &format!(
+                "shepherd_spawn spawned {}",
+                result["displayName"].as_str().unwrap_or_default()
+            ),
+            &returned,
+            &[
+                ("id", Some(result["agentId"].clone())),
+                ("agent", Some(result["agent"].clone())),
+                ("label", Some(result["label"].clone())),
+                ("displayName", Some(result["displayName"].clone())),
+                ("backend", Some(result["backend"].clone())),
+                ("fieldnote", Some(result["fieldnote"].clone())),
+                ("worktree", worktree),
+            ],
+            &[("id", "agent id"), ("fieldnote", "agent fieldnote")],
+        ))
+    }
+
+    /// `shepherd_delegate`, or with `turn` the deprecated `shepherd_prompt`.
+    async fn delegate(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+        turn: bool,
+    ) -> Result<CallToolResult, ToolError> {
+        let (tool, target, task, timeout, budget, stall) = if turn {
+            let prompt: args::Prompt = args::read("shepherd_prompt", args, false)?;
+            (
+                "shepherd_prompt",
+                prompt.id,
+                prompt.message,
+                prompt.timeout,
+                None,
+                None,
+            )
+        } else {
+            let delegate: args::Delegate = args::read("shepherd_delegate", args, false)?;
+            let budget = delegate.budget.budget()?;
+            (
+                "shepherd_delegate",
+                delegate.target,
+                delegate.task,
+                delegate.timeout,
+                budget,
+                delegate.stall,
+            )
+        };
+        let timeout = args::minutes("timeout", timeout).map_err(|err| {
+            if turn {
+                err
+            } else {
+                ToolError::new(
+                    err.code,
+                    "Delegated task timeout must be a positive number of minutes.",
+                )
+            }
+        })?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = DelegateParams {
+            target,
+            task,
+            timeout,
+            session_name: None,
+            mode: None,
+            group: None,
+            note: None,
+            turn,
+            budget,
+            stall,
+        };
+        let result = herd.quick(method::DELEGATE, to_value(&params)).await?;
+        let name = herd
+            .name_of(result["agentId"].as_str().unwrap_or_default())
+            .await;
+        let note = result["noteRelative"].as_str().map(|n| json!(n));
+        if turn {
+            // A prompt is a one-turn task: its prompt id is that task's id.
+            let task = &result["taskId"];
+            return Ok(success(
+                tool,
+                args,
+                &format!(
+                    "Prompted {name} (prompt id {})",
+                    task.as_str().unwrap_or("?")
+                ),
+                &json!({ "id": task, "promptId": task }),
+                &[
+                    ("id", Some(task.clone())),
+                    ("promptId", Some(task.clone())),
+                    ("taskId", Some(task.clone())),
+                    ("agentId", Some(result["agentId"].clone())),
+                    ("note", note),
+                ],
+                &[],
+            ));
+        }
+        Ok(success(
+            tool,
+            args,
+            &format!("Delegated task to {name}"),
+            &json!({ "taskId": result["taskId"], "agentId": result["agentId"], "state": result["state"] }),
+            &[
+                ("id", Some(result["taskId"].clone())),
+                ("taskId", Some(result["taskId"].clone())),
+                ("agentId", Some(result["agentId"].clone())),
+                ("state", Some(result["state"].clone())),
+                ("note", note),
+            ],
+            &[],
+        ))
+    }
+
+    async fn message(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let message: args::Message = args::read("shepherd_message", args, false)?;
+        let params = message_params(message)?;
+        let herd = self.herd(&ctx.peer).await?;
+        let result = herd.quick(method::MESSAGE, to_value(&params)).await?;
+        let name = herd
+            .name_of(result["targetId"].as_str().unwrap_or_default())
+            .await;
+        let state = result["targetTaskState"]
+            .as_str()
+            .map(|s| format!(" (task {s})"))
+            .unwrap_or_default();
+        let mut returned = json!({
+            "messageId": result["messageId"], "accepted": result["accepted"],
+            "delivery": "queued", "targetId": result["targetId"],
+        });
+        if let Some(request) = result.get("requestId").filter(|r| !r.is_null()) {
+            returned["requestId"] = request.clone();
+        }
+        Ok(success(
+            "shepherd_message",
+            args,
+            &format!(
+                "Message queued to {name}{state}; shepherd_status {{id: \"{}\"}} shows whether it was delivered and read",
+                result["messageId"].as_str().unwrap_or_default()
+            ),
+            &returned,
+            &[
+                ("id", Some(result["messageId"].clone())),
+                ("messageId", Some(result["messageId"].clone())),
+                ("requestId", result.get("requestId").cloned()),
+                ("targetTaskState", result.get("targetTaskState").cloned()),
+            ],
+            &[],
+        ))
+    }
+
+    async fn status(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let id: args::AgentId = args::read("shepherd_status", args, false)?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = StatusParams { id: Some(id.id) };
+        let status = herd.quick(method::STATUS, to_value(&params)).await?;
+        herd.remember(status["agentId"].as_str(), status["displayName"].as_str());
+        let (text, shown) =
+            super::receipts::status_answer(&status, words::status_text, words::public_status);
+        Ok(success(
+            "shepherd_status",
+            args,
+            &text,
+            &shown,
+            &[("status", Some(shown.clone()))],
+            &[],
+        ))
+    }
+
+    async fn close(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let id: args::AgentId = args::read("shepherd_close", args, false)?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = CloseParams {
+            id: id.id,
+            keep_pane: false,
+        };
+        let deadline = Instant::now() + CLOSE_WAIT + broker_timeout()?;
+        let result = herd
+            .call(method::CLOSE, to_value(&params), deadline)
+            .await?;
+        let cancelled = result.get("cancelled").filter(|c| c.is_object()).cloned();
+        let cancelled_text = cancelled
+            .as_ref()
+            .and_then(|c| c["taskId"].as_str())
+            .map(|t| format!(" (task {t} cancelled)"))
+            .unwrap_or_default();
+        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
+        let worktree_text = worktree
+            .as_ref()
+            .map(super::controls::worktree_text)
+            .unwrap_or_default();
+        let mut returned = json!({ "id": result["agentId"] });
+        if let Some(worktree) = &worktree {
+            returned["worktree"] = worktree.clone();
+        }
+        Ok(success(
+            "shepherd_close",
+            args,
+            &format!(
+                "closed {}{cancelled_text}{worktree_text}",
+                result["displayName"].as_str().unwrap_or_default()
+            ),
+            &returned,
+            &[
+                ("id", Some(result["agentId"].clone())),
+                ("cancelled", cancelled),
+                ("worktree", worktree),
+            ],
+            &[],
+        ))
+    }
+
+    async fn read(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let read: args::Read = args::read("shepherd_read", args, false)?;
+        let source = args::closed("source", read.source, args::SOURCES)?;
+        let lines = match read.lines {
+            None => None,
+            Some(n)
+                if n.is_finite() && n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX) =>
+            {
+                Some(n as u32)
+            }
+            Some(n) => {
+                return Err(ToolError::arguments(format!(
+                    "lines `{n}` must be a whole number of at least 1"
+                )));
+            }
+        };
+        let herd = self.herd(&ctx.peer).await?;
+        let params = ReadParams {
+            target: read.name,
+            lines,
+            source,
+        };
+        let result = herd.quick(method::READ, to_value(&params)).await?;
+        let text = result["text"].as_str().unwrap_or_default().to_owned();
+        Ok(success(
+            "shepherd_read",
+            args,
+            &text,
+            &json!(text),
+            &[
+                ("target", Some(result["target"].clone())),
+                ("lines", Some(result["lines"].clone())),
+                ("source", Some(result["source"].clone())),
+            ],
+            &[],
+        ))
+    }
+}

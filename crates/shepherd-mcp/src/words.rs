@@ -1,0 +1,357 @@
+//! Sheep, tasks, runs and inbox items in words, as the pi package puts them (`ops.ts`,
+//! `tools.ts`, `notifications.ts`, `subagent.ts`, and the sheep extension's envelope header),
+//! so a model reads the same lines over MCP as in pi. Everything here works on the broker's
+//! JSON answers and never fails: a missing field reads as empty.
+
+use serde_json::{Value, json};
+
+use super::text::clip;
+
+fn str_of<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// One settled task in words: `worker: fix task <id> completed (rc 0): summary. Note: …`.
+pub(crate) fn completion_line(report: &Value) -> String {
+    let rc = report
+        .get("returnCode")
+        .and_then(Value::as_i64)
+        .map(|rc| format!(" (rc {rc})"))
+        .unwrap_or_default();
+    let ok = report.get("ok").and_then(Value::as_bool) == Some(true);
+    let said = if ok {
+        str_of(report, "summary").or_else(|| str_of(report, "text"))
+    } else {
+        str_of(report, "error")
+            .or_else(|| str_of(report, "summary"))
+            .or_else(|| str_of(report, "text"))
+    };
+    let said = said
+        .map(|s| format!(": {}", clip(s, 600)))
+        .unwrap_or_default();
+    let note = str_of(report, "noteRelative")
+        .map(|n| format!(" Note: {n}"))
+        .unwrap_or_default();
+    let who = str_of(report, "displayName")
+        .or_else(|| str_of(report, "agentId"))
+        .unwrap_or_default();
+    format!(
+        "{who} task {} {}{rc}{said}{note}",
+        str_of(report, "taskId").unwrap_or_default(),
+        str_of(report, "status").unwrap_or_default()
+    )
+}
+
+/// The agent listing: the exact names a spawn accepts.
+pub(crate) fn agents_text(scope: &str, agents: &[Value]) -> String {
+    if agents.is_empty() {
+        return format!(
+            "No agent definitions found in {scope} scope. Do not guess an agent name; add a definition or choose another scope."
+        );
+    }
+    let mut lines =
+        vec!["Available agent names (copy the name exactly; names are case-sensitive):".to_owned()];
+    lines.extend(agents.iter().map(|a| {
+        format!(
+            "{} ({}): {}",
+            str_of(a, "name").unwrap_or_default(),
+            str_of(a, "source").unwrap_or_default(),
+            str_of(a, "description").unwrap_or_default()
+        )
+    }));
+    lines.join("\n")
+}
+
+/// The herd, one line per sheep.
+pub(crate) fn herd_text(sheep: &[Value]) -> String {
+    if sheep.is_empty() {
+        return "No sheep in this herd.".to_owned();
+    }
+    sheep
+        .iter()
+        .map(|s| {
+            let mut line = format!(
+                "• {} [{}] id={}",
+                str_of(s, "displayName").unwrap_or_default(),
+                str_of(s, "state").unwrap_or_default(),
+                str_of(s, "agentId").unwrap_or_default()
+            );
+            if let Some(task) = s.get("task").filter(|t| t.is_object()) {
+                let stale = if task.get("stale").and_then(Value::as_bool) == Some(true) {
+                    " (stale)"
+                } else {
+                    ""
+                };
+                line.push_str(&format!(
+                    " task {} {}{stale}",
+                    str_of(task, "id").unwrap_or_default(),
+                    str_of(task, "state").unwrap_or_default()
+                ));
+            }
+            if let Some(error) = str_of(s, "error") {
+                line.push_str(&format!(" ({error})"));
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One sheep's public status: id, state, task, error (no pane ids).
+pub(crate) fn public_status(status: &Value) -> Value {
+    let mut out = json!({ "id": status.get("agentId"), "state": status.get("state") });
+    for key in ["task", "error"] {
+        if let Some(value) = status.get(key).filter(|v| !v.is_null()) {
+            out[key] = value.clone();
+        }
+    }
+    out
+}
+
+/// One sheep's status in words.
+pub(crate) fn status_text(status: &Value) -> String {
+    let task = status.get("task").filter(|t| t.is_object());
+    let task_text = task
+        .map(|t| {
+            format!(
+                "; task {} {}",
+                str_of(t, "id").unwrap_or_default(),
+                str_of(t, "state").unwrap_or_default()
+            )
+        })
+        .unwrap_or_default();
+    let waiting = task
+        .filter(|t| str_of(t, "state") == Some("waiting"))
+        .and_then(|t| {
+            let on = str_of(t, "waitingOn")?;
+            let stale = if t.get("stale").and_then(Value::as_bool) == Some(true) {
+                ", stale"
+            } else {
+                ""
+            };
+            Some(format!(" (waiting on {on}{stale})"))
+        })
+        .unwrap_or_default();
+    format!(
+        "{} {}{task_text}{waiting}.",
+        str_of(status, "displayName").unwrap_or("agent"),
+        str_of(status, "state").unwrap_or_default()
+    )
+}
+
+/// A finished run in words (the `shepherd run --json` document): the last task's text for
+/// single and chain runs, `Parallel: X/Y succeeded` with a section per task for parallel
+/// ones. Returns the text and whether the run failed.
+pub(crate) fn run_text(run: &Value) -> (String, bool) {
+    let empty = Vec::new();
+    let results = run
+        .get("results")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let interrupted = run.get("interrupted").and_then(Value::as_bool) == Some(true);
+    let completed = |r: &Value| str_of(r, "status") == Some("completed");
+    let failed = interrupted || results.is_empty() || !results.iter().all(completed);
+    let body = |r: Option<&Value>| {
+        r.and_then(|r| str_of(r, "text").or_else(|| str_of(r, "error")))
+            .unwrap_or("(no output)")
+            .to_owned()
+    };
+    let mut text = if str_of(run, "mode") == Some("parallel") {
+        let ok = results.iter().filter(|r| completed(r)).count();
+        let mut sections = vec![format!("Parallel: {ok}/{} succeeded", results.len())];
+        sections.extend(results.iter().map(|r| {
+            format!(
+                "### [{}] {}\n\n{}",
+                str_of(r, "agent").unwrap_or_default(),
+                str_of(r, "status").unwrap_or_default(),
+                body(Some(r))
+            )
+        }));
+        sections.join("\n\n")
+    } else {
+        let mut text = body(results.last());
+        if let Some(stopped) = run.get("stopped").filter(|s| s.is_object()) {
+            text.push_str(&format!(
+                "\n\nChain stopped at step {} ({}): {}.",
+                stopped.get("step").unwrap_or(&Value::Null),
+                str_of(stopped, "agent").unwrap_or_default(),
+                str_of(stopped, "status").unwrap_or_default()
+            ));
+        }
+        text
+    };
+    if let Some(error) = str_of(run, "error") {
+        text = format!("The run could not start: {error}");
+    }
+    if interrupted {
+        text.push_str("\n\nThe run was cancelled.");
+    }
+    let kept: Vec<String> = run
+        .get("worktrees")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|w| w.get("kept").and_then(Value::as_bool) != Some(false))
+        .map(|w| {
+            let reason = str_of(w, "reason")
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            format!(
+                "{} (branch {}{reason})",
+                str_of(w, "path").unwrap_or_default(),
+                str_of(w, "branch").unwrap_or_default()
+            )
+        })
+        .collect();
+    if !kept.is_empty() {
+        text.push_str(&format!(
+            "\n\nWorktrees kept (integrate or discard these yourself): {}",
+            kept.join(", ")
+        ));
+    }
+    if let Some(name) = str_of(run, "sessionName") {
+        let path = str_of(run, "sessionRelativePath")
+            .or_else(|| str_of(run, "sessionPath"))
+            .unwrap_or_default();
+        text.push_str(&format!("\n\nSession: {name} ({path})"));
+    }
+    (text, failed)
+}
+
+/// `mm:ss`.
+fn minutes_seconds(ms: i64) -> String {
+    let total = (ms / 1000).max(0);
+    format!("{:02}:{:02}", total / 60, total % 60)
+}
+
+/// One parent inbox item in words (as pi shows it), `name` giving a sheep's display name.
+pub(crate) fn inbox_item(item: &Value, name: &dyn Fn(&str) -> String) -> Option<String> {
+    match str_of(item, "type")? {
+        "completion" => {
+            let empty = Vec::new();
+            let completions = item
+                .get("completions")
+                .and_then(Value::as_array)
+                .unwrap_or(&empty);
+            let summary = completions
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {}",
+                        str_of(c, "displayName")
+                            .or_else(|| str_of(c, "agentId"))
+                            .unwrap_or_default(),
+                        str_of(c, "status").unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let heading = if completions.len() == 1 {
+                "completion"
+            } else {
+                "completions"
+            };
+            let lines: Vec<String> = completions
+                .iter()
+                .map(|c| format!("- {}", completion_line(c)))
+                .collect();
+            Some(format!(
+                "shepherd_watcher {heading}: {summary}\n{}",
+                lines.join("\n")
+            ))
+        }
+        "envelope" => {
+            let envelope = item.get("envelope")?;
+            let author = str_of(envelope, "originSenderId")
+                .or_else(|| str_of(envelope, "senderId"))
+                .unwrap_or_default();
+            let reply = str_of(envelope, "kind") == Some("reply");
+            let mut ids = vec![format!(
+                "Message ID: {}",
+                str_of(envelope, "messageId").unwrap_or_default()
+            )];
+            if !author.is_empty() && author != "shepherd" {
+                ids.push(format!("From agent id: {author}"));
+            }
+            for (key, label) in [
+                ("taskId", "Task ID"),
+                ("threadId", "Thread ID"),
+                ("replyTo", "Reply to"),
+            ] {
+                if let Some(value) = str_of(envelope, key) {
+                    ids.push(format!("{label}: {value}"));
+                }
+            }
+            if envelope.get("expectsReply").and_then(Value::as_bool) == Some(true) {
+                let task = str_of(envelope, "taskId")
+                    .map(|t| format!(", taskId {t}"))
+                    .unwrap_or_default();
+                ids.push(format!(
+                    "Expects reply: yes (answer with shepherd_message target {author}, replyTo {}{task})",
+                    str_of(envelope, "messageId").unwrap_or_default()
+                ));
+            }
+            Some(format!(
+                "Shepherd {} from {}\n{}\n\n{}",
+                if reply { "reply" } else { "message" },
+                name(author),
+                ids.join("\n"),
+                str_of(envelope, "content").unwrap_or_default()
+            ))
+        }
+        "stale_wait" => {
+            let who = str_of(item, "displayName").unwrap_or_default();
+            let agent = str_of(item, "agentId").unwrap_or_default();
+            let task = str_of(item, "taskId").unwrap_or_default();
+            let request = str_of(item, "requestId").unwrap_or_default();
+            let recipient = str_of(item, "recipientName").unwrap_or_default();
+            Some(
+                [
+                    format!(
+                        "Shepherd stale wait: {who} has waited {} for a reply (stale after {} min).",
+                        minutes_seconds(item.get("elapsedMs").and_then(Value::as_i64).unwrap_or(0)),
+                        item.get("thresholdMinutes").unwrap_or(&Value::Null)
+                    ),
+                    format!(
+                        "Task: {task} (owner {who}, agent id {agent}) - {}",
+                        clip(str_of(item, "description").unwrap_or_default(), 200)
+                    ),
+                    format!("Question: {}", clip(str_of(item, "question").unwrap_or_default(), 400)),
+                    format!("Pending request: {request} (waiting on {recipient})"),
+                    format!(
+                        "You may answer on the owner's behalf with shepherd_message {{target: \"{agent}\", taskId: \"{task}\", replyTo: \"{request}\"}}, nudge {recipient}, or let the reply deadline settle the task blocked."
+                    ),
+                ]
+                .join("\n"),
+            )
+        }
+        "notice" => {
+            let who = str_of(item, "agentId")
+                .map(|id| format!(" ({})", name(id)))
+                .unwrap_or_default();
+            Some(format!(
+                "Shepherd notice: {}{who}\n{}",
+                str_of(item, "notice").unwrap_or_default(),
+                str_of(item, "text").unwrap_or_default()
+            ))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completion_lines_prefer_the_error_when_not_ok() {
+        let line = completion_line(
+            &json!({"displayName": "w: a", "taskId": "t1", "status": "failed",
+            "returnCode": 1, "ok": false, "summary": "s", "error": "boom", "noteRelative": "n.md"}),
+        );
+        assert_eq!(line, "w: a task t1 failed (rc 1): boom Note: n.md");
+    }
+}
