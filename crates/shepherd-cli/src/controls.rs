@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::Value;
 use shepherd_core::budget::Budget;
-use shepherd_core::protocol::{ResumeParams, SpawnResult, method};
+use shepherd_core::protocol::{ResumeParams, SpawnResult, calls};
 
 use crate::Printer;
 use shepherd_client::CliError;
@@ -77,7 +77,7 @@ pub fn resume(args: ResumeArgs, ctx: &Context, printer: &Printer) -> Result<Exit
     };
     // A resume of an exited sheep closes what is left of it first.
     let wait = spawn_wait() + Duration::from_secs(30);
-    let result: SpawnResult = call(ctx, &args.herd, method::RESUME, &params, wait)?;
+    let result: SpawnResult = call::<calls::Resume>(ctx, &args.herd, &params, wait)?;
     printer.emit(&result, || {
         format!(
             "resumed {} ({}) on {}",

@@ -12,7 +12,8 @@ use shepherd_core::envelope::Delivery;
 use shepherd_core::herd::TaskReport;
 use shepherd_core::protocol::{
     CloseParams, CloseResult, DelegateParams, DelegateResult, IdList, MessageParams, MessageResult,
-    PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult, WaitParams, WaitResult, method,
+    NoParams, PruneResult, ReadParams, ReadResult, SpawnParams, SpawnResult, WaitParams,
+    WaitResult, calls,
 };
 
 use std::time::Duration;
@@ -83,7 +84,7 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         isolate: args.isolate,
         host: args.host,
     };
-    let result: SpawnResult = call(ctx, &args.herd, method::SPAWN, &params, spawn_wait())?;
+    let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {
         let worktree = result
             .worktree
@@ -144,7 +145,7 @@ pub fn delegate(
         budget: args.budget.budget()?,
         stall: args.stall,
     };
-    let result: DelegateResult = call(ctx, &args.herd, method::DELEGATE, &params, Duration::ZERO)?;
+    let result: DelegateResult = call::<calls::Delegate>(ctx, &args.herd, &params, Duration::ZERO)?;
     printer.emit(&result, || {
         let note = result
             .note_relative
@@ -188,7 +189,7 @@ pub fn message(args: MessageArgs, ctx: &Context, printer: &Printer) -> Result<Ex
         args.expects_reply,
         args.steer,
     );
-    let result: MessageResult = call(ctx, &args.herd, method::MESSAGE, &params, Duration::ZERO)?;
+    let result: MessageResult = call::<calls::Message>(ctx, &args.herd, &params, Duration::ZERO)?;
     print_message(printer, &result);
     Ok(ExitCode::SUCCESS)
 }
@@ -282,13 +283,8 @@ pub fn watch(args: &WatchArgs, ctx: &Context, printer: &Printer) -> Result<ExitC
         id: IdList::Many(short_ids::task_ids(ctx, &args.herd, &args.task_ids)?),
         timeout_ms: (args.wait * 1000.0).round() as u64,
     };
-    let result: WaitResult = call(
-        ctx,
-        &args.herd,
-        method::WAIT,
-        &params,
-        Duration::from_secs_f64(args.wait),
-    )?;
+    let result: WaitResult =
+        call::<calls::Wait>(ctx, &args.herd, &params, Duration::from_secs_f64(args.wait))?;
     let settled: Vec<Settled<'_>> = result.settled.iter().map(settled_view).collect();
     printer.emit(
         &json!({ "settled": settled, "pending": result.pending }),
@@ -340,10 +336,9 @@ pub struct CloseArgs {
 }
 
 pub fn close(args: CloseArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
-    let result: CloseResult = call(
+    let result: CloseResult = call::<calls::Close>(
         ctx,
         &args.herd,
-        method::CLOSE,
         &CloseParams {
             id: short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
             keep_pane: false,
@@ -387,7 +382,7 @@ pub fn read(args: ReadArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode
         lines: Some(args.lines),
         source: args.source,
     };
-    let result: ReadResult = call(ctx, &args.herd, method::READ, &params, Duration::ZERO)?;
+    let result: ReadResult = call::<calls::Read>(ctx, &args.herd, &params, Duration::ZERO)?;
     printer.emit(&result, || result.text.clone());
     Ok(ExitCode::SUCCESS)
 }
@@ -401,7 +396,7 @@ pub struct PruneArgs {
 
 pub fn prune(args: &PruneArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
     let result: PruneResult =
-        read_call(ctx, &args.herd, method::PRUNE, json!({}))?.unwrap_or(PruneResult {
+        read_call::<calls::Prune>(ctx, &args.herd, &NoParams {})?.unwrap_or(PruneResult {
             pruned: 0,
             remaining: 0,
         });

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use shepherd_core::herd::{MessageReceipt, SheepStatus};
 use shepherd_core::ids::MessageId;
 use shepherd_core::protocol::{
-    HerdMatesResult, HerdResult, StatusParams, StatusResult, event, method,
+    Call, HerdMatesResult, HerdResult, Method, NoParams, StatusParams, StatusResult, calls, event,
+    method,
 };
 
 use super::short_ids;
@@ -97,6 +98,15 @@ fn receipt_line(receipt: &MessageReceipt) -> String {
     )
 }
 
+/// `status` read as the JSON the broker sent, so `--json` prints it exactly as it came.
+struct StatusAsSent;
+
+impl Call for StatusAsSent {
+    const METHOD: Method = Method::Status;
+    type Params = StatusParams;
+    type Result = Value;
+}
+
 /// Prints what `status` answered: one sheep, a message's receipt or the herd.
 fn print_status(printer: &Printer, value: &Value) -> Result<(), CliError> {
     let result: StatusResult = serde_json::from_value(value.clone())
@@ -140,9 +150,9 @@ pub fn status(args: &StatusArgs, ctx: &Context, printer: &Printer) -> Result<Exi
             short_ids::sheep_id(ctx, &args.herd, id.clone())?
         };
         let params = StatusParams { id: Some(id) };
-        call(ctx, &args.herd, method::STATUS, &params, Duration::ZERO)?
+        call::<StatusAsSent>(ctx, &args.herd, &params, Duration::ZERO)?
     } else {
-        read_call(ctx, &args.herd, method::STATUS, json!(params))?
+        read_call::<StatusAsSent>(ctx, &args.herd, &params)?
             .unwrap_or_else(|| json!(HerdResult::default()))
     };
     print_status(printer, &value)?;
@@ -191,7 +201,8 @@ pub fn herd(args: &HerdListArgs, ctx: &Context, printer: &Printer) -> Result<Exi
     {
         return herd_mates(&cap, printer);
     }
-    let herd: HerdResult = read_call(ctx, &args.herd, method::HERD, json!({}))?.unwrap_or_default();
+    let herd: HerdResult =
+        read_call::<calls::Herd>(ctx, &args.herd, &NoParams {})?.unwrap_or_default();
     printer.emit(&herd, || herd_lines(&herd));
     Ok(ExitCode::SUCCESS)
 }

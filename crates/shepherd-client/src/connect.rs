@@ -6,9 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 use shepherd_broker::client::{ClientError, Link, LinkSpec, StartSpec};
 use shepherd_broker::paths::{BrokerAddress, BrokerPaths, cli_parent_identity};
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
@@ -17,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::context::Context;
 use crate::error::CliError;
-use shepherd_core::protocol::CallerContext;
+use shepherd_core::protocol::{Call, CallerContext};
 
 /// Which herd a parent-side command works on.
 #[derive(Debug, Clone, Args)]
@@ -287,43 +284,34 @@ pub fn caller_context() -> CallerContext {
     }
 }
 
-/// Makes one parent request, starting the broker if needed; `wait` is how long the request
-/// itself may legitimately take, on top of the broker timeout.
-pub fn call<P: Serialize, R: DeserializeOwned>(
+/// Sends the method `M` as the parent, starting the broker if needed; `wait` is how long the
+/// request itself may legitimately take, on top of the broker timeout.
+pub fn call<M: Call>(
     ctx: &Context,
     herd: &HerdArgs,
-    name: &str,
-    params: &P,
+    params: &M::Params,
     wait: Duration,
-) -> Result<R, CliError> {
+) -> Result<M::Result, CliError> {
     let target = target(ctx, herd)?;
-    let params = serde_json::to_value(params)
-        .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
     runtime()?.block_on(async {
         // Reaching the broker gets the broker timeout; the request itself may take `wait` more.
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-        let value = link.request(name, params, deadline_after(wait)?).await?;
-        serde_json::from_value(value)
-            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
+        Ok(link.send::<M>(params, deadline_after(wait)?).await?)
     })
 }
 
 /// Like [`call`] for a read: `None` when the herd is not alive (no broker is started for it).
-pub fn read_call<R: DeserializeOwned>(
+pub fn read_call<M: Call>(
     ctx: &Context,
     herd: &HerdArgs,
-    name: &str,
-    params: Value,
-) -> Result<Option<R>, CliError> {
+    params: &M::Params,
+) -> Result<Option<M::Result>, CliError> {
     let target = target(ctx, herd)?;
     runtime()?.block_on(async {
         let deadline = deadline_after(Duration::ZERO)?;
         let Some(mut link) = parent_if_alive(&target, deadline).await? else {
             return Ok(None);
         };
-        let value = link.request(name, params, deadline).await?;
-        serde_json::from_value(value)
-            .map(Some)
-            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
+        Ok(Some(link.send::<M>(params, deadline).await?))
     })
 }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use shepherd_core::protocol::Method;
 use shepherd_core::protocol::schema::{SCHEMA_PATH, protocol_schema_text};
 
 const TYPES_PATH: &str = "integrations/pi/extensions/lib/protocol-types.ts";
@@ -71,11 +72,11 @@ fn declared(source: &str, module: &str) -> Vec<String> {
 fn schema_describes_every_method_and_event() {
     let schema: serde_json::Value = serde_json::from_str(&protocol_schema_text()).unwrap();
     let source = read("crates/shepherd-core/src/protocol/mod.rs");
-    for (module, key) in [("method", "methods"), ("event", "events")] {
+    let methods: Vec<String> = Method::ALL.iter().map(|m| m.name().to_owned()).collect();
+    for (names, key) in [(methods, "methods"), (declared(&source, "event"), "events")] {
         let described = schema["properties"][key]["properties"]
             .as_object()
             .expect("an object of entries");
-        let names = declared(&source, module);
         let missing: Vec<&String> = names
             .iter()
             .filter(|name| !described.contains_key(name.as_str()))

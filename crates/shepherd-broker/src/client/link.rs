@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use shepherd_core::protocol::{Hello, HelloResult, method};
+use shepherd_core::protocol::{Call, Hello, HelloResult, method};
 use tokio::time::Instant;
 
 use super::{Client, ClientError, StartSpec, ensure_broker};
@@ -192,6 +192,20 @@ impl Link {
             .await?;
         serde_json::from_value(value)
             .map_err(|err| ClientError::Protocol(format!("{method}: {err}")))
+    }
+
+    /// Sends the method `M` with its own parameter type and reads its own result type (the
+    /// method table's [`Call`]), waiting before `deadline`.
+    pub async fn send<M: Call>(
+        &mut self,
+        params: &M::Params,
+        deadline: Instant,
+    ) -> Result<M::Result, ClientError> {
+        let name = M::METHOD.name();
+        let params =
+            serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let value = self.request(name, params, deadline).await?;
+        serde_json::from_value(value).map_err(|err| ClientError::Protocol(format!("{name}: {err}")))
     }
 
     /// The next push on the current connection; `Closed` when it is lost (reconnect with

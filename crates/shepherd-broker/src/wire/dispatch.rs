@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use shepherd_core::protocol::{Request, Role, method};
+use shepherd_core::protocol::{Method, Request, Role};
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
@@ -28,50 +28,18 @@ pub(crate) async fn dispatch(
         ..
     } = request;
     let role = session.role;
-    let allowed = match name.as_str() {
-        method::SPAWN
-        | method::RESUME
-        | method::DELEGATE
-        | method::RUN_SUBMIT
-        | method::RUN_CANCEL
-        | method::MESSAGE
-        | method::WATCH
-        | method::CLOSE
-        | method::FOCUS
-        | method::PRUNE
-        | method::BROKER_STOP => role == Role::Parent,
-        method::WAIT
-        | method::HERD
-        | method::RESOLVE
-        | method::HERD_SUBSCRIBE
-        | method::READ
-        | method::RUN_ATTACH => {
-            matches!(role, Role::Parent | Role::Observer)
-        }
-        method::STATUS | method::BROKER_STATUS => role != Role::Supervisor,
-        method::INBOX | method::ACK | method::SUBSCRIBE => {
-            matches!(role, Role::Parent | Role::Sheep)
-        }
-        method::TELL | method::DONE | method::REPORT | method::HERD_MATES => role == Role::Sheep,
-        method::SUPERVISOR_STARTED | method::SUPERVISOR_EXITED | method::SUPERVISOR_OUTPUT => {
-            role == Role::Supervisor
-        }
-        method::HELLO => {
-            return Err(BrokerError::new(
-                ErrorCode::InvalidRequest,
-                "hello was already said on this connection",
-            ));
-        }
-        other => {
-            return Err(BrokerError::new(
-                ErrorCode::UnknownMethod,
-                format!(
-                    "unknown method `{other}`; see the protocol reference for the methods a broker accepts"
-                ),
-            ));
-        }
+    let Some(method) = Method::from_name(&name) else {
+        return Err(BrokerError::new(
+            ErrorCode::UnknownMethod,
+            format!(
+                "unknown method `{name}`; see the protocol reference for the methods a broker accepts"
+            ),
+        ));
     };
-    if !allowed {
+    if method == Method::Hello {
+        return Err(hello_again());
+    }
+    if !method.allows(role) {
         return Err(forbidden(&format!(
             "a {} connection may not call `{name}`",
             role_name(role)
@@ -88,12 +56,12 @@ pub(crate) async fn dispatch(
             ),
         ));
     }
-    match request_id.filter(|_| crate::wire::resend::keyed(&name)) {
+    match request_id.filter(|_| method.keyed()) {
         Some(id) => {
-            let routed = route(broker, session, &name, params, Some(&id));
+            let routed = route(broker, session, method, params, Some(&id));
             crate::wire::resend::once(broker, &id, routed).await
         }
-        None => route(broker, session, &name, params, None).await,
+        None => route(broker, session, method, params, None).await,
     }
 }
 
@@ -101,73 +69,83 @@ pub(crate) async fn dispatch(
 async fn route(
     broker: &Arc<Broker>,
     session: &Arc<Session>,
-    name: &str,
+    method: Method,
     params: Value,
     rid: Option<&str>,
 ) -> BrokerResult<Value> {
-    match name {
-        method::SPAWN => {
+    let name = method.name();
+    match method {
+        Method::Spawn => {
             reply(crate::handlers::spawn::spawn(broker, parse(name, params)?, rid).await)
         }
-        method::RESUME => {
+        Method::Resume => {
             reply(crate::handlers::resume::resume(broker, parse(name, params)?, rid).await)
         }
-        method::DELEGATE => {
+        Method::Delegate => {
             reply(crate::handlers::parent::delegate(broker, parse(name, params)?, rid).await)
         }
-        method::MESSAGE => {
+        Method::Message => {
             crate::handlers::parent::message(broker, parse(name, params)?, rid).await
         }
-        method::RUN_SUBMIT => crate::run::submit(broker, session, parse(name, params)?, rid).await,
-        method::RUN_ATTACH => crate::run::attach(broker, session, &parse(name, params)?),
-        method::RUN_CANCEL => crate::run::cancel(broker, &parse(name, params)?).await,
-        method::WATCH => crate::handlers::parent::watch(broker, parse(name, params)?, rid).await,
-        method::WAIT => {
+        Method::RunSubmit => crate::run::submit(broker, session, parse(name, params)?, rid).await,
+        Method::RunAttach => crate::run::attach(broker, session, &parse(name, params)?),
+        Method::RunCancel => crate::run::cancel(broker, &parse(name, params)?).await,
+        Method::Watch => crate::handlers::parent::watch(broker, parse(name, params)?, rid).await,
+        Method::Wait => {
             reply(crate::handlers::parent::wait(broker, session, parse(name, params)?).await)
         }
-        method::STATUS => reply(crate::handlers::parent::status(
+        Method::Status => reply(crate::handlers::parent::status(
             broker,
             session,
             parse(name, params)?,
         )),
-        method::HERD => reply(crate::handlers::parent::herd(broker)),
-        method::RESOLVE => reply(crate::handlers::parent::resolve(
+        Method::Herd => reply(crate::handlers::parent::herd(broker)),
+        Method::Resolve => reply(crate::handlers::parent::resolve(
             broker,
             &parse(name, params)?,
         )),
-        method::HERD_SUBSCRIBE => reply(crate::handlers::herd_feed::subscribe(broker, session)),
-        method::READ => reply(crate::handlers::parent::read(broker, parse(name, params)?).await),
-        method::CLOSE => reply(crate::handlers::close::close(broker, parse(name, params)?).await),
-        method::PRUNE => reply(crate::handlers::close::prune(broker).await),
-        method::INBOX => {
+        Method::HerdSubscribe => reply(crate::handlers::herd_feed::subscribe(broker, session)),
+        Method::Read => reply(crate::handlers::parent::read(broker, parse(name, params)?).await),
+        Method::Close => reply(crate::handlers::close::close(broker, parse(name, params)?).await),
+        Method::Prune => reply(crate::handlers::close::prune(broker).await),
+        Method::Inbox => {
             reply(crate::handlers::inbox::inbox(broker, session, parse(name, params)?).await)
         }
-        method::ACK => {
+        Method::Ack => {
             reply(crate::handlers::inbox::ack(broker, session, parse(name, params)?).await)
         }
-        method::SUBSCRIBE => reply(crate::handlers::inbox::subscribe(broker, session).await),
-        method::HERD_MATES => reply(crate::handlers::sheep::mates(broker, session)),
-        method::TELL => {
+        Method::Subscribe => reply(crate::handlers::inbox::subscribe(broker, session).await),
+        Method::HerdMates => reply(crate::handlers::sheep::mates(broker, session)),
+        Method::Tell => {
             crate::handlers::sheep::tell(broker, session, parse(name, params)?, rid).await
         }
-        method::DONE => {
+        Method::Done => {
             crate::handlers::sheep::done(broker, session, parse(name, params)?, rid).await
         }
-        method::REPORT => {
+        Method::Report => {
             crate::handlers::sheep::report(broker, session, parse(name, params)?, rid).await
         }
-        method::SUPERVISOR_STARTED => {
+        Method::SupervisorStarted => {
             reply(crate::handlers::supervisor::started(broker, session, parse(name, params)?).await)
         }
-        method::SUPERVISOR_EXITED => {
+        Method::SupervisorExited => {
             reply(crate::handlers::supervisor::exited(broker, session, parse(name, params)?).await)
         }
-        method::SUPERVISOR_OUTPUT => crate::sheep::printed::output(broker, session).await,
-        method::FOCUS => reply(crate::handlers::focus::focus(broker, parse(name, params)?).await),
-        method::BROKER_STATUS => reply(Ok(crate::handlers::broker_requests::status(broker))),
-        method::BROKER_STOP => reply(crate::handlers::broker_requests::stop(broker).await),
-        _ => unreachable!("every allowed method is dispatched"),
+        Method::SupervisorOutput => crate::sheep::printed::output(broker, session).await,
+        Method::Focus => reply(crate::handlers::focus::focus(broker, parse(name, params)?).await),
+        Method::BrokerStatus => reply(Ok(crate::handlers::broker_requests::status(broker))),
+        Method::BrokerStop => reply(crate::handlers::broker_requests::stop(broker).await),
+        // Answered when the connection opens; refused above on an open one.
+        Method::Hello => Err(hello_again()),
     }
+}
+
+/// The refusal of a second `hello` on a connection.
+fn hello_again() -> BrokerError {
+    BrokerError::new(
+        ErrorCode::InvalidRequest,
+        "hello was already said on this connection",
+    )
 }
 
 fn role_name(role: Role) -> &'static str {

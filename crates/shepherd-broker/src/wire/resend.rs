@@ -14,28 +14,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use shepherd_core::herd::{Event, StoredReply, Tx};
-use shepherd_core::protocol::method;
 use tokio::sync::watch;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
-
-/// Whether a resend of `method` must be recognised: the methods that change the herd. Reads,
-/// subscriptions and naturally idempotent requests (ack, close, prune) run again harmlessly.
-pub(crate) fn keyed(method: &str) -> bool {
-    matches!(
-        method,
-        method::SPAWN
-            | method::RESUME
-            | method::DELEGATE
-            | method::MESSAGE
-            | method::WATCH
-            | method::TELL
-            | method::DONE
-            | method::REPORT
-            | method::RUN_SUBMIT
-    )
-}
 
 /// Runs `run` once for `request_id`: a stored answer is returned as it was, a copy still in
 /// flight is joined, and otherwise `run` runs and its answer is shared with any copy that

@@ -12,11 +12,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod methods;
 mod parent;
 mod run;
 pub mod schema;
 mod sheep;
 
+pub use methods::{Call, Method, NoParams, calls, method};
 pub use parent::*;
 pub use run::*;
 pub use sheep::*;
@@ -26,70 +28,6 @@ pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest client request id accepted, in bytes.
 pub const MAX_REQUEST_ID: usize = 128;
-
-/// Method names.
-pub mod method {
-    /// Opens a session on a connection.
-    pub const HELLO: &str = "hello";
-    /// Parent: start a sheep.
-    pub const SPAWN: &str = "spawn";
-    /// Parent: hand a sheep a tracked task.
-    pub const DELEGATE: &str = "delegate";
-    /// Parent: message a sheep.
-    pub const MESSAGE: &str = "message";
-    /// Parent: register a durable watcher.
-    pub const WATCH: &str = "watch";
-    /// Parent or observer: wait on this connection for tasks to settle.
-    pub const WAIT: &str = "wait";
-    /// Parent or observer: one sheep's status, or all.
-    pub const STATUS: &str = "status";
-    /// Parent: close a sheep.
-    pub const CLOSE: &str = "close";
-    /// Parent: reopen a closed or exited sheep on its own session.
-    pub const RESUME: &str = "resume";
-    /// Parent or observer: the herd.
-    pub const HERD: &str = "herd";
-    /// Parent or observer: the sheep or task a short name (id prefix, display name) stands for.
-    pub const RESOLVE: &str = "resolve";
-    /// Parent or observer: the herd now, then pushed `herd` events whenever it changes.
-    pub const HERD_SUBSCRIBE: &str = "herd.subscribe";
-    /// Sheep: its herd-mates (ids, display names, agents, states; no task texts).
-    pub const HERD_MATES: &str = "herd.mates";
-    /// Parent: drop records of sheep that are gone.
-    pub const PRUNE: &str = "prune";
-    /// Parent or observer: a sheep's recent output.
-    pub const READ: &str = "read";
-    /// Parent or sheep: push inbox items on this connection as they arrive.
-    pub const SUBSCRIBE: &str = "subscribe";
-    /// Parent or sheep: fetch inbox items, waiting up to a deadline.
-    pub const INBOX: &str = "inbox";
-    /// Parent or sheep: acknowledge inbox items.
-    pub const ACK: &str = "ack";
-    /// Sheep: message the parent or a herd-mate.
-    pub const TELL: &str = "tell";
-    /// Sheep: settle its task.
-    pub const DONE: &str = "done";
-    /// Sheep: report its run's lifecycle.
-    pub const REPORT: &str = "report";
-    /// Supervisor: the sheep's program runs.
-    pub const SUPERVISOR_STARTED: &str = "supervisor.started";
-    /// Supervisor: the sheep's program ended.
-    pub const SUPERVISOR_EXITED: &str = "supervisor.exited";
-    /// Supervisor: the sheep printed something (its last line is read again).
-    pub const SUPERVISOR_OUTPUT: &str = "supervisor.output";
-    /// Parent: bring a visible sheep's pane to the front of the caller's terminal.
-    pub const FOCUS: &str = "focus";
-    /// Anyone: the broker's own status.
-    pub const BROKER_STATUS: &str = "broker.status";
-    /// Parent: stop the broker (closing every sheep first).
-    pub const BROKER_STOP: &str = "broker.stop";
-    /// Parent: submit a run (single, parallel or chain) for the broker to carry out.
-    pub const RUN_SUBMIT: &str = "run.submit";
-    /// Parent or observer: follow a run's progress until it finishes.
-    pub const RUN_ATTACH: &str = "run.attach";
-    /// Parent: cancel a run.
-    pub const RUN_CANCEL: &str = "run.cancel";
-}
 
 /// Push event names.
 pub mod event {

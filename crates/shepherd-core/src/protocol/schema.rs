@@ -34,17 +34,12 @@ fn closed(properties: Map<String, Value>) -> Value {
 }
 
 /// A method's entry: `{params, result}`.
-fn method<P: JsonSchema, R: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
+pub(super) fn method_entry<P: JsonSchema, R: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
     let mut entry = Map::new();
     entry.insert("params".into(), schema::<P>(generator));
     entry.insert("result".into(), schema::<R>(generator));
     closed(entry)
 }
-
-/// Parameters of a method that takes none.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct NoParams {}
 
 /// The protocol's JSON Schema (draft 7): `methods` maps each method name to its `params` and
 /// `result`, `events` maps each push event to its `data`, and `definitions` holds every type,
@@ -52,48 +47,7 @@ struct NoParams {}
 pub fn protocol_schema() -> Value {
     let mut generator = SchemaSettings::draft07().into_generator();
     let g = &mut generator;
-    let methods: Vec<(&str, Value)> = vec![
-        (method::HELLO, method::<Hello, HelloResult>(g)),
-        (method::SPAWN, method::<SpawnParams, SpawnResult>(g)),
-        (
-            method::DELEGATE,
-            method::<DelegateParams, DelegateResult>(g),
-        ),
-        (method::MESSAGE, method::<MessageParams, MessageResult>(g)),
-        (method::WATCH, method::<WatchParams, WatchResult>(g)),
-        (method::WAIT, method::<WaitParams, WaitResult>(g)),
-        (method::STATUS, method::<StatusParams, StatusResult>(g)),
-        (method::CLOSE, method::<CloseParams, CloseResult>(g)),
-        (method::RESUME, method::<ResumeParams, SpawnResult>(g)),
-        (method::HERD, method::<NoParams, HerdResult>(g)),
-        (method::RESOLVE, method::<ResolveParams, ResolveResult>(g)),
-        (method::HERD_SUBSCRIBE, method::<NoParams, HerdResult>(g)),
-        (method::HERD_MATES, method::<NoParams, HerdMatesResult>(g)),
-        (method::PRUNE, method::<NoParams, PruneResult>(g)),
-        (method::READ, method::<ReadParams, ReadResult>(g)),
-        (method::SUBSCRIBE, method::<NoParams, OkResult>(g)),
-        (method::INBOX, method::<InboxParams, InboxResult>(g)),
-        (method::ACK, method::<AckParams, OkResult>(g)),
-        (method::TELL, method::<MessageParams, MessageResult>(g)),
-        (method::DONE, method::<DoneParams, DoneResult>(g)),
-        (method::REPORT, method::<ReportParams, OkResult>(g)),
-        (
-            method::SUPERVISOR_STARTED,
-            method::<SupervisorStarted, OkResult>(g),
-        ),
-        (
-            method::SUPERVISOR_EXITED,
-            method::<SupervisorExited, OkResult>(g),
-        ),
-        // A supervisor's hint that its sheep printed something; the broker reads the line.
-        (method::SUPERVISOR_OUTPUT, method::<NoParams, OkResult>(g)),
-        (method::FOCUS, method::<FocusParams, FocusResult>(g)),
-        (method::BROKER_STATUS, method::<NoParams, BrokerStatus>(g)),
-        (method::BROKER_STOP, method::<NoParams, StopResult>(g)),
-        (method::RUN_SUBMIT, method::<RunSubmitParams, RunView>(g)),
-        (method::RUN_ATTACH, method::<RunIdParams, RunView>(g)),
-        (method::RUN_CANCEL, method::<RunIdParams, RunView>(g)),
-    ];
+    let methods = methods::schema_entries(g);
     let events: Vec<(&str, Value)> = vec![
         (event::INBOX, schema::<InboxResult>(g)),
         (event::HERD, schema::<HerdResult>(g)),
