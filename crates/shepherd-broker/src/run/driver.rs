@@ -18,20 +18,12 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::model::{
-    Outcome, Plan as PlanResult, RunSpec, StepPhase, StepState, from_value, to_value,
+    Outcome, Plan as PlanResult, Run, RunSpec, StepPhase, StepState, from_value, to_value,
 };
 use super::step::step;
 use crate::error::{BrokerError, BrokerResult};
 use crate::fieldnotes::{PlanRequest, ReleaseRequest, SessionChoice};
 use crate::state::broker::Broker;
-
-/// What every task of one run shares.
-pub(super) struct Run {
-    pub(super) broker: Arc<Broker>,
-    pub(super) id: String,
-    pub(super) spec: RunSpec,
-    pub(super) plan: PlanResult,
-}
 
 /// Starts (or, after a restart, resumes) the driver of run `run_id`, unless one is running.
 pub(crate) fn start(broker: &Arc<Broker>, run_id: &str) {

@@ -4,6 +4,7 @@
 //! restarted broker reads exactly where each task was.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use shepherd_core::protocol::{CallerContext, RunStepView};
 use shepherd_notes::Mode;
 
 use crate::sheep::worktree::{Repo, Worktree, WorktreeReport};
+use crate::state::broker::Broker;
 
 /// Where a run's notes went: its session and one reserved note per task, in input order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +25,14 @@ pub(crate) struct Plan {
     pub(crate) resumed: bool,
     pub(crate) notes: Vec<String>,
     pub(crate) notes_relative: Vec<String>,
+}
+
+/// What every task of one run shares while its driver runs.
+pub(crate) struct Run {
+    pub(crate) broker: Arc<Broker>,
+    pub(crate) id: String,
+    pub(crate) spec: RunSpec,
+    pub(crate) plan: Plan,
 }
 
 /// A run as checked and accepted.

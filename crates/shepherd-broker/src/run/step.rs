@@ -10,8 +10,7 @@ use std::time::Duration;
 use shepherd_core::herd::TaskReport;
 use shepherd_core::protocol::{CloseParams, DelegateParams, SpawnParams};
 
-use super::driver::Run;
-use super::model::{Outcome, StepPhase, StepState};
+use super::model::{Outcome, Run, StepPhase, StepState};
 use crate::sheep::worktree;
 use crate::state::broker::Broker;
 
