@@ -31,12 +31,25 @@ pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
     Ok(((minutes * 60_000.0).round() as i64).max(1))
 }
 
+/// Where a run's task puts its note: what only the broker's run driver sets, never a client
+/// (the default is a delegation of the parent's own: a single note in the parent's session).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunNote {
+    /// How the note is registered in the session's flow.
+    pub(crate) mode: shepherd_core::fieldnotes::status::Mode,
+    /// The run the note belongs to (one line of the session's Flow).
+    pub(crate) group: Option<String>,
+    /// The note the run reserved for this task (absolute path).
+    pub(crate) note: Option<String>,
+}
+
 /// Runs `delegate`: accepts the task (refusals change nothing), then hands it over — reserves
 /// its note and queues it for the sheep with the fieldnotes context block appended. A resent
 /// delegate finds the task its first copy created and finishes or reports it.
 pub(crate) async fn delegate(
     broker: &Arc<Broker>,
     params: DelegateParams,
+    placed: RunNote,
     rid: Option<&str>,
 ) -> BrokerResult<DelegateResult> {
     if let Some(task_id) =
@@ -47,7 +60,7 @@ pub(crate) async fn delegate(
     }
     let settings = broker.settings();
     let timeout_ms = timeout_ms(params.timeout.unwrap_or(settings.timeout_minutes))?;
-    let mode = params.mode.unwrap_or_default();
+    let mode = placed.mode;
     let task_id = TaskId::mint(
         &broker.config.address.namespace,
         &crate::state::broker::unique(),
@@ -84,10 +97,10 @@ pub(crate) async fn delegate(
     let handover = Handover {
         fieldnotes: broker.fieldnotes_on().await?
             || params.session_name.is_some()
-            || params.note.is_some(),
+            || placed.note.is_some(),
         session_name: params.session_name.clone(),
-        planned_note: params.note.clone(),
-        group: params.group.clone(),
+        planned_note: placed.note,
+        group: placed.group,
         mode,
         session_file,
         session_cursor,

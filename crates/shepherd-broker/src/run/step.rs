@@ -176,15 +176,17 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         task: state.task_text.clone().unwrap_or_else(|| spec.task.clone()),
         timeout: Some(run.spec.timeout_minutes),
         session_name: Some(run.plan.session_name.clone()).filter(|_| run.spec.fieldnotes),
-        mode: Some(run.spec.mode),
-        group: Some(run.id.clone()).filter(|_| run.spec.fieldnotes),
-        note: run.plan.notes.get(index).cloned(),
         turn: false,
         budget: step_budget(run.spec.budget, spec.budget),
         stall: None,
     };
     let rid = format!("{}/{}/delegate", run.id, index + 1);
-    match crate::handlers::parent::delegate(&run.broker, params, Some(&rid)).await {
+    let placed = crate::handlers::parent::RunNote {
+        mode: run.spec.mode,
+        group: Some(run.id.clone()).filter(|_| run.spec.fieldnotes),
+        note: run.plan.notes.get(index).cloned(),
+    };
+    match crate::handlers::parent::delegate(&run.broker, params, placed, Some(&rid)).await {
         Ok(delegated) => {
             state.task_id = Some(delegated.task_id.to_string());
             state.phase = StepPhase::Running;

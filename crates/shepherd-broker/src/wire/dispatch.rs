@@ -82,7 +82,15 @@ async fn route(
             reply(crate::handlers::resume::resume(broker, parse(name, params)?, rid).await)
         }
         Method::Delegate => {
-            reply(crate::handlers::parent::delegate(broker, parse(name, params)?, rid).await)
+            reply(
+                crate::handlers::parent::delegate(
+                    broker,
+                    parse(name, params)?,
+                    crate::handlers::parent::RunNote::default(),
+                    rid,
+                )
+                .await,
+            )
         }
         Method::Message => {
             crate::handlers::parent::message(broker, parse(name, params)?, rid).await

@@ -142,15 +142,6 @@ pub struct DelegateParams {
     /// Put the note in this named session (created or continued) instead of the parent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_name: Option<String>,
-    /// How the note is registered in the session's flow: `single`, `parallel` or `chain`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<crate::fieldnotes::status::Mode>,
-    /// The run the note belongs to (one line of the session's Flow).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// A note reserved earlier with `plan` to use for this task (absolute path).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
     /// A one-turn task (the deprecated prompt path): it settles completed with the sheep's final
     /// text when its run settles, instead of on `shepherd_done`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -46,13 +46,6 @@ export type AgentId = string;
  */
 export type BackendKind = "headless" | "tmux" | "herdr";
 /**
- * How a delegation runs its sheep.
- *
- * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
- * via the `definition` "Mode".
- */
-export type Mode = "single" | "parallel" | "chain";
-/**
  * The opaque id of one delegated task.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -223,6 +216,13 @@ export type NoticeKind =
 	| "stall_nudged"
 	| "rate_limited"
 	| "fell_back";
+/**
+ * How a delegation runs its sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Mode".
+ */
+export type Mode = "single" | "parallel" | "chain";
 /**
  * A stable error code from the catalogue (docs/errors.md).
  *
@@ -736,18 +736,6 @@ export interface DelegateParams {
 	 * Put the note in this named session (created or continued) instead of the parent's.
 	 */
 	sessionName?: string | null;
-	/**
-	 * How the note is registered in the session's flow: `single`, `parallel` or `chain`.
-	 */
-	mode?: Mode | null;
-	/**
-	 * The run the note belongs to (one line of the session's Flow).
-	 */
-	group?: string | null;
-	/**
-	 * A note reserved earlier with `plan` to use for this task (absolute path).
-	 */
-	note?: string | null;
 	/**
 	 * A one-turn task (the deprecated prompt path): it settles completed with the sheep's final
 	 * text when its run settles, instead of on `shepherd_done`.
