@@ -81,17 +81,15 @@ async fn route(
         Method::Resume => {
             reply(crate::handlers::resume::resume(broker, parse(name, params)?, rid).await)
         }
-        Method::Delegate => {
-            reply(
-                crate::handlers::parent::delegate(
-                    broker,
-                    parse(name, params)?,
-                    crate::handlers::parent::RunNote::default(),
-                    rid,
-                )
-                .await,
+        Method::Delegate => reply(
+            crate::handlers::parent::delegate(
+                broker,
+                parse(name, params)?,
+                crate::handlers::parent::RunNote::default(),
+                rid,
             )
-        }
+            .await,
+        ),
         Method::Message => {
             crate::handlers::parent::message(broker, parse(name, params)?, rid).await
         }
