@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use shepherd_core::protocol::{ResumeParams, method};
 use tokio::time::Instant;
 
+use super::catalogue;
 use super::error::ToolError;
 use super::herd::to_value;
-use super::schema::{input, object, string};
+use super::schema::input;
 use super::server::{Parent, respond};
 use super::text::success;
 use shepherd_client::connect::broker_timeout;
@@ -62,8 +63,8 @@ struct Resume {
 impl Parent {
     #[tool(
         name = "shepherd_resume",
-        description = "Reopen one of your closed or exited sheep on its own session, under the same agent id and name: its conversation (what it was told, what it did) is intact, so it can pick up where it stopped. Hand it the next task with shepherd_delegate; that task's note links the note it continues. Only pi sheep keep a session to resume.",
-        input_schema = input(&object(&[("id", string("The sheep's agent id"))], &["id"]))
+        description = catalogue::RESUME.description,
+        input_schema = input(&catalogue::RESUME.mcp_schema())
     )]
     async fn shepherd_resume(
         &self,

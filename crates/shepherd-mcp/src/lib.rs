@@ -16,6 +16,9 @@
 #![deny(clippy::print_stdout)]
 
 mod args;
+pub mod catalogue;
+#[cfg(test)]
+mod catalogue_served;
 mod controls;
 mod error;
 mod feed;

@@ -19,6 +19,7 @@ use shepherd_core::protocol::{
 use tokio::time::Instant;
 
 use super::args::{self, one_of};
+use super::catalogue;
 use super::error::ToolError;
 use super::herd::absolute;
 use super::herd::to_value;
@@ -47,8 +48,8 @@ pub(crate) fn spawn_wait() -> Duration {
 impl Parent {
     #[tool(
         name = "shepherd",
-        description = "Shepherd's control plane. A shepherd (you) runs a herd of sheep: child coding agents started from agent definitions, each with an opaque agent id. This tool only looks: `agents` lists the definitions you may spawn (exact, case-sensitive names), `herd` lists your sheep with their ids, states and tasks, `prune` forgets sheep whose processes are gone. Starting, tasking, messaging, watching, reading and closing sheep are separate shepherd_* tools. Every delegated task gets a note in the session's fieldnotes (.shepherd/sessions/…, indexed by shepherd.md).",
-        input_schema = input(&args::control_schema())
+        description = catalogue::CONTROL.description,
+        input_schema = input(&catalogue::CONTROL.mcp_schema())
     )]
     async fn shepherd(
         &self,
@@ -65,8 +66,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_spawn",
-        description = "Start an idle, persistent sheep from an agent definition. It gets no task yet: hand it one with shepherd_delegate. `agent` is the exact definition name (call shepherd {action: \"agents\"} when unsure). Give every sheep a short label that says what it is for (e.g. \"auth tests\"); the sheep is then shown as `<agent>: <label>`, which must be unique among your sheep. It runs in the project directory unless `cwd` says otherwise, with the definition's model, in a background tab when it is visible; `pane_right` and `pane_down` split your own pane instead. Returns the sheep's agent id: keep it, every other shepherd_* tool takes it.",
-        input_schema = input(&args::spawn_schema())
+        description = catalogue::SPAWN.description,
+        input_schema = input(&catalogue::SPAWN.mcp_schema())
     )]
     async fn shepherd_spawn(
         &self,
@@ -83,8 +84,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_delegate",
-        description = "Hand a sheep a tracked task and return at once with its task id. The task may take the sheep many turns; it is finished only when the sheep reports it done (completed, blocked or failed), when it passes its timeout, or when you close the sheep. A sheep going idle or ending a turn is not completion. Follow with shepherd_watch on the task id. One open task per sheep; the task text goes to the sheep with the path of its note.",
-        input_schema = input(&args::delegate_schema())
+        description = catalogue::DELEGATE.description,
+        input_schema = input(&catalogue::DELEGATE.mcp_schema())
     )]
     async fn shepherd_delegate(
         &self,
@@ -101,8 +102,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_message",
-        description = "Send a sheep a message. `target` must be the exact agent id from shepherd_spawn: not a definition name like `planner`, not a label, not a pane id. Accepted means queued, not read or answered. With `expectsReply` and the sheep's `taskId`, its task waits for the answer (a tracked question). To answer a sheep's question, pass its message id as `replyTo` and the asking sheep's task id as `taskId`. A plain message never changes a task's state and is not a way to hand over work (use shepherd_delegate).",
-        input_schema = input(&args::message_schema(false))
+        description = catalogue::MESSAGE.description,
+        input_schema = input(&catalogue::MESSAGE.mcp_schema())
     )]
     async fn shepherd_message(
         &self,
@@ -119,8 +120,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_prompt",
-        description = "Deprecated: prefer shepherd_delegate + shepherd_watch (and shepherd_message for follow-ups). Sends a sheep one prompt as a one-turn task that finishes when the sheep's run settles, with its final text as the result. Returns its prompt id, which is the id of that one-turn task; watch it with shepherd_watch.",
-        input_schema = input(&args::prompt_schema())
+        description = catalogue::PROMPT.description,
+        input_schema = input(&catalogue::PROMPT.mcp_schema())
     )]
     async fn shepherd_prompt(
         &self,
@@ -137,8 +138,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_status",
-        description = "Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing), its task (state, how long it has waited for a reply, on whom, whether the wait is stale) and the latest messages sent to it with whether each was delivered and read. Given a message id (from shepherd_message) instead, show whether that message was delivered and read. Changes nothing.",
-        input_schema = input(&args::status_schema())
+        description = catalogue::STATUS.description,
+        input_schema = input(&catalogue::STATUS.mcp_schema())
     )]
     async fn shepherd_status(
         &self,
@@ -155,8 +156,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_close",
-        description = "Close one of your sheep: its process ends and an open task is cancelled (return code 130). Watching or waiting never closes a sheep; close each one when you no longer need it.",
-        input_schema = input(&args::agent_id_schema())
+        description = catalogue::CLOSE.description,
+        input_schema = input(&catalogue::CLOSE.mcp_schema())
     )]
     async fn shepherd_close(
         &self,
@@ -173,8 +174,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_read",
-        description = "Diagnostic: the recent output of a sheep's terminal or log. `name` is its agent id or display name. `source` is recent-unwrapped (default), recent, visible or detection; an idle pane may have no recent output, try visible.",
-        input_schema = input(&args::read_schema())
+        description = catalogue::READ.description,
+        input_schema = input(&catalogue::READ.mcp_schema())
     )]
     async fn shepherd_read(
         &self,

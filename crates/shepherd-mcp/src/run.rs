@@ -15,6 +15,7 @@ use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, event
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
+use super::catalogue;
 use super::error::ToolError;
 use super::herd::to_value;
 use super::herd::{Herd, absolute};
@@ -29,8 +30,8 @@ use shepherd_client::connect::caller_context;
 impl Parent {
     #[tool(
         name = "shepherd_run",
-        description = "Run agents and collect their results in one call: exactly one mode, single (`agent` + `task`), parallel (`tasks`: up to 8, 4 at a time, results in input order) or chain (`chain`: steps in order; `{previous}` in a step's task is replaced by the previous step's result; stops at the first step that does not complete). Every task gets a note in a fieldnotes session; pass `sessionName` to continue a session. Each sheep is closed when its task ends. The run goes on in the background: a call waits at most `wait` seconds (at most the server's bound, 25 s by default) and then answers with the results or with \"still running\" and the runId to follow it with (shepherd_run {runId}), or to cancel it (shepherd_run {runId, cancel: true}). For long or interactive work prefer shepherd_spawn + shepherd_delegate.",
-        input_schema = input(&args::run_schema())
+        description = catalogue::RUN.description,
+        input_schema = input(&catalogue::RUN.mcp_schema())
     )]
     async fn shepherd_run(
         &self,

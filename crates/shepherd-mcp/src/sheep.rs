@@ -27,10 +27,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, one_of, wait_seconds};
+use super::catalogue;
 use super::error::ToolError;
 use super::feed::{Feed, Level, capabilities};
 use super::herd::to_value;
-use super::schema::{input, object, string};
+use super::schema::input;
 use super::server::message_params;
 use super::text::{self, plural};
 use super::waits::{Budget, millis};
@@ -127,12 +128,12 @@ impl Sheep {
     }
 }
 
-#[tool_router]
+#[tool_router(vis = "pub(crate)")]
 impl Sheep {
     #[tool(
         name = "shepherd_done",
-        description = "Finish your delegated Shepherd task. This is the only signal that a task is done: ending a turn or going idle is not. Call it exactly once, with status completed (the task is done), blocked (you cannot go on without help) or failed, and a short summary of what you did or why not. Your final message after it should be a concise report.",
-        input_schema = input(&args::done_schema())
+        description = catalogue::SHEEP_DONE.description,
+        input_schema = input(&catalogue::SHEEP_DONE.mcp_schema())
     )]
     async fn shepherd_done(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
         answer("done", self.done(&args).await)
@@ -140,8 +141,8 @@ impl Sheep {
 
     #[tool(
         name = "shepherd_message",
-        description = "Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its agent id or display name; shepherd_herd lists them). Use expectsReply to ask a question: your task then waits for the answer, which arrives as a new message (see shepherd_inbox). To answer a question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
-        input_schema = input(&args::message_schema(true))
+        description = catalogue::SHEEP_MESSAGE.description,
+        input_schema = input(&catalogue::SHEEP_MESSAGE.mcp_schema())
     )]
     async fn shepherd_message(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
         answer("message", self.message(&args).await)
@@ -149,8 +150,8 @@ impl Sheep {
 
     #[tool(
         name = "shepherd_herd",
-        description = "List your herd: every sheep of it (you included, marked), with its agent id, display name, agent, what runs it and its state. Message a herd-mate with shepherd_message by its agent id or display name; the parent is `shepherd`. Task texts are the parent's and are not shown.",
-        input_schema = input(&no_args_schema())
+        description = catalogue::SHEEP_HERD.description,
+        input_schema = input(&catalogue::SHEEP_HERD.mcp_schema())
     )]
     async fn shepherd_herd(&self) -> Result<CallToolResult, ErrorData> {
         answer("herd", self.herd().await)
@@ -158,8 +159,8 @@ impl Sheep {
 
     #[tool(
         name = "shepherd_status",
-        description = "Whether a message you sent (or received) was delivered and read: pass its messageId, as shepherd_message returned it. Without messageId, your own status and the latest messages sent to you.",
-        input_schema = input(&sheep_status_schema())
+        description = catalogue::SHEEP_STATUS.description,
+        input_schema = input(&catalogue::SHEEP_STATUS.mcp_schema())
     )]
     async fn shepherd_status(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
         answer("status", self.status(&args).await)
@@ -167,8 +168,8 @@ impl Sheep {
 
     #[tool(
         name = "shepherd_inbox",
-        description = "Your Shepherd inbox: the task delegated to you, messages, questions and replies that arrived since you last asked, oldest first, each once. With `wait`, waits up to that many seconds for something to arrive when nothing has.",
-        input_schema = input(&args::inbox_schema())
+        description = catalogue::SHEEP_INBOX.description,
+        input_schema = input(&catalogue::SHEEP_INBOX.mcp_schema())
     )]
     async fn shepherd_inbox(&self, args: JsonObject) -> Result<CallToolResult, ErrorData> {
         answer("inbox", self.inbox(&args).await)
@@ -325,21 +326,6 @@ impl Sheep {
 #[serde(rename_all = "camelCase")]
 struct SheepStatus {
     message_id: Option<String>,
-}
-
-fn sheep_status_schema() -> Value {
-    object(
-        &[(
-            "messageId",
-            string("A message you sent or received (its id); without it, your own status"),
-        )],
-        &[],
-    )
-}
-
-/// A tool that takes no arguments.
-fn no_args_schema() -> Value {
-    object(&[], &[])
 }
 
 #[tool_handler(router = self.tool_router)]

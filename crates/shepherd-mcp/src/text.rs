@@ -13,21 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::ToolError;
 
-/// Detail keys never shown: the call and the return value have their own sections, and lists
-/// the service line already spells out.
-const HIDDEN_DETAILS: &[&str] = &[
-    "call",
-    "agent",
-    "label",
-    "model",
-    "status",
-    "artifactSession",
-    "returnValue",
-    "result",
-    "agents",
-    "sheep",
-    "completed",
-];
+use super::catalogue::HIDDEN_DETAILS;
 
 /// `returnCode` → `return code`.
 fn words(key: &str) -> String {

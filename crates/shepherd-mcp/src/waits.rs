@@ -27,6 +27,7 @@ use shepherd_core::protocol::{AckParams, IdList, InboxParams, WaitParams, WatchP
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
+use super::catalogue;
 use super::error::ToolError;
 use super::herd::Herd;
 use super::herd::to_value;
@@ -89,8 +90,8 @@ pub(crate) fn millis(duration: Duration) -> u64 {
 impl Parent {
     #[tool(
         name = "shepherd_watch",
-        description = "Wait for tasks to settle (completed, blocked, failed, cancelled or timed out) and report each with its status, summary and note. One call waits at most `wait` seconds (at most the server's bound, 25 s by default) and then answers either with every task settled or with \"still running\", naming exactly the call to make to keep waiting; in between you may do other work. While it waits it sends progress. Idle sheep, ended turns and waiting tasks are not completions; a task waiting on a question from its sheep shows as waiting (answer it: see shepherd_inbox). Agent ids are not watch targets.",
-        input_schema = input(&args::watch_schema())
+        description = catalogue::WATCH.description,
+        input_schema = input(&catalogue::WATCH.mcp_schema())
     )]
     async fn shepherd_watch(
         &self,
@@ -107,8 +108,8 @@ impl Parent {
 
     #[tool(
         name = "shepherd_inbox",
-        description = "What arrived for you since you last asked: messages, questions (answer them with shepherd_message and replyTo), replies, completions of watched tasks, stale-wait reminders and notices, oldest first. Each item is reported once. With `wait`, waits up to that many seconds (at most the server's bound) for something to arrive when nothing has. Call it between other work when your host does not show Shepherd's notifications.",
-        input_schema = input(&args::inbox_schema())
+        description = catalogue::INBOX.description,
+        input_schema = input(&catalogue::INBOX.mcp_schema())
     )]
     async fn shepherd_inbox(
         &self,

@@ -14,6 +14,29 @@ use std::time::Duration;
 use mcp_support::{HostOptions, Mcp, PARENT_TOOLS, World, flat, sheep};
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
+use shepherd_mcp::catalogue::{self, Front, Tool};
+
+/// Checks that `served` are exactly the catalogue's MCP `tools`, in its words and schemas.
+pub fn catalogue_tools(served: &[rmcp::model::Tool], tools: &[Tool]) {
+    let mut names: Vec<&str> = served.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    let mut written: Vec<&str> = catalogue::offered(tools, Front::Mcp)
+        .map(|t| t.name)
+        .collect();
+    written.sort_unstable();
+    assert_eq!(names, written);
+    for tool in served {
+        let entry = tools.iter().find(|t| t.name == tool.name).unwrap();
+        assert_eq!(
+            tool.description.as_deref(),
+            Some(entry.description),
+            "{}",
+            tool.name
+        );
+        let schema = Value::Object((*tool.input_schema).clone());
+        assert_eq!(schema, entry.mcp_schema(), "{}", tool.name);
+    }
+}
 
 #[tokio::test]
 async fn every_tool_has_a_flat_schema_under_both_protocol_versions() {
@@ -35,6 +58,7 @@ async fn every_tool_has_a_flat_schema_under_both_protocol_versions() {
         let tools = mcp.client.list_all_tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, PARENT_TOOLS, "{version:?}");
+        catalogue_tools(&tools, catalogue::PARENT);
         for tool in &tools {
             let schema = Value::Object((*tool.input_schema).clone());
             assert_eq!(flat(&schema), Ok(()), "{}: {schema}", tool.name);

@@ -12,7 +12,8 @@ mod pi_support;
 
 use pi_support::{Backend, Options, PARENT_MODEL, Shepherd, TURN, result_text, tool_end};
 use serde_json::{Value, json};
-use shepherd_testkit::fake_llm::Step;
+use shepherd_mcp::catalogue::{self, Front, Tool};
+use shepherd_testkit::fake_llm::{RecordedRequest, Step};
 use shepherd_testkit::pi::PiBinary;
 
 const PARENT_TOOLS: [&str; 9] = [
@@ -47,7 +48,35 @@ fn offered_tools(s: &mut Shepherd) -> Vec<String> {
     requests.last().expect("one request").tool_names()
 }
 
-/// The nine tools with flat object schemas, the command, and no `subagent` unless opted in.
+/// Checks that the Shepherd tools `request` offers are exactly the catalogue's pi `tools`, each
+/// with the catalogue's description and parameters' schema.
+fn offers_the_catalogue(request: &RecordedRequest, tools: &[Tool]) {
+    let offered: Vec<_> = request
+        .offered_tools()
+        .into_iter()
+        .filter(|tool| tool.name.starts_with("shepherd"))
+        .collect();
+    let mut names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    let mut written: Vec<&str> = catalogue::offered(tools, Front::Pi)
+        .map(|t| t.name)
+        .collect();
+    written.sort_unstable();
+    assert_eq!(names, written);
+    for tool in &offered {
+        let entry = tools.iter().find(|t| t.name == tool.name).unwrap();
+        assert_eq!(
+            tool.description,
+            entry.description_for(Front::Pi),
+            "{}",
+            tool.name
+        );
+        assert_eq!(tool.schema, entry.pi_schema(), "{}", tool.name);
+    }
+}
+
+/// The ten tools with flat object schemas (the catalogue's, in its words), the command, and no
+/// `subagent` unless opted in.
 fn registers_the_parent_surface(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
     assert!(commands(&mut s).contains(&"shepherd".to_owned()));
@@ -66,6 +95,26 @@ fn registers_the_parent_surface(pi: &PiBinary) {
         assert_eq!(parameters["type"], "object", "{tool}");
         assert!(parameters.get("anyOf").is_none(), "flat root: {tool}");
     }
+    offers_the_catalogue(&request, catalogue::PARENT);
+}
+
+/// A pi sheep's model is offered the catalogue's sheep tools.
+fn registers_the_sheep_tools(pi: &PiBinary) {
+    let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
+    let worker = s.spawn("worker", "tools");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "looked at my tools"}),
+            ),
+            Step::text("Looked at my tools."),
+        ],
+    );
+    s.delegate(&worker, "Look at your tools.", None);
+    let request = s.wait_requests("worker-model", 1).remove(0);
+    offers_the_catalogue(&request, catalogue::SHEEP);
 }
 
 /// Inside a sheep (SHEPHERD_AGENT_ID set) the extension registers nothing.
@@ -503,6 +552,7 @@ fn broker_killed_while_pi_is_idle(pi: &PiBinary) {
 
 shepherd_testkit::pi_tests!(
     registers_the_parent_surface,
+    registers_the_sheep_tools,
     silent_inside_a_sheep,
     missing_binary,
     failures_are_errors_with_the_protocol_block,

@@ -5,7 +5,7 @@
  * (`SHEPHERD_SOCKET`, `SHEPHERD_AGENT_ID`, `SHEPHERD_TOKEN`), and then:
  * - delivers every envelope the moment it arrives: tasks, replies, questions and reminders start
  *   a turn (`pi.sendUserMessage`, steer or follow-up); plain messages wait for the next turn;
- * - gives the model `shepherd_done` (the only way a task finishes), `shepherd_message` (to the
+ * - gives the model (in the tool catalogue's words, lib/tool-catalogue.ts) `shepherd_done` (the only way a task finishes), `shepherd_message` (to the
  *   parent or a herd-mate, by id or display name), `shepherd_herd` (its herd-mates) and
  *   `shepherd_status` (whether a message was delivered and read);
  * - reports the run's lifecycle: `ready` once loaded, `agent_start`, each `turn` with what it
@@ -22,13 +22,9 @@
 
 import * as fs from "node:fs";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
-import { Type } from "typebox";
 import { BrokerConnection, BrokerError, type Envelope, type ReportParams } from "./lib/broker.ts";
 import { isReceipt, matesText, messagesText, receiptText } from "./lib/receipts.ts";
-
-/** A string enum as a plain JSON-schema `enum` (some providers reject `anyOf` of literals). */
-const StringEnum = <T extends string>(values: T[], description: string) =>
-	Type.Unsafe<T>({ type: "string", enum: values, description });
+import { SHEEP_TOOLS } from "./lib/tool-catalogue.ts";
 
 /**
  * The parts of a pi message this file reads. Both pi generations send more; the fields are
@@ -202,19 +198,9 @@ export default function (pi: ExtensionAPI) {
 	const report = (params: ReportParams) => broker.call("report", params).catch(() => {});
 
 	pi.registerTool({
-		name: "shepherd_done",
+		...SHEEP_TOOLS.shepherd_done,
 		label: "Shepherd: done",
-		description:
-			"Finish your delegated Shepherd task. This is the only signal that a task is done: ending a turn or going idle " +
-			"is not. Call it exactly once, with status completed (the task is done), blocked (you cannot go on without " +
-			"help) or failed, and a short summary of what you did or why not. Your final message after it should be a " +
-			"concise report.",
 		promptSnippet: "Finish the delegated Shepherd task (completed, blocked or failed) with a summary",
-		parameters: Type.Object({
-			status: StringEnum(["completed", "blocked", "failed"], "completed, blocked or failed"),
-			summary: Type.Optional(Type.String({ description: "What was done, or why not" })),
-			taskId: Type.Optional(Type.String({ description: "The task id (optional: your current task)" })),
-		}),
 		async execute(_id, params) {
 			const taskId = params.taskId ?? currentTask;
 			// Naming the task it settles means a redelivered old task can never settle a newer one;
@@ -229,23 +215,9 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	pi.registerTool({
-		name: "shepherd_message",
+		...SHEEP_TOOLS.shepherd_message,
 		label: "Shepherd: message",
-		description:
-			"Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its agent id or display name; " +
-			"shepherd_herd lists them). Use expectsReply " +
-			"to ask a question: your task then waits for the answer, which arrives as a new message. To answer a " +
-			"question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
 		promptSnippet: "Message the Shepherd or a herd-mate; ask with expectsReply, answer with replyTo",
-		parameters: Type.Object({
-			target: Type.String({ description: "`shepherd`, or a herd-mate's agent id or display name" }),
-			message: Type.String({ description: "The message" }),
-			taskId: Type.Optional(Type.String()),
-			threadId: Type.Optional(Type.String()),
-			replyTo: Type.Optional(Type.String({ description: "The message id you are answering" })),
-			expectsReply: Type.Optional(Type.Boolean()),
-			delivery: Type.Optional(StringEnum(["followUp", "steer"], "followUp (default) or steer")),
-		}),
 		async execute(_id, params) {
 			const known = params.replyTo ? taskOf.get(params.replyTo) : undefined;
 			if (known && params.taskId && params.taskId !== known) {
@@ -278,14 +250,9 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	pi.registerTool({
-		name: "shepherd_herd",
+		...SHEEP_TOOLS.shepherd_herd,
 		label: "Shepherd: herd",
-		description:
-			"List your herd: every sheep of it (you included, marked), with its agent id, display name, agent, what runs " +
-			"it and its state. Message a herd-mate with shepherd_message by its agent id or display name; the parent is " +
-			"`shepherd`. Task texts are the parent's and are not shown.",
 		promptSnippet: "List your herd-mates (ids, names, states) to message the right one",
-		parameters: Type.Object({}),
 		async execute() {
 			const result = await broker.call("herd.mates");
 			return { content: [{ type: "text", text: matesText(result) }], details: result };
@@ -293,17 +260,9 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	pi.registerTool({
-		name: "shepherd_status",
+		...SHEEP_TOOLS.shepherd_status,
 		label: "Shepherd: status",
-		description:
-			"Whether a message you sent (or received) was delivered and read: pass its messageId, as shepherd_message " +
-			"returned it. Without messageId, your own status and the latest messages sent to you.",
 		promptSnippet: "Whether a message you sent was delivered and read",
-		parameters: Type.Object({
-			messageId: Type.Optional(
-				Type.String({ description: "A message you sent or received (its id); without it, your own status" }),
-			),
-		}),
 		async execute(_id, params) {
 			const status = await broker.call("status", { id: params.messageId });
 			const text = isReceipt(status)

@@ -17,14 +17,17 @@ use shepherd_core::protocol::SpawnParams;
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 
-/// The sheep extension, the protocol client it imports, the client's generated protocol types
-/// and the receipt words it shares with the parent, as shipped in this binary.
+/// The sheep extension, the protocol client it imports, the client's generated protocol types,
+/// the receipt words it shares with the parent and the generated tool catalogue its tools are
+/// written from, as shipped in this binary.
 const SHEEP_EXTENSION: &str =
     include_str!("../../../../integrations/pi/extensions/shepherd-sheep.ts");
 const BROKER_CLIENT: &str = include_str!("../../../../integrations/pi/extensions/lib/broker.ts");
 const PROTOCOL_TYPES: &str =
     include_str!("../../../../integrations/pi/extensions/lib/protocol-types.ts");
 const RECEIPT_WORDS: &str = include_str!("../../../../integrations/pi/extensions/lib/receipts.ts");
+const TOOL_CATALOGUE: &str =
+    include_str!("../../../../integrations/pi/extensions/lib/tool-catalogue.ts");
 
 /// The tools every pi sheep needs on top of its definition's allowlist.
 const SHEEP_TOOLS: [&str; 4] = [
@@ -61,12 +64,13 @@ fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
 }
 
 /// The shipped sheep extension's files, relative to its directory (the entry point first).
-pub(crate) fn extension_files() -> [(&'static str, &'static str); 4] {
+pub(crate) fn extension_files() -> [(&'static str, &'static str); 5] {
     [
         ("shepherd-sheep.ts", SHEEP_EXTENSION),
         ("lib/broker.ts", BROKER_CLIENT),
         ("lib/protocol-types.ts", PROTOCOL_TYPES),
         ("lib/receipts.ts", RECEIPT_WORDS),
+        ("lib/tool-catalogue.ts", TOOL_CATALOGUE),
     ]
 }
 
@@ -197,4 +201,38 @@ pub fn definition_args(
 
 fn path(path: &Path) -> String {
     path.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extension_files;
+
+    /// Every relative module a shipped file imports is shipped too: a sheep's pi loads the
+    /// extension from the broker's state directory, where nothing else is.
+    #[test]
+    fn the_shipped_extension_holds_every_file_it_imports() {
+        let files = extension_files();
+        let shipped: Vec<&str> = files.iter().map(|(path, _)| *path).collect();
+        for (path, content) in files {
+            let dir = std::path::Path::new(path)
+                .parent()
+                .unwrap_or(std::path::Path::new(""));
+            // `from "./…"` wherever it stands, so an import spread over lines counts too.
+            for spec in content
+                .split("from \"")
+                .skip(1)
+                .filter_map(|rest| rest.split('"').next())
+            {
+                if !spec.starts_with("./") {
+                    continue;
+                }
+                let joined = dir.join(spec.trim_start_matches("./"));
+                let wanted = joined.to_string_lossy();
+                assert!(
+                    shipped.contains(&wanted.as_ref()),
+                    "{path} imports {spec}, which the shipped extension lacks"
+                );
+            }
+        }
+    }
 }

@@ -4,12 +4,10 @@
 //! take only flat schemas (see `schema`).
 
 use serde::Deserialize;
-use serde_json::Value;
 use shepherd_core::budget::Budget;
 use shepherd_core::error_code::ErrorCode;
 
 use crate::error::ToolError;
-use crate::schema::{integer, number};
 
 /// The budget arguments, as they come in a call.
 #[derive(Debug, Default, Deserialize)]
@@ -19,31 +17,6 @@ pub(crate) struct BudgetArgs {
     pub(crate) max_tool_calls: Option<f64>,
     pub(crate) max_tokens: Option<f64>,
     pub(crate) max_cost: Option<f64>,
-}
-
-/// The schema properties of the budget arguments.
-pub(crate) fn budget_properties() -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "maxTurns",
-            integer(1, "Budget: most model turns the task may take"),
-        ),
-        (
-            "maxToolCalls",
-            integer(1, "Budget: most tool calls the task may make"),
-        ),
-        (
-            "maxTokens",
-            integer(
-                1,
-                "Budget: most tokens (input, output, cache) the task may use",
-            ),
-        ),
-        (
-            "maxCost",
-            number("Budget: most cost the task may run up (the model's pricing)"),
-        ),
-    ]
 }
 
 impl BudgetArgs {
@@ -68,14 +41,4 @@ impl BudgetArgs {
             .map_err(|err| ToolError::new(ErrorCode::InvalidBudget, err.to_string()))?;
         Ok((!budget.is_empty()).then_some(budget))
     }
-}
-
-/// The stall watchdog argument's schema.
-pub(crate) fn stall_property() -> (&'static str, Value) {
-    (
-        "stall",
-        number(
-            "Stall watchdog for this task: minutes of silence before the sheep is nudged, and again before the task settles blocked; 0 turns it off (default: the stallWatchdog setting, off)",
-        ),
-    )
 }

@@ -1,5 +1,5 @@
-//! Each tool's arguments: the flat schema the host shows the model, and the typed value a call
-//! is read into.
+//! Each tool's arguments as the typed value a call is read into (the schema the host shows the
+//! model is the tool catalogue's, `catalogue`).
 //!
 //! The names, meanings and descriptions are the pi tools'. Reading is lenient where pi's is
 //! (a legacy `handle` becomes `id`, a JSON list sent as a string is a list, `"5"` is 5 for
@@ -16,14 +16,12 @@ use serde_json::{Map, Value};
 use shepherd_core::error_code::ErrorCode;
 
 use super::error::ToolError;
-use super::schema::{boolean, choice, integer, number, object, string, strings};
-pub(crate) use budget::{BudgetArgs, budget_properties, stall_property};
-pub(crate) use run::{Run, RunStep, run_schema};
+pub(crate) use budget::BudgetArgs;
+pub(crate) use run::{Run, RunStep};
 
-pub(crate) const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
-/// The coding agents a sheep can run on.
-pub(crate) const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
-pub(crate) const HARNESS_WORDS: &str = "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode";
+pub(crate) use super::catalogue::{
+    ACTIONS, DELIVERIES, DONE_STATUSES, HARNESSES, PLACEMENTS, SCOPES, SOURCES,
+};
 
 /// A checked `harness` argument.
 pub(crate) fn harness(
@@ -40,14 +38,6 @@ pub(crate) fn closed<T: std::str::FromStr>(
 ) -> Result<Option<T>, ToolError> {
     Ok(one_of(name, value, accepted)?.and_then(|word| word.parse().ok()))
 }
-pub(crate) const SOURCES: &[&str] = &["visible", "recent", "recent-unwrapped", "detection"];
-pub(crate) const DELIVERIES: &[&str] = &["followUp", "steer"];
-pub(crate) const ACTIONS: &[&str] = &["herd", "agents", "prune"];
-pub(crate) const SCOPES: &[&str] = &["user", "project", "both"];
-pub(crate) const DONE_STATUSES: &[&str] = &["completed", "blocked", "failed"];
-
-/// How the `wait` arguments name the server's bound.
-pub(crate) const BOUND_WORDS: &str = "the server's bound, 25 s unless set with --max-wait";
 
 /// Keys settings own, dropped before reading (as pi's normaliser does).
 const DROPPED_KEYS: &[&str] = &[
@@ -157,22 +147,6 @@ pub(crate) struct Control {
     pub(crate) agent_scope: Option<String>,
 }
 
-pub(crate) fn control_schema() -> Value {
-    object(
-        &[
-            ("action", choice(ACTIONS, "herd | agents | prune")),
-            (
-                "agentScope",
-                choice(
-                    SCOPES,
-                    "For agents: which definitions to list (default: the agentScope setting)",
-                ),
-            ),
-        ],
-        &["action"],
-    )
-}
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct Spawn {
     pub(crate) agent: String,
@@ -184,48 +158,6 @@ pub(crate) struct Spawn {
     pub(crate) host: Option<String>,
 }
 
-pub(crate) fn spawn_schema() -> Value {
-    object(
-        &[
-            (
-                "agent",
-                string("Exact agent definition name (case-sensitive)"),
-            ),
-            (
-                "label",
-                string(
-                    "Short task-specific label: letters, digits, spaces, _ - . (max 64, no colon)",
-                ),
-            ),
-            (
-                "placement",
-                choice(
-                    PLACEMENTS,
-                    "tab (default, background) | pane_right | pane_down | workspace",
-                ),
-            ),
-            (
-                "cwd",
-                string("Working directory (default: the project directory)"),
-            ),
-            ("harness", choice(HARNESSES, HARNESS_WORDS)),
-            (
-                "isolate",
-                boolean(
-                    "Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard",
-                ),
-            ),
-            (
-                "host",
-                string(
-                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
-                ),
-            ),
-        ],
-        &["agent", "label"],
-    )
-}
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct Delegate {
     pub(crate) target: String,
@@ -234,25 +166,6 @@ pub(crate) struct Delegate {
     pub(crate) stall: Option<f64>,
     #[serde(flatten)]
     pub(crate) budget: BudgetArgs,
-}
-
-pub(crate) fn delegate_schema() -> Value {
-    let mut properties = vec![
-        (
-            "target",
-            string("The sheep's agent id (from shepherd_spawn)"),
-        ),
-        ("task", string("What the sheep should do")),
-        (
-            "timeout",
-            number(
-                "Minutes before the task times out (default: the timeout setting, 20; fractions allowed)",
-            ),
-        ),
-    ];
-    properties.extend(budget_properties());
-    properties.push(stall_property());
-    object(&properties, &["target", "task"])
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,55 +180,11 @@ pub(crate) struct Message {
     pub(crate) delivery: Option<String>,
 }
 
-/// The message schema; `sheep` describes the sheep side's targets.
-pub(crate) fn message_schema(sheep: bool) -> Value {
-    let target = if sheep {
-        "`shepherd`, or a herd-mate's agent id or display name"
-    } else {
-        "The sheep's exact agent id"
-    };
-    object(
-        &[
-            ("target", string(target)),
-            ("message", string("The message text")),
-            (
-                "taskId",
-                string("The task it concerns (the asker's task when answering)"),
-            ),
-            (
-                "threadId",
-                string("A conversation thread id of your choice"),
-            ),
-            ("replyTo", string("The message id you are answering")),
-            ("expectsReply", boolean("Whether you wait for an answer")),
-            (
-                "delivery",
-                choice(
-                    DELIVERIES,
-                    "followUp (default: next turn) | steer (this turn)",
-                ),
-            ),
-        ],
-        &["target", "message"],
-    )
-}
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct Prompt {
     pub(crate) id: String,
     pub(crate) message: String,
     pub(crate) timeout: Option<f64>,
-}
-
-pub(crate) fn prompt_schema() -> Value {
-    object(
-        &[
-            ("id", string("The sheep's agent id")),
-            ("message", string("The prompt")),
-            ("timeout", number("Minutes before the turn times out")),
-        ],
-        &["id", "message"],
-    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -324,42 +193,9 @@ pub(crate) struct Watch {
     pub(crate) wait: Option<f64>,
 }
 
-pub(crate) fn watch_schema() -> Value {
-    object(
-        &[
-            (
-                "id",
-                strings("The task ids to watch (one or more, from shepherd_delegate)"),
-            ),
-            (
-                "wait",
-                number(&format!(
-                    "Seconds to wait at most for them to settle in this call (default and maximum: {BOUND_WORDS})"
-                )),
-            ),
-        ],
-        &["id"],
-    )
-}
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct AgentId {
     pub(crate) id: String,
-}
-
-pub(crate) fn agent_id_schema() -> Value {
-    object(&[("id", string("The sheep's agent id"))], &["id"])
-}
-
-/// The parent's `shepherd_status`: a sheep, or a message's receipt.
-pub(crate) fn status_schema() -> Value {
-    object(
-        &[(
-            "id",
-            string("The sheep's agent id, or a message id (shepherd-message-…) for its receipt"),
-        )],
-        &["id"],
-    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -369,38 +205,9 @@ pub(crate) struct Read {
     pub(crate) source: Option<String>,
 }
 
-pub(crate) fn read_schema() -> Value {
-    object(
-        &[
-            ("name", string("Agent id or display name")),
-            ("lines", integer(1, "How many lines (default 40)")),
-            (
-                "source",
-                choice(
-                    SOURCES,
-                    "recent-unwrapped (default) | recent | visible | detection",
-                ),
-            ),
-        ],
-        &["name"],
-    )
-}
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct Inbox {
     pub(crate) wait: Option<f64>,
-}
-
-pub(crate) fn inbox_schema() -> Value {
-    object(
-        &[(
-            "wait",
-            number(&format!(
-                "Seconds to wait for something to arrive when nothing has (default 0; maximum: {BOUND_WORDS})"
-            )),
-        )],
-        &[],
-    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -409,23 +216,6 @@ pub(crate) struct Done {
     pub(crate) status: String,
     pub(crate) summary: Option<String>,
     pub(crate) task_id: Option<String>,
-}
-
-pub(crate) fn done_schema() -> Value {
-    object(
-        &[
-            (
-                "status",
-                choice(DONE_STATUSES, "completed, blocked or failed"),
-            ),
-            ("summary", string("What was done, or why not")),
-            (
-                "taskId",
-                string("The task id (optional: your current task)"),
-            ),
-        ],
-        &["status"],
-    )
 }
 
 /// A `wait` argument in seconds: at least 0, at most `bound`; absent means `default`.
@@ -453,7 +243,6 @@ pub(crate) fn minutes(name: &str, value: Option<f64>) -> Result<Option<f64>, Too
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::is_flat;
     use serde_json::json;
 
     #[test]
@@ -491,25 +280,5 @@ mod tests {
         assert!(minutes("timeout", Some(0.0)).is_err());
         assert!(wait_seconds(Some(-1.0), 0.0, 25.0).is_err());
         assert_eq!(wait_seconds(Some(99.0), 0.0, 25.0).unwrap(), 25.0);
-    }
-
-    #[test]
-    fn every_schema_is_flat() {
-        for schema in [
-            control_schema(),
-            spawn_schema(),
-            delegate_schema(),
-            message_schema(false),
-            message_schema(true),
-            prompt_schema(),
-            watch_schema(),
-            agent_id_schema(),
-            read_schema(),
-            run_schema(),
-            inbox_schema(),
-            done_schema(),
-        ] {
-            assert_eq!(is_flat(&schema), Ok(()), "{schema}");
-        }
     }
 }

@@ -3,10 +3,6 @@
 //! arguments in `args`, which this shares its words and rules with).
 
 use serde::Deserialize;
-use serde_json::Value;
-
-use super::{BOUND_WORDS, HARNESS_WORDS, HARNESSES};
-use crate::schema::{boolean, choice, number, object, objects, string};
 
 /// One task of a parallel run or one step of a chain.
 #[derive(Debug, Deserialize)]
@@ -36,87 +32,4 @@ pub(crate) struct Run {
     pub(crate) wait: Option<f64>,
     #[serde(flatten)]
     pub(crate) budget: super::BudgetArgs,
-}
-
-pub(crate) fn run_schema() -> Value {
-    let task = object(
-        &[
-            ("agent", string("Exact agent definition name")),
-            ("task", string("The task")),
-            ("cwd", string("Working directory for this task")),
-            ("isolate", boolean("Run in its own git worktree")),
-            ("harness", choice(HARNESSES, HARNESS_WORDS)),
-            (
-                "host",
-                string(
-                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
-                ),
-            ),
-        ],
-        &["agent", "task"],
-    );
-    let step = object(
-        &[
-            ("agent", string("Exact agent definition name")),
-            (
-                "task",
-                string("The task; {previous} is replaced by the previous step's result"),
-            ),
-            ("cwd", string("Working directory for this step")),
-            ("harness", choice(HARNESSES, HARNESS_WORDS)),
-            (
-                "host",
-                string(
-                    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
-                ),
-            ),
-        ],
-        &["agent", "task"],
-    );
-    let mut properties = vec![
-        ("agent", string("Single mode: exact agent name")),
-        ("task", string("Single mode: the task")),
-        ("tasks", objects(&task, "Parallel mode: the tasks")),
-        ("chain", objects(&step, "Chain mode: the steps, in order")),
-        (
-            "cwd",
-            string("Working directory (default: the project directory)"),
-        ),
-        (
-            "harness",
-            choice(
-                HARNESSES,
-                "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
-            ),
-        ),
-        (
-            "host",
-            string(
-                "Run every task's sheep on this host, one the user defined under `hosts` in their Shepherd settings (a task may name its own; default: this machine)",
-            ),
-        ),
-        (
-            "sessionName",
-            string("Create or continue the fieldnotes session with this name"),
-        ),
-        (
-            "timeout",
-            number("Minutes each task may take (default: the timeout setting, 20)"),
-        ),
-        (
-            "runId",
-            string(
-                "Follow (or, with cancel, cancel) a run an earlier call started, instead of starting one",
-            ),
-        ),
-        ("cancel", boolean("With runId: cancel that run")),
-        (
-            "wait",
-            number(&format!(
-                "Seconds to wait at most for the run in this call (default and maximum: {BOUND_WORDS})"
-            )),
-        ),
-    ];
-    properties.extend(super::budget_properties());
-    object(&properties, &[])
 }

@@ -94,6 +94,8 @@ pub struct OfferedTool {
     pub call_name: String,
     /// Its JSON schema for the arguments (`Null` when none was sent).
     pub schema: Value,
+    /// What the model is told it does (empty when none was sent).
+    pub description: String,
 }
 
 impl RecordedRequest {
@@ -191,11 +193,18 @@ impl RecordedRequest {
     /// The tools offered to the model, in order.
     #[must_use]
     pub fn offered_tools(&self) -> Vec<OfferedTool> {
-        let plain = |name: &str, schema: Option<&Value>| OfferedTool {
+        let described = |tool: &Value| {
+            tool.get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let plain = |name: &str, schema: Option<&Value>, description: String| OfferedTool {
             name: name.to_owned(),
             namespace: None,
             call_name: name.to_owned(),
             schema: schema.cloned().unwrap_or(Value::Null),
+            description,
         };
         let mut out = Vec::new();
         if self.api == Api::Gemini {
@@ -208,7 +217,7 @@ impl RecordedRequest {
                         let schema = declaration
                             .get("parametersJsonSchema")
                             .or_else(|| declaration.get("parameters"));
-                        out.push(plain(name, schema));
+                        out.push(plain(name, schema, described(declaration)));
                     }
                 }
             }
@@ -217,7 +226,7 @@ impl RecordedRequest {
         for tool in array(&self.body, "tools") {
             if let Some(function) = tool.get("function") {
                 if let Some(name) = function.get("name").and_then(Value::as_str) {
-                    out.push(plain(name, function.get("parameters")));
+                    out.push(plain(name, function.get("parameters"), described(function)));
                 }
             } else if tool.get("type").and_then(Value::as_str) == Some("namespace") {
                 let namespace = tool.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -228,12 +237,13 @@ impl RecordedRequest {
                             namespace: Some(namespace.to_owned()),
                             call_name: name.to_owned(),
                             schema: inner.get("parameters").cloned().unwrap_or(Value::Null),
+                            description: described(inner),
                         });
                     }
                 }
             } else if let Some(name) = tool.get("name").and_then(Value::as_str) {
                 let schema = tool.get("input_schema").or_else(|| tool.get("parameters"));
-                out.push(plain(name, schema));
+                out.push(plain(name, schema, described(tool)));
             }
         }
         out

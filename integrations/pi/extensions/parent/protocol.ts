@@ -8,6 +8,7 @@
  * argument normalisation that runs before schema validation, so older call shapes still work.
  */
 
+import { HIDDEN_DETAILS as HIDDEN_DETAIL_KEYS } from "../lib/tool-catalogue.ts";
 import { ShepherdError } from "./cli.ts";
 
 export interface ToolResult {
@@ -15,20 +16,7 @@ export interface ToolResult {
 	details: Record<string, unknown>;
 }
 
-const HIDDEN_DETAILS = new Set([
-	"call",
-	"agent",
-	"label",
-	"model",
-	"status",
-	"artifactSession",
-	"returnValue",
-	"result",
-	// lists the service message already spells out
-	"agents",
-	"sheep",
-	"completed",
-]);
+const HIDDEN_DETAILS = new Set(HIDDEN_DETAIL_KEYS);
 
 function words(key: string): string {
 	return key.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();

@@ -147,6 +147,7 @@ fn resolve(call: &ToolCall, offered: &[OfferedTool]) -> Option<(OfferedTool, Str
                     namespace: None,
                     call_name: call.name.clone(),
                     schema: Value::Null,
+                    description: String::new(),
                 });
             Some((tool, call.arguments_json()))
         }

@@ -1,0 +1,312 @@
+//! The tool catalogue: every parent and sheep tool's name, description and arguments, written
+//! once for both front ends that offer them — this MCP server and the pi extension.
+//!
+//! The MCP tools take their descriptions from here (`#[tool(description = …)]`) and their input
+//! schemas are built from these arguments ([`super::schema::mcp_input`]). The pi extension reads
+//! the same entries from `integrations/pi/extensions/lib/tool-catalogue.ts`, which
+//! [`pi_catalogue_text`] generates (`scripts/gen-protocol-types` writes it); a test fails when
+//! that file is out of date, and the parity tests check that each front end offers exactly its
+//! tools here, with these words. Where one front end's tool behaves differently (pi's
+//! `shepherd_watch` returns at once and reports completions as messages, where the MCP one
+//! waits), the entry keeps pi's own description beside the shared one, and an argument or tool
+//! only one front end has says so in its [`Front`].
+
+/// Which front ends offer a tool or an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// The MCP server and the pi extension.
+    Both,
+    /// The MCP server only (its waiting tools and arguments: pi pushes instead).
+    Mcp,
+    /// The pi extension only.
+    Pi,
+}
+
+impl Front {
+    /// Whether `front` offers what this is attached to.
+    pub fn offers(self, front: Front) -> bool {
+        self == Front::Both || self == front
+    }
+}
+
+/// An argument's type, as the flat schemas have it (see [`super::schema`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    String,
+    /// A string of a fixed set of values.
+    Choice(&'static [&'static str]),
+    Number,
+    /// A number above 0. pi's schema says so; the MCP schema leaves the bound to the call's
+    /// check, since hosts differ in the bounds they pass on.
+    Positive,
+    /// A number of at least 0 (bounded as [`Kind::Positive`] is).
+    NonNegative,
+    /// A whole number, at least `minimum`.
+    Integer {
+        minimum: i64,
+    },
+    Boolean,
+    /// A list of strings.
+    Strings,
+    /// One string or a non-empty list of them. pi's schema says so; the MCP schema offers the
+    /// list only (hosts refuse `anyOf`), and the call reads a lone string as a list of one.
+    IdOrIds,
+    /// A list of flat objects with these fields.
+    Objects(&'static [Arg]),
+}
+
+/// One argument of a tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub required: bool,
+    pub fronts: Front,
+    pub description: &'static str,
+}
+
+/// One tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    pub name: &'static str,
+    pub fronts: Front,
+    /// What the model reads.
+    pub description: &'static str,
+    /// pi's own description, where pi's tool behaves differently from the MCP one.
+    pub pi_description: Option<&'static str>,
+    pub args: &'static [Arg],
+}
+
+impl Tool {
+    /// The description `front` shows.
+    pub fn description_for(&self, front: Front) -> &'static str {
+        match (front, self.pi_description) {
+            (Front::Pi, Some(pi)) => pi,
+            _ => self.description,
+        }
+    }
+}
+
+/// Where a sheep can be placed.
+pub const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
+/// The coding agents a sheep can run on.
+pub const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
+/// What `shepherd_read` can read.
+pub const SOURCES: &[&str] = &["visible", "recent", "recent-unwrapped", "detection"];
+/// How a message is delivered.
+pub const DELIVERIES: &[&str] = &["followUp", "steer"];
+/// The `shepherd` tool's actions.
+pub const ACTIONS: &[&str] = &["herd", "agents", "prune"];
+/// Which agent definitions are listed.
+pub const SCOPES: &[&str] = &["user", "project", "both"];
+/// How a sheep can finish its task.
+pub const DONE_STATUSES: &[&str] = &["completed", "blocked", "failed"];
+
+/// Detail keys a parent tool's result never shows: the call and the return value have their
+/// own sections, and lists the service line already spells out.
+pub const HIDDEN_DETAILS: &[&str] = &[
+    "call",
+    "agent",
+    "label",
+    "model",
+    "status",
+    "artifactSession",
+    "returnValue",
+    "result",
+    "agents",
+    "sheep",
+    "completed",
+];
+
+const fn arg(name: &'static str, kind: Kind, description: &'static str) -> Arg {
+    Arg {
+        name,
+        kind,
+        required: false,
+        fronts: Front::Both,
+        description,
+    }
+}
+
+const fn required(name: &'static str, kind: Kind, description: &'static str) -> Arg {
+    Arg {
+        required: true,
+        ..arg(name, kind, description)
+    }
+}
+
+const fn mcp_only(arg: Arg) -> Arg {
+    Arg {
+        fronts: Front::Mcp,
+        ..arg
+    }
+}
+
+const AGENT_ID: Arg = required("id", Kind::String, "The sheep's agent id");
+const HARNESS: Arg = arg(
+    "harness",
+    Kind::Choice(HARNESSES),
+    "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode",
+);
+const HOST: Arg = arg(
+    "host",
+    Kind::String,
+    "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
+);
+const PROJECT_CWD: Arg = arg(
+    "cwd",
+    Kind::String,
+    "Working directory (default: the project directory)",
+);
+const MAX_TURNS: Arg = arg(
+    "maxTurns",
+    Kind::Integer { minimum: 1 },
+    "Budget: most model turns the task may take",
+);
+const MAX_TOOL_CALLS: Arg = arg(
+    "maxToolCalls",
+    Kind::Integer { minimum: 1 },
+    "Budget: most tool calls the task may make",
+);
+const MAX_TOKENS: Arg = arg(
+    "maxTokens",
+    Kind::Integer { minimum: 1 },
+    "Budget: most tokens (input, output, cache) the task may use",
+);
+const MAX_COST: Arg = arg(
+    "maxCost",
+    Kind::Positive,
+    "Budget: most cost the task may run up (the model's pricing). Reaching any budget stops the sheep and settles the task blocked, naming the limit",
+);
+const INBOX_WAIT: Arg = arg(
+    "wait",
+    Kind::Number,
+    "Seconds to wait for something to arrive when nothing has (default 0; maximum: the server's bound, 25 s unless set with --max-wait)",
+);
+const MESSAGE_TEXT: Arg = required("message", Kind::String, "The message text");
+const MESSAGE_TASK: Arg = arg(
+    "taskId",
+    Kind::String,
+    "The task it concerns (the asker's task when answering)",
+);
+const MESSAGE_THREAD: Arg = arg(
+    "threadId",
+    Kind::String,
+    "A conversation thread id of your choice",
+);
+const REPLY_TO: Arg = arg("replyTo", Kind::String, "The message id you are answering");
+const EXPECTS_REPLY: Arg = arg(
+    "expectsReply",
+    Kind::Boolean,
+    "Whether you wait for an answer",
+);
+const DELIVERY: Arg = arg(
+    "delivery",
+    Kind::Choice(DELIVERIES),
+    "followUp (default: next turn) | steer (this turn)",
+);
+
+mod parent;
+mod render;
+mod sheep;
+
+pub use parent::{
+    CLOSE, CONTROL, DELEGATE, INBOX, MESSAGE, PROMPT, READ, RESUME, RUN, SPAWN, STATUS, WATCH,
+};
+pub use render::pi_catalogue_text;
+pub use sheep::{SHEEP_DONE, SHEEP_HERD, SHEEP_INBOX, SHEEP_MESSAGE, SHEEP_STATUS};
+
+/// The parent's tools.
+pub const PARENT: &[Tool] = &[
+    CONTROL, SPAWN, DELEGATE, MESSAGE, PROMPT, WATCH, STATUS, CLOSE, RESUME, READ, RUN, INBOX,
+];
+
+/// A sheep's own tools.
+pub const SHEEP: &[Tool] = &[
+    SHEEP_DONE,
+    SHEEP_MESSAGE,
+    SHEEP_HERD,
+    SHEEP_STATUS,
+    SHEEP_INBOX,
+];
+
+/// Where the pi extension's copy of the catalogue is checked in.
+pub const PI_CATALOGUE_PATH: &str = "integrations/pi/extensions/lib/tool-catalogue.ts";
+
+/// The tools of `tools` that `front` offers.
+pub fn offered(tools: &[Tool], front: Front) -> impl Iterator<Item = &Tool> {
+    tools.iter().filter(move |tool| tool.fronts.offers(front))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The choices the tools offer are the core's closed sets, in their wire spelling.
+    #[test]
+    fn choices_are_the_cores_closed_sets() {
+        use shepherd_core::backend::{Placement, ReadSource};
+        use shepherd_core::harness::Harness;
+        let names = |all: &[&'static str]| all.iter().copied().collect::<BTreeSet<_>>();
+        assert_eq!(
+            names(PLACEMENTS),
+            Placement::ALL.iter().map(|p| p.as_str()).collect()
+        );
+        assert_eq!(
+            names(HARNESSES),
+            Harness::ALL.iter().map(|h| h.as_str()).collect()
+        );
+        assert_eq!(
+            names(SOURCES),
+            ReadSource::ALL.iter().map(|s| s.as_str()).collect()
+        );
+        let delivery = |text: &str| {
+            let delivery = shepherd_core::envelope::Delivery::parse(text).expect(text);
+            serde_json::to_value(delivery).unwrap()
+        };
+        for text in DELIVERIES {
+            assert_eq!(delivery(text), *text);
+        }
+        // Two deliveries: followUp and steer, each its own.
+        assert_ne!(delivery(DELIVERIES[0]), delivery(DELIVERIES[1]));
+        let statuses: BTreeSet<_> = DONE_STATUSES
+            .iter()
+            .map(|text| shepherd_core::task::DoneStatus::parse(text).expect(text))
+            .map(|status| serde_json::to_value(status).unwrap().to_string())
+            .collect();
+        assert_eq!(statuses.len(), DONE_STATUSES.len());
+    }
+
+    #[test]
+    fn names_are_unique_within_each_side() {
+        for tools in [PARENT, SHEEP] {
+            let names: BTreeSet<&str> = tools.iter().map(|t| t.name).collect();
+            assert_eq!(names.len(), tools.len());
+            for tool in tools {
+                let args: BTreeSet<&str> = tool.args.iter().map(|a| a.name).collect();
+                assert_eq!(args.len(), tool.args.len(), "{}", tool.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_pi_description_is_kept_only_where_it_differs() {
+        for tool in PARENT.iter().chain(SHEEP) {
+            assert_ne!(tool.pi_description, Some(tool.description), "{}", tool.name);
+            if tool.pi_description.is_some() {
+                assert_eq!(tool.fronts, Front::Both, "{}", tool.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_pi_catalogue_is_up_to_date() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let checked_in = fs_err::read_to_string(root.join(PI_CATALOGUE_PATH)).unwrap_or_default();
+        assert!(
+            checked_in == pi_catalogue_text(),
+            "{PI_CATALOGUE_PATH} is out of date: run scripts/gen-protocol-types"
+        );
+    }
+}

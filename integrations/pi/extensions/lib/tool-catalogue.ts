@@ -1,0 +1,147 @@
+/**
+ * The tools the pi extension offers, generated from Shepherd's tool catalogue
+ * (crates/shepherd-mcp/src/catalogue.rs), which the MCP server's tools are written from too:
+ * each tool's name, description and parameters. Do not edit: run scripts/gen-protocol-types.
+ */
+
+import { Type } from "typebox";
+
+/** The parent's tools (extensions/parent/tools.ts). */
+export const PARENT_TOOLS = {
+	shepherd: {
+		name: "shepherd",
+		description: "Shepherd's control plane. A shepherd (you) runs a herd of sheep: child coding agents started from agent definitions, each with an opaque agent id. This tool only looks: `agents` lists the definitions you may spawn (exact, case-sensitive names), `herd` lists your sheep with their ids, states and tasks, `prune` forgets sheep whose processes are gone. Starting, tasking, messaging, watching, reading and closing sheep are separate shepherd_* tools. Every delegated task gets a note in the session's fieldnotes (.shepherd/sessions/…, indexed by shepherd.md).",
+		parameters: Type.Object({
+			action: Type.Unsafe<"herd" | "agents" | "prune">({ type: "string", enum: ["herd", "agents", "prune"], description: "herd | agents | prune" }),
+			agentScope: Type.Optional(Type.Unsafe<"user" | "project" | "both">({ type: "string", enum: ["user", "project", "both"], description: "For agents: which definitions to list (default: the agentScope setting)" })),
+		}),
+	},
+	shepherd_spawn: {
+		name: "shepherd_spawn",
+		description: "Start an idle, persistent sheep from an agent definition. It gets no task yet: hand it one with shepherd_delegate. `agent` is the exact definition name (call shepherd {action: \"agents\"} when unsure). Give every sheep a short label that says what it is for (e.g. \"auth tests\"); the sheep is then shown as `<agent>: <label>`, which must be unique among your sheep. It runs in the project directory unless `cwd` says otherwise, with the definition's model (or yours, when it names none), in a background tab when it is visible; `pane_right` and `pane_down` split your own pane instead. Returns the sheep's agent id: keep it, every other shepherd_* tool takes it.",
+		parameters: Type.Object({
+			agent: Type.String({ description: "Exact agent definition name (case-sensitive)" }),
+			label: Type.String({ description: "Short task-specific label: letters, digits, spaces, _ - . (max 64, no colon)" }),
+			placement: Type.Optional(Type.Unsafe<"tab" | "pane_right" | "pane_down" | "workspace">({ type: "string", enum: ["tab", "pane_right", "pane_down", "workspace"], description: "tab (default, background) | pane_right | pane_down | workspace" })),
+			cwd: Type.Optional(Type.String({ description: "Working directory (default: the project directory)" })),
+			harness: Type.Optional(Type.Unsafe<"pi" | "claude-code" | "codex" | "gemini" | "opencode">({ type: "string", enum: ["pi", "claude-code", "codex", "gemini", "opencode"], description: "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode" })),
+			isolate: Type.Optional(Type.Boolean({ description: "Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard" })),
+			host: Type.Optional(Type.String({ description: "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)" })),
+		}),
+	},
+	shepherd_delegate: {
+		name: "shepherd_delegate",
+		description: "Hand a sheep a tracked task and return at once with its task id. The task may take the sheep many turns; it is finished only when the sheep reports it done (completed, blocked or failed), when it passes its timeout, or when you close the sheep. A sheep going idle or ending a turn is not completion. Follow with shepherd_watch on the task id. One open task per sheep; the task text goes to the sheep with the path of its note.",
+		parameters: Type.Object({
+			target: Type.String({ description: "The sheep's agent id (from shepherd_spawn)" }),
+			task: Type.String({ description: "What the sheep should do" }),
+			timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Minutes before the task times out (default: the timeout setting, 20; fractions allowed)" })),
+			maxTurns: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most model turns the task may take" })),
+			maxToolCalls: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most tool calls the task may make" })),
+			maxTokens: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most tokens (input, output, cache) the task may use" })),
+			maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Budget: most cost the task may run up (the model's pricing). Reaching any budget stops the sheep and settles the task blocked, naming the limit" })),
+			stall: Type.Optional(Type.Number({ minimum: 0, description: "Stall watchdog for this task: minutes of silence before the sheep is nudged, and again before the task settles blocked; 0 turns it off (default: the stallWatchdog setting, off)" })),
+		}),
+	},
+	shepherd_message: {
+		name: "shepherd_message",
+		description: "Send a sheep a message. `target` must be the exact agent id from shepherd_spawn: not a definition name like `planner`, not a label, not a pane id. Accepted means queued, not read or answered. With `expectsReply` and the sheep's `taskId`, its task waits for the answer (a tracked question). To answer a sheep's question, pass its message id as `replyTo` and the asking sheep's task id as `taskId`. A plain message never changes a task's state and is not a way to hand over work (use shepherd_delegate).",
+		parameters: Type.Object({
+			target: Type.String({ description: "The sheep's exact agent id" }),
+			message: Type.String({ description: "The message text" }),
+			taskId: Type.Optional(Type.String({ description: "The task it concerns (the asker's task when answering)" })),
+			threadId: Type.Optional(Type.String({ description: "A conversation thread id of your choice" })),
+			replyTo: Type.Optional(Type.String({ description: "The message id you are answering" })),
+			expectsReply: Type.Optional(Type.Boolean({ description: "Whether you wait for an answer" })),
+			delivery: Type.Optional(Type.Unsafe<"followUp" | "steer">({ type: "string", enum: ["followUp", "steer"], description: "followUp (default: next turn) | steer (this turn)" })),
+		}),
+	},
+	shepherd_prompt: {
+		name: "shepherd_prompt",
+		description: "Deprecated: prefer shepherd_delegate + shepherd_watch (and shepherd_message for follow-ups). Sends a sheep one prompt as a one-turn task that finishes when the sheep's run settles, with its final text as the result. Returns its prompt id, which is the id of that one-turn task; watch it with shepherd_watch.",
+		parameters: Type.Object({
+			id: Type.String({ description: "The sheep's agent id" }),
+			message: Type.String({ description: "The prompt" }),
+			timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Minutes before the turn times out" })),
+		}),
+	},
+	shepherd_watch: {
+		name: "shepherd_watch",
+		description: "Register a watcher for one or more task ids and return at once. When the tasks settle (completed, blocked, failed, cancelled or timed out) you get one completion message with each task's status, summary and note; tasks already settled are reported in this result. Idle sheep, ended turns and waiting tasks are not completions. Agent ids and pane ids are not watch targets.",
+		parameters: Type.Object({
+			id: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1 })], { description: "The task ids to watch (one or more, from shepherd_delegate)" }),
+		}),
+	},
+	shepherd_status: {
+		name: "shepherd_status",
+		description: "Show one sheep's state (starting, idle, working, done, blocked, failed, exited, closing), its task (state, how long it has waited for a reply, on whom, whether the wait is stale) and the latest messages sent to it with whether each was delivered and read. Given a message id (from shepherd_message) instead, show whether that message was delivered and read. Changes nothing.",
+		parameters: Type.Object({
+			id: Type.String({ description: "The sheep's agent id, or a message id (shepherd-message-…) for its receipt" }),
+		}),
+	},
+	shepherd_close: {
+		name: "shepherd_close",
+		description: "Close one of your sheep: its process ends and an open task is cancelled (return code 130). Watching or waiting never closes a sheep; close each one when you no longer need it.",
+		parameters: Type.Object({
+			id: Type.String({ description: "The sheep's agent id" }),
+		}),
+	},
+	shepherd_resume: {
+		name: "shepherd_resume",
+		description: "Reopen one of your closed or exited sheep on its own session, under the same agent id and name: its conversation (what it was told, what it did) is intact, so it can pick up where it stopped. Hand it the next task with shepherd_delegate; that task's note links the note it continues. Only pi sheep keep a session to resume.",
+		parameters: Type.Object({
+			id: Type.String({ description: "The sheep's agent id" }),
+		}),
+	},
+	shepherd_read: {
+		name: "shepherd_read",
+		description: "Diagnostic: the recent output of a sheep's terminal or log. `name` is its agent id or display name. `source` is recent-unwrapped (default), recent, visible or detection; an idle pane may have no recent output, try visible.",
+		parameters: Type.Object({
+			name: Type.String({ description: "Agent id or display name" }),
+			lines: Type.Optional(Type.Integer({ minimum: 1, description: "How many lines (default 40)" })),
+			source: Type.Optional(Type.Unsafe<"visible" | "recent" | "recent-unwrapped" | "detection">({ type: "string", enum: ["visible", "recent", "recent-unwrapped", "detection"], description: "recent-unwrapped (default) | recent | visible | detection" })),
+		}),
+	},
+} as const;
+
+/** A sheep's own tools (extensions/shepherd-sheep.ts). */
+export const SHEEP_TOOLS = {
+	shepherd_done: {
+		name: "shepherd_done",
+		description: "Finish your delegated Shepherd task. This is the only signal that a task is done: ending a turn or going idle is not. Call it exactly once, with status completed (the task is done), blocked (you cannot go on without help) or failed, and a short summary of what you did or why not. Your final message after it should be a concise report.",
+		parameters: Type.Object({
+			status: Type.Unsafe<"completed" | "blocked" | "failed">({ type: "string", enum: ["completed", "blocked", "failed"], description: "completed, blocked or failed" }),
+			summary: Type.Optional(Type.String({ description: "What was done, or why not" })),
+			taskId: Type.Optional(Type.String({ description: "The task id (optional: your current task)" })),
+		}),
+	},
+	shepherd_message: {
+		name: "shepherd_message",
+		description: "Send a message to the Shepherd (target `shepherd`) or to a herd-mate (its agent id or display name; shepherd_herd lists them). Use expectsReply to ask a question: your task then waits for the answer, which arrives as a new message. To answer a question, pass its message id as replyTo. A message never finishes a task; use shepherd_done for that.",
+		parameters: Type.Object({
+			target: Type.String({ description: "`shepherd`, or a herd-mate's agent id or display name" }),
+			message: Type.String({ description: "The message text" }),
+			taskId: Type.Optional(Type.String({ description: "The task it concerns (the asker's task when answering)" })),
+			threadId: Type.Optional(Type.String({ description: "A conversation thread id of your choice" })),
+			replyTo: Type.Optional(Type.String({ description: "The message id you are answering" })),
+			expectsReply: Type.Optional(Type.Boolean({ description: "Whether you wait for an answer" })),
+			delivery: Type.Optional(Type.Unsafe<"followUp" | "steer">({ type: "string", enum: ["followUp", "steer"], description: "followUp (default: next turn) | steer (this turn)" })),
+		}),
+	},
+	shepherd_herd: {
+		name: "shepherd_herd",
+		description: "List your herd: every sheep of it (you included, marked), with its agent id, display name, agent, what runs it and its state. Message a herd-mate with shepherd_message by its agent id or display name; the parent is `shepherd`. Task texts are the parent's and are not shown.",
+		parameters: Type.Object({}),
+	},
+	shepherd_status: {
+		name: "shepherd_status",
+		description: "Whether a message you sent (or received) was delivered and read: pass its messageId, as shepherd_message returned it. Without messageId, your own status and the latest messages sent to you.",
+		parameters: Type.Object({
+			messageId: Type.Optional(Type.String({ description: "A message you sent or received (its id); without it, your own status" })),
+		}),
+	},
+} as const;
+
+/** Detail keys a parent tool's result never shows: the call and the return value have their
+ * own sections, and lists the service line already spells out. */
+export const HIDDEN_DETAILS: readonly string[] = ["call", "agent", "label", "model", "status", "artifactSession", "returnValue", "result", "agents", "sheep", "completed"];
