@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::Value;
 use shepherd_core::budget::Budget;
 use shepherd_core::protocol::{ResumeParams, SpawnResult, calls};
+use shepherd_core::worktree::WorktreeReport;
 
 use crate::Printer;
 use shepherd_client::CliError;
@@ -88,36 +88,76 @@ pub fn resume(args: ResumeArgs, ctx: &Context, printer: &Printer) -> Result<Exit
 }
 
 /// The lines that say what became of a closed sheep's worktree.
-pub(crate) fn worktree_text(report: &Value) -> String {
-    let text = |key: &str| report[key].as_str().unwrap_or_default().to_owned();
-    if report["kept"] != true {
-        return format!(
-            "\nworktree {} removed (clean, no new commits)",
-            text("path")
-        );
+pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
+    match report {
+        WorktreeReport::Local(local) if !local.kept => {
+            format!("\nworktree {} removed (clean, no new commits)", local.path)
+        }
+        WorktreeReport::Local(local) => {
+            let mut out = format!(
+                "\nworktree kept: {} (branch {}): {}",
+                local.path,
+                local.branch,
+                local.reason.as_deref().unwrap_or_default()
+            );
+            if let Some(patch) = &local.patch {
+                if !patch.diffstat.is_empty() {
+                    out.push_str(&format!("\n  {}", patch.diffstat));
+                }
+                for file in &patch.files {
+                    out.push_str(&format!("\n  file {file}"));
+                }
+                for commit in &patch.commits {
+                    out.push_str(&format!("\n  commit {commit}"));
+                }
+                if !patch.integrate.is_empty() {
+                    out.push_str(&format!("\n  {}", patch.integrate));
+                }
+            }
+            out
+        }
+        WorktreeReport::Remote(remote) => {
+            let mut out = if remote.kept {
+                format!(
+                    "\nworktree kept on host {}: {} (branch {}): {}",
+                    remote.host,
+                    remote.path,
+                    remote.branch,
+                    remote.reason.as_deref().unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "\nworktree on host {} removed: {}",
+                    remote.host, remote.path
+                )
+            };
+            if remote.brought_home {
+                out.push_str(&format!(
+                    "\n  {} brought home on branch {}",
+                    commits_phrase(remote.commits.len()),
+                    remote.branch
+                ));
+            }
+            let clean = remote.commits.is_empty() && !remote.kept;
+            if clean {
+                out.push_str(" (clean, no new commits)");
+            }
+            for commit in &remote.commits {
+                out.push_str(&format!("\n  commit {commit}"));
+            }
+            if !clean && !remote.integrate.is_empty() {
+                out.push_str(&format!("\n  {}", remote.integrate));
+            }
+            out
+        }
     }
-    let mut out = format!(
-        "\nworktree kept: {} (branch {}): {}",
-        text("path"),
-        text("branch"),
-        text("reason")
-    );
-    let diffstat = text("diffstat");
-    if !diffstat.is_empty() {
-        out.push_str(&format!("\n  {diffstat}"));
+}
+
+/// `1 commit`, `3 commits`.
+fn commits_phrase(count: usize) -> String {
+    if count == 1 {
+        "1 commit".to_owned()
+    } else {
+        format!("{count} commits")
     }
-    for file in report["files"].as_array().into_iter().flatten() {
-        out.push_str(&format!("\n  file {}", file.as_str().unwrap_or_default()));
-    }
-    for commit in report["commits"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "\n  commit {}",
-            commit.as_str().unwrap_or_default()
-        ));
-    }
-    let integrate = text("integrate");
-    if !integrate.is_empty() {
-        out.push_str(&format!("\n  {integrate}"));
-    }
-    out
 }

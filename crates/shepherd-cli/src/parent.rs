@@ -91,9 +91,13 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
             .as_ref()
             .map(|w| {
                 format!(
-                    " in worktree {} (branch {})",
-                    w["path"].as_str().unwrap_or_default(),
-                    w["branch"].as_str().unwrap_or_default()
+                    " in worktree {}{} (branch {})",
+                    w.path,
+                    w.host
+                        .as_ref()
+                        .map(|host| format!(" on host {host}"))
+                        .unwrap_or_default(),
+                    w.branch
                 )
             })
             .unwrap_or_default();

@@ -8,6 +8,9 @@
 //! the project lives there, which backend runs sheep there and which `shepherd` binary to use.
 //! Reading is strict per host: a malformed definition is reported with its name and what would
 //! be accepted, and only that host is unusable.
+//!
+//! Definitions are read out of the user's settings object (open JSON, see
+//! [`crate::settings`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

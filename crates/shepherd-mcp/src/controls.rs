@@ -8,8 +8,9 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use shepherd_core::protocol::{ResumeParams, method};
+use shepherd_core::worktree::WorktreeReport;
 use tokio::time::Instant;
 
 use super::catalogue;
@@ -22,36 +23,58 @@ use shepherd_client::connect::broker_timeout;
 use shepherd_client::connect::{caller_context, spawn_wait};
 
 /// What became of a closed isolated sheep's worktree, in words.
-pub(crate) fn worktree_text(report: &Value) -> String {
-    let text = |key: &str| report[key].as_str().unwrap_or_default().to_owned();
-    if report["kept"] != true {
-        return format!(
-            "; worktree {} removed (clean, no new commits)",
-            text("path")
-        );
+pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
+    match report {
+        WorktreeReport::Local(local) if !local.kept => {
+            format!("; worktree {} removed (clean, no new commits)", local.path)
+        }
+        WorktreeReport::Local(local) => {
+            let patch = local.patch.clone().unwrap_or_default();
+            format!(
+                "; worktree kept at {} on branch {}: {} ({}); files: {}; commits: {}. {}",
+                local.path,
+                local.branch,
+                local.reason.as_deref().unwrap_or_default(),
+                patch.diffstat,
+                patch.files.join(", "),
+                patch.commits.join("; "),
+                patch.integrate
+            )
+        }
+        WorktreeReport::Remote(remote) => {
+            let place = if remote.kept {
+                format!(
+                    "; worktree kept on host {} at {} on branch {}: {}",
+                    remote.host,
+                    remote.path,
+                    remote.branch,
+                    remote.reason.as_deref().unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "; worktree on host {} removed: {}",
+                    remote.host, remote.path
+                )
+            };
+            if remote.commits.is_empty() && !remote.kept {
+                return format!("{place} (clean, no new commits)");
+            }
+            let home = if remote.brought_home {
+                format!(
+                    "; {} brought home on branch {}",
+                    remote.commits.len(),
+                    remote.branch
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{place}{home}; commits: {}. {}",
+                remote.commits.join("; "),
+                remote.integrate
+            )
+        }
     }
-    let list = |key: &str, separator: &str| {
-        report[key]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(separator)
-            })
-            .unwrap_or_default()
-    };
-    format!(
-        "; worktree kept at {} on branch {}: {} ({}); files: {}; commits: {}. {}",
-        text("path"),
-        text("branch"),
-        text("reason"),
-        text("diffstat"),
-        list("files", ", "),
-        list("commits", "; "),
-        text("integrate")
-    )
 }
 
 #[derive(Debug, Deserialize)]

@@ -531,6 +531,8 @@ impl Parent {
         let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
         let worktree_text = worktree
             .as_ref()
+            .and_then(|w| serde_json::from_value(w.clone()).ok())
+            .as_ref()
             .map(super::controls::worktree_text)
             .unwrap_or_default();
         let mut returned = json!({ "id": result["agentId"] });

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::status::Mode;
 use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, event, method};
+use shepherd_core::run::RunReport;
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
@@ -137,7 +138,10 @@ impl Parent {
         }
         match view.get("report").filter(|r| !r.is_null()) {
             Some(report) => {
-                let (words, failed) = words::run_text(report);
+                let report: RunReport = serde_json::from_value(report.clone()).map_err(|err| {
+                    ToolError::new(ErrorCode::Protocol, format!("the run's report: {err}"))
+                })?;
+                let (words, failed) = words::run_text(&report);
                 Ok(text::plain(words, failed))
             }
             None => Ok(text::plain(still_running(&view, self.bound_secs()), false)),

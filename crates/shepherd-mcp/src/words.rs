@@ -4,6 +4,9 @@
 //! JSON answers and never fails: a missing field reads as empty.
 
 use serde_json::{Value, json};
+use shepherd_core::fieldnotes::status::Mode;
+use shepherd_core::run::{RunReport, RunResult};
+use shepherd_core::worktree::WorktreeReport;
 
 use super::text::clip;
 
@@ -145,65 +148,56 @@ pub(crate) fn status_text(status: &Value) -> String {
 /// A finished run in words (the `shepherd run --json` document): the last task's text for
 /// single and chain runs, `Parallel: X/Y succeeded` with a section per task for parallel
 /// ones. Returns the text and whether the run failed.
-pub(crate) fn run_text(run: &Value) -> (String, bool) {
-    let empty = Vec::new();
-    let results = run
-        .get("results")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    let interrupted = run.get("interrupted").and_then(Value::as_bool) == Some(true);
-    let completed = |r: &Value| str_of(r, "status") == Some("completed");
-    let failed = interrupted || results.is_empty() || !results.iter().all(completed);
-    let body = |r: Option<&Value>| {
-        r.and_then(|r| str_of(r, "text").or_else(|| str_of(r, "error")))
-            .unwrap_or("(no output)")
-            .to_owned()
+pub(crate) fn run_text(run: &RunReport) -> (String, bool) {
+    let results = &run.results;
+    let failed = run.interrupted || results.is_empty() || !results.iter().all(RunResult::completed);
+    let body = |r: Option<&RunResult>| {
+        r.map(|r| {
+            if r.text.is_empty() {
+                r.error.clone().unwrap_or_default()
+            } else {
+                r.text.clone()
+            }
+        })
+        .filter(|text| !text.is_empty())
+        .unwrap_or_else(|| "(no output)".to_owned())
     };
-    let mut text = if str_of(run, "mode") == Some("parallel") {
-        let ok = results.iter().filter(|r| completed(r)).count();
+    let mut text = if run.mode == Mode::Parallel {
+        let ok = results.iter().filter(|r| r.completed()).count();
         let mut sections = vec![format!("Parallel: {ok}/{} succeeded", results.len())];
-        sections.extend(results.iter().map(|r| {
-            format!(
-                "### [{}] {}\n\n{}",
-                str_of(r, "agent").unwrap_or_default(),
-                str_of(r, "status").unwrap_or_default(),
-                body(Some(r))
-            )
-        }));
+        sections.extend(
+            results
+                .iter()
+                .map(|r| format!("### [{}] {}\n\n{}", r.agent, r.status, body(Some(r)))),
+        );
         sections.join("\n\n")
     } else {
         let mut text = body(results.last());
-        if let Some(stopped) = run.get("stopped").filter(|s| s.is_object()) {
+        if let Some(stopped) = &run.stopped {
             text.push_str(&format!(
                 "\n\nChain stopped at step {} ({}): {}.",
-                stopped.get("step").unwrap_or(&Value::Null),
-                str_of(stopped, "agent").unwrap_or_default(),
-                str_of(stopped, "status").unwrap_or_default()
+                stopped.step, stopped.agent, stopped.status
             ));
         }
         text
     };
-    if let Some(error) = str_of(run, "error") {
-        text = format!("The run could not start: {error}");
-    }
-    if interrupted {
-        text.push_str("\n\nThe run was cancelled.");
+    if run.interrupted {
+        match &run.cancelled {
+            Some(reason) => text.push_str(&format!("\n\nThe run was cancelled. Why: {reason}.")),
+            None => text.push_str("\n\nThe run was cancelled."),
+        }
     }
     let kept: Vec<String> = run
-        .get("worktrees")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty)
+        .worktrees
         .iter()
-        .filter(|w| w.get("kept").and_then(Value::as_bool) != Some(false))
+        .filter(|w| w.kept())
         .map(|w| {
-            let reason = str_of(w, "reason")
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default();
-            format!(
-                "{} (branch {}{reason})",
-                str_of(w, "path").unwrap_or_default(),
-                str_of(w, "branch").unwrap_or_default()
-            )
+            let reason = match w {
+                WorktreeReport::Local(local) => local.reason.as_deref(),
+                WorktreeReport::Remote(remote) => remote.reason.as_deref(),
+            };
+            let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+            format!("{} (branch {}{reason})", w.path().display(), w.branch())
         })
         .collect();
     if !kept.is_empty() {
@@ -212,11 +206,26 @@ pub(crate) fn run_text(run: &Value) -> (String, bool) {
             kept.join(", ")
         ));
     }
-    if let Some(name) = str_of(run, "sessionName") {
-        let path = str_of(run, "sessionRelativePath")
-            .or_else(|| str_of(run, "sessionPath"))
+    let home: Vec<String> = run
+        .worktrees
+        .iter()
+        .filter(|w| w.brought_home() && !w.kept())
+        .map(|w| w.branch().to_owned())
+        .collect();
+    if !home.is_empty() {
+        text.push_str(&format!(
+            "\n\nBranches brought home from hosts (integrate or discard these yourself): {}",
+            home.join(", ")
+        ));
+    }
+    if let Some(name) = &run.session_name {
+        let path = run
+            .session_relative_path
+            .as_deref()
+            .or(run.session_path.as_deref())
             .unwrap_or_default();
-        text.push_str(&format!("\n\nSession: {name} ({path})"));
+        let continued = if run.resumed { " (continued)" } else { "" };
+        text.push_str(&format!("\n\nSession: {name} ({path}){continued}"));
     }
     (text, failed)
 }

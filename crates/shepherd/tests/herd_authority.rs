@@ -199,10 +199,12 @@ fn malformed_and_oversized_requests_are_refused_cleanly() {
             "left",
         ),
         ("read", json!({ "target": a, "source": "all" }), "all"),
+        // (A delegation's `mode` was such a set until it left the wire: only the broker's
+        // runs set it. A spawn's coding agent is one still.)
         (
-            "delegate",
-            json!({ "target": a, "task": "x", "mode": "loop" }),
-            "loop",
+            "spawn",
+            json!({ "agent": "alpha", "harness": "nosuch" }),
+            "nosuch",
         ),
     ] {
         let answer = raw.call(method, params);

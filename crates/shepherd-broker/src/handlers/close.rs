@@ -29,7 +29,7 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
     let closed = broker.read(|herd| {
         herd.sheep_by_text(&params.id).map(|s| {
             (s.phase == Phase::Closed).then(|| {
-                let released = s.worktree.get("released").cloned();
+                let released = s.worktree.as_ref().and_then(|w| w.released.clone());
                 (s.id.clone(), s.display_name(), released)
             })
         })

@@ -92,7 +92,7 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
     if def.fallback.is_empty() {
         return Ok(());
     }
-    let recipe: SpawnParams = serde_json::from_value(recipe).unwrap_or_else(|_| SpawnParams {
+    let recipe: SpawnParams = recipe.unwrap_or_else(|| SpawnParams {
         agent: agent.clone(),
         ..SpawnParams::default()
     });

@@ -18,8 +18,8 @@ use shepherd_core::protocol::{CloseParams, ResumeParams, SpawnParams, SpawnResul
 use crate::error::{BrokerError, BrokerResult};
 use crate::handlers::spawn::launch::{self, Credentials};
 use crate::sheep::harness::Controls;
-use crate::sheep::worktree::Worktree;
 use crate::state::broker::Broker;
+use shepherd_core::worktree::{MadeWorktree, SheepWorktree};
 
 /// Runs `resume`. A resent resume (same client request id) follows the sheep it reopened.
 pub(crate) async fn resume(
@@ -29,7 +29,7 @@ pub(crate) async fn resume(
 ) -> BrokerResult<SpawnResult> {
     let sheep = broker.read(|herd| herd.sheep_by_text(&params.id).cloned())?;
     let recipe_params = || -> SpawnParams {
-        serde_json::from_value(sheep.recipe.clone()).unwrap_or_else(|_| SpawnParams {
+        sheep.recipe.clone().unwrap_or_else(|| SpawnParams {
             agent: sheep.agent.clone(),
             label: Some(sheep.label.as_str().to_owned()).filter(|l| !l.is_empty()),
             cwd: Some(sheep.cwd.clone()),
@@ -85,9 +85,13 @@ pub(crate) async fn resume(
     spawn.caller = params.caller.clone();
     spawn.backend = params.backend.or(Some(sheep.backend.into()));
     let isolated = broker.read(|herd| {
-        herd.sheep
-            .get(&sheep.id)
-            .and_then(|s| serde_json::from_value::<Worktree>(s.worktree.clone()).ok())
+        herd.sheep.get(&sheep.id).and_then(|s| match &s.worktree {
+            Some(SheepWorktree {
+                made: MadeWorktree::Here(made),
+                ..
+            }) => Some(made.clone()),
+            _ => None,
+        })
     });
     // An isolated sheep goes back to its worktree (made again when it was removed).
     let cwd = match isolated {
@@ -97,7 +101,7 @@ pub(crate) async fn resume(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let again = crate::sheep::isolation::create(made.repo().clone(), name).await?;
+            let again = crate::sheep::isolation::create(made.repo.clone(), name).await?;
             Some(again.cwd())
         }
         None => None,
@@ -141,7 +145,7 @@ pub(crate) async fn resume(
             display_name: sheep.display_name(),
             backend: sheep.backend,
             fieldnote,
-            worktree: crate::sheep::isolation::view(&sheep.worktree),
+            worktree: sheep.worktree.as_ref().map(SheepWorktree::place),
             resumes: Some(sheep.resumes),
         })
     })

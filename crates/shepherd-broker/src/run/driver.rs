@@ -17,9 +17,7 @@ use shepherd_notes::{Mode, NoteStatus, PlannedNote};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::model::{
-    Outcome, Plan as PlanResult, Run, RunSpec, StepPhase, StepState, from_value, to_value,
-};
+use super::model::{Outcome, Plan as PlanResult, Run, RunSpec, StepPhase, StepState};
 use super::step::step;
 use crate::error::{BrokerError, BrokerResult};
 use crate::fieldnotes::{PlanRequest, ReleaseRequest, SessionChoice};
@@ -56,12 +54,9 @@ async fn drive(broker: &Arc<Broker>, run_id: &str) {
     if record.is_finished() {
         return;
     }
-    let Ok(spec) = serde_json::from_value::<RunSpec>(record.spec.clone()) else {
-        tracing::error!("run {run_id} cannot be read back; it is left unfinished");
-        return;
-    };
-    let plan = match record.planned.as_ref() {
-        Some(plan) => from_value::<PlanResult>(plan),
+    let spec = record.spec;
+    let plan = match record.planned {
+        Some(plan) => plan,
         None => match plan_notes(broker, run_id, &spec).await {
             Ok(plan) => plan,
             Err(err) => {
@@ -114,7 +109,7 @@ pub(crate) async fn plan_notes(
         let plan = PlanResult::default();
         broker
             .commit_durable(|tx| {
-                shepherd_core::herd::plan_run(tx, run_id, to_value(&plan));
+                shepherd_core::herd::plan_run(tx, run_id, plan.clone());
                 Ok(())
             })
             .await?;
@@ -163,7 +158,7 @@ pub(crate) async fn plan_notes(
     };
     broker
         .commit_durable(|tx| {
-            shepherd_core::herd::plan_run(tx, run_id, to_value(&plan));
+            shepherd_core::herd::plan_run(tx, run_id, plan.clone());
             Ok(())
         })
         .await?;
@@ -251,18 +246,17 @@ impl Run {
             herd.runs
                 .get(&self.id)
                 .and_then(|run| run.steps.get(index))
-                .map(from_value::<StepState>)
+                .cloned()
                 .unwrap_or_default()
         })
     }
 
     /// Journals a task's new state (which pushes the run to its followers).
     pub(super) async fn save(&self, index: usize, state: &StepState) {
-        let value = to_value(state);
         let saved = self
             .broker
             .commit_durable(|tx| {
-                shepherd_core::herd::run_step(tx, &self.id, index, value);
+                shepherd_core::herd::run_step(tx, &self.id, index, state.clone());
                 Ok(())
             })
             .await;

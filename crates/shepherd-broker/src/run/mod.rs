@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shepherd_core::herd::Run;
-use shepherd_core::protocol::{RunIdParams, RunSubmitParams, RunView, event};
+use shepherd_core::protocol::{RunIdParams, RunStepView, RunSubmitParams, RunView, event};
 
-use self::model::{StepState, from_value, to_value};
+use self::model::StepState;
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 use crate::state::session::Session;
@@ -70,9 +70,9 @@ pub(crate) async fn submit(
         request_id: rid.map(str::to_owned),
         created_at: broker.now(),
         detach: params.detach,
-        spec: to_value(&spec),
         planned: None,
-        steps: vec![to_value(&StepState::default()); spec.steps.len()],
+        steps: vec![StepState::default(); spec.steps.len()],
+        spec: spec.clone(),
         cancelled: None,
         finished: None,
     };
@@ -86,14 +86,24 @@ pub(crate) async fn submit(
     if let Err(err) = driver::plan_notes(broker, &run_id, &spec).await {
         // Nothing was launched: the run ends here, cancelled with the reason.
         let reason = format!("its notes could not be reserved: {}", err.message);
+        let outcomes: Vec<model::Outcome> = spec
+            .steps
+            .iter()
+            .map(|_| model::Outcome::not_run("cancelled", Some(130), reason.clone()))
+            .collect();
+        let report = report::build(&report::Finished {
+            run_id: &run_id,
+            spec: &spec,
+            plan: &model::Plan::default(),
+            outcomes: &outcomes,
+            cancelled: Some(&reason),
+            warnings: &[],
+            results_dir: &broker.config.paths.runtime_dir.join("results"),
+        });
         broker
             .commit_durable(|tx| {
                 shepherd_core::herd::cancel_run(tx, &run_id, &reason);
-                shepherd_core::herd::finish_run(
-                    tx,
-                    &run_id,
-                    serde_json::json!({ "error": reason }),
-                );
+                shepherd_core::herd::finish_run(tx, &run_id, report);
                 Ok(())
             })
             .await?;
@@ -153,11 +163,10 @@ pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<Value> {
 }
 
 fn view_of(run: &Run) -> RunView {
-    let spec = serde_json::from_value::<model::RunSpec>(run.spec.clone()).ok();
-    let plan = run.planned.as_ref().map(from_value::<model::Plan>);
+    let (spec, plan) = (&run.spec, run.planned.as_ref());
     RunView {
         run_id: run.id.clone(),
-        mode: spec.as_ref().map(|s| s.mode).unwrap_or_default(),
+        mode: spec.mode,
         detach: run.detach,
         session_name: plan.as_ref().map(|p| p.session_name.clone()),
         session_relative_path: plan.as_ref().map(|p| p.session_relative_path.clone()),
@@ -166,11 +175,8 @@ fn view_of(run: &Run) -> RunView {
             .iter()
             .enumerate()
             .map(|(index, step)| {
-                let agent = spec
-                    .as_ref()
-                    .and_then(|s| s.steps.get(index))
-                    .map_or("", |s| s.agent.as_str());
-                from_value::<StepState>(step).view(agent)
+                let agent = spec.steps.get(index).map_or("", |s| s.agent.as_str());
+                RunStepView::of(step, agent)
             })
             .collect(),
         cancelled: run.cancelled.clone(),

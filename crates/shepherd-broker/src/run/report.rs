@@ -1,5 +1,5 @@
-//! A finished run's report: the document `shepherd run --json` prints, built by the broker so
-//! every front end (the CLI, the pi `subagent` tool, MCP) gets the same one.
+//! A finished run's report ([`RunReport`]): the document `shepherd run --json` prints, built by
+//! the broker so every front end (the CLI, the pi `subagent` tool, MCP) gets the same one.
 //!
 //! Each task's final text goes out whole up to 50 KiB; a longer text is cut there and its full
 //! form is written to a private file (mode 0600, in `<runtime dir>/results/`, the per-user
@@ -10,8 +10,7 @@
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-use serde_json::Value;
+use shepherd_core::run::{RunReport, RunResult, Stopped};
 use shepherd_notes::Mode;
 
 use super::model::{Outcome, Plan as PlanResult, RunSpec};
@@ -21,68 +20,6 @@ pub(crate) const MAX_TEXT_BYTES: usize = 50 * 1024;
 
 /// Exit status of a cancelled run.
 const EXIT_CANCELLED: u8 = 130;
-
-/// The report.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RunDocument<'a> {
-    run_id: &'a str,
-    mode: &'static str,
-    /// The fieldnotes session (absent when the run wrote no notes).
-    session_name: Option<&'a str>,
-    session_path: Option<&'a str>,
-    session_relative_path: Option<&'a str>,
-    resumed: bool,
-    results: Vec<ResultDocument<'a>>,
-    /// Tasks that completed, and all tasks.
-    succeeded: usize,
-    total: usize,
-    /// For a chain that stopped: which step, and how it ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stopped: Option<Stopped<'a>>,
-    /// Whether the run was cancelled (a signal, an explicit cancel, or its client gone).
-    interrupted: bool,
-    /// Why it was cancelled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cancelled: Option<&'a str>,
-    /// The exit status `shepherd run` gives it.
-    exit_code: u8,
-    /// Worktrees left for the user to integrate or discard, and remote sheep's branches
-    /// brought home (absent when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    worktrees: Vec<Value>,
-    /// Problems that did not change any result (e.g. a note that could not be finalised).
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    warnings: &'a [String],
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ResultDocument<'a> {
-    agent: &'a str,
-    agent_id: Option<&'a str>,
-    task_id: Option<&'a str>,
-    status: &'a str,
-    return_code: Option<i32>,
-    text: String,
-    error: Option<&'a str>,
-    note: Option<&'a str>,
-    note_relative: Option<&'a str>,
-    full_output: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    worktree: Option<Value>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Stopped<'a> {
-    /// 1-based step number.
-    step: usize,
-    agent: &'a str,
-    status: &'a str,
-    /// `failed (rc 1)`.
-    phrase: String,
-}
 
 /// Everything the report is built from.
 pub(crate) struct Finished<'a> {
@@ -96,7 +33,7 @@ pub(crate) struct Finished<'a> {
 }
 
 /// Builds the report.
-pub(crate) fn build(run: &Finished<'_>) -> Value {
+pub(crate) fn build(run: &Finished<'_>) -> RunReport {
     let agents: Vec<&str> = run.spec.steps.iter().map(|s| s.agent.as_str()).collect();
     let shown: Vec<ShownText> = run
         .outcomes
@@ -124,47 +61,46 @@ pub(crate) fn build(run: &Finished<'_>) -> Value {
             .find_map(|o| o.return_code)
             .map_or(0, |rc| u8::try_from(rc).unwrap_or(1).max(1))
     };
-    let kept: Vec<Value> = run
+    let kept = run
         .outcomes
         .iter()
         .filter_map(|o| o.worktree.as_ref())
-        .filter(|w| w.kept)
-        .map(|w| serde_json::to_value(w).expect("worktree reports serialise"))
+        .filter(|w| w.kept())
         .chain(
             run.outcomes
                 .iter()
-                .filter_map(|o| o.remote_worktree.clone())
-                .filter(|w| w["kept"] == true || w["broughtHome"] == true),
+                .filter_map(|o| o.remote_worktree.as_ref())
+                .filter(|w| w.needs_integrating()),
         )
+        .cloned()
         .collect();
-    let doc = RunDocument {
-        run_id: run.run_id,
-        mode: run.spec.mode.as_str(),
-        session_name: Some(run.plan.session_name.as_str()).filter(|s| !s.is_empty()),
-        session_path: Some(run.plan.session_path.as_str()).filter(|s| !s.is_empty()),
-        session_relative_path: Some(run.plan.session_relative_path.as_str())
-            .filter(|s| !s.is_empty()),
+    let named = |text: &str| Some(text.to_owned()).filter(|s| !s.is_empty());
+    RunReport {
+        run_id: run.run_id.to_owned(),
+        mode: run.spec.mode,
+        session_name: named(&run.plan.session_name),
+        session_path: named(&run.plan.session_path),
+        session_relative_path: named(&run.plan.session_relative_path),
         resumed: run.plan.resumed,
         results: run
             .outcomes
             .iter()
             .zip(&shown)
             .enumerate()
-            .map(|(index, (outcome, shown))| ResultDocument {
-                agent: agents[index],
-                agent_id: outcome.agent_id.as_deref(),
-                task_id: outcome.task_id.as_deref(),
-                status: &outcome.status,
+            .map(|(index, (outcome, shown))| RunResult {
+                agent: agents[index].to_owned(),
+                agent_id: outcome.agent_id.clone(),
+                task_id: outcome.task_id.clone(),
+                status: outcome.status.clone(),
                 return_code: outcome.return_code,
                 text: shown.text.clone(),
-                error: outcome.error.as_deref(),
-                note: run.plan.notes.get(index).map(String::as_str),
-                note_relative: run.plan.notes_relative.get(index).map(String::as_str),
+                error: outcome.error.clone(),
+                note: run.plan.notes.get(index).cloned(),
+                note_relative: run.plan.notes_relative.get(index).cloned(),
                 full_output: shown.full_output.as_ref().map(|p| p.display().to_string()),
                 worktree: outcome
                     .worktree
-                    .as_ref()
-                    .map(|w| serde_json::to_value(w).expect("worktree reports serialise"))
+                    .clone()
                     .or_else(|| outcome.remote_worktree.clone()),
             })
             .collect(),
@@ -172,17 +108,16 @@ pub(crate) fn build(run: &Finished<'_>) -> Value {
         total: run.outcomes.len(),
         stopped: stopped_at.map(|index| Stopped {
             step: index + 1,
-            agent: agents[index],
-            status: &run.outcomes[index].status,
+            agent: agents[index].to_owned(),
+            status: run.outcomes[index].status.clone(),
             phrase: run.outcomes[index].phrase(),
         }),
         interrupted: run.cancelled.is_some(),
-        cancelled: run.cancelled,
+        cancelled: run.cancelled.map(str::to_owned),
         exit_code,
         worktrees: kept,
-        warnings: run.warnings,
-    };
-    serde_json::to_value(doc).expect("reports serialise")
+        warnings: run.warnings.to_vec(),
+    }
 }
 
 /// A result text ready to show: cut at 50 KiB, with the file holding all of it.

@@ -215,7 +215,7 @@ async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool
         let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
             .await
             .ok();
-        outcome.worktree = report;
+        outcome.worktree = report.map(shepherd_core::worktree::WorktreeReport::Local);
     }
     state.phase = StepPhase::Done;
     state.finished_at = Some(run.broker.now());
@@ -269,7 +269,7 @@ async fn report_after_close(run: &Arc<Run>, task_id: &str) -> Option<TaskReport>
 async fn close_sheep(
     run: &Arc<Run>,
     agent_id: &str,
-) -> crate::error::BrokerResult<Option<serde_json::Value>> {
+) -> crate::error::BrokerResult<Option<shepherd_core::worktree::WorktreeReport>> {
     let params = CloseParams {
         id: agent_id.to_owned(),
         keep_pane: run.spec.keep_pane,

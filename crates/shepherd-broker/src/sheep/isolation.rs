@@ -13,8 +13,8 @@ use shepherd_core::error_code::ErrorCode;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
 use shepherd_core::ids::AgentId;
+use shepherd_core::worktree::{MadeWorktree, SheepWorktree, WorktreeReport};
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::sheep::worktree::{self, Repo, Worktree};
@@ -52,39 +52,31 @@ pub(crate) async fn create(repo: Repo, name: String) -> BrokerResult<Worktree> {
         })
 }
 
-/// The worktree as spawn and status show it.
-pub(crate) fn view(record: &Value) -> Option<Value> {
-    if let Some(remote) = crate::sheep::remote_sheep::code::view(record) {
-        return Some(remote);
-    }
-    let made: Worktree = serde_json::from_value(record.clone()).ok()?;
-    Some(json!({
-        "path": made.path.display().to_string(),
-        "branch": made.branch,
-    }))
-}
-
-/// The worktree a sheep record holds, unless it was released already.
-fn held(record: &Value) -> Option<Worktree> {
-    if record.get("released").is_some() {
-        return None;
-    }
-    serde_json::from_value(record.clone()).ok()
-}
-
 /// Releases a closed sheep's worktree (once): removes it when clean, else keeps it with its
 /// patch; records the outcome on the sheep and in the note of its last task. Returns the
 /// report, or `None` when the sheep was not isolated (or was released already).
-pub(crate) async fn release(broker: &Arc<Broker>, id: &AgentId, closed: bool) -> Option<Value> {
-    let record = broker.read(|herd| herd.sheep.get(id).map(|s| s.worktree.clone()))?;
-    let report = if let Some(remote) = crate::sheep::remote_sheep::code::held(&record) {
-        crate::sheep::remote_sheep::code::release(broker, &remote).await
-    } else {
-        let made = held(&record)?;
-        let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
-            .await
-            .ok()?;
-        serde_json::to_value(report).expect("worktree reports serialise")
+pub(crate) async fn release(
+    broker: &Arc<Broker>,
+    id: &AgentId,
+    closed: bool,
+) -> Option<WorktreeReport> {
+    let record = broker.read(|herd| herd.sheep.get(id).and_then(|s| s.worktree.clone()))?;
+    let report = match record {
+        SheepWorktree {
+            released: Some(_), ..
+        } => return None,
+        SheepWorktree {
+            made: MadeWorktree::Remote { remote },
+            ..
+        } => crate::sheep::remote_sheep::code::release(broker, &remote).await,
+        SheepWorktree {
+            made: MadeWorktree::Here(made),
+            ..
+        } => WorktreeReport::Local(
+            tokio::task::spawn_blocking(move || worktree::release(&made, closed))
+                .await
+                .ok()?,
+        ),
     };
     let committed = broker.commit(|tx| {
         shepherd_core::herd::worktree_released(tx, id, report.clone());
@@ -101,7 +93,10 @@ pub(crate) async fn release(broker: &Arc<Broker>, id: &AgentId, closed: bool) ->
     });
     if let Some(task_id) = last_task {
         let mut metadata = shepherd_notes::Metadata::new();
-        metadata.insert("worktree".into(), report.clone());
+        metadata.insert(
+            "worktree".into(),
+            serde_json::to_value(&report).expect("worktree reports serialise"),
+        );
         if let Err(err) = crate::sheep::notes::annotate_final(broker, &task_id, metadata).await {
             tracing::warn!("could not add the worktree report to the note of {task_id}: {err}");
         }

@@ -17,75 +17,11 @@ use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::BrokerError;
 
-/// A repository an isolated task's working directory belongs to, probed before anything runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Repo {
-    /// The working tree's top directory.
-    top: PathBuf,
-    /// The shared git directory (`/repo/.git`).
-    common_dir: PathBuf,
-    /// The task's working directory relative to `top`.
-    subdir: PathBuf,
-}
-
-/// A worktree made for one task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Worktree {
-    repo: Repo,
-    pub(crate) path: PathBuf,
-    pub(crate) branch: String,
-    base: String,
-}
-
-impl Worktree {
-    /// The repository it belongs to.
-    pub(crate) fn repo(&self) -> &Repo {
-        &self.repo
-    }
-
-    /// Where the task runs: its working directory's twin inside the worktree.
-    pub(crate) fn cwd(&self) -> PathBuf {
-        self.path.join(&self.repo.subdir)
-    }
-}
-
-/// What became of a worktree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct WorktreeReport {
-    pub(crate) path: String,
-    pub(crate) branch: String,
-    /// The commit it started from.
-    pub(crate) base: String,
-    /// Whether it is still there.
-    pub(crate) kept: bool,
-    /// Why it was kept (absent when it was removed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) reason: Option<String>,
-    /// What a kept worktree holds against its base, and what to do with it.
-    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
-    pub(crate) patch: Option<Patch>,
-}
-
-/// What a kept worktree holds against its base: the patch to integrate or discard.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Patch {
-    /// Every file changed, added or left untracked, relative to the worktree.
-    pub(crate) files: Vec<String>,
-    /// `git diff --shortstat` against the base, with untracked files counted.
-    pub(crate) diffstat: String,
-    /// The new commits, `<short hash> <subject>`, oldest first.
-    pub(crate) commits: Vec<String>,
-    /// How to integrate or discard it.
-    pub(crate) integrate: String,
-}
+pub(crate) use shepherd_core::worktree::{
+    LocalWorktreeReport as WorktreeReport, Patch, Repo, Worktree,
+};
 
 /// Why a git command about a worktree did not do its work.
 #[derive(Debug, thiserror::Error)]

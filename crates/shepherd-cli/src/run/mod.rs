@@ -25,6 +25,7 @@ use shepherd_broker::client::Link;
 use shepherd_core::protocol::{
     RunIdParams, RunStepParams, RunSubmitParams, RunView, event, method,
 };
+use shepherd_core::run::RunReport;
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::plan::PlanInput;
@@ -195,24 +196,26 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         detach: args.detach,
     };
     let progress = Progress::new(args.progress, &agents);
-    let report = runtime()?.block_on(async {
+    let followed = runtime()?.block_on(async {
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
         let params = serde_json::to_value(&params)
             .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
         let view = request_view(&mut link, method::RUN_SUBMIT, params).await?;
         if args.detach {
-            return Ok(json!({ "runId": view.run_id, "detached": true }));
+            return Ok(Err(view.run_id));
         }
-        follow(&mut link, view, &progress).await
+        follow(&mut link, view, &progress).await.map(Ok)
     })?;
-    if args.detach {
-        let run_id = report["runId"].as_str().unwrap_or_default().to_owned();
-        printer.emit(&report, || {
-            format!("submitted {run_id}; follow it with `shepherd run --attach {run_id}`")
-        });
-        return Ok(ExitCode::SUCCESS);
+    match followed {
+        Ok(report) => Ok(output::emit(&report, printer)),
+        Err(run_id) => {
+            let detached = json!({ "runId": run_id, "detached": true });
+            printer.emit(&detached, || {
+                format!("submitted {run_id}; follow it with `shepherd run --attach {run_id}`")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
     }
-    Ok(output::emit(&report, printer))
 }
 
 async fn request_view(link: &mut Link, name: &str, params: Value) -> Result<RunView, CliError> {
@@ -230,7 +233,7 @@ async fn follow(
     link: &mut Link,
     mut view: RunView,
     progress: &Progress,
-) -> Result<Value, CliError> {
+) -> Result<RunReport, CliError> {
     let install = |kind: SignalKind| {
         signal(kind).map_err(|err| {
             CliError::new(
@@ -251,15 +254,6 @@ async fn follow(
         progress.update(&view);
         if let Some(report) = view.report.take() {
             progress.redraw();
-            if report.get("error").is_some() {
-                return Err(CliError::new(
-                    ErrorCode::RunFailed,
-                    report["error"]
-                        .as_str()
-                        .unwrap_or("the run failed")
-                        .to_owned(),
-                ));
-            }
             return Ok(report);
         }
         if link.generation() != following || !link.is_connected() {

@@ -8,106 +8,91 @@
 
 use std::process::ExitCode;
 
-use serde_json::Value;
+use shepherd_core::fieldnotes::status::Mode;
+use shepherd_core::run::{RunReport, RunResult};
 
 use crate::Printer;
 
 /// Prints the run's report and returns its exit status.
-pub(super) fn emit(report: &Value, printer: &Printer) -> ExitCode {
-    let exit = report["exitCode"]
-        .as_u64()
-        .and_then(|code| u8::try_from(code).ok())
-        .unwrap_or(1);
+pub(super) fn emit(report: &RunReport, printer: &Printer) -> ExitCode {
     printer.emit(report, || human(report));
-    ExitCode::from(exit)
+    ExitCode::from(report.exit_code)
 }
 
-fn text(value: &Value) -> &str {
-    value.as_str().unwrap_or_default()
-}
-
-fn phrase(result: &Value) -> String {
-    match result["returnCode"].as_i64() {
-        Some(rc) => format!("{} (rc {rc})", text(&result["status"])),
-        None => text(&result["status"]).to_owned(),
+fn phrase(result: &RunResult) -> String {
+    match result.return_code {
+        Some(rc) => format!("{} (rc {rc})", result.status),
+        None => result.status.clone(),
     }
 }
 
-fn human(report: &Value) -> String {
-    let empty = Vec::new();
-    let results = report["results"].as_array().unwrap_or(&empty);
+fn human(report: &RunReport) -> String {
+    let results = &report.results;
     let mut out = String::new();
-    match text(&report["mode"]) {
-        "parallel" => {
+    match report.mode {
+        Mode::Parallel => {
             out.push_str(&format!(
                 "Parallel: {}/{} succeeded\n",
-                report["succeeded"].as_u64().unwrap_or(0),
+                report.succeeded,
                 results.len()
             ));
             for result in results {
-                out.push_str(&format!(
-                    "\n### [{}] {}\n\n",
-                    text(&result["agent"]),
-                    text(&result["status"])
-                ));
-                out.push_str(text(&result["text"]).trim_end());
+                out.push_str(&format!("\n### [{}] {}\n\n", result.agent, result.status));
+                out.push_str(result.text.trim_end());
                 out.push('\n');
             }
         }
         mode => {
-            let stopped = report["stopped"]["step"].as_u64().map(|s| s as usize);
-            let last = stopped.map_or(results.len().saturating_sub(1), |step| step - 1);
+            let stopped = report.stopped.as_ref();
+            let last = stopped.map_or(results.len().saturating_sub(1), |s| s.step - 1);
             if let Some(result) = results.get(last) {
-                out.push_str(text(&result["text"]).trim_end());
+                out.push_str(result.text.trim_end());
                 out.push('\n');
             }
-            if mode == "chain"
-                && let Some(step) = stopped
+            if mode == Mode::Chain
+                && let Some(stopped) = stopped
             {
                 out.push_str(&format!(
-                    "\nChain stopped at step {step} of {} ({}): {}\n",
+                    "\nChain stopped at step {} of {} ({}): {}\n",
+                    stopped.step,
                     results.len(),
-                    text(&report["stopped"]["agent"]),
-                    text(&report["stopped"]["phrase"])
+                    stopped.agent,
+                    stopped.phrase
                 ));
-            } else if mode == "single"
+            } else if mode == Mode::Single
                 && let Some(result) = results.first()
-                && text(&result["status"]) != "completed"
+                && !result.completed()
             {
-                out.push_str(&format!(
-                    "\n[{}] {}\n",
-                    text(&result["agent"]),
-                    phrase(result)
-                ));
+                out.push_str(&format!("\n[{}] {}\n", result.agent, phrase(result)));
             }
         }
     }
-    if report["interrupted"] == true {
+    if report.interrupted {
         out.push_str("\nInterrupted: open tasks were cancelled and their sheep closed.\n");
     }
-    if let Some(kept) = report["worktrees"].as_array().filter(|k| !k.is_empty()) {
+    if !report.worktrees.is_empty() {
         out.push_str("\nWorktrees kept (integrate or discard these yourself):\n");
-        for worktree in kept {
+        for worktree in &report.worktrees {
+            let reason = match worktree {
+                shepherd_core::worktree::WorktreeReport::Local(local) => local.reason.clone(),
+                shepherd_core::worktree::WorktreeReport::Remote(remote) => remote.reason.clone(),
+            };
             out.push_str(&format!(
                 "- {} (branch {}): {}\n",
-                text(&worktree["path"]),
-                text(&worktree["branch"]),
-                worktree["reason"].as_str().unwrap_or("kept")
+                worktree.path().display(),
+                worktree.branch(),
+                reason.as_deref().unwrap_or("kept")
             ));
         }
     }
-    for warning in report["warnings"].as_array().into_iter().flatten() {
-        out.push_str(&format!("\nwarning: {}\n", text(warning)));
+    for warning in &report.warnings {
+        out.push_str(&format!("\nwarning: {warning}\n"));
     }
-    if let Some(session) = report["sessionName"].as_str() {
+    if let Some(session) = &report.session_name {
         out.push_str(&format!(
             "\nSession `{session}`: {}{}\n",
-            text(&report["sessionRelativePath"]),
-            if report["resumed"] == true {
-                " (continued)"
-            } else {
-                ""
-            }
+            report.session_relative_path.as_deref().unwrap_or_default(),
+            if report.resumed { " (continued)" } else { "" }
         ));
     }
     out

@@ -8,6 +8,9 @@
 //! module decides whether they make a valid definition. An invalid file is refused with one
 //! reason ([`AgentDefError`]) so discovery can skip that file alone; a value the original
 //! extension silently ignored is ignored here too, but reported ([`IgnoredValue`]).
+//!
+//! A definition's `extra` keys stay open JSON: frontmatter keys Shepherd does not know, kept so
+//! a definition read and written back loses nothing.
 
 mod parse;
 

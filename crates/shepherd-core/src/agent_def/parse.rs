@@ -6,6 +6,8 @@
 //! as an [`IgnoredValue`] instead of silently). Where the original accepted anything for
 //! `tools`, we refuse a value that is neither a string nor a list of strings: ignoring it would
 //! silently widen a sheep to pi's full default tool set.
+//!
+//! The only JSON made here is of unknown frontmatter keys, kept open in `extra`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

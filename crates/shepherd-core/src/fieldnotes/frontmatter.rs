@@ -7,6 +7,8 @@
 //! `completed`. A string made only of `[A-Za-z0-9._-]` is written bare, any other string as a
 //! JSON string, and every other value as compact JSON, so each value is one line of valid YAML.
 //! `session.json` stays the authority; the frontmatter is what a person or an agent sees.
+//!
+//! Values are open JSON because note metadata is an open map (see [`super::metadata`]).
 
 use indexmap::IndexMap;
 use serde_json::Value;

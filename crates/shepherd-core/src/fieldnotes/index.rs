@@ -23,6 +23,9 @@
 //! In the Notes list a note shows its sheep's label (`[Reviewer 01: security](…)`), the
 //! feedback attached to it (one sub-item each) and, once deleted, its name struck through
 //! without a link.
+//!
+//! A note's metadata is an open map (the fieldnotes format's frontmatter, which the original's
+//! notes and every harness extend); the index reads the known keys out of it.
 
 use super::markdown::{display_name, inline_code, link, link_text};
 use super::metadata::{ArtifactRecord, Binding, SessionMetadata};

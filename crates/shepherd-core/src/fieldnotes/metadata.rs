@@ -11,6 +11,9 @@
 //! Stored absolute paths are never believed: [`SessionMetadata::validate`] accepts a record only
 //! for the directory it was read from, and [`SessionMetadata::rederive_paths`] recomputes every
 //! path from the project root and the directory name before a record is used or written.
+//!
+//! Note metadata is an open JSON map on purpose: the fieldnotes format (shared with the
+//! original) lets writers add keys, and a reader must keep the ones it does not know.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};

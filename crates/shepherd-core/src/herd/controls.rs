@@ -10,7 +10,6 @@
 //! without it journals nothing more than before.
 
 use crate::error_code::ErrorCode;
-use serde_json::Value;
 
 use super::error::HerdError;
 use super::model::{Activity, Event, NoteLink, Notice, NoticeKind, Payload, Phase, StallWatch};
@@ -132,11 +131,15 @@ pub fn reopen(tx: &mut Tx<'_>, input: Reopen) -> Result<(), HerdError> {
 }
 
 /// Records what became of an isolated sheep's worktree.
-pub fn worktree_released(tx: &mut Tx<'_>, agent_id: &AgentId, report: Value) {
+pub fn worktree_released(
+    tx: &mut Tx<'_>,
+    agent_id: &AgentId,
+    report: crate::worktree::WorktreeReport,
+) {
     if tx.herd().sheep.contains_key(agent_id) {
         tx.emit(Event::WorktreeReleased {
             agent_id: agent_id.clone(),
-            report,
+            report: Box::new(report),
         });
     }
 }
@@ -331,8 +334,8 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
                     sheep.since = *at;
                 }
                 // A resumed isolated sheep gets its worktree back; what its release said is past.
-                if let Some(record) = sheep.worktree.as_object_mut() {
-                    record.remove("released");
+                if let Some(record) = sheep.worktree.as_mut() {
+                    record.released = None;
                 }
                 herd.inboxes.insert(
                     Participant::Sheep(agent_id.clone()),
@@ -344,9 +347,9 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
             if let Some(record) = herd
                 .sheep
                 .get_mut(agent_id)
-                .and_then(|s| s.worktree.as_object_mut())
+                .and_then(|s| s.worktree.as_mut())
             {
-                record.insert("released".into(), report.clone());
+                record.released = Some((**report).clone());
             }
         }
         Event::TaskUsage { task_id, usage } => {

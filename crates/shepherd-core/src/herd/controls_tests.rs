@@ -30,8 +30,8 @@ fn admit_sheep(
         request_id: None,
         max_sheep,
         budget,
-        recipe: serde_json::Value::Null,
-        worktree: serde_json::Value::Null,
+        recipe: None,
+        worktree: None,
         provider_key: None,
         turn_cap: None,
     };

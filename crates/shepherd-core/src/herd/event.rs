@@ -1,7 +1,6 @@
 //! The events a herd is changed by: what the broker journals and a replay applies again.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::model::{
     Activity, ExitInfo, InboxItem, MessageRecord, NoteLink, Request, Sheep, StoredReply, Task,
@@ -223,7 +222,7 @@ pub enum Event {
         /// The run.
         run_id: String,
         /// Its session and notes.
-        plan: Value,
+        plan: crate::run::RunPlan,
     },
     /// One of a run's tasks moved on.
     RunStepChanged {
@@ -232,7 +231,7 @@ pub enum Event {
         /// The task's position in the run.
         index: usize,
         /// Its new state.
-        step: Value,
+        step: Box<crate::run::StepState>,
     },
     /// A run was cancelled.
     RunCancelled {
@@ -246,7 +245,7 @@ pub enum Event {
         /// The run.
         run_id: String,
         /// Its final report.
-        report: Value,
+        report: Box<crate::run::RunReport>,
     },
     /// A task that was accepted but never reached its sheep was withdrawn (its note could not
     /// be reserved): it leaves no trace, as if it had been refused.
@@ -279,8 +278,8 @@ pub enum Event {
     WorktreeReleased {
         /// The sheep.
         agent_id: AgentId,
-        /// What became of it (opaque to core).
-        report: Value,
+        /// What became of it.
+        report: Box<crate::worktree::WorktreeReport>,
     },
     /// A sheep reported what one turn of its task used.
     TaskUsage {

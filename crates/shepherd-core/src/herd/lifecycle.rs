@@ -1,7 +1,6 @@
 //! Sheep lifecycle commands: admit, launch, ready, exit, close (a task's life is in `tasks`).
 
 use crate::error_code::ErrorCode;
-use serde_json::Value;
 
 use super::error::HerdError;
 use super::model::{Activity, Event, ExitInfo, Payload, Phase, Sheep, Task};
@@ -37,10 +36,10 @@ pub struct NewSheep {
     pub max_sheep: Option<u32>,
     /// The budget its definition sets for each task.
     pub budget: Option<crate::budget::Budget>,
-    /// How it is started, for a resume (opaque to core).
-    pub recipe: Value,
-    /// Its git worktree, when isolated (opaque to core).
-    pub worktree: Value,
+    /// How it is started, for a resume.
+    pub recipe: Option<crate::spawn::SpawnParams>,
+    /// Its git worktree, when isolated.
+    pub worktree: Option<crate::worktree::SheepWorktree>,
     /// The provider account it spends, when known.
     pub provider_key: Option<crate::limit::ProviderKey>,
     /// `maxConcurrentTurns` for its provider key.

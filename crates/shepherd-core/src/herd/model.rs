@@ -1,4 +1,9 @@
 //! The records a herd is made of, and the events that change them.
+//!
+//! Two payloads stay open JSON: a stored reply's `result` (the answer of whichever method it
+//! was, kept verbatim so a resent request gets the same bytes back) and a task output's
+//! `telemetry` (note metadata, an open map in the fieldnotes format). Everything else — runs,
+//! recipes, worktrees — is typed ([`crate::run`], [`crate::worktree`]).
 
 use std::collections::VecDeque;
 
@@ -139,12 +144,13 @@ pub struct Sheep {
     /// The budget its agent definition sets for each of its tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
-    /// How it was started, so a resume can start it again the same way (opaque to core).
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub recipe: Value,
-    /// The git worktree it runs in when isolated (opaque to core).
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub worktree: Value,
+    /// How it was started (its spawn's parameters, without the caller's terminal), so a resume
+    /// can start it again the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<crate::spawn::SpawnParams>,
+    /// The git worktree it runs in when isolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::worktree::SheepWorktree>,
     /// How many times it was resumed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resumes: u32,
@@ -171,7 +177,7 @@ fn is_zero(n: &u32) -> bool {
 impl Sheep {
     /// The host it runs on, when not this machine (its spawn's `host`, kept in its recipe).
     pub fn host(&self) -> Option<&str> {
-        self.recipe.get("host").and_then(Value::as_str)
+        self.recipe.as_ref()?.host.as_deref()
     }
 
     /// `<agent>: <label>`, or exactly `<agent>` when unlabelled.

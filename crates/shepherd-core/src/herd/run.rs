@@ -3,13 +3,12 @@
 //!
 //! The broker decides everything about a run — scheduling, `{previous}`, worktrees, closing —
 //! and records each step of it here; this module only keeps the record and the events that
-//! change it. A run's specification, plan and step states are the broker's own shapes, stored
-//! as JSON values so the herd model stays independent of them. Finished runs are kept (the
+//! change it, in the typed shapes of [`crate::run`]. Finished runs are kept (the
 //! newest [`MAX_FINISHED_RUNS`]) so a client that reattaches still gets the result.
 
+use crate::run::{RunPlan, RunReport, RunSpec, StepState};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::Tx;
 use super::model::Event;
@@ -32,18 +31,18 @@ pub struct Run {
     #[serde(default)]
     pub detach: bool,
     /// What was asked for, checked.
-    pub spec: Value,
+    pub spec: RunSpec,
     /// Its session and reserved notes, once planned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub planned: Option<Value>,
+    pub planned: Option<RunPlan>,
     /// Each task's state, in input order.
-    pub steps: Vec<Value>,
+    pub steps: Vec<StepState>,
     /// Why it was cancelled, once it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled: Option<String>,
     /// Its final report, once finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished: Option<Value>,
+    pub finished: Option<RunReport>,
 }
 
 impl Run {
@@ -73,7 +72,7 @@ pub(super) fn apply(runs: &mut IndexMap<String, Run>, event: &Event) {
                 .get_mut(run_id)
                 .and_then(|run| run.steps.get_mut(*index))
             {
-                slot.clone_from(step);
+                slot.clone_from(&**step);
             }
         }
         Event::RunCancelled { run_id, reason } => {
@@ -86,7 +85,7 @@ pub(super) fn apply(runs: &mut IndexMap<String, Run>, event: &Event) {
         }
         Event::RunFinished { run_id, report } => {
             if let Some(run) = runs.get_mut(run_id) {
-                run.finished = Some(report.clone());
+                run.finished = Some((**report).clone());
             }
             let finished: Vec<String> = runs
                 .values()
@@ -110,7 +109,7 @@ pub fn submit_run(tx: &mut Tx<'_>, run: Run) {
 }
 
 /// Records a run's plan (its session and reserved notes).
-pub fn plan_run(tx: &mut Tx<'_>, run_id: &str, plan: Value) {
+pub fn plan_run(tx: &mut Tx<'_>, run_id: &str, plan: RunPlan) {
     if tx.herd().runs.get(run_id).is_some_and(|r| !r.is_finished()) {
         tx.emit(Event::RunPlanned {
             run_id: run_id.to_owned(),
@@ -120,7 +119,7 @@ pub fn plan_run(tx: &mut Tx<'_>, run_id: &str, plan: Value) {
 }
 
 /// Records a step's new state.
-pub fn run_step(tx: &mut Tx<'_>, run_id: &str, index: usize, step: Value) {
+pub fn run_step(tx: &mut Tx<'_>, run_id: &str, index: usize, step: StepState) {
     let changed = tx
         .herd()
         .runs
@@ -131,7 +130,7 @@ pub fn run_step(tx: &mut Tx<'_>, run_id: &str, index: usize, step: Value) {
         tx.emit(Event::RunStepChanged {
             run_id: run_id.to_owned(),
             index,
-            step,
+            step: Box::new(step),
         });
     }
 }
@@ -155,11 +154,11 @@ pub fn cancel_run(tx: &mut Tx<'_>, run_id: &str, reason: &str) -> bool {
 }
 
 /// Records a run's final report.
-pub fn finish_run(tx: &mut Tx<'_>, run_id: &str, report: Value) {
+pub fn finish_run(tx: &mut Tx<'_>, run_id: &str, report: RunReport) {
     if tx.herd().runs.get(run_id).is_some_and(|r| !r.is_finished()) {
         tx.emit(Event::RunFinished {
             run_id: run_id.to_owned(),
-            report,
+            report: Box::new(report),
         });
     }
 }

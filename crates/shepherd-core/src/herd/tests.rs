@@ -58,8 +58,8 @@ impl Harness {
             request_id: None,
             max_sheep: None,
             budget: None,
-            recipe: serde_json::Value::Null,
-            worktree: serde_json::Value::Null,
+            recipe: None,
+            worktree: None,
             provider_key: None,
             turn_cap: None,
         };
@@ -326,8 +326,8 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         request_id: None,
         max_sheep: None,
         budget: None,
-        recipe: serde_json::Value::Null,
-        worktree: serde_json::Value::Null,
+        recipe: None,
+        worktree: None,
         provider_key: None,
         turn_cap: None,
     };

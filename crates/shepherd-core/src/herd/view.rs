@@ -1,4 +1,7 @@
 //! Read-only views the broker returns: a sheep's status with its task, the herd, an inbox.
+//!
+//! A task's telemetry is read here as the open note metadata it is (see
+//! [`crate::protocol::ReportParams`]'s `telemetry`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -60,9 +63,9 @@ pub struct SheepStatus {
     /// The last line it printed, as far as the broker knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_line: Option<String>,
-    /// Its git worktree (`path`, `branch`), when it runs isolated.
+    /// Its git worktree (`path`, `branch`, and `host` when on a host), when it runs isolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<serde_json::Value>,
+    pub worktree: Option<crate::worktree::WorktreePlace>,
     /// How many times it was resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumes: Option<u32>,
@@ -316,12 +319,10 @@ impl Herd {
                 .as_ref()
                 .and_then(|exit| last_line(&exit.tail))
                 .or(runs.last_words),
-            worktree: sheep.worktree.get("path").map(|path| {
-                serde_json::json!({
-                    "path": path,
-                    "branch": sheep.worktree.get("branch"),
-                })
-            }),
+            worktree: sheep
+                .worktree
+                .as_ref()
+                .map(crate::worktree::SheepWorktree::place),
             resumes: (sheep.resumes > 0).then_some(sheep.resumes),
             messages: Vec::new(),
         }

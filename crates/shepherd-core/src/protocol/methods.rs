@@ -4,6 +4,8 @@
 //! `match` over it must name every method), the [`method`] name constants, the typed [`Call`]
 //! markers a client sends ([`calls`]), and the methods of the JSON Schema (and so of the
 //! generated TypeScript types). Adding a method is one line here and its handler.
+//!
+//! Untyped JSON here is only the schema being built: each entry's JSON Schema document.
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;

@@ -7,6 +7,10 @@
 //! a **sheep** (with its capability token) may only talk for itself, an **observer** only reads,
 //! and a **supervisor** reports one sheep's process. Every front end — the CLI, the pi extension,
 //! later MCP — speaks exactly this, so they all behave alike.
+//!
+//! A request's `params`, a reply's `result` and an event's `data` are open JSON in the line
+//! format itself: each end reads them as the method table's types for that method
+//! (`methods`), so nothing past the envelope is untyped.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -7,59 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::envelope::Delivery;
 use crate::herd::{SessionLink, SettledTask, SheepStatus, TaskReport};
 use crate::ids::{AgentId, MessageId, TaskId, WatcherId};
+pub use crate::spawn::{CallerContext, SpawnParams};
 use crate::task::TaskState;
-
-/// `spawn` parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SpawnParams {
-    /// The agent definition's exact name.
-    pub agent: String,
-    /// A short task-specific label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    /// `auto`, `headless`, `tmux` or `herdr` (default: the setting).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<crate::settings::Backend>,
-    /// Working directory (default: the project root).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// `tab`, `pane_right`, `pane_down` or `workspace` (visible backends).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<crate::backend::Placement>,
-    /// A model override (`provider/id`); refused when the runtime cannot honour it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The coding agent to run the definition on, instead of the definition's own harness.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub harness: Option<crate::harness::Harness>,
-    /// Where the caller runs, so `auto` can pick its terminal and splits find its pane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caller: Option<CallerContext>,
-    /// The parent's own model (`provider/id`), inherited by pi sheep whose definition names none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_model: Option<String>,
-    /// The parent's thinking level, inherited likewise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_thinking: Option<String>,
-    /// The command that runs pi for a pi sheep (the parent's own pi, e.g. `[node, …/cli.js]`),
-    /// so sheep run the same pi as their parent; `SHEPHERD_PI`, when set, wins.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pi_command: Option<Vec<String>>,
-    /// The fieldnotes session this sheep's tasks will go to, by its name (created or
-    /// continued), as `delegate`'s `sessionName` names it; without it, the parent's own.
-    /// Spawn reports the session's directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    /// Run the sheep in its own git worktree on its own branch; on close, a clean worktree
-    /// without new commits is removed, any other is kept and reported.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub isolate: bool,
-    /// Run the sheep on this host, one the user defined under `hosts` in their settings
-    /// (default: the agent definition's `host:`, else this machine).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-}
 
 /// `resume` parameters: reopen a closed or exited sheep on its own session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -73,34 +22,6 @@ pub struct ResumeParams {
     /// Where the caller runs, so a visible sheep finds its terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,
-}
-
-/// The terminal a caller runs in, as its environment tells.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CallerContext {
-    /// `HERDR_ENV=1`: the caller runs inside Herdr.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub in_herdr: bool,
-    /// `HERDR_PANE_ID`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub herdr_pane: Option<String>,
-    /// `HERDR_WORKSPACE_ID`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub herdr_workspace: Option<String>,
-    /// `HERDR_SOCKET_PATH`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub herdr_socket: Option<String>,
-    /// `$TMUX` (`<socket>,<pid>,<session>`): the caller runs inside tmux.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tmux: Option<String>,
-    /// `TMUX_PANE`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tmux_pane: Option<String>,
-    /// The caller's pid, to find its pane through its parents when a wrapper stripped the
-    /// variables above.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
 }
 
 /// `spawn` result.
@@ -120,9 +41,9 @@ pub struct SpawnResult {
     /// The parent's fieldnotes session directory, relative to the project (null when
     /// fieldnotes are off).
     pub fieldnote: Option<String>,
-    /// Its git worktree (`path`, `branch`, `base`), when it runs isolated.
+    /// Its git worktree (`path`, `branch`, and `host` when on a host), when it runs isolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<serde_json::Value>,
+    pub worktree: Option<crate::worktree::WorktreePlace>,
     /// How many times it has been resumed (absent for a new sheep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumes: Option<u32>,
@@ -359,7 +280,7 @@ pub struct CloseResult {
     /// What became of an isolated sheep's worktree: removed, or kept with its patch (files,
     /// diffstat, commits) to integrate or discard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<serde_json::Value>,
+    pub worktree: Option<crate::worktree::WorktreeReport>,
 }
 
 /// `prune` result.

@@ -5,7 +5,6 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::CallerContext;
 
@@ -112,7 +111,7 @@ pub struct RunView {
     pub cancelled: Option<String>,
     /// The final report (the `shepherd run --json` document), once finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report: Option<Value>,
+    pub report: Option<crate::run::RunReport>,
 }
 
 /// One task of a run as its followers see it.
@@ -138,4 +137,19 @@ pub struct RunStepView {
     /// When it finished (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<i64>,
+}
+
+impl RunStepView {
+    /// One task of a run, from its journaled state.
+    pub fn of(step: &crate::run::StepState, agent: &str) -> Self {
+        Self {
+            agent: agent.to_owned(),
+            phase: step.phase.as_str().to_owned(),
+            status: step.outcome.as_ref().map(|o| o.status.clone()),
+            task_id: step.task_id.clone(),
+            agent_id: step.agent_id.clone(),
+            started_at: step.started_at,
+            finished_at: step.finished_at,
+        }
+    }
 }

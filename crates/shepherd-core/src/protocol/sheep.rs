@@ -1,5 +1,9 @@
 //! Requests from inside a herd — a sheep's inbox, acknowledgements, `done` and run reports, a
 //! supervisor's start and exit reports — and the broker's own status.
+//!
+//! One payload stays open JSON: a run report's `telemetry`, which is note metadata (model,
+//! turns, tool calls, tokens, cost, run time, and keys a harness adds such as its session and
+//! transcript) — an open frontmatter map in the fieldnotes format, merged into the note as it is.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -3,6 +3,8 @@
 //! Each key has one [`ValueKind`]; the kind decides both the strict check of a value a person
 //! types ([`SettingKey::parse_input`]) and the lenient reading of a stored value
 //! ([`SettingKey::read_stored`]), so the two can never disagree about what is valid.
+//!
+//! Values are JSON because they are read from and written to the settings files' objects.
 
 use std::fmt;
 

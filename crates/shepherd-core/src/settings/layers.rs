@@ -5,6 +5,9 @@
 //! every key it does not set takes its built-in default, never the user's value, so a project
 //! behaves the same for everyone who clones it. User-only keys always come from the user file.
 //! Edits change one key and keep everything else in the file, unknown keys included.
+//!
+//! A settings file is kept as its parsed JSON object, unknown keys included, so an edit
+//! writes back everything it did not change.
 
 use std::fmt;
 

@@ -11,6 +11,9 @@
 //! checked against the key's rules and refused, naming the key and what it accepts. The file
 //! side (paths, atomic writes, the legacy `settings.json` rename) lives in `shepherd-config`;
 //! everything here works on parsed JSON objects.
+//!
+//! The only open JSON is a settings file's own object (see `layers`) and a key's value as
+//! stored there.
 
 mod key;
 mod layers;

@@ -2,7 +2,7 @@
 //! once for both front ends that offer them — this MCP server and the pi extension.
 //!
 //! The MCP tools take their descriptions from here (`#[tool(description = …)]`) and their input
-//! schemas are built from these arguments ([`super::schema::mcp_input`]). The pi extension reads
+//! schemas are built from these arguments ([`Tool::mcp_schema`]). The pi extension reads
 //! the same entries from `integrations/pi/extensions/lib/tool-catalogue.ts`, which
 //! [`pi_catalogue_text`] generates (`scripts/gen-protocol-types` writes it); a test fails when
 //! that file is out of date, and the parity tests check that each front end offers exactly its
@@ -29,7 +29,7 @@ impl Front {
     }
 }
 
-/// An argument's type, as the flat schemas have it (see [`super::schema`]).
+/// An argument's type, as the flat schemas have it (see the crate's `schema` module).
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
     String,

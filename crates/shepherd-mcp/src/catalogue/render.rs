@@ -8,7 +8,7 @@ use super::{Arg, Front, HIDDEN_DETAILS, Kind, PARENT, SHEEP, Tool, offered};
 
 impl Kind {
     /// This kind as an MCP input property: flat, one type, no combinators (see
-    /// [`crate::schema`]).
+    /// `crate::schema`).
     fn mcp(self, description: &str) -> Value {
         use crate::schema::{boolean, choice, integer, number, objects, string, strings};
         match self {

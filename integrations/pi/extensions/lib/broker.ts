@@ -29,11 +29,14 @@ export type {
 	ReadSource,
 	ReportParams,
 	RunStepParams,
+	RunReport,
+	RunResult,
 	RunSubmitParams,
 	RunView,
 	SheepStatus,
 	SpawnResult,
 	TaskReport,
+	WorktreeReport,
 } from "./protocol-types.ts";
 
 export const PROTOCOL_VERSION = 2;

@@ -131,6 +131,13 @@ export type Participant = string;
  */
 export type ReceiptState = "queued" | "delivered" | "read" | "discarded";
 /**
+ * What became of a worktree, here or on a host.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WorktreeReport".
+ */
+export type WorktreeReport = RemoteWorktreeReport | LocalWorktreeReport;
+/**
  * What `resolve` looks for.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -705,13 +712,33 @@ export interface SpawnResult {
 	 */
 	fieldnote?: string | null;
 	/**
-	 * Its git worktree (`path`, `branch`, `base`), when it runs isolated.
+	 * Its git worktree (`path`, `branch`, and `host` when on a host), when it runs isolated.
 	 */
-	worktree?: unknown;
+	worktree?: WorktreePlace | null;
 	/**
 	 * How many times it has been resumed (absent for a new sheep).
 	 */
 	resumes?: number | null;
+}
+/**
+ * Where a sheep's worktree is: its path and branch, and its host when not this machine.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "WorktreePlace".
+ */
+export interface WorktreePlace {
+	/**
+	 * The host it is on (absent: this machine).
+	 */
+	host?: string | null;
+	/**
+	 * The worktree's directory.
+	 */
+	path: string;
+	/**
+	 * Its branch.
+	 */
+	branch: string;
 }
 /**
  * `delegate` parameters.
@@ -1127,9 +1154,9 @@ export interface SheepStatus {
 	 */
 	lastLine?: string | null;
 	/**
-	 * Its git worktree (`path`, `branch`), when it runs isolated.
+	 * Its git worktree (`path`, `branch`, and `host` when on a host), when it runs isolated.
 	 */
-	worktree?: unknown;
+	worktree?: WorktreePlace | null;
 	/**
 	 * How many times it was resumed.
 	 */
@@ -1485,7 +1512,96 @@ export interface CloseResult {
 	 * What became of an isolated sheep's worktree: removed, or kept with its patch (files,
 	 * diffstat, commits) to integrate or discard.
 	 */
-	worktree?: unknown;
+	worktree?: WorktreeReport | null;
+}
+/**
+ * What became of an isolated remote sheep's worktree: its commits brought home (or not), and
+ * its worktree on the host removed (or kept, and why).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RemoteWorktreeReport".
+ */
+export interface RemoteWorktreeReport {
+	/**
+	 * The host.
+	 */
+	host: string;
+	/**
+	 * The worktree on the host.
+	 */
+	path: string;
+	/**
+	 * Its branch (here too, once brought home).
+	 */
+	branch: string;
+	/**
+	 * The commit it started from.
+	 */
+	base: string;
+	/**
+	 * Whether the worktree is still on the host.
+	 */
+	kept: boolean;
+	/**
+	 * Why it was kept.
+	 */
+	reason?: string | null;
+	/**
+	 * Its commits, `<short hash> <subject>`, oldest first.
+	 */
+	commits?: string[];
+	/**
+	 * Whether its commits are on its branch here.
+	 */
+	broughtHome: boolean;
+	/**
+	 * How to integrate or discard it.
+	 */
+	integrate: string;
+}
+/**
+ * What became of a worktree on this machine.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "LocalWorktreeReport".
+ */
+export interface LocalWorktreeReport {
+	/**
+	 * The worktree's directory.
+	 */
+	path: string;
+	/**
+	 * Its branch.
+	 */
+	branch: string;
+	/**
+	 * The commit it started from.
+	 */
+	base: string;
+	/**
+	 * Whether it is still there.
+	 */
+	kept: boolean;
+	/**
+	 * Why it was kept (absent when it was removed).
+	 */
+	reason?: string | null;
+	/**
+	 * Every file changed, added or left untracked, relative to the worktree.
+	 */
+	files?: string[];
+	/**
+	 * `git diff --shortstat` against the base, with untracked files counted.
+	 */
+	diffstat?: string;
+	/**
+	 * The new commits, `<short hash> <subject>`, oldest first.
+	 */
+	commits?: string[];
+	/**
+	 * How to integrate or discard it.
+	 */
+	integrate?: string;
 }
 /**
  * `resume` parameters: reopen a closed or exited sheep on its own session.
@@ -2234,7 +2350,7 @@ export interface RunView {
 	/**
 	 * The final report (the `shepherd run --json` document), once finished.
 	 */
-	report?: unknown;
+	report?: RunReport | null;
 }
 /**
  * One task of a run as its followers see it.
@@ -2271,6 +2387,152 @@ export interface RunStepView {
 	 * When it finished (ms).
 	 */
 	finishedAt?: number | null;
+}
+/**
+ * The report of a finished run.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunReport".
+ */
+export interface RunReport {
+	/**
+	 * The run.
+	 */
+	runId: string;
+	/**
+	 * `single`, `parallel` or `chain`.
+	 */
+	mode: Mode;
+	/**
+	 * The fieldnotes session (null when the run wrote no notes).
+	 */
+	sessionName?: string | null;
+	/**
+	 * Its directory.
+	 */
+	sessionPath?: string | null;
+	/**
+	 * Its directory relative to the project root.
+	 */
+	sessionRelativePath?: string | null;
+	/**
+	 * Whether the run continued an existing session.
+	 */
+	resumed?: boolean;
+	/**
+	 * Each task's result, in input order.
+	 */
+	results: RunResult[];
+	/**
+	 * Tasks that completed.
+	 */
+	succeeded: number;
+	/**
+	 * All tasks.
+	 */
+	total: number;
+	/**
+	 * For a chain that stopped: which step, and how it ended.
+	 */
+	stopped?: Stopped | null;
+	/**
+	 * Whether the run was cancelled (a signal, an explicit cancel, or its client gone).
+	 */
+	interrupted?: boolean;
+	/**
+	 * Why it was cancelled.
+	 */
+	cancelled?: string | null;
+	/**
+	 * The exit status `shepherd run` gives it: the return code of the first task, in input
+	 * order, that did not complete; 0 when all did, 130 when the run was cancelled.
+	 */
+	exitCode: number;
+	/**
+	 * Worktrees left for the user to integrate or discard, and remote sheep's branches
+	 * brought home (absent when none).
+	 */
+	worktrees?: WorktreeReport[];
+	/**
+	 * Problems that did not change any result (e.g. a note that could not be finalised).
+	 */
+	warnings?: string[];
+}
+/**
+ * One task's result.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunResult".
+ */
+export interface RunResult {
+	/**
+	 * The agent definition.
+	 */
+	agent: string;
+	/**
+	 * Its sheep, once spawned.
+	 */
+	agentId?: string | null;
+	/**
+	 * Its task, once delegated.
+	 */
+	taskId?: string | null;
+	/**
+	 * A task state (`completed`, `failed`, `blocked`, `timed_out`, `cancelled`) or `skipped`.
+	 */
+	status: string;
+	/**
+	 * Its return code.
+	 */
+	returnCode?: number | null;
+	/**
+	 * The result text, cut at 50 KiB (`fullOutput` then names the file holding all of it).
+	 */
+	text: string;
+	/**
+	 * What went wrong, when something did.
+	 */
+	error?: string | null;
+	/**
+	 * Its note.
+	 */
+	note?: string | null;
+	/**
+	 * Its note relative to the project root.
+	 */
+	noteRelative?: string | null;
+	/**
+	 * The file holding the whole text, when it was cut.
+	 */
+	fullOutput?: string | null;
+	/**
+	 * What became of its worktree, when it ran isolated.
+	 */
+	worktree?: WorktreeReport | null;
+}
+/**
+ * Where a chain stopped.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Stopped".
+ */
+export interface Stopped {
+	/**
+	 * 1-based step number.
+	 */
+	step: number;
+	/**
+	 * Its agent definition.
+	 */
+	agent: string;
+	/**
+	 * How it ended.
+	 */
+	status: string;
+	/**
+	 * `failed (rc 1)`.
+	 */
+	phrase: string;
 }
 /**
  * `run.attach` and `run.cancel` parameters.

@@ -19,6 +19,7 @@ import {
 	type Method,
 	type ParamsArg,
 	type Result,
+	type RunReport,
 	type RunSubmitParams,
 	type RunView,
 	type SheepStatus,
@@ -31,7 +32,7 @@ export type HerdHandler = (sheep: SheepStatus[] | undefined) => void;
 
 /** A run this session submitted and waits for: its report settles `done`. */
 interface FollowedRun {
-	done: (report: unknown) => void;
+	done: (report: RunReport) => void;
 	onView?: (view: RunView) => void;
 }
 
@@ -151,10 +152,10 @@ export class ParentLink {
 	 * The broker carries the run out; this only follows it. Aborting cancels the run in the
 	 * broker, which closes its sheep, and the report still comes back.
 	 */
-	async run(params: RunSubmitParams, signal?: AbortSignal, onView?: (view: RunView) => void): Promise<unknown> {
+	async run(params: RunSubmitParams, signal?: AbortSignal, onView?: (view: RunView) => void): Promise<RunReport> {
 		const view = await this.call("run.submit", params);
 		const runId: string = view.runId;
-		const report = new Promise<unknown>((resolve) => this.runs.set(runId, { done: resolve, onView }));
+		const report = new Promise<RunReport>((resolve) => this.runs.set(runId, { done: resolve, onView }));
 		this.runView(view);
 		const cancel = () => {
 			this.call("run.cancel", { runId }).catch(() => {});

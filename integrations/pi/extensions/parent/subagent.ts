@@ -10,7 +10,7 @@
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { type Static, Type } from "typebox";
-import type { Harness, Mode, RunStepParams, RunSubmitParams } from "../lib/broker.ts";
+import type { Harness, Mode, RunReport, RunResult, RunStepParams, RunSubmitParams } from "../lib/broker.ts";
 import * as path from "node:path";
 import { ShepherdError } from "./cli.ts";
 import { HARNESSES, agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
@@ -61,30 +61,6 @@ const Params = Type.Object({
 });
 export type SubagentParams = Static<typeof Params>;
 
-/** One task's result in a run's report. */
-interface RunResult {
-	agent: string;
-	status: string;
-	text?: string;
-	error?: string | null;
-}
-
-/**
- * A finished run's report, the `shepherd run --json` document (the broker's protocol carries it
- * as an opaque value: the fields read here are those the CLI documents).
- */
-export interface RunReport {
-	mode?: string;
-	results?: RunResult[];
-	interrupted?: boolean;
-	stopped?: { step: number; agent: string; status: string };
-	worktrees?: { path: string; branch: string; kept?: boolean; reason?: string }[];
-	sessionName?: string | null;
-	sessionPath?: string | null;
-	sessionRelativePath?: string | null;
-	error?: string;
-}
-
 /**
  * The tool's arguments as a `run.submit` request: exactly one mode, working directories made
  * absolute (a task's against the run's, the run's against the project). Everything else — the
@@ -120,28 +96,36 @@ export function runParams(params: SubagentParams, project: string): RunSubmitPar
 
 /** The text the model reads for a finished run (`shepherd run --json`'s document). */
 export function subagentText(run: RunReport): { text: string; failed: boolean } {
-	const results = run.results ?? [];
-	const failed = run?.interrupted === true || results.length === 0 || results.some((r) => r.status !== "completed");
+	const results = run.results;
+	const failed = run.interrupted === true || results.length === 0 || results.some((r) => r.status !== "completed");
 	let text: string;
 	// A text cut at 50 KiB already ends with the path of the file holding all of it.
 	const body = (r: RunResult | undefined) => r?.text || r?.error || "(no output)";
-	if (run?.mode === "parallel") {
+	if (run.mode === "parallel") {
 		const ok = results.filter((r) => r.status === "completed").length;
 		const sections = results.map((r) => `### [${r.agent}] ${r.status}\n\n${body(r)}`);
 		text = [`Parallel: ${ok}/${results.length} succeeded`, ...sections].join("\n\n");
 	} else {
 		text = body(results[results.length - 1]);
-		if (run?.stopped) {
+		if (run.stopped) {
 			text += `\n\nChain stopped at step ${run.stopped.step} (${run.stopped.agent}): ${run.stopped.status}.`;
 		}
 	}
-	if (run?.interrupted) text += "\n\nThe run was cancelled.";
-	const kept = (Array.isArray(run.worktrees) ? run.worktrees : []).filter((w) => w?.kept !== false);
+	if (run.interrupted) text += run.cancelled ? `\n\nThe run was cancelled. Why: ${run.cancelled}.` : "\n\nThe run was cancelled.";
+	const worktrees = run.worktrees ?? [];
+	const kept = worktrees.filter((w) => w.kept);
 	if (kept.length) {
 		const listed = kept.map((w) => `${w.path} (branch ${w.branch}${w.reason ? `: ${w.reason}` : ""})`);
 		text += `\n\nWorktrees kept (integrate or discard these yourself): ${listed.join(", ")}`;
 	}
-	if (run?.sessionName) text += `\n\nSession: ${run.sessionName} (${run.sessionRelativePath ?? run.sessionPath})`;
+	const home = worktrees.filter((w) => "broughtHome" in w && w.broughtHome && !w.kept);
+	if (home.length) {
+		text += `\n\nBranches brought home from hosts (integrate or discard these yourself): ${home.map((w) => w.branch).join(", ")}`;
+	}
+	if (run.sessionName) {
+		const continued = run.resumed ? " (continued)" : "";
+		text += `\n\nSession: ${run.sessionName} (${run.sessionRelativePath ?? run.sessionPath})${continued}`;
+	}
 	return { text, failed };
 }
 
@@ -171,7 +155,7 @@ export function registerSubagent(pi: ExtensionAPI, state: ParentState, trusted: 
 			let run: RunReport;
 			for (const confirmed = new Set<string>(); ; ) {
 				try {
-					run = (await link.run(submitted, signal)) as RunReport;
+					run = await link.run(submitted, signal);
 					break;
 				} catch (error) {
 					// A project agent is confirmed in pi's dialog, as for a spawn, then the run
@@ -182,7 +166,6 @@ export function registerSubagent(pi: ExtensionAPI, state: ParentState, trusted: 
 					await confirmProjectAgent(state, ctx, agent);
 				}
 			}
-			if (run.error) throw new Error(`The run could not start: ${run.error}`);
 			const { text, failed } = subagentText(run);
 			return {
 				content: [{ type: "text", text }],

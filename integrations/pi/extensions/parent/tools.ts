@@ -9,7 +9,7 @@
 import type { AgentToolUpdateCallback, ExtensionAPI, ExtensionContext, ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { Static, TSchema } from "typebox";
 import { PARENT_TOOLS } from "../lib/tool-catalogue.ts";
-import type { TaskReport } from "../lib/broker.ts";
+import type { TaskReport, WorktreeReport } from "../lib/broker.ts";
 import { failure, normaliseArguments, success, type ToolResult } from "./protocol.ts";
 import { isReceipt, messagesText, publicReceipt, receiptText } from "../lib/receipts.ts";
 import { agentsText, herd, herdText, listAgents, publicStatus, sheepStatus, spawnSheep, statusText } from "./ops.ts";
@@ -449,24 +449,21 @@ export function completionLine(report: TaskReport): string {
 	return `${report.displayName || report.agentId} task ${report.taskId} ${report.status}${rc}${text}${note}`;
 }
 
-/** What became of a closed isolated sheep's worktree, in words. */
-export function worktreeText(worktree: unknown): string {
-	if (!worktree || typeof worktree !== "object") return "";
-	// The broker's worktree report (an open object in the protocol): where it is, and, when it
-	// was kept, its patch and how to integrate it.
-	const report = worktree as {
-		path?: string;
-		branch?: string;
-		kept?: boolean;
-		reason?: string;
-		files?: unknown;
-		commits?: unknown;
-		diffstat?: string;
-		integrate?: string;
-	};
-	if (report.kept !== true) return `; worktree ${report.path} removed (clean, no new commits)`;
-	const files = Array.isArray(report.files) && report.files.length ? `; files: ${report.files.join(", ")}` : "";
-	const commits = Array.isArray(report.commits) && report.commits.length ? `; commits: ${report.commits.join("; ")}` : "";
+/** What became of a closed isolated sheep's worktree, in words (the CLI's and MCP's words). */
+export function worktreeText(report: WorktreeReport | null | undefined): string {
+	if (!report) return "";
+	if ("host" in report) {
+		const place = report.kept
+			? `; worktree kept on host ${report.host} at ${report.path} on branch ${report.branch}: ${report.reason ?? ""}`
+			: `; worktree on host ${report.host} removed: ${report.path}`;
+		const commits = report.commits ?? [];
+		if (commits.length === 0 && !report.kept) return `${place} (clean, no new commits)`;
+		const home = report.broughtHome ? `; ${commits.length} brought home on branch ${report.branch}` : "";
+		return `${place}${home}; commits: ${commits.join("; ")}. ${report.integrate}`;
+	}
+	if (!report.kept) return `; worktree ${report.path} removed (clean, no new commits)`;
+	const files = report.files?.length ? `; files: ${report.files.join(", ")}` : "";
+	const commits = report.commits?.length ? `; commits: ${report.commits.join("; ")}` : "";
 	const stat = report.diffstat ? ` (${report.diffstat})` : "";
 	return `; worktree kept at ${report.path} on branch ${report.branch}: ${report.reason}${stat}${files}${commits}. ${report.integrate ?? "Integrate or discard it."}`;
 }

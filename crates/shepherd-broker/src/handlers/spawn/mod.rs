@@ -19,6 +19,7 @@ use shepherd_core::ids::AgentId;
 use shepherd_core::label::validate_label;
 use shepherd_core::protocol::{CallerContext, SpawnParams, SpawnResult};
 use shepherd_core::settings::Backend as BackendSetting;
+use shepherd_core::worktree::{MadeWorktree, SheepWorktree};
 use shepherd_term::BackendKind;
 
 use launch::{Credentials, Prepared, never_launched, resolve_cwd};
@@ -79,18 +80,18 @@ pub(crate) async fn spawn(
     let worktree = match (repo, &prepared.host) {
         (_, Some(host)) if params.isolate => {
             let name = crate::sheep::isolation::name_for(&def.name, prepared.label.as_str(), &id);
-            let (record, cwd) =
+            let (remote, cwd) =
                 crate::sheep::remote_sheep::code::create(broker, host, name).await?;
             prepared.cwd = cwd;
-            record
+            Some(SheepWorktree::made(MadeWorktree::Remote { remote }))
         }
         (Some(repo), _) => {
             let name = crate::sheep::isolation::name_for(&def.name, prepared.label.as_str(), &id);
             let made = crate::sheep::isolation::create(repo, name).await?;
             prepared.cwd = made.cwd();
-            serde_json::to_value(&made).expect("worktrees serialise")
+            Some(SheepWorktree::made(MadeWorktree::Here(made)))
         }
-        (None, _) => serde_json::Value::Null,
+        (None, _) => None,
     };
     let credentials = Credentials::mint();
     let new = NewSheep {
@@ -135,7 +136,11 @@ pub(crate) async fn spawn(
             .expect("links lock")
             .ready_waiters
             .remove(&id);
-        if let Ok(made) = serde_json::from_value(worktree) {
+        if let Some(SheepWorktree {
+            made: MadeWorktree::Here(made),
+            ..
+        }) = worktree
+        {
             let _kept =
                 tokio::task::spawn_blocking(move || crate::sheep::worktree::release(&made, true))
                     .await;
@@ -150,19 +155,18 @@ pub(crate) async fn spawn(
         display_name: shepherd_core::label::display_name(&prepared.def.name, &prepared.label),
         backend: prepared.kind,
         fieldnote,
-        worktree: crate::sheep::isolation::view(&worktree),
+        worktree: worktree.as_ref().map(SheepWorktree::place),
         resumes: None,
     })
 }
 
 /// What a sheep's spawn asked for, kept on the sheep so a resume starts it the same way (the
 /// caller's terminal is the resume's own).
-fn recipe(params: &SpawnParams) -> serde_json::Value {
-    let kept = SpawnParams {
+fn recipe(params: &SpawnParams) -> Option<SpawnParams> {
+    Some(SpawnParams {
         caller: None,
         ..params.clone()
-    };
-    serde_json::to_value(kept).expect("spawn parameters serialise")
+    })
 }
 
 /// The checks a spawn or a resume makes before anything starts, and what they decided: the
@@ -339,7 +343,7 @@ pub(crate) async fn follow(
                     display_name: sheep.display_name(),
                     backend: sheep.backend,
                     fieldnote,
-                    worktree: crate::sheep::isolation::view(&sheep.worktree),
+                    worktree: sheep.worktree.as_ref().map(SheepWorktree::place),
                     resumes: (sheep.resumes > 0).then_some(sheep.resumes),
                 });
             }

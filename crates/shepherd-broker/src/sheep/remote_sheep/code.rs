@@ -16,9 +16,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use shepherd_core::error_code::ErrorCode;
+use shepherd_core::worktree::{RemoteWorktree, RemoteWorktreeReport, WorktreeReport};
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::remote::link::HostLink;
@@ -28,26 +27,12 @@ use crate::state::broker::Broker;
 /// How long one git or `branch` step may take.
 const STEP_DEADLINE: Duration = Duration::from_secs(120);
 
-/// An isolated remote sheep's worktree, as recorded on the sheep (under `remote`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RemoteWorktree {
-    host: String,
-    /// The host's checkout.
-    repo: PathBuf,
-    name: String,
-    /// The worktree on the host.
-    path: PathBuf,
-    branch: String,
-    base: String,
-}
-
 /// Makes the sheep's worktree on its host; returns the record to keep and its directory there.
 pub(crate) async fn create(
     broker: &Arc<Broker>,
     host: &str,
     name: String,
-) -> BrokerResult<(Value, PathBuf)> {
+) -> BrokerResult<(RemoteWorktree, PathBuf)> {
     let link = super::link(broker, host)?;
     let repo = link.def.project_path.clone();
     let request = BranchRequest {
@@ -69,25 +54,7 @@ pub(crate) async fn create(
         path: reply.worktree.clone(),
         base: reply.base,
     };
-    Ok((json!({ "remote": made }), reply.worktree))
-}
-
-/// The worktree as spawn and status show it.
-pub(crate) fn view(record: &Value) -> Option<Value> {
-    let made: RemoteWorktree = serde_json::from_value(record.get("remote")?.clone()).ok()?;
-    Some(json!({
-        "host": made.host,
-        "path": made.path.display().to_string(),
-        "branch": made.branch,
-    }))
-}
-
-/// Whether a sheep's worktree record is a remote one not yet released.
-pub(crate) fn held(record: &Value) -> Option<RemoteWorktree> {
-    if record.get("released").is_some() {
-        return None;
-    }
-    serde_json::from_value(record.get("remote")?.clone()).ok()
+    Ok((made, reply.worktree))
 }
 
 async fn branch(link: &Arc<HostLink>, request: BranchRequest) -> Result<BranchReply, String> {
@@ -100,16 +67,17 @@ async fn branch(link: &Arc<HostLink>, request: BranchRequest) -> Result<BranchRe
 }
 
 /// Brings the branch home and tidies the host: the report for the close and the note.
-pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Value {
+pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> WorktreeReport {
     let link = match super::link(broker, &made.host) {
         Ok(link) => link,
-        Err(err) => return kept(made, &err.message, &[]),
+        Err(err) => return kept(made, &err.message, &[], false),
     };
     if let Err(why) = link.up(Duration::from_secs(10)).await {
         return kept(
             made,
             &format!("host {} is unreachable: {why}", made.host),
             &[],
+            false,
         );
     }
     let report = BranchRequest {
@@ -119,7 +87,7 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Valu
     };
     let state = match branch(&link, report).await {
         Ok(state) => state,
-        Err(why) => return kept(made, &why, &[]),
+        Err(why) => return kept(made, &why, &[], false),
     };
     if !state.commits.is_empty() {
         let root = broker.config.address.project_root.clone();
@@ -132,6 +100,7 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Valu
                 made,
                 &format!("its commits could not be brought home ({why})"),
                 &state.commits,
+                false,
             );
         }
     }
@@ -140,6 +109,8 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Valu
             made,
             "uncommitted changes stay in its worktree on the host (only commits come home)",
             &state.commits,
+            // Its commits were fetched above: they are here whatever stays on the host.
+            !state.commits.is_empty(),
         );
     }
     let remove = BranchRequest {
@@ -148,35 +119,46 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Valu
         action: BranchAction::Remove,
     };
     let removed = branch(&link, remove).await;
-    json!({
-        "host": made.host,
-        "path": made.path.display().to_string(),
-        "branch": made.branch,
-        "base": made.base,
-        "kept": removed.is_err(),
-        "reason": removed.err(),
-        "commits": state.commits,
-        "broughtHome": !state.commits.is_empty(),
-        "integrate": integrate(made, !state.commits.is_empty()),
+    WorktreeReport::Remote(RemoteWorktreeReport {
+        host: made.host.clone(),
+        path: made.path.display().to_string(),
+        branch: made.branch.clone(),
+        base: made.base.clone(),
+        kept: removed.is_err(),
+        reason: removed.err(),
+        brought_home: !state.commits.is_empty(),
+        integrate: integrate(made, !state.commits.is_empty()),
+        commits: state.commits,
     })
 }
 
-fn kept(made: &RemoteWorktree, reason: &str, commits: &[String]) -> Value {
-    json!({
-        "host": made.host,
-        "path": made.path.display().to_string(),
-        "branch": made.branch,
-        "base": made.base,
-        "kept": true,
-        "reason": reason,
-        "commits": commits,
-        "broughtHome": false,
-        "integrate": format!(
+/// The report of a worktree left on the host, with its commits brought home or not.
+fn kept(made: &RemoteWorktree, reason: &str, commits: &[String], home: bool) -> WorktreeReport {
+    let stays = format!(
+        "the worktree stays on host {} at {}",
+        made.host,
+        made.path.display()
+    );
+    let integrate = if home {
+        format!("{}; {stays}", integrate(made, true))
+    } else {
+        format!(
             "The worktree stays on host {} at {}: integrate its branch {} there, or fetch it",
             made.host,
             made.path.display(),
             made.branch
-        ),
+        )
+    };
+    WorktreeReport::Remote(RemoteWorktreeReport {
+        host: made.host.clone(),
+        path: made.path.display().to_string(),
+        branch: made.branch.clone(),
+        base: made.base.clone(),
+        kept: true,
+        reason: Some(reason.to_owned()),
+        commits: commits.to_vec(),
+        brought_home: home,
+        integrate,
     })
 }
 

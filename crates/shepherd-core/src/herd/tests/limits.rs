@@ -24,8 +24,8 @@ fn spawn_on(h: &mut Harness, label: &str, key: &ProviderKey, cap: Option<u32>) -
         request_id: None,
         max_sheep: None,
         budget: None,
-        recipe: serde_json::Value::Null,
-        worktree: serde_json::Value::Null,
+        recipe: None,
+        worktree: None,
         provider_key: Some(key.clone()),
         turn_cap: cap,
     };

@@ -1,0 +1,204 @@
+//! A run's shapes as the herd keeps them: what was asked for once checked ([`RunSpec`]),
+//! where its notes went ([`RunPlan`]), where each task stands ([`StepState`]) and how it ended
+//! ([`Outcome`]), and the finished run's report ([`RunReport`], the `shepherd run --json`
+//! document). The broker decides everything about a run and journals each change in these
+//! shapes before acting on it, so a restarted broker reads exactly where each task was.
+
+mod report;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fieldnotes::status::Mode;
+use crate::spawn::CallerContext;
+use crate::worktree::{Repo, Worktree, WorktreeReport};
+
+pub use report::{RunReport, RunResult, Stopped};
+
+/// Where a run's notes went: its session and one reserved note per task, in input order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPlan {
+    pub session_name: String,
+    pub session_path: String,
+    pub session_relative_path: String,
+    pub resumed: bool,
+    pub notes: Vec<String>,
+    pub notes_relative: Vec<String>,
+}
+
+/// A run as checked and accepted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSpec {
+    pub mode: Mode,
+    pub steps: Vec<SpecStep>,
+    #[serde(default)]
+    pub session_name: Option<String>,
+    pub timeout_minutes: f64,
+    #[serde(default)]
+    pub backend: Option<crate::settings::Backend>,
+    #[serde(default)]
+    pub parent_model: Option<String>,
+    #[serde(default)]
+    pub parent_thinking: Option<String>,
+    #[serde(default)]
+    pub caller: CallerContext,
+    #[serde(default)]
+    pub pi_command: Option<Vec<String>>,
+    pub keep_pane: bool,
+    pub max_concurrency: usize,
+    /// Whether the run writes notes (the herd's fieldnotes setting, or a session named).
+    #[serde(default = "yes")]
+    pub fieldnotes: bool,
+    /// Limits on each task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One checked task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecStep {
+    pub agent: String,
+    pub task: String,
+    pub cwd: PathBuf,
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The coding agent to run it on, when not the definition's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::harness::Harness>,
+    /// The host its sheep runs on, when not this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Set when the task runs on a host in its own worktree there (made by its spawn).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote_isolate: bool,
+    /// Set when the task runs in its own worktree of this repository.
+    #[serde(default)]
+    pub repo: Option<Repo>,
+    /// Limits on this task (over the run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepPhase {
+    /// Waiting for its turn.
+    #[default]
+    Queued,
+    /// Its sheep is being started and handed the task.
+    Starting,
+    /// Its sheep works on it.
+    Running,
+    /// Its sheep is being closed.
+    Closing,
+    /// Finished.
+    Done,
+}
+
+impl StepPhase {
+    /// Its spelling on the wire (`queued`, `starting`, `running`, `closing`, `done`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Closing => "closing",
+            Self::Done => "done",
+        }
+    }
+}
+
+/// One task's state, journaled at every change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepState {
+    pub phase: StepPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The task text as handed over (`{previous}` filled in for chain steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<Worktree>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+}
+
+/// How a task ended, as the run reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// A task state (`completed`, `failed`, `cancelled`, `timed_out`, …) or `skipped`.
+    pub status: String,
+    #[serde(default)]
+    pub return_code: Option<i32>,
+    /// The full result text: the sheep's final words, else its done summary, else the error.
+    pub text: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Whether the task reached its sheep (and so the herd finalises its note).
+    pub delegated: bool,
+    #[serde(default)]
+    pub worktree: Option<WorktreeReport>,
+    /// A task on a host that asked for isolate: what became of its branch there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_worktree: Option<WorktreeReport>,
+}
+
+impl Outcome {
+    /// A task that never reached a sheep.
+    pub fn not_run(status: &str, return_code: Option<i32>, why: String) -> Self {
+        Self {
+            agent_id: None,
+            task_id: None,
+            status: status.to_owned(),
+            return_code,
+            text: why.clone(),
+            error: Some(why),
+            delegated: false,
+            worktree: None,
+            remote_worktree: None,
+        }
+    }
+
+    /// Cancelled before it reached a sheep.
+    pub fn cancelled_before_start() -> Self {
+        Self::not_run(
+            "cancelled",
+            Some(130),
+            "cancelled before it started".to_owned(),
+        )
+    }
+
+    /// Whether the task completed.
+    pub fn completed(&self) -> bool {
+        self.status == "completed"
+    }
+
+    /// `failed (rc 1)`.
+    pub fn phrase(&self) -> String {
+        match self.return_code {
+            Some(rc) => format!("{} (rc {rc})", self.status),
+            None => self.status.clone(),
+        }
+    }
+}
