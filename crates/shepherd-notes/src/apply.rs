@@ -290,7 +290,13 @@ impl Store {
                 Ok(note(metadata, &file))
             }
             NoteOp::Finalize { note: file, result } => {
-                metadata.finalize(&file, result.status, result.error, result.metadata, now)?;
+                let status = result.status;
+                if !metadata.finalize(&file, status, result.error, result.metadata, now)? {
+                    // Final already with this result (its finaliser is repeating itself):
+                    // answered as done, and nothing is written.
+                    let record = metadata.artifact(&file).expect("finalize found it");
+                    return Ok(NoteOpOutcome::Unchanged(Box::new(record.clone())));
+                }
                 changes.entry(file.clone()).or_default().section_output = Some(result.output);
                 Ok(note(metadata, &file))
             }

@@ -36,7 +36,10 @@ pub enum NoteOp {
         /// Metadata to merge.
         metadata: Metadata,
     },
-    /// Finalise a note, exactly once.
+    /// Finalise a note, once. Finalising a final note again with the result it holds (its
+    /// status, error and metadata; see [`shepherd_core::fieldnotes::ops::holds_result`]) is
+    /// answered [`NoteOpOutcome::Unchanged`] and writes nothing; another result is refused with
+    /// [`OpError::AlreadyFinal`].
     Finalize {
         /// The note's file name.
         note: String,
@@ -243,7 +246,8 @@ impl Store {
         self.apply_single(session, op, now)
     }
 
-    /// Finalises a note; a second finalisation fails with [`OpError::AlreadyFinal`].
+    /// Finalises a note. Finalising it again with the result it holds returns it as it is; with
+    /// another result it fails with [`OpError::AlreadyFinal`].
     pub fn finalize(
         &self,
         session: &SessionRef,
@@ -354,7 +358,9 @@ impl Store {
         let mut records = Vec::with_capacity(applied.outcomes.len());
         for outcome in applied.outcomes {
             match outcome? {
-                NoteOpOutcome::Note(record) => records.push(*record),
+                NoteOpOutcome::Note(record) | NoteOpOutcome::Unchanged(record) => {
+                    records.push(*record);
+                }
                 other => unreachable!("note ops yield notes, not {other:?}"),
             }
         }

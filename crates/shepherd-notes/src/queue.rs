@@ -23,8 +23,17 @@
 //! waiter whose deadline passes withdraws its request; if a holder already claimed it, the
 //! waiter waits one more deadline for the answer rather than guess. Queue files are small and
 //! are not synced: a machine crash kills the waiters too, and their requests die with them.
+//!
+//! The repair runs while waiters keep taking their answers, so what it sees must not depend on
+//! when they do. A waiter removes its claim before its answer, and no answer appears while the
+//! lock is held; so the repair lists the answers first and the requests second, and a claim it
+//! then finds without an answer has none. (Listed the other way round, a waiter taking its
+//! answer between the two listings leaves a claim seen without its answer, and a request already
+//! answered looks lost: it would be answered twice, or queued again from a claim that is no
+//! longer there, failing the holder's own call.) A claim that is gone by the time it would be
+//! queued again was taken or given up by its writer, and stays gone.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +52,9 @@ pub(crate) const QUEUE_DIR: &str = ".queue";
 const ANSWERS_DIR: &str = "answers";
 /// The `session.json` key holding the answers of the last combined commit.
 pub(crate) const RESPONSES_KEY: &str = "queueResponses";
+
+/// `(id, extension)` of queue and answer files, sorted by id.
+type Listing = BTreeSet<(String, String)>;
 
 /// One writer's operations, as queued.
 #[derive(Debug, Serialize, Deserialize)]
@@ -141,23 +153,47 @@ impl Queue {
         &self,
         committed: Option<&Value>,
     ) -> Result<Vec<(String, Outcomes)>, StoreError> {
+        self.recover_between(committed, || {})
+    }
+
+    /// [`Queue::recover`], running `between` after the answers are listed and before the
+    /// requests are: the moment at which a waiter taking its answer must not make its request
+    /// look unanswered (tests put a waiter there).
+    fn recover_between(
+        &self,
+        committed: Option<&Value>,
+        between: impl FnOnce(),
+    ) -> Result<Vec<(String, Outcomes)>, StoreError> {
         let committed: HashMap<String, Outcomes> = committed
             .and_then(|value| serde_json::from_value(value.clone()).ok())
             .unwrap_or_default();
-        let entries = self.entries()?;
+        let mut listing = Listing::new();
+        // Answers first: see the module documentation.
+        list_into(&self.answers_dir(), &mut listing)?;
+        between();
+        list_into(&self.dir, &mut listing)?;
+        self.repair(&listing, &committed)
+    }
+
+    /// Repairs the queue as `listing` shows it (see [`Queue::recover`]).
+    fn repair(
+        &self,
+        listing: &Listing,
+        committed: &HashMap<String, Outcomes>,
+    ) -> Result<Vec<(String, Outcomes)>, StoreError> {
+        let listed =
+            |id: &str, extension: &str| listing.contains(&(id.to_owned(), extension.to_owned()));
         let mut undelivered = Vec::new();
-        for (id, extension) in &entries {
+        for (id, extension) in listing {
             let owner_alive = owner_is_alive(id);
             match extension.as_str() {
                 "claimed" if !owner_alive => self.forget(id)?,
-                "claimed" if entries.contains(&(id.clone(), "res".to_owned())) => {}
+                "claimed" if listed(id, "res") => {}
                 "claimed" => match committed.get(id) {
                     Some(outcomes) => undelivered.push((id.clone(), outcomes.clone())),
-                    None => {
-                        fs_err::rename(self.path(id, "claimed"), self.path(id, "req"))?;
-                    }
+                    None => self.requeue(id)?,
                 },
-                "res" if !entries.contains(&(id.clone(), "claimed".to_owned())) => {
+                "res" if !listed(id, "claimed") => {
                     remove_if_present(&self.path(id, "res"))?;
                 }
                 "respart" => {
@@ -172,10 +208,22 @@ impl Queue {
         Ok(undelivered)
     }
 
+    /// Queues claimed request `id` again, unless its claim is gone: only its writer removes
+    /// it (having taken its answer, or given up), and then it must not be applied.
+    fn requeue(&self, id: &str) -> Result<(), StoreError> {
+        match fs_err::rename(self.path(id, "claimed"), self.path(id, "req")) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// Claims every queued request of a live writer, oldest first. Call with the lock held.
     pub(crate) fn claim(&self) -> Result<Vec<(String, Request)>, StoreError> {
         let mut claimed = Vec::new();
-        for (id, extension) in self.entries()? {
+        let mut listing = Listing::new();
+        list_into(&self.dir, &mut listing)?;
+        for (id, extension) in listing {
             if extension != "req" {
                 continue;
             }
@@ -214,27 +262,23 @@ impl Queue {
         fs_err::rename(&part, self.path(id, "res"))?;
         Ok(())
     }
+}
 
-    /// `(id, extension)` of every queue and answer file, sorted by id.
-    fn entries(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let mut found = Vec::new();
-        for dir in [self.dir.clone(), self.answers_dir()] {
-            let entries = match fs_err::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-                Err(err) => return Err(err.into()),
-            };
-            for entry in entries {
-                let name = entry?.file_name();
-                let Some((id, extension)) = name.to_str().and_then(|n| n.split_once('.')) else {
-                    continue;
-                };
-                found.push((id.to_owned(), extension.to_owned()));
-            }
-        }
-        found.sort();
-        Ok(found)
+/// Adds `(id, extension)` of every file in `dir` (the queue or its answers) to `listing`.
+fn list_into(dir: &Path, listing: &mut Listing) -> Result<(), StoreError> {
+    let entries = match fs_err::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(err.into()),
+    };
+    for entry in entries {
+        let name = entry?.file_name();
+        let Some((id, extension)) = name.to_str().and_then(|n| n.split_once('.')) else {
+            continue;
+        };
+        listing.insert((id.to_owned(), extension.to_owned()));
     }
+    Ok(())
 }
 
 /// Whether the process that wrote request `id` still exists.
@@ -258,5 +302,94 @@ fn remove_if_present(path: &Path) -> Result<bool, StoreError> {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use shepherd_core::fieldnotes::NoteStatus;
+
+    use super::*;
+
+    fn answer() -> Outcomes {
+        vec![Ok(NoteOpOutcome::StatusSet(NoteStatus::Completed))]
+    }
+
+    /// A request of this (live) process, claimed by a holder: `(queue, id)`.
+    fn claimed(dir: &Path) -> (Queue, String) {
+        let queue = Queue::new(dir);
+        let request = Request {
+            now: "2025-08-14T09:00:00Z".to_owned(),
+            ops: vec![NoteOp::SetStatus(NoteStatus::Completed)],
+        };
+        let id = queue.enqueue(&request).unwrap();
+        let claimed = queue.claim().unwrap();
+        assert_eq!(claimed.len(), 1);
+        (queue, id)
+    }
+
+    fn files(queue: &Queue) -> Listing {
+        let mut listing = Listing::new();
+        list_into(&queue.dir, &mut listing).unwrap();
+        list_into(&queue.answers_dir(), &mut listing).unwrap();
+        listing
+    }
+
+    #[test]
+    fn a_waiter_taking_its_answer_during_the_repair_is_not_queued_again() {
+        // Whether or not `session.json` still holds the answer (it does until the next
+        // combined commit), a request whose waiter took its answer is done with: it is neither
+        // queued again nor answered a second time.
+        for in_record in [false, true] {
+            let temp = tempfile::tempdir().unwrap();
+            let (queue, id) = claimed(temp.path());
+            queue.respond(&id, &answer()).unwrap();
+            let committed = serde_json::json!({ id.clone(): answer() });
+            let committed = in_record.then_some(&committed);
+            let taken = Cell::new(None);
+            let undelivered = queue
+                .recover_between(committed, || taken.set(queue.take_response(&id).unwrap()))
+                .unwrap();
+            assert_eq!(taken.take(), Some(answer()), "the waiter got its answer");
+            assert!(undelivered.is_empty(), "answered twice: {undelivered:?}");
+            assert!(
+                queue.claim().unwrap().is_empty(),
+                "an answered request was queued again"
+            );
+            assert!(files(&queue).is_empty(), "{:?}", files(&queue));
+        }
+    }
+
+    #[test]
+    fn a_claim_its_writer_gave_up_after_the_listing_stays_gone() {
+        let temp = tempfile::tempdir().unwrap();
+        let (queue, id) = claimed(temp.path());
+        let listing = files(&queue);
+        queue.forget(&id).unwrap();
+        let undelivered = queue.repair(&listing, &HashMap::new()).unwrap();
+        assert!(undelivered.is_empty());
+        assert!(files(&queue).is_empty(), "{:?}", files(&queue));
+    }
+
+    #[test]
+    fn claims_without_an_answer_are_answered_from_the_record_or_queued_again() {
+        let temp = tempfile::tempdir().unwrap();
+        let (queue, committed_id) = claimed(temp.path());
+        let (_, lost_id) = claimed(temp.path());
+        let (_, answered_id) = claimed(temp.path());
+        queue.respond(&answered_id, &answer()).unwrap();
+        let committed = serde_json::json!({ committed_id.clone(): answer() });
+        let undelivered = queue.recover(Some(&committed)).unwrap();
+        assert_eq!(undelivered, [(committed_id, answer())]);
+        let again: Vec<String> = queue
+            .claim()
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(again, [lost_id]);
+        assert_eq!(queue.take_response(&answered_id).unwrap(), Some(answer()));
     }
 }

@@ -172,3 +172,86 @@ fn continuing_the_wrong_session_applies_nothing_after_it() {
     assert!(store.load(&named).unwrap().resumed);
     assert_eq!(assert_consistent(&project, &named), 1);
 }
+
+#[test]
+fn finalising_again_with_the_result_the_note_holds_changes_nothing_and_another_is_refused() {
+    let project = Project::new();
+    let store = project.store();
+    let session = store
+        .create_or_continue_named("again", at(0))
+        .unwrap()
+        .session;
+    let note = store
+        .reserve(&session, vec![planned("worker", None)], at(1))
+        .unwrap()
+        .remove(0)
+        .file_name;
+    let result = || {
+        let mut result = Finalization::new(NoteStatus::Completed);
+        result.output = Some("did it".to_owned());
+        result.metadata = [
+            ("returnCode".to_owned(), Value::from(0)),
+            ("summary".to_owned(), Value::from("did it")),
+        ]
+        .into();
+        result
+    };
+    let finalize = |result| NoteOp::Finalize {
+        note: note.clone(),
+        result,
+    };
+    let first = store
+        .apply(&session, vec![finalize(result())], at(2))
+        .unwrap();
+    let Ok(NoteOpOutcome::Note(first)) = &first.outcomes[0] else {
+        panic!("{:?}", first.outcomes)
+    };
+    let files = || ["session.json", "shepherd.md", &note].map(|file| project.read(&session, file));
+    let before = files();
+
+    // The same result again (a finaliser that did not learn it had finished, say after a
+    // restart): answered with the note as it is, and nothing is written.
+    let again = store
+        .apply(&session, vec![finalize(result())], at(3))
+        .unwrap();
+    assert!(
+        matches!(&again.outcomes[0], Ok(NoteOpOutcome::Unchanged(record)) if record == first),
+        "{:?}",
+        again.outcomes
+    );
+    let record = store.finalize(&session, &note, result(), at(4)).unwrap();
+    assert_eq!(&record, &**first);
+    assert_eq!(files(), before);
+
+    // Another status, error, return code or summary is another result: refused.
+    let mut failed = result();
+    failed.status = NoteStatus::Failed;
+    let mut with_error = result();
+    with_error.error = Some("it broke".to_owned());
+    let mut other_code = result();
+    other_code
+        .metadata
+        .insert("returnCode".to_owned(), Value::from(1));
+    let mut other_summary = result();
+    other_summary
+        .metadata
+        .insert("summary".to_owned(), Value::from("did something else"));
+    for other in [failed, with_error, other_code, other_summary] {
+        let applied = store
+            .apply(&session, vec![finalize(other.clone())], at(5))
+            .unwrap();
+        assert!(
+            matches!(
+                applied.outcomes[0],
+                Err(OpError::AlreadyFinal {
+                    status: NoteStatus::Completed,
+                    ..
+                })
+            ),
+            "{other:?}: {:?}",
+            applied.outcomes
+        );
+    }
+    assert_eq!(files(), before);
+    assert_consistent(&project, &session);
+}

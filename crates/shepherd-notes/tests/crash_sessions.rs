@@ -19,9 +19,13 @@ use shepherd_notes::{NoteStatus, SessionRef};
 mod original;
 
 const SESSIONS: usize = 4;
-const WRITERS: usize = 6;
+/// Sixteen writers at once over four sessions: each session has several writers at any moment,
+/// so operations queue, and a new lock holder repairs a queue while waiters take its answers.
+const WRITERS: usize = 16;
 const ROUNDS: usize = 3;
-const PER_WRITER: usize = 24;
+/// Lifecycles per writer: few enough that the campaign stays a few seconds on two cores, and
+/// most writers are killed on the way.
+const PER_WRITER: usize = 12;
 
 struct Rng(u64);
 

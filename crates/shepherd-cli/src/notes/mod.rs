@@ -43,7 +43,8 @@ pub enum NotesCommand {
     Reserve(ReserveArgs),
     /// Mark a reserved note running.
     Start(StartArgs),
-    /// Finalise a note with its outcome (exactly once).
+    /// Finalise a note with its outcome, once (again with the same status, error and metadata
+    /// changes nothing).
     Finish(FinishArgs),
     /// Attach a project file or a URL to a session's Related files.
     Link(LinkArgs),

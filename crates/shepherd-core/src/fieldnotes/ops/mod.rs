@@ -3,9 +3,12 @@
 //! The store calls these under the session lock on a record it has just re-read, then writes
 //! the result. Each transition checks its input first and changes nothing when it refuses, so
 //! one refused operation in a batch leaves the record exactly as the others left it. The rules:
-//! a note is `pending` when reserved, `running` once started, and finalised exactly once with a
-//! terminal status; metadata may change at any time (also after finalisation, for figures that
-//! arrive after a run settles), but never the fields the store owns.
+//! a note is `pending` when reserved, `running` once started, and finalised once with a
+//! terminal status (finalising it again with the result it holds changes nothing, so that a
+//! finaliser that cannot know whether it got through, such as a restarted broker, may simply
+//! repeat itself; another result is refused); metadata may change at any time (also after
+//! finalisation, for figures that arrive after a run settles), but never the fields the store
+//! owns.
 
 use serde::{Deserialize, Serialize};
 
@@ -115,8 +118,10 @@ pub enum OpError {
         /// The file name asked for.
         note: String,
     },
-    /// The note was already finalised.
-    #[error("note `{note}` is already final ({status}); a note is finalised exactly once")]
+    /// The note was already finalised, with another result.
+    #[error(
+        "note `{note}` is already final ({status}) with another result; a note is finalised once"
+    )]
     AlreadyFinal {
         /// The note's file name.
         note: String,
@@ -288,6 +293,27 @@ pub fn check_planned(planned: &PlannedNote) -> Result<(), OpError> {
     check_metadata(&planned.metadata)
 }
 
+/// Whether final `note` already holds the result that finalising it with `status`, `error`
+/// (as recorded: a blank error is none) and `metadata` would record: the same status and
+/// error, and every key of `metadata` recorded with that value (a `null` as absent). The
+/// result is what the record holds, so a return code or a summary counts through the metadata
+/// key it is recorded under; keys the note holds besides (figures or links added later) do not
+/// matter. The final output is not compared: it is not part of the record, and may be replaced
+/// once the note is final.
+pub fn holds_result(
+    note: &ArtifactRecord,
+    status: NoteStatus,
+    error: Option<&str>,
+    metadata: &Metadata,
+) -> bool {
+    note.status == status
+        && note.error.as_deref() == error
+        && metadata.iter().all(|(key, value)| match value {
+            serde_json::Value::Null => !note.metadata.contains_key(key),
+            value => note.metadata.get(key) == Some(value),
+        })
+}
+
 /// Sets or (for `null`) removes each key, keeping the position of keys already present.
 fn merge(into: &mut Metadata, metadata: Metadata) {
     for (key, value) in metadata {
@@ -392,7 +418,9 @@ impl SessionMetadata {
         Ok(())
     }
 
-    /// Finalises a note with a terminal status, exactly once.
+    /// Finalises a note with a terminal status, once. Returns whether it changed: finalising
+    /// a final note again with the result it holds (see [`holds_result`]) changes nothing and
+    /// returns `false`; with another result it is refused with [`OpError::AlreadyFinal`].
     pub fn finalize(
         &mut self,
         file_name: &str,
@@ -400,13 +428,17 @@ impl SessionMetadata {
         error: Option<String>,
         metadata: Metadata,
         now: &str,
-    ) -> Result<(), OpError> {
+    ) -> Result<bool, OpError> {
         if !status.is_terminal() {
             return Err(OpError::NotTerminal { status });
         }
         check_metadata(&metadata)?;
+        let error = error.filter(|text| !text.trim().is_empty());
         let note = self.note_mut(file_name)?;
         if note.status.is_terminal() {
+            if holds_result(note, status, error.as_deref(), &metadata) {
+                return Ok(false);
+            }
             return Err(OpError::AlreadyFinal {
                 note: note.file_name.clone(),
                 status: note.status,
@@ -414,9 +446,9 @@ impl SessionMetadata {
         }
         note.status = status;
         note.completed_at = Some(now.to_owned());
-        note.error = error.filter(|text| !text.trim().is_empty());
+        note.error = error;
         merge(&mut note.metadata, metadata);
-        Ok(())
+        Ok(true)
     }
 
     /// Accepts a late final output for an already final note (its status does not change).
@@ -501,91 +533,4 @@ impl SessionMetadata {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn session() -> SessionMetadata {
-        SessionMetadata::new("s", "s", 1, None, "t0")
-    }
-
-    fn meta(pairs: &[(&str, serde_json::Value)]) -> Metadata {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect()
-    }
-
-    #[test]
-    fn lifecycle_runs_once() {
-        let mut s = session();
-        let none = |_: &str| false;
-        let file = s
-            .reserve(PlannedNote::new("scout"), &none, "t0")
-            .unwrap()
-            .file_name
-            .clone();
-        s.start(&file, meta(&[("taskId", json!("t1"))]), "t1")
-            .unwrap();
-        s.finalize(&file, NoteStatus::Completed, None, Metadata::new(), "t2")
-            .unwrap();
-        let again = s.finalize(&file, NoteStatus::Failed, None, Metadata::new(), "t3");
-        assert!(matches!(again, Err(OpError::AlreadyFinal { .. })));
-        assert!(matches!(
-            s.start(&file, Metadata::new(), "t3"),
-            Err(OpError::AlreadyFinal { .. })
-        ));
-        let note = s.artifact(&file).unwrap();
-        assert_eq!(note.status, NoteStatus::Completed);
-        assert_eq!(note.completed_at.as_deref(), Some("t2"));
-        s.update_final_output(&file, meta(&[("tokens", json!(12))]))
-            .unwrap();
-        assert_eq!(s.artifact(&file).unwrap().metadata["tokens"], 12);
-    }
-
-    #[test]
-    fn a_note_can_be_reserved_running() {
-        let mut s = session();
-        let planned = PlannedNote {
-            start: true,
-            ..PlannedNote::new("scout")
-        };
-        let note = s.reserve(planned, &|_: &str| false, "t1").unwrap();
-        assert_eq!(note.status, NoteStatus::Running);
-        assert_eq!(note.started_at.as_deref(), Some("t1"));
-    }
-
-    #[test]
-    fn bad_input_changes_nothing() {
-        let mut s = session();
-        let none = |_: &str| false;
-        let before = s.clone();
-        assert!(s.reserve(PlannedNote::new(" "), &none, "t").is_err());
-        let mut bad = PlannedNote::new("scout");
-        bad.metadata = meta(&[("status", json!("x"))]);
-        assert!(s.reserve(bad, &none, "t").is_err());
-        assert!(
-            s.finalize("x.md", NoteStatus::Running, None, Metadata::new(), "t")
-                .is_err()
-        );
-        assert!(s.link("../etc/passwd", None).is_err());
-        assert!(s.link("/abs", None).is_err());
-        assert!(s.set_status(NoteStatus::Pending).is_err());
-        assert_eq!(s, before);
-        s.link("https://example.com/issues/1", Some("Issue".to_owned()))
-            .unwrap();
-        s.link("src/lib.rs", None).unwrap();
-        s.link("https://example.com/issues/1", None).unwrap();
-        assert_eq!(s.related.len(), 2);
-    }
-
-    #[test]
-    fn resume_reopens_finished_sessions() {
-        let mut s = session();
-        assert!(s.resume(None));
-        assert!(!s.resume(None));
-        s.status = "completed".to_owned();
-        assert!(s.resume(None));
-        assert_eq!(s.status, "running");
-    }
-}
+mod tests;
