@@ -266,12 +266,15 @@ fn init_logging(paths: &BrokerPaths) {
 fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
     let target = target(ctx, args)?;
     let rt = runtime()?;
-    let status: Option<BrokerStatus> = rt.block_on(async {
+    let (status, herds) = rt.block_on(async {
+        let herds =
+            shepherd_client::herds::of_project(&ctx.dirs.runtime_dir, &target.address.project_root)
+                .await;
         if tokio::net::UnixStream::connect(&target.paths.socket)
             .await
             .is_err()
         {
-            return Ok(None);
+            return Ok((None, herds));
         }
         // Something listens: it must answer in time, or that is an error, not "not running".
         let deadline = shepherd_client::connect::deadline_after(Duration::ZERO)?;
@@ -279,23 +282,55 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         let value = link
             .request(method::BROKER_STATUS, json!({}), deadline)
             .await?;
-        serde_json::from_value(value)
-            .map(Some)
+        serde_json::from_value::<BrokerStatus>(value)
+            .map(|status| (Some(status), herds))
             .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))
     })?;
+    // The project's other herds (an MCP host's, a pi session's) are listed too: they are the
+    // brokers this project has, whichever herd this command speaks for.
+    let others: Vec<&shepherd_client::herds::HerdEntry> = herds
+        .iter()
+        .filter(|herd| herd.identity != target.address.identity)
+        .collect();
+    let now = jiff::Timestamp::now().as_millisecond();
+    let others_text = || {
+        if others.is_empty() {
+            return String::new();
+        }
+        let listed: Vec<String> = others
+            .iter()
+            .map(|herd| crate::herds::lines(herd, now, false))
+            .collect();
+        format!(
+            "\nother herds of this project ({}):\n{}",
+            others.len(),
+            listed.join("\n")
+        )
+    };
     match status {
-        Some(status) => printer.emit(&json!({ "running": true, "status": status }), || {
-            format!(
-                "running: pid {}, {} live sheep, {} open tasks, {} clients\nsocket: {}\njournal: {}",
-                status.pid, status.live_sheep, status.open_tasks, status.clients, status.socket, status.journal
-            )
-        }),
+        Some(status) => printer.emit(
+            &json!({ "running": true, "status": status, "herds": herds }),
+            || {
+                format!(
+                    "running: pid {}, {} live sheep, {} open tasks, {} clients\nsocket: {}\njournal: {}{}",
+                    status.pid,
+                    status.live_sheep,
+                    status.open_tasks,
+                    status.clients,
+                    status.socket,
+                    status.journal,
+                    others_text()
+                )
+            },
+        ),
         None => {
             let socket = target.paths.socket.display().to_string();
-            printer.emit(&json!({ "running": false, "socket": socket }), || {
-                format!("not running (no broker answers on {socket})")
-            });
+            printer.emit(
+                &json!({ "running": false, "socket": socket, "herds": herds }),
+                || format!("not running (no broker answers on {socket}){}", others_text()),
+            );
             // As `systemctl status` and `gh auth status` do: scripts can test for a broker.
+            // A project whose only herds are others' still has no broker for this herd.
             return Ok(ExitCode::from(EXIT_NOT_RUNNING));
         }
     }

@@ -244,6 +244,7 @@ pub fn hello(role: Role, agent_id: Option<String>, token: Option<String>) -> Hel
         token,
         client: Some("cli".into()),
         session_file: None,
+        driver: None,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod connect;
 pub mod context;
 pub mod envelope_text;
 pub mod error;
+pub mod herds;
 
 pub use context::Context;
 pub use error::CliError;

@@ -31,9 +31,35 @@ pub fn from_millis(ms: i64) -> Timestamp {
     })
 }
 
+/// A span for people, in its two largest units: `45s`, `12m 5s`, `3h 5m`, `2d 4h`.
+pub fn human_duration_ms(ms: i64) -> String {
+    let seconds = ms.max(0) / 1000;
+    let (days, hours, minutes, secs) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{secs}s"),
+        (0, 0, _) => format!("{minutes}m {secs}s"),
+        (0, _, _) => format!("{hours}h {minutes}m"),
+        _ => format!("{days}d {hours}h"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_read_in_their_two_largest_units() {
+        assert_eq!(human_duration_ms(-5), "0s");
+        assert_eq!(human_duration_ms(45_999), "45s");
+        assert_eq!(human_duration_ms(725_000), "12m 5s");
+        assert_eq!(human_duration_ms(11_100_000), "3h 5m");
+        assert_eq!(human_duration_ms(187_200_000), "2d 4h");
+    }
 
     #[test]
     fn iso_has_millis_and_z() {

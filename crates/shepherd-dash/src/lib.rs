@@ -9,7 +9,7 @@
 //! The parts: `board` and `columns` work out the rows and the columns that fit (pure),
 //! `ui` is the dashboard's own state (selection, filter, overlays) and turns keys into
 //! intents (pure), `render` draws a frame from both (pure), `feed` follows the herd,
-//! `actions` makes the requests, `herds` finds every herd on this machine, `terminal`
+//! `actions` makes the requests, `shepherd_client::herds` finds every herd on this machine, `terminal`
 //! holds the terminal and gives it back however the dashboard ends, and `app` is the loop
 //! that ties them together.
 
@@ -20,7 +20,6 @@ mod app;
 mod board;
 mod columns;
 mod feed;
-mod herds;
 mod render;
 mod terminal;
 mod ui;

@@ -448,7 +448,7 @@ fn draw_picker(
     frame: &mut Frame,
     area: Rect,
     scene: &Scene,
-    herds: &[super::herds::HerdEntry],
+    herds: &[shepherd_client::herds::HerdEntry],
     selected: usize,
 ) {
     frame.render_widget(Clear, area);
@@ -463,7 +463,7 @@ fn draw_picker(
     for (index, herd) in herds.iter().enumerate() {
         let text = format!(
             "  {:<13} {}  {}  · {} sheep, {} working",
-            herd.parent_kind(),
+            herd.kind.words(),
             herd.identity,
             herd.project.display(),
             herd.sheep,

@@ -7,7 +7,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::board::{Row, Sort};
-use super::herds::HerdEntry;
+use shepherd_client::herds::HerdEntry;
 
 /// What a prompt's text is for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ use rmcp::RoleServer;
 use rmcp::service::Peer;
 use serde_json::{Value, json};
 use shepherd_broker::client::{Link, LinkSpec};
-use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role, StatusParams, method};
+use shepherd_core::protocol::{Driver, Hello, PROTOCOL_VERSION, Role, StatusParams, method};
 use tokio::time::Instant;
 
 use super::error::ToolError;
@@ -98,6 +98,15 @@ impl Herd {
                 token: None,
                 client: Some("mcp".into()),
                 session_file: None,
+                // The host that started this server: its name from the handshake, and the
+                // server's parent process.
+                driver: Some(Driver {
+                    name: peer.peer_info().map_or_else(
+                        || "an MCP host".to_owned(),
+                        |info| info.client_info.name.clone(),
+                    ),
+                    pid: Some(std::os::unix::process::parent_id()),
+                }),
             },
             start: Some(start_spec(&target)?),
         };

@@ -130,6 +130,7 @@ async fn connect(socket: &Path, role: Role, agent: Option<&str>, token: Option<&
         token: token.map(str::to_owned),
         client: Some("bench".into()),
         session_file: None,
+        driver: None,
     };
     Client::open(socket, &hello).await.unwrap().0
 }

@@ -148,6 +148,7 @@ async fn overhead(world: &World, rounds: usize) {
         token: None,
         client: Some("bench".into()),
         session_file: None,
+        driver: None,
     };
     let (mut direct, _) = Client::open(&world.socket(), &hello).await.unwrap();
     for (label, tool, args, method, params) in [

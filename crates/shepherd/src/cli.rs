@@ -41,6 +41,9 @@ pub(crate) enum Command {
     Read(commands::parent::ReadArgs),
     /// List the herd (`--tui`: the live dashboard).
     Herd(commands::status::HerdListArgs),
+    /// List the herds of this project (or every herd, `--all`): who drives each, its broker,
+    /// its sheep.
+    Herds(commands::herds::HerdsArgs),
     /// The live herd dashboard in the terminal (the same as `herd --tui`).
     Dash(shepherd_dash::DashArgs),
     /// Forget sheep whose processes are gone.

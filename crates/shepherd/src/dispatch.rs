@@ -3,7 +3,9 @@
 
 use std::process::ExitCode;
 
-use shepherd_cli::{agents, broker, controls, hosts, notes, parent, run, settings, sheep, status};
+use shepherd_cli::{
+    agents, broker, controls, herds, hosts, notes, parent, run, settings, sheep, status,
+};
 
 use clap::CommandFactory as _;
 
@@ -42,6 +44,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Resume(args) => controls::resume(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
         Command::Herd(args) => status::herd(&args, &ctx, printer),
+        Command::Herds(args) => herds::run(&args, &ctx, printer),
         Command::Dash(args) => shepherd_dash::dash(&args, &ctx, printer.is_json()),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer),

@@ -70,6 +70,7 @@ async fn clocked() -> Clocked {
         token: None,
         client: None,
         session_file: None,
+        driver: None,
     };
     let (client, _) = Client::open(running.socket(), &hello).await.unwrap();
     Clocked {

@@ -40,6 +40,13 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
         clients: broker.clients.load(Ordering::SeqCst).saturating_sub(1),
         live_sheep,
         open_tasks,
+        parents: broker
+            .parents
+            .lock()
+            .expect("parents lock")
+            .values()
+            .cloned()
+            .collect(),
     }
 }
 

@@ -97,6 +97,11 @@ pub(crate) struct Broker {
     /// Cancelled when the broker shuts down.
     pub(crate) shutdown: CancellationToken,
     pub(crate) clients: AtomicUsize,
+    /// The parent connections open now, by connection number: who drives the herd.
+    pub(crate) parents:
+        Mutex<std::collections::BTreeMap<u64, shepherd_core::protocol::ParentConnection>>,
+    /// Numbers parent connections.
+    pub(crate) next_parent: std::sync::atomic::AtomicU64,
     pub(crate) started_at: i64,
     /// The writer of this herd's notes.
     fieldnotes: crate::fieldnotes::Fieldnotes,
@@ -169,6 +174,8 @@ impl Broker {
             inbox_signals: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),
             clients: AtomicUsize::new(0),
+            parents: Mutex::default(),
+            next_parent: std::sync::atomic::AtomicU64::new(0),
             started_at,
             finalizing: Mutex::new(std::collections::HashSet::new()),
             falling_back: Mutex::new(std::collections::HashSet::new()),

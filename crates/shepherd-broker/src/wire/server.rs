@@ -221,6 +221,32 @@ fn respond(out: &mpsc::UnboundedSender<String>, id: u64, result: BrokerResult<Va
     let _closed = out.send(serde_json::to_string(&line).expect("responses serialise"));
 }
 
+/// Lists a parent connection in `broker.status` until it closes.
+fn track_parent(
+    broker: &Arc<Broker>,
+    hello: &Hello,
+    peer_pid: Option<u32>,
+    closed: &CancellationToken,
+) {
+    use std::sync::atomic::Ordering;
+    let number = broker.next_parent.fetch_add(1, Ordering::Relaxed);
+    broker.parents.lock().expect("parents lock").insert(
+        number,
+        shepherd_core::protocol::ParentConnection {
+            client: hello.client.clone(),
+            pid: peer_pid,
+            driver: hello.driver.clone(),
+        },
+    );
+    let (broker, closed) = (Arc::downgrade(broker), closed.clone());
+    tokio::spawn(async move {
+        closed.cancelled().await;
+        if let Some(broker) = broker.upgrade() {
+            broker.parents.lock().expect("parents lock").remove(&number);
+        }
+    });
+}
+
 async fn hello(
     broker: &Arc<Broker>,
     request: &Request,
@@ -257,6 +283,7 @@ async fn hello(
             if let Some(file) = hello.session_file.as_deref() {
                 broker.fieldnotes().set_parent_session_file(file)?;
             }
+            track_parent(broker, &hello, peer_pid, closed);
             None
         }
         Role::Observer => None,

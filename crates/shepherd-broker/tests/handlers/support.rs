@@ -243,6 +243,7 @@ async fn connect(
         token: token.map(str::to_owned),
         client: Some("handlers-test".into()),
         session_file: None,
+        driver: None,
     };
     let (client, _) = tokio::time::timeout(DEADLINE, Client::open(socket, &hello))
         .await

@@ -131,6 +131,22 @@ pub struct Hello {
     /// parent-bound fieldnotes session for diagnostics; never part of the herd's identity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
+    /// For the parent: the program it speaks for when that is not the connecting process
+    /// itself (an MCP host, by the name it gave in the MCP handshake, and its process), so
+    /// `shepherd herds` can say who drives a herd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<Driver>,
+}
+
+/// The program a parent connection speaks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Driver {
+    /// Its name (an MCP host's `clientInfo.name`: `claude-code`, `codex-mcp-client`, …).
+    pub name: String,
+    /// Its process, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// `hello` result.

@@ -155,6 +155,24 @@ pub struct BrokerStatus {
     pub live_sheep: usize,
     /// Open tasks.
     pub open_tasks: usize,
+    /// The parents connected now (the asking connection left out): who drives the herd.
+    #[serde(default)]
+    pub parents: Vec<ParentConnection>,
+}
+
+/// One parent connection of a broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentConnection {
+    /// The client's own name (`cli`, `pi`, `mcp`, `dash`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The connecting process, as the kernel reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The program it speaks for (an MCP host), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<super::Driver>,
 }
 
 /// The answer of requests that only acknowledge (`ack`, `subscribe`, `report`,

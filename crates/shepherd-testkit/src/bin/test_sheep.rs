@@ -193,6 +193,7 @@ async fn run(options: &Options) -> Result<u8, String> {
         token: Some(var("SHEPHERD_TOKEN")?),
         client: Some("test-sheep".into()),
         session_file: None,
+        driver: None,
     };
     let socket = var("SHEPHERD_SOCKET")?;
     let client = connect(&socket, &hello).await?;

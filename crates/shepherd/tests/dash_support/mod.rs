@@ -253,6 +253,7 @@ pub async fn parent(socket: &Path) -> Client {
         agent_id: None,
         token: None,
         session_file: None,
+        driver: None,
         client: Some("dash-test".into()),
     };
     Client::open(socket, &hello).await.unwrap().0

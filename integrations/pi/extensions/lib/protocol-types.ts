@@ -544,6 +544,28 @@ export interface Hello {
 	 * parent-bound fieldnotes session for diagnostics; never part of the herd's identity.
 	 */
 	sessionFile?: string | null;
+	/**
+	 * For the parent: the program it speaks for when that is not the connecting process
+	 * itself (an MCP host, by the name it gave in the MCP handshake, and its process), so
+	 * `shepherd herds` can say who drives a herd.
+	 */
+	driver?: Driver | null;
+}
+/**
+ * The program a parent connection speaks for.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Driver".
+ */
+export interface Driver {
+	/**
+	 * Its name (an MCP host's `clientInfo.name`: `claude-code`, `codex-mcp-client`, …).
+	 */
+	name: string;
+	/**
+	 * Its process, when known.
+	 */
+	pid?: number | null;
 }
 /**
  * `hello` result.
@@ -2192,6 +2214,30 @@ export interface BrokerStatus {
 	 * Open tasks.
 	 */
 	openTasks: number;
+	/**
+	 * The parents connected now (the asking connection left out): who drives the herd.
+	 */
+	parents?: ParentConnection[];
+}
+/**
+ * One parent connection of a broker.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ParentConnection".
+ */
+export interface ParentConnection {
+	/**
+	 * The client's own name (`cli`, `pi`, `mcp`, `dash`, …).
+	 */
+	client?: string | null;
+	/**
+	 * The connecting process, as the kernel reports it.
+	 */
+	pid?: number | null;
+	/**
+	 * The program it speaks for (an MCP host), when it said.
+	 */
+	driver?: Driver | null;
 }
 /**
  * `broker.stop` result.
