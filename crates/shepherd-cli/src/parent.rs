@@ -137,6 +137,7 @@ pub fn delegate(
     ctx: &Context,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
+    let named = args.session_name.is_some();
     let params = DelegateParams {
         target: short_ids::sheep_id(ctx, &args.herd, args.agent_id)?,
         task: args.task,
@@ -153,7 +154,16 @@ pub fn delegate(
             .as_deref()
             .map(|n| format!(" (note {n})"))
             .unwrap_or_default();
-        format!("delegated {} to {}{note}", result.task_id, result.agent_id)
+        let session = match (&result.session_name, named) {
+            (Some(name), true) => {
+                shepherd_client::session_words::named_session(name, result.resumed)
+            }
+            _ => String::new(),
+        };
+        format!(
+            "delegated {} to {}{note}{session}",
+            result.task_id, result.agent_id
+        )
     });
     Ok(ExitCode::SUCCESS)
 }

@@ -13,6 +13,7 @@ pub mod context;
 pub mod envelope_text;
 pub mod error;
 pub mod herds;
+pub mod session_words;
 
 pub use context::Context;
 pub use error::CliError;

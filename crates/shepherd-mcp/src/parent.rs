@@ -360,13 +360,14 @@ impl Parent {
         ctx: &RequestContext<RoleServer>,
         turn: bool,
     ) -> Result<CallToolResult, ToolError> {
-        let (tool, target, task, timeout, budget, stall) = if turn {
+        let (tool, target, task, timeout, budget, stall, session_name) = if turn {
             let prompt: args::Prompt = args::read("shepherd_prompt", args, false)?;
             (
                 "shepherd_prompt",
                 prompt.id,
                 prompt.message,
                 prompt.timeout,
+                None,
                 None,
                 None,
             )
@@ -380,6 +381,7 @@ impl Parent {
                 delegate.timeout,
                 budget,
                 delegate.stall,
+                delegate.session_name,
             )
         };
         let timeout = args::minutes("timeout", timeout).map_err(|err| {
@@ -397,7 +399,7 @@ impl Parent {
             target,
             task,
             timeout,
-            session_name: None,
+            session_name: session_name.clone(),
             turn,
             budget,
             stall,
@@ -431,7 +433,16 @@ impl Parent {
         Ok(success(
             tool,
             args,
-            &format!("Delegated task to {name}"),
+            &format!(
+                "Delegated task to {name}{}",
+                match (result["sessionName"].as_str(), &session_name) {
+                    (Some(name), Some(_)) => shepherd_client::session_words::named_session(
+                        name,
+                        result["resumed"] == true
+                    ),
+                    _ => String::new(),
+                }
+            ),
             &json!({ "taskId": result["taskId"], "agentId": result["agentId"], "state": result["state"] }),
             &[
                 ("id", Some(result["taskId"].clone())),

@@ -164,6 +164,8 @@ pub(crate) struct Delegate {
     pub(crate) task: String,
     pub(crate) timeout: Option<f64>,
     pub(crate) stall: Option<f64>,
+    #[serde(rename = "sessionName")]
+    pub(crate) session_name: Option<String>,
     #[serde(flatten)]
     pub(crate) budget: BudgetArgs,
 }

@@ -89,6 +89,11 @@ pub const DELEGATE: Tool = Tool {
             Kind::NonNegative,
             "Stall watchdog for this task: minutes of silence before the sheep is nudged, and again before the task settles blocked; 0 turns it off (default: the stallWatchdog setting, off)",
         ),
+        arg(
+            "sessionName",
+            Kind::String,
+            "Put the task's note into the fieldnotes session with this name, creating it or continuing it (default: your own session)",
+        ),
     ],
 };
 

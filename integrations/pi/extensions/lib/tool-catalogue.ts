@@ -41,6 +41,7 @@ export const PARENT_TOOLS = {
 			maxTokens: Type.Optional(Type.Integer({ minimum: 1, description: "Budget: most tokens (input, output, cache) the task may use" })),
 			maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Budget: most cost the task may run up (the model's pricing). Reaching any budget stops the sheep and settles the task blocked, naming the limit" })),
 			stall: Type.Optional(Type.Number({ minimum: 0, description: "Stall watchdog for this task: minutes of silence before the sheep is nudged, and again before the task settles blocked; 0 turns it off (default: the stallWatchdog setting, off)" })),
+			sessionName: Type.Optional(Type.String({ description: "Put the task's note into the fieldnotes session with this name, creating it or continuing it (default: your own session)" })),
 		}),
 	},
 	shepherd_message: {

@@ -212,6 +212,7 @@ function delegateTool(pi: ExtensionAPI, state: ParentState) {
 				maxTokens: params.maxTokens,
 				maxCost: params.maxCost,
 				stall: params.stall,
+				sessionName: params.sessionName,
 			};
 			const budget = {
 				turns: params.maxTurns,
@@ -231,11 +232,17 @@ function delegateTool(pi: ExtensionAPI, state: ParentState) {
 				timeout: params.timeout,
 				budget: budgeted ? budget : undefined,
 				stall: params.stall,
+				sessionName: params.sessionName,
 			});
 			const name = await state.nameOf(result.agentId);
 			taskDelegated(pi, state, result.taskId, result.agentId, params.task);
 			const returnValue = { taskId: result.taskId, agentId: result.agentId, state: result.state };
-			return success("shepherd_delegate", args, `Delegated task to ${name}`, returnValue, {
+			// A session the caller named says whether it was new or continued, in the CLI's words.
+			const session =
+				params.sessionName && result.sessionName
+					? ` in session \`${result.sessionName}\` (${result.resumed ? "continued" : "new"})`
+					: "";
+			return success("shepherd_delegate", args, `Delegated task to ${name}${session}`, returnValue, {
 				id: result.taskId,
 				taskId: result.taskId,
 				agentId: result.agentId,
