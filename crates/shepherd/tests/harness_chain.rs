@@ -81,6 +81,14 @@ fn a_claude_code_step_then_a_codex_step_carry_previous_and_leave_two_notes() {
         "{{previous}} carried the first result: {}",
         second_task.last_input_text()
     );
+    // The first step's result is its final words and its done summary, as for any sheep.
+    assert!(
+        second_task.last_input_text().contains(&format!(
+            "Found it: {CODE_WORD}.\n\nSummary: the code word is {CODE_WORD}"
+        )),
+        "{{previous}} is the final words and the summary: {}",
+        second_task.last_input_text()
+    );
     assert!(fake.mismatches().is_empty(), "{:#?}", fake.mismatches());
 
     // Two complete notes, one per harness, each with its model and token counts.

@@ -62,12 +62,15 @@ fn pi_world(pi: &PiBinary, script: Script) -> (World, FakeLlm, PiEnv) {
     (world, fake, env)
 }
 
-fn assert_completed(result: &Value, text: &str) {
+/// A completed result: the sheep's final words, then its done summary (labelled), as for every
+/// kind of sheep.
+fn assert_completed(result: &Value, text: &str, summary: &str) {
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["returnCode"], 0);
     assert_eq!(
-        result["text"], text,
-        "the result is the sheep's final words"
+        result["text"],
+        format!("{text}\n\nSummary: {summary}"),
+        "the result is the sheep's final words and its summary"
     );
     let note = read(Path::new(result["note"].as_str().unwrap()));
     assert!(note.contains("status: completed"), "{note}");
@@ -82,7 +85,7 @@ fn single_run(pi: &PiBinary) {
     let (world, fake, _env) = pi_world(pi, script);
     let (code, doc) = world.json_status(&["run", "sheep", "check the file", "--timeout", "2"]);
     assert_eq!(code, 0, "{doc}");
-    assert_completed(&doc["results"][0], "All checked: 1 file.");
+    assert_completed(&doc["results"][0], "All checked: 1 file.", "checked it");
     assert!(fake.mismatches().is_empty(), "{:?}", fake.mismatches());
 }
 
@@ -90,7 +93,7 @@ fn two_step_chain(pi: &PiBinary) {
     let mut second = sheep_turn("reviewed", "Review done.");
     second[0] = second[0]
         .clone()
-        .expecting("review: Step one found 3 issues.");
+        .expecting("review: Step one found 3 issues.\n\nSummary: found issues");
     let script = Script::new().with_queue(
         MODEL,
         sheep_turn("found issues", "Step one found 3 issues.")
@@ -109,11 +112,15 @@ fn two_step_chain(pi: &PiBinary) {
         "2",
     ]);
     assert_eq!(code, 0, "{doc}");
-    assert_completed(&doc["results"][0], "Step one found 3 issues.");
-    assert_completed(&doc["results"][1], "Review done.");
+    assert_completed(
+        &doc["results"][0],
+        "Step one found 3 issues.",
+        "found issues",
+    );
+    assert_completed(&doc["results"][1], "Review done.", "reviewed");
     assert!(
         fake.mismatches().is_empty(),
-        "the second sheep was handed the first one's final words: {:?}",
+        "the second sheep was handed the first one's final words and summary: {:?}",
         fake.mismatches()
     );
     let index = read(&Path::new(doc["sessionPath"].as_str().unwrap()).join("shepherd.md"));

@@ -291,12 +291,11 @@ fn step_budget(
 }
 
 fn from_report(report: TaskReport) -> Outcome {
-    let text = report
-        .text
-        .clone()
-        .or_else(|| report.summary.clone())
-        .or_else(|| report.error.clone())
-        .unwrap_or_default();
+    let text = shepherd_core::run::result_text(
+        report.text.as_deref(),
+        report.summary.as_deref(),
+        report.error.as_deref(),
+    );
     Outcome {
         agent_id: Some(report.agent_id.to_string()),
         task_id: Some(report.task_id.to_string()),

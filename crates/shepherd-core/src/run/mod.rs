@@ -151,7 +151,7 @@ pub struct Outcome {
     pub status: String,
     #[serde(default)]
     pub return_code: Option<i32>,
-    /// The full result text: the sheep's final words, else its done summary, else the error.
+    /// The full result text ([`result_text`]).
     pub text: String,
     #[serde(default)]
     pub error: Option<String>,
@@ -200,5 +200,55 @@ impl Outcome {
             Some(rc) => format!("{} (rc {rc})", self.status),
             None => self.status.clone(),
         }
+    }
+}
+
+/// A task's result text — what `{previous}` becomes in a chain and what a run reports — the
+/// same for every kind of sheep: its final words, followed by its `shepherd_done` summary,
+/// labelled, when the words do not already hold it (a sheep that ends with "Done." still hands
+/// on what it did); the summary alone when it said nothing after; else the error.
+pub fn result_text(
+    final_words: Option<&str>,
+    summary: Option<&str>,
+    error: Option<&str>,
+) -> String {
+    fn said(text: Option<&str>) -> Option<&str> {
+        text.map(str::trim).filter(|t| !t.is_empty())
+    }
+    match (said(final_words), said(summary)) {
+        (Some(words), Some(summary)) if !words.contains(summary) => {
+            format!("{words}\n\nSummary: {summary}")
+        }
+        (Some(words), _) => words.to_owned(),
+        (None, Some(summary)) => summary.to_owned(),
+        (None, None) => said(error).unwrap_or_default().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::result_text;
+
+    #[test]
+    fn the_result_is_the_final_words_with_the_summary_they_lack() {
+        assert_eq!(
+            result_text(Some("Done."), Some("listed a, b and c"), None),
+            "Done.\n\nSummary: listed a, b and c"
+        );
+        assert_eq!(
+            result_text(
+                Some("I listed a, b and c."),
+                Some("listed a, b and c"),
+                None
+            ),
+            "I listed a, b and c."
+        );
+        assert_eq!(result_text(Some("  "), Some("listed"), None), "listed");
+        assert_eq!(result_text(None, None, Some("it crashed")), "it crashed");
+        assert_eq!(
+            result_text(Some("words"), None, Some("late error")),
+            "words"
+        );
+        assert_eq!(result_text(None, None, None), "");
     }
 }
