@@ -101,8 +101,13 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
                 )
             })
             .unwrap_or_default();
+        let host = result
+            .host
+            .as_ref()
+            .map(|host| format!(" on host {host}"))
+            .unwrap_or_default();
         format!(
-            "spawned {} ({}) on {}{worktree}",
+            "spawned {} ({}) on {}{host}{worktree}",
             result.display_name, result.agent_id, result.backend
         )
     });

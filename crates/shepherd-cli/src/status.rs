@@ -34,10 +34,29 @@ pub struct StatusArgs {
     herd: HerdArgs,
 }
 
+/// `HH:MM:SS` in local time.
+fn clock(ms: i64) -> Option<String> {
+    jiff::Timestamp::from_millisecond(ms).ok().map(|t| {
+        t.to_zoned(jiff::tz::TimeZone::system())
+            .strftime("%H:%M:%S")
+            .to_string()
+    })
+}
+
 fn status_line(status: &SheepStatus) -> String {
+    // A sheep whose host cannot be reached is not known to be in the state it was last seen in.
+    let state = match status.link_down_since.and_then(clock) {
+        Some(since) => format!("link down since {since}"),
+        None => status.state.clone(),
+    };
+    let host = status
+        .host
+        .as_ref()
+        .map(|host| format!(" on host {host}"))
+        .unwrap_or_default();
     let mut line = format!(
-        "{} {} [{}]",
-        status.agent_id, status.display_name, status.state
+        "{} {}{host} [{state}]",
+        status.agent_id, status.display_name
     );
     if let Some(task) = &status.task {
         line.push_str(&format!("; task {} {}", task.id, task.state.as_str()));

@@ -18,6 +18,8 @@ pub(crate) enum State {
     Failed,
     /// Its process ended.
     Exited,
+    /// Its host cannot be reached: what it does now is not known.
+    LinkDown,
     /// Its task waits out a provider's rate or usage limit (or a server error).
     Limited,
     /// In a turn.
@@ -35,6 +37,9 @@ pub(crate) enum State {
 impl State {
     /// The state of `sheep`.
     pub(crate) fn of(sheep: &SheepStatus) -> Self {
+        if sheep.link_down_since.is_some() {
+            return Self::LinkDown;
+        }
         if sheep
             .task
             .as_ref()
@@ -64,6 +69,7 @@ impl State {
             Self::Blocked => "blocked",
             Self::Failed => "failed",
             Self::Exited => "exited",
+            Self::LinkDown => "link down",
             Self::Limited => "limited",
             Self::Working => "working",
             Self::Starting => "starting",
@@ -250,13 +256,16 @@ fn harness(sheep: &SheepStatus) -> &'static str {
     sheep.runtime.as_str()
 }
 
-/// Where a sheep runs: its backend, with the pane on a visible one, and `⎇` when it works in
-/// its own git worktree (`--isolate`).
+/// Where a sheep runs: its backend, with the pane on a visible one, `@host` on a host, and `⎇`
+/// when it works in its own git worktree (`--isolate`).
 fn place(sheep: &SheepStatus) -> String {
     let mut place = match &sheep.pane {
         Some(pane) => format!("{} {pane}", sheep.backend),
         None => sheep.backend.to_string(),
     };
+    if let Some(host) = &sheep.host {
+        place.push_str(&format!(" @{host}"));
+    }
     if sheep.worktree.is_some() {
         place.push_str(" ⎇");
     }

@@ -60,7 +60,7 @@ impl Scene<'_> {
         let color = match state {
             State::Waiting => Color::Yellow,
             State::Blocked | State::Limited => Color::Magenta,
-            State::Failed | State::Exited => Color::Red,
+            State::Failed | State::Exited | State::LinkDown => Color::Red,
             State::Working => Color::Green,
             State::Starting => Color::Cyan,
             State::Done => Color::Blue,

@@ -336,8 +336,12 @@ impl Parent {
             "shepherd_spawn",
             args,
             &format!(
-                "shepherd_spawn spawned {}",
-                result["displayName"].as_str().unwrap_or_default()
+                "shepherd_spawn spawned {}{}",
+                result["displayName"].as_str().unwrap_or_default(),
+                result["host"]
+                    .as_str()
+                    .map(|host| format!(" on host {host}"))
+                    .unwrap_or_default()
             ),
             &returned,
             &[
@@ -346,6 +350,7 @@ impl Parent {
                 ("label", Some(result["label"].clone())),
                 ("displayName", Some(result["displayName"].clone())),
                 ("backend", Some(result["backend"].clone())),
+                ("host", result.get("host").cloned()),
                 ("fieldnote", Some(result["fieldnote"].clone())),
                 ("worktree", worktree),
             ],

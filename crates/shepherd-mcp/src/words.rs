@@ -69,6 +69,23 @@ pub(crate) fn agents_text(scope: &str, agents: &[Value]) -> String {
 }
 
 /// The herd, one line per sheep.
+/// A sheep's state in words, with its host: `working`, `working on host box`, or `link down
+/// since 2026-12-06T10:00:00Z on host box` while its host cannot be reached (its last known
+/// state is then not what it is).
+fn state_words(sheep: &Value) -> String {
+    let host = str_of(sheep, "host")
+        .map(|host| format!(" on host {host}"))
+        .unwrap_or_default();
+    let down = sheep
+        .get("linkDownSince")
+        .and_then(Value::as_i64)
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+    match down {
+        Some(since) => format!("link down since {since}{host}"),
+        None => format!("{}{host}", str_of(sheep, "state").unwrap_or_default()),
+    }
+}
+
 pub(crate) fn herd_text(sheep: &[Value]) -> String {
     if sheep.is_empty() {
         return "No sheep in this herd.".to_owned();
@@ -79,7 +96,7 @@ pub(crate) fn herd_text(sheep: &[Value]) -> String {
             let mut line = format!(
                 "• {} [{}] id={}",
                 str_of(s, "displayName").unwrap_or_default(),
-                str_of(s, "state").unwrap_or_default(),
+                state_words(s),
                 str_of(s, "agentId").unwrap_or_default()
             );
             if let Some(task) = s.get("task").filter(|t| t.is_object()) {
@@ -106,7 +123,7 @@ pub(crate) fn herd_text(sheep: &[Value]) -> String {
 /// One sheep's public status: id, state, task, error (no pane ids).
 pub(crate) fn public_status(status: &Value) -> Value {
     let mut out = json!({ "id": status.get("agentId"), "state": status.get("state") });
-    for key in ["task", "error"] {
+    for key in ["task", "error", "host", "linkDownSince"] {
         if let Some(value) = status.get(key).filter(|v| !v.is_null()) {
             out[key] = value.clone();
         }
@@ -141,7 +158,7 @@ pub(crate) fn status_text(status: &Value) -> String {
     format!(
         "{} {}{task_text}{waiting}.",
         str_of(status, "displayName").unwrap_or("agent"),
-        str_of(status, "state").unwrap_or_default()
+        state_words(status)
     )
 }
 

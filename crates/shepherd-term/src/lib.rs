@@ -100,6 +100,9 @@ pub enum TermError {
     /// The backend cannot be used here.
     #[error("{0}")]
     Unavailable(String),
+    /// The host a remote sheep runs on cannot be reached now (its link is down).
+    #[error("{0}")]
+    HostUnreachable(String),
     /// A placement that needs the caller's pane could not find it.
     #[error("{0}")]
     NoCallerPane(String),
@@ -128,6 +131,7 @@ impl TermError {
     pub fn code(&self) -> ErrorCode {
         match self {
             Self::Unavailable(_) => ErrorCode::BackendUnavailable,
+            Self::HostUnreachable(_) => ErrorCode::HostUnreachable,
             Self::NoCallerPane(_) => ErrorCode::NoCallerPane,
             Self::Launch(_) => ErrorCode::SpawnFailed,
             Self::NotConfirmed(_) => ErrorCode::CloseUnconfirmed,

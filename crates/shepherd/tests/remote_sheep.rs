@@ -22,7 +22,14 @@ fn a_remote_sheep_works_on_its_host_and_its_note_comes_home() {
     let world = World::new();
     define_hosts(&world, &[&devbox], serde_json::json!({}));
     define_scribe(&world, "scribe", None);
-    let agent = spawn_on(&world, "scribe", "devbox");
+    let spawned = world.json(&["spawn", "scribe", "--host", "devbox"]);
+    assert_eq!(spawned["host"], "devbox", "spawn says where: {spawned}");
+    let agent = spawned["agentId"].as_str().unwrap().to_owned();
+    // Every view of the sheep says where it runs.
+    let herd = world.json(&["herd"]);
+    assert_eq!(herd["sheep"][0]["host"], "devbox", "{herd}");
+    let status = String::from_utf8(world.run(&["status", &agent]).stdout).unwrap();
+    assert!(status.contains("on host devbox"), "{status}");
 
     let task = delegate(&world, &agent, "map the cache");
     let done = settled(&world, &task, 60);
@@ -49,6 +56,10 @@ fn a_remote_sheep_works_on_its_host_and_its_note_comes_home() {
     assert!(
         text.contains("<!-- Shepherd orchestration -->") && text.contains("status: completed"),
         "the broker's own sections are kept:\n{text}"
+    );
+    assert!(
+        text.contains("host: devbox"),
+        "the note says where:\n{text}"
     );
 
     let read = world.json(&["read", &agent]);
@@ -85,6 +96,12 @@ fn a_chain_runs_its_first_step_here_and_its_second_on_a_host_with_both_notes_her
     assert_eq!(code, 0, "{report}");
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{report}");
+    assert_eq!(
+        results[0].get("host"),
+        None,
+        "the first step ran here: {report}"
+    );
+    assert_eq!(results[1]["host"], "devbox", "{report}");
     assert_eq!(
         results[1]["text"],
         format!(
@@ -134,6 +151,20 @@ fn a_link_killed_mid_task_loses_nothing_the_task_completes_once_it_returns() {
     let status = world.json(&["status", &agent]);
     assert_eq!(status["task"]["state"], "running", "{status}");
     let pid = status["pid"].clone();
+    // While the host is unreachable its sheep is not shown as working, and reading it says
+    // why.
+    wait_for(|| world.json(&["status", &agent])["linkDownSince"].is_i64());
+    let said = String::from_utf8(world.run(&["status", &agent]).stdout).unwrap();
+    assert!(said.contains("on host devbox [link down since "), "{said}");
+    let read = world.run(&["read", &agent, "--json"]);
+    assert!(!read.status.success());
+    let read =
+        String::from_utf8_lossy(&read.stdout).into_owned() + &String::from_utf8_lossy(&read.stderr);
+    assert!(
+        read.contains("host_unreachable") || read.contains("is unreachable"),
+        "{read}"
+    );
+    assert!(!read.contains("another backend"), "{read}");
     // The sheep finishes while the link is down; its `done` waits for the link.
     std::fs::write(&gate, "").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));

@@ -39,6 +39,10 @@ impl FinalizeJob {
         if let Some(summary) = &result.summary {
             metadata.insert("summary".into(), Value::from(one_line(summary)));
         }
+        // Where the sheep ran, when not on this machine.
+        if let Some(host) = herd.sheep.get(&task.agent_id).and_then(|s| s.host()) {
+            metadata.insert("host".into(), Value::from(host));
+        }
         controls_metadata(task, &mut metadata);
         limits_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);

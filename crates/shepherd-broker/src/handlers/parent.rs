@@ -283,19 +283,27 @@ pub(crate) fn status(
         (Some(own), _) => Some(own.clone()),
         (None, id) => id,
     };
-    broker.read(|herd| match id {
+    match id {
         Some(id) => {
-            let sheep = herd.sheep_by_text(&id)?;
-            let mut status = herd.status_of(sheep, now);
-            status.messages = herd.receipts_to(&Participant::Sheep(sheep.id.clone()));
+            let mut status = broker.read(|herd| {
+                let sheep = herd.sheep_by_text(&id)?;
+                let mut status = herd.status_of(sheep, now);
+                status.messages = herd.receipts_to(&Participant::Sheep(sheep.id.clone()));
+                Ok::<_, BrokerError>(status)
+            })?;
+            crate::sheep::remote_sheep::overlay_links(broker, std::slice::from_mut(&mut status));
             Ok(serde_json::to_value(status).expect("status serialises"))
         }
-        None => Ok(serde_json::to_value(HerdResult {
-            sheep: herd.herd_view(now, false),
-            ..HerdResult::default()
-        })
-        .expect("herd serialises")),
-    })
+        None => {
+            let mut sheep = broker.read(|herd| herd.herd_view(now, false));
+            crate::sheep::remote_sheep::overlay_links(broker, &mut sheep);
+            Ok(serde_json::to_value(HerdResult {
+                sheep,
+                ..HerdResult::default()
+            })
+            .expect("herd serialises"))
+        }
+    }
 }
 
 /// Runs `herd`: every sheep that is not closed, the settled tasks and the latest session, with
@@ -311,6 +319,7 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
     });
     crate::sheep::printed::overlay(broker, &mut view.sheep);
     crate::sheep::live_usage::overlay(broker, &mut view.sheep);
+    crate::sheep::remote_sheep::overlay_links(broker, &mut view.sheep);
     Ok(view)
 }
 

@@ -146,6 +146,7 @@ pub(crate) async fn resume(
             backend: sheep.backend,
             fieldnote,
             worktree: sheep.worktree.as_ref().map(SheepWorktree::place),
+            host: sheep.host().map(str::to_owned),
             resumes: Some(sheep.resumes),
         })
     })

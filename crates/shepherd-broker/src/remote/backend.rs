@@ -39,7 +39,7 @@ impl RemoteBackend {
     }
 
     fn unreachable(&self, why: &str) -> TermError {
-        TermError::Unavailable(format!("host {} is unreachable: {why}", self.link.name))
+        TermError::HostUnreachable(format!("host {} is unreachable: {why}", self.link.name))
     }
 
     /// The launch as the host must run it, and the supervisor's credential taken out of it.

@@ -89,6 +89,7 @@ pub(crate) fn build(run: &Finished<'_>) -> RunReport {
             .enumerate()
             .map(|(index, (outcome, shown))| RunResult {
                 agent: agents[index].to_owned(),
+                host: outcome.host.clone(),
                 agent_id: outcome.agent_id.clone(),
                 task_id: outcome.task_id.clone(),
                 status: outcome.status.clone(),

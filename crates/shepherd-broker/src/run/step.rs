@@ -71,6 +71,11 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
         ),
     };
     outcome.agent_id.clone_from(&state.agent_id);
+    outcome.host = state
+        .agent_id
+        .as_deref()
+        .and_then(shepherd_core::ids::AgentId::parse)
+        .and_then(|id| crate::sheep::remote_sheep::host_of(&run.broker, &id));
     outcome.delegated = state.task_id.is_some();
     if let Ok(Some(branch)) = &closed
         && spec_remote_isolate(run, index)
@@ -305,6 +310,7 @@ fn from_report(report: TaskReport) -> Outcome {
         error: report.error,
         delegated: true,
         worktree: None,
+        host: None,
         remote_worktree: None,
     }
 }

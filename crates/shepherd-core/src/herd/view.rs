@@ -69,6 +69,13 @@ pub struct SheepStatus {
     /// How many times it was resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumes: Option<u32>,
+    /// The host it runs on (absent: this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// While its host cannot be reached: since when (ms). Its state is then what it was when
+    /// the link went down, not what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_down_since: Option<i64>,
     /// The latest messages sent to it with their receipts, newest first (`status` of one
     /// sheep only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -323,6 +330,8 @@ impl Herd {
                 .worktree
                 .as_ref()
                 .map(crate::worktree::SheepWorktree::place),
+            host: sheep.host().map(str::to_owned),
+            link_down_since: None,
             resumes: (sheep.resumes > 0).then_some(sheep.resumes),
             messages: Vec::new(),
         }

@@ -44,6 +44,9 @@ pub struct SpawnResult {
     /// Its git worktree (`path`, `branch`, and `host` when on a host), when it runs isolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::worktree::WorktreePlace>,
+    /// The host it runs on (absent: this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// How many times it has been resumed (absent for a new sheep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumes: Option<u32>,

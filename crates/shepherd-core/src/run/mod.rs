@@ -159,6 +159,9 @@ pub struct Outcome {
     pub delegated: bool,
     #[serde(default)]
     pub worktree: Option<WorktreeReport>,
+    /// The host its sheep ran on (absent: this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// A task on a host that asked for isolate: what became of its branch there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_worktree: Option<WorktreeReport>,
@@ -176,6 +179,7 @@ impl Outcome {
             error: Some(why),
             delegated: false,
             worktree: None,
+            host: None,
             remote_worktree: None,
         }
     }

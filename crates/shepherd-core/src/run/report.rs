@@ -61,6 +61,9 @@ pub struct RunReport {
 pub struct RunResult {
     /// The agent definition.
     pub agent: String,
+    /// The host its sheep ran on (absent: this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Its sheep, once spawned.
     #[serde(default)]
     pub agent_id: Option<String>,

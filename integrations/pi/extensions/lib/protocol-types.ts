@@ -738,6 +738,10 @@ export interface SpawnResult {
 	 */
 	worktree?: WorktreePlace | null;
 	/**
+	 * The host it runs on (absent: this machine).
+	 */
+	host?: string | null;
+	/**
 	 * How many times it has been resumed (absent for a new sheep).
 	 */
 	resumes?: number | null;
@@ -1183,6 +1187,15 @@ export interface SheepStatus {
 	 * How many times it was resumed.
 	 */
 	resumes?: number | null;
+	/**
+	 * The host it runs on (absent: this machine).
+	 */
+	host?: string | null;
+	/**
+	 * While its host cannot be reached: since when (ms). Its state is then what it was when
+	 * the link went down, not what it is.
+	 */
+	linkDownSince?: number | null;
 	/**
 	 * The latest messages sent to it with their receipts, newest first (`status` of one
 	 * sheep only).
@@ -2515,6 +2528,10 @@ export interface RunResult {
 	 * The agent definition.
 	 */
 	agent: string;
+	/**
+	 * The host its sheep ran on (absent: this machine).
+	 */
+	host?: string | null;
 	/**
 	 * Its sheep, once spawned.
 	 */

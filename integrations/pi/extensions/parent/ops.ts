@@ -158,11 +158,22 @@ export async function sheepStatus(state: ParentState, id: string): Promise<Sheep
 	return status;
 }
 
+/**
+ * A sheep's state in words, with its host: `working`, `working on host box`, or `link down since
+ * <time> on host box` while its host cannot be reached (its last known state is then not what it
+ * is), as the CLI and MCP say it.
+ */
+export function stateWords(s: SheepStatus): string {
+	const host = s.host ? ` on host ${s.host}` : "";
+	if (typeof s.linkDownSince === "number") return `link down since ${new Date(s.linkDownSince).toISOString()}${host}`;
+	return `${s.state}${host}`;
+}
+
 export function herdText(sheep: SheepStatus[]): string {
 	if (!sheep.length) return "No sheep in this herd.";
 	return sheep
 		.map((s) => {
-			let line = `• ${s.displayName} [${s.state}] id=${s.agentId}`;
+			let line = `• ${s.displayName} [${stateWords(s)}] id=${s.agentId}`;
 			if (s.task) line += ` task ${s.task.id} ${s.task.state}${s.task.stale ? " (stale)" : ""}`;
 			if (s.error) line += ` (${s.error})`;
 			return line;
@@ -175,6 +186,8 @@ export function publicStatus(status: SheepStatus): Record<string, unknown> {
 	const out: Record<string, unknown> = { id: status.agentId, state: status.state };
 	if (status.task) out.task = status.task;
 	if (status.error) out.error = status.error;
+	if (status.host) out.host = status.host;
+	if (typeof status.linkDownSince === "number") out.linkDownSince = status.linkDownSince;
 	return out;
 }
 
@@ -184,7 +197,7 @@ export function statusText(status: SheepStatus): string {
 		status.task?.state === "waiting" && status.task.waitingOn
 			? ` (waiting on ${status.task.waitingOn}${status.task.stale ? ", stale" : ""})`
 			: "";
-	return `${status.displayName ?? "agent"} ${status.state}${task}${waiting}.`;
+	return `${status.displayName ?? "agent"} ${stateWords(status)}${task}${waiting}.`;
 }
 
 /** Resolves a person's target (agent id, display name or definition name) to an agent id. */

@@ -175,7 +175,7 @@ function spawnTool(pi: ExtensionAPI, state: ParentState) {
 			return success(
 				"shepherd_spawn",
 				args,
-				`shepherd_spawn spawned ${result.displayName}`,
+				`shepherd_spawn spawned ${result.displayName}${result.host ? ` on host ${result.host}` : ""}`,
 				returnValue,
 				{
 					id: result.agentId,
@@ -183,6 +183,7 @@ function spawnTool(pi: ExtensionAPI, state: ParentState) {
 					label: result.label,
 					displayName: result.displayName,
 					backend: result.backend,
+					host: result.host ?? undefined,
 					fieldnote: result.fieldnote ?? null,
 					worktree: result.worktree ?? undefined,
 				},

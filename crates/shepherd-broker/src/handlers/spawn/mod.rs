@@ -156,6 +156,7 @@ pub(crate) async fn spawn(
         backend: prepared.kind,
         fieldnote,
         worktree: worktree.as_ref().map(SheepWorktree::place),
+        host: prepared.host.clone(),
         resumes: None,
     })
 }
@@ -344,6 +345,7 @@ pub(crate) async fn follow(
                     backend: sheep.backend,
                     fieldnote,
                     worktree: sheep.worktree.as_ref().map(SheepWorktree::place),
+                    host: sheep.host().map(str::to_owned),
                     resumes: (sheep.resumes > 0).then_some(sheep.resumes),
                 });
             }

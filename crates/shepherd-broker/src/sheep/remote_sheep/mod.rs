@@ -177,6 +177,28 @@ pub(crate) fn backend_of(
     }
 }
 
+/// Marks the sheep whose host cannot be reached now with since when (in the broker's clock):
+/// their state is what it was when the link went down, and the front ends say so instead.
+pub(crate) fn overlay_links(broker: &Broker, sheep: &mut [shepherd_core::herd::SheepStatus]) {
+    if sheep.iter().all(|s| s.host.is_none()) {
+        return;
+    }
+    let now = broker.now();
+    let links = broker.remotes.links.lock().expect("links lock");
+    for status in sheep.iter_mut() {
+        let Some(link) = status.host.as_deref().and_then(|host| links.get(host)) else {
+            continue;
+        };
+        if let crate::remote::link::LinkState::Down {
+            since: Some(since), ..
+        } = link.state()
+        {
+            let down_ms = i64::try_from(since.elapsed().as_millis()).unwrap_or(i64::MAX);
+            status.link_down_since = Some(now.saturating_sub(down_ms));
+        }
+    }
+}
+
 /// Brings up the links of hosts that still have sheep (after a broker restart), so their
 /// supervisors can reconnect.
 pub(crate) fn relink(broker: &Arc<Broker>) {
