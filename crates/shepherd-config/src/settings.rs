@@ -353,6 +353,36 @@ pub fn load_hosts(dirs: &UserDirs) -> shepherd_core::hosts::Hosts {
     }
 }
 
+/// The user's definition of host `name`, for a spawn or run in `project_root`. A host the
+/// project's settings define but the user's do not is refused saying so, rather than as
+/// unknown: the user then knows why the definition they see is not used.
+pub fn host_def(
+    dirs: &UserDirs,
+    project_root: &Path,
+    name: &str,
+) -> Result<shepherd_core::hosts::HostDef, shepherd_core::hosts::HostError> {
+    use shepherd_core::hosts::HostError;
+    match load_hosts(dirs).get(name) {
+        Ok(def) => Ok(def.clone()),
+        Err(HostError::Unknown { .. }) if project_defines_host(project_root, name) => {
+            Err(HostError::ProjectOnly {
+                name: name.to_owned(),
+                file: project_settings_file(project_root).display().to_string(),
+            })
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether the project's settings file has an entry for host `name` (read only to say why it
+/// is not used).
+fn project_defines_host(project_root: &Path, name: &str) -> bool {
+    fs_err::read_to_string(project_settings_file(project_root))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .is_some_and(|settings| settings.get("hosts").and_then(|h| h.get(name)).is_some())
+}
+
 fn unusable(file: &str, why: String) -> shepherd_core::hosts::Hosts {
     let mut hosts = shepherd_core::hosts::Hosts::default();
     hosts.broken.insert(

@@ -72,6 +72,18 @@ pub enum HostError {
         /// What is wrong and what would be accepted.
         why: String,
     },
+    /// The host is defined in a project's settings only, where hosts are not read.
+    #[error(
+        "host `{name}` is defined only in the project's settings ({file}); only your user \
+         settings may define hosts, so that a project you clone cannot choose where Shepherd \
+         connects"
+    )]
+    ProjectOnly {
+        /// The host's name.
+        name: String,
+        /// The project's settings file.
+        file: String,
+    },
     /// No host of that name is defined.
     #[error("no host `{name}` is defined; {known}")]
     Unknown {

@@ -141,3 +141,41 @@ impl Parent {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::worktree_text;
+    use shepherd_core::worktree::{RemoteWorktreeReport, WorktreeReport};
+
+    fn remote(kept: bool, commits: &[&str], home: bool) -> WorktreeReport {
+        WorktreeReport::Remote(RemoteWorktreeReport {
+            host: "devbox".into(),
+            path: "/srv/p.git-wt/w".into(),
+            branch: "shepherd/w".into(),
+            base: "abc".into(),
+            kept,
+            reason: kept.then(|| "uncommitted changes stay".to_owned()),
+            commits: commits.iter().map(|c| (*c).to_owned()).collect(),
+            brought_home: home,
+            integrate: "git merge shepherd/w".into(),
+        })
+    }
+
+    /// A remote worktree whose commits came home is never called clean.
+    #[test]
+    fn commits_brought_home_are_said() {
+        let removed = worktree_text(&remote(false, &["1234567 add"], true));
+        assert!(
+            removed.contains("removed") && removed.contains("1 brought home on branch shepherd/w"),
+            "{removed}"
+        );
+        assert!(!removed.contains("clean, no new commits"), "{removed}");
+        let kept = worktree_text(&remote(true, &["1234567 add"], true));
+        assert!(
+            kept.contains("kept on host devbox") && kept.contains("brought home"),
+            "{kept}"
+        );
+        let clean = worktree_text(&remote(false, &[], false));
+        assert!(clean.contains("clean, no new commits"), "{clean}");
+    }
+}

@@ -6,6 +6,11 @@
 //! given by `-e`, so nothing is typed into a shell. Nothing takes focus: windows are created
 //! with `-d`, splits with `-d`. With keep-open, the pane stays after the sheep ends
 //! (`remain-on-exit`) for inspection until it is closed or pruned.
+//!
+//! The detached `shepherd` session, when this backend makes it, remembers the pane it was made
+//! with (`@shepherd_placeholder`). On a host, where nobody started tmux but Shepherd, the
+//! backend tidies up ([`TmuxBackend::tidying`]): once the last sheep of that session is closed
+//! the session goes, and with it the server when it was the server's only session.
 
 // This backend drives tmux through its CLI: every call runs `tmux`.
 #![allow(clippy::disallowed_types)]
@@ -38,15 +43,21 @@ pub enum Server {
 #[derive(Debug, Clone)]
 pub struct TmuxBackend {
     program: PathBuf,
+    /// Ends the `shepherd` session it made once its last sheep is closed.
+    tidy: bool,
 }
 
 impl Default for TmuxBackend {
     fn default() -> Self {
         Self {
             program: PathBuf::from("tmux"),
+            tidy: false,
         }
     }
 }
+
+/// The session option naming the pane a `shepherd` session was made with.
+const PLACEHOLDER_OPTION: &str = "@shepherd_placeholder";
 
 /// The socket path in a `$TMUX` value (`<socket>,<pid>,<session>`).
 pub fn socket_from_tmux_env(tmux: &str) -> Option<PathBuf> {
@@ -58,6 +69,16 @@ impl TmuxBackend {
     /// A backend using the `tmux` on PATH.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A backend that ends the detached `shepherd` session it made once that session's last
+    /// sheep is closed (and so the server, when that was its only session): for a host, whose
+    /// tmux nobody but Shepherd started.
+    pub fn tidying() -> Self {
+        Self {
+            tidy: true,
+            ..Self::default()
+        }
     }
 
     /// Whether tmux can be run at all.
@@ -114,6 +135,38 @@ impl TmuxBackend {
             .map_or(Server::Default, |s| Server::Socket(PathBuf::from(s)))
     }
 
+    /// Ends the `shepherd` session when only the pane it was made with is left in it (a session
+    /// someone else made, or one with any other pane, is left alone).
+    fn end_empty_default_session(&self) {
+        let session = format!("={DEFAULT_SESSION}");
+        let Ok(placeholder) = self.run(
+            &Server::Default,
+            &[
+                "show-options",
+                "-v",
+                "-t",
+                &format!("{session}:"),
+                PLACEHOLDER_OPTION,
+            ],
+        ) else {
+            return;
+        };
+        let Ok(panes) = self.run(
+            &Server::Default,
+            &["list-panes", "-s", "-t", &session, "-F", "#{pane_id}"],
+        ) else {
+            return;
+        };
+        let panes: Vec<&str> = panes
+            .lines()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        if panes == [placeholder.trim()] {
+            let _ended = self.run(&Server::Default, &["kill-session", "-t", &session]);
+        }
+    }
+
     /// Makes sure the detached `shepherd` session exists on the default server.
     fn ensure_default_session(&self, cwd: &std::path::Path) -> Result<(), TermError> {
         let exists = self
@@ -126,8 +179,32 @@ impl TmuxBackend {
             let cwd = cwd.display().to_string();
             let created = self.run(
                 &Server::Default,
-                &["new-session", "-d", "-s", DEFAULT_SESSION, "-c", &cwd],
+                &[
+                    "new-session",
+                    "-d",
+                    "-s",
+                    DEFAULT_SESSION,
+                    "-c",
+                    &cwd,
+                    "-P",
+                    "-F",
+                    "#{pane_id}",
+                ],
             );
+            // The pane the session was made with: once it is the only one left, no sheep is.
+            if let Ok(placeholder) = &created {
+                let _marked = self.run(
+                    &Server::Default,
+                    &[
+                        "set-option",
+                        "-t",
+                        // Options take a pane target: `=name:` is the session's current one.
+                        &format!("={DEFAULT_SESSION}:"),
+                        PLACEHOLDER_OPTION,
+                        placeholder.trim(),
+                    ],
+                );
+            }
             // Another launch may have created it in between.
             if created.is_err() {
                 self.run(
@@ -355,6 +432,9 @@ impl Backend for TmuxBackend {
             .supervisor_pid
             .is_none_or(|pid| process::wait_gone(pid, deadline));
         let pane_gone = keep_pane || self.presence(record) == Presence::Gone;
+        if self.tidy && server == Server::Default && pane_gone {
+            self.end_empty_default_session();
+        }
         if gone && pane_gone {
             Ok(())
         } else {

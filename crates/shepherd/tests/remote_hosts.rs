@@ -135,6 +135,10 @@ fn a_sheep_in_the_hosts_tmux_is_visible_there_and_gone_after_close() {
         !windows.lines().any(|name| name.contains("scribe: shown")),
         "closed: {windows:?}"
     );
+    // Shepherd started the host's tmux for this sheep: with its last sheep closed, the session
+    // it made is gone, and the server with it.
+    let sessions = host_tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(sessions.trim().is_empty(), "left on the host: {sessions:?}");
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) -> String {
@@ -218,6 +222,45 @@ fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
     // The note of its task says where the work went.
     let note = std::fs::read_to_string(done["note"].as_str().unwrap()).unwrap();
     assert!(note.contains(&branch), "{note}");
+}
+
+/// A sheep that committed and also left uncommitted work: its commits come home (and are
+/// reported so), its worktree stays on the host with the rest, and the close's words say both.
+#[test]
+fn commits_come_home_even_when_uncommitted_work_stays_on_the_host() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    checked_out_on(&world, &devbox);
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let script = "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
+                  echo \"$t\" > work.txt; git add work.txt; \
+                  git -c user.name=Sheep -c user.email=sheep@example.com commit -q -m \"$t\"; \
+                  echo draft > scratch.txt; \
+                  shepherd done --status completed --summary committed; done";
+    world.define("coder", &["sh".into(), "-c".into(), script.into()]);
+    let spawned = world.json(&["spawn", "coder", "--host", "devbox", "--isolate"]);
+    let agent = spawned["agentId"].as_str().unwrap().to_owned();
+    let branch = spawned["worktree"]["branch"].as_str().unwrap().to_owned();
+    let task = delegate(&world, &agent, "commit some");
+    settled(&world, &task, 60);
+    let closed = world.run(&["close", &agent]);
+    assert!(closed.status.success(), "{closed:?}");
+    let said = String::from_utf8(closed.stdout).unwrap();
+    assert!(
+        said.contains(&format!("1 commit brought home on branch {branch}"))
+            && said.contains("worktree kept on host devbox")
+            && !said.contains("clean, no new commits"),
+        "{said}"
+    );
+    assert_eq!(
+        git(&world.project, &["log", "-1", "--format=%s", &branch]),
+        "commit some"
+    );
+    let herd = world.json(&["status", &agent]);
+    assert_eq!(herd["state"], "closed", "{herd}");
 }
 
 #[test]

@@ -306,6 +306,57 @@ fn bad_hosts_are_refused_before_anything_starts() {
     assert!(message.contains("projectPath `relative/path`"), "{message}");
     let herd = world.json(&["herd"]);
     assert_eq!(herd["sheep"].as_array().map_or(0, Vec::len), 0, "{herd}");
+
+    // A run naming an unknown host in its second step fails before its first step runs.
+    world.define_test_sheep("scout", "done completed scouted", None);
+    let (code, error, message) = world.error(&[
+        "run",
+        "--chain",
+        "scout=look",
+        "scribe=write it up",
+        "--host",
+        "elsewhere",
+    ]);
+    assert_eq!((code, error.as_str()), (2, "unknown_host"), "{message}");
+    assert!(
+        message.contains("task 1 (scout)") || message.contains("task 2"),
+        "{message}"
+    );
+    // Likewise a plan whose second step alone names one: its first step never runs.
+    let plan = world.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "chain:\n  - agent: scout\n    task: look\n  - agent: scribe\n    task: write it up\n    host: elsewhere\n",
+    )
+    .unwrap();
+    let (code, error, message) = world.error(&["run", "--plan", plan.to_str().unwrap()]);
+    assert_eq!((code, error.as_str()), (2, "unknown_host"), "{message}");
+    assert!(message.contains("task 2 (scribe)"), "{message}");
+    let sessions = world.project.join(".shepherd/sessions");
+    assert!(
+        !sessions.exists()
+            || std::fs::read_dir(&sessions)
+                .unwrap()
+                .flatten()
+                .all(|e| { !e.path().join("scout-01.md").exists() }),
+        "no step ran"
+    );
+
+    // A host only the project defines is not used, and the refusal says why.
+    let settings = world.project.join(".shepherd/config.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"hosts": {"evil": {"destination": "evil.example", "projectPath": "/srv/p"}}}"#,
+    )
+    .unwrap();
+    let (code, error, message) = world.error(&["spawn", "scribe", "--host", "evil"]);
+    assert_eq!((code, error.as_str()), (2, "unknown_host"), "{message}");
+    assert!(
+        message.contains("defined only in the project's settings")
+            && message.contains("only your user settings may define hosts"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -72,7 +72,9 @@ fn failed(context: &str, err: impl std::fmt::Display) -> HostOpError {
 fn backend(kind: BackendKind) -> Result<Box<dyn Backend>, HostOpError> {
     match kind {
         BackendKind::Headless => Ok(Box::new(shepherd_term::headless::HeadlessBackend)),
-        BackendKind::Tmux => Ok(Box::new(shepherd_term::tmux::TmuxBackend::new())),
+        // On a host nobody but Shepherd started tmux: the session it made goes with its last
+        // sheep.
+        BackendKind::Tmux => Ok(Box::new(shepherd_term::tmux::TmuxBackend::tidying())),
         // The host user's Herdr: the server their environment names (started when none runs).
         BackendKind::Herdr => {
             let env = shepherd_term::herdr::HerdrEnv::from_process();

@@ -62,6 +62,7 @@ pub(crate) async fn submit(
         shepherd_config::resolve_agent(&dirs, &root, &resolve_settings, name)
             .map_err(|err| BrokerError::new(err.code(), err.to_string()))
     })?;
+    hosts_defined(broker, &spec)?;
     // With fieldnotes off the run writes no notes, unless it names a session to write them in.
     spec.fieldnotes = params.session_name.is_some() || broker.fieldnotes_on().await?;
     let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
@@ -145,6 +146,39 @@ async fn cancel_run(broker: &Arc<Broker>, run_id: &str, reason: &str) -> BrokerR
             Ok(())
         })
         .await
+}
+
+/// Every host a run names — a task's own, the run's, or its definition's — must be one the user
+/// defines, before its first step runs: a chain must not run its early steps and then fail on
+/// a host that never existed.
+fn hosts_defined(broker: &Broker, spec: &model::RunSpec) -> BrokerResult<()> {
+    let settings = broker.settings();
+    for (index, step) in spec.steps.iter().enumerate() {
+        let host = match &step.host {
+            Some(host) => Some(host.clone()),
+            None => shepherd_config::resolve_agent(
+                &broker.config.dirs,
+                &broker.config.address.project_root,
+                &settings,
+                &step.agent,
+            )
+            .ok()
+            .and_then(|def| def.host),
+        };
+        let Some(host) = host else { continue };
+        shepherd_config::host_def(
+            &broker.config.dirs,
+            &broker.config.address.project_root,
+            &host,
+        )
+        .map_err(|err| {
+            BrokerError::new(
+                ErrorCode::UnknownHost,
+                format!("task {} ({}): {err}", index + 1, step.agent),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 fn unknown_run(run_id: &str) -> BrokerError {

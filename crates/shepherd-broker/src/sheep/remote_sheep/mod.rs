@@ -39,9 +39,13 @@ pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
     if let Some(link) = cached.as_ref().filter(|link| link.hello().is_some()) {
         return Ok(link.clone());
     }
-    let hosts = shepherd_config::load_hosts(&broker.config.dirs);
-    let def = match (hosts.get(host), &cached) {
-        (Ok(def), _) => def.clone(),
+    let found = shepherd_config::host_def(
+        &broker.config.dirs,
+        &broker.config.address.project_root,
+        host,
+    );
+    let def = match (found, &cached) {
+        (Ok(def), _) => def,
         // A host removed from the settings while it still has sheep: they can still be read
         // and closed over the link they were started with.
         (Err(_), Some(link)) => return Ok(link.clone()),
@@ -109,9 +113,12 @@ pub(crate) async fn backend_for_spawn(
 ) -> BrokerResult<Arc<dyn Backend>> {
     // A new sheep goes only to a host the user defines now (one removed from the settings
     // keeps its link only for the sheep already there).
-    shepherd_config::load_hosts(&broker.config.dirs)
-        .get(host)
-        .map_err(|err| BrokerError::new(ErrorCode::UnknownHost, err.to_string()))?;
+    shepherd_config::host_def(
+        &broker.config.dirs,
+        &broker.config.address.project_root,
+        host,
+    )
+    .map_err(|err| BrokerError::new(ErrorCode::UnknownHost, err.to_string()))?;
     let link = link(broker, host)?;
     let hello = link.up(LINK_DEADLINE).await.map_err(|why| {
         BrokerError::new(
