@@ -58,6 +58,10 @@ pub struct DiscoveryWarning {
     pub skipped: bool,
     /// What is wrong, in one line.
     pub reason: String,
+    /// The agent a skipped file meant to define: its frontmatter's `name:` when that much
+    /// could be read, else the file's name without `.md` (or `.agent.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl fmt::Display for DiscoveryWarning {
@@ -78,6 +82,8 @@ pub struct UnknownAgent {
     pub suggestion: Option<String>,
     /// Every name that is available.
     pub available: Vec<String>,
+    /// A definition file of that name that was skipped, and why (`<file>: <reason>`).
+    pub skipped: Option<String>,
 }
 
 impl UnknownAgent {
@@ -89,6 +95,13 @@ impl UnknownAgent {
 
 impl fmt::Display for UnknownAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(skipped) = &self.skipped {
+            return write!(
+                f,
+                "Agent {:?} cannot be used: its definition was skipped: {skipped}",
+                self.name
+            );
+        }
         write!(f, "Unknown agent {:?} in {} scope.", self.name, self.scope)?;
         if let Some(suggestion) = &self.suggestion {
             write!(f, " Did you mean {suggestion:?}?")?;
@@ -120,6 +133,11 @@ impl Discovery {
                     .find(|def| def.name.to_lowercase() == lowered)
                     .map(|def| def.name.clone()),
                 available: self.agents.iter().map(|def| def.name.clone()).collect(),
+                skipped: self
+                    .warnings
+                    .iter()
+                    .find(|w| w.skipped && w.name.as_deref() == Some(name))
+                    .map(|w| format!("{}: {}", w.file.display(), w.reason)),
             }
         })
     }
@@ -237,7 +255,13 @@ impl Search {
         let parsed = match parse_agent_def(bytes, source, path.clone()) {
             Ok(parsed) => parsed,
             Err(err) => {
-                self.warn(path, true, err.to_string());
+                let name = meant_name(&path, bytes);
+                self.warnings.push(DiscoveryWarning {
+                    file: path,
+                    skipped: true,
+                    reason: err.to_string(),
+                    name: Some(name),
+                });
                 return;
             }
         };
@@ -262,8 +286,34 @@ impl Search {
             file,
             skipped,
             reason,
+            name: None,
         });
     }
+}
+
+/// The name a definition file meant to give its agent, read as leniently as possible from a
+/// file that did not parse: a `name:` line inside its frontmatter, else the file's name.
+fn meant_name(path: &Path, bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines = text.lines();
+    if lines.next().is_some_and(|first| first.trim() == "---") {
+        for line in lines.take_while(|line| line.trim() != "---") {
+            if let Some(value) = line.strip_prefix("name:") {
+                let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+                if !value.is_empty() {
+                    return value.to_owned();
+                }
+            }
+        }
+    }
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.strip_suffix(".agent.md")
+        .or_else(|| file.strip_suffix(".md"))
+        .unwrap_or(&file)
+        .to_owned()
 }
 
 /// The operating system's reason without the path: the warning names the file already.

@@ -284,3 +284,26 @@ fn a_missing_project_directory_is_an_error() {
          pass an existing directory to --project.\n"
     );
 }
+
+/// Asking for an agent whose file was skipped names the file and why, instead of calling the
+/// agent unknown; the plain list says how many files were skipped.
+#[test]
+fn a_skipped_definition_is_named_where_it_is_asked_for() {
+    let machine = Machine::new();
+    machine.user_agent(
+        "h-bogus.md",
+        "---\nname: h-bogus\ndescription: d\nharness: nosuch\n---\n",
+    );
+    let shown = machine.run(&["agents", "show", "h-bogus"]);
+    let said = shown.transcript();
+    assert!(
+        said.contains("h-bogus.md")
+            && said.contains("was skipped")
+            && said.contains("nosuch")
+            && said.contains("expected one of"),
+        "{said}"
+    );
+    assert!(!said.contains("Unknown agent"), "{said}");
+    let listed = machine.run(&["agents"]).transcript();
+    assert!(listed.contains("Skipped 1 definition file"), "{listed}");
+}
