@@ -75,8 +75,9 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
     let result = &report["results"][0];
     assert_eq!(result["status"], "completed", "{report}");
     assert_eq!(
-        result["text"], "Finished where the first sheep could not.",
-        "the fallback's words: {report}"
+        result["text"],
+        "Finished where the first sheep could not.\n\nSummary: done on the fallback",
+        "the fallback's words and summary: {report}"
     );
     assert!(
         !codex_model.limited_replies().is_empty(),

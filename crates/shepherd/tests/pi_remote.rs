@@ -89,7 +89,10 @@ fn pi_on_a_host(pi: &PiBinary) {
     assert_eq!(code, 0, "{doc}");
     let result = &doc["results"][0];
     assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(result["text"], "Worked on the host.", "{result}");
+    assert_eq!(
+        result["text"], "Worked on the host.\n\nSummary: looked around",
+        "{result}"
+    );
     assert_eq!(
         read(&devbox.project.join("where.txt")).trim(),
         devbox.project.display().to_string(),
