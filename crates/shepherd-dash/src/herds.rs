@@ -54,6 +54,7 @@ impl HerdEntry {
             address,
             paths,
             depth: 0,
+            broker_env: Vec::new(),
         }
     }
 }

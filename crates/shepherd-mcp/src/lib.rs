@@ -20,6 +20,7 @@ pub mod catalogue;
 #[cfg(test)]
 mod catalogue_served;
 mod controls;
+mod environment;
 mod error;
 mod feed;
 mod herd;
@@ -129,7 +130,8 @@ pub fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         runtime.shutdown_background();
         return ended;
     }
-    let ctx = Context::from_env()?;
+    // Hosts may start the server without XDG_RUNTIME_DIR: find the user's own.
+    let ctx = Context::from_env_finding_runtime()?;
     let choice = herd::Choice {
         name: args.herd,
         project: args.project,

@@ -261,3 +261,89 @@ fn the_readme_gives_the_tested_lines() {
         }
     }
 }
+
+/// Codex given only `codex mcp add` and the approval (no `env_vars`): its server gets a bare
+/// environment, so its first tool result says which variable to pass and where, and its herd's
+/// sockets are still in the user's own runtime directory (found in Codex's environment), where
+/// the user's `shepherd` looks.
+#[test]
+fn codex_with_a_bare_environment_is_told_what_to_pass() {
+    let Some(agent) = agents::installed_or_skip(
+        Host::Codex,
+        "mcp_hosts::codex_with_a_bare_environment_is_told_what_to_pass",
+    ) else {
+        return;
+    };
+    let script = Script::new()
+        .with_responses([
+            Step::tool_call_suffix("shepherd", json!({"action": "herd"})),
+            Step::text("Noted.")
+                .expecting(format!(
+                    "env_vars = [\"{KEY_VAR}\"] under [mcp_servers.shepherd] in ~/.codex/config.toml"
+                ))
+                .held_until("looked"),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = user_world(&agent, &fake);
+    let added = world.sh(
+        "codex mcp add shepherd -- shepherd mcp",
+        Duration::from_secs(60),
+    );
+    assert!(added.success(), "{}", describe(&added));
+    let config = world.env.home().join(".codex/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let added = "args = [\"mcp\"]\n";
+    assert!(text.contains(added), "{text}");
+    let text = text.replacen(
+        added,
+        &format!("{added}default_tools_approval_mode = \"approve\"\n"),
+        1,
+    );
+    std::fs::write(&config, text).unwrap();
+
+    let mut exec = world.command("codex");
+    exec.args(["exec", "Use Shepherd."]);
+    let run = std::thread::spawn(move || agents::run(&mut exec, RUN).unwrap());
+    let requests = fake
+        .wait_until("the request after the first tool call", RUN, |requests| {
+            requests
+                .iter()
+                .filter(|r| r.queue != TOOLLESS_QUEUE)
+                .count()
+                >= 2
+        })
+        .unwrap();
+    // The first tool result names the variable, the agent and Codex's setting.
+    let result = requests
+        .iter()
+        .filter(|r| r.queue != TOOLLESS_QUEUE)
+        .nth(1)
+        .unwrap()
+        .last_input_text();
+    assert!(
+        result.contains(&format!(
+            "{KEY_VAR} is not set (named in the `needs-env` of waiter)"
+        )),
+        "{result}"
+    );
+    // The herd's broker listens in the user's runtime directory.
+    let sockets: Vec<String> = std::fs::read_dir(world.env.runtime_dir().join("shepherd"))
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with("b-") && name.ends_with(".sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(sockets.len(), 1, "{sockets:?}");
+    fake.release("looked");
+    let output = run.join().unwrap();
+    assert!(output.success(), "{}", describe(&output));
+    assert!(fake.mismatches().is_empty(), "{:#?}", fake.mismatches());
+    let left = world.env.reap_processes(Duration::from_secs(30));
+    assert!(left.is_empty(), "left running: {left:?}");
+}
