@@ -171,6 +171,54 @@ pub fn lacks(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Lack> {
     found
 }
 
+/// A variable the sheep of some definitions take from this environment, where it is set: the
+/// key a coding agent or pi reads when the user has no login for it, or a `needs-env` name.
+/// An MCP host that starts `shepherd mcp` must pass each on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Used {
+    /// The variable.
+    pub name: String,
+    /// The definitions whose sheep need it.
+    pub agents: Vec<String>,
+}
+
+/// The variables the sheep of `defs` take from `env` (see [`Used`]), in the definitions' order.
+pub fn used_vars(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Used> {
+    let mut used: Vec<Used> = Vec::new();
+    let mut add = |name: &str, agent: &str| {
+        let index = match used.iter().position(|u| u.name == name) {
+            Some(index) => index,
+            None => {
+                used.push(Used {
+                    name: name.to_owned(),
+                    agents: Vec::new(),
+                });
+                used.len() - 1
+            }
+        };
+        if !used[index].agents.iter().any(|a| a == agent) {
+            used[index].agents.push(agent.to_owned());
+        }
+    };
+    for def in defs {
+        if def.command.is_none() {
+            let model = def.model_for(def.harness, None, None);
+            if let Some(needed) = credentials(def.harness, model.as_deref(), env)
+                && needed.login().is_none()
+                && let Some(name) = needed.set_var(env)
+            {
+                add(name, &def.name);
+            }
+        }
+        for name in &def.needs_env {
+            if env.var(name).is_some_and(|value| !value.is_empty()) {
+                add(name, &def.name);
+            }
+        }
+    }
+    used
+}
+
 fn same_need(a: &Lack, b: &Lack) -> bool {
     match (a, b) {
         (
@@ -309,5 +357,28 @@ mod tests {
             described[4]
         );
         assert_eq!(lacks[4].variables(), ["CODEX_API_KEY", "OPENAI_API_KEY"]);
+    }
+
+    #[test]
+    fn the_variables_taken_from_the_environment_are_those_set_without_a_login() {
+        let home = tempfile::tempdir().unwrap();
+        let env = Env(HashMap::from([
+            ("HOME".to_owned(), home.path().into()),
+            ("ANTHROPIC_API_KEY".to_owned(), "k".into()),
+            ("SET_ONE".to_owned(), "x".into()),
+        ]));
+        let defs = [
+            def("name: reviewer\nharness: claude-code"),
+            def("name: bot\ncommand: [bot]\nneeds-env: [SET_ONE, UNSET]"),
+            def("name: coder\nharness: codex"),
+        ];
+        let used = used_vars(&defs, &env);
+        let names: Vec<&str> = used.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["ANTHROPIC_API_KEY", "SET_ONE"]);
+        // With a login, the key in the environment is not what the sheep use.
+        fs_err::create_dir_all(home.path().join(".claude")).unwrap();
+        fs_err::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
+        let names: Vec<String> = used_vars(&defs, &env).into_iter().map(|u| u.name).collect();
+        assert_eq!(names, ["SET_ONE"]);
     }
 }

@@ -3,7 +3,9 @@
 
 use std::process::ExitCode;
 
-use shepherd_cli::{agents, broker, controls, hosts, notes, parent, run, settings, sheep, status};
+use shepherd_cli::{
+    agents, broker, controls, doctor, hosts, notes, parent, run, settings, sheep, status,
+};
 
 use clap::CommandFactory as _;
 
@@ -62,5 +64,6 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Agents(args) => agents::run(args, &ctx, printer),
         Command::Settings(args) => settings::run(args, &ctx, printer),
         Command::Hosts(args) => hosts::run(args, &ctx, printer),
+        Command::Doctor(args) => doctor::run(&args, &ctx, printer),
     }
 }

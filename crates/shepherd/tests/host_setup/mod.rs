@@ -165,6 +165,7 @@ impl UserWorld {
                 text.push('\n');
                 text.push_str(&block.body);
                 text.push('\n');
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
                 std::fs::write(&file, text).unwrap();
             }
             "json" => {
