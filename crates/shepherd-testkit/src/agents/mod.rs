@@ -294,8 +294,9 @@ impl AgentEnv {
         &self.work_dir
     }
 
-    /// The user's private runtime directory (`XDG_RUNTIME_DIR`): where the sockets of a herd
-    /// the user's own `shepherd` reaches are.
+    /// The user's private runtime directory, made for every run and given as `XDG_RUNTIME_DIR`
+    /// to a user's own installation ([`AgentEnvBuilder::user_setup`]): where the sockets of a
+    /// herd the user's own `shepherd` reaches are.
     #[must_use]
     pub fn runtime_dir(&self) -> PathBuf {
         self.root.path().join("run")
@@ -341,10 +342,13 @@ impl AgentEnv {
             ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
             ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
             ("XDG_STATE_HOME".into(), home.join(".local/state").into()),
-            ("XDG_RUNTIME_DIR".into(), self.runtime_dir().into()),
             ("TMPDIR".into(), self.tmp_dir.clone().into()),
             ("NO_COLOR".into(), "1".into()),
         ];
+        if self.user_setup {
+            // A user's shell, in a login session.
+            vars.push(("XDG_RUNTIME_DIR".into(), self.runtime_dir().into()));
+        }
         vars.extend(match self.host {
             Host::ClaudeCode => claude::vars(self),
             Host::Codex => codex::vars(self),
