@@ -29,6 +29,7 @@ use super::feed::{self, Feed, Level, parent_words};
 use super::herd::{Choice, Herd};
 use super::text;
 use shepherd_client::Context;
+use shepherd_client::runtime::Found;
 
 /// What every copy of the server shares.
 #[derive(Debug)]
@@ -90,9 +91,23 @@ impl Parent {
             .herd
             .get_or_try_init(|| async {
                 let herd = Arc::new(Herd::open(&shared.ctx, &shared.choice, peer).await?);
-                // One line on stderr (hosts keep it in their MCP logs): which herd this is.
+                // One line on stderr (hosts keep it in their MCP logs): which herd this is, and
+                // where its sockets are when that was not in the environment.
+                let found = match &shared.ctx.runtime_found {
+                    Some((dir, Found::Host { pid })) => format!(
+                        " (runtime directory {}, from process {pid}'s environment)",
+                        dir.display()
+                    ),
+                    Some((dir, Found::Login)) => {
+                        format!(
+                            " (runtime directory {}, the login session's)",
+                            dir.display()
+                        )
+                    }
+                    None => String::new(),
+                };
                 eprintln!(
-                    "shepherd mcp: herd {} in {}",
+                    "shepherd mcp: herd {} in {}{found}",
                     herd.identity,
                     herd.project.display()
                 );
