@@ -13,6 +13,7 @@ use clap::Args;
 pub mod agents;
 pub mod broker;
 pub mod controls;
+pub mod doctor;
 pub mod herds;
 pub mod hosts;
 pub mod notes;

@@ -64,6 +64,9 @@ pub struct Target {
     pub address: BrokerAddress,
     pub paths: BrokerPaths,
     pub depth: u32,
+    /// Variables a broker started for this target gets beyond the starter's environment (the
+    /// runtime directory the starter found outside its own; see [`crate::runtime`]).
+    pub broker_env: Vec<(String, String)>,
 }
 
 /// Resolves the herd: the project root made canonical, and the parent identity — the one given,
@@ -93,10 +96,16 @@ pub fn target(ctx: &Context, args: &HerdArgs) -> Result<Target, CliError> {
         .unwrap_or(0);
     let address = BrokerAddress::new(&identity, &root);
     let paths = BrokerPaths::new(&ctx.dirs, &address);
+    let broker_env = ctx
+        .runtime_found
+        .iter()
+        .map(|(dir, _)| crate::runtime::broker_var(dir))
+        .collect();
     Ok(Target {
         address,
         paths,
         depth,
+        broker_env,
     })
 }
 
@@ -133,7 +142,7 @@ pub fn start_spec(target: &Target) -> Result<StartSpec, CliError> {
         project_root: target.address.project_root.clone(),
         depth: target.depth,
         state_dir: target.paths.state_dir.clone(),
-        env: Vec::new(),
+        env: target.broker_env.clone(),
     })
 }
 

@@ -1,5 +1,7 @@
 //! What every command needs from the outside world, resolved once: the user's directories and
 //! the current directory. Libraries receive these values; they never read the environment.
+//! A process an MCP host started may have to find its runtime directory outside its
+//! environment ([`crate::runtime`]); the context remembers it for the broker it starts.
 
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
@@ -7,6 +9,7 @@ use std::path::{Path, PathBuf};
 use shepherd_core::dirs::UserDirs;
 
 use crate::error::CliError;
+use crate::runtime::Found;
 
 /// The resolved environment of one command.
 #[derive(Debug, Clone)]
@@ -17,14 +20,38 @@ pub struct Context {
     /// working elsewhere (its own git worktree, a subdirectory) still belongs to that project,
     /// so its own herds and notes land in the same fieldnotes.
     pub sheep_project: Option<PathBuf>,
+    /// The user's runtime directory when this command found it outside its environment
+    /// ([`Context::from_env_finding_runtime`]): a broker it starts is given it as
+    /// `XDG_RUNTIME_DIR`, so the herd and its sheep live where the user's CLI looks.
+    pub runtime_found: Option<(PathBuf, Found)>,
 }
 
 impl Context {
     /// Reads `HOME`, `PI_CODING_AGENT_DIR`, `XDG_RUNTIME_DIR`, `XDG_STATE_HOME` and the
     /// current directory.
     pub fn from_env() -> Result<Self, CliError> {
+        Self::resolve(None)
+    }
+
+    /// Like [`from_env`](Self::from_env) for a process an MCP host started: without
+    /// `XDG_RUNTIME_DIR` it finds the user's own runtime directory (the host's, else the login
+    /// session's; see [`crate::runtime`]) instead of a second place for sockets.
+    pub fn from_env_finding_runtime() -> Result<Self, CliError> {
         let uid = rustix::process::getuid().as_raw();
-        let dirs = UserDirs::resolve(|name| std::env::var_os(name), uid, &std::env::temp_dir())?;
+        let found = match crate::runtime::from_env() {
+            Some(_) => None,
+            None => crate::runtime::find_user_runtime(uid),
+        };
+        Self::resolve(found)
+    }
+
+    fn resolve(runtime_found: Option<(PathBuf, Found)>) -> Result<Self, CliError> {
+        let uid = rustix::process::getuid().as_raw();
+        let var = |name: &str| match (&runtime_found, name) {
+            (Some((dir, _)), "XDG_RUNTIME_DIR") => Some(dir.clone().into_os_string()),
+            _ => std::env::var_os(name),
+        };
+        let dirs = UserDirs::resolve(var, uid, &std::env::temp_dir())?;
         let cwd = std::env::current_dir().map_err(|err| {
             CliError::new(
                 ErrorCode::Environment,
@@ -39,6 +66,7 @@ impl Context {
             dirs,
             cwd,
             sheep_project,
+            runtime_found,
         })
     }
 

@@ -136,6 +136,7 @@ impl HerdEntry {
             address,
             paths,
             depth: 0,
+            broker_env: Vec::new(),
         }
     }
 }

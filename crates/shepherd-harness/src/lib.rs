@@ -13,6 +13,7 @@ mod claude;
 mod codex;
 mod compose;
 mod limits;
+pub mod needs;
 
 pub use limits::provider_key;
 mod gemini;

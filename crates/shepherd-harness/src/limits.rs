@@ -106,13 +106,13 @@ pub(crate) fn classify_with_clock(error: &str, markers: &[&str], now: Timestamp)
 
 /// Where an agent's model requests go: its provider, and the variables that name its endpoint
 /// and credential, most specific first.
-struct ProviderVars {
-    provider: &'static str,
+pub(crate) struct ProviderVars {
+    pub(crate) provider: &'static str,
     endpoints: &'static [&'static str],
-    credentials: &'static [&'static str],
+    pub(crate) credentials: &'static [&'static str],
 }
 
-fn provider_vars(harness: Harness) -> ProviderVars {
+pub(crate) fn provider_vars(harness: Harness) -> ProviderVars {
     match harness {
         Harness::ClaudeCode => ProviderVars {
             provider: "anthropic",

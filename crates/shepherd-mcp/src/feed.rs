@@ -55,7 +55,7 @@ impl Level {
         self.0.store(rank(level), Ordering::Relaxed);
     }
 
-    fn allows(&self, level: LoggingLevel) -> bool {
+    pub(crate) fn allows(&self, level: LoggingLevel) -> bool {
         rank(level) >= self.0.load(Ordering::Relaxed)
     }
 }

@@ -20,6 +20,7 @@ pub mod catalogue;
 #[cfg(test)]
 mod catalogue_served;
 mod controls;
+mod environment;
 mod error;
 mod feed;
 mod herd;
@@ -50,11 +51,13 @@ use shepherd_client::Context;
 /// Serve Shepherd's tools to an MCP host over stdio.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Add it to a host once: `claude mcp add --scope user shepherd -- shepherd mcp`, \
-                  `codex mcp add shepherd -- shepherd mcp`, \
-                  `gemini mcp add --scope user --trust shepherd shepherd mcp`, or for opencode \
-                  an `mcp.shepherd` entry `{\"type\": \"local\", \"command\": [\"shepherd\", \"mcp\"]}`. \
-                  See docs/mcp.md."
+    after_help = "Set it up in a host once, as docs/mcp.md says: Claude Code \
+                  `claude mcp add --scope user shepherd -- shepherd mcp` and its tools allowed \
+                  (`--allowedTools mcp__shepherd`, or \"mcp__shepherd\" in permissions.allow); \
+                  Codex a [mcp_servers.shepherd] block in ~/.codex/config.toml with \
+                  `default_tools_approval_mode = \"approve\"` and the provider keys in `env_vars`; \
+                  Gemini CLI `gemini mcp add --scope user --trust -e 'KEY=$KEY' shepherd shepherd mcp`; \
+                  opencode an `mcp.shepherd` entry `{\"type\": \"local\", \"command\": [\"shepherd\", \"mcp\"]}`."
 )]
 pub struct McpArgs {
     /// Serve a sheep's tools (shepherd_done, shepherd_message, shepherd_inbox) with the
@@ -127,7 +130,8 @@ pub fn run(args: McpArgs) -> Result<ExitCode, CliError> {
         runtime.shutdown_background();
         return ended;
     }
-    let ctx = Context::from_env()?;
+    // Hosts may start the server without XDG_RUNTIME_DIR: find the user's own.
+    let ctx = Context::from_env_finding_runtime()?;
     let choice = herd::Choice {
         name: args.herd,
         project: args.project,

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResult, Implementation, JsonObject, ProgressNotificationParam, ProtocolVersion,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ProgressNotificationParam, ProtocolVersion, ServerConfig,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use serde_json::json;
 use shepherd_core::protocol::MessageParams;
@@ -22,11 +23,13 @@ use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, one_of};
+use super::environment::Notice;
 use super::error::ToolError;
 use super::feed::{self, Feed, Level, parent_words};
 use super::herd::{Choice, Herd};
 use super::text;
 use shepherd_client::Context;
+use shepherd_client::runtime::Found;
 
 /// What every copy of the server shares.
 #[derive(Debug)]
@@ -39,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) level: Arc<Level>,
     pub(crate) stop: CancellationToken,
     wake: Arc<Notify>,
+    /// What the herd's environment lacks, said once.
+    notice: Notice,
 }
 
 /// The parent MCP server.
@@ -69,6 +74,7 @@ impl Parent {
                 level: Arc::new(Level::new()),
                 stop: CancellationToken::new(),
                 wake: Arc::new(Notify::new()),
+                notice: Notice::default(),
             }),
             tool_router: Self::tool_router()
                 + Self::wait_router()
@@ -85,9 +91,23 @@ impl Parent {
             .herd
             .get_or_try_init(|| async {
                 let herd = Arc::new(Herd::open(&shared.ctx, &shared.choice, peer).await?);
-                // One line on stderr (hosts keep it in their MCP logs): which herd this is.
+                // One line on stderr (hosts keep it in their MCP logs): which herd this is, and
+                // where its sockets are when that was not in the environment.
+                let found = match &shared.ctx.runtime_found {
+                    Some((dir, Found::Host { pid })) => format!(
+                        " (runtime directory {}, from process {pid}'s environment)",
+                        dir.display()
+                    ),
+                    Some((dir, Found::Login)) => {
+                        format!(
+                            " (runtime directory {}, the login session's)",
+                            dir.display()
+                        )
+                    }
+                    None => String::new(),
+                };
                 eprintln!(
-                    "shepherd mcp: herd {} in {}",
+                    "shepherd mcp: herd {} in {}{found}",
                     herd.identity,
                     herd.project.display()
                 );
@@ -168,6 +188,32 @@ impl ServerHandler for Parent {
                 "Shepherd runs child coding agents (sheep) for you. Workflow: shepherd {{action: \"agents\"}} to find an exact agent name → shepherd_spawn → shepherd_delegate → shepherd_watch (waits up to {} s per call; call it again while it says \"still running\", or do other work meanwhile) → shepherd_close when you no longer need the sheep. shepherd_run does spawn, delegate, wait and close in one call. Call shepherd_inbox between other work to see messages, questions and completions. A sheep going idle is not completion; only a settled task is. Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note. Guidance for present and future sheep goes at the end of shepherd.md, under \"## Shepherd's note\": Shepherd keeps that section whenever it rewrites the index.",
                 self.bound_secs()
             ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let shared = &self.shared;
+        shared
+            .notice
+            .announce(&shared.ctx, &shared.choice, &context.peer, &shared.level)
+            .await;
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let peer = context.peer.clone();
+        let call = ToolCallContext::new(self, request, context);
+        let mut response = self.tool_router.call(call).await?;
+        if let CallToolResponse::Complete(result) = &mut response {
+            let shared = &self.shared;
+            shared
+                .notice
+                .append_once(&shared.ctx, &shared.choice, &peer, result)
+                .await;
+        }
+        Ok(response)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

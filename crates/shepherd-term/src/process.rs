@@ -188,6 +188,12 @@ pub fn parent_of(pid: u32) -> Option<u32> {
         .filter(|ppid| *ppid > 0)
 }
 
+/// The value of `name` in the environment `pid` started with (`None` when it has none, is
+/// gone, or may not be read).
+pub fn environ_var(pid: u32, name: &str) -> Option<std::ffi::OsString> {
+    platform::environ_var(pid, name)
+}
+
 /// `pid` and its ancestors, nearest first, up to `limit` steps.
 pub fn ancestry(pid: u32, limit: usize) -> Vec<u32> {
     let mut chain = vec![pid];
@@ -238,6 +244,26 @@ mod tests {
         assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
         assert_eq!(last_lines("a\nb", 5), "a\nb");
         assert_eq!(last_lines("", 3), "");
+    }
+
+    #[test]
+    fn a_started_environment_is_read_by_name() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env_clear()
+            .env("SHEPHERD_TEST_VAR", "one two")
+            .env("SHEPHERD_TEST_VARIABLE", "longer")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert_eq!(
+            environ_var(pid, "SHEPHERD_TEST_VAR").as_deref(),
+            Some(std::ffi::OsStr::new("one two"))
+        );
+        assert_eq!(environ_var(pid, "SHEPHERD_TEST"), None);
+        assert_eq!(environ_var(pid, "PATH"), None);
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

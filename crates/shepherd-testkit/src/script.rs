@@ -14,6 +14,7 @@
 //! | `await` | waits for the next plain message and keeps its text as `{reply}` |
 //! | `forget` | ends its turn without done, then waits for the reminder |
 //! | `idle` | does nothing more for this task |
+//! | `need <VAR>` | fails the task (`done failed <VAR> is not set`) unless the variable is set and not empty, as a sheep whose provider key did not reach it would |
 //!
 //! In texts and targets, `{task}` is the task's first line, `{reply}` the last answer received
 //! and `{id}` the task id. Targets are `shepherd` or an agent id.
@@ -57,6 +58,8 @@ pub enum Step {
     Forget,
     /// Stop handling this task.
     Idle,
+    /// Fail the task and stop handling it unless this variable is set and not empty.
+    Need(String),
 }
 
 /// A script that does not parse.
@@ -105,6 +108,8 @@ pub fn parse(script: &str) -> Result<Vec<Step>, ScriptError> {
                 "forget" => Step::Forget,
                 "await" => Step::Await,
                 "idle" => Step::Idle,
+                "need" if !rest.is_empty() && !rest.contains(' ') => Step::Need(rest.to_owned()),
+                "need" => return Err(bad("need takes one variable name")),
                 _ => return Err(bad("unknown step")),
             })
         })
@@ -126,9 +131,11 @@ mod tests {
 
     #[test]
     fn parses_every_step() {
-        let steps = parse("print hi; ask shepherd which file?; sleep 5; done completed got {reply}; crash 3; forget; idle; tell x y; await").unwrap();
-        assert_eq!(steps.len(), 9);
+        let steps = parse("print hi; ask shepherd which file?; sleep 5; done completed got {reply}; crash 3; forget; idle; tell x y; await; need API_KEY").unwrap();
+        assert_eq!(steps.len(), 10);
         assert_eq!(steps[8], Step::Await);
+        assert_eq!(steps[9], Step::Need("API_KEY".into()));
+        assert!(parse("need").is_err());
         assert_eq!(
             steps[1],
             Step::Ask {

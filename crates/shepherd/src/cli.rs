@@ -65,6 +65,9 @@ pub(crate) enum Command {
     Settings(commands::settings::SettingsArgs),
     /// List the hosts remote sheep can run on, or check one (`hosts check NAME`).
     Hosts(commands::hosts::HostsArgs),
+    /// Say what this machine and project have and lack for sheep: backends, agents, keys, and
+    /// Shepherd in each MCP host (exit 69 when something is missing).
+    Doctor(commands::doctor::DoctorArgs),
     /// Read and write fieldnotes sessions offline (scripts and other programs).
     #[command(subcommand)]
     Notes(commands::notes::NotesCommand),

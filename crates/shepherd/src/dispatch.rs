@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use shepherd_cli::{
-    agents, broker, controls, herds, hosts, notes, parent, run, settings, sheep, status,
+    agents, broker, controls, doctor, herds, hosts, notes, parent, run, settings, sheep, status,
 };
 
 use clap::CommandFactory as _;
@@ -65,5 +65,6 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Agents(args) => agents::run(args, &ctx, printer),
         Command::Settings(args) => settings::run(args, &ctx, printer),
         Command::Hosts(args) => hosts::run(args, &ctx, printer),
+        Command::Doctor(args) => doctor::run(&args, &ctx, printer),
     }
 }

@@ -1,10 +1,14 @@
 //! The real Claude Code, Codex, Gemini CLI and opencode as shepherds, through `shepherd mcp`,
 //! offline against the fake model (each host's own wire format) and hermetic (a private HOME
-//! per run). Each host gets Shepherd exactly as `docs/mcp.md` says to add it (the install
-//! line or config block is read from that file), then its model — scripted — lists nothing
-//! it does not need and:
+//! per run). Each host is installed as a user has it, with nothing granted, then set up
+//! exactly as `docs/mcp.md` says (`host_setup` reads the blocks from that file: the install
+//! line or configuration block, and the headless command line, run with `sh -c` as written).
+//! The sheep is a `command` agent that fails its task unless the user's provider key
+//! (`ANTHROPIC_API_KEY`, set in the host's environment as a user's shell would) reaches it, so
+//! a host that keeps the key from Shepherd fails the test. Its model — scripted — lists
+//! nothing it does not need and:
 //!
-//! 1. spawns a `command` sheep (the test sheep, which waits for a message before it is done),
+//! 1. spawns the sheep,
 //! 2. delegates a task to it,
 //! 3. watches the task for a second: "still running", naming the call to make,
 //! 4. messages the sheep,
@@ -14,18 +18,22 @@
 //! Every tool result is checked in the next model request (a script mismatch fails the test),
 //! the ids the model passes back are the ones the tools returned, the task's note is final
 //! with the sheep's summary and listed in `shepherd.md`, and nothing the run started is left
-//! running afterwards. A host `scripts/setup` did not install is skipped with one line, or
-//! fails the test under `SHEPHERD_REQUIRE_AGENTS=1`.
+//! running afterwards. Claude Code runs twice: allowed per run (`--allowedTools`) and allowed
+//! in its settings. A Codex host given only `codex mcp add` (a bare environment) is told in
+//! its first tool result which variable to pass and where. A host `scripts/setup` did not
+//! install is skipped with one line, or fails the test under `SHEPHERD_REQUIRE_AGENTS=1`.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod host_setup;
+
+use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, Host, RunOutput};
+use host_setup::{SHEPHERD, UserWorld, describe, required};
+use serde_json::json;
+use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, Host};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 
 /// Every tool `shepherd mcp` offers a parent.
@@ -44,73 +52,45 @@ const PARENT_TOOLS: [&str; 12] = [
     "shepherd_watch",
 ];
 
-const SHEPHERD: &str = env!("CARGO_BIN_EXE_shepherd");
 /// A run takes 10–40 s alone; four hosts at once on two cores take longer.
 const RUN: Duration = Duration::from_secs(300);
 const FINAL_WORDS: &str = "The sheep heard bonjour, finished, and is closed.";
+/// The provider key in the user's shell, which the sheep needs.
+const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+const USER_KEY: &str = "sk-ant-the-users-own-key-0000000000";
 
-/// The install snippet `docs/mcp.md` gives for `host` (the block after its marker).
-fn install_snippet(host: Host) -> String {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/mcp.md");
-    let text = std::fs::read_to_string(&docs).unwrap();
-    let marker = match host {
-        Host::ClaudeCode => "<!-- install: claude-code -->",
-        Host::Codex => "<!-- install: codex -->",
-        Host::Gemini => "<!-- install: gemini -->",
-        Host::Opencode => "<!-- install: opencode -->",
-    };
-    let after = text
-        .split(marker)
-        .nth(1)
-        .unwrap_or_else(|| panic!("{marker} missing in docs/mcp.md"));
-    let block = after.split("```").nth(1).unwrap();
-    let (_lang, body) = block.split_once('\n').unwrap();
-    body.trim().to_owned()
-}
-
-/// Applies the documented install to this run's settings, with this build's `shepherd`.
-fn install(host: Host, agent: &AgentBinary, env: &AgentEnv) {
-    let snippet = install_snippet(host);
-    if host == Host::Opencode {
-        let added: Value = serde_json::from_str(&snippet).unwrap();
-        let mut server = added["mcp"]["shepherd"].clone();
-        assert_eq!(server["command"][0], "shepherd", "{snippet}");
-        server["command"][0] = json!(SHEPHERD);
-        let config = env
-            .vars()
-            .into_iter()
-            .find(|(name, _)| name == "OPENCODE_CONFIG")
-            .map(|(_, path)| PathBuf::from(path))
-            .unwrap();
-        let mut settings: Value =
-            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-        settings["mcp"]["shepherd"] = server;
-        std::fs::write(&config, settings.to_string()).unwrap();
-        return;
+/// A user's machine with `agent` installed (nothing granted) and the sheep defined: a
+/// `command` agent that needs [`KEY_VAR`].
+fn user_world(agent: &AgentBinary, fake: &FakeLlm) -> UserWorld {
+    let mut builder = AgentEnv::builder(agent.host, fake).user_setup();
+    // Claude Code's own key is the user's provider key; the others get it beside theirs.
+    if agent.host != Host::ClaudeCode {
+        builder = builder.var(KEY_VAR, USER_KEY);
     }
-    let mut words: Vec<String> = snippet.split_whitespace().map(str::to_owned).collect();
-    let program = words.remove(0);
-    assert_eq!(program, host.wrapper(), "{snippet}");
-    let at = words.len() - 2;
-    assert_eq!(
-        words[at..],
-        ["shepherd", "mcp"],
-        "the snippet ends with `shepherd mcp`: {snippet}"
-    );
-    words[at] = SHEPHERD.to_owned();
-    let mut command = Command::new(&agent.path);
-    env.apply(&mut command)
-        .args(&words)
-        .stdin(std::process::Stdio::null());
-    let output = agents::run(&mut command, Duration::from_secs(60)).unwrap();
-    assert!(output.success(), "{host}: {snippet}\n{}", describe(&output));
-}
-
-fn describe(output: &RunOutput) -> String {
-    format!(
-        "{} after {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status, output.elapsed, output.stdout, output.stderr
+    let env = builder.build().unwrap();
+    // The user's project is a git repository (`codex exec` refuses to run outside one).
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(env.work_dir())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let agents_dir = env.home().join(".pi/agent/agents");
+    std::fs::create_dir_all(&agents_dir).unwrap();
+    let sheep = Path::new(SHEPHERD).with_file_name("shepherd-test-sheep");
+    let command = json!([
+        sheep,
+        "--on-task",
+        format!("need {KEY_VAR}; await; done completed heard {{reply}}")
+    ]);
+    std::fs::write(
+        agents_dir.join("waiter.md"),
+        format!(
+            "---\nname: waiter\ndescription: Waits for a word.\ncommand: {command}\nneeds-env: [{KEY_VAR}]\n---\nA test sheep.\n"
+        ),
     )
+    .unwrap();
+    UserWorld::new(env, agent)
 }
 
 /// The model's side of the scenario.
@@ -155,25 +135,39 @@ fn script() -> Script {
 fn shepherd_by_mcp(agent: &AgentBinary) {
     let host = agent.host;
     let fake = FakeLlm::start(script()).unwrap();
-    let env = AgentEnv::builder(host, &fake)
-        .allow_mcp_server("shepherd")
-        .build()
-        .unwrap();
-    // The sheep: a `command` agent in the user's agent directory (the host's HOME).
-    let agents = env.home().join(".pi/agent/agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    let sheep = Path::new(SHEPHERD).with_file_name("shepherd-test-sheep");
-    let command = json!([sheep, "--on-task", "await; done completed heard {reply}"]);
-    std::fs::write(
-        agents.join("waiter.md"),
-        format!("---\nname: waiter\ndescription: Waits for a word.\ncommand: {command}\n---\nA test sheep.\n"),
-    )
-    .unwrap();
-    install(host, agent, &env);
+    let world = user_world(agent, &fake);
+    world.apply("install", host);
+    // The documented headless line; for Claude Code the one that allows the tools itself.
+    let run = required("run", host).lines().pop().unwrap();
+    scenario(&world, &fake, &run);
+}
 
-    let prompt = "Use Shepherd: spawn a waiter, give it a task, watch it, send it a word, and close it when it is done.";
-    let output = agents::run(&mut env.headless(agent, prompt), RUN).unwrap();
-    assert!(output.success(), "{host}: {}", describe(&output));
+shepherd_testkit::agent_tests!(shepherd_by_mcp);
+
+/// Claude Code with its tools allowed in its settings, and the plain `claude -p` line.
+#[test]
+fn claude_code_allowed_in_its_settings() {
+    let Some(agent) = agents::installed_or_skip(
+        Host::ClaudeCode,
+        "mcp_hosts::claude_code_allowed_in_its_settings",
+    ) else {
+        return;
+    };
+    let fake = FakeLlm::start(script()).unwrap();
+    let world = user_world(&agent, &fake);
+    world.apply("install", Host::ClaudeCode);
+    world.apply("allow", Host::ClaudeCode);
+    let run = required("run", Host::ClaudeCode).lines()[0].clone();
+    assert!(!run.contains("--allowedTools"), "{run}");
+    scenario(&world, &fake, &run);
+}
+
+/// Runs the documented `run` line and checks what the scripted scenario left.
+fn scenario(world: &UserWorld, fake: &FakeLlm, run: &str) {
+    let host = world.agent.host;
+    let env = &world.env;
+    let output = world.sh(run, RUN);
+    assert!(output.success(), "{host}: `{run}`\n{}", describe(&output));
 
     // Every tool result was what the next step expected, and every id was filled.
     let mismatches = fake.mismatches();
@@ -203,10 +197,9 @@ fn shepherd_by_mcp(agent: &AgentBinary) {
             "{host}: {name} not offered: {offered:?}"
         );
     }
-    let outcome = env.parse_output(&output.stdout);
-    assert_eq!(
-        outcome.final_text.as_deref(),
-        Some(FINAL_WORDS),
+    // The documented line prints the host's final words as plain text.
+    assert!(
+        output.stdout.contains(FINAL_WORDS),
         "{host}: {}",
         describe(&output)
     );
@@ -249,18 +242,108 @@ fn shepherd_by_mcp(agent: &AgentBinary) {
     assert!(left.is_empty(), "{host}: left running: {left:?}");
 }
 
-shepherd_testkit::agent_tests!(shepherd_by_mcp);
-
-/// The README's one-step install lines are the ones tested above.
+/// The README gives the tested lines: every line of every host's blocks.
 #[test]
-fn the_readme_gives_the_tested_install_lines() {
+fn the_readme_gives_the_tested_lines() {
     let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
     let readme = std::fs::read_to_string(readme).unwrap();
     for host in Host::ALL {
-        let snippet = install_snippet(host);
-        assert!(
-            readme.lines().any(|line| line.starts_with(&snippet)),
-            "the README lacks {host}'s install line `{snippet}`"
-        );
+        for kind in ["install", "allow", "run"] {
+            let Some(block) = host_setup::block(kind, host) else {
+                continue;
+            };
+            for line in block.commands() {
+                assert!(
+                    readme.contains(&line),
+                    "the README lacks {host}'s {kind} line `{line}`"
+                );
+            }
+        }
     }
+}
+
+/// Codex given only `codex mcp add` and the approval (no `env_vars`): its server gets a bare
+/// environment, so its first tool result says which variable to pass and where, and its herd's
+/// sockets are still in the user's own runtime directory (found in Codex's environment), where
+/// the user's `shepherd` looks.
+#[test]
+fn codex_with_a_bare_environment_is_told_what_to_pass() {
+    let Some(agent) = agents::installed_or_skip(
+        Host::Codex,
+        "mcp_hosts::codex_with_a_bare_environment_is_told_what_to_pass",
+    ) else {
+        return;
+    };
+    let script = Script::new()
+        .with_responses([
+            Step::tool_call_suffix("shepherd", json!({"action": "herd"})),
+            Step::text("Noted.")
+                .expecting(format!(
+                    "env_vars = [\"{KEY_VAR}\"] under [mcp_servers.shepherd] in ~/.codex/config.toml"
+                ))
+                .held_until("looked"),
+        ])
+        .with_toolless(Step::text("Fake title"))
+        .with_exhausted(Exhausted::Step(Box::new(Step::text(
+            "fake-llm: the script is finished",
+        ))));
+    let fake = FakeLlm::start(script).unwrap();
+    let world = user_world(&agent, &fake);
+    let added = world.sh(
+        "codex mcp add shepherd -- shepherd mcp",
+        Duration::from_secs(60),
+    );
+    assert!(added.success(), "{}", describe(&added));
+    let config = world.env.home().join(".codex/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let added = "args = [\"mcp\"]\n";
+    assert!(text.contains(added), "{text}");
+    let text = text.replacen(
+        added,
+        &format!("{added}default_tools_approval_mode = \"approve\"\n"),
+        1,
+    );
+    std::fs::write(&config, text).unwrap();
+
+    let mut exec = world.command("codex");
+    exec.args(["exec", "Use Shepherd."]);
+    let run = std::thread::spawn(move || agents::run(&mut exec, RUN).unwrap());
+    let requests = fake
+        .wait_until("the request after the first tool call", RUN, |requests| {
+            requests
+                .iter()
+                .filter(|r| r.queue != TOOLLESS_QUEUE)
+                .count()
+                >= 2
+        })
+        .unwrap();
+    // The first tool result names the variable, the agent and Codex's setting.
+    let result = requests
+        .iter()
+        .filter(|r| r.queue != TOOLLESS_QUEUE)
+        .nth(1)
+        .unwrap()
+        .last_input_text();
+    assert!(
+        result.contains(&format!(
+            "{KEY_VAR} is not set (named in the `needs-env` of waiter)"
+        )),
+        "{result}"
+    );
+    // The herd's broker listens in the user's runtime directory.
+    let sockets: Vec<String> = std::fs::read_dir(world.env.runtime_dir().join("shepherd"))
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with("b-") && name.ends_with(".sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(sockets.len(), 1, "{sockets:?}");
+    fake.release("looked");
+    let output = run.join().unwrap();
+    assert!(output.success(), "{}", describe(&output));
+    assert!(fake.mismatches().is_empty(), "{:#?}", fake.mismatches());
+    let left = world.env.reap_processes(Duration::from_secs(30));
+    assert!(left.is_empty(), "left running: {left:?}");
 }

@@ -324,6 +324,9 @@ fn show(args: &ShowArgs, ctx: &Context, printer: Printer) -> Result<(), CliError
             ("user-invocable", def.user_invocable.to_string()),
             ("approval", approval_text(def, approval, confirm)),
         ];
+        if !def.needs_env.is_empty() {
+            rows.push(("needs-env", def.needs_env.join(", ")));
+        }
         rows.extend(
             def.extra
                 .iter()

@@ -293,6 +293,11 @@ pub struct AgentDef {
     /// The host its sheep run on unless a spawn names another (`host:`); `None` runs them here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Environment variables its sheep need from the herd's environment (`needs-env:`), on top
+    /// of what its runtime needs anyway (a harness's or pi provider's key): a `command`
+    /// sheep's credentials, say. Front ends check them before a herd starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_env: Vec<String>,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.

@@ -20,8 +20,9 @@ use super::{AgentDef, AgentSource, Fallback, ModelChoice, ThinkingChoice, Thinki
 use crate::harness::Harness;
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 16] = [
+const KNOWN_KEYS: [&str; 17] = [
     "host",
+    "needs-env",
     "fallback",
     "name",
     "description",
@@ -139,6 +140,7 @@ pub fn parse_agent_def(
     let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
     let host = host_name(frontmatter.get("host"))?;
     let fallback = fallback_list(frontmatter.get("fallback"))?;
+    let needs_env = variable_names(frontmatter.get("needs-env"))?;
 
     let mut ignored = Vec::new();
     let mut flag = |key: &'static str, default: bool| match frontmatter.get(key) {
@@ -181,6 +183,7 @@ pub fn parse_agent_def(
         budget,
         fallback,
         host,
+        needs_env,
         omit_system_prompt,
         omit_pi_documentation,
         omit_context_files,
@@ -380,6 +383,42 @@ fn command_argv(value: Option<&Value>) -> Result<Option<Vec<String>>, AgentDefEr
         }
         _ => Err(invalid(value.unwrap_or(&Value::Null))),
     }
+}
+
+/// `needs-env: [NAME, …]`: environment variable names (letters, digits and `_`, not starting
+/// with a digit), each listed once.
+fn variable_names(value: Option<&Value>) -> Result<Vec<String>, AgentDefError> {
+    let invalid = |value: &Value| AgentDefError::Invalid {
+        field: "needs-env",
+        value: render(value),
+        expected: "a list of environment variable names (letters, digits and _, not starting \
+                   with a digit), e.g. [OPENAI_API_KEY]",
+    };
+    // One name alone may be written without the list.
+    let list: Vec<&Value> = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Sequence(items)) => items.iter().collect(),
+        Some(single @ Value::String(_)) => vec![single],
+        Some(other) => return Err(invalid(other)),
+    };
+    let mut names = Vec::new();
+    for item in list {
+        let Value::String(name) = item else {
+            return Err(invalid(item));
+        };
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(invalid(item));
+        }
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    Ok(names)
 }
 
 /// `budget: {turns, toolCalls, tokens, cost}`, and Claude Code's `maxTurns` for the turns a

@@ -518,3 +518,26 @@ fn a_fallback_that_names_no_harness_is_refused_with_its_value() {
         assert!(message.contains("a list of harnesses"), "{message}");
     }
 }
+
+#[test]
+fn needs_env_lists_variable_names_once() {
+    assert!(def("").needs_env.is_empty());
+    assert_eq!(
+        def("needs-env: [OPENAI_API_KEY, _TOKEN2, OPENAI_API_KEY]").needs_env,
+        ["OPENAI_API_KEY", "_TOKEN2"]
+    );
+    assert_eq!(def("needs-env: MY_KEY").needs_env, ["MY_KEY"]);
+    assert!(def("needs-env: [A]").extra.is_empty());
+    for bad in [
+        "needs-env: [2FA]",
+        "needs-env: [\"A B\"]",
+        "needs-env: [1]",
+        "needs-env: {a: b}",
+    ] {
+        let error = error(bad);
+        assert!(
+            error.starts_with("invalid needs-env") && error.contains("environment variable names"),
+            "{bad}: {error}"
+        );
+    }
+}

@@ -51,6 +51,17 @@ pub fn stat(pid: u32) -> Option<ProcessStat> {
     })
 }
 
+/// The value of `name` in the environment process `pid` started with; `None` when it has none,
+/// is gone, or is another user's.
+pub fn environ_var(pid: u32, name: &str) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let environ = fs_err::read(format!("/proc/{pid}/environ")).ok()?;
+    environ.split(|byte| *byte == 0).find_map(|entry| {
+        let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        Some(std::ffi::OsStr::from_bytes(value).to_owned())
+    })
+}
+
 /// A descriptor that becomes readable when process `pid` exits (a pidfd). `Ok(None)` when the
 /// process is already gone.
 pub fn exit_watch(pid: u32) -> std::io::Result<Option<OwnedFd>> {

@@ -1,12 +1,12 @@
 //! What Shepherd needs from the operating system beyond POSIX, behind one seam.
 //!
 //! Supervising sheep needs a few facts and powers that POSIX leaves out: the table of processes
-//! (who is whose parent, who is a zombie, who shares a terminal session), a descriptor that
-//! becomes readable when a process that is not our child exits (so "wait until it is gone" is
-//! an event with a deadline), a directory watch (so a socket's appearance is an event), and two
-//! process attributes: adopting orphaned descendants (a child subreaper) and dying with one's
-//! parent. Everything else in the workspace asks for these here and never reads `/proc` or
-//! calls `prctl` itself.
+//! (who is whose parent, who is a zombie, who shares a terminal session, what environment a
+//! process started with), a descriptor that becomes readable when a process that is not our
+//! child exits (so "wait until it is gone" is an event with a deadline), a directory watch (so
+//! a socket's appearance is an event), and two process attributes: adopting orphaned
+//! descendants (a child subreaper) and dying with one's parent. Everything else in the
+//! workspace asks for these here and never reads `/proc` or calls `prctl` itself.
 //!
 //! Linux is the platform today (`linux.rs`). A port is one more file with the same functions:
 //! on macOS, for example, `kqueue` with `EVFILT_PROC`/`EVFILT_VNODE` for the descriptors,
@@ -18,7 +18,8 @@
 mod linux;
 #[cfg(target_os = "linux")]
 pub use linux::{
-    children, die_with_parent, dir_watch, exit_watch, process_ids, set_child_subreaper, stat,
+    children, die_with_parent, dir_watch, environ_var, exit_watch, process_ids,
+    set_child_subreaper, stat,
 };
 
 #[cfg(not(target_os = "linux"))]

@@ -11,6 +11,9 @@
 //! - The TUI's first start would show onboarding and a connectivity check that exits offline;
 //!   `.claude.json` in the config directory answers onboarding, the API key prompt and folder
 //!   trust.
+//! - As a user's own installation ([`super::AgentEnvBuilder::user_setup`]) its state is
+//!   `~/.claude.json` (where `claude mcp add --scope user` writes) and its settings
+//!   `~/.claude/settings.json`, with no `CLAUDE_CONFIG_DIR` and no MCP connection wait.
 //! - Headless output (`--output-format stream-json --verbose`): a `system`/`init` event
 //!   (session id, model, MCP servers and their status), the messages, and a `result` event
 //!   with the final text or error, tokens and a cost computed from the model name.
@@ -61,7 +64,12 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
         "projects": { work: {"hasTrustDialogAccepted": true,
                              "hasCompletedProjectOnboarding": true} },
     });
-    env.write(&config_dir(env).join(".claude.json"), &state.to_string())
+    let state_file = if env.is_user_setup() {
+        env.home().join(".claude.json")
+    } else {
+        config_dir(env).join(".claude.json")
+    };
+    env.write(&state_file, &state.to_string())
 }
 
 pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
@@ -80,14 +88,17 @@ pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
     ];
     pairs
         .into_iter()
+        .filter(|(name, _)| {
+            !(env.is_user_setup()
+                && matches!(*name, "CLAUDE_CONFIG_DIR" | "MCP_CONNECTION_NONBLOCKING"))
+        })
         .map(|(name, value)| (name.to_owned(), value))
         .collect()
 }
 
 fn common_args(env: &AgentEnv) -> Vec<OsString> {
     let mut allowed = String::from("Bash Edit Write");
-    let names = env.mcp_servers().iter().map(|s| &s.name);
-    for name in names.chain(env.allowed_mcp_servers()) {
+    for name in env.mcp_servers().iter().map(|s| &s.name) {
         allowed.push_str(&format!(" mcp__{name}"));
     }
     let mut args: Vec<OsString> = vec!["--model".into(), env.model().into()];

@@ -14,6 +14,8 @@
 //!   work directory is marked trusted (`[projects."<dir>"]`), so no trust prompt.
 //! - `CODEX_HOME` under `/tmp` makes it warn "Refusing to create helper binaries under temporary
 //!   dir" on stderr: harmless.
+//! - As a user's own installation ([`super::AgentEnvBuilder::user_setup`]) its home is
+//!   `~/.codex` (no `CODEX_HOME`), where `codex mcp add` writes.
 //! - Headless output (`exec --json`): `thread.started` (thread id), `item.*` (commands, MCP calls,
 //!   agent messages), `turn.completed` with usage, or `turn.failed` / `error`. No cost, no model.
 
@@ -28,7 +30,11 @@ use super::{API_KEY, AgentEnv, AgentError, Outcome};
 const KEY_VAR: &str = "SHEPHERD_FAKE_API_KEY";
 
 fn codex_home(env: &AgentEnv) -> PathBuf {
-    env.root().join("codex-home")
+    if env.is_user_setup() {
+        env.home().join(".codex")
+    } else {
+        env.root().join("codex-home")
+    }
 }
 
 fn last_message(env: &AgentEnv) -> PathBuf {
@@ -74,10 +80,11 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
 }
 
 pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
-    vec![
-        ("CODEX_HOME".to_owned(), codex_home(env).into()),
-        (KEY_VAR.to_owned(), API_KEY.into()),
-    ]
+    let mut vars = vec![(KEY_VAR.to_owned(), API_KEY.into())];
+    if !env.is_user_setup() {
+        vars.push(("CODEX_HOME".to_owned(), codex_home(env).into()));
+    }
+    vars
 }
 
 pub(super) fn headless_args(env: &AgentEnv, prompt: &str) -> Vec<OsString> {

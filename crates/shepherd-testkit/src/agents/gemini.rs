@@ -12,6 +12,9 @@
 //!   calls; MCP servers with `"trust": true` never ask.
 //! - `GEMINI_CLI_NO_RELAUNCH=true` keeps it one process (it relaunches itself with a bigger heap
 //!   otherwise).
+//! - As a user's own installation ([`super::AgentEnvBuilder::user_setup`]) its settings are
+//!   `~/.gemini/settings.json` (no `GEMINI_CLI_HOME`) and the work directory is not trusted:
+//!   a headless run there needs `--skip-trust`, and its stdio MCP servers do not start without.
 //! - Headless output (`-o stream-json`): `init` (session id, model), `message` deltas,
 //!   `tool_use`, `tool_result`, and `result` with status and token stats (no cost); an error
 //!   is an `error` event or a `result` whose status is `error`, and a non-zero exit.
@@ -24,7 +27,11 @@ use serde_json::{Map, Value, json};
 use super::{API_KEY, AgentEnv, AgentError, Outcome};
 
 fn gemini_home(env: &AgentEnv) -> PathBuf {
-    env.root().join("gemini-home")
+    if env.is_user_setup() {
+        env.home().to_owned()
+    } else {
+        env.root().join("gemini-home")
+    }
 }
 
 pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
@@ -70,6 +77,10 @@ pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
     ];
     pairs
         .into_iter()
+        .filter(|(name, _)| {
+            !(env.is_user_setup()
+                && matches!(*name, "GEMINI_CLI_HOME" | "GEMINI_CLI_TRUST_WORKSPACE"))
+        })
         .map(|(name, value)| (name.to_owned(), value))
         .collect()
 }

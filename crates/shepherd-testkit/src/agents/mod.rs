@@ -11,6 +11,11 @@
 //! interactive program in tmux. Nothing the agent writes lands outside the temporary directory,
 //! and its environment is cleared down to a few variables, so the developer's own agent
 //! settings and keys never leak in. The per-host modules hold each agent's settings and gotchas.
+//!
+//! [`AgentEnvBuilder::user_setup`] builds the other kind of world: the agent installed as a
+//! user has it, its settings in their default places under HOME and nothing granted, so that a
+//! test can apply a user's documented setup (an `mcp add` line, a config block) and run the
+//! documented command line as written.
 
 mod claude;
 mod codex;
@@ -22,6 +27,7 @@ mod tmux;
 
 use std::ffi::OsString;
 use std::io;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -140,7 +146,8 @@ pub struct AgentEnvBuilder {
     base_url: String,
     model: Option<String>,
     mcp: Vec<McpServer>,
-    allowed_mcp: Vec<String>,
+    user_setup: bool,
+    extra: Vec<(String, OsString)>,
 }
 
 impl AgentEnvBuilder {
@@ -159,12 +166,24 @@ impl AgentEnvBuilder {
         self
     }
 
-    /// Allows the tools of an MCP server the run does not configure itself: one added to the
-    /// agent's own settings (e.g. with `claude mcp add`) before it runs. Only Claude Code needs
-    /// to be told (`--allowedTools mcp__<name>`).
+    /// Sets up the agent as a user's own installation rather than a test run's: its settings
+    /// in their default places under HOME (`~/.claude.json` and `~/.claude/`, `~/.codex/`,
+    /// `~/.gemini/`, `~/.config/opencode/`; no `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+    /// `GEMINI_CLI_HOME` or `OPENCODE_CONFIG`), holding only the model endpoint and what a user
+    /// has answered once (onboarding; Codex's trusted project). Nothing is granted: no
+    /// allowed tools, approval mode, trusted workspace, shell permission or MCP connection
+    /// wait. A test then applies the documented setup itself and runs the agent's documented
+    /// command line (not [`AgentEnv::headless`], whose flags grant what this leaves out).
     #[must_use]
-    pub fn allow_mcp_server(mut self, name: impl Into<String>) -> Self {
-        self.allowed_mcp.push(name.into());
+    pub fn user_setup(mut self) -> Self {
+        self.user_setup = true;
+        self
+    }
+
+    /// Sets a variable in the agent's environment, as the user's shell would (a provider key).
+    #[must_use]
+    pub fn var(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
+        self.extra.push((name.into(), value.into()));
         self
     }
 
@@ -192,11 +211,17 @@ impl AgentEnvBuilder {
                 .model
                 .unwrap_or_else(|| self.host.default_model().to_owned()),
             mcp: self.mcp,
-            allowed_mcp: self.allowed_mcp,
+            user_setup: self.user_setup,
+            extra: self.extra,
         };
         for dir in [&env.home, &env.work_dir, &env.tmp_dir] {
             std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
         }
+        // The user's private runtime directory, as a login session has one.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(env.runtime_dir())
+            .map_err(io_err("creating the runtime directory"))?;
         match env.host {
             Host::ClaudeCode => claude::configure(&env)?,
             Host::Codex => codex::configure(&env)?,
@@ -220,7 +245,8 @@ pub struct AgentEnv {
     base_url: String,
     model: String,
     mcp: Vec<McpServer>,
-    allowed_mcp: Vec<String>,
+    user_setup: bool,
+    extra: Vec<(String, OsString)>,
 }
 
 impl AgentEnv {
@@ -239,7 +265,8 @@ impl AgentEnv {
             base_url: base_url.trim_end_matches('/').to_owned(),
             model: None,
             mcp: Vec::new(),
-            allowed_mcp: Vec::new(),
+            user_setup: false,
+            extra: Vec::new(),
         }
     }
 
@@ -267,6 +294,20 @@ impl AgentEnv {
         &self.work_dir
     }
 
+    /// The user's private runtime directory, made for every run and given as `XDG_RUNTIME_DIR`
+    /// to a user's own installation ([`AgentEnvBuilder::user_setup`]): where the sockets of a
+    /// herd the user's own `shepherd` reaches are.
+    #[must_use]
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.root.path().join("run")
+    }
+
+    /// Whether this is a user's own installation ([`AgentEnvBuilder::user_setup`]).
+    #[must_use]
+    pub fn is_user_setup(&self) -> bool {
+        self.user_setup
+    }
+
     /// The model id the agent asks for.
     #[must_use]
     pub fn model(&self) -> &str {
@@ -277,13 +318,6 @@ impl AgentEnv {
     #[must_use]
     pub fn mcp_servers(&self) -> &[McpServer] {
         &self.mcp
-    }
-
-    /// The names of MCP servers configured outside this run whose tools it may call
-    /// ([`AgentEnvBuilder::allow_mcp_server`]).
-    #[must_use]
-    pub fn allowed_mcp_servers(&self) -> &[String] {
-        &self.allowed_mcp
     }
 
     /// The fake server's base URL (`http://127.0.0.1:<port>`).
@@ -311,12 +345,20 @@ impl AgentEnv {
             ("TMPDIR".into(), self.tmp_dir.clone().into()),
             ("NO_COLOR".into(), "1".into()),
         ];
+        if self.user_setup {
+            // A user's shell, in a login session.
+            vars.push(("XDG_RUNTIME_DIR".into(), self.runtime_dir().into()));
+        }
         vars.extend(match self.host {
             Host::ClaudeCode => claude::vars(self),
             Host::Codex => codex::vars(self),
             Host::Gemini => gemini::vars(self),
             Host::Opencode => opencode::vars(self),
         });
+        for (name, value) in &self.extra {
+            vars.retain(|(kept, _)| kept != name);
+            vars.push((name.clone(), value.clone()));
+        }
         vars
     }
 

@@ -14,6 +14,8 @@
 //!   `OPENCODE_DISABLE_AUTOUPDATE` and `OPENCODE_DISABLE_LSP_DOWNLOAD` stop the other downloads.
 //! - Its first start in a fresh HOME migrates a database (a few seconds, ~15 s for the TUI's
 //!   first paint); later starts are faster.
+//! - As a user's own installation ([`super::AgentEnvBuilder::user_setup`]) its configuration
+//!   is `~/.config/opencode/opencode.json` (no `OPENCODE_CONFIG`) and grants no permission.
 //! - Headless output (`run --format json`): one JSON object per event (`step_start`,
 //!   `tool_use`, `text`, `step_finish` with tokens and cost, `error`), each with the
 //!   `sessionID`.
@@ -26,7 +28,11 @@ use serde_json::{Map, Value, json};
 use super::{API_KEY, AgentEnv, AgentError, Outcome};
 
 fn config(env: &AgentEnv) -> PathBuf {
-    env.root().join("opencode.json")
+    if env.is_user_setup() {
+        env.home().join(".config/opencode/opencode.json")
+    } else {
+        env.root().join("opencode.json")
+    }
 }
 
 pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
@@ -45,7 +51,7 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
         );
     }
     let model = env.model();
-    let settings = json!({
+    let mut settings = json!({
         "$schema": "https://opencode.ai/config.json",
         "model": format!("fake/{model}"),
         "small_model": format!("fake/{model}"),
@@ -61,6 +67,11 @@ pub(super) fn configure(env: &AgentEnv) -> Result<(), AgentError> {
         "mcp": servers,
         "permission": {"bash": "allow", "edit": "allow", "webfetch": "deny"},
     });
+    if env.is_user_setup()
+        && let Some(map) = settings.as_object_mut()
+    {
+        map.remove("permission");
+    }
     env.write(&config(env), &settings.to_string())
 }
 
@@ -74,6 +85,7 @@ pub(super) fn vars(env: &AgentEnv) -> Vec<(String, OsString)> {
     ];
     pairs
         .into_iter()
+        .filter(|(name, _)| !(env.is_user_setup() && *name == "OPENCODE_CONFIG"))
         .map(|(name, value)| (name.to_owned(), value))
         .collect()
 }

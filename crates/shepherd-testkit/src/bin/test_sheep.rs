@@ -284,6 +284,19 @@ async fn run(options: &Options) -> Result<u8, String> {
                     }
                 }
                 Step::Idle => break,
+                Step::Need(name) => {
+                    if std::env::var_os(name).is_none_or(|value| value.is_empty()) {
+                        let summary = format!("{name} is not set");
+                        println!("{summary}");
+                        sheep
+                            .call(
+                                method::DONE,
+                                json!({ "status": "failed", "summary": summary }),
+                            )
+                            .await?;
+                        break;
+                    }
+                }
             }
         }
     }

@@ -1,0 +1,247 @@
+//! The machine's side of `shepherd doctor`: where sheep can run (headless always; tmux and
+//! Herdr when installed), the coding agents that run them (found, with their versions), the
+//! runtime directory, and what the agent definitions need from the environment.
+//!
+//! An agent that is not installed is a miss only when a definition runs it; otherwise it is
+//! listed as absent. Versions come from each program's own `--version`, run at once with a
+//! deadline.
+
+// This module runs the programs it checks (`--version`), each bounded by a deadline.
+#![allow(clippy::disallowed_types)]
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use shepherd_client::Context;
+use shepherd_client::needs::{Lack, lacks, which};
+use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::Harness;
+use shepherd_core::settings::Backend;
+use shepherd_harness::UserEnv;
+
+use super::Finding;
+
+/// How long a program's `--version` may take.
+const VERSION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Headless, tmux and Herdr.
+pub(super) fn backends(setting: Backend, env: &dyn UserEnv) -> Vec<Finding> {
+    let mut findings = vec![Finding::ok("headless", "always there")];
+    let tmux = which("tmux", env);
+    let herdr_named = env
+        .var("HERDR_BIN_PATH")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| "herdr".to_owned(), |v| v.to_string_lossy().into_owned());
+    let herdr = which(&herdr_named, env);
+    let found: Vec<(String, PathBuf, &[&str])> = tmux
+        .iter()
+        .map(|path| ("tmux".to_owned(), path.clone(), &["-V"][..]))
+        .collect();
+    let versions = versions(found);
+    findings.push(match &tmux {
+        Some(path) => Finding::ok("tmux", found_at(path, versions.get("tmux"))),
+        None if setting == Backend::Tmux => Finding::miss(
+            "tmux",
+            "not found, and the backend setting is tmux",
+            "install tmux, or `shepherd settings set backend auto`",
+        ),
+        None => Finding::absent("tmux", "not found (optional: sheep in tmux windows)"),
+    });
+    findings.push(match &herdr {
+        Some(path) => Finding::ok("herdr", path.display().to_string()),
+        None if setting == Backend::Herdr => Finding::miss(
+            "herdr",
+            format!("`{herdr_named}` not found, and the backend setting is herdr"),
+            "install Herdr (or set HERDR_BIN_PATH), or `shepherd settings set backend auto`",
+        ),
+        None => Finding::absent("herdr", "not found (optional: sheep in Herdr panes)"),
+    });
+    findings
+}
+
+/// pi and the other coding agents, and the programs of `command` definitions.
+pub(super) fn agents(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Finding> {
+    let mut programs: Vec<(Harness, &'static str, String, &'static str)> = Vec::new();
+    for harness in Harness::ALL {
+        let (var, name, install) = match harness {
+            Harness::Pi => (
+                "SHEPHERD_PI",
+                "pi",
+                "npm install -g @mariozechner/pi-coding-agent",
+            ),
+            Harness::ClaudeCode => (
+                "SHEPHERD_CLAUDE",
+                "claude",
+                "npm install -g @anthropic-ai/claude-code",
+            ),
+            Harness::Codex => ("SHEPHERD_CODEX", "codex", "npm install -g @openai/codex"),
+            Harness::Gemini => (
+                "SHEPHERD_GEMINI",
+                "gemini",
+                "npm install -g @google/gemini-cli",
+            ),
+            Harness::Opencode => (
+                "SHEPHERD_OPENCODE",
+                "opencode",
+                "npm install -g opencode-ai",
+            ),
+        };
+        let named = env
+            .var(var)
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| name.to_owned(), |v| v.to_string_lossy().into_owned());
+        programs.push((harness, var, named, install));
+    }
+    let located: Vec<(Harness, Option<PathBuf>)> = programs
+        .iter()
+        .map(|(harness, _, named, _)| (*harness, which(named, env)))
+        .collect();
+    let versions = versions(
+        located
+            .iter()
+            .filter_map(|(harness, path)| {
+                path.as_ref()
+                    .map(|p| (harness.as_str().to_owned(), p.clone(), &["--version"][..]))
+            })
+            .collect(),
+    );
+    let mut findings = Vec::new();
+    for ((harness, var, named, install), (_, path)) in programs.iter().zip(&located) {
+        let users: Vec<&str> = defs
+            .iter()
+            .filter(|def| def.command.is_none() && runs_on(def, *harness))
+            .map(|def| def.name.as_str())
+            .collect();
+        let what = harness.as_str();
+        findings.push(match path {
+            Some(path) => Finding::ok(what, found_at(path, versions.get(what))),
+            None if users.is_empty() => {
+                Finding::absent(what, format!("`{named}` not found (no definition runs it)"))
+            }
+            None => Finding::miss(
+                what,
+                format!("`{named}` not found; needed by {}", users.join(", ")),
+                format!("{install}, or set {var} to its path"),
+            ),
+        });
+    }
+    // A `command` sheep's own program.
+    for lack in lacks(defs, env) {
+        if let Lack::Program {
+            program,
+            var: None,
+            agents,
+        } = &lack
+        {
+            findings.push(Finding::miss(
+                format!("command of {}", agents.join(", ")),
+                format!("`{program}` not found"),
+                "install it, or give the definition's `command` its full path",
+            ));
+        }
+    }
+    findings
+}
+
+/// Whether a sheep of `def` may run on `harness`: its own, or one it falls back to.
+fn runs_on(def: &AgentDef, harness: Harness) -> bool {
+    def.harness == harness || def.fallback.iter().any(|f| f.harness == harness)
+}
+
+/// The runtime directory, and the keys and variables the definitions need.
+pub(super) fn environment(ctx: &Context, defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let dir = &ctx.dirs.runtime_dir;
+    let from = if env.var("XDG_RUNTIME_DIR").is_some_and(|v| !v.is_empty()) {
+        "in $XDG_RUNTIME_DIR"
+    } else {
+        "XDG_RUNTIME_DIR is not set"
+    };
+    let uid = rustix::process::getuid().as_raw();
+    findings.push(match fs_err::metadata(dir) {
+        Ok(meta) if meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0 => {
+            Finding::ok("runtime dir", format!("{} ({from})", dir.display()))
+        }
+        Ok(_) => Finding::miss(
+            "runtime dir",
+            format!(
+                "{} is not a private directory of yours ({from})",
+                dir.display()
+            ),
+            format!(
+                "remove it, or point XDG_RUNTIME_DIR at your own (`chmod 700 {}` if it is yours)",
+                dir.display()
+            ),
+        ),
+        Err(_) => Finding::ok(
+            "runtime dir",
+            format!("{} (made on first use; {from})", dir.display()),
+        ),
+    });
+    for lack in lacks(defs, env) {
+        match &lack {
+            Lack::Credential { harness, vars, .. } => findings.push(Finding::miss(
+                vars.first().cloned().unwrap_or_default(),
+                lack.describe(),
+                match harness {
+                    Harness::Pi => format!(
+                        "export one of {} in your shell profile, or log in with pi's /login",
+                        vars.join(", ")
+                    ),
+                    other => format!(
+                        "export one of {} in your shell profile, or log in with {}",
+                        vars.join(", "),
+                        other.title()
+                    ),
+                },
+            )),
+            Lack::Variable { name, .. } => findings.push(Finding::miss(
+                name.clone(),
+                lack.describe(),
+                format!("export {name}=… in your shell profile"),
+            )),
+            Lack::Program { .. } => {}
+        }
+    }
+    findings
+}
+
+/// `path (version)`.
+fn found_at(path: &std::path::Path, version: Option<&String>) -> String {
+    match version {
+        Some(version) => format!("{} ({version})", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// Each program's version (the first line of what it prints for `args`), run side by side
+/// and each bounded by [`VERSION_DEADLINE`]; a program that fails or does not answer has none.
+fn versions(programs: Vec<(String, PathBuf, &[&str])>) -> HashMap<String, String> {
+    let deadline = Instant::now() + VERSION_DEADLINE;
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = programs
+            .into_iter()
+            .map(|(key, path, args)| {
+                scope.spawn(move || {
+                    let mut command = std::process::Command::new(&path);
+                    command.args(args);
+                    let output = shepherd_term::process::run_with_deadline(&mut command, deadline)
+                        .ok()
+                        .filter(|out| out.success)?;
+                    let text = if output.stdout.trim().is_empty() {
+                        output.stderr
+                    } else {
+                        output.stdout
+                    };
+                    let line = text.lines().next()?.trim().to_owned();
+                    (!line.is_empty()).then_some((key, line))
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .filter_map(|run| run.join().ok().flatten())
+            .collect()
+    })
+}

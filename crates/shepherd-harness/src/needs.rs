@@ -1,0 +1,263 @@
+//! What a sheep on each coding agent needs from the user's environment to reach its provider:
+//! one of the variables the agent reads its key from, or a login the user's own configuration
+//! already holds (which the sheep's composed home copies).
+//!
+//! A herd's sheep inherit the environment of whoever started the herd, and an MCP host may start
+//! `shepherd mcp` with much less than the user's shell has (Codex passes almost nothing, Gemini
+//! CLI hides every variable named like a key). The front ends check these before a sheep fails
+//! for them: `shepherd mcp` when it starts, `shepherd doctor` on demand. Only what can be known
+//! for sure is said: an agent whose provider is configured some other way (opencode's own
+//! configuration, a Codex provider of the user's, Vertex or Bedrock) needs nothing here.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use shepherd_core::harness::Harness;
+
+use crate::UserEnv;
+use crate::compose::read_object;
+use crate::limits::provider_vars;
+
+/// What reaching a provider takes: any one of `vars` set (not empty), or one of `logins`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// The provider, as the agent names it (`anthropic`, `openai`, `google`, pi's provider).
+    pub provider: String,
+    /// The variables the agent reads a key from; any one is enough.
+    pub vars: Vec<&'static str>,
+    /// Logins the user's configuration may hold instead.
+    pub logins: Vec<Login>,
+}
+
+/// A login an agent keeps in a file of the user's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Login {
+    /// The file.
+    pub file: PathBuf,
+    /// The key the file's JSON object must have (pi's `auth.json` holds one per provider);
+    /// `None` when the file alone is the login.
+    pub key: Option<String>,
+}
+
+impl Login {
+    fn file(file: PathBuf) -> Self {
+        Self { file, key: None }
+    }
+
+    /// Whether the user has it.
+    pub fn present(&self) -> bool {
+        match &self.key {
+            None => self.file.is_file(),
+            Some(key) => read_object(&self.file).contains_key(key),
+        }
+    }
+}
+
+impl Credentials {
+    /// The variable of `vars` the user has set (not empty), if any.
+    pub fn set_var(&self, user: &dyn UserEnv) -> Option<&'static str> {
+        self.vars
+            .iter()
+            .copied()
+            .find(|name| user.var(name).is_some_and(|value| !value.is_empty()))
+    }
+
+    /// The login the user has, if any.
+    pub fn login(&self) -> Option<&Login> {
+        self.logins.iter().find(|login| login.present())
+    }
+
+    /// Whether the user has what it takes: a variable set or a login.
+    pub fn found(&self, user: &dyn UserEnv) -> bool {
+        self.set_var(user).is_some() || self.login().is_some()
+    }
+}
+
+/// What a sheep on `harness` running `model` (pi's `provider/id`; `None` for the agent's own
+/// default) needs to reach its provider, read against the user's configuration; `None` when
+/// that cannot be said from here.
+pub fn credentials(
+    harness: Harness,
+    model: Option<&str>,
+    user: &dyn UserEnv,
+) -> Option<Credentials> {
+    let shared = |logins: Vec<Login>| {
+        let vars = provider_vars(harness);
+        Credentials {
+            provider: vars.provider.to_owned(),
+            vars: vars.credentials.to_vec(),
+            logins,
+        }
+    };
+    match harness {
+        Harness::Pi => pi(model?, user),
+        Harness::Opencode => None,
+        Harness::ClaudeCode => {
+            let set = |name: &str| user.var(name).is_some_and(|v| !v.is_empty() && v != "0");
+            if set("CLAUDE_CODE_USE_BEDROCK") || set("CLAUDE_CODE_USE_VERTEX") {
+                return None;
+            }
+            let dir = user.dir("CLAUDE_CONFIG_DIR", ".claude")?;
+            Some(shared(vec![
+                Login::file(dir.join(".credentials.json")),
+                Login {
+                    file: dir.join("settings.json"),
+                    key: Some("apiKeyHelper".to_owned()),
+                },
+            ]))
+        }
+        Harness::Codex => {
+            let home = user.dir("CODEX_HOME", ".codex")?;
+            let config = fs_err::read_to_string(home.join("config.toml")).unwrap_or_default();
+            match codex_provider(&config) {
+                Some(provider) if provider != "openai" => None,
+                _ => Some(shared(vec![Login::file(home.join("auth.json"))])),
+            }
+        }
+        Harness::Gemini => {
+            let dot = user.dir("GEMINI_CLI_HOME", "")?.join(".gemini");
+            let settings = Value::Object(read_object(&dot.join("settings.json")));
+            match settings["security"]["auth"]["selectedType"].as_str() {
+                None | Some("gemini-api-key" | "oauth-personal") => {
+                    Some(shared(vec![Login::file(dot.join("oauth_creds.json"))]))
+                }
+                Some(_) => None,
+            }
+        }
+    }
+}
+
+/// The top-level `model_provider` of a Codex `config.toml` (the keys before the first table).
+fn codex_provider(config: &str) -> Option<String> {
+    config
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with('['))
+        .find_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == "model_provider")
+                .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
+        })
+}
+
+/// A pi sheep on `model`: the variables pi reads its provider's key from (pi-ai's
+/// `getApiKeyEnvVars`), or a login for that provider in pi's `auth.json`.
+fn pi(model: &str, user: &dyn UserEnv) -> Option<Credentials> {
+    let (provider, _) = model.split_once('/')?;
+    let vars: &[&'static str] = match provider {
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "openai" => &["OPENAI_API_KEY"],
+        "google" => &["GEMINI_API_KEY"],
+        "github-copilot" => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "cerebras" => &["CEREBRAS_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
+        "zai" => &["ZAI_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY"],
+        "moonshotai" => &["MOONSHOT_API_KEY"],
+        "huggingface" => &["HF_TOKEN"],
+        "fireworks" => &["FIREWORKS_API_KEY"],
+        _ => return None,
+    };
+    let agent_dir = user.dir("PI_CODING_AGENT_DIR", ".pi/agent")?;
+    Some(Credentials {
+        provider: provider.to_owned(),
+        vars: vars.to_vec(),
+        logins: vec![Login {
+            file: agent_dir.join("auth.json"),
+            key: Some(provider.to_owned()),
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    use super::*;
+
+    struct Env(HashMap<&'static str, OsString>);
+
+    impl UserEnv for Env {
+        fn var(&self, name: &str) -> Option<OsString> {
+            self.0.get(name).cloned()
+        }
+    }
+
+    fn env(home: &std::path::Path, vars: &[(&'static str, &str)]) -> Env {
+        let mut map: HashMap<&'static str, OsString> =
+            vars.iter().map(|(k, v)| (*k, OsString::from(v))).collect();
+        map.insert("HOME", home.as_os_str().to_owned());
+        Env(map)
+    }
+
+    #[test]
+    fn a_key_in_the_environment_or_a_login_is_enough() {
+        let home = tempfile::tempdir().unwrap();
+        let bare = env(home.path(), &[]);
+        let claude = credentials(Harness::ClaudeCode, None, &bare).unwrap();
+        assert_eq!(claude.provider, "anthropic");
+        assert!(claude.vars.contains(&"ANTHROPIC_API_KEY"));
+        assert!(!claude.found(&bare));
+        let keyed = env(home.path(), &[("ANTHROPIC_AUTH_TOKEN", "t")]);
+        assert_eq!(claude.set_var(&keyed), Some("ANTHROPIC_AUTH_TOKEN"));
+        // An empty variable is no key.
+        assert!(!claude.found(&env(home.path(), &[("ANTHROPIC_API_KEY", "")])));
+        fs_err::create_dir_all(home.path().join(".claude")).unwrap();
+        fs_err::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
+        assert!(claude.found(&bare));
+
+        let codex = credentials(Harness::Codex, None, &bare).unwrap();
+        assert!(!codex.found(&bare));
+        assert!(codex.found(&env(home.path(), &[("OPENAI_API_KEY", "k")])));
+        let gemini = credentials(Harness::Gemini, None, &bare).unwrap();
+        assert_eq!(gemini.vars, ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+        assert!(credentials(Harness::Opencode, None, &bare).is_none());
+    }
+
+    #[test]
+    fn a_provider_configured_another_way_is_not_checked() {
+        let home = tempfile::tempdir().unwrap();
+        let bare = env(home.path(), &[]);
+        fs_err::create_dir_all(home.path().join(".codex")).unwrap();
+        fs_err::write(
+            home.path().join(".codex/config.toml"),
+            "model = \"m\"\nmodel_provider = \"mine\"\n[model_providers.mine]\nenv_key = \"X\"\n",
+        )
+        .unwrap();
+        assert!(credentials(Harness::Codex, None, &bare).is_none());
+        fs_err::create_dir_all(home.path().join(".gemini")).unwrap();
+        fs_err::write(
+            home.path().join(".gemini/settings.json"),
+            r#"{"security": {"auth": {"selectedType": "vertex-ai"}}}"#,
+        )
+        .unwrap();
+        assert!(credentials(Harness::Gemini, None, &bare).is_none());
+        let bedrock = env(home.path(), &[("CLAUDE_CODE_USE_BEDROCK", "1")]);
+        assert!(credentials(Harness::ClaudeCode, None, &bedrock).is_none());
+    }
+
+    #[test]
+    fn a_pi_sheep_needs_its_providers_key_or_a_login_for_it() {
+        let home = tempfile::tempdir().unwrap();
+        let bare = env(home.path(), &[]);
+        assert!(credentials(Harness::Pi, None, &bare).is_none());
+        assert!(credentials(Harness::Pi, Some("sonnet"), &bare).is_none());
+        let pi = credentials(Harness::Pi, Some("openrouter/x/y"), &bare).unwrap();
+        assert_eq!(pi.provider, "openrouter");
+        assert_eq!(pi.vars, ["OPENROUTER_API_KEY"]);
+        assert!(!pi.found(&bare));
+        let auth = home.path().join(".pi/agent/auth.json");
+        fs_err::create_dir_all(auth.parent().unwrap()).unwrap();
+        fs_err::write(&auth, r#"{"anthropic": {"type": "oauth"}}"#).unwrap();
+        assert!(!pi.found(&bare));
+        let anthropic = credentials(Harness::Pi, Some("anthropic/claude"), &bare).unwrap();
+        assert!(anthropic.found(&bare));
+    }
+}
