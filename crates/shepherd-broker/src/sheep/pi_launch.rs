@@ -10,7 +10,8 @@
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
-use shepherd_core::agent_def::{AgentDef, ModelChoice, ThinkingChoice};
+use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::Harness;
 use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
 
@@ -138,11 +139,7 @@ pub(crate) fn launch(
     if headless {
         argv.extend(["--mode".into(), "rpc".into()]);
     }
-    let model = chosen_model(def, params);
-    let thinking = match def.thinking {
-        ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
-        ThinkingChoice::Inherit => params.parent_thinking.clone(),
-    };
+    let (model, thinking) = choices(def, params);
     let definition = definition_args(def, model, thinking, &prompt);
     argv.extend(definition.argv);
     Ok(PiLaunch {
@@ -151,12 +148,19 @@ pub(crate) fn launch(
     })
 }
 
-/// The model a pi sheep runs: the spawn's override, else its definition's, else its parent's.
-pub(crate) fn chosen_model(def: &AgentDef, params: &SpawnParams) -> Option<String> {
-    params.model.clone().or_else(|| match &def.model {
-        ModelChoice::Explicit(model) => Some(model.clone()),
-        ModelChoice::Inherit => params.parent_model.clone(),
-    })
+/// The model and thinking level a pi sheep of `def` runs at, by the rule every harness follows
+/// ([`AgentDef::model_for`], [`AgentDef::thinking_for`]): the spawn's model, else the
+/// definition's for pi (`models: {pi: …}`, or `model` when pi is its own harness), else the
+/// parent's; the definition's thinking level, else the parent's.
+pub(crate) fn choices(def: &AgentDef, params: &SpawnParams) -> (Option<String>, Option<String>) {
+    (
+        def.model_for(
+            Harness::Pi,
+            params.model.as_deref(),
+            params.parent_model.as_deref(),
+        ),
+        def.thinking_for(Harness::Pi, params.parent_thinking.as_deref()),
+    )
 }
 
 /// The flags and environment that give pi a sheep's definition: its model and thinking level,

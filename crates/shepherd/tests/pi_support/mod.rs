@@ -67,6 +67,9 @@ impl Shepherd {
         for (_, model) in &options.agents {
             builder = builder.model(model);
         }
+        for model in &options.thinking_models {
+            builder = builder.thinking_model(model);
+        }
         let env = builder.build().expect("pi environment");
         let root = env.root().to_path_buf();
         let bin_dir = root.join("bin");
