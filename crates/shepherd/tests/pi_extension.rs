@@ -132,6 +132,72 @@ fn silent_inside_a_sheep(pi: &PiBinary) {
     );
 }
 
+/// A sheep whose environment a wrapper stripped (a launcher that starts pi clean but for what pi
+/// itself needs) still knows it is a sheep: the parent extension, loaded into it as into every pi
+/// of the user's, registers nothing, and the sheep extension gets its variables back from
+/// beside its session, so its tools reach the broker and its task ends.
+fn silent_inside_a_sheep_whose_environment_was_stripped(pi: &PiBinary) {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("clean-pi");
+    let kept: Vec<String> = [
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "PI_CODING_AGENT_DIR",
+        "PI_OFFLINE",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "NO_COLOR",
+    ]
+    .iter()
+    .map(|name| format!("{name}=\"${name}\""))
+    .collect();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env -i {} '{}' -e '{}' \"$@\"\n",
+            kept.join(" "),
+            pi.path.display(),
+            pi_support::extension_path().display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&wrapper).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&wrapper, permissions).unwrap();
+    let options = Options {
+        env: vec![("SHEPHERD_PI".into(), wrapper.display().to_string())],
+        ..Options::default()
+    };
+    let mut s = Shepherd::start(pi, Backend::Headless, &options);
+    let worker = s.spawn("worker", "stripped");
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_done",
+                json!({"status": "completed", "summary": "done without its environment"}),
+            )
+            .held_until("hold"),
+            Step::text("Done."),
+        ],
+    );
+    let task = s.delegate(&worker, "Look at your tools.", None)["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Exactly the sheep's tools, in the sheep's words: none of the parent's.
+    let request = s.wait_requests("worker-model", 1).remove(0);
+    offers_the_catalogue(&request, catalogue::SHEEP);
+    s.watch(&[&task]);
+    s.parent_says([Step::text("Noted.")]);
+    s.fake.release("hold");
+    let wake = s.wait_parent_input("worker: stripped completed");
+    assert!(wake.contains("done without its environment"), "{wake}");
+}
+
 /// Without the binary every tool fails, saying how to install it.
 fn missing_binary(pi: &PiBinary) {
     let options = Options {
@@ -554,6 +620,7 @@ shepherd_testkit::pi_tests!(
     registers_the_parent_surface,
     registers_the_sheep_tools,
     silent_inside_a_sheep,
+    silent_inside_a_sheep_whose_environment_was_stripped,
     missing_binary,
     failures_are_errors_with_the_protocol_block,
     shepherd_command,
