@@ -246,6 +246,7 @@ export default function (pi: ExtensionAPI) {
 						type: "text",
 						text:
 							`Shepherd message accepted for asynchronous delivery (${result.messageId}). ` +
+							(result.deliveryChanged ? `${result.deliveryChanged} ` : "") +
 							`shepherd_status {messageId: "${result.messageId}"} shows whether it was delivered and read.`,
 					},
 				],

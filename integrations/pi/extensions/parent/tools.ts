@@ -277,11 +277,14 @@ function messageTool(state: ParentState) {
 			};
 			if (result.requestId) returnValue.requestId = result.requestId;
 			const ask = `shepherd_status {id: "${result.messageId}"} shows whether it was delivered and read`;
-			return success("shepherd_message", args, `Message queued to ${name}${taskState}; ${ask}`, returnValue, {
+			// A steer the sheep cannot take mid-turn goes as a follow-up; the model is told.
+			const changed = result.deliveryChanged ? `${result.deliveryChanged} ` : "";
+			return success("shepherd_message", args, `Message queued to ${name}${taskState}; ${changed}${ask}`, returnValue, {
 				id: result.messageId,
 				messageId: result.messageId,
 				requestId: result.requestId,
 				targetTaskState: result.targetTaskState,
+				deliveryChanged: result.deliveryChanged,
 			});
 		},
 	});
