@@ -20,8 +20,11 @@ use shepherd_testkit::pi::{PiBinary, PiEnv, PiRpc};
 
 mod options;
 mod records;
+mod surface;
 pub use options::*;
 pub use records::*;
+#[allow(unused_imports)]
+pub use surface::*;
 
 /// The parent's model id.
 pub const PARENT_MODEL: &str = "parent-model";
