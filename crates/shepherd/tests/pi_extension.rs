@@ -11,8 +11,8 @@
 mod pi_support;
 
 use pi_support::{
-    Backend, Options, PARENT_MODEL, PARENT_TOOLS, Shepherd, TURN, commands, offered_tools,
-    offers_the_catalogue, result_text, tool_end,
+    Backend, Options, PARENT_MODEL, PARENT_TOOLS, Shepherd, TURN, children_of, commands,
+    offered_tools, offers_the_catalogue, processes_with, result_text, tool_end,
 };
 use serde_json::{Value, json};
 use shepherd_mcp::catalogue;
@@ -40,42 +40,6 @@ fn registers_the_parent_surface(pi: &PiBinary) {
         assert!(parameters.get("anyOf").is_none(), "flat root: {tool}");
     }
     offers_the_catalogue(&request, catalogue::PARENT);
-}
-
-/// The pids of the processes whose command line holds `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains(needle)
-                .then_some(pid)
-        })
-        .collect()
-}
-
-/// The children of process `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // The parent is the second field after the command name's closing parenthesis.
-            let parent: u32 = stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            (parent == pid).then_some(child)
-        })
-        .collect()
 }
 
 /// The `shepherd` control tool through pi: `agents` lists the definitions a spawn accepts, in
