@@ -124,7 +124,9 @@ fn a_tracked_question_to_a_sheep_makes_its_task_wait_for_the_reply() {
         .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'))
         .flat_map(|dir| std::fs::read_dir(dir.path()).unwrap().flatten())
         .filter(|f| {
-            f.file_name().to_string_lossy().ends_with(".md") && f.file_name() != "shepherd.md"
+            f.file_name().to_string_lossy().ends_with(".md")
+                && f.file_name() != "shepherd.md"
+                && f.file_name() != "shepherds-note.md"
         })
         .collect();
     assert_eq!(

@@ -122,6 +122,20 @@ fn through_pi(pi: &PiBinary) {
     s.wait_parent_input("worker: Fix the bug. completed");
     let session = assert_one_session(&s.project(), &["scout", "worker"]);
     assert_eq!(session.notes, ["scout-01.md", "worker-01.md"]);
+    // Both sheep were told where the shepherd's note is, and to read it first.
+    let note = session.dir.join("shepherds-note.md");
+    assert!(note.is_file());
+    for model in ["scout-model", "worker-model"] {
+        let told = s.requests(model).remove(0).last_input_text();
+        assert!(
+            told.contains(&format!("- The shepherd's note: {}\n", note.display())),
+            "{told}"
+        );
+        assert!(
+            told.contains("Read shepherd.md and the shepherd's note first."),
+            "{told}"
+        );
+    }
 }
 
 shepherd_testkit::pi_tests!(through_pi);
