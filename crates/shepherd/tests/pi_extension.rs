@@ -142,7 +142,7 @@ fn missing_binary(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &options);
     let error = s.call_tool_failing("shepherd", json!({"action": "herd"}));
     assert!(
-        error.contains("cargo install --path crates/shepherd"),
+        error.contains("cargo install --locked --path crates/shepherd"),
         "{error}"
     );
     assert!(error.contains("SHEPHERD_BIN"), "{error}");
