@@ -241,8 +241,8 @@ fn shepherd_command(pi: &PiBinary) {
     assert_eq!(herd["sheep"][0]["displayName"], "worker: by hand", "{herd}");
 }
 
-/// `/shepherd` opens the settings menu in pi's select dialog: a yes/no row flips, a row with
-/// choices offers them, switching the scope to project creates the project file, a user-only
+/// `/shepherd` over RPC (no terminal to draw the inline list in) opens the settings menu in pi's
+/// select dialog, with a row for every setting: a yes/no row flips, a row with choices offers them, switching the scope to project creates the project file, a user-only
 /// row still saves to the user file, and dismissing the menu ends it.
 fn settings_menu(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
@@ -287,6 +287,20 @@ fn settings_menu(pi: &PiBinary) {
 
     assert_eq!(
         menu["title"], "Shepherd settings (saving to the user file)",
+        "{menu}"
+    );
+    // A row for every setting `shepherd settings` lists, and one for the scope.
+    let listed = s.shepherd_project(&["settings"]);
+    let settings = listed["settings"].as_object().unwrap().len();
+    assert_eq!(
+        menu["options"].as_array().unwrap().len(),
+        settings + 1,
+        "{menu}"
+    );
+    assert!(
+        menu["options"]
+            .to_string()
+            .contains("Remote host unreachable for: 10 min"),
         "{menu}"
     );
     let (next, said) = pick(&mut s, &menu, "Keep tab open after done: on", true);

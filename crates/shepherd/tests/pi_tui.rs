@@ -327,7 +327,64 @@ fn failures_messages_replies_and_stale_waits(pi: &PiBinary) {
     );
 }
 
+/// `/shepherd` opens the settings inline, as a list of every setting: typing searches it, Enter
+/// moves the selected row to its next value and saves it, Esc closes the list.
+fn settings_list(pi: &PiBinary) {
+    let s = Shepherd::prepare(pi, Backend::Headless, &Options::default());
+    let pane = TmuxPane::start(&s.tui_launch(), WIDTH, 60).expect("tmux starts pi");
+    wait(&pane, &[PARENT_MODEL]);
+    pane.type_text("/shepherd").unwrap();
+    pane.press(&["Escape"]).unwrap();
+    pane.press(&["Enter"]).unwrap();
+    let screen = wait(
+        &pane,
+        &[
+            "Shepherd settings (saving to the user file)",
+            "Settings scope",
+            "Default run timeout",
+            "Type to search",
+        ],
+    );
+    assert!(
+        line_with(&screen, "Settings scope").contains("user"),
+        "{screen}"
+    );
+    pane.type_text("remote").unwrap();
+    let found = pane
+        .wait_until("the search down to one row", TURN, |screen| {
+            screen.contains("Remote host unreachable for")
+                && !screen.contains("Default run timeout")
+        })
+        .unwrap_or_else(|err| panic!("searching the settings: {err}"));
+    assert!(
+        line_with(&found, "Remote host unreachable for").contains("10 min"),
+        "{found}"
+    );
+    assert!(
+        found.contains("remoteLinkTimeoutMinutes"),
+        "the key of the selected row: {found}"
+    );
+    pane.press(&["Enter"]).unwrap();
+    let saved = wait(
+        &pane,
+        &["Saved Remote host unreachable for: 30 min (user file)."],
+    );
+    assert!(
+        line_with(&saved, "Remote host unreachable for:").contains("30 min"),
+        "{saved}"
+    );
+    pane.press(&["Escape"]).unwrap();
+    pane.wait_until("the list closed", TURN, |screen| {
+        !screen.contains("Shepherd settings (saving")
+    })
+    .unwrap_or_else(|err| panic!("closing the settings: {err}"));
+    let doc = s.shepherd_project(&["settings"]);
+    assert_eq!(doc["settings"]["remoteLinkTimeoutMinutes"], 30, "{doc}");
+    assert_eq!(doc["sources"]["remoteLinkTimeoutMinutes"], "user", "{doc}");
+}
+
 shepherd_testkit::pi_tests!(
     rows_and_expanded_views,
-    failures_messages_replies_and_stale_waits
+    failures_messages_replies_and_stale_waits,
+    settings_list
 );
