@@ -239,9 +239,15 @@ pub(crate) fn print_message(printer: &Printer, result: &MessageResult) {
             .target_task_state
             .map(|s| format!(" (task {})", s.as_str()))
             .unwrap_or_default();
+        // A steer the target cannot take mid-turn goes as a follow-up; say so.
+        let changed = result
+            .delivery_changed
+            .as_deref()
+            .map(|why| format!("{why} "))
+            .unwrap_or_default();
         // The id is what `status` takes to say whether it was delivered and read.
         format!(
-            "queued {} to {}{state}; `shepherd status {}` shows whether it was delivered and read",
+            "queued {} to {}{state}; {changed}`shepherd status {}` shows whether it was delivered and read",
             result.message_id, result.target_id, result.message_id
         )
     });

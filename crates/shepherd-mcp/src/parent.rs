@@ -487,7 +487,8 @@ impl Parent {
             "shepherd_message",
             args,
             &format!(
-                "Message queued to {name}{state}; shepherd_status {{id: \"{}\"}} shows whether it was delivered and read",
+                "Message queued to {name}{state}; {}shepherd_status {{id: \"{}\"}} shows whether it was delivered and read",
+                words::changed_delivery(&result),
                 result["messageId"].as_str().unwrap_or_default()
             ),
             &returned,
@@ -496,6 +497,7 @@ impl Parent {
                 ("messageId", Some(result["messageId"].clone())),
                 ("requestId", result.get("requestId").cloned()),
                 ("targetTaskState", result.get("targetTaskState").cloned()),
+                ("deliveryChanged", result.get("deliveryChanged").cloned()),
             ],
             &[],
         ))

@@ -241,7 +241,8 @@ impl Sheep {
             )
             .await?;
         Ok(format!(
-            "Shepherd message accepted for asynchronous delivery ({id}). shepherd_status {{messageId: \"{id}\"}} shows whether it was delivered and read.",
+            "Shepherd message accepted for asynchronous delivery ({id}). {changed}shepherd_status {{messageId: \"{id}\"}} shows whether it was delivered and read.",
+            changed = words::changed_delivery(&result),
             id = result["messageId"].as_str().unwrap_or_default()
         ))
     }

@@ -248,6 +248,12 @@ pub(crate) fn run_text(run: &RunReport) -> (String, bool) {
 }
 
 /// `mm:ss`.
+/// Why a message goes otherwise than asked (a `steer` to a sheep that cannot be steered
+/// mid-turn), as a sentence and a space to go before what follows; empty when it goes as asked.
+pub(crate) fn changed_delivery(result: &Value) -> String {
+    str_of(result, "deliveryChanged").map_or_else(String::new, |why| format!("{why} "))
+}
+
 fn minutes_seconds(ms: i64) -> String {
     let total = (ms / 1000).max(0);
     format!("{:02}:{:02}", total / 60, total % 60)

@@ -23,11 +23,10 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 use jiff::Timestamp;
-use shepherd_core::fieldnotes::index::render_index_keeping;
 use shepherd_core::fieldnotes::note::{Section, render_note, render_section};
 use shepherd_core::fieldnotes::ops::{TargetKind, check_related_target};
 use shepherd_core::fieldnotes::{
-    INDEX_FILE, NoteStatus, OpError, RelatedLink, SESSION_METADATA_FILE, SessionMetadata,
+    NoteStatus, OpError, RelatedLink, SESSION_METADATA_FILE, SessionMetadata,
 };
 use shepherd_core::time::iso;
 
@@ -183,6 +182,9 @@ impl Store {
             refresh_records(outcomes, &metadata);
         }
         if batch.anything_applied {
+            let now = metadata.updated_at.clone();
+            crate::shepherds_note::adopt(&mut metadata, &now);
+            metadata.rederive_paths(&self.root_text);
             if batch.notes_changed {
                 metadata.summarise_status();
             }
@@ -461,15 +463,13 @@ impl Store {
             }
         }
         batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), false)?;
-        let index_before = read_regular_file(&dir.join(INDEX_FILE))?;
-        let index = render_index_keeping(metadata, index_before.as_deref());
-        batch.stage(INDEX_FILE, index.as_bytes(), false)?;
+        let seen = crate::shepherds_note::stage(&mut batch, metadata)?;
         batch.sync()?;
         self.hook(CommitStage::Staged(dir));
         for (file, before, section) in rechecks {
             merge_late_writes(&mut batch, metadata, file, before, as_section(&section))?;
         }
-        keep_late_shepherds_note(&mut batch, metadata, index_before)?;
+        crate::shepherds_note::keep_late_writes(&mut batch, metadata, seen)?;
         batch.persist()?;
         // Only once the record says a note is deleted does its file go (a crash in between
         // leaves a file the record disowns; deleting again removes it).
@@ -485,28 +485,6 @@ impl Store {
         }
         Ok(())
     }
-}
-
-/// If the shepherd wrote `shepherd.md` after we read it, renders it again from its new text,
-/// so the rename that follows keeps the shepherd's own note.
-pub(crate) fn keep_late_shepherds_note(
-    batch: &mut Batch,
-    metadata: &SessionMetadata,
-    before: Option<String>,
-) -> Result<(), StoreError> {
-    let path = batch.dir().join(INDEX_FILE);
-    let mut seen = before;
-    for _ in 0..NOTE_REWRITE_ATTEMPTS {
-        let current = read_regular_file(&path)?;
-        if current == seen {
-            return Ok(());
-        }
-        tracing::debug!("shepherd.md changed during commit; keeping the shepherd's note");
-        let text = render_index_keeping(metadata, current.as_deref());
-        batch.restage(INDEX_FILE, text.as_bytes())?;
-        seen = current;
-    }
-    Ok(())
 }
 
 /// If the sheep changed its note after we read it, renders the note again from its new

@@ -32,6 +32,10 @@
 //!   `.alloc/NNNN`, so two processes never share one and an abandoned number is never reused.
 //! - **Defensive reads** (`read`): stored paths are never trusted; a record that does not
 //!   validate for the directory it sits in is treated as absent and never rewritten.
+//! - **The shepherd's note** (`shepherds_note`): every commit regenerates `shepherd.md` and
+//!   writes the shepherd's note beside it only to create it or to move into it what the
+//!   shepherd wrote in `shepherd.md`, so no rewrite of the index, ours or the original's, loses
+//!   a word of the shepherd's.
 //!
 //! The API is synchronous; the broker calls it from a blocking thread.
 
@@ -45,6 +49,7 @@ mod orphans;
 mod queue;
 mod read;
 mod resolve;
+mod shepherds_note;
 mod wait;
 
 use std::fmt;

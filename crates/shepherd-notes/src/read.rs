@@ -250,12 +250,17 @@ impl Store {
             .iter()
             .take_while(|other| other.file_name != note.file_name)
             .count();
+        let shepherds_note = metadata
+            .shepherds_note
+            .as_ref()
+            .map(|note| format!("{}/{}", metadata.session_path, note.file_name));
         render_context_block(&SheepContext {
             session_name: &metadata.session_name,
             directory_name: &metadata.directory_name,
             session_dir: &metadata.session_path,
             session_dir_relative: &metadata.session_relative_path,
             index_path: &metadata.moc_path,
+            shepherds_note_path: shepherds_note.as_deref(),
             note_path: &note.file_path,
             note_relative: &note.relative_path,
             earlier_notes: earlier,

@@ -18,16 +18,16 @@
 use std::collections::HashSet;
 use std::io;
 
-use crate::read::read_regular_file;
 use jiff::Timestamp;
-use shepherd_core::fieldnotes::index::{render_index, render_index_keeping};
+use shepherd_core::fieldnotes::index::render_index;
 use shepherd_core::fieldnotes::metadata::is_valid_identity;
 use shepherd_core::fieldnotes::naming::unique_session_slug;
 use shepherd_core::fieldnotes::ops::check_planned;
+use shepherd_core::fieldnotes::shepherds_note::render_new as render_new_note;
 use shepherd_core::fieldnotes::{
     ALLOC_DIR, ArtifactRecord, INDEX_FILE, OpError, ParentBinding, PlannedNote,
-    SESSION_METADATA_FILE, SessionMetadata, directory_name, parse_directory_name,
-    parse_ordinal_token,
+    SESSION_METADATA_FILE, SHEPHERDS_NOTE_FILE, SessionMetadata, directory_name,
+    parse_directory_name, parse_ordinal_token,
 };
 use shepherd_core::slug::{MAX_SESSION_SLUG, hash8, session_name_from_task, slugify};
 use shepherd_core::time::iso;
@@ -296,14 +296,14 @@ impl Store {
         if metadata.resume(session_file) {
             atomic::sweep(&dir)?;
             metadata.updated_at = iso(now);
+            crate::shepherds_note::adopt(&mut metadata, &iso(now));
+            metadata.rederive_paths(&self.root_text);
             let mut batch = Batch::new(&dir);
             batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), false)?;
-            let index_before = read_regular_file(&dir.join(INDEX_FILE))?;
-            let index = render_index_keeping(&metadata, index_before.as_deref());
-            batch.stage(INDEX_FILE, index.as_bytes(), false)?;
+            let seen = crate::shepherds_note::stage(&mut batch, &metadata)?;
             batch.sync()?;
             self.hook(CommitStage::Staged(&dir));
-            crate::apply::keep_late_shepherds_note(&mut batch, &metadata, index_before)?;
+            crate::shepherds_note::keep_late_writes(&mut batch, &metadata, seen)?;
             batch.persist()?;
             atomic::sync_dir(&dir)?;
         }
@@ -344,6 +344,7 @@ impl Store {
             }
         })?;
         let mut metadata = SessionMetadata::new(name, &slug, ordinal, binding, &iso(now));
+        crate::shepherds_note::adopt(&mut metadata, &iso(now));
         metadata.rederive_paths(&self.root_text);
 
         let staging = tempfile::Builder::new()
@@ -353,6 +354,11 @@ impl Store {
             .map_err(|err| atomic::with_path(&err, "create a staging directory in", &root))?;
         let mut batch = Batch::new(staging.path());
         batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), true)?;
+        batch.stage(
+            SHEPHERDS_NOTE_FILE,
+            render_new_note(&metadata).as_bytes(),
+            true,
+        )?;
         batch.stage(INDEX_FILE, render_index(&metadata).as_bytes(), true)?;
         batch.sync()?;
         batch.persist()?;

@@ -74,7 +74,8 @@ fn links_in_the_fieldnotes_are_relative_and_resolve() {
         assert!(dir.join(href).exists(), "link {href} does not resolve");
         links += 1;
     }
-    assert_eq!(links, 3, "{index}");
+    // Two notes' links, the related file and the shepherd's note.
+    assert_eq!(links, 4, "{index}");
     assert!(index.contains("- [Auth service](../../../src/auth/service.ts)"));
 }
 

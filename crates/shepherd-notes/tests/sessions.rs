@@ -155,6 +155,7 @@ fn first_parent_binding_allocates_a_version_2_session() {
             "status",
             "modes",
             "artifacts",
+            "shepherdsNote",
         ]
     );
     assert_eq!(json["artifactSessionVersion"], 2);

@@ -13,12 +13,15 @@
 //!   for the run, headless commands and TUI launches, and reading their output.
 //! - [`sshd`]: private OpenSSH servers on 127.0.0.1, each a stand-in for a remote host with
 //!   its own keys, `HOME` and project directory.
+//! - [`fieldnotes`]: a project's fieldnotes checked as files: seed 001's one session, its
+//!   notes and the index linking them.
 //! - [`test_mcp`]: a one-tool stdio MCP server (also the `shepherd-test-mcp` binary), to give
 //!   a real coding agent an MCP server for one run.
 
 pub mod agents;
 pub mod fake_herdr;
 pub mod fake_llm;
+pub mod fieldnotes;
 pub mod pi;
 pub mod script;
 pub mod sshd;

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 pub use env::{
     ANTHROPIC_PROVIDER, API_KEY, HERMETIC_ARGS, PROVIDER, PiEnv, PiEnvBuilder, REMOVED_VARS,
+    THINKING_PROVIDER,
 };
 pub use process::run;
 pub use rpc::PiRpc;

@@ -22,7 +22,8 @@ fn notes(session: &std::path::Path) -> Vec<(String, String)> {
         .map(|e| e.path())
         .filter(|p| {
             p.extension().is_some_and(|e| e == "md")
-                && p.file_name().is_some_and(|n| n != "shepherd.md")
+                && p.file_name()
+                    .is_some_and(|n| n != "shepherd.md" && n != "shepherds-note.md")
         })
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();

@@ -124,7 +124,9 @@ fn a_tracked_question_to_a_sheep_makes_its_task_wait_for_the_reply() {
         .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'))
         .flat_map(|dir| std::fs::read_dir(dir.path()).unwrap().flatten())
         .filter(|f| {
-            f.file_name().to_string_lossy().ends_with(".md") && f.file_name() != "shepherd.md"
+            f.file_name().to_string_lossy().ends_with(".md")
+                && f.file_name() != "shepherd.md"
+                && f.file_name() != "shepherds-note.md"
         })
         .collect();
     assert_eq!(
@@ -232,4 +234,29 @@ fn late_messages_after_settlement_are_delivered_and_change_nothing() {
     assert_eq!(late["taskId"], task.as_str());
     let again = world.json(&["watch", &task]);
     assert_eq!(again["settled"][0]["summary"], "finished");
+}
+
+/// A message asked to steer a sheep that cannot be steered mid-turn (a command sheep here) goes
+/// as a follow-up, and the answer says so, in `--json` and in words.
+#[test]
+fn a_steer_to_a_sheep_that_cannot_be_steered_says_it_went_as_a_follow_up() {
+    let world = World::new();
+    world.define_test_sheep("worker", "idle", None);
+    let worker = world.spawn("worker", "shell");
+    let sent = world.json(&["message", &worker, "Look at this now.", "--steer"]);
+    assert_eq!(sent["delivery"], "followUp", "{sent}");
+    let why = sent["deliveryChanged"].as_str().unwrap_or_default();
+    assert_eq!(
+        why,
+        "worker: shell is a command sheep, which cannot be steered: the message waits in its \
+         inbox as a follow-up, for the next time it reads it.",
+        "{sent}"
+    );
+    let output = world.run(&["message", &worker, "And this.", "--steer"]);
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.contains(why), "{said}");
+    // Asked as a follow-up, nothing is said.
+    let plain = world.json(&["message", &worker, "Later."]);
+    assert_eq!(plain["delivery"], "followUp", "{plain}");
+    assert!(plain.get("deliveryChanged").is_none(), "{plain}");
 }

@@ -1,5 +1,5 @@
-//! The parent extension's own behaviour in the real pi: what it registers (and does not, inside
-//! a sheep), how its tools fail, the `/shepherd` command, project-agent confirmation through
+//! The parent extension's own behaviour in the real pi: what it registers (inside a sheep, see
+//! `pi_sheep_side`), how its tools fail, the `/shepherd` command, project-agent confirmation through
 //! pi's dialog, the deprecated one-turn prompt, that `subagent` is opt-in, and a resumed pi
 //! session getting its herd (and a completion it missed) back. Headless sheep; both pi versions.
 //! What it offers beyond its tools (the `subagent` run, review events, spawn progress) is in
@@ -10,70 +10,14 @@
 
 mod pi_support;
 
-use pi_support::{Backend, Options, PARENT_MODEL, Shepherd, TURN, result_text, tool_end};
+use pi_support::{
+    Backend, Options, PARENT_MODEL, PARENT_TOOLS, Shepherd, TURN, children_of, commands,
+    offered_tools, offers_the_catalogue, processes_with, result_text, tool_end,
+};
 use serde_json::{Value, json};
-use shepherd_mcp::catalogue::{self, Front, Tool};
-use shepherd_testkit::fake_llm::{RecordedRequest, Step};
+use shepherd_mcp::catalogue;
+use shepherd_testkit::fake_llm::Step;
 use shepherd_testkit::pi::PiBinary;
-
-const PARENT_TOOLS: [&str; 9] = [
-    "shepherd",
-    "shepherd_spawn",
-    "shepherd_delegate",
-    "shepherd_message",
-    "shepherd_prompt",
-    "shepherd_watch",
-    "shepherd_status",
-    "shepherd_close",
-    "shepherd_read",
-];
-
-fn commands(s: &mut Shepherd) -> Vec<String> {
-    let response = s
-        .parent()
-        .call(json!({"type": "get_commands"}), TURN)
-        .expect("get_commands");
-    response["data"]["commands"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
-/// The tools the parent's model is offered.
-fn offered_tools(s: &mut Shepherd) -> Vec<String> {
-    s.parent_turn("hello", vec![Step::text("hi")]);
-    let requests = s.requests(PARENT_MODEL);
-    requests.last().expect("one request").tool_names()
-}
-
-/// Checks that the Shepherd tools `request` offers are exactly the catalogue's pi `tools`, each
-/// with the catalogue's description and parameters' schema.
-fn offers_the_catalogue(request: &RecordedRequest, tools: &[Tool]) {
-    let offered: Vec<_> = request
-        .offered_tools()
-        .into_iter()
-        .filter(|tool| tool.name.starts_with("shepherd"))
-        .collect();
-    let mut names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
-    names.sort_unstable();
-    let mut written: Vec<&str> = catalogue::offered(tools, Front::Pi)
-        .map(|t| t.name)
-        .collect();
-    written.sort_unstable();
-    assert_eq!(names, written);
-    for tool in &offered {
-        let entry = tools.iter().find(|t| t.name == tool.name).unwrap();
-        assert_eq!(
-            tool.description,
-            entry.description_for(Front::Pi),
-            "{}",
-            tool.name
-        );
-        assert_eq!(tool.schema, entry.pi_schema(), "{}", tool.name);
-    }
-}
 
 /// The ten tools with flat object schemas (the catalogue's, in its words), the command, and no
 /// `subagent` unless opted in.
@@ -98,38 +42,95 @@ fn registers_the_parent_surface(pi: &PiBinary) {
     offers_the_catalogue(&request, catalogue::PARENT);
 }
 
-/// A pi sheep's model is offered the catalogue's sheep tools.
-fn registers_the_sheep_tools(pi: &PiBinary) {
+/// The `shepherd` control tool through pi: `agents` lists the definitions a spawn accepts, in
+/// the original's words; `prune` forgets a sheep whose pi is gone, and says how many it kept.
+fn control_tool_lists_agents_and_prunes(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
-    let worker = s.spawn("worker", "tools");
-    s.fake.append(
-        "worker-model",
-        [
-            Step::tool_call(
-                "shepherd_done",
-                json!({"status": "completed", "summary": "looked at my tools"}),
-            ),
-            Step::text("Looked at my tools."),
+    let records = s.parent_turn(
+        "list the agents",
+        vec![
+            Step::tool_call("shepherd", json!({"action": "agents"})),
+            Step::text("Listed."),
         ],
     );
-    s.delegate(&worker, "Look at your tools.", None);
-    let request = s.wait_requests("worker-model", 1).remove(0);
-    offers_the_catalogue(&request, catalogue::SHEEP);
-}
-
-/// Inside a sheep (SHEPHERD_AGENT_ID set) the extension registers nothing.
-fn silent_inside_a_sheep(pi: &PiBinary) {
-    let options = Options {
-        env: vec![("SHEPHERD_AGENT_ID".into(), "shepherd-agent-test".into())],
-        ..Options::default()
-    };
-    let mut s = Shepherd::start(pi, Backend::Headless, &options);
-    assert!(!commands(&mut s).contains(&"shepherd".to_owned()));
-    let names = offered_tools(&mut s);
+    let end = tool_end(&records, "shepherd").expect("the tool ran");
+    let text = result_text(&end["result"]);
     assert!(
-        names.iter().all(|n| !n.starts_with("shepherd")),
-        "{names:?}"
+        text.starts_with(
+            "Available agent names (copy the name exactly; names are case-sensitive):\n"
+        ),
+        "{text}"
     );
+    assert!(
+        text.contains("\nworker (user): Test worker on a scripted model."),
+        "{text}"
+    );
+    let details = &end["result"]["details"];
+    assert_eq!(details["scope"], "user", "{details}");
+    let names: Vec<&str> = details["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert!(names.contains(&"worker"), "{names:?}");
+    assert!(names.contains(&"scout"), "bundled agents too: {names:?}");
+
+    let kept = s.spawn("worker", "kept");
+    let doomed = s.spawn("worker", "doomed");
+    let nothing = s.call_tool("shepherd", json!({"action": "prune"}));
+    assert_eq!(
+        (nothing["pruned"].as_u64(), nothing["remaining"].as_u64()),
+        (Some(0), Some(2)),
+        "{nothing}"
+    );
+    // The doomed sheep's pi dies (its supervisor, whose command line names the sheep, reaps it
+    // and ends): its sheep is exited, then pruned; the other is kept.
+    let supervisors = processes_with(&doomed);
+    let pis: Vec<u32> = supervisors
+        .iter()
+        .flat_map(|pid| children_of(*pid))
+        .collect();
+    assert!(
+        !pis.is_empty(),
+        "the doomed sheep's pi runs under {supervisors:?}"
+    );
+    for pid in &pis {
+        let _killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    s.herd_until("the doomed sheep exited", |view| {
+        view["sheep"].as_array().is_some_and(|sheep| {
+            sheep
+                .iter()
+                .any(|one| one["agentId"] == doomed.as_str() && one["state"] == "exited")
+        })
+    });
+    for pid in supervisors.into_iter().chain(pis) {
+        shepherd_term::process::wait_gone(pid, std::time::Instant::now() + TURN);
+    }
+    let records = s.parent_turn(
+        "prune",
+        vec![
+            Step::tool_call("shepherd", json!({"action": "prune"})),
+            Step::text("Pruned."),
+        ],
+    );
+    let end = tool_end(&records, "shepherd").expect("the tool ran");
+    let text = result_text(&end["result"]);
+    assert!(
+        text.starts_with("Removed 1 stale sheep record; 1 remain."),
+        "{text}"
+    );
+    let herd = s.shepherd(&["herd"]);
+    let left: Vec<&str> = herd["sheep"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|one| one["agentId"].as_str())
+        .collect();
+    assert_eq!(left, [kept.as_str()], "{herd}");
 }
 
 /// Without the binary every tool fails, saying how to install it.
@@ -141,7 +142,7 @@ fn missing_binary(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &options);
     let error = s.call_tool_failing("shepherd", json!({"action": "herd"}));
     assert!(
-        error.contains("cargo install --path crates/shepherd"),
+        error.contains("cargo install --locked --path crates/shepherd"),
         "{error}"
     );
     assert!(error.contains("SHEPHERD_BIN"), "{error}");
@@ -240,8 +241,8 @@ fn shepherd_command(pi: &PiBinary) {
     assert_eq!(herd["sheep"][0]["displayName"], "worker: by hand", "{herd}");
 }
 
-/// `/shepherd` opens the settings menu in pi's select dialog: a yes/no row flips, a row with
-/// choices offers them, switching the scope to project creates the project file, a user-only
+/// `/shepherd` over RPC (no terminal to draw the inline list in) opens the settings menu in pi's
+/// select dialog, with a row for every setting: a yes/no row flips, a row with choices offers them, switching the scope to project creates the project file, a user-only
 /// row still saves to the user file, and dismissing the menu ends it.
 fn settings_menu(pi: &PiBinary) {
     let mut s = Shepherd::start(pi, Backend::Headless, &Options::default());
@@ -286,6 +287,20 @@ fn settings_menu(pi: &PiBinary) {
 
     assert_eq!(
         menu["title"], "Shepherd settings (saving to the user file)",
+        "{menu}"
+    );
+    // A row for every setting `shepherd settings` lists, and one for the scope.
+    let listed = s.shepherd_project(&["settings"]);
+    let settings = listed["settings"].as_object().unwrap().len();
+    assert_eq!(
+        menu["options"].as_array().unwrap().len(),
+        settings + 1,
+        "{menu}"
+    );
+    assert!(
+        menu["options"]
+            .to_string()
+            .contains("Remote host unreachable for: 10 min"),
         "{menu}"
     );
     let (next, said) = pick(&mut s, &menu, "Keep tab open after done: on", true);
@@ -552,8 +567,7 @@ fn broker_killed_while_pi_is_idle(pi: &PiBinary) {
 
 shepherd_testkit::pi_tests!(
     registers_the_parent_surface,
-    registers_the_sheep_tools,
-    silent_inside_a_sheep,
+    control_tool_lists_agents_and_prunes,
     missing_binary,
     failures_are_errors_with_the_protocol_block,
     shepherd_command,

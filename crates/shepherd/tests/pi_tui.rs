@@ -1,7 +1,8 @@
 //! What a person sees of Shepherd in pi's own terminal UI, read from a real tmux pane: the tool
-//! rows (calls with display names instead of ids, `✓ spawned`, `✓ delegated`, `watching…`), and,
-//! after Ctrl+O, the expanded `call` / `return` sections and the structured completion
-//! notification. The parent's model is scripted; the sheep is a headless pi.
+//! rows (calls with display names instead of ids, `✓ spawned`, `✓ delegated`, `watching…`,
+//! `✗ failed · <error>`), and, after Ctrl+O, the expanded `call` / `return` sections and the
+//! structured notifications: a completion, a sheep's message and question, its reply, and a
+//! stale wait. The parent's model is scripted; the sheep is a headless pi.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -169,4 +170,221 @@ fn rows_and_expanded_views(pi: &PiBinary) {
     assert!(screen.contains("target: "), "the call section: {screen}");
 }
 
-shepherd_testkit::pi_tests!(rows_and_expanded_views);
+/// A failed call's row, and the notifications a sheep's words become: a plain message, a
+/// question, a stale wait on that question (a minute without an answer) and a reply, each as a
+/// title and its body, and expanded into its fields.
+fn failures_messages_replies_and_stale_waits(pi: &PiBinary) {
+    let options = Options {
+        settings: json!({"staleWaitThreshold": 1}),
+        ..Options::default()
+    };
+    let mut s = Shepherd::prepare(pi, Backend::Headless, &options);
+    let pane = TmuxPane::start(&s.tui_launch(), WIDTH, 300).expect("tmux starts pi");
+    wait(&pane, &[PARENT_MODEL]);
+
+    s.parent_says([
+        Step::tool_call(
+            "shepherd_delegate",
+            json!({"target": "shepherd-agent-nope", "task": "Anything."}),
+        ),
+        Step::text("That failed."),
+    ]);
+    say(&pane, "Delegate to nobody.");
+    let screen = wait(&pane, &["✗ failed · ", "That failed."]);
+    let row = line_with(&screen, "✗ failed · ");
+    assert!(
+        row.contains("shepherd-agent-nope"),
+        "the error is on the row: {row}"
+    );
+
+    s.parent_says([
+        Step::tool_call(
+            "shepherd_spawn",
+            json!({"agent": "worker", "label": "asker"}),
+        ),
+        Step::text("Spawned the asker."),
+    ]);
+    say(&pane, "Spawn an asker.");
+    wait(&pane, &["✓ spawned", "Spawned the asker."]);
+    s.session_id = session_id(&s.env.sessions_dir()).expect("the parent's session file");
+    let id = s.shepherd(&["herd"])["sheep"][0]["agentId"]
+        .as_str()
+        .expect("one sheep")
+        .to_owned();
+
+    // The sheep tells, then asks and waits; a reply to it gets an answer in return.
+    s.fake.append(
+        "worker-model",
+        [
+            Step::tool_call(
+                "shepherd_message",
+                json!({"target": "shepherd", "message": "Halfway through the notes."}),
+            ),
+            Step::tool_call(
+                "shepherd_message",
+                json!({"target": "shepherd", "message": "Which database should I use?", "expectsReply": true}),
+            ),
+            Step::text("Waiting for the answer."),
+            Step::tool_call(
+                "shepherd_message",
+                json!({"target": "shepherd", "message": "Found two bugs with staging.", "replyTo": "PARENT_MESSAGE"}),
+            )
+            .filling("PARENT_MESSAGE", "shepherd-message-"),
+            Step::text("Answered."),
+        ],
+    );
+    s.parent_says([
+        Step::tool_call(
+            "shepherd_delegate",
+            json!({"target": id, "task": "Read the notes."}),
+        ),
+        Step::text("Delegated the notes."),
+        // Woken by the question.
+        Step::text("I will answer later."),
+    ]);
+    say(&pane, "Delegate the notes.");
+    wait(
+        &pane,
+        &[
+            "Shepherd message from worker: asker",
+            "Halfway through the notes.",
+            "Which database should I use?",
+            "Shepherd message from worker: asker · expects a reply",
+            "I will answer later.",
+        ],
+    );
+    // A minute without an answer: the stale-wait reminder.
+    let stale = pane
+        .wait_for(
+            "Shepherd stale wait: worker: asker has waited",
+            TURN + std::time::Duration::from_secs(60),
+        )
+        .unwrap_or_else(|err| panic!("the stale wait: {err}"));
+    assert!(
+        stale.contains("Question: Which database should I use?"),
+        "{stale}"
+    );
+
+    let status = s.shepherd(&["status", &id]);
+    let question = status["task"]["pendingRequest"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a pending request in {status}"))
+        .to_owned();
+    let task = status["task"]["id"].as_str().unwrap().to_owned();
+    s.parent_says([
+        Step::tool_call(
+            "shepherd_message",
+            json!({"target": id, "message": "Use staging.", "replyTo": question, "taskId": task}),
+        ),
+        Step::text("Answered the asker."),
+        // Woken by the sheep's reply.
+        Step::text("Two bugs, noted."),
+    ]);
+    say(&pane, "Answer it.");
+    wait(
+        &pane,
+        &[
+            "Shepherd reply from worker: asker",
+            "Found two bugs with staging.",
+            "Two bugs, noted.",
+        ],
+    );
+
+    pane.press(&["C-o"]).unwrap();
+    let screen = pane
+        .wait_for_all(
+            &[
+                "Shepherd stale wait",
+                "waiting: worker: asker for 1 min (stale after 1 min)",
+                "pending request: ",
+                "actions:",
+                "message:",
+                "expects reply: yes",
+                "reply to: ",
+                "Two bugs, noted.",
+            ],
+            TURN,
+        )
+        .unwrap_or_else(|err| panic!("the expanded notifications: {err}"));
+    // Each message is a raw block under `message:`.
+    let lines: Vec<&str> = screen.lines().map(str::trim).collect();
+    for said in [
+        "Halfway through the notes.",
+        "Which database should I use?",
+        "Found two bugs with staging.",
+    ] {
+        let at = lines
+            .iter()
+            .position(|line| *line == said)
+            .unwrap_or_else(|| panic!("{said:?} on a line of its own in:\n{screen}"));
+        assert_eq!(lines[at - 1], "message:", "{screen}");
+    }
+    assert!(
+        screen.contains(&format!(
+            "pending request: {question} (waiting on Shepherd)"
+        )) || screen.contains(&format!("pending request: {question}")),
+        "{screen}"
+    );
+}
+
+/// `/shepherd` opens the settings inline, as a list of every setting: typing searches it, Enter
+/// moves the selected row to its next value and saves it, Esc closes the list.
+fn settings_list(pi: &PiBinary) {
+    let s = Shepherd::prepare(pi, Backend::Headless, &Options::default());
+    let pane = TmuxPane::start(&s.tui_launch(), WIDTH, 60).expect("tmux starts pi");
+    wait(&pane, &[PARENT_MODEL]);
+    pane.type_text("/shepherd").unwrap();
+    pane.press(&["Escape"]).unwrap();
+    pane.press(&["Enter"]).unwrap();
+    let screen = wait(
+        &pane,
+        &[
+            "Shepherd settings (saving to the user file)",
+            "Settings scope",
+            "Default run timeout",
+            "Type to search",
+        ],
+    );
+    assert!(
+        line_with(&screen, "Settings scope").contains("user"),
+        "{screen}"
+    );
+    pane.type_text("remote").unwrap();
+    let found = pane
+        .wait_until("the search down to one row", TURN, |screen| {
+            screen.contains("Remote host unreachable for")
+                && !screen.contains("Default run timeout")
+        })
+        .unwrap_or_else(|err| panic!("searching the settings: {err}"));
+    assert!(
+        line_with(&found, "Remote host unreachable for").contains("10 min"),
+        "{found}"
+    );
+    assert!(
+        found.contains("remoteLinkTimeoutMinutes"),
+        "the key of the selected row: {found}"
+    );
+    pane.press(&["Enter"]).unwrap();
+    let saved = wait(
+        &pane,
+        &["Saved Remote host unreachable for: 30 min (user file)."],
+    );
+    assert!(
+        line_with(&saved, "Remote host unreachable for:").contains("30 min"),
+        "{saved}"
+    );
+    pane.press(&["Escape"]).unwrap();
+    pane.wait_until("the list closed", TURN, |screen| {
+        !screen.contains("Shepherd settings (saving")
+    })
+    .unwrap_or_else(|err| panic!("closing the settings: {err}"));
+    let doc = s.shepherd_project(&["settings"]);
+    assert_eq!(doc["settings"]["remoteLinkTimeoutMinutes"], 30, "{doc}");
+    assert_eq!(doc["sources"]["remoteLinkTimeoutMinutes"], "user", "{doc}");
+}
+
+shepherd_testkit::pi_tests!(
+    rows_and_expanded_views,
+    failures_messages_replies_and_stale_waits,
+    settings_list
+);

@@ -75,7 +75,16 @@ fn prompt_is_what_the_sheep_sends(pi: &PiBinary) {
         captured.contains(&cwd),
         "what follows the docs stays: {captured}"
     );
-    for tool in ["read", "grep", "shepherd_message", "shepherd_done"] {
+    // The definition's tools, and the four every sheep has: its allowlist is exactly these.
+    let allowed = [
+        "read",
+        "grep",
+        "shepherd_message",
+        "shepherd_done",
+        "shepherd_herd",
+        "shepherd_status",
+    ];
+    for tool in allowed {
         assert!(
             captured.contains(&format!("- {tool}:")),
             "{tool} offered: {captured}"
@@ -102,6 +111,14 @@ fn prompt_is_what_the_sheep_sends(pi: &PiBinary) {
         .system_prompt()
         .expect("the sheep sends a system prompt");
     assert_eq!(sent, captured, "agents prompt shows what the sheep sends");
+    let mut offered = requests[0].tool_names();
+    offered.sort_unstable();
+    let mut expected = allowed.map(str::to_owned).to_vec();
+    expected.sort_unstable();
+    assert_eq!(
+        offered, expected,
+        "the sheep's model is offered its allowlist"
+    );
 }
 
 fn flags_shape_the_prompt(pi: &PiBinary) {

@@ -2,7 +2,8 @@
  * Shepherd's sheep side for pi: loaded into every pi sheep (`pi -e …/shepherd-sheep.ts`).
  *
  * It connects to the herd's broker with the capability Shepherd put in the environment
- * (`SHEPHERD_SOCKET`, `SHEPHERD_AGENT_ID`, `SHEPHERD_TOKEN`), and then:
+ * (`SHEPHERD_SOCKET`, `SHEPHERD_AGENT_ID`, `SHEPHERD_TOKEN`; when a wrapper dropped them, from
+ * the file beside the sheep's session, lib/sheep-launch.ts), and then:
  * - delivers every envelope the moment it arrives: tasks, replies, questions and reminders start
  *   a turn (`pi.sendUserMessage`, steer or follow-up); plain messages wait for the next turn;
  * - gives the model (in the tool catalogue's words, lib/tool-catalogue.ts) `shepherd_done` (the only way a task finishes), `shepherd_message` (to the
@@ -24,6 +25,7 @@ import * as fs from "node:fs";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { BrokerConnection, BrokerError, type Envelope, type ReportParams } from "./lib/broker.ts";
 import { isReceipt, matesText, messagesText, receiptText } from "./lib/receipts.ts";
+import { restoreSheepEnvironment } from "./lib/sheep-launch.ts";
 import { SHEEP_TOOLS } from "./lib/tool-catalogue.ts";
 
 /**
@@ -130,6 +132,9 @@ function lastAssistant(messages: PiMessage[] | undefined): { text: string; stopR
 }
 
 export default function (pi: ExtensionAPI) {
+	// A wrapper between Shepherd and pi may have dropped the sheep's variables: the file its
+	// launch names gives them back.
+	restoreSheepEnvironment();
 	const socket = process.env.SHEPHERD_SOCKET;
 	const agentId = process.env.SHEPHERD_AGENT_ID;
 	const token = process.env.SHEPHERD_TOKEN;
@@ -241,6 +246,7 @@ export default function (pi: ExtensionAPI) {
 						type: "text",
 						text:
 							`Shepherd message accepted for asynchronous delivery (${result.messageId}). ` +
+							(result.deliveryChanged ? `${result.deliveryChanged} ` : "") +
 							`shepherd_status {messageId: "${result.messageId}"} shows whether it was delivered and read.`,
 					},
 				],

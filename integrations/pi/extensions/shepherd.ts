@@ -6,11 +6,13 @@
  * wires the pieces in `parent/`: the broker link (identity = pi's session id, project = the
  * session's cwd), the model-facing tools, the `/shepherd` command, pushed notifications, the herd
  * widget and the opt-in `subagent` tool. Every decision about the herd is the broker's; this
- * extension only translates. Loaded inside a sheep (SHEPHERD_AGENT_ID is set), it does nothing:
- * sheep get their own tools from the sheep extension.
+ * extension only translates. Loaded inside a sheep (SHEPHERD_AGENT_ID is set, or, should a
+ * wrapper have stripped the environment, pi's command line loads the sheep extension), it does
+ * nothing: sheep get their own tools from the sheep extension.
  */
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { startedAsSheep } from "./lib/sheep-launch.ts";
 import { runShepherd, type SettingsDoc } from "./parent/cli.ts";
 import { registerCommand } from "./parent/command.ts";
 import { ParentLink } from "./parent/link.ts";
@@ -22,7 +24,7 @@ import { registerTools } from "./parent/tools.ts";
 import { HerdWidget } from "./parent/widget.ts";
 
 export default async function shepherd(pi: ExtensionAPI) {
-	if (process.env.SHEPHERD_AGENT_ID) return;
+	if (startedAsSheep()) return;
 
 	const state = new ParentState();
 	const widget = new HerdWidget(state);

@@ -153,7 +153,6 @@ pub(crate) async fn send_message(
     input: MessageInput,
     rid: Option<&str>,
 ) -> BrokerResult<Value> {
-    let delivery = input.delivery;
     broker
         .commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::send(tx, input)?;
@@ -161,10 +160,11 @@ pub(crate) async fn send_message(
                 accepted: true,
                 message_id: outcome.message_id,
                 target_id: outcome.target.to_string(),
-                delivery,
+                delivery: outcome.delivery,
                 task_id: outcome.task_id,
                 request_id: outcome.request_id,
                 target_task_state: outcome.task_state,
+                delivery_changed: outcome.delivery_changed,
             }))
         })
         .await

@@ -5,12 +5,16 @@
 //! it runs in RPC mode with its stdin held open by the supervisor. The sheep extension ships
 //! inside this binary and is written next to the broker's state on first use, so the extension a
 //! sheep loads always speaks this broker's protocol. One session file per sheep is kept with the
-//! broker's state and recorded in its notes. (What a pi sheep's run leaves behind is `pi`.)
+//! broker's state and recorded in its notes. Beside it, `<id>.env.json` (readable by its user
+//! alone) keeps the sheep's Shepherd variables, which the sheep extension puts back when a
+//! wrapper between the supervisor and pi started pi with a clean environment
+//! (`lib/sheep-launch.ts`). (What a pi sheep's run leaves behind is `pi`.)
 
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
-use shepherd_core::agent_def::{AgentDef, ModelChoice, ThinkingChoice};
+use shepherd_core::agent_def::AgentDef;
+use shepherd_core::harness::Harness;
 use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
 
@@ -18,8 +22,8 @@ use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 
 /// The sheep extension, the protocol client it imports, the client's generated protocol types,
-/// the receipt words it shares with the parent and the generated tool catalogue its tools are
-/// written from, as shipped in this binary.
+/// the receipt words it shares with the parent, the generated tool catalogue its tools are
+/// written from and how it tells it runs as a sheep, as shipped in this binary.
 const SHEEP_EXTENSION: &str =
     include_str!("../../../../integrations/pi/extensions/shepherd-sheep.ts");
 const BROKER_CLIENT: &str = include_str!("../../../../integrations/pi/extensions/lib/broker.ts");
@@ -28,6 +32,8 @@ const PROTOCOL_TYPES: &str =
 const RECEIPT_WORDS: &str = include_str!("../../../../integrations/pi/extensions/lib/receipts.ts");
 const TOOL_CATALOGUE: &str =
     include_str!("../../../../integrations/pi/extensions/lib/tool-catalogue.ts");
+const SHEEP_LAUNCH: &str =
+    include_str!("../../../../integrations/pi/extensions/lib/sheep-launch.ts");
 
 /// The tools every pi sheep needs on top of its definition's allowlist.
 const SHEEP_TOOLS: [&str; 4] = [
@@ -52,6 +58,33 @@ pub(crate) fn session_file(broker: &Broker, id: &AgentId) -> PathBuf {
     broker.config.paths.sheep_logs.join(format!("{id}.jsonl"))
 }
 
+/// Keeps a local pi sheep's Shepherd variables (its capability among them) beside its session
+/// file, for the sheep extension to put back should a wrapper start pi with a clean
+/// environment; only its user may read them, as only its user may read the broker's state.
+pub(crate) fn write_launch_env(
+    broker: &Broker,
+    id: &AgentId,
+    env: &[(String, String)],
+) -> BrokerResult<()> {
+    let vars: serde_json::Map<String, serde_json::Value> = env
+        .iter()
+        .filter(|(name, _)| name.starts_with("SHEPHERD_"))
+        .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
+        .collect();
+    let text = serde_json::Value::Object(vars).to_string();
+    let file = broker
+        .config
+        .paths
+        .sheep_logs
+        .join(format!("{id}.env.json"));
+    shepherd_fs::write_atomic(&file, text.as_bytes(), Some(0o600)).map_err(|err| {
+        BrokerError::new(
+            ErrorCode::Io,
+            format!("writing the sheep's launch variables: {err}"),
+        )
+    })
+}
+
 /// Writes the shipped sheep extension under the broker's state directory (once per content) and
 /// returns the path pi loads.
 fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
@@ -64,13 +97,14 @@ fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
 }
 
 /// The shipped sheep extension's files, relative to its directory (the entry point first).
-pub(crate) fn extension_files() -> [(&'static str, &'static str); 5] {
+pub(crate) fn extension_files() -> [(&'static str, &'static str); 6] {
     [
         ("shepherd-sheep.ts", SHEEP_EXTENSION),
         ("lib/broker.ts", BROKER_CLIENT),
         ("lib/protocol-types.ts", PROTOCOL_TYPES),
         ("lib/receipts.ts", RECEIPT_WORDS),
         ("lib/tool-catalogue.ts", TOOL_CATALOGUE),
+        ("lib/sheep-launch.ts", SHEEP_LAUNCH),
     ]
 }
 
@@ -138,11 +172,7 @@ pub(crate) fn launch(
     if headless {
         argv.extend(["--mode".into(), "rpc".into()]);
     }
-    let model = chosen_model(def, params);
-    let thinking = match def.thinking {
-        ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
-        ThinkingChoice::Inherit => params.parent_thinking.clone(),
-    };
+    let (model, thinking) = choices(def, params);
     let definition = definition_args(def, model, thinking, &prompt);
     argv.extend(definition.argv);
     Ok(PiLaunch {
@@ -151,12 +181,19 @@ pub(crate) fn launch(
     })
 }
 
-/// The model a pi sheep runs: the spawn's override, else its definition's, else its parent's.
-pub(crate) fn chosen_model(def: &AgentDef, params: &SpawnParams) -> Option<String> {
-    params.model.clone().or_else(|| match &def.model {
-        ModelChoice::Explicit(model) => Some(model.clone()),
-        ModelChoice::Inherit => params.parent_model.clone(),
-    })
+/// The model and thinking level a pi sheep of `def` runs at, by the rule every harness follows
+/// ([`AgentDef::model_for`], [`AgentDef::thinking_for`]): the spawn's model, else the
+/// definition's for pi (`models: {pi: …}`, or `model` when pi is its own harness), else the
+/// parent's; the definition's thinking level, else the parent's.
+pub(crate) fn choices(def: &AgentDef, params: &SpawnParams) -> (Option<String>, Option<String>) {
+    (
+        def.model_for(
+            Harness::Pi,
+            params.model.as_deref(),
+            params.parent_model.as_deref(),
+        ),
+        def.thinking_for(Harness::Pi, params.parent_thinking.as_deref()),
+    )
 }
 
 /// The flags and environment that give pi a sheep's definition: its model and thinking level,

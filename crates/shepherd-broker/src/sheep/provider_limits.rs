@@ -27,14 +27,11 @@ pub(crate) fn key_for(
     let Runtime::Agent(harness) = runtime else {
         return None;
     };
-    let model = match harness {
-        Harness::Pi => crate::sheep::pi_launch::chosen_model(def, params),
-        other => def.model_for(
-            other,
-            params.model.as_deref(),
-            params.parent_model.as_deref(),
-        ),
-    };
+    let model = def.model_for(
+        harness,
+        params.model.as_deref(),
+        params.parent_model.as_deref(),
+    );
     Some(shepherd_harness::provider_key(
         harness,
         model.as_deref(),

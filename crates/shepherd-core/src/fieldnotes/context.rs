@@ -1,8 +1,9 @@
 //! The fieldnotes context block appended to every delegated task.
 //!
-//! A sheep learns where its session lives, which note is its own, and the ownership rules:
-//! read `shepherd.md` first, write only to its own note, leave `shepherd.md` and other notes
-//! alone, never start another session. The block is appended after the task (the task text
+//! A sheep learns where its session lives, which note is its own, where the shepherd's note
+//! is, and the ownership rules: read `shepherd.md` and the shepherd's note first, write only to
+//! its own note, leave `shepherd.md`, the shepherd's note and other notes alone, never start
+//! another session. The block is appended after the task (the task text
 //! itself is never replaced) and carries absolute paths, for writing, with project-relative
 //! twins, for links. (The original only gave this block on its legacy prompt path.)
 
@@ -19,6 +20,8 @@ pub struct SheepContext<'a> {
     pub session_dir_relative: &'a str,
     /// Absolute path of `shepherd.md`.
     pub index_path: &'a str,
+    /// Absolute path of the shepherd's note, when the session has one.
+    pub shepherds_note_path: Option<&'a str>,
     /// Absolute path of the sheep's note.
     pub note_path: &'a str,
     /// The note's path relative to the project root.
@@ -50,6 +53,7 @@ pub fn render_context_block(context: &SheepContext<'_>) -> String {
         session_dir,
         session_dir_relative,
         index_path,
+        shepherds_note_path,
         note_path,
         note_relative,
         earlier_notes,
@@ -59,20 +63,30 @@ pub fn render_context_block(context: &SheepContext<'_>) -> String {
         "{BLOCK_START}\
          - Session: {directory_name} (name: {session_name:?})\n\
          - Session directory: {session_dir} (project-relative: {session_dir_relative})\n\
-         - Session fieldnotes: {index_path}\n\
-         - Your note: {note_path} (project-relative: {note_relative})\n"
+         - Session fieldnotes: {index_path}\n"
     );
+    if let Some(path) = shepherds_note_path {
+        out.push_str(&format!("- The shepherd's note: {path}\n"));
+    }
+    out.push_str(&format!(
+        "- Your note: {note_path} (project-relative: {note_relative})\n"
+    ));
     if *earlier_notes > 0 || *resumed {
         out.push_str(&format!(
             "- This session continues earlier work: {earlier_notes} earlier note(s), linked from shepherd.md. Read the ones relevant to your task before you start.\n"
         ));
     }
-    out.push_str(
-        "\nRead shepherd.md first. Keep your work in your assigned note: write your detailed \
-         findings there when your role allows writing files. Do not edit shepherd.md or another \
-         agent's note. Do not create another Shepherd session. Use relative Markdown links for \
-         files inside the project or session.\n",
-    );
+    let first = if shepherds_note_path.is_some() {
+        "Read shepherd.md and the shepherd's note first."
+    } else {
+        "Read shepherd.md first."
+    };
+    out.push_str(&format!(
+        "\n{first} Keep your work in your assigned note: write your detailed findings there \
+         when your role allows writing files. Do not edit shepherd.md, the shepherd's note or \
+         another agent's note. Do not create another Shepherd session. Use relative Markdown \
+         links for files inside the project or session.\n",
+    ));
     out
 }
 
@@ -88,6 +102,7 @@ mod tests {
             session_dir: "/r/s",
             session_dir_relative: "s",
             index_path: "/r/s/shepherd.md",
+            shepherds_note_path: None,
             note_path: "/r/s/w-01.md",
             note_relative: "s/w-01.md",
             earlier_notes: 0,
@@ -114,6 +129,7 @@ mod tests {
             session_dir: "/repo/.shepherd/sessions/0001-fix",
             session_dir_relative: ".shepherd/sessions/0001-fix",
             index_path: "/repo/.shepherd/sessions/0001-fix/shepherd.md",
+            shepherds_note_path: Some("/repo/.shepherd/sessions/0001-fix/shepherds-note.md"),
             note_path: "/repo/.shepherd/sessions/0001-fix/scout-01.md",
             note_relative: ".shepherd/sessions/0001-fix/scout-01.md",
             earlier_notes: 0,
@@ -122,6 +138,13 @@ mod tests {
         let fresh = render_context_block(&context);
         assert!(fresh.starts_with("\n\nShepherd session context:\n"));
         assert!(fresh.contains("Do not create another Shepherd session."));
+        assert!(
+            fresh.contains(
+                "- The shepherd's note: /repo/.shepherd/sessions/0001-fix/shepherds-note.md\n"
+            ),
+            "{fresh}"
+        );
+        assert!(fresh.contains("Read shepherd.md and the shepherd's note first."));
         assert!(!fresh.contains("continues earlier work"));
         context.earlier_notes = 3;
         assert!(

@@ -15,10 +15,8 @@
 //!   parallel mode.
 //! - `## Related files`: project files linked relative to the session directory, URLs as they
 //!   are.
-//! - `## Shepherd's note`: the shepherd's own note (guidance, feedback and a map for present
-//!   and future sheep). Everything below its marker line belongs to the shepherd and is carried
-//!   over verbatim by every rewrite ([`render_index_keeping`]); so is any `##` section the
-//!   shepherd added elsewhere in the file, which moves below the marker.
+//! - `## Shepherd's note`: a link to the shepherd's own note, a file of its own that no rewrite
+//!   of this index touches ([`super::shepherds_note`]).
 //!
 //! In the Notes list a note shows its sheep's label (`[Reviewer 01: security](…)`), the
 //! feedback attached to it (one sub-item each) and, once deleted, its name struck through
@@ -30,81 +28,28 @@
 use super::markdown::{display_name, inline_code, link, link_text};
 use super::metadata::{ArtifactRecord, Binding, SessionMetadata};
 use super::ops::{TargetKind, check_related_target};
+use super::shepherds_note::LEGACY_MARKER;
 use super::status::Mode;
 use crate::slug::hash8;
 
 /// From a session directory back to the project root.
 const TO_PROJECT_ROOT: &str = "../../../";
 
-/// The line that opens the shepherd's own note at the end of `shepherd.md`; everything after
-/// it is the shepherd's.
-pub const SHEPHERD_NOTE_MARKER: &str = "<!-- Shepherd's note: guidance, feedback and a map for present and future sheep. Everything below this line is the shepherd's own and is kept whenever Shepherd rewrites this file. -->";
-
-/// The headings of the sections Shepherd generates.
-const GENERATED_SECTIONS: [&str; 4] = ["Notes", "Flow", "Related files", "Shepherd's note"];
-
-/// The full text of a new session's `shepherd.md` (an empty shepherd's note).
+/// The full text of `shepherd.md` for `session`.
 pub fn render_index(session: &SessionMetadata) -> String {
-    render_index_keeping(session, None)
-}
-
-/// The full text of `shepherd.md` for `session`, keeping the shepherd's own note from
-/// `existing` (the file's current text): everything below [`SHEPHERD_NOTE_MARKER`], after any
-/// section the shepherd added above it (see [`shepherds_text`]).
-pub fn render_index_keeping(session: &SessionMetadata, existing: Option<&str>) -> String {
-    // Nothing generated (a name, a task, feedback) may pass for the marker.
-    let mut out = render_generated(session).replace(
-        SHEPHERD_NOTE_MARKER,
-        "<!-- Shepherd's note (quoted marker) -->",
-    );
-    out.push_str("\n## Shepherd's note\n\n");
-    out.push_str(SHEPHERD_NOTE_MARKER);
-    out.push('\n');
-    if let Some(text) = existing.map(shepherds_text).filter(|text| !text.is_empty()) {
-        out.push_str(&text);
-        if !text.ends_with('\n') {
-            out.push('\n');
-        }
+    // Nothing generated (a name, feedback) may pass for the line that opened the shepherd's
+    // note in earlier versions, or what follows it would be taken for the shepherd's.
+    let mut out = render_generated(session)
+        .replace(LEGACY_MARKER, "<!-- Shepherd's note (quoted marker) -->");
+    if let Some(note) = &session.shepherds_note {
+        out.push_str("\n## Shepherd's note\n\n");
+        out.push_str(&format!(
+            "{} — guidance, feedback and a map for present and future sheep, from the shepherd. \
+             Read it before you start.\n",
+            link("Shepherd's note", &format!("./{}", note.file_name))
+        ));
     }
     out
-}
-
-/// What of an existing `shepherd.md` belongs to the shepherd: every `##` section above the
-/// marker whose heading Shepherd does not generate (outside code fences), then everything
-/// below the marker, as written.
-pub fn shepherds_text(existing: &str) -> String {
-    let (generated, below) = match existing.find(SHEPHERD_NOTE_MARKER) {
-        Some(at) => {
-            let rest = &existing[at + SHEPHERD_NOTE_MARKER.len()..];
-            (&existing[..at], rest.strip_prefix('\n').unwrap_or(rest))
-        }
-        None => (existing, ""),
-    };
-    let mut kept = String::new();
-    let mut in_fence = false;
-    let mut keeping = false;
-    for line in generated.split_inclusive('\n') {
-        let trimmed = line.trim_end();
-        if !in_fence && (trimmed.starts_with("# ") || trimmed.starts_with("## ")) {
-            keeping = trimmed
-                .strip_prefix("## ")
-                .is_some_and(|heading| !GENERATED_SECTIONS.contains(&heading.trim()));
-        }
-        if trimmed.starts_with("```") {
-            in_fence = !in_fence;
-        }
-        if keeping {
-            kept.push_str(line);
-        }
-    }
-    if !kept.is_empty() && !kept.ends_with('\n') {
-        kept.push('\n');
-    }
-    if !kept.is_empty() && !below.trim().is_empty() && !kept.ends_with("\n\n") {
-        kept.push('\n');
-    }
-    kept.push_str(below);
-    kept
 }
 
 /// The part of `shepherd.md` Shepherd writes: header, Notes, Flow and Related files.
@@ -430,48 +375,24 @@ mod curation_tests {
     }
 
     #[test]
-    fn the_shepherds_note_survives_every_rewrite() {
+    fn the_index_links_the_shepherds_note_and_no_generated_text_passes_for_the_shepherds() {
+        use crate::fieldnotes::shepherds_note::{ShepherdsNote, index_leftovers};
         let mut session = session();
-        let first = render_index(&session);
-        assert!(first.ends_with(&format!("## Shepherd's note\n\n{SHEPHERD_NOTE_MARKER}\n")));
-        let written =
-            format!("{first}Keep the API stable.\n\n## Map\n\n- auth lives in src/auth\n");
-        session.status = "completed".to_owned();
-        let again = render_index_keeping(&session, Some(&written));
-        assert!(again.contains("- **Status:** completed"), "{again}");
+        assert!(!render_index(&session).contains("Shepherd's note"));
+        session.shepherds_note = Some(ShepherdsNote::new("t0"));
+        let text = render_index(&session);
         assert!(
-            again.ends_with(&format!(
-                "{SHEPHERD_NOTE_MARKER}\nKeep the API stable.\n\n## Map\n\n- auth lives in src/auth\n"
-            )),
-            "{again}"
+            text.ends_with(
+                "\n## Shepherd's note\n\n[Shepherd's note](./shepherds-note.md) — guidance, feedback and a map for present and future sheep, from the shepherd. Read it before you start.\n"
+            ),
+            "{text}"
         );
-        assert_eq!(render_index_keeping(&session, Some(&again)), again);
-    }
-
-    #[test]
-    fn a_section_the_shepherd_added_above_the_marker_moves_below_it() {
-        let session = session();
-        // A file written before the marker existed, with a section the shepherd added.
-        let old = "# Session 0001 — Fix\n\n## Shepherd guidance\n\nUse tabs.\n```text\n## not a heading\n```\n\n## Notes\n\n1. gone\n\n## Flow\n\n```text\n[a](./a.md)\n```\n";
-        let text = render_index_keeping(&session, Some(old));
-        let below = text.split(SHEPHERD_NOTE_MARKER).nth(1).unwrap();
-        assert_eq!(
-            below,
-            "\n## Shepherd guidance\n\nUse tabs.\n```text\n## not a heading\n```\n\n"
-        );
-        assert!(!text.contains("1. gone"));
-        assert_eq!(render_index_keeping(&session, Some(&text)), text);
-    }
-
-    #[test]
-    fn generated_text_cannot_forge_the_marker() {
-        let mut session = session();
         session
-            .add_feedback("reviewer-01.md", "shepherd", SHEPHERD_NOTE_MARKER, "t1")
+            .add_feedback("reviewer-01.md", "shepherd", LEGACY_MARKER, "t1")
             .unwrap();
         let text = render_index(&session);
-        assert_eq!(text.matches(SHEPHERD_NOTE_MARKER).count(), 1);
-        assert_eq!(render_index_keeping(&session, Some(&text)), text);
+        assert!(!text.contains(LEGACY_MARKER), "{text}");
+        assert_eq!(index_leftovers(&text), "");
     }
 
     #[test]

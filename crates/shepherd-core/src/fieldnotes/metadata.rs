@@ -4,8 +4,8 @@
 //! The fields and their order are the original extension's version 2 format (for sessions of a
 //! parent; sessions bound to none are written without a version, the original's name-based
 //! form, since the original refuses a version 2 record without a parent); ours adds
-//! `related` (the Related files of `shepherd.md`) and, per note, `group` (its place in the
-//! Flow) and `error`. Keys this code does not know are kept in a flattened map and written
+//! `related` (the Related files of `shepherd.md`), `shepherdsNote` (the shepherd's own note)
+//! and, per note, `group` (its place in the Flow) and `error`. Keys this code does not know are kept in a flattened map and written
 //! back, so a newer or foreign writer's data survives our rewrites.
 //!
 //! Stored absolute paths are never believed: [`SessionMetadata::validate`] accepts a record only
@@ -87,6 +87,9 @@ pub struct SessionMetadata {
     /// Files and URLs attached to the session (the Related files of `shepherd.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub related: Vec<RelatedLink>,
+    /// The shepherd's own note, once Shepherd has created it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shepherds_note: Option<super::ShepherdsNote>,
     /// Keys this code does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
@@ -255,6 +258,7 @@ impl SessionMetadata {
             modes: Vec::new(),
             artifacts: Vec::new(),
             related: Vec::new(),
+            shepherds_note: None,
             extra: IndexMap::new(),
         }
     }
@@ -312,6 +316,11 @@ impl SessionMetadata {
         for link in &self.related {
             super::ops::check_related_target(&link.target)
                 .map_err(|err| Malformed(format!("related link: {err}")))?;
+        }
+        if let Some(note) = &self.shepherds_note
+            && note.file_name != super::SHEPHERDS_NOTE_FILE
+        {
+            return bad(format!("unexpected shepherd's note {:?}", note.file_name));
         }
         Ok(())
     }
@@ -386,6 +395,9 @@ impl SessionMetadata {
             if !is_safe_slug(&artifact.agent_slug) {
                 artifact.agent_slug = agent_slug(&artifact.agent);
             }
+        }
+        if let Some(note) = &mut self.shepherds_note {
+            note.relative_path = format!("{relative}/{}", note.file_name);
         }
         self.session_path = absolute;
         self.session_relative_path = relative;

@@ -3,7 +3,8 @@
 //!
 //! A fieldnotes session is a folder `<project>/.shepherd/sessions/NNNN-<slug>/` holding
 //! `session.json` (the durable record), `shepherd.md` (the index a person reads, regenerated
-//! from the record on every change) and one `<agentSlug>-NN.md` note per delegated task. The
+//! from the record on every change), `shepherds-note.md` (the shepherd's own, which nothing
+//! regenerates) and one `<agentSlug>-NN.md` note per delegated task. The
 //! layout and both file formats are the original extension's (version 2), so a folder written by
 //! either program reads the same to a person and to the other program. Everything here is pure:
 //! the store (`shepherd-notes`) reads files, hands their text in, and writes what comes back.
@@ -15,7 +16,8 @@
 //! - [`naming`] — note file names and collision-free session slugs.
 //! - [`frontmatter`], [`note`] — a note's frontmatter and body, with the store's own
 //!   orchestration section kept apart from what the sheep wrote.
-//! - [`index`] — `shepherd.md`, with the shepherd's own note at its end.
+//! - [`index`] — `shepherd.md`, linking the shepherd's own note.
+//! - [`shepherds_note`] — the shepherd's own note, a file no rewrite of the index touches.
 //! - [`context`] — the text appended to a delegated task.
 
 pub mod context;
@@ -27,6 +29,7 @@ pub mod metadata;
 pub mod naming;
 pub mod note;
 pub mod ops;
+pub mod shepherds_note;
 pub mod status;
 
 #[cfg(test)]
@@ -38,6 +41,7 @@ pub use metadata::{
     SessionMetadata,
 };
 pub use ops::{OpError, PlannedNote};
+pub use shepherds_note::{SHEPHERDS_NOTE_FILE, ShepherdsNote};
 pub use status::{Mode, NoteStatus};
 
 /// The project-level Shepherd directory.
@@ -98,9 +102,12 @@ pub fn is_plain_name(name: &str) -> bool {
 }
 
 /// Whether `name` may be a note's file name: a plain name that is not one of the session's
-/// own files.
+/// own files (its record, its index, the shepherd's note).
 pub fn is_note_file_name(name: &str) -> bool {
-    is_plain_name(name) && name != INDEX_FILE && name != SESSION_METADATA_FILE
+    is_plain_name(name)
+        && name != INDEX_FILE
+        && name != SESSION_METADATA_FILE
+        && name != SHEPHERDS_NOTE_FILE
 }
 
 #[cfg(test)]
@@ -127,6 +134,7 @@ mod tests {
         for bad in [
             "shepherd.md",
             "session.json",
+            "shepherds-note.md",
             "../x.md",
             ".hidden.md",
             "",

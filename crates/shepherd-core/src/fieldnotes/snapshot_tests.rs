@@ -26,6 +26,7 @@ fn planned(agent: &str, mode: Mode, group: Option<&str>) -> PlannedNote {
 
 fn story() -> SessionMetadata {
     let mut session = SessionMetadata::new("fix-oauth-login", "fix-oauth-login", 1, None, &at(30));
+    session.shepherds_note = Some(super::ShepherdsNote::new(&at(30)));
     session.rederive_paths("/repo");
     let none = |_: &str| false;
     for (agent, mode, group) in [
@@ -95,13 +96,14 @@ fn index_of_an_empty_parent_bound_session() {
         bound_at: at(30),
         session_file: Some("/home/u/.pi/sessions/1234.jsonl".to_owned()),
     };
-    let session = SessionMetadata::new(
+    let mut session = SessionMetadata::new(
         "orchestrator-1a2b3c4d",
         "orchestrator-1a2b3c4d",
         12,
         Some(binding),
         &at(30),
     );
+    session.shepherds_note = Some(super::ShepherdsNote::new(&at(30)));
     insta::assert_snapshot!("index_empty_bound", index::render_index(&session));
 }
 

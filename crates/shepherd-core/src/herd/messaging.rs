@@ -2,13 +2,16 @@
 //!
 //! The rules are the original extension's (upstream §3.2–§3.11): a message never creates a task;
 //! `expectsReply` with a task opens one tracked request on that task (which then waits); a reply
-//! naming the request resolves it, and is relayed to the asker when it went elsewhere.
+//! naming the request resolves it, and is relayed to the asker when it went elsewhere. A
+//! message asked to steer a sheep's turn steers only a sheep that can take one mid-turn (pi);
+//! any other gets it as a follow-up, and the sender is told.
 
 use super::Tx;
 use super::error::HerdError;
 use super::model::{Event, MessageRecord, Payload, Phase, Request};
 use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
 use crate::error_code::ErrorCode;
+use crate::harness::{Harness, Runtime};
 use crate::ids::{MessageId, Participant, TaskId};
 use crate::task::TaskState;
 
@@ -52,6 +55,10 @@ pub struct MessageOutcome {
     pub resolved: Option<MessageId>,
     /// The state of the task it concerns, after delivery.
     pub task_state: Option<TaskState>,
+    /// How it is delivered: as asked, or as a follow-up when its target cannot be steered.
+    pub delivery: Delivery,
+    /// Why it is delivered otherwise than asked, in words for the sender.
+    pub delivery_changed: Option<String>,
 }
 
 /// Accepts a message and queues it for its target.
@@ -77,6 +84,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         .filter(|req| req.target == input.sender || input.sender == Participant::Parent)
         .cloned();
 
+    let (delivery, delivery_changed) = delivery_for(tx, &target, input.delivery);
     let deadline_at = input
         .expects_reply
         .then(|| tx.now().saturating_add(input.reply_timeout_ms));
@@ -95,7 +103,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         reply_to: reply_to.clone(),
         expects_reply: input.expects_reply,
         deadline_at,
-        delivery: input.delivery,
+        delivery,
         content: Some(input.content.clone()),
         status: None,
         origin_sender_id: None,
@@ -152,7 +160,39 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
         request_id: request.map(|r| r.id),
         resolved: resolves.map(|r| r.id),
         task_state,
+        delivery,
+        delivery_changed,
     })
+}
+
+/// How a message asked to be delivered as `asked` reaches `target`. Only pi takes a message in
+/// the middle of a turn (its sheep extension hands it to pi as a steering message); every
+/// other sheep gets it as a follow-up, and the sender is told so rather than left to believe
+/// the turn was steered.
+fn delivery_for(tx: &Tx<'_>, target: &Participant, asked: Delivery) -> (Delivery, Option<String>) {
+    let Participant::Sheep(id) = target else {
+        return (asked, None);
+    };
+    let Some(sheep) = tx.herd().sheep.get(id) else {
+        return (asked, None);
+    };
+    let why = match (asked, sheep.runtime) {
+        (Delivery::FollowUp, _) | (Delivery::Steer, Runtime::Agent(Harness::Pi)) => {
+            return (asked, None);
+        }
+        (Delivery::Steer, Runtime::Command) => format!(
+            "{} is a command sheep, which cannot be steered: the message waits in its inbox as a \
+             follow-up, for the next time it reads it.",
+            sheep.display_name()
+        ),
+        (Delivery::Steer, Runtime::Agent(harness)) => format!(
+            "{} runs {}, which cannot be steered mid-turn: the message is delivered as a \
+             follow-up, once its current turn ends.",
+            sheep.display_name(),
+            harness.title()
+        ),
+    };
+    (Delivery::FollowUp, Some(why))
 }
 
 fn parse_message_id(text: &str) -> Result<MessageId, HerdError> {

@@ -44,13 +44,23 @@ impl Harness {
     }
 
     pub(super) fn spawn(&mut self, agent: &str, label: &str) -> AgentId {
+        self.spawn_on(agent, label, crate::harness::Runtime::Command)
+    }
+
+    /// A sheep whose program is `runtime`.
+    pub(super) fn spawn_on(
+        &mut self,
+        agent: &str,
+        label: &str,
+        runtime: crate::harness::Runtime,
+    ) -> AgentId {
         let id = AgentId::mint("1a2b3c4d", &self.unique());
         let new = NewSheep {
             id: id.clone(),
             agent: agent.into(),
             label: crate::label::validate_label(label).unwrap(),
             backend: crate::backend::BackendKind::Headless,
-            runtime: crate::harness::Runtime::Command,
+            runtime,
             model: None,
             cwd: "/p".into(),
             token_digest: "d".into(),

@@ -149,6 +149,10 @@ pub struct MessageResult {
     /// The task's state after delivery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_task_state: Option<TaskState>,
+    /// Why it is delivered otherwise than asked: a `steer` to a sheep that cannot be steered
+    /// mid-turn goes as a follow-up (`delivery` says which).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_changed: Option<String>,
 }
 
 /// A list of ids: one string or an array (JSON-encoded arrays in a string are accepted too).

@@ -92,13 +92,14 @@ pub fn temp_leftovers(dir: &Path) -> Vec<PathBuf> {
 
 /// Checks that session.json lists every note exactly once, that every listed note exists and
 /// is linked exactly once from shepherd.md, and that no two notes share an agent ordinal.
-/// Returns the number of notes.
+/// Returns the number of notes (deleted ones included).
 pub fn assert_consistent(project: &Project, session: &SessionRef) -> usize {
     let json = project.session_json(session);
     let artifacts = json["artifacts"].as_array().unwrap();
     let index = project.read(session, "shepherd.md");
     let mut files = HashSet::new();
     let mut ordinals = HashSet::new();
+    let mut deleted = 0;
     for artifact in artifacts {
         let file = artifact["fileName"].as_str().unwrap();
         assert!(files.insert(file.to_owned()), "note {file} listed twice");
@@ -107,6 +108,15 @@ pub fn assert_consistent(project: &Project, session: &SessionRef) -> usize {
             artifact["ordinal"].as_u64().unwrap(),
         );
         assert!(ordinals.insert(key.clone()), "ordinal {key:?} given twice");
+        if artifact.get("deletedAt").is_some() {
+            // A deleted note keeps its record; its file is gone.
+            assert!(
+                !project.session_dir(session).join(file).exists(),
+                "deleted {file} still there"
+            );
+            deleted += 1;
+            continue;
+        }
         assert!(
             project.session_dir(session).join(file).is_file(),
             "{file} missing"
@@ -118,14 +128,31 @@ pub fn assert_consistent(project: &Project, session: &SessionRef) -> usize {
             "{file} not linked once in shepherd.md"
         );
     }
+    // The shepherd's note is listed apart from the notes, and linked once at most (the
+    // original's rewrite of the index drops the link until Shepherd's next write).
+    if json.get("shepherdsNote").is_some() {
+        assert!(
+            project
+                .session_dir(session)
+                .join("shepherds-note.md")
+                .is_file(),
+            "the shepherd's note is missing"
+        );
+        assert!(
+            index.matches("](./shepherds-note.md) — ").count() <= 1,
+            "the shepherd's note linked more than once in shepherd.md"
+        );
+    }
     let on_disk = std::fs::read_dir(project.session_dir(session))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".md") && name != "shepherd.md")
+        .filter(|name| {
+            name.ends_with(".md") && name != "shepherd.md" && name != "shepherds-note.md"
+        })
         .count();
     assert_eq!(
         on_disk,
-        files.len(),
+        files.len() - deleted,
         "note files on disk and in session.json differ"
     );
     files.len()

@@ -42,6 +42,9 @@ pub const REMOVED_VARS: &[&str] = &[
 pub const PROVIDER: &str = "fake";
 /// The provider name of the fake Anthropic models.
 pub const ANTHROPIC_PROVIDER: &str = "fakeant";
+/// The provider name of the fake OpenAI-compatible models that think: pi sends them its
+/// thinking level as `reasoning_effort`, so a request shows the level a pi ran at.
+pub const THINKING_PROVIDER: &str = "fakethink";
 /// The API key in `models.json` (not an environment variable name, so pi takes it literally).
 pub const API_KEY: &str = "fake-key";
 
@@ -52,6 +55,7 @@ pub struct PiEnvBuilder {
     anthropic_url: String,
     models: Vec<String>,
     anthropic_models: Vec<String>,
+    thinking_models: Vec<String>,
     default_model: Option<String>,
     settings: Map<String, Value>,
 }
@@ -69,6 +73,14 @@ impl PiEnvBuilder {
     #[must_use]
     pub fn anthropic_model(mut self, id: &str) -> Self {
         self.anthropic_models.push(id.to_owned());
+        self
+    }
+
+    /// Adds an OpenAI-compatible model id that reasons (provider [`THINKING_PROVIDER`]): its
+    /// requests carry pi's thinking level as `reasoning_effort` (none when thinking is off).
+    #[must_use]
+    pub fn thinking_model(mut self, id: &str) -> Self {
+        self.thinking_models.push(id.to_owned());
         self
     }
 
@@ -128,6 +140,23 @@ impl PiEnvBuilder {
                 }),
             );
         }
+        if !self.thinking_models.is_empty() {
+            let models: Vec<Value> = model_list(&self.thinking_models, 128_000)
+                .into_iter()
+                .map(|mut model| {
+                    model["reasoning"] = json!(true);
+                    model
+                })
+                .collect();
+            providers.insert(
+                THINKING_PROVIDER.to_owned(),
+                json!({
+                    "baseUrl": self.openai_url, "api": "openai-completions", "apiKey": API_KEY,
+                    "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": true},
+                    "models": models,
+                }),
+            );
+        }
         if !self.anthropic_models.is_empty() {
             providers.insert(
                 ANTHROPIC_PROVIDER.to_owned(),
@@ -139,6 +168,7 @@ impl PiEnvBuilder {
         }
         let (provider, model) = match (&self.default_model, self.models.first()) {
             (Some(id), _) if self.anthropic_models.contains(id) => (ANTHROPIC_PROVIDER, id),
+            (Some(id), _) if self.thinking_models.contains(id) => (THINKING_PROVIDER, id),
             (Some(id), _) | (None, Some(id)) => (PROVIDER, id),
             (None, None) => (ANTHROPIC_PROVIDER, &self.anthropic_models[0]),
         };
@@ -183,6 +213,7 @@ impl PiEnv {
             anthropic_url: fake.url(),
             models: Vec::new(),
             anthropic_models: Vec::new(),
+            thinking_models: Vec::new(),
             default_model: None,
             settings: Map::new(),
         }

@@ -19,9 +19,15 @@ use shepherd_testkit::fake_llm::{FakeLlm, RecordedRequest, Script, Step};
 use shepherd_testkit::pi::{PiBinary, PiEnv, PiRpc};
 
 mod options;
+mod processes;
 mod records;
+mod surface;
 pub use options::*;
+#[allow(unused_imports)]
+pub use processes::*;
 pub use records::*;
+#[allow(unused_imports)]
+pub use surface::*;
 
 /// The parent's model id.
 pub const PARENT_MODEL: &str = "parent-model";
@@ -66,6 +72,9 @@ impl Shepherd {
             .default_model(PARENT_MODEL);
         for (_, model) in &options.agents {
             builder = builder.model(model);
+        }
+        for model in &options.thinking_models {
+            builder = builder.thinking_model(model);
         }
         let env = builder.build().expect("pi environment");
         let root = env.root().to_path_buf();

@@ -38,6 +38,8 @@ pub fn extension_path() -> PathBuf {
 pub struct Options {
     /// The sheep agents to define: (name, model id).
     pub agents: Vec<(&'static str, &'static str)>,
+    /// Further models that think (provider `fakethink`), for definitions the test writes.
+    pub thinking_models: Vec<&'static str>,
     /// Extra user settings (merged over `backend`).
     pub settings: Value,
     /// Extra environment for the parent pi (and so the broker and its sheep). `{fake}` in a
@@ -51,6 +53,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             agents: vec![("worker", "worker-model")],
+            thinking_models: Vec::new(),
             settings: json!({}),
             env: Vec::new(),
             extensions: Vec::new(),

@@ -943,6 +943,11 @@ export interface MessageResult {
 	 * The task's state after delivery.
 	 */
 	targetTaskState?: TaskState | null;
+	/**
+	 * Why it is delivered otherwise than asked: a `steer` to a sheep that cannot be steered
+	 * mid-turn goes as a follow-up (`delivery` says which).
+	 */
+	deliveryChanged?: string | null;
 }
 /**
  * `watch` parameters.

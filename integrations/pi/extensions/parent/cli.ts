@@ -31,7 +31,7 @@ export function missingBinaryError(binary: string): ShepherdError {
 	return new ShepherdError(
 		"shepherd_missing",
 		`The Shepherd program \`${binary}\` was not found. Install it from the Shepherd repository with ` +
-			"`cargo install --path crates/shepherd` (or put a built `shepherd` on PATH), or set SHEPHERD_BIN " +
+			"`cargo install --locked --path crates/shepherd` (or put a built `shepherd` on PATH), or set SHEPHERD_BIN " +
 			"to its full path, then restart pi.",
 	);
 }

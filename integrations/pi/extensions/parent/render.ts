@@ -3,7 +3,8 @@
  * protocol block; a person reads one compact row: the call with ids replaced by display names,
  * and `✓ delegated`, `watching…`, `✗ failed · <error>` and the like; expanded (Ctrl+O), the
  * `call` and `return` sections of `expanded.ts`. Notifications get a short title line and their
- * body, and expand into their structured fields.
+ * body (a message: what was said, cut at 160 characters), and expand into their structured
+ * fields.
  */
 
 import type { AgentToolResult, ExtensionAPI, Theme, ToolRenderResultOptions } from "@mariozechner/pi-coding-agent";
@@ -136,6 +137,13 @@ export function registerMessageRenderers(pi: ExtensionAPI): void {
 			const expanded = options?.expanded ? expandedNotification(type, message.details, content, theme) : undefined;
 			if (expanded) return new Text(expanded, 0, 0);
 			let text = theme.fg(failed ? "error" : "accent", theme.bold(title ?? ""));
+			if (!options?.expanded && (type === "shepherd.message.incoming" || type === "shepherd.message.reply")) {
+				// Collapsed, a message is who said what: its ids wait for the expanded view.
+				const blank = rest.indexOf("");
+				const said = blank >= 0 ? rest.slice(blank + 1).join(" ") : "";
+				if (rest.some((line: string) => line.startsWith("Expects reply: yes"))) text += theme.fg("warning", " · expects a reply");
+				return new Text(said ? `${text}\n${compact(said, 160)}` : text, 0, 0);
+			}
 			const body = options?.expanded ? rest : rest.slice(0, 3);
 			const shown = options?.expanded ? body : body.map((line: string) => compact(line, 160));
 			if (shown.length) text += `\n${shown.join("\n")}`;

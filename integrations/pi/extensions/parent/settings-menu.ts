@@ -1,95 +1,24 @@
 /**
- * The interactive settings menu behind `/shepherd` and `/shepherd settings`: a list of every
- * setting with its current value, built on pi's own `select` dialog so it works the same in the
- * terminal and over RPC. Picking a yes/no row flips it; picking any other row offers its
- * choices. Every change is saved by `shepherd settings set` (the CLI owns the files, their lock
- * and their validation) into the layer that is active, except the user-only rows, which always
- * go to the user file; the menu then reopens with the new values until it is dismissed.
+ * The settings menu behind `/shepherd` and `/shepherd settings`. In pi's terminal it is one
+ * inline, searchable list of every setting (settings-list.ts). Where pi has no terminal to draw
+ * in (RPC mode) it is built on pi's own `select` dialog, here: picking a yes/no row flips it,
+ * picking any other row offers its choices, and the menu reopens with the new values until it
+ * is dismissed. Both save through settings-rows.ts.
  */
 
-import { relative } from "node:path";
-
 import type { ExtensionUIContext } from "@mariozechner/pi-coding-agent";
-import { runShepherd, type SettingsDoc } from "./cli.ts";
-
-interface Choice {
-	label: string;
-	value: string;
-}
-
-interface Row {
-	key: string;
-	label: string;
-	/** Absent: a yes/no setting, flipped when picked. */
-	choices?: Choice[];
-	userOnly?: boolean;
-	/** Shown after a save, when it helps to know when the change applies. */
-	note?: (value: unknown) => string | undefined;
-}
-
-const minutes = (values: number[]): Choice[] => values.map((n) => ({ label: `${n} min`, value: String(n) }));
-const counts = (values: number[]): Choice[] => values.map((n) => ({ label: String(n), value: String(n) }));
-
-/** The rows in menu order: the original's eleven, then Shepherd's own. */
-export const ROWS: Row[] = [
-	{ key: "projectScope", label: "Settings scope", choices: [{ label: "user", value: "user" }, { label: "project", value: "project" }] },
-	{
-		key: "agentScope",
-		label: "Agent scope",
-		choices: ["user", "project", "both"].map((value) => ({ label: value, value })),
-		note: (value) => (value !== "user" ? "project agents are repository-controlled" : undefined),
-	},
-	{ key: "includeBundledAgents", label: "Include bundled agents" },
-	{ key: "confirmProjectAgents", label: "Confirm project agents", userOnly: true },
-	{ key: "subagentCompatibility", label: "Legacy subagent compatibility", userOnly: true, note: () => "restart pi to apply" },
-	{ key: "keepOpen", label: "Keep tab open after done" },
-	{ key: "stayOpen", label: "Keep agent alive after done" },
-	{ key: "fieldnotes", label: "Enable fieldnotes" },
-	{ key: "emojiSheep", label: "Use sheep emoji" },
-	{ key: "timeout", label: "Default run timeout", choices: minutes([1, 2, 5, 10, 20, 30, 60]) },
-	{ key: "staleWaitThreshold", label: "Stale wait reminder", choices: [{ label: "off", value: "off" }, ...minutes([1, 2, 5, 10, 15, 30])] },
-	{ key: "backend", label: "Where sheep run", choices: ["auto", "herdr", "tmux", "headless"].map((value) => ({ label: value, value })) },
-	{ key: "doneNudges", label: "Forgotten-done reminders", choices: counts([0, 1, 2, 3]) },
-	{ key: "maxParallelTasks", label: "Most tasks in one subagent call", choices: counts([1, 2, 4, 8, 16]) },
-	{ key: "maxConcurrency", label: "Most subagent tasks at once", choices: counts([1, 2, 4, 8]) },
-	{ key: "maxDepth", label: "Deepest nested herd", choices: counts([0, 1, 2, 3]), userOnly: true },
-	{ key: "brokerIdleMinutes", label: "Idle broker exits after", choices: minutes([1, 5, 10, 30, 60]) },
-	{ key: "maxSheep", label: "Most sheep at once", choices: [{ label: "no limit", value: "0" }, ...counts([1, 2, 4, 8, 16])] },
-	{ key: "stallWatchdog", label: "Stall watchdog", choices: [{ label: "off", value: "off" }, ...minutes([5, 10, 15, 30, 60])] },
-];
-
-
-/** How a row's current value reads in the menu. */
-export function valueText(row: Row, doc: SettingsDoc): string {
-	if (row.key === "projectScope") {
-		if (doc.activeLayer === "project") return "project";
-		return doc.projectFileState === "absent" ? "user" : `user (project file ${doc.projectFileState})`;
-	}
-	const value = doc.settings[row.key];
-	if (!row.choices) return value === true ? "on" : "off";
-	if (row.key === "staleWaitThreshold" && typeof value === "number" && value < 1) return "off";
-	if (row.key === "stallWatchdog" && value === 0) return "off";
-	const choice = row.choices.find((c) => c.value === String(value));
-	if (choice) return choice.label;
-	return row.choices.some((c) => c.label.endsWith(" min")) ? `${value} min` : String(value);
-}
-
-/** One menu line per row, e.g. `Default run timeout: 20 min`; user-only rows say so while the project layer is active. */
-export function menuLines(doc: SettingsDoc): string[] {
-	return ROWS.map((row) => {
-		const scope = row.userOnly && doc.activeLayer === "project" ? " (user file)" : "";
-		return `${row.label}: ${valueText(row, doc)}${scope}`;
-	});
-}
+import type { SettingsDoc } from "./cli.ts";
+import { openSettingsList } from "./settings-list.ts";
+import { loadSettings, menuLines, menuTitle, ROWS, type Row, saveRow, valueText } from "./settings-rows.ts";
 
 /** Opens the menu on `ui` for the project at `cwd`; returns when it is dismissed. */
 export async function openSettingsMenu(ui: ExtensionUIContext, cwd: string): Promise<void> {
-	const load = () => runShepherd<SettingsDoc>(["settings", "--project", cwd], { cwd });
+	if (await openSettingsList(ui, cwd)) return;
+	const load = () => loadSettings(cwd);
 	let doc = await load();
 	for (;;) {
 		const lines = menuLines(doc);
-		const where = doc.activeLayer === "project" ? `project file ${relative(cwd, doc.projectFile)}` : "user file";
-		const picked = await ui.select(`Shepherd settings (saving to the ${where})`, lines);
+		const picked = await ui.select(menuTitle(doc, cwd), lines);
 		const row = picked === undefined ? undefined : ROWS[lines.indexOf(picked)];
 		if (!row) return;
 		try {
@@ -115,24 +44,5 @@ async function change(ui: ExtensionUIContext, row: Row, doc: SettingsDoc, cwd: s
 	} else {
 		value = doc.settings[row.key] === true ? "false" : "true";
 	}
-	if (row.key === "projectScope") return switchScope(value === "project", doc, cwd);
-
-	const project = doc.activeLayer === "project" && !row.userOnly;
-	await runShepherd(["settings", "set", row.key, value, ...(project ? ["--project", cwd] : [])], { cwd });
-	const shown = row.choices ? row.choices.find((c) => c.value === value)!.label : value === "true" ? "on" : "off";
-	const note = row.note?.(value);
-	return `Saved ${row.label}: ${shown} (${project ? "project file" : "user file"})${note ? ` (${note})` : ""}.`;
-}
-
-async function switchScope(toProject: boolean, doc: SettingsDoc, cwd: string): Promise<string> {
-	if (toProject) {
-		if (doc.activeLayer === "project") return "Project settings are already active.";
-		await runShepherd(["settings", "set", "projectScope", "true", "--project", cwd], { cwd });
-		return doc.projectFileState === "absent"
-			? `Config created at ${relative(cwd, doc.projectFile)}; project settings are active for this workspace.`
-			: "Project settings activated for this workspace.";
-	}
-	if (doc.activeLayer !== "project") return "Project settings are already inactive.";
-	await runShepherd(["settings", "set", "projectScope", "false", "--project", cwd], { cwd });
-	return "Project settings deactivated; user settings are active.";
+	return saveRow(row, value, doc, cwd);
 }

@@ -96,7 +96,7 @@ function controlTool(state: ParentState) {
 		promptGuidelines: [
 			"Shepherd workflow: shepherd {action: \"agents\"} to find an exact agent name → shepherd_spawn → shepherd_delegate → shepherd_watch → (shepherd_status / shepherd_read while it works) → shepherd_close when you are done with the sheep.",
 			"After shepherd_delegate, call shepherd_watch with the task id and carry on: shepherd_watch never blocks, and the completion arrives later as a message. A sheep that goes idle has not necessarily finished; only its completion says so. Close every sheep you no longer need.",
-			"Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note. Guidance for present and future sheep goes at the end of shepherd.md, under \"## Shepherd's note\": Shepherd keeps that section whenever it rewrites the index.",
+			"Before assigning or reviewing work, read the session's shepherd.md; each sheep writes only its own note. Guidance for present and future sheep goes in the session's shepherds-note.md, beside shepherd.md and linked from it: every sheep reads it first, and no rewrite of the index touches it.",
 		],
 		normalise: false,
 		async run(params) {
@@ -285,11 +285,14 @@ function messageTool(state: ParentState) {
 			};
 			if (result.requestId) returnValue.requestId = result.requestId;
 			const ask = `shepherd_status {id: "${result.messageId}"} shows whether it was delivered and read`;
-			return success("shepherd_message", args, `Message queued to ${name}${taskState}; ${ask}`, returnValue, {
+			// A steer the sheep cannot take mid-turn goes as a follow-up; the model is told.
+			const changed = result.deliveryChanged ? `${result.deliveryChanged} ` : "";
+			return success("shepherd_message", args, `Message queued to ${name}${taskState}; ${changed}${ask}`, returnValue, {
 				id: result.messageId,
 				messageId: result.messageId,
 				requestId: result.requestId,
 				targetTaskState: result.targetTaskState,
+				deliveryChanged: result.deliveryChanged,
 			});
 		},
 	});

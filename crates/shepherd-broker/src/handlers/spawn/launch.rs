@@ -135,9 +135,12 @@ pub(crate) async fn launch(
                 }
                 None => crate::sheep::pi_launch::launch(broker, def, params, id, headless),
             };
-            launched.map(|launch| {
+            launched.and_then(|launch| {
                 env.extend(launch.env);
-                launch.argv
+                if prepared.host.is_none() {
+                    crate::sheep::pi_launch::write_launch_env(broker, id, &env)?;
+                }
+                Ok(launch.argv)
             })
         }
     };

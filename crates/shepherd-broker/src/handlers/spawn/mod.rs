@@ -102,7 +102,7 @@ pub(crate) async fn spawn(
         runtime: prepared.runtime,
         model: prepared
             .is_pi()
-            .then(|| crate::sheep::pi_launch::chosen_model(&prepared.def, &params))
+            .then(|| crate::sheep::pi_launch::choices(&prepared.def, &params).0)
             .flatten(),
         cwd: prepared.cwd.display().to_string(),
         token_digest: crate::state::auth::digest(&credentials.token),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shepherd_core::agent_def::{AgentDef, ThinkingChoice};
+use shepherd_core::agent_def::AgentDef;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
@@ -94,11 +94,7 @@ pub(crate) async fn launch(
     if headless {
         argv.extend(["--mode".into(), "rpc".into()]);
     }
-    let model = crate::sheep::pi_launch::chosen_model(def, params);
-    let thinking = match def.thinking {
-        ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
-        ThinkingChoice::Inherit => params.parent_thinking.clone(),
-    };
+    let (model, thinking) = crate::sheep::pi_launch::choices(def, params);
     let definition = crate::sheep::pi_launch::definition_args(def, model, thinking, &prompt);
     argv.extend(definition.argv);
     Ok(PiLaunch {

@@ -184,3 +184,50 @@ fn done_is_reanchored_or_dropped_observably() {
             .any(|p| matches!(p, Payload::Notice(n) if n.notice == NoticeKind::TaskDoneDropped))
     );
 }
+
+#[test]
+fn a_steer_steers_a_pi_sheep_and_reaches_any_other_as_a_follow_up_saying_so() {
+    use crate::envelope::Delivery;
+    use crate::harness::{Harness as Agent, Runtime};
+    let mut h = Harness::new();
+    let pi = h.spawn_on("worker", "pi", Runtime::Agent(Agent::Pi));
+    let codex = h.spawn_on("worker", "codex", Runtime::Agent(Agent::Codex));
+    let shell = h.spawn_on("worker", "shell", Runtime::Command);
+    let steer = |h: &mut Harness, to: &AgentId| {
+        h.message(Participant::Parent, to.as_str(), "look here", |m| {
+            m.delivery = Delivery::Steer;
+        })
+        .unwrap()
+    };
+    let steered = steer(&mut h, &pi);
+    assert_eq!(steered.delivery, Delivery::Steer);
+    assert_eq!(steered.delivery_changed, None);
+    assert_eq!(h.envelopes(&sheep(&pi))[0].delivery, Delivery::Steer);
+
+    let followed = steer(&mut h, &codex);
+    assert_eq!(followed.delivery, Delivery::FollowUp);
+    assert_eq!(
+        followed.delivery_changed.as_deref(),
+        Some(
+            "worker: codex runs Codex, which cannot be steered mid-turn: the message is \
+             delivered as a follow-up, once its current turn ends."
+        )
+    );
+    assert_eq!(h.envelopes(&sheep(&codex))[0].delivery, Delivery::FollowUp);
+    let waits = steer(&mut h, &shell);
+    assert_eq!(waits.delivery, Delivery::FollowUp);
+    assert!(
+        waits.delivery_changed.as_deref().is_some_and(
+            |why| why.starts_with("worker: shell is a command sheep, which cannot be steered")
+        ),
+        "{waits:?}"
+    );
+    // A follow-up asked for is one, and says nothing.
+    let plain = h
+        .message(Participant::Parent, shell.as_str(), "later", |_| {})
+        .unwrap();
+    assert_eq!(
+        (plain.delivery, plain.delivery_changed),
+        (Delivery::FollowUp, None)
+    );
+}
