@@ -23,6 +23,8 @@
 //!   `supervisor`), and the steps they share (`handover`, `fallback`, `autoclose`,
 //!   `adoption`).
 //! - `run/`: runs owned by the broker, carried out through the handlers.
+//! - `land/`: the merge queue, landing the branches isolated work left (above `run`, whose
+//!   step waits it reuses).
 //! - `wire/`: `server` (connections), `dispatch` (the one module that knows every handler),
 //!   `resend` (exactly-once answers).
 //! - [`serve`]: start-up, loops and shutdown, with `effects` (carries out commits' effects) and
@@ -36,6 +38,7 @@
 mod error;
 mod fieldnotes;
 mod handlers;
+mod land;
 pub mod remote;
 mod run;
 mod sheep;

@@ -90,16 +90,26 @@ pub fn resume(args: ResumeArgs, ctx: &Context, printer: &Printer) -> Result<Exit
 /// The lines that say what became of a closed sheep's worktree.
 pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
     match report {
-        WorktreeReport::Local(local) if !local.kept => {
+        WorktreeReport::Local(local) if !local.kept && local.patch.is_none() => {
             format!("\nworktree {} removed (clean, no new commits)", local.path)
         }
         WorktreeReport::Local(local) => {
-            let mut out = format!(
-                "\nworktree kept: {} (branch {}): {}",
-                local.path,
-                local.branch,
-                local.reason.as_deref().unwrap_or_default()
-            );
+            let mut out = if local.kept {
+                format!(
+                    "\nworktree kept: {} (branch {}): {}",
+                    local.path,
+                    local.branch,
+                    local.reason.as_deref().unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "\nworktree {} removed; its work stays on branch {}",
+                    local.path, local.branch
+                )
+            };
+            if let Some(preserved) = &local.preserved {
+                out.push_str(&format!("\n  uncommitted changes preserved on {preserved}"));
+            }
             if let Some(patch) = &local.patch {
                 if !patch.diffstat.is_empty() {
                     out.push_str(&format!("\n  {}", patch.diffstat));

@@ -16,6 +16,7 @@ pub mod controls;
 pub mod doctor;
 pub mod herds;
 pub mod hosts;
+pub mod merge;
 pub mod notes;
 pub mod parent;
 mod printer;

@@ -186,6 +186,10 @@ catalogue! {
     NotAGitRepository = "not_a_git_repository", exit EXIT_FAILURE, hint Some("Spawn without isolation, or in a git repository with at least one commit.");
     /// A git worktree for an isolated sheep could not be made or removed.
     WorktreeFailed = "worktree_failed", exit EXIT_FAILURE, hint None;
+    /// A merge was asked to land something that is not a branch Shepherd made with work on it.
+    NothingToLand = "nothing_to_land", exit EXIT_USAGE, hint Some("Name a finished run (run-…), a closed isolated sheep, a shepherd/… branch or --session NAME; a run's report lists its branches.");
+    /// No merge of that id in this herd (merges are kept only while the broker runs).
+    UnknownMerge = "unknown_merge", exit EXIT_USAGE, hint None;
     /// No host of that name is defined in the user's settings, or its definition is malformed.
     UnknownHost = "unknown_host", exit EXIT_USAGE, hint Some("Define the host under `hosts` in your user settings file; `shepherd hosts` lists the hosts defined (docs/remote.md).");
     /// A remote host could not be reached over SSH, or does not have what a sheep needs there.

@@ -20,6 +20,7 @@ pub mod herd;
 pub mod hosts;
 pub mod ids;
 pub mod label;
+pub mod land;
 pub mod limit;
 pub mod protocol;
 pub mod run;

@@ -36,6 +36,10 @@ pub struct Worktree {
     pub branch: String,
     /// The commit it started from.
     pub base: String,
+    /// The branch the project had checked out when it was made (absent: a detached `HEAD`, or
+    /// a record from before this was kept): where its work lands by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
 }
 
 impl Worktree {
@@ -155,9 +159,26 @@ pub struct LocalWorktreeReport {
     /// Why it was kept (absent when it was removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// What a kept worktree holds against its base, and what to do with it.
+    /// What it holds against its base, and what to do with it (absent when it held nothing).
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub patch: Option<Patch>,
+    /// The ref its uncommitted changes were committed to when its sheep was closed
+    /// (`refs/shepherd/preserved/<owner>`, a commit on top of its branch), so removing the
+    /// worktree lost nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preserved: Option<String>,
+    /// The branch the project had checked out when it was made: where its work lands by
+    /// default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+}
+
+impl LocalWorktreeReport {
+    /// What lands when this worktree's work is merged: its preserved changes when there are
+    /// some (they sit on top of its branch), else its branch.
+    pub fn landing_ref(&self) -> &str {
+        self.preserved.as_deref().unwrap_or(&self.branch)
+    }
 }
 
 /// What became of an isolated remote sheep's worktree: its commits brought home (or not), and
@@ -211,10 +232,12 @@ impl WorktreeReport {
         matches!(self, Self::Remote(report) if report.brought_home)
     }
 
-    /// Whether the report is one the user has something to do about: a worktree kept, or a
-    /// branch brought home to integrate.
+    /// Whether the report is one the user has something to do about: a worktree kept, a
+    /// branch with work on it (commits, or changes preserved at close), or a branch brought
+    /// home to integrate.
     pub fn needs_integrating(&self) -> bool {
-        self.kept() || self.brought_home()
+        let has_work = matches!(self, Self::Local(report) if report.patch.is_some());
+        self.kept() || self.brought_home() || has_work
     }
 
     /// Its branch.
@@ -249,6 +272,7 @@ mod tests {
             path: "/repo/.git-wt/w".into(),
             branch: "shepherd/w".into(),
             base: "abc".into(),
+            base_branch: None,
         }
     }
 

@@ -25,16 +25,31 @@ use shepherd_client::connect::{caller_context, spawn_wait};
 /// What became of a closed isolated sheep's worktree, in words.
 pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
     match report {
-        WorktreeReport::Local(local) if !local.kept => {
+        WorktreeReport::Local(local) if !local.kept && local.patch.is_none() => {
             format!("; worktree {} removed (clean, no new commits)", local.path)
         }
         WorktreeReport::Local(local) => {
             let patch = local.patch.clone().unwrap_or_default();
+            let place = if local.kept {
+                format!(
+                    "; worktree kept at {} on branch {}: {}",
+                    local.path,
+                    local.branch,
+                    local.reason.as_deref().unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "; worktree {} removed, its work stays on branch {}",
+                    local.path, local.branch
+                )
+            };
+            let preserved = local
+                .preserved
+                .as_ref()
+                .map(|r| format!("; uncommitted changes preserved on {r}"))
+                .unwrap_or_default();
             format!(
-                "; worktree kept at {} on branch {}: {} ({}); files: {}; commits: {}. {}",
-                local.path,
-                local.branch,
-                local.reason.as_deref().unwrap_or_default(),
+                "{place} ({}){preserved}; files: {}; commits: {}. {}",
                 patch.diffstat,
                 patch.files.join(", "),
                 patch.commits.join("; "),

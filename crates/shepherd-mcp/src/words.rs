@@ -204,35 +204,44 @@ pub(crate) fn run_text(run: &RunReport) -> (String, bool) {
             None => text.push_str("\n\nThe run was cancelled."),
         }
     }
-    let kept: Vec<String> = run
+    // Every branch with work on it: what `shepherd_merge` lands.
+    let branches: Vec<String> = run
         .worktrees
         .iter()
-        .filter(|w| w.kept())
         .map(|w| {
-            let reason = match w {
-                WorktreeReport::Local(local) => local.reason.as_deref(),
-                WorktreeReport::Remote(remote) => remote.reason.as_deref(),
-            };
-            let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-            format!("{} (branch {}{reason})", w.path().display(), w.branch())
+            let mut said = w.branch().to_owned();
+            match w {
+                WorktreeReport::Local(local) => {
+                    if let Some(preserved) = &local.preserved {
+                        said.push_str(&format!(" (uncommitted changes preserved on {preserved})"));
+                    }
+                    if local.kept {
+                        said.push_str(&format!(
+                            " (worktree kept at {}: {})",
+                            local.path,
+                            local.reason.as_deref().unwrap_or("kept")
+                        ));
+                    }
+                }
+                WorktreeReport::Remote(remote) => {
+                    said.push_str(&format!(" (from host {})", remote.host));
+                    if remote.kept {
+                        said.push_str(&format!(
+                            " (worktree kept there at {}: {})",
+                            remote.path,
+                            remote.reason.as_deref().unwrap_or("kept")
+                        ));
+                    }
+                }
+            }
+            said
         })
         .collect();
-    if !kept.is_empty() {
+    if !branches.is_empty() {
         text.push_str(&format!(
-            "\n\nWorktrees kept (integrate or discard these yourself): {}",
-            kept.join(", ")
-        ));
-    }
-    let home: Vec<String> = run
-        .worktrees
-        .iter()
-        .filter(|w| w.brought_home() && !w.kept())
-        .map(|w| w.branch().to_owned())
-        .collect();
-    if !home.is_empty() {
-        text.push_str(&format!(
-            "\n\nBranches brought home from hosts (integrate or discard these yourself): {}",
-            home.join(", ")
+            "\n\nBranches to land (shepherd_merge {{\"run\": \"{}\"}}), or to integrate or discard yourself: {}",
+            run.run_id,
+            branches.join(", ")
         ));
     }
     if let Some(name) = &run.session_name {

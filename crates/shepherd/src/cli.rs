@@ -46,6 +46,9 @@ pub(crate) enum Command {
     Herds(commands::herds::HerdsArgs),
     /// The live herd dashboard in the terminal (the same as `herd --tui`).
     Dash(shepherd_dash::DashArgs),
+    /// Land branches isolated sheep and tasks left into a target branch, one by one, with a
+    /// check and conflict hand-off (a merge queue).
+    Merge(commands::merge::MergeArgs),
     /// Forget sheep whose processes are gone.
     Prune(commands::parent::PruneArgs),
     /// Print and acknowledge what was delivered: inside a sheep its own inbox, else the parent's.

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use shepherd_cli::{
-    agents, broker, controls, doctor, herds, hosts, notes, parent, run, settings, sheep, status,
+    agents, broker, controls, doctor, herds, hosts, merge, notes, parent, run, settings, sheep,
+    status,
 };
 
 use clap::CommandFactory as _;
@@ -45,6 +46,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Read(args) => parent::read(args, &ctx, printer),
         Command::Herd(args) => status::herd(&args, &ctx, printer),
         Command::Herds(args) => herds::run(&args, &ctx, printer),
+        Command::Merge(args) => merge::run(&args, &ctx, printer),
         Command::Dash(args) => shepherd_dash::dash(&args, &ctx, printer.is_json()),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer),

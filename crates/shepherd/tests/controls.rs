@@ -112,8 +112,8 @@ fn an_isolated_sheep_works_in_its_own_worktree_and_its_close_reports_the_patch()
     let path = spawned["worktree"]["path"].as_str().unwrap().to_owned();
     let branch = spawned["worktree"]["branch"].as_str().unwrap().to_owned();
     assert!(
-        Path::new(&path).starts_with(world.project.join(".git-wt")),
-        "{path}"
+        !Path::new(&path).starts_with(&world.project),
+        "worktrees live outside the project: {path}"
     );
     assert!(branch.starts_with("shepherd/committer-fix-"), "{branch}");
     assert_eq!(world.json(&["status", &id])["worktree"]["path"], path);
@@ -132,8 +132,14 @@ fn an_isolated_sheep_works_in_its_own_worktree_and_its_close_reports_the_patch()
 
     let closed = world.json(&["close", &id]);
     let report = &closed["worktree"];
-    assert_eq!(report["kept"], true, "{closed}");
-    assert_eq!(report["reason"], "uncommitted changes in 1 file(s)");
+    // Its uncommitted file was preserved on a ref of its own; the worktree went, the branch
+    // holds the work.
+    assert_eq!(report["kept"], false, "{closed}");
+    assert_eq!(
+        report["preserved"],
+        format!("refs/shepherd/preserved/{id}"),
+        "{closed}"
+    );
     assert_eq!(
         report["files"],
         serde_json::json!(["made.txt", "notes.txt"])
@@ -143,7 +149,7 @@ fn an_isolated_sheep_works_in_its_own_worktree_and_its_close_reports_the_patch()
         "1 file changed, 1 insertion(+), 1 untracked file(s)"
     );
     let commits = report["commits"].as_array().unwrap();
-    assert_eq!(commits.len(), 1);
+    assert_eq!(commits.len(), 2, "{commits:?}");
     assert!(
         commits[0].as_str().unwrap().ends_with(" make made.txt"),
         "{commits:?}"
@@ -152,16 +158,16 @@ fn an_isolated_sheep_works_in_its_own_worktree_and_its_close_reports_the_patch()
         report["integrate"]
             .as_str()
             .unwrap()
-            .starts_with("integrate or discard: "),
+            .starts_with("land it with `shepherd merge "),
         "{report}"
     );
-    assert!(Path::new(&path).join("made.txt").is_file(), "kept as it is");
+    assert!(!Path::new(&path).exists(), "its worktree went");
 
     // The note of the sheep's last task carries the same report.
     let note = watched["settled"][0]["note"].as_str().unwrap();
     let text = std::fs::read_to_string(note).unwrap();
     assert!(text.contains(r#"worktree: {"#), "{text}");
-    assert!(text.contains("integrate or discard"), "{text}");
+    assert!(text.contains("shepherd merge"), "{text}");
     assert!(text.contains("make made.txt"), "{text}");
 
     // Closing again says it once more without redoing it; human output lists the patch.
@@ -169,12 +175,13 @@ fn an_isolated_sheep_works_in_its_own_worktree_and_its_close_reports_the_patch()
     assert!(again.status.success());
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(
-        text.contains(&format!("worktree kept: {path} (branch {branch})"))
-            && text.contains("file notes.txt")
+        text.contains(&format!(
+            "worktree {path} removed; its work stays on branch {branch}"
+        )) && text.contains("file notes.txt")
             && text.contains("make made.txt"),
         "{text}"
     );
-    assert!(Path::new(&path).is_dir());
+    assert!(!Path::new(&path).exists());
 }
 
 #[test]

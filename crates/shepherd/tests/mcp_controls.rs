@@ -65,9 +65,10 @@ done"#;
     let closed = mcp.call("shepherd_close", json!({"id": agent})).await;
     assert!(!closed.is_error, "{}", closed.text);
     assert!(
-        closed.text.contains("worktree kept at ")
+        closed.text.contains("its work stays on branch shepherd/")
             && closed.text.contains("files: new.txt")
-            && closed.text.contains("integrate or discard"),
+            && closed.text.contains("uncommitted changes preserved on refs/shepherd/preserved/")
+            && closed.text.contains("shepherd merge"),
         "{}",
         closed.text
     );

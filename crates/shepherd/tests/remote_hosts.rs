@@ -191,8 +191,9 @@ fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
     let branch = worktree["branch"].as_str().unwrap().to_owned();
     let path = worktree["path"].as_str().unwrap().to_owned();
     assert!(
-        path.starts_with(&devbox.project.display().to_string()),
-        "{path}"
+        path.starts_with(&devbox.home.display().to_string())
+            && !path.starts_with(&devbox.project.display().to_string()),
+        "the host's worktree lives outside its checkout: {path}"
     );
 
     let task = delegate(&world, &agent, "add the work file");

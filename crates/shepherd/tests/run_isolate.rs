@@ -68,27 +68,31 @@ fn a_clean_worktree_is_removed_and_a_dirty_one_is_kept_and_reported() {
     assert_eq!(clean["kept"], false, "{clean}");
     assert!(!Path::new(clean["path"].as_str().unwrap()).exists());
 
+    // The writer's uncommitted file is preserved on top of its branch; its worktree went.
     let dirty = &doc["results"][1]["worktree"];
-    assert_eq!(dirty["kept"], true, "{dirty}");
-    assert_eq!(dirty["reason"], "uncommitted changes in 1 file(s)");
-    let kept = Path::new(dirty["path"].as_str().unwrap());
+    assert_eq!(dirty["kept"], false, "{dirty}");
+    let preserved = dirty["preserved"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{dirty}"));
+    assert_eq!(
+        git(&world.project, &["show", &format!("{preserved}:made.txt")]).trim(),
+        "made"
+    );
+    let made = Path::new(dirty["path"].as_str().unwrap());
+    assert!(!made.exists(), "its worktree went: {}", made.display());
     assert!(
-        kept.join("made.txt").is_file(),
-        "the writer ran in its worktree"
+        !made.starts_with(&world.project),
+        "worktrees live outside the project: {}",
+        made.display()
     );
     assert!(
         !world.project.join("made.txt").exists(),
-        "and not in the main checkout"
-    );
-    assert!(
-        kept.starts_with(world.project.join(".git-wt")),
-        "{}",
-        kept.display()
+        "the writer did not run in the main checkout"
     );
     let text = doc["results"][1]["text"].as_str().unwrap();
-    assert!(text.contains(kept.to_str().unwrap()), "{text}");
+    assert!(text.contains(made.to_str().unwrap()), "{text}");
     assert_eq!(doc["worktrees"].as_array().unwrap().len(), 1);
-    assert_eq!(doc["worktrees"][0]["path"], dirty["path"]);
+    assert_eq!(doc["worktrees"][0]["branch"], dirty["branch"]);
 
     let branches = git(&world.project, &["branch", "--list", "shepherd/*"]);
     let dirty_branch = dirty["branch"].as_str().unwrap();
@@ -128,7 +132,7 @@ fn isolation_lifts_the_write_conflict_and_human_output_lists_kept_worktrees() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.starts_with("Parallel: 2/2 succeeded"), "{stdout}");
     assert!(
-        stdout.contains("Worktrees kept (integrate or discard these yourself):\n- "),
+        stdout.contains("Branches to land (`shepherd merge run-"),
         "{stdout}"
     );
     assert!(

@@ -96,12 +96,10 @@ pub(crate) async fn resume(
     // An isolated sheep goes back to its worktree (made again when it was removed).
     let cwd = match isolated {
         Some(made) => {
-            let name = made
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let again = crate::sheep::isolation::create(made.repo.clone(), name).await?;
+            // Where it was made: a worktree from before worktrees moved out of the project
+            // comes back where it was.
+            let again =
+                crate::sheep::isolation::create(made.repo.clone(), made.path.clone()).await?;
             Some(again.cwd())
         }
         None => None,

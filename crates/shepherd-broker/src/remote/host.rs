@@ -324,11 +324,22 @@ fn branch(request: &BranchRequest, dirs: &UserDirs) -> Result<BranchReply, HostO
         Duration::from_secs(60),
     )
     .map_err(|err| failed("waiting for another branch step", err))?;
-    let worktree = request
+    // Outside the host's checkout, under the host user's state directory; a worktree made
+    // before worktrees moved there is found where it was.
+    let earlier = request
         .repo
         .join(".shepherd")
         .join("worktrees")
         .join(&request.name);
+    let worktree = if earlier.is_dir() {
+        earlier
+    } else {
+        host_worktree_path(&dirs.state_dir, &request.repo, &request.name)
+    };
+    if let Some(parent) = worktree.parent() {
+        fs_err::create_dir_all(parent)
+            .map_err(|err| failed("making the worktrees directory", err))?;
+    }
     let branch = format!("shepherd/{}", request.name);
     let base_key = format!("branch.{branch}.shepherdBase");
     if request.action == BranchAction::Create {
@@ -374,6 +385,22 @@ fn branch(request: &BranchRequest, dirs: &UserDirs) -> Result<BranchReply, HostO
         commits,
         dirty,
     })
+}
+
+/// Where the worktree `name` of the host's checkout `repo` goes: under the host user's state
+/// directory, in a folder of that checkout's.
+fn host_worktree_path(state_dir: &Path, repo: &Path, name: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(repo.to_string_lossy().as_bytes());
+    let named = repo
+        .file_name()
+        .map(|n| shepherd_core::slug::slugify(&n.to_string_lossy(), 24))
+        .filter(|slug| !slug.is_empty())
+        .unwrap_or_else(|| "repo".to_owned());
+    state_dir
+        .join("worktrees")
+        .join(format!("{named}-{}", &hex::encode(digest)[..12]))
+        .join(name)
 }
 
 fn agent(request: AgentRequest) -> Result<AgentReply, HostOpError> {

@@ -15,7 +15,7 @@ mod conflict;
 mod driver;
 mod model;
 mod report;
-mod step;
+pub(crate) mod step;
 
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;

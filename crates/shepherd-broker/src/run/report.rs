@@ -65,7 +65,7 @@ pub(crate) fn build(run: &Finished<'_>) -> RunReport {
         .outcomes
         .iter()
         .filter_map(|o| o.worktree.as_ref())
-        .filter(|w| w.kept())
+        .filter(|w| w.needs_integrating())
         .chain(
             run.outcomes
                 .iter()

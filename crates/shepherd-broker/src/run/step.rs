@@ -111,7 +111,8 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
             shepherd_core::slug::agent_slug(&spec.agent)
         );
         let repo = repo.clone();
-        let made = match tokio::task::spawn_blocking(move || worktree::create(&repo, &name)).await {
+        let path = worktree::path_for(&run.broker.config.dirs.state_dir, &repo, &name);
+        let made = match tokio::task::spawn_blocking(move || worktree::create(&repo, path)).await {
             Ok(made) => made.map_err(|err| err.to_string()),
             Err(err) => Err(err.to_string()),
         };
@@ -217,7 +218,14 @@ async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool
     if let Some(made) = state.worktree.clone()
         && outcome.worktree.is_none()
     {
-        let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed))
+        // Its preserved changes are named after its sheep, else after the worktree.
+        let owner = state.agent_id.clone().unwrap_or_else(|| {
+            made.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
+        let report = tokio::task::spawn_blocking(move || worktree::release(&made, closed, &owner))
             .await
             .ok();
         outcome.worktree = report.map(shepherd_core::worktree::WorktreeReport::Local);
@@ -240,7 +248,11 @@ async fn wait_task(run: &Arc<Run>, task_id: &str) -> Option<TaskReport> {
 }
 
 /// The task's report once it is settled and its note final, within `budget`.
-async fn settled(broker: &Arc<Broker>, task_id: &str, budget: Duration) -> Option<TaskReport> {
+pub(crate) async fn settled(
+    broker: &Arc<Broker>,
+    task_id: &str,
+    budget: Duration,
+) -> Option<TaskReport> {
     let id = shepherd_core::ids::TaskId::parse(task_id)?;
     let deadline = tokio::time::Instant::now() + budget;
     let mut generation = broker.generation.subscribe();

@@ -39,9 +39,9 @@ pub(crate) fn name_for(agent: &str, label: &str, id: &AgentId) -> String {
     }
 }
 
-/// Makes (or finds again, for a resume) the worktree `name`.
-pub(crate) async fn create(repo: Repo, name: String) -> BrokerResult<Worktree> {
-    tokio::task::spawn_blocking(move || worktree::create(&repo, &name))
+/// Makes (or finds again, for a resume) the worktree at `path` (see [`worktree::path_for`]).
+pub(crate) async fn create(repo: Repo, path: std::path::PathBuf) -> BrokerResult<Worktree> {
+    tokio::task::spawn_blocking(move || worktree::create(&repo, path))
         .await
         .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
         .map_err(|err| {
@@ -73,9 +73,12 @@ pub(crate) async fn release(
             made: MadeWorktree::Here(made),
             ..
         } => WorktreeReport::Local(
-            tokio::task::spawn_blocking(move || worktree::release(&made, closed))
-                .await
-                .ok()?,
+            tokio::task::spawn_blocking({
+                let owner = id.to_string();
+                move || worktree::release(&made, closed, &owner)
+            })
+            .await
+            .ok()?,
         ),
     };
     let committed = broker.commit(|tx| {

@@ -79,6 +79,14 @@ pub(crate) struct Links {
     pub(crate) printed: HashMap<AgentId, String>,
     /// What each sheep's open task used so far, as its turns reported (see `live_usage`).
     pub(crate) live_usage: HashMap<AgentId, (TaskId, shepherd_core::budget::Usage)>,
+    /// Merges of this broker (runtime only), by id, with who follows each (see `land`).
+    pub(crate) merges: HashMap<String, MergeEntry>,
+}
+
+/// One merge: its view now, and the connections following it.
+pub(crate) struct MergeEntry {
+    pub(crate) view: shepherd_core::land::MergeView,
+    pub(crate) followers: Vec<Arc<crate::state::session::Session>>,
 }
 
 /// The state a running broker shares between its connections and tasks.

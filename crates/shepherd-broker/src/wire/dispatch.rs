@@ -96,6 +96,8 @@ async fn route(
         Method::RunSubmit => crate::run::submit(broker, session, parse(name, params)?, rid).await,
         Method::RunAttach => crate::run::attach(broker, session, &parse(name, params)?),
         Method::RunCancel => crate::run::cancel(broker, &parse(name, params)?).await,
+        Method::MergeSubmit => crate::land::submit(broker, session, parse(name, params)?).await,
+        Method::MergeAttach => crate::land::attach(broker, session, &parse(name, params)?),
         Method::Watch => crate::handlers::parent::watch(broker, parse(name, params)?, rid).await,
         Method::Wait => {
             reply(crate::handlers::parent::wait(broker, session, parse(name, params)?).await)

@@ -106,6 +106,16 @@ pub struct RunArgs {
     /// For integrations: the parent's thinking level, inherited likewise.
     #[arg(long, value_name = "LEVEL")]
     parent_thinking: Option<String>,
+    /// Once the run is over, land its tasks' branches into the branch the project had checked
+    /// out (as `shepherd merge RUN` does); needs --isolate.
+    #[arg(long, requires = "isolate")]
+    merge: bool,
+    /// With --merge: a shell command that must pass after each branch lands.
+    #[arg(long, value_name = "CMD", requires = "merge")]
+    check: Option<String>,
+    /// With --merge: hand a conflict to a sheep of this agent definition.
+    #[arg(long, value_name = "AGENT", requires = "merge")]
+    resolve: Option<String>,
     /// Submit the run and return at once with its id; it goes on without this command (follow
     /// it again with --attach).
     #[arg(long)]
@@ -207,6 +217,16 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         follow(&mut link, view, &progress).await.map(Ok)
     })?;
     match followed {
+        Ok(report) if args.merge => {
+            let merged = crate::merge::land_run(
+                ctx,
+                &args.herd,
+                &report.run_id,
+                args.check.clone(),
+                args.resolve.clone(),
+            )?;
+            Ok(output::emit_with_merge(&report, &merged, printer))
+        }
         Ok(report) => Ok(output::emit(&report, printer)),
         Err(run_id) => {
             let detached = json!({ "runId": run_id, "detached": true });

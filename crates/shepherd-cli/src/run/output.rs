@@ -19,6 +19,68 @@ pub(super) fn emit(report: &RunReport, printer: &Printer) -> ExitCode {
     ExitCode::from(report.exit_code)
 }
 
+/// Prints the run's report and how its branches landed (`--merge`; `--json`: `{run, merge}`),
+/// and returns the run's exit status when it did not complete, else the merge's.
+pub(super) fn emit_with_merge(
+    report: &RunReport,
+    merged: &shepherd_core::land::MergeView,
+    printer: &Printer,
+) -> ExitCode {
+    let doc = serde_json::json!({ "run": report, "merge": merged });
+    printer.emit(&doc, || {
+        format!(
+            "{}
+{}",
+            human(report),
+            crate::merge::merge_text(merged)
+        )
+    });
+    let code = match report.exit_code {
+        0 => merged.exit_code.unwrap_or(2),
+        code => code,
+    };
+    ExitCode::from(code)
+}
+
+/// `shepherd/r-t1-a: 2 commits, changes preserved on refs/shepherd/preserved/…` — and where a
+/// kept worktree is, and why.
+fn branch_line(worktree: &shepherd_core::worktree::WorktreeReport) -> String {
+    use shepherd_core::worktree::WorktreeReport;
+    let mut line = worktree.branch().to_owned();
+    match worktree {
+        WorktreeReport::Local(local) => {
+            let commits = local.patch.as_ref().map_or(0, |p| p.commits.len());
+            let own = commits - usize::from(local.preserved.is_some());
+            line.push_str(&format!(": {own} commit(s)"));
+            if let Some(preserved) = &local.preserved {
+                line.push_str(&format!(", uncommitted changes preserved on {preserved}"));
+            }
+            if local.kept {
+                line.push_str(&format!(
+                    "; worktree kept at {}: {}",
+                    local.path,
+                    local.reason.as_deref().unwrap_or("kept")
+                ));
+            }
+        }
+        WorktreeReport::Remote(remote) => {
+            line.push_str(&format!(
+                ": {} commit(s) from host {}",
+                remote.commits.len(),
+                remote.host
+            ));
+            if remote.kept {
+                line.push_str(&format!(
+                    "; worktree kept there at {}: {}",
+                    remote.path,
+                    remote.reason.as_deref().unwrap_or("kept")
+                ));
+            }
+        }
+    }
+    line
+}
+
 fn phrase(result: &RunResult) -> String {
     match result.return_code {
         Some(rc) => format!("{} (rc {rc})", result.status),
@@ -71,18 +133,12 @@ fn human(report: &RunReport) -> String {
         out.push_str("\nInterrupted: open tasks were cancelled and their sheep closed.\n");
     }
     if !report.worktrees.is_empty() {
-        out.push_str("\nWorktrees kept (integrate or discard these yourself):\n");
+        out.push_str(&format!(
+            "\nBranches to land (`shepherd merge {}`), or to integrate or discard yourself:\n",
+            report.run_id
+        ));
         for worktree in &report.worktrees {
-            let reason = match worktree {
-                shepherd_core::worktree::WorktreeReport::Local(local) => local.reason.clone(),
-                shepherd_core::worktree::WorktreeReport::Remote(remote) => remote.reason.clone(),
-            };
-            out.push_str(&format!(
-                "- {} (branch {}): {}\n",
-                worktree.path().display(),
-                worktree.branch(),
-                reason.as_deref().unwrap_or("kept")
-            ));
+            out.push_str(&format!("- {}\n", branch_line(worktree)));
         }
     }
     for warning in &report.warnings {

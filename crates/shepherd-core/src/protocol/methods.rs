@@ -167,6 +167,10 @@ methods! {
     RunAttach = RUN_ATTACH, "run.attach", RunIdParams => RunView, [Parent, Observer], keyed: false;
     /// Parent: cancel a run.
     RunCancel = RUN_CANCEL, "run.cancel", RunIdParams => RunView, [Parent], keyed: false;
+    /// Parent: land branches Shepherd made, one by one, into a target branch (a merge queue).
+    MergeSubmit = MERGE_SUBMIT, "merge.submit", MergeParams => MergeView, [Parent], keyed: false;
+    /// Parent or observer: follow a merge until it is over.
+    MergeAttach = MERGE_ATTACH, "merge.attach", MergeIdParams => MergeView, [Parent, Observer], keyed: false;
 }
 
 impl std::fmt::Display for Method {

@@ -22,6 +22,7 @@ mod run;
 pub mod schema;
 mod sheep;
 
+pub use crate::land::{MergeIdParams, MergeParams, MergeView};
 pub use methods::{Call, Method, NoParams, calls, method};
 pub use parent::*;
 pub use run::*;
@@ -45,6 +46,8 @@ pub mod event {
     pub const SHUTDOWN: &str = "shutdown";
     /// A run followed on this connection changed (`data`: the run's view).
     pub const RUN: &str = "run";
+    /// A merge followed on this connection changed (`data`: the merge's view).
+    pub const MERGE: &str = "merge";
 }
 
 /// One request line.

@@ -54,6 +54,7 @@ pub fn protocol_schema() -> Value {
         (event::TERMINATE, schema::<TerminateData>(g)),
         (event::SHUTDOWN, json!({ "type": "null" })),
         (event::RUN, schema::<RunView>(g)),
+        (event::MERGE, schema::<MergeView>(g)),
     ];
     // The lines themselves, which no method names.
     schema::<Request>(g);

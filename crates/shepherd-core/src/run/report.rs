@@ -46,8 +46,9 @@ pub struct RunReport {
     /// The exit status `shepherd run` gives it: the return code of the first task, in input
     /// order, that did not complete; 0 when all did, 130 when the run was cancelled.
     pub exit_code: u8,
-    /// Worktrees left for the user to integrate or discard, and remote sheep's branches
-    /// brought home (absent when none).
+    /// Branches with work to land (`shepherd merge`) or discard — a task's commits and the
+    /// changes preserved when its sheep closed, a worktree kept, a remote sheep's branch brought
+    /// home (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worktrees: Vec<WorktreeReport>,
     /// Problems that did not change any result (e.g. a note that could not be finalised).

@@ -231,6 +231,14 @@ export type NoticeKind =
  */
 export type Mode = "single" | "parallel" | "chain";
 /**
+ * Where one branch stands.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "BranchState".
+ */
+export type BranchState =
+	"open" | "merging" | "merged" | "conflict" | "check_failed" | "discarded" | "skipped" | "refused";
+/**
  * A stable error code from the catalogue (docs/errors.md).
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -294,6 +302,8 @@ export type ErrorCode =
 	| "resume_unsupported"
 	| "not_a_git_repository"
 	| "worktree_failed"
+	| "nothing_to_land"
+	| "unknown_merge"
 	| "unknown_host"
 	| "host_unreachable"
 	| "close_unconfirmed"
@@ -503,6 +513,14 @@ export interface ShepherdProtocol {
 			params: RunIdParams;
 			result: RunView;
 		};
+		"merge.submit": {
+			params: MergeParams;
+			result: MergeView;
+		};
+		"merge.attach": {
+			params: MergeIdParams;
+			result: MergeView;
+		};
 	};
 	events: {
 		inbox: InboxResult;
@@ -510,6 +528,7 @@ export interface ShepherdProtocol {
 		terminate: TerminateData;
 		shutdown: null;
 		run: RunView;
+		merge: MergeView;
 	};
 }
 /**
@@ -1642,6 +1661,17 @@ export interface LocalWorktreeReport {
 	 * How to integrate or discard it.
 	 */
 	integrate?: string;
+	/**
+	 * The ref its uncommitted changes were committed to when its sheep was closed
+	 * (`refs/shepherd/preserved/<owner>`, a commit on top of its branch), so removing the
+	 * worktree lost nothing.
+	 */
+	preserved?: string | null;
+	/**
+	 * The branch the project had checked out when it was made: where its work lands by
+	 * default.
+	 */
+	baseBranch?: string | null;
 }
 /**
  * `resume` parameters: reopen a closed or exited sheep on its own session.
@@ -2513,8 +2543,9 @@ export interface RunReport {
 	 */
 	exitCode: number;
 	/**
-	 * Worktrees left for the user to integrate or discard, and remote sheep's branches
-	 * brought home (absent when none).
+	 * Branches with work to land (`shepherd merge`) or discard — a task's commits and the
+	 * changes preserved when its sheep closed, a worktree kept, a remote sheep's branch brought
+	 * home (absent when none).
 	 */
 	worktrees?: WorktreeReport[];
 	/**
@@ -2613,6 +2644,185 @@ export interface RunIdParams {
 	 * The run.
 	 */
 	runId: string;
+}
+/**
+ * `merge.submit` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MergeParams".
+ */
+export interface MergeParams {
+	/**
+	 * What to land, in order: run ids (`run-…`: the run's branches in its input order), sheep
+	 * (agent ids or display names: the branch each one's worktree left) and branch names
+	 * (`shepherd/…`).
+	 */
+	targets?: string[];
+	/**
+	 * Every branch of this fieldnotes session not landed yet, after the targets.
+	 */
+	session?: string | null;
+	/**
+	 * The branch to land into (made from the branches' base branch when missing); default:
+	 * the branch the project had checked out when their work began.
+	 */
+	into?: string | null;
+	/**
+	 * A shell command that must pass in the merge worktree after each merge (default: the
+	 * `mergeCheck` setting).
+	 */
+	check?: string | null;
+	/**
+	 * An agent definition whose sheep resolves a conflict; without it a conflict stops the
+	 * queue.
+	 */
+	resolve?: string | null;
+	/**
+	 * Discard the branches instead of landing them (their branches and preserved changes go).
+	 */
+	discard?: boolean;
+	/**
+	 * The caller's terminal, for a resolver in a pane.
+	 */
+	caller?: CallerContext | null;
+}
+/**
+ * A merge as its followers see it: pushed (`merge` event) whenever it changes, and the answer
+ * to `merge.submit` and `merge.attach`.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MergeView".
+ */
+export interface MergeView {
+	/**
+	 * The merge.
+	 */
+	mergeId: string;
+	/**
+	 * The branch it lands into.
+	 */
+	target: string;
+	/**
+	 * The check that gates each step, when there is one.
+	 */
+	check?: string | null;
+	/**
+	 * Each branch, in order.
+	 */
+	branches: BranchLanding[];
+	/**
+	 * Whether it is over.
+	 */
+	finished?: boolean;
+	/**
+	 * Once over: 0 when every branch landed (or was discarded), 1 when a check failed, 2 when
+	 * a conflict was not resolved or a step was refused.
+	 */
+	exitCode?: number | null;
+}
+/**
+ * One branch of a merge.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "BranchLanding".
+ */
+export interface BranchLanding {
+	/**
+	 * The branch.
+	 */
+	branch: string;
+	/**
+	 * What is merged: the branch, or the changes preserved on top of it at close.
+	 */
+	landingRef: string;
+	/**
+	 * The sheep whose work it is (display name), when known.
+	 */
+	owner?: string | null;
+	/**
+	 * That sheep's note, relative to the project, when known.
+	 */
+	note?: string | null;
+	/**
+	 * Where it stands.
+	 */
+	state: BranchState;
+	/**
+	 * The target's commit that landed it.
+	 */
+	commit?: string | null;
+	/**
+	 * Its conflict, when its merge had one.
+	 */
+	conflict?: ConflictView | null;
+	/**
+	 * The end of the check's output, when the check failed.
+	 */
+	checkOutput?: string | null;
+	/**
+	 * The sheep that resolved (or tried to resolve) its conflict.
+	 */
+	resolver?: ResolverView | null;
+	/**
+	 * Why it did not land, in one line.
+	 */
+	why?: string | null;
+}
+/**
+ * A merge that stopped on conflicts: the files and the conflicting hunks.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ConflictView".
+ */
+export interface ConflictView {
+	/**
+	 * The files with conflicts, relative to the repository.
+	 */
+	files: string[];
+	/**
+	 * The conflicting hunks (`git diff` of the unmerged files), cut at 8 KiB.
+	 */
+	hunks: string;
+}
+/**
+ * The sheep that was asked to resolve a conflict.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ResolverView".
+ */
+export interface ResolverView {
+	/**
+	 * Its agent id.
+	 */
+	agentId: string;
+	/**
+	 * Its task.
+	 */
+	taskId?: string | null;
+	/**
+	 * How its task ended (`completed`, `blocked`, …), once it did.
+	 */
+	status?: string | null;
+	/**
+	 * What it said.
+	 */
+	summary?: string | null;
+	/**
+	 * Its note, relative to the project.
+	 */
+	note?: string | null;
+}
+/**
+ * `merge.attach` parameters.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MergeIdParams".
+ */
+export interface MergeIdParams {
+	/**
+	 * The merge.
+	 */
+	mergeId: string;
 }
 /**
  * The data of a `terminate` push (broker → supervisor).

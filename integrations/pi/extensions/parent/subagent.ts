@@ -112,15 +112,20 @@ export function subagentText(run: RunReport): { text: string; failed: boolean } 
 		}
 	}
 	if (run.interrupted) text += run.cancelled ? `\n\nThe run was cancelled. Why: ${run.cancelled}.` : "\n\nThe run was cancelled.";
-	const worktrees = run.worktrees ?? [];
-	const kept = worktrees.filter((w) => w.kept);
-	if (kept.length) {
-		const listed = kept.map((w) => `${w.path} (branch ${w.branch}${w.reason ? `: ${w.reason}` : ""})`);
-		text += `\n\nWorktrees kept (integrate or discard these yourself): ${listed.join(", ")}`;
-	}
-	const home = worktrees.filter((w) => "broughtHome" in w && w.broughtHome && !w.kept);
-	if (home.length) {
-		text += `\n\nBranches brought home from hosts (integrate or discard these yourself): ${home.map((w) => w.branch).join(", ")}`;
+	// Every branch with work on it: what `shepherd merge` (or shepherd_merge) lands.
+	const branches = (run.worktrees ?? []).map((w) => {
+		let said = w.branch;
+		if ("host" in w) {
+			said += ` (from host ${w.host})`;
+			if (w.kept) said += ` (worktree kept there at ${w.path}: ${w.reason ?? "kept"})`;
+		} else {
+			if (w.preserved) said += ` (uncommitted changes preserved on ${w.preserved})`;
+			if (w.kept) said += ` (worktree kept at ${w.path}: ${w.reason ?? "kept"})`;
+		}
+		return said;
+	});
+	if (branches.length) {
+		text += `\n\nBranches to land (shepherd merge ${run.runId}), or to integrate or discard yourself: ${branches.join(", ")}`;
 	}
 	if (run.sessionName) {
 		const continued = run.resumed ? " (continued)" : "";

@@ -472,11 +472,17 @@ export function worktreeText(report: WorktreeReport | null | undefined): string 
 		const home = report.broughtHome ? `; ${commits.length} brought home on branch ${report.branch}` : "";
 		return `${place}${home}; commits: ${commits.join("; ")}. ${report.integrate}`;
 	}
-	if (!report.kept) return `; worktree ${report.path} removed (clean, no new commits)`;
+	if (!report.kept && report.commits === undefined && report.files === undefined) {
+		return `; worktree ${report.path} removed (clean, no new commits)`;
+	}
 	const files = report.files?.length ? `; files: ${report.files.join(", ")}` : "";
 	const commits = report.commits?.length ? `; commits: ${report.commits.join("; ")}` : "";
 	const stat = report.diffstat ? ` (${report.diffstat})` : "";
-	return `; worktree kept at ${report.path} on branch ${report.branch}: ${report.reason}${stat}${files}${commits}. ${report.integrate ?? "Integrate or discard it."}`;
+	const preserved = report.preserved ? `; uncommitted changes preserved on ${report.preserved}` : "";
+	const place = report.kept
+		? `; worktree kept at ${report.path} on branch ${report.branch}: ${report.reason}`
+		: `; worktree ${report.path} removed, its work stays on branch ${report.branch}`;
+	return `${place}${stat}${preserved}${files}${commits}. ${report.integrate ?? "Land it with shepherd merge, or discard it."}`;
 }
 
 export function clip(text: string, max: number): string {

@@ -87,7 +87,9 @@ pub(crate) async fn spawn(
         }
         (Some(repo), _) => {
             let name = crate::sheep::isolation::name_for(&def.name, prepared.label.as_str(), &id);
-            let made = crate::sheep::isolation::create(repo, name).await?;
+            let path =
+                crate::sheep::worktree::path_for(&broker.config.dirs.state_dir, &repo, &name);
+            let made = crate::sheep::isolation::create(repo, path).await?;
             prepared.cwd = made.cwd();
             Some(SheepWorktree::made(MadeWorktree::Here(made)))
         }
@@ -141,9 +143,11 @@ pub(crate) async fn spawn(
             ..
         }) = worktree
         {
-            let _kept =
-                tokio::task::spawn_blocking(move || crate::sheep::worktree::release(&made, true))
-                    .await;
+            let _kept = tokio::task::spawn_blocking({
+                let owner = id.to_string();
+                move || crate::sheep::worktree::release(&made, true, &owner)
+            })
+            .await;
         }
         return Err(err);
     }
