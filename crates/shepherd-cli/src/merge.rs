@@ -5,7 +5,7 @@
 //! landed, 1 when a check failed, 2 when a conflict was not resolved.
 //!
 //! `shepherd run --merge` lands a run's branches the same way once the run is over
-//! ([`land_run`]).
+//! (`land_run`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use clap::Args;
 use serde_json::json;
 use shepherd_broker::client::Link;
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView};
+use shepherd_core::land::{MergeIdParams, MergeParams, MergeView};
 use shepherd_core::protocol::{event, method};
 
 use crate::Printer;
@@ -62,7 +62,7 @@ pub fn run(args: &MergeArgs, ctx: &Context, printer: &Printer) -> Result<ExitCod
         caller: Some(caller_context()),
     };
     let view = land(ctx, &args.herd, &params)?;
-    printer.emit(&view, || merge_text(&view));
+    printer.emit(&view, || shepherd_client::land_words::merge_text(&view));
     Ok(ExitCode::from(view.exit_code.unwrap_or(2)))
 }
 
@@ -144,77 +144,4 @@ pub(crate) fn land_run(
         ..MergeParams::default()
     };
     land(ctx, herd, &params)
-}
-
-/// Each branch on a line, then what the queue did overall.
-pub(crate) fn merge_text(view: &MergeView) -> String {
-    let mut out = format!("Landing into {}", view.target);
-    if let Some(check) = &view.check {
-        out.push_str(&format!(" (check: {check})"));
-    }
-    out.push('\n');
-    for branch in &view.branches {
-        let owner = branch
-            .owner
-            .as_ref()
-            .map(|o| format!(" ({o})"))
-            .unwrap_or_default();
-        let state = match (branch.state, &branch.commit) {
-            (BranchState::Merged, Some(commit)) => {
-                format!("merged at {}", &commit[..commit.len().min(10)])
-            }
-            (state, _) => state.words().to_owned(),
-        };
-        out.push_str(&format!("- {}{owner}: {state}", branch.branch));
-        if let Some(why) = &branch.why {
-            out.push_str(&format!(" — {why}"));
-        }
-        out.push('\n');
-        if let Some(conflict) = &branch.conflict
-            && branch.state == BranchState::Conflict
-        {
-            out.push_str(&format!(
-                "  conflicting files: {}\n",
-                conflict.files.join(", ")
-            ));
-            for line in conflict.hunks.lines().take(40) {
-                out.push_str(&format!("  {line}\n"));
-            }
-        }
-        if let Some(resolver) = &branch.resolver {
-            out.push_str(&format!(
-                "  resolver {}: {}{}\n",
-                resolver.agent_id,
-                resolver.status.as_deref().unwrap_or("did not settle"),
-                resolver
-                    .note
-                    .as_ref()
-                    .map(|n| format!(" (note {n})"))
-                    .unwrap_or_default()
-            ));
-        }
-        if let Some(output) = &branch.check_output {
-            for line in output
-                .lines()
-                .rev()
-                .take(15)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-            {
-                out.push_str(&format!("  | {line}\n"));
-            }
-        }
-    }
-    let landed = view
-        .branches
-        .iter()
-        .filter(|b| b.state == BranchState::Merged)
-        .count();
-    out.push_str(&format!(
-        "{landed} of {} landed into {}",
-        view.branches.len(),
-        view.target
-    ));
-    out
 }

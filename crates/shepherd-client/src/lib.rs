@@ -15,6 +15,7 @@ pub mod context;
 pub mod envelope_text;
 pub mod error;
 pub mod herds;
+pub mod land_words;
 pub mod needs;
 pub mod runtime;
 pub mod session_words;

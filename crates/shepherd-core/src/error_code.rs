@@ -189,7 +189,7 @@ catalogue! {
     /// A merge was asked to land something that is not a branch Shepherd made with work on it.
     NothingToLand = "nothing_to_land", exit EXIT_USAGE, hint Some("Name a finished run (run-…), a closed isolated sheep, a shepherd/… branch or --session NAME; a run's report lists its branches.");
     /// No merge of that id in this herd (merges are kept only while the broker runs).
-    UnknownMerge = "unknown_merge", exit EXIT_USAGE, hint None;
+    UnknownMerge = "unknown_merge", exit EXIT_USAGE, hint Some("Land again with shepherd merge: a branch already landed counts as merged.");
     /// No host of that name is defined in the user's settings, or its definition is malformed.
     UnknownHost = "unknown_host", exit EXIT_USAGE, hint Some("Define the host under `hosts` in your user settings file; `shepherd hosts` lists the hosts defined (docs/remote.md).");
     /// A remote host could not be reached over SSH, or does not have what a sheep needs there.

@@ -44,6 +44,7 @@ fn the_mcp_servers_offer_exactly_the_catalogue() {
     let parent = Parent::tool_router()
         + Parent::wait_router()
         + Parent::run_router()
+        + Parent::merge_router()
         + Parent::controls_router();
     for (side, served, written) in [
         ("parent", listed(parent.list_all()), catalogued(PARENT)),

@@ -24,6 +24,7 @@ mod environment;
 mod error;
 mod feed;
 mod herd;
+mod merge;
 mod parent;
 mod receipts;
 mod run;

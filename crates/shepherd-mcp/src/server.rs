@@ -79,6 +79,7 @@ impl Parent {
             tool_router: Self::tool_router()
                 + Self::wait_router()
                 + Self::run_router()
+                + Self::merge_router()
                 + Self::controls_router(),
         }
     }

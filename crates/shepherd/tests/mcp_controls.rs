@@ -67,7 +67,9 @@ done"#;
     assert!(
         closed.text.contains("its work stays on branch shepherd/")
             && closed.text.contains("files: new.txt")
-            && closed.text.contains("uncommitted changes preserved on refs/shepherd/preserved/")
+            && closed
+                .text
+                .contains("uncommitted changes preserved on refs/shepherd/preserved/")
             && closed.text.contains("shepherd merge"),
         "{}",
         closed.text

@@ -37,11 +37,12 @@ use shepherd_testkit::agents::{self, AgentBinary, AgentEnv, Host};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step, TOOLLESS_QUEUE};
 
 /// Every tool `shepherd mcp` offers a parent.
-const PARENT_TOOLS: [&str; 12] = [
+const PARENT_TOOLS: [&str; 13] = [
     "shepherd",
     "shepherd_close",
     "shepherd_delegate",
     "shepherd_inbox",
+    "shepherd_merge",
     "shepherd_message",
     "shepherd_prompt",
     "shepherd_read",

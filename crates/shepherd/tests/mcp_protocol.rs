@@ -159,6 +159,12 @@ fn error_cases() -> Vec<(&'static str, Value, &'static str)> {
             "unknown_run",
         ),
         ("shepherd_run", json!({"cancel": true}), "invalid_run"),
+        ("shepherd_merge", json!({}), "nothing_to_land"),
+        (
+            "shepherd_merge",
+            json!({"mergeId": "merge-00000000"}),
+            "unknown_merge",
+        ),
         (
             "shepherd_inbox",
             json!({"wait": "soon"}),

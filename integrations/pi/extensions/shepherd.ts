@@ -19,6 +19,7 @@ import { ParentLink } from "./parent/link.ts";
 import { createInboxHandler } from "./parent/notifications.ts";
 import { registerMessageRenderers } from "./parent/render.ts";
 import { ParentState } from "./parent/state.ts";
+import { registerMerge } from "./parent/merge.ts";
 import { registerSubagent } from "./parent/subagent.ts";
 import { registerTools } from "./parent/tools.ts";
 import { HerdWidget } from "./parent/widget.ts";
@@ -32,6 +33,7 @@ export default async function shepherd(pi: ExtensionAPI) {
 	const onInbox = createInboxHandler(pi, state);
 
 	registerTools(pi, state);
+	registerMerge(pi, state);
 	registerCommand(pi, state);
 	registerMessageRenderers(pi);
 

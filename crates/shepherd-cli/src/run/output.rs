@@ -32,7 +32,7 @@ pub(super) fn emit_with_merge(
             "{}
 {}",
             human(report),
-            crate::merge::merge_text(merged)
+            shepherd_client::land_words::merge_text(merged)
         )
     });
     let code = match report.exit_code {

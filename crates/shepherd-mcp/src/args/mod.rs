@@ -142,6 +142,19 @@ impl Ids {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub(crate) struct Merge {
+    pub(crate) targets: Option<Ids>,
+    pub(crate) session: Option<String>,
+    pub(crate) into: Option<String>,
+    pub(crate) check: Option<String>,
+    pub(crate) resolve: Option<String>,
+    pub(crate) discard: Option<bool>,
+    pub(crate) merge_id: Option<String>,
+    pub(crate) wait: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Control {
     pub(crate) action: String,
     pub(crate) agent_scope: Option<String>,

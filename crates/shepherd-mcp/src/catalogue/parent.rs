@@ -279,3 +279,52 @@ pub const INBOX: Tool = Tool {
     pi_description: None,
     args: &[INBOX_WAIT],
 };
+
+pub const MERGE: Tool = Tool {
+    name: "shepherd_merge",
+    fronts: Front::Both,
+    description: "Land the work isolated sheep left (a merge queue): the branches of finished runs (by runId, in the run's input order), of closed isolated sheep (agent id or display name) or named outright (shepherd/…), one by one, into the branch the project had checked out (or `into`). Each merge is made in a worktree of its own, never in the project's; `check` runs after each and a failing one leaves the target where it was; a conflict stops the queue with its files and hunks, unless `resolve` names an agent whose sheep then resolves and commits it. Answers with each branch: merged at which commit, conflict, check failed, skipped. `discard` throws the branches away instead.",
+    pi_description: None,
+    args: &[
+        arg(
+            "targets",
+            Kind::IdOrIds,
+            "What to land, in order: run ids (run-…), sheep (agent ids or display names), branches (shepherd/…)",
+        ),
+        arg(
+            "session",
+            Kind::String,
+            "Also every branch of this fieldnotes session not landed yet",
+        ),
+        arg(
+            "into",
+            Kind::String,
+            "The branch to land into (made when missing; default: the branch the project had checked out when the work began)",
+        ),
+        arg(
+            "check",
+            Kind::String,
+            "A shell command that must pass in the merge worktree after each merge",
+        ),
+        arg(
+            "resolve",
+            Kind::String,
+            "An agent definition whose sheep resolves a conflict (without it a conflict stops the queue)",
+        ),
+        arg(
+            "discard",
+            Kind::Boolean,
+            "Throw the branches away instead (their branches and preserved changes are deleted)",
+        ),
+        mcp_only(arg(
+            "mergeId",
+            Kind::String,
+            "Follow a merge an earlier call started, instead of starting one",
+        )),
+        mcp_only(arg(
+            "wait",
+            Kind::Number,
+            "Seconds to wait at most for the merge in this call (default and maximum: the server's bound, 25 s unless set with --max-wait)",
+        )),
+    ],
+};

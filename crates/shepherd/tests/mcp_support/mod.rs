@@ -250,6 +250,7 @@ pub const PARENT_TOOLS: &[&str] = &[
     "shepherd_close",
     "shepherd_delegate",
     "shepherd_inbox",
+    "shepherd_merge",
     "shepherd_message",
     "shepherd_prompt",
     "shepherd_read",

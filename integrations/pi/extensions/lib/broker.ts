@@ -24,6 +24,8 @@ export type {
 	Envelope,
 	Harness,
 	InboxItem,
+	MergeParams,
+	MergeView,
 	Mode,
 	Placement,
 	ReadSource,

@@ -103,6 +103,18 @@ export const PARENT_TOOLS = {
 			source: Type.Optional(Type.Unsafe<"visible" | "recent" | "recent-unwrapped" | "detection">({ type: "string", enum: ["visible", "recent", "recent-unwrapped", "detection"], description: "recent-unwrapped (default) | recent | visible | detection" })),
 		}),
 	},
+	shepherd_merge: {
+		name: "shepherd_merge",
+		description: "Land the work isolated sheep left (a merge queue): the branches of finished runs (by runId, in the run's input order), of closed isolated sheep (agent id or display name) or named outright (shepherd/…), one by one, into the branch the project had checked out (or `into`). Each merge is made in a worktree of its own, never in the project's; `check` runs after each and a failing one leaves the target where it was; a conflict stops the queue with its files and hunks, unless `resolve` names an agent whose sheep then resolves and commits it. Answers with each branch: merged at which commit, conflict, check failed, skipped. `discard` throws the branches away instead.",
+		parameters: Type.Object({
+			targets: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1 })], { description: "What to land, in order: run ids (run-…), sheep (agent ids or display names), branches (shepherd/…)" })),
+			session: Type.Optional(Type.String({ description: "Also every branch of this fieldnotes session not landed yet" })),
+			into: Type.Optional(Type.String({ description: "The branch to land into (made when missing; default: the branch the project had checked out when the work began)" })),
+			check: Type.Optional(Type.String({ description: "A shell command that must pass in the merge worktree after each merge" })),
+			resolve: Type.Optional(Type.String({ description: "An agent definition whose sheep resolves a conflict (without it a conflict stops the queue)" })),
+			discard: Type.Optional(Type.Boolean({ description: "Throw the branches away instead (their branches and preserved changes are deleted)" })),
+		}),
+	},
 } as const;
 
 /** A sheep's own tools (extensions/shepherd-sheep.ts). */

@@ -19,6 +19,8 @@ import {
 	type Method,
 	type ParamsArg,
 	type Result,
+	type MergeParams,
+	type MergeView,
 	type RunReport,
 	type RunSubmitParams,
 	type RunView,
@@ -29,6 +31,11 @@ import { runShepherd, ShepherdError } from "./cli.ts";
 export type InboxHandler = (items: InboxItem[]) => Promise<void> | void;
 /** The herd's sheep as the broker pushed them; `undefined` when the broker was stopped. */
 export type HerdHandler = (sheep: SheepStatus[] | undefined) => void;
+
+/** A merge this session submitted and waits for: its finished view settles `done`. */
+interface FollowedMerge {
+	done: (view: MergeView) => void;
+}
 
 /** A run this session submitted and waits for: its report settles `done`. */
 interface FollowedRun {
@@ -42,6 +49,8 @@ export class ParentLink {
 	private connection?: BrokerConnection;
 	/** Runs submitted from this session that have not finished, by run id. */
 	private readonly runs = new Map<string, FollowedRun>();
+	/** Merges submitted from this session that are not over, by merge id. */
+	private readonly merges = new Map<string, FollowedMerge>();
 	private starting?: Promise<BrokerConnection>;
 	private closed = false;
 	/** Whether the broker pushes herd views (a broker from an older build does not). */
@@ -92,6 +101,10 @@ export class ParentLink {
 						const view = await connection.call("run.attach", { runId }).catch(() => undefined);
 						if (view) this.runView(view);
 					}
+					for (const mergeId of this.merges.keys()) {
+						const view = await connection.call("merge.attach", { mergeId }).catch(() => undefined);
+						if (view) this.mergeView(view);
+					}
 					try {
 						const herd = await connection.call("herd.subscribe");
 						this.herdFeed = true;
@@ -114,6 +127,7 @@ export class ParentLink {
 			this.onHerd(undefined);
 		});
 		connection.on("run", (data) => this.runView(data));
+		connection.on("merge", (data) => this.mergeView(data));
 		connection.on("herd", (data) => {
 			if (Array.isArray(data?.sheep)) this.onHerd(data.sheep);
 		});
@@ -168,6 +182,28 @@ export class ParentLink {
 			signal?.removeEventListener("abort", cancel);
 			this.runs.delete(runId);
 		}
+	}
+
+	/**
+	 * Submits a merge to the broker and waits until it is over. The broker carries it out; an
+	 * abort stops waiting (the merge goes on in the broker).
+	 */
+	async merge(params: MergeParams, signal?: AbortSignal): Promise<MergeView> {
+		const view = await this.call("merge.submit", params);
+		if (view.finished) return view;
+		const finished = new Promise<MergeView>((resolve) => this.merges.set(view.mergeId, { done: resolve }));
+		const aborted = new Promise<MergeView>((resolve) => {
+			signal?.addEventListener("abort", () => resolve(view), { once: true });
+		});
+		try {
+			return await Promise.race([finished, aborted]);
+		} finally {
+			this.merges.delete(view.mergeId);
+		}
+	}
+
+	private mergeView(view: MergeView): void {
+		if (view?.finished) this.merges.get(view.mergeId)?.done(view);
 	}
 
 	private runView(view: RunView): void {
