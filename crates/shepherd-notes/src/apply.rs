@@ -335,6 +335,10 @@ impl Store {
                 metadata.set_status(status)?;
                 Ok(NoteOpOutcome::StatusSet(status))
             }
+            NoteOp::SetBranch(record) => {
+                shepherd_core::fieldnotes::branches::upsert(&mut metadata.branches, record);
+                Ok(NoteOpOutcome::BranchSet)
+            }
             NoteOp::Continue { key, session_file } => {
                 if !key.matches(metadata) {
                     return Err(OpError::OtherSession {

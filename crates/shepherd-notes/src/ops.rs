@@ -81,6 +81,9 @@ pub enum NoteOp {
     },
     /// Set the session status explicitly (it wins over the summary of this batch's notes).
     SetStatus(NoteStatus),
+    /// Record a branch the session's isolated work left, or its new state (see
+    /// [`shepherd_core::fieldnotes::branches::upsert`]).
+    SetBranch(shepherd_core::fieldnotes::BranchRecord),
     /// Continue the session as the one `key` selects: refused with
     /// [`OpError::OtherSession`] (and every later operation of the same request with it,
     /// unapplied) unless the session, as read under its lock, carries that binding or name;
@@ -163,6 +166,8 @@ pub enum NoteOpOutcome {
     Linked(RelatedLink),
     /// The session status was set.
     StatusSet(NoteStatus),
+    /// A branch was recorded.
+    BranchSet,
     /// The session was continued (see [`NoteOp::Continue`]); its name.
     Continued {
         /// The session's name.

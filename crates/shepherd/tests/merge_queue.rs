@@ -121,6 +121,24 @@ fn a_parallel_isolated_run_lands_every_task_with_the_check_passing_after_each() 
         &["status", "--porcelain", "--untracked-files=no"],
     );
     assert!(status.is_empty(), "{status}");
+    // The session shows what landed: each branch beside its sheep's note, merged.
+    let session = Path::new(doc["run"]["sessionPath"].as_str().unwrap());
+    let index = std::fs::read_to_string(session.join("shepherd.md")).unwrap();
+    let section = index
+        .split("## Branches")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{index}"));
+    for branch in branches {
+        let name = branch["branch"].as_str().unwrap();
+        let line = section
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{index}"));
+        assert!(
+            line.contains("merged at ") && line.contains("](./writer-"),
+            "{line}"
+        );
+    }
 }
 
 #[test]
@@ -150,6 +168,15 @@ fn conflicting_branches_stop_with_the_file_named_and_a_resolver_lands_them() {
     assert_eq!(
         merge["branches"][1]["conflict"]["files"][0], "same",
         "{merge}"
+    );
+    let session = Path::new(doc["sessionPath"].as_str().unwrap());
+    let index = std::fs::read_to_string(session.join("shepherd.md")).unwrap();
+    let conflicted = merge["branches"][1]["branch"].as_str().unwrap();
+    assert!(
+        index
+            .lines()
+            .any(|l| l.contains(conflicted) && l.ends_with("— conflict")),
+        "{index}"
     );
     let human = String::from_utf8(world.run(&["merge", &run_id]).stdout).unwrap();
     assert!(human.contains("conflicting files: same"), "{human}");

@@ -51,6 +51,8 @@ pub(crate) enum LaneJob {
     UpdateOutput(NoteLink, Option<String>, Metadata, Reply<()>),
     /// Finalise a planned note whose task never started.
     Release(ReleaseRequest, Reply<bool>),
+    /// Record a branch of the session, or its new state.
+    Branch(shepherd_core::fieldnotes::BranchRecord, Reply<()>),
 }
 
 impl LaneJob {
@@ -64,6 +66,7 @@ impl LaneJob {
             Self::Plan { reply, .. } => send(reply, err),
             Self::Finalize(_, reply) | Self::UpdateOutput(_, _, _, reply) => send(reply, err),
             Self::Release(_, reply) => send(reply, err),
+            Self::Branch(_, reply) => send(reply, err),
         }
     }
 
@@ -111,6 +114,7 @@ impl LaneJob {
                 output: output.clone(),
                 metadata: metadata.clone(),
             }],
+            Self::Branch(record, _) => vec![NoteOp::SetBranch(record.clone())],
             Self::Release(request, _) => vec![NoteOp::Release {
                 note: file_name(&request.note.display().to_string()),
                 group: Some(request.group.clone()),
@@ -246,7 +250,9 @@ impl Group<'_> {
                 });
                 let _gone = reply.send(answer);
             }
-            LaneJob::Finalize(_, reply) | LaneJob::UpdateOutput(_, _, _, reply) => {
+            LaneJob::Finalize(_, reply)
+            | LaneJob::UpdateOutput(_, _, _, reply)
+            | LaneJob::Branch(_, reply) => {
                 let _gone = reply.send(single(outcomes).map(|_| ()));
             }
             LaneJob::Release(_, reply) => {

@@ -405,6 +405,17 @@ impl Fieldnotes {
         self.writer.find_plan(group)
     }
 
+    /// Records a branch of the session in `directory` (or its new state): `shepherd.md` shows
+    /// it in its Branches section.
+    pub(crate) fn set_branch(
+        &self,
+        directory: &str,
+        record: shepherd_core::fieldnotes::BranchRecord,
+    ) -> BrokerResult<()> {
+        let session = session_ref(directory)?;
+        self.call(&session, |reply| LaneJob::Branch(record, reply))
+    }
+
     /// Replaces a final note's output (a sheep's last words after it settled its task).
     pub(crate) fn update_output(
         &self,

@@ -244,6 +244,7 @@ async fn land(
             &mut view.branches[index],
         )
         .await;
+        record(broker, &candidate, &view.branches[index]).await;
         match landed {
             Step::Landed(new_tip) => tip = new_tip,
             Step::Next => {}
@@ -424,6 +425,28 @@ async fn step(
     }
 }
 
+/// Records what became of a branch in its session's Branches section (a branch the queue did
+/// not get to, or refused, stays as it was).
+async fn record(broker: &Arc<Broker>, candidate: &Candidate, landing: &BranchLanding) {
+    let recorded = matches!(
+        landing.state,
+        BranchState::Merged
+            | BranchState::Conflict
+            | BranchState::CheckFailed
+            | BranchState::Discarded
+    );
+    if let (true, Some(note)) = (recorded, &candidate.note_path) {
+        crate::sheep::notes::record_branch(
+            broker,
+            note,
+            &candidate.branch,
+            landing.state,
+            landing.commit.clone(),
+        )
+        .await;
+    }
+}
+
 async fn abort(worktree: &Arc<MergeWorktree>) {
     let worktree = worktree.clone();
     blocking(move || worktree.abort()).await;
@@ -462,6 +485,7 @@ async fn discard(broker: &Arc<Broker>, planned: &Arc<Planned>, view: &mut MergeV
                 branch.why = Some(why);
             }
         }
+        record(broker, &planned.candidates[index], &view.branches[index]).await;
         super::publish(broker, view);
     }
 }

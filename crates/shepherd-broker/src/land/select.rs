@@ -24,6 +24,8 @@ pub(crate) struct Candidate {
     pub(crate) owner: Option<String>,
     /// Its note, relative to the project.
     pub(crate) note: Option<String>,
+    /// Its note, as a path: the session whose Branches section lists it.
+    pub(crate) note_path: Option<PathBuf>,
     /// The repository it belongs to (absent: the project's).
     pub(crate) repo: Option<PathBuf>,
     /// The branch the project had checked out when its work began.
@@ -51,6 +53,7 @@ impl Candidate {
             preserved,
             owner: None,
             note: None,
+            note_path: None,
             repo: made.map(|w| w.repo.top.clone()),
             base_branch: base_branch.or_else(|| made.and_then(|w| w.base_branch.clone())),
             session: None,
@@ -102,6 +105,7 @@ pub(crate) fn candidates(
                 preserved: None,
                 owner: None,
                 note: None,
+                note_path: None,
                 repo: None,
                 base_branch: None,
                 session: None,
@@ -148,6 +152,7 @@ fn of_run(herd: &Herd, run_id: &str) -> BrokerResult<Vec<Candidate>> {
                 .and_then(|id| herd.sheep.get(&id))
                 .map_or_else(|| Some(result.agent.clone()), |s| Some(s.display_name()));
             candidate.note.clone_from(&result.note_relative);
+            candidate.note_path = result.note.as_ref().map(PathBuf::from);
             candidate.session = session.clone().filter(|s| !s.is_empty());
             out.push(candidate);
         }
@@ -184,6 +189,7 @@ fn of_sheep(herd: &Herd, id: &shepherd_core::ids::AgentId) -> BrokerResult<Optio
     Ok(Candidate::of(released, made).map(|mut candidate| {
         candidate.owner = Some(sheep.display_name());
         candidate.note = last_note.map(|n| n.note_relative.clone());
+        candidate.note_path = last_note.map(|n| PathBuf::from(&n.note));
         candidate.session = last_note.map(|n| n.session_name.clone());
         candidate
     }))

@@ -230,6 +230,22 @@ async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool
             .ok();
         outcome.worktree = report.map(shepherd_core::worktree::WorktreeReport::Local);
     }
+    // A branch with work on it is the session's to land: its Branches section lists it.
+    let left = outcome
+        .worktree
+        .as_ref()
+        .or(outcome.remote_worktree.as_ref())
+        .filter(|w| w.needs_integrating());
+    if let (Some(left), Some(note)) = (left, run.plan.notes.get(index)) {
+        crate::sheep::notes::record_branch(
+            &run.broker,
+            std::path::Path::new(note),
+            left.branch(),
+            shepherd_core::land::BranchState::Open,
+            None,
+        )
+        .await;
+    }
     state.phase = StepPhase::Done;
     state.finished_at = Some(run.broker.now());
     state.outcome = Some(outcome.clone());

@@ -92,9 +92,21 @@ pub(crate) async fn release(
             .values()
             .rev()
             .find(|t| &t.agent_id == id && t.note.is_some())
-            .map(|t| t.id.clone())
+            .map(|t| (t.id.clone(), t.note.clone()))
     });
-    if let Some(task_id) = last_task {
+    if let Some((_, Some(note))) = &last_task
+        && report.needs_integrating()
+    {
+        crate::sheep::notes::record_branch(
+            broker,
+            Path::new(&note.note),
+            report.branch(),
+            shepherd_core::land::BranchState::Open,
+            None,
+        )
+        .await;
+    }
+    if let Some((task_id, _)) = last_task {
         let mut metadata = shepherd_notes::Metadata::new();
         metadata.insert(
             "worktree".into(),

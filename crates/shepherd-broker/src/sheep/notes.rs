@@ -123,3 +123,37 @@ pub(crate) async fn annotate_final(
         }
     }
 }
+
+/// Records a branch in the session of the note at `note` (an absolute path): `shepherd.md`
+/// lists it in its Branches section beside that note. A failure is logged, not returned: the
+/// branch and its work are in git whatever the index says.
+pub(crate) async fn record_branch(
+    broker: &Arc<Broker>,
+    note: &std::path::Path,
+    branch: &str,
+    state: shepherd_core::land::BranchState,
+    commit: Option<String>,
+) {
+    // The store names a session by its directory's name (`NNNN-slug`).
+    let (Some(dir), Some(file)) = (
+        note.parent().and_then(std::path::Path::file_name),
+        note.file_name(),
+    ) else {
+        return;
+    };
+    let record = shepherd_core::fieldnotes::BranchRecord {
+        branch: branch.to_owned(),
+        note: Some(file.to_string_lossy().into_owned()),
+        state,
+        commit,
+    };
+    let directory = dir.to_string_lossy().into_owned();
+    let fieldnotes = broker.fieldnotes();
+    let recorded =
+        tokio::task::spawn_blocking(move || fieldnotes.set_branch(&directory, record)).await;
+    match recorded {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!("recording branch {branch} in its session: {err}"),
+        Err(err) => tracing::warn!("recording branch {branch} in its session: {err}"),
+    }
+}

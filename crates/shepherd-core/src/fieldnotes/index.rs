@@ -15,6 +15,9 @@
 //!   parallel mode.
 //! - `## Related files`: project files linked relative to the session directory, URLs as they
 //!   are.
+//! - `## Branches`, when its isolated sheep left any: each branch beside the note of the sheep
+//!   that made it, and what became of it (`open`, `merged at <commit>`, `conflict`,
+//!   `check failed`, `discarded`).
 //! - `## Shepherd's note`: a link to the shepherd's own note, a file of its own that no rewrite
 //!   of this index touches ([`super::shepherds_note`]).
 //!
@@ -104,6 +107,25 @@ fn render_generated(session: &SessionMetadata) -> String {
         };
         let title = related.title.as_deref().unwrap_or(&related.target);
         out.push_str(&format!("- {}\n", link(title, &href)));
+    }
+    if !session.branches.is_empty() {
+        out.push_str("\n## Branches\n\n");
+        for branch in &session.branches {
+            let note = branch
+                .note
+                .as_ref()
+                .and_then(|file| session.artifacts.iter().find(|a| &a.file_name == file))
+                .map(|note| {
+                    let name = format!("{} {:02}", display_name(&note.agent), note.ordinal);
+                    format!(" — {}", link(&name, &format!("./{}", note.file_name)))
+                })
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "- {}{note} — {}\n",
+                inline_code(&branch.branch),
+                branch.state_words()
+            ));
+        }
     }
     out
 }

@@ -90,6 +90,9 @@ pub struct SessionMetadata {
     /// The shepherd's own note, once Shepherd has created it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shepherds_note: Option<super::ShepherdsNote>,
+    /// The branches its isolated sheep left, and what became of each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<super::branches::BranchRecord>,
     /// Keys this code does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
@@ -259,6 +262,7 @@ impl SessionMetadata {
             artifacts: Vec::new(),
             related: Vec::new(),
             shepherds_note: None,
+            branches: Vec::new(),
             extra: IndexMap::new(),
         }
     }

@@ -20,6 +20,7 @@
 //! - [`shepherds_note`] — the shepherd's own note, a file no rewrite of the index touches.
 //! - [`context`] — the text appended to a delegated task.
 
+pub mod branches;
 pub mod context;
 mod curation;
 pub mod frontmatter;
@@ -35,6 +36,7 @@ pub mod status;
 #[cfg(test)]
 mod snapshot_tests;
 
+pub use branches::BranchRecord;
 pub use context::{SheepContext, render_context_block, split_context_block};
 pub use metadata::{
     ArtifactRecord, Binding, Feedback, LABEL_KEY, Malformed, Metadata, ParentBinding, RelatedLink,
