@@ -237,6 +237,24 @@ fn a_failing_check_leaves_the_target_where_it_was() {
 }
 
 #[test]
+fn a_plan_lands_its_tasks_with_its_own_check() {
+    let world = World::new();
+    repository(&world, &["a"]);
+    define_writer(&world, "writer");
+    let plan = world.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "merge: true\nmergeCheck: grep -q planned a\ntasks:\n  - {agent: writer, task: a planned, isolate: true}\n",
+    )
+    .unwrap();
+    let (code, doc) = run_json(&world, &["run", "--plan", plan.to_str().unwrap()]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["merge"]["check"], "grep -q planned a", "{doc}");
+    assert_eq!(doc["merge"]["branches"][0]["state"], "merged", "{doc}");
+    assert_eq!(file_on(&world, "main", "a"), "a planned");
+}
+
+#[test]
 fn a_target_moved_while_the_queue_runs_is_refused() {
     let world = World::new();
     repository(&world, &["a"]);

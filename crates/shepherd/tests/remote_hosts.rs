@@ -223,6 +223,15 @@ fn an_isolated_remote_sheeps_commits_come_home_as_a_branch() {
     // The note of its task says where the work went.
     let note = std::fs::read_to_string(done["note"].as_str().unwrap()).unwrap();
     assert!(note.contains(&branch), "{note}");
+    // And it lands like any branch Shepherd made.
+    let (code, merged) = world.json_status(&["merge", &agent]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(merged["branches"][0]["state"], "merged", "{merged}");
+    let target = merged["target"].as_str().unwrap().to_owned();
+    assert_eq!(
+        git(&world.project, &["show", &format!("{target}:work.txt")]),
+        "add the work file"
+    );
 }
 
 /// A sheep that committed and also left uncommitted work: its commits come home (and are

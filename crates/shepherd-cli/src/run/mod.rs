@@ -106,11 +106,12 @@ pub struct RunArgs {
     /// For integrations: the parent's thinking level, inherited likewise.
     #[arg(long, value_name = "LEVEL")]
     parent_thinking: Option<String>,
-    /// Once the run is over, land its tasks' branches into the branch the project had checked
-    /// out (as `shepherd merge RUN` does); needs --isolate.
-    #[arg(long, requires = "isolate")]
+    /// Once the run is over, land its isolated tasks' branches into the branch the project had
+    /// checked out (as `shepherd merge RUN` does; a plan says `merge: true`).
+    #[arg(long)]
     merge: bool,
-    /// With --merge: a shell command that must pass after each branch lands.
+    /// With --merge: a shell command that must pass after each branch lands (a plan's
+    /// `mergeCheck`).
     #[arg(long, value_name = "CMD", requires = "merge")]
     check: Option<String>,
     /// With --merge: hand a conflict to a sheep of this agent definition.
@@ -177,6 +178,7 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
+    let (landing, merge_check) = (args.merge || plan.merge, plan.merge_check.clone());
     let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
     let params = RunSubmitParams {
         mode: plan.mode,
@@ -217,12 +219,13 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         follow(&mut link, view, &progress).await.map(Ok)
     })?;
     match followed {
-        Ok(report) if args.merge => {
+        // A run whose tasks left no branch with work on it has nothing to land.
+        Ok(report) if landing && !report.worktrees.is_empty() => {
             let merged = crate::merge::land_run(
                 ctx,
                 &args.herd,
                 &report.run_id,
-                args.check.clone(),
+                args.check.clone().or(merge_check),
                 args.resolve.clone(),
             )?;
             Ok(output::emit_with_merge(&report, &merged, printer))

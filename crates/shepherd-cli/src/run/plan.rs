@@ -42,6 +42,9 @@ pub(super) struct RunPlan {
     pub(super) timeout_minutes: Option<f64>,
     pub(super) backend: Option<Backend>,
     pub(super) budget: Option<Budget>,
+    /// Land the tasks' branches once the run is over (`merge: true`), with this check.
+    pub(super) merge: bool,
+    pub(super) merge_check: Option<String>,
 }
 
 /// The command-line side of a plan: everything `RunArgs` can say about the tasks.
@@ -81,6 +84,10 @@ struct PlanFile {
     tasks: Option<Vec<StepSpec>>,
     chain: Option<Vec<StepSpec>>,
     budget: Option<Budget>,
+    /// Land the tasks' branches once the run is over, as `--merge` does.
+    merge: Option<bool>,
+    /// The check that gates each landing step, as `--check` does.
+    merge_check: Option<String>,
 }
 
 /// One task as a plan file writes it.
@@ -223,6 +230,8 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
         timeout_minutes,
         backend: input.backend.or(file.backend),
         budget,
+        merge: file.merge == Some(true),
+        merge_check: file.merge_check,
     })
 }
 
