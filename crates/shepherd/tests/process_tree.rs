@@ -1,6 +1,7 @@
 //! No process outlives its herd: closing a sheep ends what it started (a daemon that left its
 //! session, a herd of its own with its broker and sheep); a supervisor that dies takes its
-//! sheep down; a broker whose project and socket are gone closes its herd; a sheep that dies
+//! sheep down; a broker whose project and socket are gone closes its herd, and one whose
+//! socket alone is deleted binds it again; a sheep that dies
 //! fails its task with its own exit status, on every backend.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
@@ -158,6 +159,29 @@ fn a_broker_whose_project_and_socket_are_gone_closes_its_herd() {
         "its sheep was left"
     );
     assert!(!process_running(sheep));
+}
+
+#[test]
+fn a_socket_deleted_under_a_live_project_is_bound_again_by_the_same_broker() {
+    let world = World::new();
+    world.define_test_sheep("sleeper", "idle", None);
+    let agent = world.spawn("sleeper", "");
+    let broker = world.broker_pid().unwrap();
+    let socket = world.json(&["broker", "ensure"])["socket"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::remove_file(&socket).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::path::Path::new(&socket).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the socket was not bound again"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(world.json(&["status", &agent])["state"], "idle");
+    assert_eq!(world.broker_pid(), Some(broker), "a new broker was started");
 }
 
 #[test]

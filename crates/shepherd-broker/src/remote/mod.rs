@@ -35,6 +35,9 @@ pub(crate) struct Remotes {
     pub(crate) links: Mutex<HashMap<String, Arc<HostLink>>>,
     /// Open notes of remote sheep's tasks, kept in step with their hosts' copies.
     pub(crate) notes: Mutex<HashMap<shepherd_core::ids::TaskId, RemoteNote>>,
+    /// Wakes the notes' sync loop when a note is opened: with none open it sleeps on this
+    /// alone, so a herd without remote notes costs no wake-ups.
+    pub(crate) notes_opened: tokio::sync::Notify,
 }
 
 /// One open remote note.

@@ -17,6 +17,7 @@
 
 mod effects;
 mod recovery;
+mod watchdog;
 
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
@@ -147,7 +148,7 @@ pub async fn start(
         tokio::spawn(crate::sheep::remote_sheep::notes::sync_loop(broker.clone())),
         tokio::spawn(timer_loop(broker.clone())),
         tokio::spawn(idle_loop(broker.clone())),
-        tokio::spawn(watchdog_loop(broker.clone())),
+        tokio::spawn(watchdog::watchdog_loop(broker.clone())),
     ];
     tracing::info!("broker ready on {}", paths.socket.display());
     Ok(RunningBroker {
@@ -202,58 +203,11 @@ impl RunningBroker {
 }
 
 /// Closes every sheep, then stops the broker.
-async fn stop_and_exit(broker: &Arc<Broker>) {
+pub(super) async fn stop_and_exit(broker: &Arc<Broker>) {
     if let Err(err) = crate::handlers::broker_requests::stop(broker).await {
         tracing::error!("closing the herd failed: {err}");
     }
     broker.shutdown.cancel();
-}
-
-/// How often the broker checks that its socket and project still exist.
-const WATCHDOG_EVERY: Duration = Duration::from_secs(5);
-
-/// A broker nobody can reach and whose project is gone would run forever: once the project
-/// folder is gone, the herd is closed and the broker stops. A socket deleted under a live
-/// project is bound again, so the herd stays reachable.
-async fn watchdog_loop(broker: Arc<Broker>) {
-    let mut every = tokio::time::interval(WATCHDOG_EVERY);
-    every.tick().await;
-    loop {
-        tokio::select! {
-            () = broker.shutdown.cancelled() => return,
-            _ = every.tick() => {}
-        }
-        let socket = broker.config.paths.socket.clone();
-        let project_gone = !broker.config.address.project_root.is_dir();
-        let socket_gone = !socket.exists();
-        if project_gone && socket_gone {
-            tracing::warn!("the project folder and the socket are gone; closing the herd");
-            stop_and_exit(&broker).await;
-            return;
-        }
-        if socket_gone {
-            tracing::warn!(
-                "the socket {} was removed; binding it again",
-                socket.display()
-            );
-            let rebound = ensure_private_dir(&broker.config.paths.runtime_dir)
-                .and_then(|()| UnixListener::bind(&socket))
-                .and_then(|listener| {
-                    fs_err::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-                        .map(|()| listener)
-                });
-            match rebound {
-                Ok(listener) => {
-                    tokio::spawn(crate::wire::server::accept_loop(
-                        broker.clone(),
-                        listener,
-                        false,
-                    ));
-                }
-                Err(err) => tracing::error!("could not bind {} again: {err}", socket.display()),
-            }
-        }
-    }
 }
 
 /// Fires deadlines: sleeps until the herd's next deadline (or a change), then ticks.

@@ -109,6 +109,8 @@ fn register(broker: &Arc<Broker>, task_id: &TaskId, host: &str, note: &NoteLink,
             since: None,
         },
     );
+    drop(open);
+    broker.remotes.notes_opened.notify_one();
 }
 
 /// The session's Markdown files, for the host's copy.
@@ -152,9 +154,17 @@ pub(crate) async fn close(broker: &Arc<Broker>, task_id: &TaskId) {
         .remove(task_id);
 }
 
-/// Reads back every open remote note that changed, host by host, once a second.
+/// Reads back every open remote note that changed, host by host, once a second while any is
+/// open; with none open it waits for one to be opened, and never wakes by itself.
 pub(crate) async fn sync_loop(broker: Arc<Broker>) {
     loop {
+        let any_open = !broker.remotes.notes.lock().expect("notes lock").is_empty();
+        if !any_open {
+            tokio::select! {
+                () = broker.shutdown.cancelled() => return,
+                () = broker.remotes.notes_opened.notified() => {}
+            }
+        }
         tokio::select! {
             () = broker.shutdown.cancelled() => return,
             () = tokio::time::sleep(SYNC_EVERY) => {}
