@@ -12,6 +12,8 @@
 //!    broker peak RSS and CPU, idle CPU with all of them alive, and that nothing was lost;
 //! 6. the same for 20 test sheep at once in tmux windows (when tmux is installed).
 //!
+//! `-- thousand` runs only the crowd of a thousand sheep (module `thousand`).
+//!
 //! `-- fieldnotes` runs only the fieldnotes scenarios instead (module `fieldnotes`: lifecycles
 //! and plans by 16 clients into one session and into 16, `done` → completion, and the CLI
 //! path), and `-- fieldnotes --base DIR [--reps N]` compares each with the `shepherd` binary
@@ -21,6 +23,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod fieldnotes;
+mod thousand;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -526,6 +529,38 @@ fn main() {
         .arg("-V")
         .output()
         .is_ok_and(|o| o.status.success());
+    if args.iter().any(|a| a == "thousand") {
+        let value = |flag: &str, default: usize| {
+            args.iter()
+                .position(|a| a == flag)
+                .and_then(|i| args.get(i + 1))
+                .map_or(default, |n| n.parse().expect("a number"))
+        };
+        let in_flight = value("--in-flight", 32);
+        let idle = Duration::from_secs(value("--idle", 10) as u64);
+        let runs = [
+            ("headless", value("--sheep", 1000)),
+            (
+                "tmux",
+                if tmux_installed {
+                    value("--tmux", 200)
+                } else {
+                    0
+                },
+            ),
+        ];
+        for (backend, sheep) in runs.into_iter().filter(|(_, n)| *n > 0) {
+            let world = World::new();
+            let crowd = thousand::Crowd {
+                sheep,
+                backend,
+                in_flight,
+                idle,
+            };
+            runtime.block_on(thousand::run(&world, &crowd));
+        }
+        return;
+    }
     runtime.block_on(async {
         let world = World::new();
         latency(&world, if quick { 50 } else { 500 }).await;

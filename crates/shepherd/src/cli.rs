@@ -18,6 +18,14 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// `shepherd supervise` alone: the supervisor's lean entry (see `main`).
+#[derive(Debug, Parser)]
+#[command(name = "supervise")]
+pub(crate) struct SuperviseOnly {
+    #[command(flatten)]
+    pub(crate) args: shepherd_sheep::supervise::SuperviseArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Delegate in one call: spawn, hand over, wait, collect the result, close (single, parallel
@@ -93,4 +101,39 @@ pub(crate) enum Command {
     /// Run one sheep on a coding agent other than pi (started by Shepherd itself).
     #[command(hide = true)]
     Harness(shepherd_sheep::driver::HarnessArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The supervisor's lean entry reads its arguments exactly as the full command tree does.
+    #[test]
+    fn the_lean_supervise_entry_parses_as_the_full_tree() {
+        let argv = [
+            "shepherd",
+            "supervise",
+            "--headless",
+            "--grace-ms",
+            "1500",
+            "--log",
+            "/tmp/sheep.log",
+            "--credential-file",
+            "/tmp/cred",
+            "--broker-state",
+            "/tmp/state",
+            "--keep-stdin",
+            "--",
+            "pi",
+            "--mode",
+            "rpc",
+        ];
+        let Command::Supervise(full) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not the supervise command");
+        };
+        let lean = SuperviseOnly::try_parse_from(&argv[1..]).unwrap().args;
+        assert_eq!(format!("{full:?}"), format!("{lean:?}"));
+        assert!(format!("{lean:?}").contains("1500"));
+        assert!(SuperviseOnly::try_parse_from(["supervise", "--grace-ms", "soon"]).is_err());
+    }
 }

@@ -17,6 +17,15 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
+    // A supervisor runs beside every sheep for its whole life: it skips building the whole
+    // command tree (every command's help and arguments) and parses only its own arguments, so
+    // a thousand of them start faster and keep less memory.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| first == "supervise")
+    {
+        return supervise();
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
@@ -25,6 +34,19 @@ fn main() -> ExitCode {
     match dispatch::run(cli.command, &output::printer(json)) {
         Ok(code) => code,
         Err(err) => output::error(json, &err),
+    }
+}
+
+/// `shepherd supervise …`, parsed on its own (its arguments are the same as under the full
+/// command tree, which a test checks).
+fn supervise() -> ExitCode {
+    let args = match cli::SuperviseOnly::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(parsed) => parsed.args,
+        Err(err) => return usage_error(&err),
+    };
+    match shepherd_sheep::supervise::run(&args) {
+        Ok(code) => code,
+        Err(err) => output::error(false, &err),
     }
 }
 

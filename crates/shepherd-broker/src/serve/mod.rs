@@ -60,6 +60,25 @@ impl std::fmt::Debug for RunningBroker {
     }
 }
 
+/// A herd holds about two descriptors per sheep (its supervisor's connection and its own), so
+/// the usual soft limit of 1,024 would refuse the five-hundredth sheep: the broker raises its
+/// soft limit to the hard one, as servers do.
+fn raise_descriptor_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if let Some(maximum) = limit.maximum
+        && limit.current.is_some_and(|current| current < maximum)
+    {
+        let raised = Rlimit {
+            current: Some(maximum),
+            maximum: Some(maximum),
+        };
+        if let Err(err) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!("could not raise the open-file limit to {maximum}: {err}");
+        }
+    }
+}
+
 /// Extra backends a broker can run sheep on, besides headless.
 pub type ExtraBackends = Vec<Arc<dyn Backend>>;
 
@@ -70,6 +89,7 @@ pub async fn start(
     extra_backends: ExtraBackends,
 ) -> Result<RunningBroker, ServeError> {
     let io = |what: &str, err: &dyn std::fmt::Display| ServeError::Io(format!("{what}: {err}"));
+    raise_descriptor_limit();
     let paths = config.paths.clone();
     ensure_private_dir(&paths.runtime_dir).map_err(|e| io("creating the runtime directory", &e))?;
     ensure_private_dir(&paths.state_dir).map_err(|e| io("creating the state directory", &e))?;
