@@ -1,0 +1,299 @@
+//! The parent's tools that change the herd: the `shepherd` control tool (agents, herd,
+//! prune), `shepherd_spawn` and `shepherd_delegate`, each one broker request answered in the
+//! pi tools' words.
+
+use shepherd_core::error_code::ErrorCode;
+
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+use shepherd_config::{discover_agents, load_settings};
+use shepherd_core::agent_def::AgentScope;
+use shepherd_core::protocol::{DelegateParams, SpawnParams, method};
+use tokio::time::Instant;
+
+use crate::args::{self, one_of};
+use crate::error::ToolError;
+use crate::herd::absolute;
+use crate::herd::to_value;
+use crate::server::{Parent, progress};
+use crate::text::{plural, success};
+use crate::words;
+use shepherd_client::connect::broker_timeout;
+use shepherd_client::connect::caller_context;
+
+impl Parent {
+    pub(super) async fn control(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let control: args::Control = args::read("shepherd", args, true)?;
+        let action = one_of("action", Some(control.action), args::ACTIONS)?.unwrap_or_default();
+        let scope = one_of("agentScope", control.agent_scope, args::SCOPES)?;
+        let shown = json!({ "action": action, "agentScope": scope });
+        let shown = shown.as_object().expect("an object");
+        let herd = self.herd(&ctx.peer).await?;
+        match action.as_str() {
+            "agents" => {
+                let settings = load_settings(&self.shared.ctx.dirs, &herd.project);
+                let scope = match scope.as_deref() {
+                    Some("user") => AgentScope::User,
+                    Some("project") => AgentScope::Project,
+                    Some(_) => AgentScope::Both,
+                    None => settings.settings.agent_scope,
+                };
+                let discovery = discover_agents(
+                    &self.shared.ctx.dirs,
+                    &herd.project,
+                    scope,
+                    settings.settings.include_bundled_agents,
+                );
+                let agents: Vec<Value> = discovery
+                    .agents
+                    .iter()
+                    .map(|def| {
+                        let full = serde_json::to_value(def).unwrap_or_default();
+                        json!({
+                            "name": full["name"], "source": full["source"],
+                            "description": full["description"], "model": full["model"],
+                            "thinking": full["thinking"], "tools": full["tools"],
+                            "filePath": full["filePath"],
+                        })
+                    })
+                    .collect();
+                let scope = discovery.scope.to_string();
+                let names: Vec<Value> = agents.iter().map(|a| a["name"].clone()).collect();
+                Ok(success(
+                    "shepherd",
+                    shown,
+                    &words::agents_text(&scope, &agents),
+                    &Value::Array(names),
+                    &[
+                        ("scope", Some(json!(scope))),
+                        ("agents", Some(json!(agents))),
+                    ],
+                    &[],
+                ))
+            }
+            "herd" => {
+                let result = herd.quick(method::HERD, json!({})).await?;
+                herd.remember_herd(&result);
+                let sheep = result["sheep"].as_array().cloned().unwrap_or_default();
+                let ids: Vec<Value> = sheep.iter().map(|s| s["agentId"].clone()).collect();
+                Ok(success(
+                    "shepherd",
+                    shown,
+                    &words::herd_text(&sheep),
+                    &Value::Array(ids),
+                    &[("sheep", Some(json!(sheep)))],
+                    &[],
+                ))
+            }
+            _ => {
+                let result = herd.quick(method::PRUNE, json!({})).await?;
+                let pruned = result["pruned"].as_u64().unwrap_or(0);
+                let remaining = result["remaining"].as_u64().unwrap_or(0);
+                let service = if pruned == 0 {
+                    format!("No stale sheep records found ({remaining} kept).")
+                } else {
+                    format!(
+                        "Removed {}; {remaining} remain.",
+                        plural(
+                            usize::try_from(pruned).unwrap_or(usize::MAX),
+                            "stale sheep record"
+                        )
+                    )
+                };
+                Ok(success(
+                    "shepherd",
+                    shown,
+                    &service,
+                    &result,
+                    &[
+                        ("pruned", Some(json!(pruned))),
+                        ("remaining", Some(json!(remaining))),
+                    ],
+                    &[],
+                ))
+            }
+        }
+    }
+
+    pub(super) async fn spawn(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let spawn: args::Spawn = args::read("shepherd_spawn", args, false)?;
+        let placement = args::closed("placement", spawn.placement, args::PLACEMENTS)?;
+        let harness = args::harness(spawn.harness)?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = SpawnParams {
+            agent: spawn.agent.clone(),
+            label: Some(spawn.label),
+            backend: None,
+            cwd: absolute(&herd.project, spawn.cwd),
+            placement,
+            model: None,
+            harness,
+            caller: Some(caller_context()),
+            parent_model: None,
+            parent_thinking: None,
+            session_name: None,
+            // An MCP host is not pi: pi sheep run `SHEPHERD_PI`, else the `pi` on PATH.
+            pi_command: None,
+            isolate: spawn.isolate == Some(true),
+            host: spawn.host.clone(),
+        };
+        progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
+        let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;
+        let result = herd
+            .call(method::SPAWN, to_value(&params), deadline)
+            .await
+            .map_err(|err| match err.code {
+                ErrorCode::UnknownAgent => ToolError::new(
+                    err.code,
+                    format!(
+                        "{} Call shepherd with action \"agents\" to list exact names.",
+                        err.message
+                    ),
+                ),
+                _ => err,
+            })?;
+        herd.remember(result["agentId"].as_str(), result["displayName"].as_str());
+        let mut returned =
+            json!({ "id": result["agentId"], "agent": result["agent"], "label": result["label"] });
+        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
+        if let Some(worktree) = &worktree {
+            returned["worktree"] = worktree.clone();
+        }
+        Ok(success(
+            "shepherd_spawn",
+            args,
+            &format!(
+                "shepherd_spawn spawned {}{}",
+                result["displayName"].as_str().unwrap_or_default(),
+                result["host"]
+                    .as_str()
+                    .map(|host| format!(" on host {host}"))
+                    .unwrap_or_default()
+            ),
+            &returned,
+            &[
+                ("id", Some(result["agentId"].clone())),
+                ("agent", Some(result["agent"].clone())),
+                ("label", Some(result["label"].clone())),
+                ("displayName", Some(result["displayName"].clone())),
+                ("backend", Some(result["backend"].clone())),
+                ("host", result.get("host").cloned()),
+                ("fieldnote", Some(result["fieldnote"].clone())),
+                ("worktree", worktree),
+            ],
+            &[("id", "agent id"), ("fieldnote", "agent fieldnote")],
+        ))
+    }
+
+    /// `shepherd_delegate`, or with `turn` the deprecated `shepherd_prompt`.
+    pub(super) async fn delegate(
+        &self,
+        args: &JsonObject,
+        ctx: &RequestContext<RoleServer>,
+        turn: bool,
+    ) -> Result<CallToolResult, ToolError> {
+        let (tool, target, task, timeout, budget, stall, session_name) = if turn {
+            let prompt: args::Prompt = args::read("shepherd_prompt", args, false)?;
+            (
+                "shepherd_prompt",
+                prompt.id,
+                prompt.message,
+                prompt.timeout,
+                None,
+                None,
+                None,
+            )
+        } else {
+            let delegate: args::Delegate = args::read("shepherd_delegate", args, false)?;
+            let budget = delegate.budget.budget()?;
+            (
+                "shepherd_delegate",
+                delegate.target,
+                delegate.task,
+                delegate.timeout,
+                budget,
+                delegate.stall,
+                delegate.session_name,
+            )
+        };
+        let timeout = args::minutes("timeout", timeout).map_err(|err| {
+            if turn {
+                err
+            } else {
+                ToolError::new(
+                    err.code,
+                    "Delegated task timeout must be a positive number of minutes.",
+                )
+            }
+        })?;
+        let herd = self.herd(&ctx.peer).await?;
+        let params = DelegateParams {
+            target,
+            task,
+            timeout,
+            session_name: session_name.clone(),
+            turn,
+            budget,
+            stall,
+        };
+        let result = herd.quick(method::DELEGATE, to_value(&params)).await?;
+        let name = herd
+            .name_of(result["agentId"].as_str().unwrap_or_default())
+            .await;
+        let note = result["noteRelative"].as_str().map(|n| json!(n));
+        if turn {
+            // A prompt is a one-turn task: its prompt id is that task's id.
+            let task = &result["taskId"];
+            return Ok(success(
+                tool,
+                args,
+                &format!(
+                    "Prompted {name} (prompt id {})",
+                    task.as_str().unwrap_or("?")
+                ),
+                &json!({ "id": task, "promptId": task }),
+                &[
+                    ("id", Some(task.clone())),
+                    ("promptId", Some(task.clone())),
+                    ("taskId", Some(task.clone())),
+                    ("agentId", Some(result["agentId"].clone())),
+                    ("note", note),
+                ],
+                &[],
+            ));
+        }
+        Ok(success(
+            tool,
+            args,
+            &format!(
+                "Delegated task to {name}{}",
+                match (result["sessionName"].as_str(), &session_name) {
+                    (Some(name), Some(_)) => shepherd_client::session_words::named_session(
+                        name,
+                        result["resumed"] == true
+                    ),
+                    _ => String::new(),
+                }
+            ),
+            &json!({ "taskId": result["taskId"], "agentId": result["agentId"], "state": result["state"] }),
+            &[
+                ("id", Some(result["taskId"].clone())),
+                ("taskId", Some(result["taskId"].clone())),
+                ("agentId", Some(result["agentId"].clone())),
+                ("state", Some(result["state"].clone())),
+                ("note", note),
+            ],
+            &[],
+        ))
+    }
+}
