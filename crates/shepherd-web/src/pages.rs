@@ -1,0 +1,262 @@
+//! The HTML around what each page shows: the shell every page shares (its stylesheet and
+//! script come from the binary, never a CDN), the sessions list, a sheep's page. Pure: values
+//! in, HTML out; every text from the herd or the disk goes through [`esc`].
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use shepherd_core::herd::SheepStatus;
+use shepherd_core::protocol::HerdResult;
+
+use crate::board::{Column, elapsed};
+
+/// `text` safe to put in HTML text or a quoted attribute.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A path (slashes kept) percent-encoded for a URL.
+pub(crate) fn path_url(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// Which part of the site a page belongs to, for the navigation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Section {
+    Board,
+    Notes,
+}
+
+/// A whole page: `live` (when given) is the event stream whose HTML replaces `body`'s live part.
+pub(crate) fn shell(
+    title: &str,
+    section: Section,
+    csrf: &str,
+    live: Option<&str>,
+    body: &str,
+) -> String {
+    let current = |s: Section| {
+        if s == section {
+            r#" aria-current="page""#
+        } else {
+            ""
+        }
+    };
+    let live = live.map_or_else(String::new, |url| format!(r#" data-live="{}""#, esc(url)));
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csrf-token" content="{csrf}"><title>{title} · shepherd</title>
+<link rel="stylesheet" href="/assets/style.css"><script src="/assets/app.js" defer></script></head>
+<body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <output id="said" role="status"></output></nav>
+<main id="live"{live}>{body}</main></body></html>
+"#,
+        csrf = esc(csrf),
+        title = esc(title),
+        board = current(Section::Board),
+        notes = current(Section::Notes),
+    )
+}
+
+/// One fieldnotes session as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionEntry {
+    /// Its folder's name.
+    pub(crate) name: String,
+    /// Its status as `shepherd.md` records it.
+    pub(crate) status: String,
+    /// How many task notes it holds.
+    pub(crate) notes: usize,
+}
+
+/// The sessions under `root`'s `.shepherd/sessions`, newest name last.
+pub(crate) fn sessions(root: &Path) -> Vec<SessionEntry> {
+    let Ok(entries) = fs_err::read_dir(root.join(".shepherd/sessions")) else {
+        return Vec::new();
+    };
+    let mut sessions: Vec<SessionEntry> = entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            if name.starts_with('.') {
+                return None;
+            }
+            let index = fs_err::read_to_string(entry.path().join("shepherd.md")).ok()?;
+            let status = index
+                .lines()
+                .find_map(|line| line.strip_prefix("- **Status:** "))
+                .unwrap_or("unknown")
+                .trim()
+                .to_owned();
+            let notes = fs_err::read_dir(entry.path()).map_or(0, |files| {
+                files
+                    .flatten()
+                    .filter(|f| {
+                        let name = f.file_name();
+                        let name = name.to_string_lossy();
+                        name.ends_with(".md")
+                            && name != "shepherd.md"
+                            && name != "shepherds-note.md"
+                    })
+                    .count()
+            });
+            Some(SessionEntry {
+                name,
+                status,
+                notes,
+            })
+        })
+        .collect();
+    sessions.sort_by(|a, b| a.name.cmp(&b.name));
+    sessions
+}
+
+/// The sessions list's body.
+pub(crate) fn sessions_body(sessions: &[SessionEntry]) -> String {
+    let mut html = String::from("<h1>Fieldnotes</h1>");
+    if sessions.is_empty() {
+        html.push_str("<p>No fieldnotes sessions in this project yet.</p>");
+        return html;
+    }
+    html.push_str(r#"<table class="sessions"><thead><tr><th>Session</th><th>Status</th><th>Notes</th></tr></thead><tbody>"#);
+    for session in sessions {
+        let _ = write!(
+            html,
+            r#"<tr><td><a href="/files/.shepherd/sessions/{url}/shepherd.md">{name}</a></td><td>{status}</td><td>{notes}</td></tr>"#,
+            url = path_url(&session.name),
+            name = esc(&session.name),
+            status = esc(&session.status),
+            notes = session.notes,
+        );
+    }
+    html.push_str("</tbody></table>");
+    html
+}
+
+/// A sheep's page body: its card's facts, its tasks, messages with receipts, its last output,
+/// and the actions on it. `None` when the herd has no such sheep.
+pub(crate) fn sheep_body(
+    view: &HerdResult,
+    agent_id: &str,
+    output: &str,
+    csrf: &str,
+) -> Option<String> {
+    let sheep = view
+        .sheep
+        .iter()
+        .find(|s| s.agent_id.to_string() == agent_id)?;
+    let now = view.now.unwrap_or_default();
+    let mut html = format!(
+        r#"<h1>{}</h1>{}"#,
+        esc(&sheep.display_name),
+        crate::board::card(sheep, now, csrf)
+    );
+    html.push_str("<h2>Tasks</h2><ul class=\"tasks\">");
+    if let Some(task) = &sheep.task {
+        let _ = write!(
+            html,
+            "<li>{} · {} · open {}</li>",
+            esc(&task.title),
+            task.state.as_str(),
+            elapsed(now - task.created_at)
+        );
+    }
+    for task in view.settled.iter().filter(|t| t.agent_id == sheep.agent_id) {
+        let _ = write!(
+            html,
+            "<li>{} · {}{}</li>",
+            esc(&task.title),
+            task.status.as_str(),
+            task.outcome
+                .as_deref()
+                .map(|o| format!(" · {}", esc(o)))
+                .unwrap_or_default()
+        );
+    }
+    html.push_str("</ul>");
+    messages(&mut html, sheep);
+    let _ = write!(
+        html,
+        r#"<h2>Last output</h2><pre class="output">{}</pre>"#,
+        esc(output)
+    );
+    actions(&mut html, sheep, csrf);
+    Some(html)
+}
+
+fn messages(html: &mut String, sheep: &SheepStatus) {
+    html.push_str("<h2>Messages</h2>");
+    if sheep.messages.is_empty() {
+        html.push_str("<p>None yet.</p>");
+        return;
+    }
+    html.push_str(r#"<table class="messages"><thead><tr><th>From</th><th>To</th><th>Message</th><th>Receipt</th></tr></thead><tbody>"#);
+    for message in &sheep.messages {
+        let receipt = serde_json::to_value(message.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&message.sender_name),
+            esc(&message.target_name),
+            esc(&message.preview),
+            esc(&receipt)
+        );
+    }
+    html.push_str("</tbody></table>");
+}
+
+fn actions(html: &mut String, sheep: &SheepStatus, csrf: &str) {
+    let id = esc(&sheep.agent_id.to_string());
+    let csrf = esc(csrf);
+    let _ = write!(
+        html,
+        r#"<h2>Act</h2><form class="act" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="action" value="message"><input type="hidden" name="agent" value="{id}"><input name="text" aria-label="Message" placeholder="Message" required autocomplete="off"><button>Send</button></form>"#
+    );
+    if Column::of(sheep) != Column::Settled || sheep.state != "closing" {
+        let _ = write!(
+            html,
+            r#"<form class="act close" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="action" value="close"><input type="hidden" name="agent" value="{id}"><label><input type="checkbox" name="confirm" value="yes" required> close this sheep (cancels its open task)</label><button>Close</button></form>"#
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_leaves_no_markup() {
+        assert_eq!(
+            esc(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn a_path_is_encoded_but_keeps_its_slashes() {
+        assert_eq!(path_url("a b/c?.md"), "a%20b/c%3F.md");
+    }
+}
