@@ -46,7 +46,7 @@ document.addEventListener("submit", async (event) => {
   said.textContent = "…";
   said.className = "";
   try {
-    const response = await fetch(form.action, {
+    const response = await fetch(form.getAttribute("action"), {
       method: "POST",
       body,
       headers: { "X-CSRF-Token": csrf },

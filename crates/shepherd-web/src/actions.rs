@@ -19,8 +19,8 @@ const READ_LINES: u32 = 200;
 /// What a page asks for, as its form sends it.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ActForm {
-    /// `reply`, `message` or `close`.
-    pub(crate) action: String,
+    /// `reply`, `message` or `close` (not `action`, which a form's own property would shadow).
+    pub(crate) kind: String,
     /// The sheep.
     pub(crate) agent: String,
     /// The reply or message.
@@ -51,9 +51,9 @@ impl Action {
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
                 .map(str::to_owned)
-                .ok_or_else(|| format!("`{}` needs a non-empty text", form.action))
+                .ok_or_else(|| format!("`{}` needs a non-empty text", form.kind))
         };
-        match form.action.as_str() {
+        match form.kind.as_str() {
             "reply" => Ok(Self::Reply {
                 text: text()?,
                 reply_to: form
@@ -162,7 +162,7 @@ mod tests {
         confirm: Option<&str>,
     ) -> ActForm {
         ActForm {
-            action: action.into(),
+            kind: action.into(),
             agent: "a".into(),
             text: text.map(Into::into),
             reply_to: reply_to.map(Into::into),

@@ -9,7 +9,9 @@ use shepherd_core::herd::SheepStatus;
 use shepherd_core::protocol::HerdResult;
 use shepherd_core::task::TaskState;
 
-use crate::pages::{esc, path_url};
+use std::path::Path;
+
+use crate::pages::{esc, note_url, path_url};
 
 /// A board column, left to right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,7 +95,7 @@ fn usage(sheep: &SheepStatus) -> Option<String> {
 }
 
 /// One sheep's card.
-pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str) -> String {
+pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> String {
     let mut html = String::new();
     let id = sheep.agent_id.to_string();
     let column = Column::of(sheep);
@@ -128,19 +130,15 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str) -> String {
                 &task.title
             })
         );
-        if let Some(note) = &task.note {
-            let _ = write!(
-                html,
-                r#"<p class="note-link"><a href="/files/{}">note</a></p>"#,
-                path_url(note)
-            );
+        if let Some(url) = task.note.as_deref().and_then(|note| note_url(root, note)) {
+            let _ = write!(html, r#"<p class="note-link"><a href="{url}">note</a></p>"#);
         }
         if let (Some(question), Some(request)) = (&task.question, &task.pending_request)
             && task.waiting_on.as_deref() == Some("shepherd")
         {
             let _ = write!(
                 html,
-                r#"<blockquote class="question">{q}</blockquote><form class="act" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="action" value="reply"><input type="hidden" name="agent" value="{id}"><input type="hidden" name="reply_to" value="{request}"><input name="text" class="reply" aria-label="Reply to {name}" placeholder="Reply" required autocomplete="off"><button>Reply</button></form>"#,
+                r#"<blockquote class="question">{q}</blockquote><form class="act" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="kind" value="reply"><input type="hidden" name="agent" value="{id}"><input type="hidden" name="reply_to" value="{request}"><input name="text" class="reply" aria-label="Reply to {name}" placeholder="Reply" required autocomplete="off"><button>Reply</button></form>"#,
                 q = esc(question),
                 csrf = esc(csrf),
                 id = esc(&id),
@@ -197,13 +195,13 @@ fn totals(view: &HerdResult) -> String {
 }
 
 /// The board's live part: the totals and the four columns.
-pub(crate) fn board(view: &HerdResult, csrf: &str) -> String {
+pub(crate) fn board(view: &HerdResult, csrf: &str, root: &Path) -> String {
     let now = view.now.unwrap_or_default();
     let mut html = totals(view);
     if let Some(session) = &view.session {
         let _ = write!(
             html,
-            r#"<p class="session">Fieldnotes: <a href="/files/{}">{}</a></p>"#,
+            r#"<p class="session">Fieldnotes: <a href="/files/{}/shepherd.md">{}</a></p>"#,
             path_url(&session.relative),
             esc(&session.name)
         );
@@ -214,7 +212,7 @@ pub(crate) fn board(view: &HerdResult, csrf: &str) -> String {
             .sheep
             .iter()
             .filter(|sheep| Column::of(sheep) == column)
-            .map(|sheep| card(sheep, now, csrf))
+            .map(|sheep| card(sheep, now, csrf, root))
             .collect();
         let _ = write!(
             html,

@@ -56,7 +56,7 @@ fn same_secret(given: &str, expected: &str) -> bool {
             == 0
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: impl header::AsHeaderName) -> Option<&'a str> {
+fn header(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

@@ -1,12 +1,18 @@
-//! A note or `shepherd.md` as a page: the frontmatter as a table, the Markdown rendered with
-//! raw HTML sanitised (nothing in a note can run: no `<script>`, no `on…` handlers, no
-//! `javascript:` links), the Flow section drawn as a small graph, the orchestration section
-//! folded. Relative links are left as they are: a file's page lives at `/files/` plus its path
+//! A note or `shepherd.md` as a page: the frontmatter as a table, the Markdown rendered so that
+//! nothing in a note can run, the Flow section drawn as a small graph, the orchestration
+//! section folded.
+//!
+//! Safe by construction rather than by cleaning afterwards: the only markup on the page is what
+//! pulldown-cmark writes for Markdown constructs (it escapes every text and attribute); raw
+//! HTML in a note is shown as the text it is, never parsed, so no `<script>`, `on…` handler or
+//! frame gets in; and a link or image whose URL has a scheme other than `http`, `https` or
+//! `mailto` (`javascript:`, `data:`, …) loses its URL. (A sanitiser crate such as ammonia would
+//! let some HTML through, but it needs `cssparser`, under a licence the project does not ship.) Relative links are left as they are: a file's page lives at `/files/` plus its path
 //! in the project, so the browser resolves them to the linked file's page. Pure.
 
 use std::fmt::Write as _;
 
-use pulldown_cmark::{Options, Parser, html};
+use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, html};
 
 use crate::pages::esc;
 
@@ -15,10 +21,56 @@ fn options() -> Options {
     Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
 }
 
-/// Markdown to HTML, not yet sanitised.
+/// Where a link or image whose URL could run something points instead.
+const REMOVED_URL: &str = "#unsafe-link-removed";
+
+/// Whether a link may point at `url`: relative, or `http`, `https` or `mailto`.
+fn safe_url(url: &str) -> bool {
+    // Browsers ignore tabs, newlines and other controls inside a scheme (`java\tscript:`).
+    let url: String = url
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let scheme_end = url.find(':');
+    let path_start = url.find(['/', '?', '#']);
+    match (scheme_end, path_start) {
+        (Some(colon), Some(slash)) if slash < colon => true,
+        (Some(colon), _) => matches!(&url[..colon], "http" | "https" | "mailto"),
+        (None, _) => true,
+    }
+}
+
+/// Markdown to HTML with nothing in it that could run: raw HTML becomes text, unsafe URLs go.
 fn markdown(text: &str) -> String {
+    let events = Parser::new_ext(text, options()).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if !safe_url(&dest_url) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: CowStr::Borrowed(REMOVED_URL),
+            title,
+            id,
+        }),
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if !safe_url(&dest_url) => Event::Start(Tag::Image {
+            link_type,
+            dest_url: CowStr::Borrowed(REMOVED_URL),
+            title,
+            id,
+        }),
+        other => other,
+    });
     let mut out = String::new();
-    html::push_html(&mut out, Parser::new_ext(text, options()));
+    html::push_html(&mut out, events);
     out
 }
 
@@ -163,22 +215,12 @@ fn body(text: &str) -> String {
     html
 }
 
-/// What nothing in a note may get past.
-fn sanitise(html: &str) -> String {
-    ammonia::Builder::default()
-        .add_tags(["details", "summary"])
-        .add_generic_attributes(["class"])
-        .link_rel(Some("noopener noreferrer"))
-        .clean(html)
-        .to_string()
-}
-
 /// A Markdown file as the HTML of its page.
 pub(crate) fn render(text: &str) -> String {
     let (front, rest) = split_frontmatter(text);
     let mut html = front.map(frontmatter_table).unwrap_or_default();
     html.push_str(&body(rest));
-    sanitise(&html)
+    html
 }
 
 #[cfg(test)]

@@ -39,6 +39,12 @@ pub(crate) fn path_url(path: &str) -> String {
     out
 }
 
+/// The page of `note` (an absolute path, as the herd view gives it) when it lies in `root`.
+pub(crate) fn note_url(root: &Path, note: &str) -> Option<String> {
+    let relative = Path::new(note).strip_prefix(root).ok()?;
+    Some(format!("/files/{}", path_url(relative.to_str()?)))
+}
+
 /// Which part of the site a page belongs to, for the navigation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Section {
@@ -156,6 +162,7 @@ pub(crate) fn sessions_body(sessions: &[SessionEntry]) -> String {
 /// A sheep's page body: its card's facts, its tasks, messages with receipts, its last output,
 /// and the actions on it. `None` when the herd has no such sheep.
 pub(crate) fn sheep_body(
+    root: &Path,
     view: &HerdResult,
     agent_id: &str,
     output: &str,
@@ -169,7 +176,7 @@ pub(crate) fn sheep_body(
     let mut html = format!(
         r#"<h1>{}</h1>{}"#,
         esc(&sheep.display_name),
-        crate::board::card(sheep, now, csrf)
+        crate::board::card(sheep, now, csrf, root)
     );
     html.push_str("<h2>Tasks</h2><ul class=\"tasks\">");
     if let Some(task) = &sheep.task {
@@ -182,9 +189,15 @@ pub(crate) fn sheep_body(
         );
     }
     for task in view.settled.iter().filter(|t| t.agent_id == sheep.agent_id) {
+        let note = task
+            .note
+            .as_deref()
+            .and_then(|note| note_url(root, note))
+            .map(|url| format!(r#" · <a href="{url}">note</a>"#))
+            .unwrap_or_default();
         let _ = write!(
             html,
-            "<li>{} · {}{}</li>",
+            "<li>{} · {}{}{note}</li>",
             esc(&task.title),
             task.status.as_str(),
             task.outcome
@@ -233,12 +246,12 @@ fn actions(html: &mut String, sheep: &SheepStatus, csrf: &str) {
     let csrf = esc(csrf);
     let _ = write!(
         html,
-        r#"<h2>Act</h2><form class="act" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="action" value="message"><input type="hidden" name="agent" value="{id}"><input name="text" aria-label="Message" placeholder="Message" required autocomplete="off"><button>Send</button></form>"#
+        r#"<h2>Act</h2><form class="act" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="kind" value="message"><input type="hidden" name="agent" value="{id}"><input name="text" aria-label="Message" placeholder="Message" required autocomplete="off"><button>Send</button></form>"#
     );
     if Column::of(sheep) != Column::Settled || sheep.state != "closing" {
         let _ = write!(
             html,
-            r#"<form class="act close" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="action" value="close"><input type="hidden" name="agent" value="{id}"><label><input type="checkbox" name="confirm" value="yes" required> close this sheep (cancels its open task)</label><button>Close</button></form>"#
+            r#"<form class="act close" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="kind" value="close"><input type="hidden" name="agent" value="{id}"><label><input type="checkbox" name="confirm" value="yes" required> close this sheep (cancels its open task)</label><button>Close</button></form>"#
         );
     }
 }
@@ -253,6 +266,16 @@ mod tests {
             esc(r#"<a href="x">'&'</a>"#),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn a_note_inside_the_project_gets_its_page() {
+        let root = Path::new("/p");
+        assert_eq!(
+            note_url(root, "/p/.shepherd/sessions/s 1/a.md").as_deref(),
+            Some("/files/.shepherd/sessions/s%201/a.md")
+        );
+        assert_eq!(note_url(root, "/elsewhere/a.md"), None);
     }
 
     #[test]

@@ -152,9 +152,9 @@ fn no_view(herd: &Herd) -> String {
     }
 }
 
-fn board_html(herd: &Herd, csrf: &str) -> String {
+fn board_html(herd: &Herd, csrf: &str, root: &std::path::Path) -> String {
     match herd {
-        Herd::View(view) => board::board(view, csrf),
+        Herd::View(view) => board::board(view, csrf, root),
         other => no_view(other),
     }
 }
@@ -193,7 +193,7 @@ where
 }
 
 async fn board_page(State(shared): Shares) -> Html<String> {
-    let body = board_html(&shared.herd.borrow(), &shared.keys.csrf);
+    let body = board_html(&shared.herd.borrow(), &shared.keys.csrf, &shared.root);
     Html(pages::shell(
         "Board",
         Section::Board,
@@ -204,11 +204,11 @@ async fn board_page(State(shared): Shares) -> Html<String> {
 }
 
 async fn board_events(State(shared): Shares) -> Response {
-    let csrf = shared.keys.csrf.clone();
+    let again = shared.clone();
     live(
         &shared,
         move |herd| {
-            let html = board_html(&herd, &csrf);
+            let html = board_html(&herd, &again.keys.csrf, &again.root);
             async move { html }
         },
         None,
@@ -222,7 +222,7 @@ async fn sheep_html(shared: Arc<Shared>, herd: Herd, id: String) -> Option<Strin
     };
     view.sheep.iter().find(|s| s.agent_id.to_string() == id)?;
     let output = actions::read(&shared.target, &id).await;
-    pages::sheep_body(view, &id, &output, &shared.keys.csrf)
+    pages::sheep_body(&shared.root, view, &id, &output, &shared.keys.csrf)
 }
 
 async fn sheep_page(State(shared): Shares, Path(id): Path<String>) -> Response {

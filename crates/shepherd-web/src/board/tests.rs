@@ -102,6 +102,7 @@ fn a_question_card_escapes_and_offers_a_reply() {
         &status(sheep("asker", "working", Some(task("waiting", &asks)))),
         NOW,
         "tok",
+        Path::new("/p"),
     );
     assert!(html.contains("&lt;b&gt;Which&lt;/b&gt; file?"), "{html}");
     assert!(html.contains("Fix the &lt;login&gt; page"), "{html}");
@@ -122,7 +123,7 @@ fn the_board_counts_each_column_and_outcome() {
         }],
     }))
     .unwrap();
-    let html = board(&view, "tok");
+    let html = board(&view, "tok", Path::new("/p"));
     assert!(
         html.contains(
             "3 sheep · 1 working · 1 idle · 1 settled · tasks: 1 completed · 0 tokens · $0.00"

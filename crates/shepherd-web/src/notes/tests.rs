@@ -6,10 +6,44 @@ fn scripts_handlers_and_javascript_links_are_removed() {
         "# Hi\n\n<script>window.pwned = 1</script>\n\n<img src=x onerror=\"window.pwned=2\">\n\n[click](javascript:alert(1)) <a href=\"javascript:alert(2)\">two</a>\n\n<iframe src=\"https://example.com\"></iframe>\n",
     );
     assert!(!html.contains("<script"), "{html}");
-    assert!(!html.contains("onerror"), "{html}");
-    assert!(!html.contains("javascript:"), "{html}");
+    assert!(!html.contains("<img"), "{html}");
     assert!(!html.contains("<iframe"), "{html}");
+    assert!(!html.contains(r#"<a href="javascript"#), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;window.pwned = 1&lt;/script&gt;"),
+        "shown as text: {html}"
+    );
+    assert!(
+        html.contains(r##"<a href="#unsafe-link-removed">click</a>"##),
+        "{html}"
+    );
     assert!(html.contains("<h1>Hi</h1>"), "{html}");
+}
+
+#[test]
+fn only_relative_web_and_mail_urls_are_kept() {
+    for url in [
+        "./a.md",
+        "../b.md#x",
+        "https://example.com/",
+        "HTTP://x",
+        "mailto:a@b",
+        "a/b:c",
+        "?q=1",
+    ] {
+        assert!(safe_url(url), "{url}");
+    }
+    for url in [
+        "javascript:alert(1)",
+        "JavaScript:x",
+        "java\tscript:x",
+        " javascript:x",
+        "data:text/html,x",
+        "vbscript:x",
+        "file:///etc/passwd",
+    ] {
+        assert!(!safe_url(url), "{url}");
+    }
 }
 
 #[test]
