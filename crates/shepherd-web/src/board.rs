@@ -11,7 +11,7 @@ use shepherd_core::task::TaskState;
 
 use std::path::Path;
 
-use crate::pages::{esc, note_url, path_url};
+use crate::html::{esc, note_url, path_url};
 
 /// A board column, left to right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -8,8 +8,8 @@
 //!
 //! The parts: `feed` follows the herd, `board` works out the columns and cards (pure), `notes`
 //! renders Markdown safely (pure), `files` maps a URL path to a file inside the project and
-//! nowhere else, `guard` is the token, Host, Origin and CSRF check every request passes, `pages`
-//! lays out the HTML, `actions` makes the requests, and `server` ties them to routes.
+//! nowhere else, `guard` is the token, Host, Origin and CSRF check every request passes, `html` escapes and
+//! encodes, `pages` lays out the HTML, `actions` makes the requests, and `server` ties them to routes.
 
 #![deny(clippy::print_stdout)]
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
@@ -19,6 +19,7 @@ mod board;
 mod feed;
 mod files;
 mod guard;
+mod html;
 mod notes;
 mod pages;
 mod server;

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, html};
 
-use crate::pages::esc;
+use crate::html::esc;
 
 /// The Markdown options notes are written with.
 fn options() -> Options {

@@ -9,41 +9,7 @@ use shepherd_core::herd::SheepStatus;
 use shepherd_core::protocol::HerdResult;
 
 use crate::board::{Column, elapsed};
-
-/// `text` safe to put in HTML text or a quoted attribute.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// A path (slashes kept) percent-encoded for a URL.
-pub(crate) fn path_url(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for byte in path.bytes() {
-        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
-
-/// The page of `note` (an absolute path, as the herd view gives it) when it lies in `root`.
-pub(crate) fn note_url(root: &Path, note: &str) -> Option<String> {
-    let relative = Path::new(note).strip_prefix(root).ok()?;
-    Some(format!("/files/{}", path_url(relative.to_str()?)))
-}
+use crate::html::{esc, note_url, path_url};
 
 /// Which part of the site a page belongs to, for the navigation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,25 +227,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escaping_leaves_no_markup() {
+    fn sessions_are_listed_with_their_status_and_note_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join(".shepherd/sessions/0001-fix");
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::create_dir_all(dir.path().join(".shepherd/sessions/.trash")).unwrap();
+        std::fs::write(
+            session.join("shepherd.md"),
+            "# S\n\n- **Status:** running\n",
+        )
+        .unwrap();
+        for note in ["shepherds-note.md", "scout-01.md", "worker-01.md"] {
+            std::fs::write(session.join(note), "# n").unwrap();
+        }
+        let listed = sessions(dir.path());
         assert_eq!(
-            esc(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+            listed,
+            [SessionEntry {
+                name: "0001-fix".into(),
+                status: "running".into(),
+                notes: 2,
+            }]
         );
-    }
-
-    #[test]
-    fn a_note_inside_the_project_gets_its_page() {
-        let root = Path::new("/p");
-        assert_eq!(
-            note_url(root, "/p/.shepherd/sessions/s 1/a.md").as_deref(),
-            Some("/files/.shepherd/sessions/s%201/a.md")
+        let html = sessions_body(&listed);
+        assert!(
+            html.contains(
+                r#"<a href="/files/.shepherd/sessions/0001-fix/shepherd.md">0001-fix</a>"#
+            ),
+            "{html}"
         );
-        assert_eq!(note_url(root, "/elsewhere/a.md"), None);
-    }
-
-    #[test]
-    fn a_path_is_encoded_but_keeps_its_slashes() {
-        assert_eq!(path_url("a b/c?.md"), "a%20b/c%3F.md");
     }
 }

@@ -24,7 +24,8 @@ use crate::actions::{self, ActForm, Action};
 use crate::feed::{self, Herd};
 use crate::files::{self, Kind};
 use crate::guard::{self, Keys};
-use crate::pages::{self, Section, esc, path_url};
+use crate::html::{esc, path_url};
+use crate::pages::{self, Section};
 use crate::{board, notes};
 
 /// How often a file's page looks at its file again (on the server: the browser never polls).
