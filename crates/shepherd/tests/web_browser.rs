@@ -1,7 +1,8 @@
 //! `shepherd web` in a real headless Chromium: a sheep spawned from the command line appears on
 //! the board, its question under *needs you*, a reply typed in the page settles its wait, and
 //! its note opens from the session's page through working links, all while the board page is
-//! never reloaded; a note carrying a script runs nothing; the layout fits 390 px.
+//! never reloaded; a note carrying a script runs nothing; a note being written updates on its
+//! page; the layout fits 390 px.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -217,6 +218,50 @@ fn a_note_carrying_a_script_runs_nothing_in_the_browser() {
             .await
             .unwrap();
         assert_eq!(found, serde_json::json!([null, 0]), "nothing in the note ran");
+        browser.close().await;
+    });
+}
+
+#[test]
+fn a_note_being_written_updates_on_its_page() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    let note = world.project.join("running.md");
+    std::fs::write(&note, "# Running\n\nFirst line.\n").unwrap();
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        client.goto(&web.at("/files/running.md")).await.unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//article[@class='note']/p[text()='First line.']",
+            ))
+            .await
+            .expect("the note renders");
+        client
+            .execute("window.shepherdMark = 'same page'; return true", vec![])
+            .await
+            .unwrap();
+        std::fs::write(&note, "# Running\n\nFirst line.\n\nSecond line.\n").unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//article[@class='note']/p[text()='Second line.']",
+            ))
+            .await
+            .expect("what the sheep wrote next shows");
+        let mark = client
+            .execute("return window.shepherdMark || null", vec![])
+            .await
+            .unwrap();
+        assert_eq!(mark, "same page", "without a reload");
         browser.close().await;
     });
 }
