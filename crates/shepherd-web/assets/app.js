@@ -16,7 +16,10 @@ function typingIn(region) {
 for (const region of document.querySelectorAll("[data-live]")) {
   let pending = null;
   const apply = (html) => {
-    if (region.innerHTML !== html) region.innerHTML = html;
+    // Compared as the browser writes it, so an event that changes nothing replaces nothing.
+    const incoming = document.createElement("template");
+    incoming.innerHTML = html;
+    if (region.innerHTML !== incoming.innerHTML) region.replaceChildren(incoming.content);
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   };
   // Someone typing a reply keeps what they typed: the update waits until they leave the field.

@@ -8,7 +8,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use shepherd_client::CliError;
 use shepherd_client::connect::{Target, deadline_after, parent};
-use shepherd_core::protocol::{CloseParams, MessageParams, ReadParams, calls};
+use shepherd_core::herd::MessageReceipt;
+use shepherd_core::protocol::{
+    CloseParams, MessageParams, ReadParams, StatusParams, StatusResult, calls,
+};
 
 /// How long a close may take (the sheep's grace to end and the backend's confirmation).
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
@@ -131,11 +134,24 @@ pub(crate) async fn perform(
     }
 }
 
-/// The sheep's last output, or a line saying why there is none.
-pub(crate) async fn read(target: &Target, agent: &str) -> String {
-    let read = async {
+/// What a sheep's page shows beyond the herd view: the receipts of the messages sent to it
+/// (only `status` gives them) and its last output, or a line saying why there is none.
+pub(crate) async fn inspect(target: &Target, agent: &str) -> (Vec<MessageReceipt>, String) {
+    let asked = async {
         let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
-        let result = link
+        let status = link
+            .send::<calls::Status>(
+                &StatusParams {
+                    id: Some(agent.to_owned()),
+                },
+                deadline_after(Duration::ZERO)?,
+            )
+            .await?;
+        let receipts = match status {
+            StatusResult::One(sheep) => sheep.messages,
+            StatusResult::All(_) | StatusResult::Message(_) => Vec::new(),
+        };
+        let read = link
             .send::<calls::Read>(
                 &ReadParams {
                     target: agent.to_owned(),
@@ -144,11 +160,16 @@ pub(crate) async fn read(target: &Target, agent: &str) -> String {
                 },
                 deadline_after(Duration::ZERO)?,
             )
-            .await?;
-        Ok::<_, CliError>(result.text)
+            .await;
+        let output = match read {
+            Ok(result) => result.text,
+            Err(err) => format!("(no output: {err})"),
+        };
+        Ok::<_, CliError>((receipts, output))
     };
-    read.await
-        .unwrap_or_else(|err| format!("(no output: {})", err.message))
+    asked
+        .await
+        .unwrap_or_else(|err| (Vec::new(), format!("(no output: {})", err.message)))
 }
 
 #[cfg(test)]

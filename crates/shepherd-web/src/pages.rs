@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use shepherd_core::herd::SheepStatus;
+use shepherd_core::herd::{MessageReceipt, SheepStatus};
 use shepherd_core::protocol::HerdResult;
 
 use crate::board::{Column, elapsed};
@@ -131,6 +131,7 @@ pub(crate) fn sheep_body(
     root: &Path,
     view: &HerdResult,
     agent_id: &str,
+    receipts: &[MessageReceipt],
     output: &str,
     csrf: &str,
 ) -> Option<String> {
@@ -173,7 +174,7 @@ pub(crate) fn sheep_body(
         );
     }
     html.push_str("</ul>");
-    messages(&mut html, sheep);
+    messages(&mut html, receipts);
     let _ = write!(
         html,
         r#"<h2>Last output</h2><pre class="output">{}</pre>"#,
@@ -183,14 +184,14 @@ pub(crate) fn sheep_body(
     Some(html)
 }
 
-fn messages(html: &mut String, sheep: &SheepStatus) {
+fn messages(html: &mut String, receipts: &[MessageReceipt]) {
     html.push_str("<h2>Messages</h2>");
-    if sheep.messages.is_empty() {
+    if receipts.is_empty() {
         html.push_str("<p>None yet.</p>");
         return;
     }
     html.push_str(r#"<table class="messages"><thead><tr><th>From</th><th>To</th><th>Message</th><th>Receipt</th></tr></thead><tbody>"#);
-    for message in &sheep.messages {
+    for message in receipts {
         let receipt = serde_json::to_value(message.state)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))

@@ -222,8 +222,15 @@ async fn sheep_html(shared: Arc<Shared>, herd: Herd, id: String) -> Option<Strin
         return Some(no_view(&herd));
     };
     view.sheep.iter().find(|s| s.agent_id.to_string() == id)?;
-    let output = actions::read(&shared.target, &id).await;
-    pages::sheep_body(&shared.root, view, &id, &output, &shared.keys.csrf)
+    let (receipts, output) = actions::inspect(&shared.target, &id).await;
+    pages::sheep_body(
+        &shared.root,
+        view,
+        &id,
+        &receipts,
+        &output,
+        &shared.keys.csrf,
+    )
 }
 
 async fn sheep_page(State(shared): Shares, Path(id): Path<String>) -> Response {

@@ -265,3 +265,97 @@ fn a_note_being_written_updates_on_its_page() {
         browser.close().await;
     });
 }
+
+#[test]
+fn a_sheep_page_sends_a_message_and_closes_the_sheep_once_confirmed() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    world.define_test_sheep("helper", "idle", None);
+    let agent = world.spawn("helper", "");
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css(&format!(r#"article[data-agent="{agent}"] a.name"#)))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let message = client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css("form.act:not(.close) input[name=text]"))
+            .await
+            .unwrap();
+        let said = client.find(Locator::Id("said")).await.unwrap();
+        let said_now = || async { said.text().await.unwrap() };
+        message.send_keys("hello from the page").await.unwrap();
+        client
+            .find(Locator::Css("form.act:not(.close) button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//table[@class='messages']//td[text()='hello from the page']",
+            ))
+            .await
+            .expect("the message shows with its receipt on the sheep's page");
+        assert!(said_now().await.starts_with("message "), "{}", said_now().await);
+
+        // Unconfirmed, the browser does not send it; sent anyway, the server refuses it.
+        let refused = client
+            .execute(
+                "const form = document.querySelector('form.close');
+                 return fetch('/act', {method: 'POST', body: new URLSearchParams(new FormData(form)),
+                   headers: {'X-CSRF-Token': document.querySelector('meta[name=csrf-token]').content}})
+                   .then(r => r.status)",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(refused, 400, "a close without its confirmation is refused");
+        assert_eq!(world.json(&["status", &agent])["state"], "idle");
+
+        client
+            .find(Locator::Css("form.close input[name=confirm]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .find(Locator::Css("form.close button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        for _ in 0..1500 {
+            answer = said_now().await;
+            if answer.starts_with("closed") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(answer.starts_with("closed helper"), "{answer:?}");
+        browser.close().await;
+    });
+    let herd = world.json(&["herd"]);
+    assert!(
+        !herd.to_string().contains(&agent),
+        "the sheep is gone from the herd: {herd}"
+    );
+}
