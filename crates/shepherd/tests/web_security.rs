@@ -10,6 +10,8 @@ mod herd_support;
 mod web_support;
 
 use herd_support::World;
+use std::process::Stdio;
+
 use web_support::{Web, http};
 
 /// The CSRF token a page of `web` carries.
@@ -209,4 +211,35 @@ fn a_change_from_a_foreign_origin_or_without_the_csrf_token_changes_nothing() {
         1,
         "the same request done right sends it"
     );
+}
+
+#[test]
+fn listening_beyond_loopback_warns_and_still_needs_the_token() {
+    let world = World::new();
+    let web = Web::start_with(&world, &["--listen", "0.0.0.0"], Stdio::piped());
+    let host = web.host.as_str();
+    assert!(
+        host.starts_with("127.0.0.1:"),
+        "the URL to open names loopback: {}",
+        web.url
+    );
+    let refused = http(host, "GET /", &[("Host", host)], "");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    let cookie = web.cookie();
+    let ok = http(host, "GET /", &[("Host", host), ("Cookie", &cookie)], "");
+    assert_eq!(ok.status, 200, "{ok:?}");
+    let stderr = web.stop();
+    assert!(
+        stderr.starts_with("warning: listening on 0.0.0.0:") && stderr.contains("token"),
+        "{stderr:?}"
+    );
+}
+
+#[test]
+fn a_bad_listen_address_names_the_value() {
+    let world = World::new();
+    let output = world.run(&["web", "--listen", "localhost:80"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("localhost:80"), "{stderr}");
 }

@@ -70,10 +70,17 @@ pub struct Web {
 impl Web {
     /// Starts `shepherd web` in `world`'s project and reads the URL it prints.
     pub fn start(world: &World) -> Self {
+        Self::start_with(world, &[], Stdio::inherit())
+    }
+
+    /// Like [`Web::start`], with more arguments and its stderr sent to `stderr`.
+    pub fn start_with(world: &World, args: &[&str], stderr: Stdio) -> Self {
+        let mut all = vec!["web"];
+        all.extend_from_slice(args);
         let mut child = world
-            .command(&["web"])
+            .command(&all)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -102,6 +109,18 @@ impl Web {
     pub fn cookie(&self) -> String {
         let port = self.host.rsplit_once(':').unwrap().1;
         format!("shepherd-web-{port}={}", self.token)
+    }
+}
+
+impl Web {
+    /// Stops the server and gives back what it wrote on stderr (when it was piped).
+    pub fn stop(mut self) -> String {
+        let _killed = self.child.kill();
+        let mut text = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _read = stderr.read_to_string(&mut text);
+        }
+        text
     }
 }
 
