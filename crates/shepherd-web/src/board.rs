@@ -99,6 +99,11 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
     let mut html = String::new();
     let id = sheep.agent_id.to_string();
     let column = Column::of(sheep);
+    // A sheep whose task waits on an answer is still `working` as a process; say what it does.
+    let state = match &sheep.task {
+        Some(task) if task.state == TaskState::Waiting => "waiting",
+        _ => sheep.state.as_str(),
+    };
     let _ = write!(
         html,
         r#"<article class="card" data-agent="{id}" data-column="{col}"><header><a class="name" href="/sheep/{url}">{name}</a> <span class="state state-{state}">{state}</span></header>"#,
@@ -106,7 +111,7 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
         col = column.id(),
         url = path_url(&id),
         name = esc(&sheep.display_name),
-        state = esc(&sheep.state),
+        state = esc(state),
     );
     let place = match &sheep.host {
         Some(host) => format!("{} on {host}", sheep.backend),

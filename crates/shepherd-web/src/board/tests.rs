@@ -108,6 +108,10 @@ fn a_question_card_escapes_and_offers_a_reply() {
     assert!(html.contains("Fix the &lt;login&gt; page"), "{html}");
     assert!(html.contains(r#"name="reply_to" value="m-1""#), "{html}");
     assert!(html.contains("1 min"), "{html}");
+    assert!(
+        html.contains(r#"<span class="state state-waiting">waiting</span>"#),
+        "{html}"
+    );
     assert!(!html.contains("<b>"), "{html}");
 }
 
