@@ -87,6 +87,15 @@ pub(crate) fn elapsed(ms: i64) -> String {
     }
 }
 
+/// The state word a card shows: a sheep whose task waits on an answer is still `working` as a
+/// process, so it says `waiting`, what it does.
+fn shown_state(sheep: &SheepStatus) -> &str {
+    match &sheep.task {
+        Some(task) if task.state == TaskState::Waiting => "waiting",
+        _ => sheep.state.as_str(),
+    }
+}
+
 /// Tokens and cost, when the sheep reported any.
 fn usage(sheep: &SheepStatus) -> Option<String> {
     let usage = sheep.usage.as_ref()?;
@@ -99,11 +108,7 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
     let mut html = String::new();
     let id = sheep.agent_id.to_string();
     let column = Column::of(sheep);
-    // A sheep whose task waits on an answer is still `working` as a process; say what it does.
-    let state = match &sheep.task {
-        Some(task) if task.state == TaskState::Waiting => "waiting",
-        _ => sheep.state.as_str(),
-    };
+    let state = shown_state(sheep);
     let _ = write!(
         html,
         r#"<article class="card" data-agent="{id}" data-column="{col}"><header><a class="name" href="/sheep/{url}">{name}</a> <span class="state state-{state}">{state}</span></header>"#,
@@ -162,11 +167,11 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
     html
 }
 
-/// The totals line: sheep per column, settled tasks per outcome, tokens and cost.
+/// The totals line: sheep per state, settled tasks per outcome, tokens and cost.
 fn totals(view: &HerdResult) -> String {
-    let mut columns: BTreeMap<Column, usize> = BTreeMap::new();
+    let mut states: BTreeMap<&str, usize> = BTreeMap::new();
     for sheep in &view.sheep {
-        *columns.entry(Column::of(sheep)).or_default() += 1;
+        *states.entry(shown_state(sheep)).or_default() += 1;
     }
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     for task in &view.settled {
@@ -182,12 +187,15 @@ fn totals(view: &HerdResult) -> String {
                 cost + usage.cost,
             )
         });
-    let mut parts = vec![format!("{} sheep", view.sheep.len())];
-    parts.extend(
-        columns
-            .iter()
-            .map(|(column, count)| format!("{count} {}", column.title())),
-    );
+    let states: Vec<String> = states
+        .iter()
+        .map(|(state, count)| format!("{count} {state}"))
+        .collect();
+    let mut parts = vec![if states.is_empty() {
+        "no sheep".to_owned()
+    } else {
+        format!("{} sheep: {}", view.sheep.len(), states.join(", "))
+    }];
     let tasks: Vec<String> = outcomes
         .iter()
         .map(|(outcome, count)| format!("{count} {outcome}"))

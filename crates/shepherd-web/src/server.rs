@@ -325,7 +325,9 @@ async fn file_page(State(shared): Shares, Path(path): Path<String>) -> Response 
 }
 
 async fn file_events(State(shared): Shares, Path(path): Path<String>) -> Response {
-    if files::resolve(&shared.root, &path).is_none() {
+    let markdown =
+        files::resolve(&shared.root, &path).is_some_and(|f| Kind::of(&f) == Kind::Markdown);
+    if !markdown {
         return not_found().await;
     }
     let again = shared.clone();

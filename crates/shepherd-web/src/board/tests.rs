@@ -129,9 +129,7 @@ fn the_board_counts_each_column_and_outcome() {
     .unwrap();
     let html = board(&view, "tok", Path::new("/p"));
     assert!(
-        html.contains(
-            "3 sheep · 1 working · 1 idle · 1 settled · tasks: 1 completed · 0 tokens · $0.00"
-        ),
+        html.contains("3 sheep: 1 done, 1 idle, 1 working · tasks: 1 completed · 0 tokens · $0.00"),
         "{html}"
     );
     let settled = html.find(r#"id="settled""#).unwrap();
