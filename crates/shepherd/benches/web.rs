@@ -5,6 +5,8 @@
 //! Two figures, in a real headless Chromium following a herd of 200 `command` sheep:
 //! - the board's first paint: the browser's own first-contentful-paint of the board page
 //!   (navigation start to first paint, 200 cards in the HTML), over ten loads;
+//! - spawn to card: from `shepherd spawn` started (a new CLI process) to the sheep's card in
+//!   the page (a MutationObserver writes the time);
 //! - settlement to card moved: a sheep settles its task (`shepherd done` returns; the sheep
 //!   then writes the time), and the board page, never reloaded, gets that sheep's card in its
 //!   *settled* column (a MutationObserver writes the time). Both clocks are this machine's
@@ -27,6 +29,14 @@ use web_support::{Browser, Web, wait_for};
 
 const HERD_SIZE: usize = 200;
 const LOADS: usize = 10;
+
+/// This machine's wall clock in ms, the clock the page's `Date.now()` reads.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
@@ -118,19 +128,25 @@ fn main() {
 
         client
             .execute(
-                "window.watchFor = null; window.movedAt = null;
+                "window.watchFor = null; window.movedAt = null; window.appeared = {};
                  new MutationObserver(() => {
+                   const now = Date.now();
+                   for (const card of document.querySelectorAll('article.card'))
+                     if (!(card.dataset.agent in window.appeared)) window.appeared[card.dataset.agent] = now;
                    if (window.watchFor && !window.movedAt &&
                        document.querySelector('#settled article[data-agent=\"' + window.watchFor + '\"]'))
-                     window.movedAt = Date.now();
+                     window.movedAt = now;
                  }).observe(document.getElementById('live'), {childList: true, subtree: true});
+                 for (const card of document.querySelectorAll('article.card')) window.appeared[card.dataset.agent] = 0;
                  return true",
                 vec![],
             )
             .await
             .unwrap();
         let mut moved = Vec::new();
+        let mut shown = Vec::new();
         for i in 0..samples {
+            let asked = wall_ms();
             let agent = world.spawn("settler", &format!("s{i}"));
             client
                 .wait()
@@ -138,6 +154,11 @@ fn main() {
                 .for_element(Locator::Css(&format!(r#"article[data-agent="{agent}"]"#)))
                 .await
                 .unwrap();
+            let appeared = client
+                .execute("return window.appeared[arguments[0]]", vec![serde_json::json!(agent)])
+                .await
+                .unwrap();
+            shown.push((appeared.as_i64().expect("the card's arrival was seen") - asked) as f64);
             client
                 .execute(
                     "window.watchFor = arguments[0]; window.movedAt = null; return true",
@@ -170,6 +191,12 @@ fn main() {
             moved.push((at - settled) as f64);
         }
         moved.sort_by(f64::total_cmp);
+        shown.sort_by(f64::total_cmp);
+        eprintln!(
+            "bench web: `shepherd spawn` started to its card on the board: p50 {:.0} ms, p99 {:.0} ms over {samples} spawns",
+            percentile(&shown, 50.0),
+            percentile(&shown, 99.0),
+        );
         eprintln!(
             "bench web: settlement to card moved, {}–{} sheep: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms over {samples} settlements",
             HERD_SIZE + 1,
