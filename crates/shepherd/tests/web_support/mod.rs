@@ -16,7 +16,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use std::os::unix::process::CommandExt as _;
+
 use fantoccini::{Client, ClientBuilder};
+use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::herd_support::World;
 
@@ -173,8 +176,10 @@ pub fn http(host: &str, request_line: &str, headers: &[(&str, &str)], body: &str
     }
 }
 
-/// A chromedriver and a headless Chromium session through it, `width` pixels wide; both end
-/// when dropped (the session by [`Browser::close`]).
+/// A chromedriver and a headless Chromium session through it, `width` pixels wide. The driver
+/// runs in a process group of its own, with the browser it starts: [`Browser::close`] ends the
+/// session and the driver, and a test that fails before it gets there leaves nothing either
+/// (dropping it ends the whole group).
 pub struct Browser {
     driver: Child,
     pub client: Client,
@@ -185,6 +190,7 @@ impl Browser {
         let port = free_port();
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -203,6 +209,8 @@ impl Browser {
                     "--disable-gpu",
                     "--disable-dev-shm-usage",
                     "--hide-scrollbars",
+                    "--disable-crash-reporter",
+                    "--disable-breakpad",
                     format!("--window-size={width},{height}"),
                 ],
                 // A window is never narrower than 500 px; the page is laid out at `width` as
@@ -220,16 +228,17 @@ impl Browser {
         Self { driver, client }
     }
 
-    /// Ends the browser session and the driver.
-    pub async fn close(mut self) {
+    /// Ends the browser session, then the driver.
+    pub async fn close(self) {
         let _closed = self.client.clone().close().await;
-        let _killed = self.driver.kill();
-        let _reaped = self.driver.wait();
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _killed = self.driver.kill();
+        if let Some(group) = Pid::from_raw(self.driver.id() as i32) {
+            let _killed = kill_process_group(group, Signal::KILL);
+        }
+        let _reaped = self.driver.wait();
     }
 }
