@@ -78,6 +78,9 @@ impl Web {
 
     /// Like [`Web::start`], with more arguments and its stderr sent to `stderr`.
     pub fn start_with(world: &World, args: &[&str], stderr: Stdio) -> Self {
+        // The herd's broker runs before the server follows it, so the world's drop stops it:
+        // one the server started itself could still be starting when the test ends.
+        world.json(&["broker", "ensure"]);
         let mut all = vec!["web"];
         all.extend_from_slice(args);
         let mut child = world
