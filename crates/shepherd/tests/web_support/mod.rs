@@ -4,7 +4,8 @@
 //!
 //! Chromium and chromedriver come from Debian's `chromium` and `chromium-driver` packages,
 //! which `scripts/setup` installs. Without them a test is skipped with one line saying so,
-//! unless `SHEPHERD_REQUIRE_CHROMIUM=1` (CI sets it): then it fails.
+//! unless `SHEPHERD_REQUIRE_CHROMIUM=1` (CI sets it): then it fails. Each browser test that
+//! runs writes its name to `$SHEPHERD_BROWSER_TALLY` when set, and CI fails when none did.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -31,6 +32,7 @@ pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// it is.
 pub fn required() -> bool {
     if Path::new(CHROMIUM).is_file() && Path::new(CHROMEDRIVER).is_file() {
+        tally();
         return true;
     }
     assert!(
@@ -39,6 +41,24 @@ pub fn required() -> bool {
     );
     eprintln!("skipped: no Chromium at {CHROMIUM} or no chromedriver at {CHROMEDRIVER}");
     false
+}
+
+/// Writes this test's name to `$SHEPHERD_BROWSER_TALLY` when that is set: CI counts the browser
+/// tests that ran and fails when none did.
+fn tally() {
+    let Some(file) = std::env::var_os("SHEPHERD_BROWSER_TALLY") else {
+        return;
+    };
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a browser test")
+        .to_owned();
+    let mut tally = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .unwrap();
+    writeln!(tally, "{name}").unwrap();
 }
 
 /// Waits for `ready` to hold, failing with `what` after `limit`.
