@@ -54,6 +54,9 @@ pub(crate) enum Command {
     Herds(commands::herds::HerdsArgs),
     /// The live herd dashboard in the terminal (the same as `herd --tui`).
     Dash(shepherd_dash::DashArgs),
+    /// Serve the herd and its fieldnotes to a browser on this machine: a live board, the notes
+    /// as linked pages, and replies, messages and closes (prints a URL with a token).
+    Web(shepherd_web::WebArgs),
     /// Land branches isolated sheep and tasks left into a target branch, one by one, with a
     /// check and conflict hand-off (a merge queue).
     Merge(commands::merge::MergeArgs),

@@ -2,9 +2,10 @@
 //!
 //! It parses the arguments (`cli`), hands the command to the crate that serves it
 //! (`dispatch`: the CLI's commands in `shepherd-cli`, the MCP server in `shepherd-mcp`, the
-//! dashboard in `shepherd-dash`, the supervisor and the agent driver in `shepherd-sheep`) and
-//! renders the outcome once (`output`): a human line, or with `--json` exactly one compact JSON
-//! document. Shell completions and manual pages (`shell`) are made from the argument tree here.
+//! dashboard in `shepherd-dash`, the browser front end in `shepherd-web`, the supervisor and
+//! the agent driver in `shepherd-sheep`) and renders the outcome once (`output`): a human line,
+//! or with `--json` exactly one compact JSON document. Shell completions and manual pages
+//! (`shell`) are made from the argument tree here.
 
 mod cli;
 mod dispatch;

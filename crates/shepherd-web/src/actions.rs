@@ -1,0 +1,224 @@
+//! The only changes a browser can make, each one request to the broker as the herd's parent
+//! (the same authority `shepherd message` and `shepherd close` use), each answered with a line
+//! saying what changed: reply to a question, send a message, close a sheep (only when the
+//! person confirmed it). Reading a sheep's output is here too: it is a request, not a change.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use shepherd_client::CliError;
+use shepherd_client::connect::{Target, deadline_after, parent};
+use shepherd_core::herd::MessageReceipt;
+use shepherd_core::protocol::{
+    CloseParams, MessageParams, ReadParams, StatusParams, StatusResult, calls,
+};
+
+/// How long a close may take (the sheep's grace to end and the backend's confirmation).
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+/// How many lines of output a sheep's page shows at most.
+const READ_LINES: u32 = 200;
+
+/// What a page asks for, as its form sends it.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ActForm {
+    /// `reply`, `message` or `close` (not `action`, which a form's own property would shadow).
+    pub(crate) kind: String,
+    /// The sheep.
+    pub(crate) agent: String,
+    /// The reply or message.
+    #[serde(default)]
+    pub(crate) text: Option<String>,
+    /// The question a reply answers.
+    #[serde(default)]
+    pub(crate) reply_to: Option<String>,
+    /// `yes` when the person ticked the confirmation a close needs.
+    #[serde(default)]
+    pub(crate) confirm: Option<String>,
+}
+
+/// An action, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    Reply { text: String, reply_to: String },
+    Message { text: String },
+    Close,
+}
+
+impl Action {
+    /// The action `form` asks for, or why it cannot be done.
+    pub(crate) fn from_form(form: &ActForm) -> Result<Self, String> {
+        let text = || {
+            form.text
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| format!("`{}` needs a non-empty text", form.kind))
+        };
+        match form.kind.as_str() {
+            "reply" => Ok(Self::Reply {
+                text: text()?,
+                reply_to: form
+                    .reply_to
+                    .clone()
+                    .filter(|r| !r.is_empty())
+                    .ok_or("a reply needs the question it answers (reply_to)")?,
+            }),
+            "message" => Ok(Self::Message { text: text()? }),
+            "close" if form.confirm.as_deref() == Some("yes") => Ok(Self::Close),
+            "close" => Err("closing a sheep needs its confirmation ticked".to_owned()),
+            other => Err(format!(
+                "unknown action `{other}`; the actions are reply, message and close"
+            )),
+        }
+    }
+}
+
+/// Does `action` to sheep `agent`; the line saying what changed.
+pub(crate) async fn perform(
+    target: &Target,
+    agent: &str,
+    action: Action,
+) -> Result<String, CliError> {
+    match action {
+        Action::Reply { text, reply_to } => {
+            let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
+            let result = link
+                .send::<calls::Message>(
+                    &MessageParams {
+                        target: agent.to_owned(),
+                        message: text,
+                        reply_to: Some(reply_to),
+                        ..MessageParams::default()
+                    },
+                    deadline_after(Duration::ZERO)?,
+                )
+                .await?;
+            Ok(match result.target_task_state {
+                Some(state) => format!("answered {agent}; its task is {}", state.as_str()),
+                None => format!("answered {agent}"),
+            })
+        }
+        Action::Message { text } => {
+            let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
+            let result = link
+                .send::<calls::Message>(
+                    &MessageParams {
+                        target: agent.to_owned(),
+                        message: text,
+                        ..MessageParams::default()
+                    },
+                    deadline_after(Duration::ZERO)?,
+                )
+                .await?;
+            Ok(format!("message {} sent to {agent}", result.message_id))
+        }
+        Action::Close => {
+            let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
+            let result = link
+                .send::<calls::Close>(
+                    &CloseParams {
+                        id: agent.to_owned(),
+                        keep_pane: false,
+                    },
+                    deadline_after(CLOSE_WAIT)?,
+                )
+                .await?;
+            let cancelled = result
+                .cancelled
+                .map(|task| format!("; its task {} was cancelled", task.task_id))
+                .unwrap_or_default();
+            Ok(format!("closed {}{cancelled}", result.display_name))
+        }
+    }
+}
+
+/// What a sheep's page shows beyond the herd view: the receipts of the messages sent to it
+/// (only `status` gives them) and its last output, or a line saying why there is none.
+pub(crate) async fn inspect(target: &Target, agent: &str) -> (Vec<MessageReceipt>, String) {
+    let asked = async {
+        let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
+        let status = link
+            .send::<calls::Status>(
+                &StatusParams {
+                    id: Some(agent.to_owned()),
+                },
+                deadline_after(Duration::ZERO)?,
+            )
+            .await?;
+        let receipts = match status {
+            StatusResult::One(sheep) => sheep.messages,
+            StatusResult::All(_) | StatusResult::Message(_) => Vec::new(),
+        };
+        let read = link
+            .send::<calls::Read>(
+                &ReadParams {
+                    target: agent.to_owned(),
+                    lines: Some(READ_LINES),
+                    source: None,
+                },
+                deadline_after(Duration::ZERO)?,
+            )
+            .await;
+        let output = match read {
+            Ok(result) => result.text,
+            Err(err) => format!("(no output: {err})"),
+        };
+        Ok::<_, CliError>((receipts, output))
+    };
+    asked
+        .await
+        .unwrap_or_else(|err| (Vec::new(), format!("(no output: {})", err.message)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(
+        action: &str,
+        text: Option<&str>,
+        reply_to: Option<&str>,
+        confirm: Option<&str>,
+    ) -> ActForm {
+        ActForm {
+            kind: action.into(),
+            agent: "a".into(),
+            text: text.map(Into::into),
+            reply_to: reply_to.map(Into::into),
+            confirm: confirm.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_close_needs_its_confirmation() {
+        assert!(Action::from_form(&form("close", None, None, None)).is_err());
+        assert_eq!(
+            Action::from_form(&form("close", None, None, Some("yes"))),
+            Ok(Action::Close)
+        );
+    }
+
+    #[test]
+    fn a_reply_needs_text_and_its_question() {
+        assert!(Action::from_form(&form("reply", Some("  "), Some("m1"), None)).is_err());
+        assert!(Action::from_form(&form("reply", Some("yes"), None, None)).is_err());
+        assert_eq!(
+            Action::from_form(&form("reply", Some(" yes "), Some("m1"), None)),
+            Ok(Action::Reply {
+                text: "yes".into(),
+                reply_to: "m1".into()
+            })
+        );
+    }
+
+    #[test]
+    fn an_unknown_action_names_the_accepted_ones() {
+        let err = Action::from_form(&form("spawn", None, None, None)).unwrap_err();
+        assert!(
+            err.contains("`spawn`") && err.contains("reply, message and close"),
+            "{err}"
+        );
+    }
+}

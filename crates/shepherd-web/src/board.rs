@@ -1,0 +1,245 @@
+//! The board: one card per sheep in the column its facts put it in, and the herd's totals,
+//! worked out from one pushed herd view. Pure: the view and its clock come in, HTML comes out,
+//! so every rule here is tested on plain values.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use shepherd_core::herd::SheepStatus;
+use shepherd_core::protocol::HerdResult;
+use shepherd_core::task::TaskState;
+
+use std::path::Path;
+
+use crate::html::{esc, note_url, path_url};
+
+/// A board column, left to right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Column {
+    /// Something waits on the person: a question to the parent, a blocked or failed task or
+    /// sheep, a stall reminder, a rate limit.
+    NeedsYou,
+    /// In a turn, starting, or waiting on a herd-mate.
+    Working,
+    /// Between tasks.
+    Idle,
+    /// Its task settled, or it is being closed.
+    Settled,
+}
+
+impl Column {
+    pub(crate) const ALL: [Self; 4] = [Self::NeedsYou, Self::Working, Self::Idle, Self::Settled];
+
+    /// The column's heading.
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Self::NeedsYou => "needs you",
+            Self::Working => "working",
+            Self::Idle => "idle",
+            Self::Settled => "settled",
+        }
+    }
+
+    /// The column's id in the page (tests and styles find it by this).
+    pub(crate) fn id(self) -> &'static str {
+        match self {
+            Self::NeedsYou => "needs-you",
+            Self::Working => "working",
+            Self::Idle => "idle",
+            Self::Settled => "settled",
+        }
+    }
+
+    /// The column `sheep` belongs in.
+    pub(crate) fn of(sheep: &SheepStatus) -> Self {
+        if let Some(task) = &sheep.task {
+            let asks_parent =
+                task.state == TaskState::Waiting && task.waiting_on.as_deref() == Some("shepherd");
+            let stuck = matches!(task.state, TaskState::Blocked | TaskState::Failed);
+            let nudged = task.stall.as_ref().is_some_and(|stall| stall.nudged);
+            if asks_parent || stuck || nudged || task.rate_limit.is_some() {
+                return Self::NeedsYou;
+            }
+        }
+        match sheep.state.as_str() {
+            "blocked" | "failed" | "exited" => Self::NeedsYou,
+            "working" | "starting" => Self::Working,
+            "done" | "closing" | "closed" => Self::Settled,
+            _ if sheep
+                .task
+                .as_ref()
+                .is_some_and(|task| !task.state.is_terminal()) =>
+            {
+                Self::Working
+            }
+            _ => Self::Idle,
+        }
+    }
+}
+
+/// "4 s", "3 min", "2 h 5 min": how long, for a card.
+pub(crate) fn elapsed(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// The state word a card shows: a sheep whose task waits on an answer is still `working` as a
+/// process, so it says `waiting`, what it does.
+fn shown_state(sheep: &SheepStatus) -> &str {
+    match &sheep.task {
+        Some(task) if task.state == TaskState::Waiting => "waiting",
+        _ => sheep.state.as_str(),
+    }
+}
+
+/// Tokens and cost, when the sheep reported any.
+fn usage(sheep: &SheepStatus) -> Option<String> {
+    let usage = sheep.usage.as_ref()?;
+    let tokens = usage.tokens_in + usage.tokens_out;
+    Some(format!("{tokens} tokens · ${:.2}", usage.cost))
+}
+
+/// One sheep's card.
+pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> String {
+    let mut html = String::new();
+    let id = sheep.agent_id.to_string();
+    let column = Column::of(sheep);
+    let state = shown_state(sheep);
+    let _ = write!(
+        html,
+        r#"<article class="card" data-agent="{id}" data-column="{col}"><header><a class="name" href="/sheep/{url}">{name}</a> <span class="state state-{state}">{state}</span></header>"#,
+        id = esc(&id),
+        col = column.id(),
+        url = path_url(&id),
+        name = esc(&sheep.display_name),
+        state = esc(state),
+    );
+    let place = match &sheep.host {
+        Some(host) => format!("{} on {host}", sheep.backend),
+        None => sheep.backend.to_string(),
+    };
+    let _ = write!(
+        html,
+        r#"<p class="meta">{agent} ({runtime}) · {place} · {elapsed}</p>"#,
+        agent = esc(&sheep.agent),
+        runtime = esc(sheep.runtime.as_str()),
+        place = esc(&place),
+        elapsed = elapsed(now - sheep.since),
+    );
+    if let Some(task) = &sheep.task {
+        let _ = write!(
+            html,
+            r#"<p class="task">{}</p>"#,
+            esc(if task.title.is_empty() {
+                "(a task)"
+            } else {
+                &task.title
+            })
+        );
+        if let Some(url) = task.note.as_deref().and_then(|note| note_url(root, note)) {
+            let _ = write!(html, r#"<p class="note-link"><a href="{url}">note</a></p>"#);
+        }
+        if let (Some(question), Some(request)) = (&task.question, &task.pending_request)
+            && task.waiting_on.as_deref() == Some("shepherd")
+        {
+            let _ = write!(
+                html,
+                r#"<blockquote class="question">{q}</blockquote><form class="act" method="post" action="/act"><input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="kind" value="reply"><input type="hidden" name="agent" value="{id}"><input type="hidden" name="reply_to" value="{request}"><input name="text" class="reply" aria-label="Reply to {name}" placeholder="Reply" required autocomplete="off"><button>Reply</button></form>"#,
+                q = esc(question),
+                csrf = esc(csrf),
+                id = esc(&id),
+                request = esc(&request.to_string()),
+                name = esc(&sheep.display_name),
+            );
+        }
+    }
+    if let Some(error) = &sheep.error {
+        let _ = write!(html, r#"<p class="error">{}</p>"#, esc(error));
+    }
+    if let Some(usage) = usage(sheep) {
+        let _ = write!(html, r#"<p class="usage">{usage}</p>"#);
+    }
+    html.push_str("</article>");
+    html
+}
+
+/// The totals line: sheep per state, settled tasks per outcome, tokens and cost.
+fn totals(view: &HerdResult) -> String {
+    let mut states: BTreeMap<&str, usize> = BTreeMap::new();
+    for sheep in &view.sheep {
+        *states.entry(shown_state(sheep)).or_default() += 1;
+    }
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for task in &view.settled {
+        *outcomes.entry(task.status.as_str().to_owned()).or_default() += 1;
+    }
+    let (tokens, cost) = view
+        .sheep
+        .iter()
+        .filter_map(|sheep| sheep.usage.as_ref())
+        .fold((0, 0.0), |(tokens, cost), usage| {
+            (
+                tokens + usage.tokens_in + usage.tokens_out,
+                cost + usage.cost,
+            )
+        });
+    let states: Vec<String> = states
+        .iter()
+        .map(|(state, count)| format!("{count} {state}"))
+        .collect();
+    let mut parts = vec![if states.is_empty() {
+        "no sheep".to_owned()
+    } else {
+        format!("{} sheep: {}", view.sheep.len(), states.join(", "))
+    }];
+    let tasks: Vec<String> = outcomes
+        .iter()
+        .map(|(outcome, count)| format!("{count} {outcome}"))
+        .collect();
+    if !tasks.is_empty() {
+        parts.push(format!("tasks: {}", tasks.join(", ")));
+    }
+    parts.push(format!("{tokens} tokens · ${cost:.2}"));
+    format!(r#"<p id="totals">{}</p>"#, esc(&parts.join(" · ")))
+}
+
+/// The board's live part: the totals and the four columns.
+pub(crate) fn board(view: &HerdResult, csrf: &str, root: &Path) -> String {
+    let now = view.now.unwrap_or_default();
+    let mut html = totals(view);
+    if let Some(session) = &view.session {
+        let _ = write!(
+            html,
+            r#"<p class="session">Fieldnotes: <a href="/files/{}/shepherd.md">{}</a></p>"#,
+            path_url(&session.relative),
+            esc(&session.name)
+        );
+    }
+    html.push_str(r#"<div class="columns">"#);
+    for column in Column::ALL {
+        let cards: Vec<String> = view
+            .sheep
+            .iter()
+            .filter(|sheep| Column::of(sheep) == column)
+            .map(|sheep| card(sheep, now, csrf, root))
+            .collect();
+        let _ = write!(
+            html,
+            r#"<section class="column" id="{id}"><h2>{title} <span class="count">{n}</span></h2>{cards}</section>"#,
+            id = column.id(),
+            title = column.title(),
+            n = cards.len(),
+            cards = cards.concat(),
+        );
+    }
+    html.push_str("</div>");
+    html
+}
+
+#[cfg(test)]
+#[path = "board/tests.rs"]
+mod tests;

@@ -1,0 +1,137 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn sheep(name: &str, state: &str, task: Option<Value>) -> Value {
+    let mut value = json!({
+        "agentId": format!("shepherd-agent-1a2b3c4d-{:0>8}", name.len()),
+        "agent": "worker",
+        "label": "",
+        "displayName": name,
+        "backend": "headless",
+        "state": state,
+        "cwd": "/p",
+        "createdAt": NOW - 600_000,
+        "runtime": "command",
+        "since": NOW - 65_000,
+    });
+    if let Some(task) = task {
+        value["task"] = task;
+    }
+    value
+}
+
+fn task(state: &str, extra: &Value) -> Value {
+    let mut value = json!({
+        "id": "shepherd-task-1a2b3c4d-00000001",
+        "state": state,
+        "title": "Fix the <login> page",
+        "createdAt": NOW - 70_000,
+    });
+    for (key, v) in extra.as_object().unwrap() {
+        value[key] = v.clone();
+    }
+    value
+}
+
+fn status(value: Value) -> SheepStatus {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn columns_follow_the_facts() {
+    let asks = json!({"waitingOn": "shepherd", "pendingRequest": "m-1", "question": "Which file?"});
+    let cases = [
+        (
+            sheep("a", "working", Some(task("waiting", &asks))),
+            Column::NeedsYou,
+        ),
+        (
+            sheep(
+                "b",
+                "working",
+                Some(task("waiting", &json!({"waitingOn": "mate"}))),
+            ),
+            Column::Working,
+        ),
+        (
+            sheep("c", "working", Some(task("running", &json!({})))),
+            Column::Working,
+        ),
+        (
+            sheep(
+                "d",
+                "working",
+                Some(task(
+                    "running",
+                    &json!({"stall": {"afterMs": 1, "quietMs": 5, "nudged": true}}),
+                )),
+            ),
+            Column::NeedsYou,
+        ),
+        (sheep("e", "blocked", None), Column::NeedsYou),
+        (sheep("f", "failed", None), Column::NeedsYou),
+        (sheep("g", "idle", None), Column::Idle),
+        (sheep("h", "done", None), Column::Settled),
+        (
+            sheep("i", "idle", Some(task("running", &json!({})))),
+            Column::Working,
+        ),
+    ];
+    for (value, column) in cases {
+        let name = value["displayName"].clone();
+        assert_eq!(Column::of(&status(value)), column, "{name}");
+    }
+}
+
+#[test]
+fn elapsed_reads_in_one_or_two_units() {
+    assert_eq!(elapsed(-1), "0 s");
+    assert_eq!(elapsed(59_999), "59 s");
+    assert_eq!(elapsed(65_000), "1 min");
+    assert_eq!(elapsed(3_600_000 + 5 * 60_000), "1 h 5 min");
+}
+
+#[test]
+fn a_question_card_escapes_and_offers_a_reply() {
+    let asks =
+        json!({"waitingOn": "shepherd", "pendingRequest": "m-1", "question": "<b>Which</b> file?"});
+    let html = card(
+        &status(sheep("asker", "working", Some(task("waiting", &asks)))),
+        NOW,
+        "tok",
+        Path::new("/p"),
+    );
+    assert!(html.contains("&lt;b&gt;Which&lt;/b&gt; file?"), "{html}");
+    assert!(html.contains("Fix the &lt;login&gt; page"), "{html}");
+    assert!(html.contains(r#"name="reply_to" value="m-1""#), "{html}");
+    assert!(html.contains("1 min"), "{html}");
+    assert!(
+        html.contains(r#"<span class="state state-waiting">waiting</span>"#),
+        "{html}"
+    );
+    assert!(!html.contains("<b>"), "{html}");
+}
+
+#[test]
+fn the_board_counts_each_column_and_outcome() {
+    let view: HerdResult = serde_json::from_value(json!({
+        "now": NOW,
+        "sheep": [sheep("a", "working", None), sheep("bb", "idle", None), sheep("ccc", "done", None)],
+        "settled": [{
+            "taskId": "shepherd-task-1a2b3c4d-00000002", "agentId": "shepherd-agent-1a2b3c4d-00000003",
+            "displayName": "ccc", "title": "t", "status": "completed", "returnCode": 0,
+            "startedAt": NOW - 10, "completedAt": NOW
+        }],
+    }))
+    .unwrap();
+    let html = board(&view, "tok", Path::new("/p"));
+    assert!(
+        html.contains("3 sheep: 1 done, 1 idle, 1 working · tasks: 1 completed · 0 tokens · $0.00"),
+        "{html}"
+    );
+    let settled = html.find(r#"id="settled""#).unwrap();
+    assert!(html[settled..].contains(">ccc</a>"), "{html}");
+}

@@ -1,0 +1,354 @@
+//! The routes, and what ties them to the herd feed: each page is rendered from the latest pushed
+//! view or from a file under the project; each live page opens an event stream that sends its
+//! new HTML whenever the view changes (and, for a file, whenever the file does); `POST /act`
+//! is the only route that changes anything. Every route sits behind [`guard::guard`].
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Form, Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use shepherd_client::connect::Target;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::actions::{self, ActForm, Action};
+use crate::feed::{self, Herd};
+use crate::files::{self, Kind};
+use crate::guard::{self, Keys};
+use crate::html::{esc, path_url};
+use crate::pages::{self, Section};
+use crate::{board, notes};
+
+/// How often a file's page looks at its file again (on the server: the browser never polls).
+const FILE_LOOK: Duration = Duration::from_millis(500);
+
+/// The stylesheet and script, compiled in.
+const STYLE: &str = include_str!("../assets/style.css");
+const SCRIPT: &str = include_str!("../assets/app.js");
+
+/// What every handler shares.
+struct Shared {
+    target: Target,
+    root: PathBuf,
+    keys: Arc<Keys>,
+    herd: watch::Receiver<Herd>,
+}
+
+/// The web server of one herd.
+pub(crate) struct Server {
+    shared: Arc<Shared>,
+    listen: SocketAddr,
+    feed: watch::Sender<Herd>,
+}
+
+/// A fresh random secret (two v4 UUIDs: 244 random bits).
+fn secret() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+impl Server {
+    /// A server for `target`'s herd that will listen on `listen`.
+    pub(crate) fn new(target: Target, listen: SocketAddr) -> Self {
+        let port = listen.port();
+        let mut hosts = vec![
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        if !listen.ip().is_unspecified() {
+            hosts.push(listen.to_string());
+        }
+        let keys = Arc::new(Keys {
+            token: secret(),
+            csrf: secret(),
+            cookie: format!("shepherd-web-{port}"),
+            hosts,
+        });
+        let (feed, herd) = watch::channel(Herd::Connecting);
+        let root = target.address.project_root.clone();
+        Self {
+            shared: Arc::new(Shared {
+                target,
+                root,
+                keys,
+                herd,
+            }),
+            listen,
+            feed,
+        }
+    }
+
+    /// The URL to open first: it carries the token.
+    pub(crate) fn entry_url(&self) -> String {
+        let host = if self.listen.ip().is_unspecified() {
+            format!("127.0.0.1:{}", self.listen.port())
+        } else {
+            self.listen.to_string()
+        };
+        format!("http://{host}/?token={}", self.shared.keys.token)
+    }
+
+    /// Follows the herd and answers requests until the listener fails.
+    pub(crate) async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        tokio::spawn(feed::follow(self.shared.target.clone(), self.feed));
+        let keys = self.shared.keys.clone();
+        let app = Router::new()
+            .route("/", get(board_page))
+            .route("/events/board", get(board_events))
+            .route("/sheep/{id}", get(sheep_page))
+            .route("/events/sheep/{id}", get(sheep_events))
+            .route("/notes", get(notes_page))
+            .route("/files/{*path}", get(file_page))
+            .route("/events/files/{*path}", get(file_events))
+            .route("/act", post(act))
+            .route("/assets/style.css", get(style))
+            .route("/assets/app.js", get(script))
+            .fallback(not_found)
+            .with_state(self.shared)
+            .layer(axum::middleware::from_fn_with_state(keys, guard::guard));
+        axum::serve(listener, app).await
+    }
+}
+
+type Shares = State<Arc<Shared>>;
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "no such page\n").into_response()
+}
+
+async fn style() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+/// What a page says while there is no view.
+fn no_view(herd: &Herd) -> String {
+    match herd {
+        Herd::Connecting => "<p class=\"waiting\">Reaching the herd…</p>".to_owned(),
+        Herd::Unreachable(why) => format!(
+            "<p class=\"error\">The broker cannot be reached: {}. Still trying.</p>",
+            esc(why)
+        ),
+        Herd::View(_) => String::new(),
+    }
+}
+
+fn board_html(herd: &Herd, csrf: &str, root: &std::path::Path) -> String {
+    match herd {
+        Herd::View(view) => board::board(view, csrf, root),
+        other => no_view(other),
+    }
+}
+
+/// An event stream that sends `render`'s HTML at once and again whenever it changes; it looks
+/// again at every pushed view and, with `look`, that often besides.
+fn live<F, Fut>(shared: &Shared, mut render: F, look: Option<Duration>) -> Response
+where
+    F: FnMut(Herd) -> Fut + Send + 'static,
+    Fut: Future<Output = String> + Send,
+{
+    let (events, stream) = mpsc::channel::<Result<Event, Infallible>>(4);
+    let mut herd = shared.herd.clone();
+    tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            let current = herd.borrow_and_update().clone();
+            let html = render(current).await;
+            if last.as_ref() != Some(&html) {
+                let event = Event::default().event("html").data(&html);
+                if events.send(Ok(event)).await.is_err() {
+                    return;
+                }
+                last = Some(html);
+            }
+            tokio::select! {
+                changed = herd.changed() => if changed.is_err() { return },
+                () = events.closed() => return,
+                () = tokio::time::sleep(look.unwrap_or(Duration::from_secs(3600))), if look.is_some() => {}
+            }
+        }
+    });
+    Sse::new(ReceiverStream::new(stream))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+async fn board_page(State(shared): Shares) -> Html<String> {
+    let body = board_html(&shared.herd.borrow(), &shared.keys.csrf, &shared.root);
+    Html(pages::shell(
+        "Board",
+        Section::Board,
+        &shared.keys.csrf,
+        Some("/events/board"),
+        &body,
+    ))
+}
+
+async fn board_events(State(shared): Shares) -> Response {
+    let again = shared.clone();
+    live(
+        &shared,
+        move |herd| {
+            let html = board_html(&herd, &again.keys.csrf, &again.root);
+            async move { html }
+        },
+        None,
+    )
+}
+
+/// A sheep's page body, reading its output from the broker.
+async fn sheep_html(shared: Arc<Shared>, herd: Herd, id: String) -> Option<String> {
+    let Herd::View(view) = &herd else {
+        return Some(no_view(&herd));
+    };
+    view.sheep.iter().find(|s| s.agent_id.to_string() == id)?;
+    let (receipts, output) = actions::inspect(&shared.target, &id).await;
+    pages::sheep_body(
+        &shared.root,
+        view,
+        &id,
+        &receipts,
+        &output,
+        &shared.keys.csrf,
+    )
+}
+
+async fn sheep_page(State(shared): Shares, Path(id): Path<String>) -> Response {
+    let herd = shared.herd.borrow().clone();
+    let Some(body) = sheep_html(shared.clone(), herd, id.clone()).await else {
+        return (StatusCode::NOT_FOUND, "no such sheep in this herd\n").into_response();
+    };
+    let live = format!("/events/sheep/{}", path_url(&id));
+    Html(pages::shell(
+        &id,
+        Section::Board,
+        &shared.keys.csrf,
+        Some(&live),
+        &body,
+    ))
+    .into_response()
+}
+
+async fn sheep_events(State(shared): Shares, Path(id): Path<String>) -> Response {
+    let again = shared.clone();
+    live(
+        &shared,
+        move |herd| {
+            let shared = again.clone();
+            let id = id.clone();
+            async move {
+                sheep_html(shared, herd, id)
+                    .await
+                    .unwrap_or_else(|| "<p>This sheep has left the herd.</p>".to_owned())
+            }
+        },
+        None,
+    )
+}
+
+async fn notes_page(State(shared): Shares) -> Html<String> {
+    let body = pages::sessions_body(&pages::sessions(&shared.root));
+    Html(pages::shell(
+        "Fieldnotes",
+        Section::Notes,
+        &shared.keys.csrf,
+        None,
+        &body,
+    ))
+}
+
+/// A Markdown file's page body, or `None` when it is not (or no longer) there.
+fn markdown_html(shared: &Shared, path: &str) -> Option<String> {
+    let file = files::resolve(&shared.root, path)?;
+    let text = fs_err::read_to_string(&file).ok()?;
+    Some(format!(
+        r#"<p class="path">{}</p><article class="note">{}</article>"#,
+        esc(path),
+        notes::render(&text)
+    ))
+}
+
+async fn file_page(State(shared): Shares, Path(path): Path<String>) -> Response {
+    let Some(file) = files::resolve(&shared.root, &path) else {
+        return not_found().await;
+    };
+    match Kind::of(&file) {
+        Kind::Markdown => {
+            let Some(body) = markdown_html(&shared, &path) else {
+                return not_found().await;
+            };
+            let live = format!("/events/files/{}", path_url(&path));
+            let title = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Html(pages::shell(
+                &title,
+                Section::Notes,
+                &shared.keys.csrf,
+                Some(&live),
+                &body,
+            ))
+            .into_response()
+        }
+        Kind::Image(mime) => match fs_err::read(&file) {
+            Ok(bytes) => ([(header::CONTENT_TYPE, mime)], bytes).into_response(),
+            Err(_) => not_found().await,
+        },
+        Kind::Text => match fs_err::read(&file) {
+            Ok(bytes) => {
+                ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], bytes).into_response()
+            }
+            Err(_) => not_found().await,
+        },
+    }
+}
+
+async fn file_events(State(shared): Shares, Path(path): Path<String>) -> Response {
+    let markdown =
+        files::resolve(&shared.root, &path).is_some_and(|f| Kind::of(&f) == Kind::Markdown);
+    if !markdown {
+        return not_found().await;
+    }
+    let again = shared.clone();
+    live(
+        &shared,
+        move |_| {
+            let html = markdown_html(&again, &path)
+                .unwrap_or_else(|| "<p>This file is gone.</p>".to_owned());
+            async move { html }
+        },
+        Some(FILE_LOOK),
+    )
+}
+
+async fn act(State(shared): Shares, Form(form): Form<ActForm>) -> Response {
+    let action = match Action::from_form(&form) {
+        Ok(action) => action,
+        Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
+    };
+    match actions::perform(&shared.target, &form.agent, action).await {
+        Ok(said) => said.into_response(),
+        Err(err) => (StatusCode::CONFLICT, err.message).into_response(),
+    }
+}

@@ -1,0 +1,361 @@
+//! `shepherd web` in a real headless Chromium: a sheep spawned from the command line appears on
+//! the board, its question under *needs you*, a reply typed in the page settles its wait, and
+//! its note opens from the session's page through working links, all while the board page is
+//! never reloaded; a note carrying a script runs nothing; a note being written updates on its
+//! page; the layout fits 390 px.
+
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod herd_support;
+mod web_support;
+
+use std::time::Duration;
+
+use fantoccini::Locator;
+use herd_support::World;
+use web_support::{Browser, Web};
+
+/// Generous: a loaded machine, not a target (the bench measures how fast it really is).
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Writes the page's screenshot to `$SHEPHERD_WEB_SCREENSHOTS/name` when that is set (how the
+/// pictures in the docs are made).
+async fn screenshot(browser: &Browser, name: &str) {
+    if let Some(dir) = std::env::var_os("SHEPHERD_WEB_SCREENSHOTS") {
+        let png = browser.client.screenshot().await.unwrap();
+        std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
+    }
+}
+
+/// Whether the page, laid out 390 px wide, is wider than that (it must not be: nothing to
+/// scroll sideways).
+async fn overflows(browser: &Browser) -> bool {
+    let widths = browser
+        .client
+        .execute(
+            "return [window.innerWidth, document.documentElement.scrollWidth]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(widths[0], 390, "the page is laid out at a phone's width");
+    widths[1].as_u64().unwrap() > 390
+}
+
+#[test]
+fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    world.define_test_sheep(
+        "asker",
+        "ask shepherd Which file should I edit?; done completed edited {reply}",
+        None,
+    );
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        let landed = client.current_url().await.unwrap();
+        assert_eq!(landed.as_str(), web.at("/"), "the token leaves the address bar");
+        // Anything below happens on this same page: a reload would drop this mark.
+        client
+            .execute("window.shepherdMark = 'same page'; return true", vec![])
+            .await
+            .unwrap();
+
+        let agent = world.spawn("asker", "");
+        let card = format!(r#"article[data-agent="{agent}"]"#);
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css(&card))
+            .await
+            .expect("the spawned sheep appears on the board");
+
+        let task = world.delegate(&agent, "edit something")["taskId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let question = client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css(&format!("#needs-you {card} .question")))
+            .await
+            .expect("the question shows under needs you");
+        assert_eq!(question.text().await.unwrap(), "Which file should I edit?");
+        assert!(!overflows(&browser).await, "the board fits 390 px");
+        screenshot(&browser, "web-board.png").await;
+
+        let input = client
+            .find(Locator::Css(&format!("#needs-you {card} input[name=text]")))
+            .await
+            .unwrap();
+        input.send_keys("main.rs").await.unwrap();
+        client
+            .find(Locator::Css(&format!("#needs-you {card} form button")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let said = client.find(Locator::Id("said")).await.unwrap();
+        let mut answer = String::new();
+        for _ in 0..1000 {
+            answer = said.text().await.unwrap();
+            if answer.starts_with("answered") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(answer.starts_with("answered"), "the page says what changed: {answer:?}");
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css(&format!("#settled {card}")))
+            .await
+            .expect("the card moves to settled when the task settles");
+        let watched = world.json(&["watch", &task, "--wait", "30"]);
+        assert_eq!(
+            watched["settled"][0]["summary"], "edited main.rs",
+            "the reply typed in the page reached the sheep"
+        );
+        let mark = client
+            .execute("return window.shepherdMark || null", vec![])
+            .await
+            .unwrap();
+        assert_eq!(mark, "same page", "the board was never reloaded");
+
+        // The session's shepherd.md, then the sheep's note through its link there.
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css(".session a"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let note_link = client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//article[@class='note']//li/a[contains(@href, '.md') and not(contains(@href, 'shepherds-note'))]",
+            ))
+            .await;
+        let note_link = match note_link {
+            Ok(link) => link,
+            Err(err) => panic!(
+                "shepherd.md lists the sheep's note ({err}): {}",
+                client.source().await.unwrap()
+            ),
+        };
+        assert!(!overflows(&browser).await, "the session's page fits 390 px");
+        screenshot(&browser, "web-note.png").await;
+        let href = note_link.attr("href").await.unwrap().unwrap();
+        note_link.click().await.unwrap();
+        let heading = client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css("article.note table.frontmatter"))
+            .await
+            .expect("the note renders, its frontmatter as a table");
+        assert!(!heading.text().await.unwrap().is_empty());
+        let opened = client.current_url().await.unwrap();
+        assert!(
+            opened.path().ends_with(href.trim_start_matches("./")),
+            "{opened} is the linked note {href}"
+        );
+        assert!(!overflows(&browser).await, "the note fits 390 px");
+        browser.close().await;
+    });
+}
+
+#[test]
+fn a_note_carrying_a_script_runs_nothing_in_the_browser() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    std::fs::write(
+        world.project.join("evil.md"),
+        "# Evil\n\n<script>window.pwned = 'script'</script>\n\n<img src=x onerror=\"window.pwned = 'onerror'\">\n\n[click me](javascript:window.pwned='link')\n\n<a id=raw href=\"javascript:window.pwned='raw'\">raw</a>\n",
+    )
+    .unwrap();
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client
+            .goto(&format!("{}&x=1", web.url))
+            .await
+            .unwrap();
+        client.goto(&web.at("/files/evil.md")).await.unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css("article.note h1"))
+            .await
+            .expect("the note renders");
+        for link in client.find_all(Locator::Css("article.note a")).await.unwrap() {
+            link.click().await.unwrap();
+        }
+        let found = client
+            .execute(
+                "return [window.pwned || null, document.querySelectorAll('main script, main [onerror]').length]",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(found, serde_json::json!([null, 0]), "nothing in the note ran");
+        browser.close().await;
+    });
+}
+
+#[test]
+fn a_note_being_written_updates_on_its_page() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    let note = world.project.join("running.md");
+    std::fs::write(&note, "# Running\n\nFirst line.\n").unwrap();
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        client.goto(&web.at("/files/running.md")).await.unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//article[@class='note']/p[text()='First line.']",
+            ))
+            .await
+            .expect("the note renders");
+        client
+            .execute("window.shepherdMark = 'same page'; return true", vec![])
+            .await
+            .unwrap();
+        std::fs::write(&note, "# Running\n\nFirst line.\n\nSecond line.\n").unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//article[@class='note']/p[text()='Second line.']",
+            ))
+            .await
+            .expect("what the sheep wrote next shows");
+        let mark = client
+            .execute("return window.shepherdMark || null", vec![])
+            .await
+            .unwrap();
+        assert_eq!(mark, "same page", "without a reload");
+        browser.close().await;
+    });
+}
+
+#[test]
+fn a_sheep_page_sends_a_message_and_closes_the_sheep_once_confirmed() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    world.define_test_sheep("helper", "idle", None);
+    let agent = world.spawn("helper", "");
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css(&format!(r#"article[data-agent="{agent}"] a.name"#)))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let message = client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::Css("form.act:not(.close) input[name=text]"))
+            .await
+            .unwrap();
+        let said = client.find(Locator::Id("said")).await.unwrap();
+        let said_now = || async { said.text().await.unwrap() };
+        message.send_keys("hello from the page").await.unwrap();
+        client
+            .find(Locator::Css("form.act:not(.close) button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .wait()
+            .at_most(LIMIT)
+            .for_element(Locator::XPath(
+                "//table[@class='messages']//td[text()='hello from the page']",
+            ))
+            .await
+            .expect("the message shows with its receipt on the sheep's page");
+        assert!(said_now().await.starts_with("message "), "{}", said_now().await);
+
+        // Unconfirmed, the browser does not send it; sent anyway, the server refuses it.
+        let refused = client
+            .execute(
+                "const form = document.querySelector('form.close');
+                 return fetch('/act', {method: 'POST', body: new URLSearchParams(new FormData(form)),
+                   headers: {'X-CSRF-Token': document.querySelector('meta[name=csrf-token]').content}})
+                   .then(r => r.status)",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(refused, 400, "a close without its confirmation is refused");
+        assert_eq!(world.json(&["status", &agent])["state"], "idle");
+
+        client
+            .find(Locator::Css("form.close input[name=confirm]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .find(Locator::Css("form.close button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        for _ in 0..1500 {
+            answer = said_now().await;
+            if answer.starts_with("closed") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(answer.starts_with("closed helper"), "{answer:?}");
+        browser.close().await;
+    });
+    let herd = world.json(&["herd"]);
+    assert!(
+        !herd.to_string().contains(&agent),
+        "the sheep is gone from the herd: {herd}"
+    );
+}

@@ -1,0 +1,267 @@
+//! A `shepherd web` server and a real headless Chromium (through its WebDriver,
+//! `chromedriver`) for the browser tests, and a raw HTTP client for the requests a browser
+//! would never send (a foreign Host or Origin, a path that climbs out of the project).
+//!
+//! Chromium and chromedriver come from Debian's `chromium` and `chromium-driver` packages,
+//! which `scripts/setup` installs. Without them a test is skipped with one line saying so,
+//! unless `SHEPHERD_REQUIRE_CHROMIUM=1` (CI sets it): then it fails. Each browser test that
+//! runs writes its name to `$SHEPHERD_BROWSER_TALLY` when set, and CI fails when none did.
+
+// Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use std::os::unix::process::CommandExt as _;
+
+use fantoccini::{Client, ClientBuilder};
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::herd_support::World;
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// Whether the browser tests can run: true when Chromium and its driver are installed; false
+/// (skipped, saying why) when not and `SHEPHERD_REQUIRE_CHROMIUM` is not `1`; a failure when
+/// it is.
+pub fn required() -> bool {
+    if Path::new(CHROMIUM).is_file() && Path::new(CHROMEDRIVER).is_file() {
+        tally();
+        return true;
+    }
+    assert!(
+        std::env::var_os("SHEPHERD_REQUIRE_CHROMIUM").is_none_or(|v| v != "1"),
+        "Chromium or chromedriver is not installed at {CHROMIUM} / {CHROMEDRIVER} (scripts/setup installs the chromium and chromium-driver packages)"
+    );
+    eprintln!("skipped: no Chromium at {CHROMIUM} or no chromedriver at {CHROMEDRIVER}");
+    false
+}
+
+/// Writes this test's name to `$SHEPHERD_BROWSER_TALLY` when that is set: CI counts the browser
+/// tests that ran and fails when none did.
+fn tally() {
+    let Some(file) = std::env::var_os("SHEPHERD_BROWSER_TALLY") else {
+        return;
+    };
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a browser test")
+        .to_owned();
+    let mut tally = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .unwrap();
+    writeln!(tally, "{name}").unwrap();
+}
+
+/// Waits for `ready` to hold, failing with `what` after `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A free loopback port (free when this returns).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running `shepherd web`; stopped when dropped.
+pub struct Web {
+    child: Child,
+    /// The URL it printed, with its token.
+    pub url: String,
+    /// `127.0.0.1:PORT`.
+    pub host: String,
+    /// The token.
+    pub token: String,
+}
+
+impl Web {
+    /// Starts `shepherd web` in `world`'s project and reads the URL it prints.
+    pub fn start(world: &World) -> Self {
+        Self::start_with(world, &[], Stdio::inherit())
+    }
+
+    /// Like [`Web::start`], with more arguments and its stderr sent to `stderr`.
+    pub fn start_with(world: &World, args: &[&str], stderr: Stdio) -> Self {
+        // The herd's broker runs before the server follows it, so the world's drop stops it:
+        // one the server started itself could still be starting when the test ends.
+        world.json(&["broker", "ensure"]);
+        let mut all = vec!["web"];
+        all.extend_from_slice(args);
+        let mut child = world
+            .command(&all)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line.trim().to_owned();
+        let rest = url
+            .strip_prefix("http://")
+            .unwrap_or_else(|| panic!("not a URL: {url:?}"));
+        let (host, query) = rest.split_once("/?token=").unwrap();
+        Self {
+            child,
+            host: host.to_owned(),
+            token: query.to_owned(),
+            url,
+        }
+    }
+
+    /// The URL of `path` on this server (no token: the browser has the cookie by then).
+    pub fn at(&self, path: &str) -> String {
+        format!("http://{}{path}", self.host)
+    }
+
+    /// The cookie that carries the token.
+    pub fn cookie(&self) -> String {
+        let port = self.host.rsplit_once(':').unwrap().1;
+        format!("shepherd-web-{port}={}", self.token)
+    }
+}
+
+impl Web {
+    /// Stops the server and gives back what it wrote on stderr (when it was piped).
+    pub fn stop(mut self) -> String {
+        let _killed = self.child.kill();
+        let mut text = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _read = stderr.read_to_string(&mut text);
+        }
+        text
+    }
+}
+
+impl Drop for Web {
+    fn drop(&mut self) {
+        let _killed = self.child.kill();
+        let _reaped = self.child.wait();
+    }
+}
+
+/// A response as raw HTTP/1.1 gives it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+/// Sends one raw HTTP/1.1 request to `host` (`127.0.0.1:PORT`) with these headers and body.
+pub fn http(host: &str, request_line: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut text = format!("{request_line} HTTP/1.1\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() {
+        text.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {raw:?}"));
+    Reply {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// A chromedriver and a headless Chromium session through it, `width` pixels wide. The driver
+/// runs in a process group of its own, with the browser it starts: [`Browser::close`] ends the
+/// session and the driver, and a test that fails before it gets there leaves nothing either
+/// (dropping it ends the whole group).
+pub struct Browser {
+    driver: Child,
+    pub client: Client,
+}
+
+impl Browser {
+    pub async fn start(width: u32, height: u32) -> Self {
+        let port = free_port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for("chromedriver to listen", Duration::from_secs(20), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--hide-scrollbars",
+                    "--disable-crash-reporter",
+                    "--disable-breakpad",
+                    format!("--window-size={width},{height}"),
+                ],
+                // A window is never narrower than 500 px; the page is laid out at `width` as
+                // a phone would (the test checks the width it got).
+                "mobileEmulation": {
+                    "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 },
+                },
+            }),
+        );
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        Self { driver, client }
+    }
+
+    /// Ends the browser session, then the driver.
+    pub async fn close(self) {
+        let _closed = self.client.clone().close().await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(group) = Pid::from_raw(self.driver.id() as i32) {
+            let _killed = kill_process_group(group, Signal::KILL);
+        }
+        let _reaped = self.driver.wait();
+    }
+}
