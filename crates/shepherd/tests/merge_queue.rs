@@ -317,3 +317,41 @@ fn a_sheep_closed_with_uncommitted_work_keeps_it_on_a_ref_of_its_own() {
     assert!(said.contains("merged at"), "{said}");
     assert_eq!(file_on(&world, "main", "a"), "a from the sheep");
 }
+
+#[test]
+fn a_session_lands_only_its_own_branches_and_landing_it_again_changes_nothing() {
+    let world = World::new();
+    repository(&world, &["a", "b", "c"]);
+    define_writer(&world, "writer");
+    for (session, tasks) in [
+        ("alpha", ["writer=a from alpha", "writer=b from alpha"]),
+        ("beta", ["writer=c from beta", "writer=c from beta again"]),
+    ] {
+        let mut args = vec!["run", "--parallel"];
+        args.extend(tasks);
+        args.extend(["--isolate", "--session-name", session]);
+        let (code, doc) = run_json(&world, &args);
+        assert_eq!(code, 0, "{doc}");
+    }
+    let (code, merge) = run_json(&world, &["merge", "--session", "alpha"]);
+    assert_eq!(code, 0, "{merge}");
+    let branches = merge["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), 2, "only alpha's two branches: {merge}");
+    assert!(branches.iter().all(|b| b["state"] == "merged"), "{merge}");
+    assert_eq!(file_on(&world, "main", "a"), "a from alpha");
+    assert_eq!(file_on(&world, "main", "b"), "b from alpha");
+    // Beta's work is still only on its own branches.
+    assert_eq!(file_on(&world, "main", "c"), "base");
+    // Landed once: landing the session again finds its branches merged and moves nothing.
+    let landed = git(&world.project, &["rev-parse", "main"]);
+    let (code, again) = run_json(&world, &["merge", "--session", "alpha"]);
+    assert_eq!(code, 0, "{again}");
+    let branches = again["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), 2, "{again}");
+    assert!(branches.iter().all(|b| b["state"] == "merged"), "{again}");
+    assert_eq!(git(&world.project, &["rev-parse", "main"]), landed);
+    // A session with no branches has nothing to land, and says so.
+    let (code, none) = run_json(&world, &["merge", "--session", "gamma"]);
+    assert_eq!(code, 2, "{none}");
+    assert_eq!(none["error"]["code"], "nothing_to_land", "{none}");
+}
