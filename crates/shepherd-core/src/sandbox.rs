@@ -220,6 +220,28 @@ pub fn url_endpoint(url: &str) -> Option<String> {
     })
 }
 
+/// The endpoints a configuration file names under a base-URL key (`base_url = "…"` in Codex's
+/// TOML, `"baseURL": "…"` in opencode's JSON), read as text so one rule serves both.
+pub fn config_endpoints(text: &str) -> Vec<String> {
+    const KEYS: [&str; 3] = ["base_url", "baseURL", "baseUrl"];
+    let mut endpoints = Vec::new();
+    for key in KEYS {
+        for (at, _) in text.match_indices(key) {
+            let rest = text[at + key.len()..].trim_start_matches(['"', '\'', ' ', '\t']);
+            let Some(rest) = rest.strip_prefix(['=', ':']) else {
+                continue;
+            };
+            let rest = rest.trim_start();
+            let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let value = rest[1..].split(quote).next().unwrap_or_default();
+            endpoints.extend(url_endpoint(value));
+        }
+    }
+    endpoints
+}
+
 /// The endpoints in pi's `models.json`: each provider's `baseUrl`.
 pub fn pi_model_endpoints(models_json: &str) -> Vec<String> {
     let Ok(doc) = serde_json::from_str::<serde_json::Value>(models_json) else {
@@ -255,6 +277,10 @@ mod tests {
         assert_eq!(url_endpoint("https:///nothing"), None);
         let models = r#"{"providers":{"fake":{"baseUrl":"http://127.0.0.1:9/v1"}}}"#;
         assert_eq!(pi_model_endpoints(models), ["127.0.0.1:9"]);
+        let codex = "model_provider = \"fake\"\n[model_providers.fake]\nbase_url = \"http://127.0.0.1:7/v1\"\n";
+        assert_eq!(config_endpoints(codex), ["127.0.0.1:7"]);
+        let opencode = r#"{"provider":{"fake":{"options":{"baseURL":"https://m.example/v1"}}}}"#;
+        assert_eq!(config_endpoints(opencode), ["m.example:443"]);
     }
 
     #[test]

@@ -125,16 +125,24 @@ fn state_dirs(broker: &Broker, id: &AgentId, runtime: Runtime) -> Vec<PathBuf> {
                         var("CODEX_HOME").map_or_else(|| under_home(".codex"), PathBuf::from),
                     );
                 }
-                Harness::Gemini => dirs.push(under_home(".gemini")),
+                Harness::Gemini => dirs.push(
+                    var("GEMINI_CLI_HOME")
+                        .map_or_else(|| home.clone(), PathBuf::from)
+                        .join(".gemini"),
+                ),
                 Harness::Opencode => {
-                    dirs.extend(
-                        [
-                            ".local/share/opencode",
-                            ".config/opencode",
-                            ".cache/opencode",
-                        ]
-                        .map(under_home),
-                    );
+                    let xdg = |name: &str, fallback: &str| {
+                        var(name)
+                            .map_or_else(|| under_home(fallback), PathBuf::from)
+                            .join("opencode")
+                    };
+                    dirs.extend([
+                        xdg("XDG_DATA_HOME", ".local/share"),
+                        xdg("XDG_CONFIG_HOME", ".config"),
+                        xdg("XDG_CACHE_HOME", ".cache"),
+                        xdg("XDG_STATE_HOME", ".local/state"),
+                    ]);
+                    dirs.extend(var("OPENCODE_CONFIG").map(PathBuf::from));
                 }
                 Harness::Pi => {}
             }
@@ -161,6 +169,24 @@ fn model_endpoints(broker: &Broker, runtime: Runtime) -> Vec<String> {
         if let Ok(text) = fs_err::read_to_string(models) {
             endpoints.extend(shepherd_core::sandbox::pi_model_endpoints(&text));
         }
+    }
+    // Codex and opencode name a custom provider's endpoint in their configuration file.
+    let home = &broker.config.dirs.home;
+    let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    let config = match runtime.harness() {
+        Some(Harness::Codex) => Some(
+            var("CODEX_HOME")
+                .map_or_else(|| home.join(".codex"), PathBuf::from)
+                .join("config.toml"),
+        ),
+        Some(Harness::Opencode) => Some(var("OPENCODE_CONFIG").map_or_else(
+            || home.join(".config/opencode/opencode.json"),
+            PathBuf::from,
+        )),
+        _ => None,
+    };
+    if let Some(text) = config.and_then(|file| fs_err::read_to_string(file).ok()) {
+        endpoints.extend(shepherd_core::sandbox::config_endpoints(&text));
     }
     endpoints.sort();
     endpoints.dedup();

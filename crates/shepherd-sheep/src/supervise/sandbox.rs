@@ -121,8 +121,10 @@ pub(super) fn bwrap_command(
     }
     let mut mounts: Vec<Mount> = Vec::new();
     mounts.extend(around.exe_dir.map(|dir| Mount::ReadOnly(dir.to_owned())));
+    // The sandbox's /tmp is a fresh one: a program kept under the real one is hidden too.
+    let masked: Vec<&Path> = hidden.iter().copied().chain([Path::new("/tmp")]).collect();
     mounts.extend(
-        program_dirs(program, &hidden)
+        program_dirs(program, &masked)
             .into_iter()
             .map(Mount::ReadOnly),
     );
@@ -147,6 +149,8 @@ pub(super) fn bwrap_command(
     {
         argv.extend(["--bind".to_owned(), shown(dir), NET_DIR_INSIDE.to_owned()]);
     }
+    // The sandbox's /tmp is its own: a TMPDIR from outside would name a directory not there.
+    argv.extend(["--setenv", "TMPDIR", "/tmp"].map(str::to_owned));
     argv.extend(["--chdir".to_owned(), shown(around.cwd), "--".to_owned()]);
     if args.sandbox_network == Network::Model {
         argv.extend([
