@@ -46,9 +46,10 @@ pub fn run(args: &BridgeArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|err| fail("cannot start", err))?;
     runtime.block_on(async {
-        let mut loopback = Vec::new();
+        // One listener per port: `localhost:P` and `127.0.0.1:P` are the same endpoint inside.
+        let mut listened = std::collections::BTreeSet::new();
         for (host, port) in args.allow.iter().filter_map(|entry| split(entry)) {
-            if is_loopback(&host) {
+            if is_loopback(&host) && listened.insert(port) {
                 let listener = TcpListener::bind(("127.0.0.1", port))
                     .await
                     .map_err(|err| fail(&format!("cannot listen on 127.0.0.1:{port}"), err))?;
@@ -57,7 +58,6 @@ pub fn run(args: &BridgeArgs) -> Result<ExitCode, CliError> {
                     args.socket.clone(),
                     Some(format!("{host}:{port}")),
                 ));
-                loopback.push(host);
             }
         }
         let proxy = TcpListener::bind(("127.0.0.1", 0))
