@@ -5,7 +5,8 @@
 //! allow-listing proxy; `status` says which sandbox it runs in. A sandbox value Shepherd does
 //! not know is refused naming the accepted ones; a machine where bubblewrap cannot make a
 //! sandbox refuses the spawn (a bwrap that fails as it does without user namespaces stands in:
-//! that fault cannot be made for real here); a crash inside the sandbox leaves nothing behind.
+//! that fault cannot be made for real here); a crash inside the sandbox leaves nothing behind;
+//! a `strict` sheep in its own worktree does not see the project outside it, and commits.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -211,4 +212,52 @@ fn a_crash_inside_the_sandbox_leaves_no_process_behind() {
             "process {left} outlived its sandbox"
         );
     }
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_strict_isolated_sheep_sees_its_worktree_not_the_project_and_commits_there() {
+    let world = World::new();
+    git(&world.project, &["init", "-q", "-b", "main"]);
+    std::fs::write(world.project.join("README.md"), "# project\n").unwrap();
+    git(&world.project, &["add", "README.md"]);
+    git(&world.project, &["commit", "-q", "-m", "start"]);
+    let script = r#"shepherd inbox --wait 30 > /dev/null
+if cat "$SHEPHERD_PROJECT/README.md" > /dev/null 2>&1; then p=project-seen; else p=project-hidden; fi
+echo made > made.txt
+if git -c user.name=S -c user.email=s@example.invalid add made.txt && git -c user.name=S -c user.email=s@example.invalid commit -qm made; then c=committed; else c=not-committed; fi
+shepherd done --status completed --summary "$p $c $(cat README.md)"
+sleep 60"#;
+    define_script(&world, "strict", "sandbox: strict", script);
+    let spawned = world.json(&["spawn", "strict", "--isolate"]);
+    let agent = spawned["agentId"].as_str().unwrap().to_owned();
+    let branch = spawned["worktree"]["branch"].as_str().unwrap().to_owned();
+    let done = settled(&world, &delegate(&world, &agent, "work in your worktree"));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["summary"], "project-hidden committed # project",
+        "{done}"
+    );
+    let log = git(&world.project, &["log", "--format=%s", &branch]);
+    assert_eq!(log.lines().next(), Some("made"), "{log}");
+    assert!(!world.project.join("made.txt").exists());
 }
