@@ -6,7 +6,8 @@
 //! not know is refused naming the accepted ones; a machine where bubblewrap cannot make a
 //! sandbox refuses the spawn (a bwrap that fails as it does without user namespaces stands in:
 //! that fault cannot be made for real here); a crash inside the sandbox leaves nothing behind;
-//! a `strict` sheep in its own worktree does not see the project outside it, and commits.
+//! a `strict` sheep in its own worktree does not see the project outside it, and commits; a
+//! confined sheep in a tmux window keeps its terminal and still does not see the home directory.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -260,4 +261,21 @@ sleep 60"#;
     let log = git(&world.project, &["log", "--format=%s", &branch]);
     assert_eq!(log.lines().next(), Some("made"), "{log}");
     assert!(!world.project.join("made.txt").exists());
+}
+
+#[test]
+fn a_confined_sheep_in_a_tmux_window_works_with_its_home_hidden() {
+    let world = World::new().with_private_tmux();
+    std::fs::write(world.home.join("secret.txt"), "not for sheep\n").unwrap();
+    let script = r#"shepherd inbox --wait 30 > /dev/null
+if [ -t 0 ]; then t=terminal; else t=no-terminal; fi
+if cat "$HOME/secret.txt" > /dev/null 2>&1; then s=secret-read; else s=secret-hidden; fi
+shepherd done --status completed --summary "$t $s"
+sleep 60"#;
+    define_script(&world, "windowed", "sandbox: workspace", script);
+    let spawned = world.json(&["spawn", "windowed", "--backend", "tmux"]);
+    let agent = spawned["agentId"].as_str().unwrap().to_owned();
+    let done = settled(&world, &delegate(&world, &agent, "look"));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["summary"], "terminal secret-hidden", "{done}");
 }
