@@ -7,7 +7,8 @@
 //! sandbox refuses the spawn (a bwrap that fails as it does without user namespaces stands in:
 //! that fault cannot be made for real here); a crash inside the sandbox leaves nothing behind;
 //! a `strict` sheep in its own worktree does not see the project outside it, and commits; a
-//! confined sheep in a tmux window keeps its terminal and still does not see the home directory.
+//! confined sheep in a tmux window keeps its terminal and still does not see the home directory;
+//! with `network: none` nothing but the broker answers.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -278,4 +279,31 @@ sleep 60"#;
     let done = settled(&world, &delegate(&world, &agent, "look"));
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["summary"], "terminal secret-hidden", "{done}");
+}
+
+#[test]
+fn network_none_reaches_nothing_but_the_broker() {
+    let mut world = World::new();
+    let (model_port, _model_reached) = model_endpoint();
+    // Even its model's endpoint is out of reach: `none` allows nothing.
+    world.extra_env.push((
+        "OPENAI_BASE_URL".to_owned(),
+        format!("http://127.0.0.1:{model_port}/v1"),
+    ));
+    let script = format!(
+        r#"shepherd inbox --wait 30 > /dev/null
+if bash -c 'echo hi > /dev/tcp/127.0.0.1/{model_port}' 2>/dev/null; then m=model-reached; else m=model-refused; fi
+shepherd done --status completed --summary "$m"
+sleep 60"#
+    );
+    define_script(
+        &world,
+        "offline",
+        "sandbox: workspace\nnetwork: none",
+        &script,
+    );
+    let agent = world.spawn("offline", "");
+    let done = settled(&world, &delegate(&world, &agent, "try the network"));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["summary"], "model-refused", "{done}");
 }
