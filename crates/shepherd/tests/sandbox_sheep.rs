@@ -8,7 +8,8 @@
 //! that fault cannot be made for real here); a crash inside the sandbox leaves nothing behind;
 //! a `strict` sheep in its own worktree does not see the project outside it, and commits; a
 //! confined sheep in a tmux window keeps its terminal and still does not see the home directory;
-//! with `network: none` nothing but the broker answers.
+//! with `network: none` nothing but the broker answers; a confined sheep that connects to the
+//! broker socket as its parent is refused.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -306,4 +307,23 @@ sleep 60"#
     let done = settled(&world, &delegate(&world, &agent, "try the network"));
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["summary"], "model-refused", "{done}");
+}
+
+#[test]
+fn a_confined_sheep_cannot_act_as_its_parent_through_the_socket() {
+    let world = World::new();
+    // The sheep is told its parent's identity: the broker must still see it is a sheep.
+    let script = r#"identity=$(shepherd inbox --wait 30)
+shepherd herd --parent-session "$identity" --json > answer.json 2>/dev/null
+code=$(sed -n 's/.*"code":"\([a-z_]*\)".*/\1/p' answer.json)
+shepherd done --status completed --summary "posing: ${code:-allowed}"
+sleep 60"#;
+    define_script(&world, "poser", "sandbox: workspace", script);
+    let agent = world.spawn("poser", "");
+    let identity = world.json(&["broker", "status"])["status"]["parentIdentity"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = settled(&world, &delegate(&world, &agent, &identity));
+    assert_eq!(done["summary"], "posing: forbidden", "{done}");
 }
