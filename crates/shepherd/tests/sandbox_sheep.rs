@@ -105,6 +105,8 @@ sleep 60"#,
     let agent = world.spawn("confined", "");
     let status = world.json(&["status", &agent]);
     assert_eq!(status["sandbox"], "workspace", "{status}");
+    let shown = String::from_utf8(world.run(&["status", &agent]).stdout).unwrap();
+    assert!(shown.contains("in sandbox workspace"), "{shown}");
 
     let escape = settled(&world, &delegate(&world, &agent, "try to get out"));
     assert_eq!(escape["status"], "failed", "{escape}");
