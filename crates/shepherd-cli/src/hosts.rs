@@ -118,9 +118,11 @@ fn check(name: &str, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliEr
         .get(name)
         .map_err(|err| CliError::new(ErrorCode::UnknownHost, err.to_string()))?
         .clone();
-    let programs: Vec<String> = ["git", "tmux", "pi", "claude", "codex", "gemini", "opencode"]
-        .map(str::to_owned)
-        .to_vec();
+    let programs: Vec<String> = [
+        "git", "tmux", "bwrap", "pi", "claude", "codex", "gemini", "opencode",
+    ]
+    .map(str::to_owned)
+    .to_vec();
     let mut findings = Vec::new();
     let mut finding = |what: &str, ok: bool, detail: String| {
         findings.push(Finding {
@@ -175,10 +177,13 @@ fn check(name: &str, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliEr
                 finding(
                     program,
                     *present,
-                    if *present {
-                        "on PATH".to_owned()
-                    } else {
-                        "not on PATH (needed only by sheep that run it)".to_owned()
+                    match (*present, program.as_str()) {
+                        (true, _) => "on PATH".to_owned(),
+                        // bubblewrap is what confines a sandboxed sheep.
+                        (false, "bwrap") => "not on PATH: sheep with a sandbox cannot run there \
+                                             (install bubblewrap: apt-get install bubblewrap)"
+                            .to_owned(),
+                        (false, _) => "not on PATH (needed only by sheep that run it)".to_owned(),
                     },
                 );
             }

@@ -63,6 +63,10 @@ pub struct SpawnArgs {
     /// hosts`).
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
+    /// Confine it: off, workspace or strict (default: the definition's `sandbox:`, else the
+    /// `sandbox` setting).
+    #[arg(long, value_enum)]
+    sandbox: Option<shepherd_core::sandbox::Sandbox>,
     #[command(flatten)]
     herd: HerdArgs,
 }
@@ -83,6 +87,7 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         session_name: None,
         isolate: args.isolate,
         host: args.host,
+        sandbox: args.sandbox,
     };
     let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {

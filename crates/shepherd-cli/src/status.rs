@@ -54,8 +54,12 @@ fn status_line(status: &SheepStatus) -> String {
         .as_ref()
         .map(|host| format!(" on host {host}"))
         .unwrap_or_default();
+    let sandbox = status
+        .sandbox
+        .map(|sandbox| format!(" in sandbox {sandbox}"))
+        .unwrap_or_default();
     let mut line = format!(
-        "{} {}{host} [{state}]",
+        "{} {}{host}{sandbox} [{state}]",
         status.agent_id, status.display_name
     );
     if let Some(task) = &status.task {

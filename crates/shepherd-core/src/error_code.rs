@@ -194,6 +194,8 @@ catalogue! {
     UnknownHost = "unknown_host", exit EXIT_USAGE, hint Some("Define the host under `hosts` in your user settings file; `shepherd hosts` lists the hosts defined (docs/remote.md).");
     /// A remote host could not be reached over SSH, or does not have what a sheep needs there.
     HostUnreachable = "host_unreachable", exit EXIT_UNAVAILABLE, hint Some("`shepherd hosts check <name>` says what is missing on the host.");
+    /// A sheep asked to run confined cannot be: bubblewrap is missing or cannot make namespaces.
+    SandboxUnavailable = "sandbox_unavailable", exit EXIT_UNAVAILABLE, hint Some("Install bubblewrap (`apt-get install bubblewrap`), or spawn with --sandbox off; `shepherd hosts check` reports it per host.");
     /// Termination of the sheep could not be confirmed.
     CloseUnconfirmed = "close_unconfirmed", exit EXIT_FAILURE, hint Some("Look at the sheep's pane or process yourself; closing again retries.");
     /// The sheep runs headless: it has no window or pane to bring to the front.

@@ -24,6 +24,7 @@ pub mod land;
 pub mod limit;
 pub mod protocol;
 pub mod run;
+pub mod sandbox;
 pub mod settings;
 pub mod slug;
 pub mod spawn;

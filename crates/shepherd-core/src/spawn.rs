@@ -57,6 +57,10 @@ pub struct SpawnParams {
     /// (default: the agent definition's `host:`, else this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Confine the sheep: `off`, `workspace` or `strict` (default: the definition's
+    /// `sandbox:`, else the `sandbox` setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// The terminal a caller runs in, as its environment tells.

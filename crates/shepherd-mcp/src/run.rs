@@ -219,6 +219,7 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         budget: run.budget.budget()?,
         backend: None,
         host: None,
+        sandbox: args::sandbox(run.sandbox)?,
         parent_model: None,
         parent_thinking: None,
         caller: Some(caller_context()),

@@ -16,6 +16,7 @@ pub mod herdr;
 pub mod platform;
 pub mod process;
 pub mod registry;
+pub mod sandbox_probe;
 pub mod tmux;
 
 use shepherd_core::error_code::ErrorCode;

@@ -18,6 +18,9 @@
 //! and plans by 16 clients into one session and into 16, `done` → completion, and the CLI
 //! path), and `-- fieldnotes --base DIR [--reps N]` compares each with the `shepherd` binary
 //! in `DIR`, an earlier commit's release build, in the same run.
+//!
+//! `-- sandbox` runs only spawn → ready without a sandbox and in each sandbox (`workspace`,
+//! `strict`, with the real bubblewrap), headless and in tmux: what confining a sheep costs.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -370,7 +373,7 @@ async fn lifecycles(world: &World, clients: usize, per_client: usize) {
     );
 }
 
-async fn spawn_overhead(world: &World, backend: &str, rounds: usize) {
+async fn spawn_overhead(world: &World, backend: &str, sandbox: &str, rounds: usize) {
     let socket = world.socket();
     let mut parent = connect(&socket, Role::Parent, None, None).await;
     world.define("sleeper", &["sleep", "3600"]);
@@ -378,7 +381,10 @@ async fn spawn_overhead(world: &World, backend: &str, rounds: usize) {
     for _ in 0..rounds {
         let started = Instant::now();
         let spawned = parent
-            .call_value("spawn", json!({ "agent": "sleeper", "backend": backend }))
+            .call_value(
+                "spawn",
+                json!({ "agent": "sleeper", "backend": backend, "sandbox": sandbox }),
+            )
             .await
             .unwrap();
         ms.push(started.elapsed().as_secs_f64() * 1000.0);
@@ -388,7 +394,9 @@ async fn spawn_overhead(world: &World, backend: &str, rounds: usize) {
             .unwrap();
     }
     summary(
-        &format!("spawn -> ready, {backend} (program start included; a `sleep`)"),
+        &format!(
+            "spawn -> ready, {backend}, sandbox {sandbox} (program start included; a `sleep`)"
+        ),
         ms,
     );
 }
@@ -561,6 +569,24 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "sandbox") {
+        // What confining a sheep adds to its spawn: the same spawns with and without bubblewrap.
+        let rounds = if quick { 10 } else { 30 };
+        runtime.block_on(async {
+            let world = World::new();
+            let backends: &[&str] = if tmux_installed {
+                &["headless", "tmux"]
+            } else {
+                &["headless"]
+            };
+            for backend in backends {
+                for sandbox in ["off", "workspace", "strict"] {
+                    spawn_overhead(&world, backend, sandbox, rounds).await;
+                }
+            }
+        });
+        return;
+    }
     runtime.block_on(async {
         let world = World::new();
         latency(&world, if quick { 50 } else { 500 }).await;
@@ -569,9 +595,9 @@ fn main() {
         lifecycles(&world, 16, if quick { 10 } else { 50 }).await;
         drop(world);
         let world = World::new();
-        spawn_overhead(&world, "headless", if quick { 10 } else { 30 }).await;
+        spawn_overhead(&world, "headless", "off", if quick { 10 } else { 30 }).await;
         if tmux_installed {
-            spawn_overhead(&world, "tmux", if quick { 10 } else { 30 }).await;
+            spawn_overhead(&world, "tmux", "off", if quick { 10 } else { 30 }).await;
         }
         drop(world);
         let world = World::new();

@@ -101,6 +101,9 @@ pub(crate) enum Command {
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(shepherd_sheep::supervise::SuperviseArgs),
+    /// Carry a confined sheep's connections to its allowed hosts (started inside its sandbox).
+    #[command(hide = true)]
+    SandboxBridge(shepherd_sheep::supervise::BridgeArgs),
     /// Run one sheep on a coding agent other than pi (started by Shepherd itself).
     #[command(hide = true)]
     Harness(shepherd_sheep::driver::HarnessArgs),

@@ -26,6 +26,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return shepherd_sheep::supervise::run(&args),
+        Command::SandboxBridge(args) => return shepherd_sheep::supervise::run_bridge(&args),
         Command::Remote(args) => return hosts::remote(&args, printer),
         Command::Harness(args) => return shepherd_sheep::driver::run(&args),
         Command::Completions(args) => return shell::completions(&args, Cli::command()),
@@ -65,6 +66,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Note(_)
         | Command::Report(_)
         | Command::Supervise(_)
+        | Command::SandboxBridge(_)
         | Command::Remote(_)
         | Command::Harness(_)
         | Command::Completions(_)

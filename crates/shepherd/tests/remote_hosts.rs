@@ -57,6 +57,11 @@ fn hosts_are_listed_and_checked_in_one_screen() {
     assert_eq!(found(&ready, "project")["ok"], true);
     assert_eq!(found(&ready, "backend headless")["ok"], true);
     assert_eq!(found(&ready, "tmux")["ok"], true, "tmux is on this machine");
+    assert_eq!(
+        found(&ready, "bwrap")["ok"],
+        true,
+        "bubblewrap, which confines sandboxed sheep, is on this machine"
+    );
 
     let human = world.run(&["hosts", "check", "devbox"]);
     let text = String::from_utf8_lossy(&human.stdout);

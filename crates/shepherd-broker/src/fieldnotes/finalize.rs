@@ -43,6 +43,16 @@ impl FinalizeJob {
         if let Some(host) = herd.sheep.get(&task.agent_id).and_then(|s| s.host()) {
             metadata.insert("host".into(), Value::from(host));
         }
+        // The sandbox it ran in, when it ran confined.
+        if let Some(sandbox) = herd
+            .sheep
+            .get(&task.agent_id)
+            .and_then(|s| s.recipe.as_ref())
+            .and_then(|recipe| recipe.sandbox)
+            .filter(|sandbox| sandbox.is_on())
+        {
+            metadata.insert("sandbox".into(), Value::from(sandbox.as_str()));
+        }
         controls_metadata(task, &mut metadata);
         limits_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);

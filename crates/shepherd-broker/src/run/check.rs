@@ -154,6 +154,7 @@ pub(crate) fn check(
         max_concurrency: settings.max_concurrency.max(1) as usize,
         fieldnotes: true,
         budget: params.budget,
+        sandbox: params.sandbox,
     })
 }
 

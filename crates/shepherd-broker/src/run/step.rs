@@ -154,6 +154,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         // sheep's spawn makes it there.
         isolate: spec.remote_isolate,
         host: spec.host.clone(),
+        sandbox: run.spec.sandbox,
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
     match crate::handlers::spawn::spawn(&run.broker, params, Some(&rid)).await {

@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// plan's task may name its own).
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
+    /// Confine every task's sheep: off, workspace or strict (default: each definition's
+    /// `sandbox:`, else the `sandbox` setting).
+    #[arg(long, value_enum)]
+    sandbox: Option<shepherd_core::sandbox::Sandbox>,
     /// How progress shows on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
@@ -201,6 +205,7 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         budget: plan.budget,
         backend: plan.backend,
         host: None,
+        sandbox: args.sandbox,
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
         caller: Some(caller_context()),

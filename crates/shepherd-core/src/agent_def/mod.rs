@@ -298,6 +298,12 @@ pub struct AgentDef {
     /// sheep's credentials, say. Front ends check them before a herd starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs_env: Vec<String>,
+    /// How its sheep are confined (`sandbox:`); `None` leaves it to the spawn and the settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// What its sheep may reach over the network when confined (`network:`, default `all`).
+    #[serde(default, skip_serializing_if = "crate::sandbox::Network::is_all")]
+    pub network: crate::sandbox::Network,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.

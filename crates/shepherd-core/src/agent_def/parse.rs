@@ -18,9 +18,12 @@ use sha2::{Digest, Sha256};
 
 use super::{AgentDef, AgentSource, Fallback, ModelChoice, ThinkingChoice, ThinkingLevel};
 use crate::harness::Harness;
+use crate::sandbox::{Network, Sandbox};
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 17] = [
+const KNOWN_KEYS: [&str; 19] = [
+    "sandbox",
+    "network",
     "host",
     "needs-env",
     "fallback",
@@ -141,6 +144,9 @@ pub fn parse_agent_def(
     let host = host_name(frontmatter.get("host"))?;
     let fallback = fallback_list(frontmatter.get("fallback"))?;
     let needs_env = variable_names(frontmatter.get("needs-env"))?;
+    let sandbox = choice::<Sandbox>(frontmatter.get("sandbox"), "sandbox", Sandbox::EXPECTED)?;
+    let network = choice::<Network>(frontmatter.get("network"), "network", Network::EXPECTED)?
+        .unwrap_or_default();
 
     let mut ignored = Vec::new();
     let mut flag = |key: &'static str, default: bool| match frontmatter.get(key) {
@@ -184,6 +190,8 @@ pub fn parse_agent_def(
         fallback,
         host,
         needs_env,
+        sandbox,
+        network,
         omit_system_prompt,
         omit_pi_documentation,
         omit_context_files,
@@ -481,6 +489,29 @@ fn render(value: &Value) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A key whose value is one of a closed set's names (`sandbox:`, `network:`); absent or empty
+/// means the key's default, anything else is refused naming the accepted values.
+fn choice<T: std::str::FromStr>(
+    value: Option<&Value>,
+    field: &'static str,
+    expected: &'static str,
+) -> Result<Option<T>, AgentDefError> {
+    let invalid = |value: &Value| AgentDefError::Invalid {
+        field,
+        value: render(value),
+        expected,
+    };
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
+        Some(Value::String(text)) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| invalid(value.unwrap_or(&Value::Null))),
+        Some(other) => Err(invalid(other)),
+    }
 }
 
 /// `host:`: the name of a host the user defined (the definition itself lives in the user's

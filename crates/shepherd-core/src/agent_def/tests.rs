@@ -541,3 +541,25 @@ fn needs_env_lists_variable_names_once() {
         );
     }
 }
+
+#[test]
+fn sandbox_and_network_are_read_and_an_unknown_value_is_refused_naming_the_accepted_ones() {
+    let confined = def("sandbox: workspace\nnetwork: model");
+    assert_eq!(confined.sandbox, Some(crate::sandbox::Sandbox::Workspace));
+    assert_eq!(confined.network, crate::sandbox::Network::Model);
+    assert!(
+        confined.extra.is_empty(),
+        "sandbox is not kept aside as unknown"
+    );
+    let plain = def("");
+    assert_eq!(plain.sandbox, None);
+    assert_eq!(plain.network, crate::sandbox::Network::All);
+    assert_eq!(
+        error("sandbox: jail"),
+        "invalid sandbox \"jail\": expected off, workspace or strict"
+    );
+    assert_eq!(
+        error("network: [model]"),
+        "invalid network [\"model\"]: expected all, model or none"
+    );
+}

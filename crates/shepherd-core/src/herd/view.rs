@@ -72,6 +72,9 @@ pub struct SheepStatus {
     /// The host it runs on (absent: this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The sandbox it runs in (absent: not confined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Sandbox>,
     /// While its host cannot be reached: since when (ms). Its state is then what it was when
     /// the link went down, not what it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -331,6 +334,11 @@ impl Herd {
                 .as_ref()
                 .map(crate::worktree::SheepWorktree::place),
             host: sheep.host().map(str::to_owned),
+            sandbox: sheep
+                .recipe
+                .as_ref()
+                .and_then(|recipe| recipe.sandbox)
+                .filter(|sandbox| sandbox.is_on()),
             link_down_since: None,
             resumes: (sheep.resumes > 0).then_some(sheep.resumes),
             messages: Vec::new(),

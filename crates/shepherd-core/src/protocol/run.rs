@@ -60,6 +60,9 @@ pub struct RunSubmitParams {
     /// The host every step's sheep runs on unless the step names its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The sandbox every step's sheep runs in (default: its definition's, else the setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Sandbox>,
     /// The parent's model, inherited by pi sheep whose definition names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_model: Option<String>,

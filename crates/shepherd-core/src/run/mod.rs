@@ -55,6 +55,9 @@ pub struct RunSpec {
     /// Limits on each task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
+    /// The sandbox every step's sheep runs in, when the run names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 fn yes() -> bool {

@@ -40,6 +40,8 @@ pub enum SettingKey {
     StaleWaitThreshold,
     /// `backend`.
     Backend,
+    /// `sandbox`.
+    Sandbox,
     /// `doneNudges`.
     DoneNudges,
     /// `maxParallelTasks`.
@@ -73,6 +75,7 @@ enum ValueKind {
     Bool,
     Scope,
     Backend,
+    Sandbox,
     /// Positive minutes; stored values of 1000 and more are legacy milliseconds.
     Timeout,
     /// Any number of minutes; below 1 disables.
@@ -89,7 +92,7 @@ enum ValueKind {
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 23] = [
+    pub const ALL: [Self; 24] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -101,6 +104,7 @@ impl SettingKey {
         Self::Timeout,
         Self::StaleWaitThreshold,
         Self::Backend,
+        Self::Sandbox,
         Self::DoneNudges,
         Self::MaxParallelTasks,
         Self::MaxConcurrency,
@@ -129,6 +133,7 @@ impl SettingKey {
             Self::Timeout => "timeout",
             Self::StaleWaitThreshold => "staleWaitThreshold",
             Self::Backend => "backend",
+            Self::Sandbox => "sandbox",
             Self::DoneNudges => "doneNudges",
             Self::MaxParallelTasks => "maxParallelTasks",
             Self::MaxConcurrency => "maxConcurrency",
@@ -153,12 +158,15 @@ impl SettingKey {
     }
 
     /// Whether only the user file may set this key. A project file is repository-controlled:
-    /// it must not switch off the approval gate, turn on the legacy tool, or lift the recursion
-    /// guard.
+    /// it must not switch off the approval gate, turn on the legacy tool, lift the recursion
+    /// guard, or let sheep out of the sandbox the user asked for.
     pub fn is_user_only(self) -> bool {
         matches!(
             self,
-            Self::ConfirmProjectAgents | Self::SubagentCompatibility | Self::MaxDepth
+            Self::ConfirmProjectAgents
+                | Self::SubagentCompatibility
+                | Self::MaxDepth
+                | Self::Sandbox
         )
     }
 
@@ -176,6 +184,7 @@ impl SettingKey {
             Self::Timeout => "default task and reply deadline, in minutes",
             Self::StaleWaitThreshold => "minutes before a stale-wait reminder (below 1: off)",
             Self::Backend => "where sheep run",
+            Self::Sandbox => "how sheep are confined unless their definition or spawn says",
             Self::DoneNudges => "reminders to a sheep that forgets shepherd_done",
             Self::MaxParallelTasks => "most tasks in one subagent call",
             Self::MaxConcurrency => "most subagent tasks running at once",
@@ -207,6 +216,7 @@ impl SettingKey {
         match self {
             Self::AgentScope => ValueKind::Scope,
             Self::Backend => ValueKind::Backend,
+            Self::Sandbox => ValueKind::Sandbox,
             Self::Timeout => ValueKind::Timeout,
             Self::StaleWaitThreshold => ValueKind::Threshold,
             Self::BrokerIdleMinutes | Self::RemoteLinkTimeout | Self::FallbackAfterMinutes => {
@@ -236,6 +246,7 @@ impl SettingKey {
             ValueKind::Bool => "true or false",
             ValueKind::Scope => "user, project or both",
             ValueKind::Backend => "auto, herdr, tmux or headless",
+            ValueKind::Sandbox => crate::sandbox::Sandbox::EXPECTED,
             ValueKind::Timeout => {
                 "a positive number of minutes below 1000, fractions allowed (e.g. 20 or 0.5)"
             }
@@ -266,6 +277,10 @@ impl SettingKey {
             ValueKind::Backend => ["auto", "herdr", "tmux", "headless"]
                 .contains(&lowered.as_str())
                 .then(|| Value::from(lowered.as_str())),
+            ValueKind::Sandbox => lowered
+                .parse::<crate::sandbox::Sandbox>()
+                .ok()
+                .map(|sandbox| Value::from(sandbox.as_str())),
             ValueKind::Timeout => number
                 .filter(|n| *n > 0.0 && *n < LEGACY_MILLISECONDS_FROM)
                 .map(number_value),
@@ -301,6 +316,10 @@ impl SettingKey {
                 .as_str()
                 .filter(|text| ["auto", "herdr", "tmux", "headless"].contains(text))
                 .map(Value::from),
+            ValueKind::Sandbox => stored
+                .as_str()
+                .and_then(|text| text.parse::<crate::sandbox::Sandbox>().ok())
+                .map(|sandbox| Value::from(sandbox.as_str())),
             ValueKind::Timeout => number.filter(|n| *n > 0.0).map(|n| {
                 if n >= LEGACY_MILLISECONDS_FROM {
                     number_value((n / 60_000.0).round().max(1.0))

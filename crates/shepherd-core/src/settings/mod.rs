@@ -58,6 +58,8 @@ pub struct EffectiveSettings {
     pub stale_wait_threshold_minutes: f64,
     /// Where sheep run (`auto`).
     pub backend: Backend,
+    /// How sheep are confined when neither their definition nor their spawn says (`off`).
+    pub sandbox: crate::sandbox::Sandbox,
     /// Reminders sent to a sheep that ends its turn without `shepherd_done` (`1`).
     pub done_nudges: u32,
     /// Most tasks one legacy `subagent` call may carry (`8`).
@@ -101,6 +103,7 @@ impl Default for EffectiveSettings {
             timeout_minutes: 20.0,
             stale_wait_threshold_minutes: 5.0,
             backend: Backend::Auto,
+            sandbox: crate::sandbox::Sandbox::Off,
             done_nudges: 1,
             max_parallel_tasks: 8,
             max_concurrency: 4,
@@ -181,6 +184,7 @@ impl EffectiveSettings {
             SettingKey::Timeout => key::number_value(self.timeout_minutes),
             SettingKey::StaleWaitThreshold => key::number_value(self.stale_wait_threshold_minutes),
             SettingKey::Backend => Value::from(self.backend.as_str()),
+            SettingKey::Sandbox => Value::from(self.sandbox.as_str()),
             SettingKey::DoneNudges => Value::from(self.done_nudges),
             SettingKey::MaxParallelTasks => Value::from(self.max_parallel_tasks),
             SettingKey::MaxConcurrency => Value::from(self.max_concurrency),
@@ -227,6 +231,11 @@ impl EffectiveSettings {
             SettingKey::Backend => {
                 if let Some(backend) = Backend::ALL.into_iter().find(|b| b.as_str() == text) {
                     self.backend = backend;
+                }
+            }
+            SettingKey::Sandbox => {
+                if let Ok(sandbox) = text.parse() {
+                    self.sandbox = sandbox;
                 }
             }
             SettingKey::IncludeBundledAgents => slot_bool(&mut self.include_bundled_agents),

@@ -28,6 +28,7 @@ fn defaults_match_the_original_and_ours() {
             "timeout": 20,
             "staleWaitThreshold": 5,
             "backend": "auto",
+            "sandbox": "off",
             "doneNudges": 1,
             "maxParallelTasks": 8,
             "maxConcurrency": 4,

@@ -20,7 +20,7 @@ pub(crate) use budget::BudgetArgs;
 pub(crate) use run::{Run, RunStep};
 
 pub(crate) use super::catalogue::{
-    ACTIONS, DELIVERIES, DONE_STATUSES, HARNESSES, PLACEMENTS, SCOPES, SOURCES,
+    ACTIONS, DELIVERIES, DONE_STATUSES, HARNESSES, PLACEMENTS, SANDBOXES, SCOPES, SOURCES,
 };
 
 /// A checked `harness` argument.
@@ -28,6 +28,13 @@ pub(crate) fn harness(
     value: Option<String>,
 ) -> Result<Option<shepherd_core::harness::Harness>, ToolError> {
     closed("harness", value, HARNESSES)
+}
+
+/// A checked `sandbox` argument.
+pub(crate) fn sandbox(
+    value: Option<String>,
+) -> Result<Option<shepherd_core::sandbox::Sandbox>, ToolError> {
+    closed("sandbox", value, SANDBOXES)
 }
 
 /// A checked argument of a closed set, as its type: `accepted` lists the set's words.
@@ -169,6 +176,7 @@ pub(crate) struct Spawn {
     pub(crate) harness: Option<String>,
     pub(crate) isolate: Option<bool>,
     pub(crate) host: Option<String>,
+    pub(crate) sandbox: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -25,6 +25,7 @@ pub(crate) struct Run {
     pub(crate) cwd: Option<String>,
     pub(crate) harness: Option<String>,
     pub(crate) host: Option<String>,
+    pub(crate) sandbox: Option<String>,
     pub(crate) session_name: Option<String>,
     pub(crate) timeout: Option<f64>,
     pub(crate) run_id: Option<String>,

@@ -91,6 +91,8 @@ impl Tool {
 pub const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
 /// The coding agents a sheep can run on.
 pub const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
+/// How a sheep may be confined.
+pub const SANDBOXES: &[&str] = &["off", "workspace", "strict"];
 /// What `shepherd_read` can read.
 pub const SOURCES: &[&str] = &["visible", "recent", "recent-unwrapped", "detection"];
 /// How a message is delivered.
@@ -152,6 +154,11 @@ const HOST: Arg = arg(
     "host",
     Kind::String,
     "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)",
+);
+const SANDBOX: Arg = arg(
+    "sandbox",
+    Kind::Choice(SANDBOXES),
+    "Confine the sheep: off | workspace (only its working directory writable, the rest of the home directory hidden) | strict (the project outside its working directory hidden too); default: its definition's sandbox, else the sandbox setting",
 );
 const PROJECT_CWD: Arg = arg(
     "cwd",

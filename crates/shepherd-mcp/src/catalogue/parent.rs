@@ -3,8 +3,8 @@
 use super::{
     ACTIONS, AGENT_ID, Arg, DELIVERY, EXPECTS_REPLY, Front, HARNESS, HARNESSES, HOST, INBOX_WAIT,
     Kind, MAX_COST, MAX_TOKENS, MAX_TOOL_CALLS, MAX_TURNS, MESSAGE_TASK, MESSAGE_TEXT,
-    MESSAGE_THREAD, PLACEMENTS, PROJECT_CWD, REPLY_TO, SCOPES, SOURCES, Tool, arg, mcp_only,
-    required,
+    MESSAGE_THREAD, PLACEMENTS, PROJECT_CWD, REPLY_TO, SANDBOX, SCOPES, SOURCES, Tool, arg,
+    mcp_only, required,
 };
 
 pub const CONTROL: Tool = Tool {
@@ -60,6 +60,7 @@ pub const SPAWN: Tool = Tool {
             "Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard",
         ),
         HOST,
+        SANDBOX,
     ],
 };
 
@@ -244,6 +245,7 @@ pub const RUN: Tool = Tool {
             Kind::String,
             "Run every task's sheep on this host, one the user defined under `hosts` in their Shepherd settings (a task may name its own; default: this machine)",
         ),
+        SANDBOX,
         arg(
             "sessionName",
             Kind::String,

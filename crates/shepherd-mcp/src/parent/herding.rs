@@ -146,6 +146,7 @@ impl Parent {
             pi_command: None,
             isolate: spawn.isolate == Some(true),
             host: spawn.host.clone(),
+            sandbox: args::sandbox(spawn.sandbox.clone())?,
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;

@@ -22,12 +22,18 @@
 // The supervisor owns the sheep's process: it starts, signals and reaps it.
 #![allow(clippy::disallowed_types)]
 
+mod net_bridge;
+mod net_proxy;
 mod output;
 mod reap;
 mod revive;
+mod sandbox;
+
+pub use net_bridge::{BridgeArgs, run as run_bridge};
+pub use sandbox::SandboxArgs;
 
 use shepherd_core::error_code::ErrorCode;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,6 +78,9 @@ pub struct SuperviseArgs {
     /// The broker's state directory, to start the broker again if it dies.
     #[arg(long, value_name = "DIR")]
     broker_state: Option<PathBuf>,
+    /// How the sheep is confined.
+    #[command(flatten)]
+    sandbox: SandboxArgs,
     /// The sheep's program and arguments.
     #[arg(last = true, required = true)]
     program: Vec<String>,
@@ -150,7 +159,19 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
         }
         Err(_) => broker.lost(),
     }
-    let mut child = match start_sheep(args) {
+    let net = match NetProxy::start(args, &cap.socket) {
+        Ok(net) => net,
+        Err(err) => {
+            let report = SupervisorExited {
+                error: Some(err),
+                ..SupervisorExited::default()
+            };
+            let _reported = broker.report(method::SUPERVISOR_EXITED, &report).await;
+            return Ok(127);
+        }
+    };
+    let mut child = match start_sheep(args, &cap.socket, net.as_ref().map(|net| net.dir.as_path()))
+    {
         Ok(child) => child,
         Err(err) => {
             let report = SupervisorExited {
@@ -284,8 +305,8 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
 /// seconds). Once connected, the sheep is reported again: that re-adopts it.
 async fn reconnect(
     broker: &mut BrokerLink,
-    socket: &std::path::Path,
-    state: Option<&std::path::Path>,
+    socket: &Path,
+    state: Option<&Path>,
     started: &SupervisorStarted,
     exited: bool,
 ) {
@@ -343,8 +364,13 @@ async fn reconnect(
 
 /// Starts the sheep's program in a process group of its own, tied to this supervisor by a
 /// parent-death signal: if the supervisor dies, however it dies, the kernel kills the sheep.
-fn start_sheep(args: &SuperviseArgs) -> Result<tokio::process::Child, String> {
-    let (program, rest) = args.program.split_first().expect("clap requires a program");
+fn start_sheep(
+    args: &SuperviseArgs,
+    socket: &Path,
+    net_dir: Option<&Path>,
+) -> Result<tokio::process::Child, String> {
+    let argv = confined(args, socket, net_dir)?;
+    let (program, rest) = argv.split_first().expect("clap requires a program");
     let mut command = tokio::process::Command::new(program);
     command
         .args(rest)
@@ -366,9 +392,81 @@ fn start_sheep(args: &SuperviseArgs) -> Result<tokio::process::Child, String> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
     }
-    command
-        .spawn()
-        .map_err(|err| format!("could not run `{}`: {err}", args.program[0]))
+    command.spawn().map_err(|err| {
+        // A sandbox that cannot be made says what is missing, not just that bwrap failed.
+        let missing = args
+            .sandbox
+            .sandbox
+            .is_on()
+            .then(shepherd_term::sandbox_probe::unavailable)
+            .flatten();
+        match missing {
+            Some(missing) => format!("the sandbox cannot be made: {missing}"),
+            None => format!("could not run `{program}`: {err}"),
+        }
+    })
+}
+
+/// The sheep's command line: its program, inside bubblewrap when it is confined.
+fn confined(
+    args: &SuperviseArgs,
+    socket: &Path,
+    net_dir: Option<&Path>,
+) -> Result<Vec<String>, String> {
+    if !args.sandbox.sandbox.is_on() {
+        return Ok(args.program.clone());
+    }
+    let cwd = std::env::current_dir().map_err(|err| format!("no working directory: {err}"))?;
+    let exe = std::env::current_exe().map_err(|err| format!("no shepherd binary: {err}"))?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let around = sandbox::Surroundings {
+        cwd: &cwd,
+        home: home.as_deref(),
+        runtime_dir: runtime_dir.as_deref(),
+        socket,
+        exe_dir: exe.parent(),
+        net_dir,
+        exe: &exe,
+    };
+    Ok(sandbox::bwrap_command(
+        &args.sandbox,
+        &around,
+        &args.program,
+    ))
+}
+
+/// The allow-listing proxy of a sheep with `network: model`, and the private directory its
+/// socket lives in (bound into the sandbox); both go when the supervisor ends.
+struct NetProxy {
+    dir: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl NetProxy {
+    fn start(args: &SuperviseArgs, socket: &Path) -> Result<Option<Self>, String> {
+        let wanted = args.sandbox.sandbox.is_on()
+            && args.sandbox.sandbox_network == shepherd_core::sandbox::Network::Model;
+        if !wanted {
+            return Ok(None);
+        }
+        let parent = socket.parent().unwrap_or(Path::new("/tmp"));
+        let dir = parent.join(format!("net-{}", std::process::id()));
+        let _stale = fs_err::remove_dir_all(&dir);
+        fs_err::create_dir_all(&dir)
+            .map_err(|err| format!("cannot make the network proxy's directory: {err}"))?;
+        let allowed = net_proxy::AllowList::new(&args.sandbox.sandbox_allow);
+        let task = net_proxy::serve(&dir.join(sandbox::NET_SOCKET), allowed)
+            .map_err(|err| format!("cannot start the network proxy: {err}"))?;
+        Ok(Some(Self { dir, task }))
+    }
+}
+
+impl Drop for NetProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _removed = fs_err::remove_dir_all(&self.dir);
+    }
 }
 
 /// Sets SIGKILL as the sheep's parent-death signal, between fork and exec. The supervisor runs

@@ -32,6 +32,13 @@ export type Placement = "tab" | "pane_right" | "pane_down" | "workspace";
  */
 export type Harness = "pi" | "claude-code" | "codex" | "gemini" | "opencode";
 /**
+ * What a sheep's processes may see and change.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Sandbox".
+ */
+export type Sandbox = "off" | "workspace" | "strict";
+/**
  * The opaque id of one sheep.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -306,6 +313,7 @@ export type ErrorCode =
 	| "unknown_merge"
 	| "unknown_host"
 	| "host_unreachable"
+	| "sandbox_unavailable"
 	| "close_unconfirmed"
 	| "no_pane"
 	| "read_failed"
@@ -682,6 +690,11 @@ export interface SpawnParams {
 	 * (default: the agent definition's `host:`, else this machine).
 	 */
 	host?: string | null;
+	/**
+	 * Confine the sheep: `off`, `workspace` or `strict` (default: the definition's
+	 * `sandbox:`, else the `sandbox` setting).
+	 */
+	sandbox?: Sandbox | null;
 }
 /**
  * The terminal a caller runs in, as its environment tells.
@@ -1215,6 +1228,10 @@ export interface SheepStatus {
 	 * The host it runs on (absent: this machine).
 	 */
 	host?: string | null;
+	/**
+	 * The sandbox it runs in (absent: not confined).
+	 */
+	sandbox?: Sandbox | null;
 	/**
 	 * While its host cannot be reached: since when (ms). Its state is then what it was when
 	 * the link went down, not what it is.
@@ -2342,6 +2359,10 @@ export interface RunSubmitParams {
 	 * The host every step's sheep runs on unless the step names its own.
 	 */
 	host?: string | null;
+	/**
+	 * The sandbox every step's sheep runs in (default: its definition's, else the setting).
+	 */
+	sandbox?: Sandbox | null;
 	/**
 	 * The parent's model, inherited by pi sheep whose definition names none.
 	 */

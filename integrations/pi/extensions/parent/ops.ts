@@ -19,6 +19,7 @@ export interface SpawnRequest {
 	isolate?: boolean;
 	harness?: Harness;
 	host?: string;
+	sandbox?: "off" | "workspace" | "strict";
 }
 
 /** Where a visible sheep's pane can go. */
@@ -56,6 +57,7 @@ export async function spawnSheep(
 		isolate: request.isolate === true ? true : undefined,
 		harness: request.harness,
 		host: request.host,
+		sandbox: request.sandbox,
 		caller: callerContext(),
 		piCommand: piCommand(),
 		...parentChoices(pi, ctx),

@@ -156,6 +156,7 @@ function spawnTool(pi: ExtensionAPI, state: ParentState) {
 				isolate: params.isolate,
 				harness: params.harness,
 				host: params.host,
+				sandbox: params.sandbox,
 			};
 			onUpdate?.({
 				content: [{ type: "text", text: `Spawning ${params.agent}…` }],
@@ -169,6 +170,7 @@ function spawnTool(pi: ExtensionAPI, state: ParentState) {
 				isolate: params.isolate,
 				harness: params.harness,
 				host: params.host,
+				sandbox: params.sandbox,
 			});
 			const returnValue: Record<string, unknown> = { id: result.agentId, agent: result.agent, label: result.label };
 			if (result.worktree) returnValue.worktree = result.worktree;

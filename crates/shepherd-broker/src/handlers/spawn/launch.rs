@@ -43,6 +43,8 @@ pub(crate) struct Prepared {
     pub(crate) cwd: PathBuf,
     /// The host it runs on, when not this machine.
     pub(crate) host: Option<String>,
+    /// How it is confined.
+    pub(crate) sandbox: shepherd_core::sandbox::Sandbox,
 }
 
 impl Prepared {
@@ -162,12 +164,20 @@ pub(crate) async fn launch(
             return Err(err);
         }
     };
-    let supervisor_args = vec![
+    let mut supervisor_args = vec![
         "--credential-file".to_owned(),
         credential.display().to_string(),
         "--broker-state".to_owned(),
         broker.config.paths.state_dir.display().to_string(),
     ];
+    supervisor_args.extend(crate::sheep::sandbox::supervisor_args(
+        broker,
+        id,
+        prepared.sandbox,
+        def,
+        prepared.runtime,
+        prepared.host.is_some(),
+    ));
     let spec = LaunchSpec {
         agent_id: id.to_string(),
         display_name: display.clone(),

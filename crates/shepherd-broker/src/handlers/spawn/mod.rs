@@ -114,6 +114,8 @@ pub(crate) async fn spawn(
         budget: prepared.def.budget,
         recipe: recipe(&SpawnParams {
             host: prepared.host.clone(),
+            // The sandbox it runs in is its own, whatever the settings say later.
+            sandbox: Some(prepared.sandbox).filter(|sandbox| sandbox.is_on()),
             ..params.clone()
         }),
         worktree: worktree.clone(),
@@ -225,6 +227,10 @@ pub(crate) async fn prepare(
         }
         _ => None,
     };
+    let sandbox = crate::sheep::sandbox::chosen(params, &def, &settings);
+    if host.is_none() {
+        crate::sheep::sandbox::check_here(sandbox, &def)?;
+    }
     let caller = params.caller.clone().unwrap_or_default();
     let (kind, backend, cwd) = match &host {
         Some(host) => {
@@ -257,6 +263,7 @@ pub(crate) async fn prepare(
     };
     Ok(Prepared {
         host,
+        sandbox,
         def,
         runtime,
         agent,
