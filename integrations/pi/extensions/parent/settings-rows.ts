@@ -65,6 +65,13 @@ export const ROWS: Row[] = [
 	{ key: "rateLimitWaitSeconds", label: "Wait on a limit without a reset", choices: seconds([10, 30, 60, 120, 300]) },
 	{ key: "holdProviderKeys", label: "Hold a limited account's sheep" },
 	{ key: "fallbackAfterMinutes", label: "Fall back after a limit of", choices: minutes([5, 15, 30, 60]) },
+	{
+		key: "sandbox",
+		label: "Confine sheep (sandbox)",
+		choices: ["off", "workspace", "strict"].map((value) => ({ label: value, value })),
+		userOnly: true,
+		note: (value) => (value !== "off" ? "applies to sheep spawned from now on; needs bubblewrap" : undefined),
+	},
 ];
 
 
