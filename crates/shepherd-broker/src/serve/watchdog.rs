@@ -67,10 +67,24 @@ async fn watched(broker: Arc<Broker>, watch: AsyncFd<OwnedFd>) {
             () = broker.shutdown.cancelled() => return,
             ready = watch.readable() => {
                 let Ok(mut ready) = ready else { return };
-                // Drain every queued event: what happened is re-read from the disk below.
-                let mut events = inotify::Reader::new(watch.get_ref(), &mut buffer);
-                while events.next().is_ok() {}
-                ready.clear_ready();
+                // Drain every queued event (what happened is re-read from the disk below).
+                // Readiness is cleared only by the read that finds the queue empty, so an event
+                // that arrives while draining is never lost.
+                loop {
+                    let read = ready.try_io(|fd| {
+                        let mut events = inotify::Reader::new(fd.get_ref(), &mut buffer);
+                        events.next().map(drop).map_err(std::io::Error::from)
+                    });
+                    match read {
+                        Ok(Ok(())) => {}
+                        Ok(Err(err)) => {
+                            tracing::warn!("reading inotify events failed: {err}");
+                            ready.clear_ready();
+                            break;
+                        }
+                        Err(_queue_empty) => break,
+                    }
+                }
             }
         }
         if check(&broker).await == Verdict::Stopped {
