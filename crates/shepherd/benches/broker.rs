@@ -538,34 +538,8 @@ fn main() {
         .output()
         .is_ok_and(|o| o.status.success());
     if args.iter().any(|a| a == "thousand") {
-        let value = |flag: &str, default: usize| {
-            args.iter()
-                .position(|a| a == flag)
-                .and_then(|i| args.get(i + 1))
-                .map_or(default, |n| n.parse().expect("a number"))
-        };
-        let in_flight = value("--in-flight", 32);
-        let idle = Duration::from_secs(value("--idle", 10) as u64);
-        let runs = [
-            ("headless", value("--sheep", 1000)),
-            (
-                "tmux",
-                if tmux_installed {
-                    value("--tmux", 200)
-                } else {
-                    0
-                },
-            ),
-        ];
-        for (backend, sheep) in runs.into_iter().filter(|(_, n)| *n > 0) {
-            let world = World::new();
-            let crowd = thousand::Crowd {
-                sheep,
-                backend,
-                in_flight,
-                idle,
-            };
-            runtime.block_on(thousand::run(&world, &crowd));
+        for crowd in thousand::Crowd::from_args(&args, tmux_installed) {
+            runtime.block_on(thousand::run(&World::new(), &crowd));
         }
         return;
     }

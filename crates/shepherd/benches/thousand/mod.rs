@@ -25,6 +25,36 @@ pub(crate) struct Crowd {
     pub(crate) idle: Duration,
 }
 
+impl Crowd {
+    /// The runs `-- thousand [--sheep N] [--tmux N] [--in-flight N] [--idle S]` asks for: the
+    /// headless crowd, then the tmux one (when tmux is installed); a count of 0 skips a run.
+    pub(crate) fn from_args(args: &[String], tmux_installed: bool) -> Vec<Self> {
+        let value = |flag: &str, default: usize| {
+            args.iter()
+                .position(|a| a == flag)
+                .and_then(|i| args.get(i + 1))
+                .map_or(default, |n| n.parse().expect("a number"))
+        };
+        let in_flight = value("--in-flight", 32);
+        let idle = Duration::from_secs(value("--idle", 10) as u64);
+        let tmux = if tmux_installed {
+            value("--tmux", 200)
+        } else {
+            0
+        };
+        [("headless", value("--sheep", 1000)), ("tmux", tmux)]
+            .into_iter()
+            .filter(|(_, sheep)| *sheep > 0)
+            .map(|(backend, sheep)| Self {
+                sheep,
+                backend,
+                in_flight,
+                idle,
+            })
+            .collect()
+    }
+}
+
 /// Sum of the PSS (kB) of every live process of this world (its command line or environment
 /// holds `marker`) whose arguments `is_one` picks.
 fn pss_of(is_one: impl Fn(&[String]) -> bool, marker: &str) -> (usize, u64) {
