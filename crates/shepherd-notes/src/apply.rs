@@ -223,19 +223,33 @@ impl Store {
         request: Request,
     ) -> Outcomes {
         let mut outcomes = Vec::with_capacity(request.ops.len());
-        let mut refused: Option<OpError> = None;
+        // A refused `Continue` and how many operations after it it still refuses (`None`: all).
+        let mut refused: Option<(OpError, Option<usize>)> = None;
         for op in request.ops {
-            if let Some(err) = &refused {
-                outcomes.push(Err(err.clone()));
-                continue;
+            if let Some((err, reach)) = &mut refused {
+                match reach {
+                    Some(0) => refused = None,
+                    Some(left) => {
+                        *left -= 1;
+                        outcomes.push(Err(err.clone()));
+                        continue;
+                    }
+                    None => {
+                        outcomes.push(Err(err.clone()));
+                        continue;
+                    }
+                }
             }
-            let continues = matches!(op, NoteOp::Continue { .. });
+            let guards = match &op {
+                NoteOp::Continue { guards, .. } => Some(*guards),
+                _ => None,
+            };
             let outcome = self.apply_one(metadata, &mut batch.changes, existing, op, &request.now);
             match &outcome {
                 Ok(NoteOpOutcome::StatusSet(status)) => batch.explicit_status = Some(*status),
                 Ok(NoteOpOutcome::Note(_)) => batch.notes_changed = true,
-                // A request that continues the wrong session applies nothing after that.
-                Err(err) if continues => refused = Some(err.clone()),
+                // A writer that continues the wrong session applies nothing after that.
+                Err(err) if guards.is_some() => refused = Some((err.clone(), guards.flatten())),
                 _ => {}
             }
             if matches!(outcome, Ok(ref o) if !matches!(o, NoteOpOutcome::Unchanged(_))) {
@@ -339,7 +353,9 @@ impl Store {
                 shepherd_core::fieldnotes::branches::upsert(&mut metadata.branches, record);
                 Ok(NoteOpOutcome::BranchSet)
             }
-            NoteOp::Continue { key, session_file } => {
+            NoteOp::Continue {
+                key, session_file, ..
+            } => {
                 if !key.matches(metadata) {
                     return Err(OpError::OtherSession {
                         expected: match key {

@@ -85,3 +85,65 @@ pub enum StoreError {
     #[error(transparent)]
     Op(#[from] OpError),
 }
+
+impl StoreError {
+    /// The stable wire code of this failure: what every front end reports it as, whether the
+    /// store was written directly or through a broker.
+    pub fn code(&self) -> shepherd_core::error_code::ErrorCode {
+        use shepherd_core::error_code::ErrorCode;
+        match self {
+            Self::Io(_) => ErrorCode::Io,
+            Self::LockTimeout { .. } => ErrorCode::LockTimeout,
+            Self::InvalidName(_) => ErrorCode::InvalidName,
+            Self::InvalidIdentity { .. } => ErrorCode::InvalidIdentity,
+            Self::ProjectRoot { .. } => ErrorCode::InvalidProject,
+            Self::SessionNotFound { .. } | Self::NotANote { .. } => ErrorCode::NotFound,
+            Self::Malformed { .. } => ErrorCode::Malformed,
+            Self::UnsafePath { .. } => ErrorCode::UnsafePath,
+            Self::Op(op) => op_code(op),
+        }
+    }
+
+    /// The message with every cause after it, on one line.
+    pub fn one_line(&self) -> String {
+        let mut message = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        message
+    }
+}
+
+/// The stable wire code of a refused operation.
+pub fn op_code(op: &OpError) -> shepherd_core::error_code::ErrorCode {
+    use shepherd_core::error_code::ErrorCode;
+    match op {
+        OpError::AlreadyFinal { .. } => ErrorCode::AlreadyFinal,
+        OpError::NotFinal { .. } => ErrorCode::NotFinal,
+        OpError::UnknownNote { .. } => ErrorCode::NotFound,
+        OpError::InvalidLink { .. } => ErrorCode::InvalidLink,
+        OpError::OtherSession { .. } => ErrorCode::StaleSession,
+        OpError::Deleted { .. } => ErrorCode::Deleted,
+        _ => ErrorCode::InvalidArgument,
+    }
+}
+
+/// Whether a commit failed because the session it was sent to is not (or no longer) the one
+/// asked for: gone, unusable, or reached through an unsafe path. [`crate::Store::apply_in`]
+/// then finds the session the long way instead of failing.
+pub trait SessionMiss {
+    /// Whether this failure is such a miss.
+    fn session_missing(&self) -> bool;
+}
+
+impl SessionMiss for StoreError {
+    fn session_missing(&self) -> bool {
+        matches!(
+            self,
+            Self::SessionNotFound { .. } | Self::Malformed { .. } | Self::UnsafePath { .. }
+        )
+    }
+}

@@ -58,10 +58,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use bindings::SessionKey;
-pub use error::StoreError;
+pub use error::{SessionMiss, StoreError, op_code};
 pub use ops::{AGENT_ID_KEY, Applied, Finalization, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 pub use read::{ListedSession, LocatedNote, NoteView};
-pub use resolve::{ReservedIn, Resolved};
+pub use resolve::{AppliedIn, ReservedIn, Resolved};
 pub use shepherd_core::fieldnotes::{
     ArtifactRecord, Metadata, Mode, NoteStatus, OpError, PlannedNote, SessionMetadata,
 };

@@ -85,8 +85,8 @@ pub enum NoteOp {
     /// [`shepherd_core::fieldnotes::branches::upsert`]).
     SetBranch(shepherd_core::fieldnotes::BranchRecord),
     /// Continue the session as the one `key` selects: refused with
-    /// [`OpError::OtherSession`] (and every later operation of the same request with it,
-    /// unapplied) unless the session, as read under its lock, carries that binding or name;
+    /// [`OpError::OtherSession`] (and the operations it guards with it, unapplied) unless the
+    /// session, as read under its lock, carries that binding or name;
     /// otherwise marks it continued (`resumed`, `session_file` recorded, a finished session
     /// running again). Lets a writer that found the session through the index check and
     /// continue it in the same commit as its own changes.
@@ -95,6 +95,11 @@ pub enum NoteOp {
         key: SessionKey,
         /// The parent's session file, for diagnostics.
         session_file: Option<String>,
+        /// How many operations after it belong to the same writer and are refused with it;
+        /// every later operation of the request when absent. A broker groups several writers'
+        /// operations into one request, so it says how far a refusal reaches.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guards: Option<usize>,
     },
     /// Reserve a note for task `task_id` (recorded as its `taskId`) unless the session already
     /// holds one, which is then answered [`NoteOpOutcome::Unchanged`]: a task handed over

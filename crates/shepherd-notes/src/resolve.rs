@@ -35,8 +35,8 @@ use shepherd_core::time::iso;
 use crate::atomic::{self, Batch, TEMP_PREFIX};
 use crate::lock::{self, Scope};
 use crate::{
-    CommitStage, ListedSession, MAX_IDENTITY, NoteOp, NoteOpOutcome, SessionKey, SessionRef, Store,
-    StoreError,
+    Applied, CommitStage, ListedSession, MAX_IDENTITY, NoteOp, NoteOpOutcome, SessionKey,
+    SessionMiss, SessionRef, Store, StoreError,
 };
 
 /// What [`Store::reserve_in`] did.
@@ -50,6 +50,19 @@ pub struct ReservedIn {
     pub resumed: bool,
     /// The notes, as committed, in input order.
     pub notes: Vec<ArtifactRecord>,
+}
+
+/// What [`Store::apply_in`] did.
+#[derive(Debug, Clone)]
+pub struct AppliedIn {
+    /// The session the operations went to.
+    pub session: SessionRef,
+    /// Its name.
+    pub session_name: String,
+    /// Whether an existing session was continued (`false`: created now).
+    pub resumed: bool,
+    /// One result per operation, in order.
+    pub outcomes: Vec<Result<NoteOpOutcome, OpError>>,
 }
 
 /// A parent identity checked and made a key.
@@ -143,10 +156,7 @@ impl Store {
     }
 
     /// Reserves `planned` notes in the session `key` selects, creating it on first use, as one
-    /// commit whenever the binding index knows the session: the commit itself checks, under
-    /// the session lock, that the session is still the one `key` selects, continues it and
-    /// reserves the notes ([`NoteOp::Continue`]), so finding the session costs one small read.
-    /// Otherwise (first use, or a stale index) it resolves the session the long way first.
+    /// commit whenever the binding index knows the session (see [`Store::apply_in`]).
     pub fn reserve_in(
         &self,
         key: &SessionKey,
@@ -157,17 +167,77 @@ impl Store {
         for note in &planned {
             check_planned(note)?;
         }
+        let ops = planned.into_iter().map(NoteOp::Reserve).collect();
+        let applied = self.apply_in(key, session_file, ops, now, |session, ops| {
+            self.apply(session, ops, now)
+        })?;
+        let mut notes = Vec::with_capacity(applied.outcomes.len());
+        for outcome in applied.outcomes {
+            match outcome? {
+                NoteOpOutcome::Note(record) => notes.push(*record),
+                other => unreachable!("a reservation yields a note, not {other:?}"),
+            }
+        }
+        Ok(ReservedIn {
+            session: applied.session,
+            session_name: applied.session_name,
+            resumed: applied.resumed,
+            notes,
+        })
+    }
+
+    /// Applies `ops` in the session `key` selects, creating it on first use, committing with
+    /// `commit` (this store's [`Store::apply`], or a broker's lane that ends in it). Whenever
+    /// the binding index knows the session this is one commit: the commit itself checks, under
+    /// the session lock, that the session is still the one `key` selects, continues it and
+    /// applies `ops` ([`NoteOp::Continue`]), so finding the session costs one small read.
+    /// Otherwise (first use, or a stale index) the session is resolved the long way first.
+    pub fn apply_in<E: From<StoreError> + SessionMiss>(
+        &self,
+        key: &SessionKey,
+        session_file: Option<&str>,
+        ops: Vec<NoteOp>,
+        now: Timestamp,
+        mut commit: impl FnMut(&SessionRef, Vec<NoteOp>) -> Result<Applied, E>,
+    ) -> Result<AppliedIn, E> {
         let key = match key {
             SessionKey::Parent(identity) => parent_key(identity)?,
-            SessionKey::Name(name) => {
-                SessionKey::Name(shepherd_core::slug::validate_session_name(name)?.to_owned())
-            }
+            SessionKey::Name(name) => SessionKey::Name(
+                shepherd_core::slug::validate_session_name(name)
+                    .map_err(StoreError::from)?
+                    .to_owned(),
+            ),
         };
-        if let Some(session) = self.indexed(&key)
-            && let Some(reserved) =
-                self.reserve_indexed(&key, session, session_file, &planned, now)?
-        {
-            return Ok(reserved);
+        if let Some(session) = self.indexed(&key) {
+            let mut continued = vec![NoteOp::Continue {
+                key: key.clone(),
+                session_file: session_file.map(str::to_owned),
+                guards: Some(ops.len()),
+            }];
+            continued.extend(ops.iter().cloned());
+            match commit(&session, continued) {
+                Ok(applied) => {
+                    let mut outcomes = applied.outcomes.into_iter();
+                    match outcomes.next() {
+                        Some(Ok(NoteOpOutcome::Continued { session_name })) => {
+                            return Ok(AppliedIn {
+                                session,
+                                session_name,
+                                resumed: true,
+                                outcomes: outcomes.collect(),
+                            });
+                        }
+                        Some(Err(OpError::OtherSession { .. })) => {}
+                        Some(Err(err)) => return Err(StoreError::from(err).into()),
+                        Some(Ok(other)) => {
+                            unreachable!("continuing yields Continued, not {other:?}")
+                        }
+                        None => unreachable!("one outcome per operation"),
+                    }
+                }
+                Err(err) if err.session_missing() => {}
+                Err(err) => return Err(err),
+            }
         }
         let resolved = match &key {
             SessionKey::Parent(identity) => {
@@ -175,59 +245,13 @@ impl Store {
             }
             SessionKey::Name(name) => self.create_or_continue_named(name, now)?,
         };
-        let notes = self.reserve(&resolved.session, planned, now)?;
-        Ok(ReservedIn {
+        let applied = commit(&resolved.session, ops)?;
+        Ok(AppliedIn {
             session: resolved.session,
             session_name: resolved.metadata.session_name,
             resumed: resolved.resumed,
-            notes,
+            outcomes: applied.outcomes,
         })
-    }
-
-    /// The fast path of [`Store::reserve_in`]; `None` when the index was wrong.
-    fn reserve_indexed(
-        &self,
-        key: &SessionKey,
-        session: SessionRef,
-        session_file: Option<&str>,
-        planned: &[PlannedNote],
-        now: Timestamp,
-    ) -> Result<Option<ReservedIn>, StoreError> {
-        let mut ops = vec![NoteOp::Continue {
-            key: key.clone(),
-            session_file: session_file.map(str::to_owned),
-        }];
-        ops.extend(planned.iter().cloned().map(NoteOp::Reserve));
-        let applied = match self.apply(&session, ops, now) {
-            Ok(applied) => applied,
-            Err(
-                StoreError::SessionNotFound { .. }
-                | StoreError::Malformed { .. }
-                | StoreError::UnsafePath { .. },
-            ) => return Ok(None),
-            Err(err) => return Err(err),
-        };
-        let mut outcomes = applied.outcomes.into_iter();
-        let session_name = match outcomes.next() {
-            Some(Ok(NoteOpOutcome::Continued { session_name })) => session_name,
-            Some(Err(OpError::OtherSession { .. })) => return Ok(None),
-            Some(Err(err)) => return Err(err.into()),
-            Some(Ok(other)) => unreachable!("continuing yields Continued, not {other:?}"),
-            None => unreachable!("one outcome per operation"),
-        };
-        let mut notes = Vec::with_capacity(planned.len());
-        for outcome in outcomes {
-            match outcome? {
-                NoteOpOutcome::Note(record) => notes.push(*record),
-                other => unreachable!("a reservation yields a note, not {other:?}"),
-            }
-        }
-        Ok(Some(ReservedIn {
-            session,
-            session_name,
-            resumed: true,
-            notes,
-        }))
     }
 
     /// The session the index names for `key`, if its record (read now) confirms it.

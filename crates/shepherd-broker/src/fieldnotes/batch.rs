@@ -13,8 +13,8 @@ use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::LABEL_KEY;
 use shepherd_core::herd::NoteLink;
 use shepherd_notes::{
-    ArtifactRecord, Finalization, Metadata, NoteOp, NoteOpOutcome, OpError, PlannedNote,
-    SessionMetadata, SessionRef, Store,
+    Applied, ArtifactRecord, Finalization, Metadata, NoteOp, NoteOpOutcome, OpError, PlannedNote,
+    SessionMetadata, SessionRef, Store, StoreError,
 };
 
 use super::{
@@ -53,20 +53,57 @@ pub(crate) enum LaneJob {
     Release(ReleaseRequest, Reply<bool>),
     /// Record a branch of the session, or its new state.
     Branch(shepherd_core::fieldnotes::BranchRecord, Reply<()>),
+    /// Apply a caller's operations as they are (`notes.write`), answered with their outcomes
+    /// and the record as committed.
+    Ops(Vec<NoteOp>, OpsReply),
+}
+
+/// Where an [`LaneJob::Ops`] job's answer goes: its outcomes, or why its group failed, with a
+/// store failure kept whole so the caller can tell a session gone from a broken disk.
+pub(super) type OpsReply = std::sync::mpsc::Sender<Result<Applied, OpsFailure>>;
+
+/// Why a group with an [`LaneJob::Ops`] job in it failed.
+#[derive(Debug, Clone)]
+pub(super) enum OpsFailure {
+    /// The store refused or failed the commit.
+    Store(std::sync::Arc<StoreError>),
+    /// The broker could not get as far as the store.
+    Broker(BrokerError),
+}
+
+/// Why a group failed, before it is told to each job in the form that job expects.
+enum GroupFailure {
+    Store(std::sync::Arc<StoreError>),
+    Broker(BrokerError),
+}
+
+impl GroupFailure {
+    fn broker(&self) -> BrokerError {
+        match self {
+            Self::Store(err) => store_error(err, store_code(err)),
+            Self::Broker(err) => err.clone(),
+        }
+    }
 }
 
 impl LaneJob {
-    fn fail(self, err: &BrokerError) {
-        fn send<T>(reply: &Reply<T>, err: &BrokerError) {
+    fn fail(self, failure: &GroupFailure) {
+        fn send<T>(reply: &Reply<T>, failure: &GroupFailure) {
             // A caller that gave up is gone; nothing to tell.
-            let _gone = reply.send(Err(err.clone()));
+            let _gone = reply.send(Err(failure.broker()));
         }
         match &self {
-            Self::Reserve { reply, .. } | Self::Start { reply, .. } => send(reply, err),
-            Self::Plan { reply, .. } => send(reply, err),
-            Self::Finalize(_, reply) | Self::UpdateOutput(_, _, _, reply) => send(reply, err),
-            Self::Release(_, reply) => send(reply, err),
-            Self::Branch(_, reply) => send(reply, err),
+            Self::Reserve { reply, .. } | Self::Start { reply, .. } => send(reply, failure),
+            Self::Plan { reply, .. } => send(reply, failure),
+            Self::Finalize(_, reply) | Self::UpdateOutput(_, _, _, reply) => send(reply, failure),
+            Self::Release(_, reply) => send(reply, failure),
+            Self::Branch(_, reply) => send(reply, failure),
+            Self::Ops(_, reply) => {
+                let _gone = reply.send(Err(match failure {
+                    GroupFailure::Store(err) => OpsFailure::Store(std::sync::Arc::clone(err)),
+                    GroupFailure::Broker(err) => OpsFailure::Broker(err.clone()),
+                }));
+            }
         }
     }
 
@@ -115,6 +152,7 @@ impl LaneJob {
                 metadata: metadata.clone(),
             }],
             Self::Branch(record, _) => vec![NoteOp::SetBranch(record.clone())],
+            Self::Ops(ops, _) => ops.clone(),
             Self::Release(request, _) => vec![NoteOp::Release {
                 note: file_name(&request.note.display().to_string()),
                 group: Some(request.group.clone()),
@@ -144,7 +182,8 @@ pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
     let (store, session) = match prepared {
         Ok(prepared) => prepared,
         Err(err) => {
-            jobs.into_iter().for_each(|job| job.fail(&err));
+            let failure = GroupFailure::Broker(err);
+            jobs.into_iter().for_each(|job| job.fail(&failure));
             return;
         }
     };
@@ -164,21 +203,19 @@ pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
     }
     let committed = store
         .apply(&session, ops, shepherd_core::time::Timestamp::now())
-        .map_err(|err| store_error(&err, store_code(&err)))
         .and_then(|applied| {
             let metadata = match applied.session {
                 Some(metadata) => *metadata,
                 // Another process committed for us: read what it left.
-                None => store
-                    .load(&session)
-                    .map_err(|err| store_error(&err, store_code(&err)))?,
+                None => store.load(&session)?,
             };
             Ok((applied.outcomes, metadata))
         });
     let (outcomes, metadata) = match committed {
         Ok(committed) => committed,
         Err(err) => {
-            jobs.into_iter().for_each(|job| job.fail(&err));
+            let failure = GroupFailure::Store(std::sync::Arc::new(err));
+            jobs.into_iter().for_each(|job| job.fail(&failure));
             return;
         }
     };
@@ -254,6 +291,12 @@ impl Group<'_> {
             | LaneJob::UpdateOutput(_, _, _, reply)
             | LaneJob::Branch(_, reply) => {
                 let _gone = reply.send(single(outcomes).map(|_| ()));
+            }
+            LaneJob::Ops(_, reply) => {
+                let _gone = reply.send(Ok(Applied {
+                    outcomes,
+                    session: Some(Box::new(metadata.clone())),
+                }));
             }
             LaneJob::Release(_, reply) => {
                 let answer = match outcomes.into_iter().next() {

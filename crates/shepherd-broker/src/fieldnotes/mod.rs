@@ -117,6 +117,7 @@ pub(crate) const FIELDNOTES_DEADLINE: std::time::Duration = std::time::Duration:
 mod batch;
 mod finalize;
 mod lanes;
+mod write;
 
 pub(crate) use finalize::{FinalizeJob, merge_telemetry};
 
@@ -136,6 +137,8 @@ pub(crate) struct Writer {
     /// Whether the parent's session existed before this broker first used it, kept when the
     /// session is forgotten to be resolved again with a new session file.
     parent_was_resumed: Mutex<Option<bool>>,
+    /// `notes.write` changes made (see `write`).
+    notes_written: std::sync::atomic::AtomicU64,
 }
 
 impl Writer {
@@ -286,6 +289,7 @@ impl Fieldnotes {
             store: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             parent_was_resumed: Mutex::new(None),
+            notes_written: std::sync::atomic::AtomicU64::new(0),
         });
         let committing = Arc::clone(&writer);
         let lanes = Lanes::new(MAX_COMMITTERS, move |session: &str, jobs| {

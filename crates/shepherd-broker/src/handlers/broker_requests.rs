@@ -47,6 +47,7 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
             .values()
             .cloned()
             .collect(),
+        notes_written: broker.fieldnotes().notes_written(),
     }
 }
 

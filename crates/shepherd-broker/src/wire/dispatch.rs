@@ -98,6 +98,16 @@ async fn route(
         Method::RunCancel => crate::run::cancel(broker, &parse(name, params)?).await,
         Method::MergeSubmit => crate::land::submit(broker, session, parse(name, params)?).await,
         Method::MergeAttach => crate::land::attach(broker, session, &parse(name, params)?),
+        Method::NotesWrite => {
+            let params = parse(name, params)?;
+            let fieldnotes = broker.fieldnotes();
+            reply(
+                tokio::task::spawn_blocking(move || fieldnotes.write(params))
+                    .await
+                    .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))
+                    .and_then(|written| written),
+            )
+        }
         Method::Watch => crate::handlers::parent::watch(broker, parse(name, params)?, rid).await,
         Method::Wait => {
             reply(crate::handlers::parent::wait(broker, session, parse(name, params)?).await)

@@ -13,7 +13,9 @@ use clap::Args;
 use jiff::Timestamp;
 use serde_json::json;
 
-use super::{locate, note_result, store_error, text_or_stdin};
+use shepherd_core::protocol::NoteChange;
+
+use super::{change_note, locate, note_result, text_or_stdin};
 use crate::Printer;
 use shepherd_client::CliError;
 use shepherd_client::Context;
@@ -38,14 +40,16 @@ pub struct FeedbackArgs {
 
 pub(super) fn delete(args: &DeleteArgs, ctx: &Context, printer: Printer) -> Result<(), CliError> {
     let located = locate(ctx, &args.note)?;
-    let record = located
-        .store
-        .delete_note(
+    let change = NoteChange::Delete {
+        note: located.record.file_name.clone(),
+    };
+    let record = change_note(ctx, &located, change, || {
+        located.store.delete_note(
             &located.session,
             &located.record.file_name,
             Timestamp::now(),
         )
-        .map_err(|err| store_error(&err))?;
+    })?;
     let mut doc = note_result(&located, &record);
     doc["deletedAt"] = json!(record.deleted_at);
     printer.emit(&doc, || format!("{} is deleted", record.file_path));
@@ -59,16 +63,20 @@ pub(super) fn feedback(
 ) -> Result<(), CliError> {
     let located = locate(ctx, &args.note)?;
     let text = text_or_stdin(args.text)?;
-    let record = located
-        .store
-        .add_feedback(
+    let change = NoteChange::Feedback {
+        note: located.record.file_name.clone(),
+        from: args.from.clone(),
+        text: text.clone(),
+    };
+    let record = change_note(ctx, &located, change, || {
+        located.store.add_feedback(
             &located.session,
             &located.record.file_name,
             &args.from,
             &text,
             Timestamp::now(),
         )
-        .map_err(|err| store_error(&err))?;
+    })?;
     let mut doc = note_result(&located, &record);
     doc["feedback"] = json!(record.feedback);
     printer.emit(&doc, || {

@@ -10,6 +10,7 @@
 
 mod curate;
 mod held;
+mod through_broker;
 
 use shepherd_core::error_code::ErrorCode;
 use std::io::Read;
@@ -22,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use shepherd_core::fieldnotes::Binding;
 use shepherd_notes::{
-    ArtifactRecord, Finalization, ListedSession, LocatedNote, Metadata, Mode, NoteStatus, OpError,
+    ArtifactRecord, Finalization, ListedSession, LocatedNote, Metadata, Mode, NoteStatus,
     PlannedNote, SessionKey, SessionMetadata, Store, StoreError,
 };
 
@@ -31,6 +32,8 @@ use crate::ProjectArg;
 use held::refuse_if_held_by_broker;
 use shepherd_client::CliError;
 use shepherd_client::Context;
+use shepherd_core::protocol::{NoteChange, NotesSession};
+use through_broker::Written;
 
 /// Read and write fieldnotes sessions (`.shepherd/sessions/NNNN-slug/`).
 #[derive(Debug, Subcommand)]
@@ -356,27 +359,51 @@ fn reserve(args: ReserveArgs, ctx: &Context, printer: Printer) -> Result<(), Cli
         metadata: Metadata::new(),
         start: args.start,
     };
+    let session = match &key {
+        SessionKey::Parent(identity) => NotesSession::Parent {
+            parent_session: identity.clone(),
+            parent_session_file: args.parent_session_file.clone(),
+        },
+        SessionKey::Name(name) => NotesSession::Named {
+            session_name: name.clone(),
+        },
+    };
+    let change = NoteChange::Reserve {
+        agent: planned.agent.clone(),
+        mode: planned.mode,
+        task: planned.task.clone(),
+        group: planned.group.clone(),
+        start: planned.start,
+    };
     // One commit when the store's binding index knows the session (it checks and continues
     // the session in the same commit); nothing else in the project is read.
-    let mut done = store
-        .reserve_in(
+    let done = through_broker::write(ctx, &store, session, change, || {
+        let mut reserved = store.reserve_in(
             &key,
             args.parent_session_file.as_deref(),
             vec![planned],
             Timestamp::now(),
-        )
-        .map_err(|err| store_error(&err))?;
-    let note = done.notes.remove(0);
+        )?;
+        Ok(Written {
+            session: reserved.session,
+            session_name: reserved.session_name,
+            resumed: reserved.resumed,
+            note: Some(reserved.notes.remove(0)),
+            related: None,
+        })
+    })?;
     let session_dir = store.session_dir(&done.session);
+    let (session_name, resumed) = (done.session_name.clone(), done.resumed);
+    let note = done.note()?;
     let reserved = Reserved {
         session: session_dir.display().to_string(),
-        session_name: done.session_name,
+        session_name,
         session_relative: store
             .relative(&session_dir)
             .unwrap_or_else(|| session_dir.display().to_string()),
         note: note.file_path,
         note_relative: note.relative_path,
-        resumed: done.resumed,
+        resumed,
     };
     printer.emit(&reserved, || {
         format!("session: {}\nnote: {}", reserved.session, reserved.note)
@@ -406,15 +433,18 @@ fn start(args: &StartArgs, ctx: &Context, printer: Printer) -> Result<(), CliErr
     let located = locate(ctx, &args.note)?;
     refuse_if_held_by_broker(ctx, &located)?;
     let metadata = parse_meta(&args.meta)?;
-    let record = located
-        .store
-        .start(
+    let change = NoteChange::Start {
+        note: located.record.file_name.clone(),
+        metadata: metadata.clone(),
+    };
+    let record = change_note(ctx, &located, change, || {
+        located.store.start(
             &located.session,
             &located.record.file_name,
             metadata,
             Timestamp::now(),
         )
-        .map_err(|err| store_error(&err))?;
+    })?;
     let doc = note_result(&located, &record);
     printer.emit(&doc, || format!("{} is running", record.file_path));
     Ok(())
@@ -435,15 +465,21 @@ fn finish(args: FinishArgs, ctx: &Context, printer: Printer) -> Result<(), CliEr
         error: args.error.map(text_or_stdin).transpose()?,
         metadata: parse_meta(&args.meta)?,
     };
-    let record = located
-        .store
-        .finalize(
+    let change = NoteChange::Finish {
+        note: located.record.file_name.clone(),
+        status: result.status,
+        output: result.output.clone(),
+        error: result.error.clone(),
+        metadata: result.metadata.clone(),
+    };
+    let record = change_note(ctx, &located, change, || {
+        located.store.finalize(
             &located.session,
             &located.record.file_name,
             result,
             Timestamp::now(),
         )
-        .map_err(|err| store_error(&err))?;
+    })?;
     let doc = note_result(&located, &record);
     printer.emit(&doc, || {
         format!("{} is {}", record.file_path, record.status)
@@ -469,9 +505,29 @@ fn link(args: LinkArgs, ctx: &Context, printer: Printer) -> Result<(), CliError>
             })?
             .to_owned()
     };
-    let linked = store
-        .link(&session, &target, args.title, Timestamp::now())
-        .map_err(|err| store_error(&err))?;
+    let change = NoteChange::Link {
+        target: target.clone(),
+        title: args.title.clone(),
+    };
+    let to = NotesSession::Directory {
+        directory: session.directory_name().to_owned(),
+    };
+    let written = through_broker::write(ctx, &store, to, change, || {
+        let related = store.link(&session, &target, args.title, Timestamp::now())?;
+        Ok(Written {
+            session: session.clone(),
+            session_name: String::new(),
+            resumed: true,
+            note: None,
+            related: Some(related),
+        })
+    })?;
+    let linked = written.related.ok_or_else(|| {
+        CliError::new(
+            ErrorCode::Internal,
+            "the link was made but not reported back",
+        )
+    })?;
     let doc = json!({
         "session": store.session_dir(&session),
         "target": linked.target,
@@ -481,6 +537,28 @@ fn link(args: LinkArgs, ctx: &Context, printer: Printer) -> Result<(), CliError>
         format!("linked {} from {}", linked.target, session.directory_name())
     });
     Ok(())
+}
+
+/// Changes the note `located` names, through the project's broker when one runs.
+pub(super) fn change_note(
+    ctx: &Context,
+    located: &LocatedNote,
+    change: NoteChange,
+    direct: impl FnOnce() -> Result<ArtifactRecord, StoreError>,
+) -> Result<ArtifactRecord, CliError> {
+    let to = NotesSession::Directory {
+        directory: located.session.directory_name().to_owned(),
+    };
+    through_broker::write(ctx, &located.store, to, change, || {
+        Ok(Written {
+            session: located.session.clone(),
+            session_name: String::new(),
+            resumed: true,
+            note: Some(direct()?),
+            related: None,
+        })
+    })?
+    .note()
 }
 
 /// `KEY=VALUE` pairs; a VALUE that parses as JSON is kept as JSON, anything else as text.
@@ -513,31 +591,5 @@ pub(super) fn text_or_stdin(text: String) -> Result<String, CliError> {
 
 /// The one-line rendering and stable code of a store error.
 pub(super) fn store_error(err: &StoreError) -> CliError {
-    let code = match err {
-        StoreError::Io(_) => ErrorCode::Io,
-        StoreError::LockTimeout { .. } => ErrorCode::LockTimeout,
-        StoreError::InvalidName(_) => ErrorCode::InvalidName,
-        StoreError::InvalidIdentity { .. } => ErrorCode::InvalidIdentity,
-        StoreError::ProjectRoot { .. } => ErrorCode::InvalidProject,
-        StoreError::SessionNotFound { .. } | StoreError::NotANote { .. } => ErrorCode::NotFound,
-        StoreError::Malformed { .. } => ErrorCode::Malformed,
-        StoreError::UnsafePath { .. } => ErrorCode::UnsafePath,
-        StoreError::Op(op) => match op {
-            OpError::AlreadyFinal { .. } => ErrorCode::AlreadyFinal,
-            OpError::NotFinal { .. } => ErrorCode::NotFinal,
-            OpError::UnknownNote { .. } => ErrorCode::NotFound,
-            OpError::InvalidLink { .. } => ErrorCode::InvalidLink,
-            OpError::OtherSession { .. } => ErrorCode::StaleSession,
-            OpError::Deleted { .. } => ErrorCode::Deleted,
-            _ => ErrorCode::InvalidArgument,
-        },
-    };
-    let mut message = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    CliError::new(code, message)
+    CliError::new(err.code(), err.one_line())
 }

@@ -171,6 +171,9 @@ methods! {
     MergeSubmit = MERGE_SUBMIT, "merge.submit", MergeParams => MergeView, [Parent], keyed: false;
     /// Parent or observer: follow a merge until it is over.
     MergeAttach = MERGE_ATTACH, "merge.attach", MergeIdParams => MergeView, [Parent, Observer], keyed: false;
+    /// Parent: change the project's fieldnotes (what `shepherd notes` writes), in its session's
+    /// next group commit.
+    NotesWrite = NOTES_WRITE, "notes.write", NotesWriteParams => NotesWriteResult, [Parent], keyed: false;
 }
 
 impl std::fmt::Display for Method {

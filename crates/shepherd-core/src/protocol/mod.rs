@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod methods;
+mod notes;
 mod parent;
 mod run;
 pub mod schema;
@@ -24,6 +25,7 @@ mod sheep;
 
 pub use crate::land::{MergeIdParams, MergeParams, MergeView};
 pub use methods::{Call, Method, NoParams, calls, method};
+pub use notes::*;
 pub use parent::*;
 pub use run::*;
 pub use sheep::*;

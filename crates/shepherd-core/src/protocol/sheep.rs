@@ -158,6 +158,9 @@ pub struct BrokerStatus {
     /// The parents connected now (the asking connection left out): who drives the herd.
     #[serde(default)]
     pub parents: Vec<ParentConnection>,
+    /// `shepherd notes` changes made through this broker (`notes.write`) since it started.
+    #[serde(default)]
+    pub notes_written: u64,
 }
 
 /// One parent connection of a broker.
