@@ -37,7 +37,7 @@ use crate::orphans;
 use crate::queue::{Outcomes, Queue, RESPONSES_KEY, Request};
 use crate::read::read_regular_file;
 use crate::wait::Waiter;
-use crate::{CommitStage, SessionKey, SessionRef, Store, StoreError};
+use crate::{CommitStage, IndexWrite, SessionKey, SessionRef, Store, StoreError};
 
 /// How many times a note rewrite is redone when its sheep keeps changing it.
 const NOTE_REWRITE_ATTEMPTS: usize = 3;
@@ -58,6 +58,21 @@ struct Combined {
     notes_changed: bool,
     explicit_status: Option<NoteStatus>,
     anything_applied: bool,
+    /// An operation made a note final, deleted one or set the session's status: the index
+    /// must be written with this commit.
+    index_now: bool,
+}
+
+/// What [`Store::combine`] did.
+struct Committed {
+    /// The answer to the holder's own request.
+    own: Option<Outcomes>,
+    /// Whether the directory was synced already.
+    synced: bool,
+    /// The record as committed.
+    metadata: SessionMetadata,
+    /// Whether `shepherd.md` was left behind the record.
+    index_deferred: bool,
 }
 
 impl Store {
@@ -70,20 +85,54 @@ impl Store {
         ops: Vec<NoteOp>,
         now: Timestamp,
     ) -> Result<Applied, StoreError> {
+        self.apply_as(session, ops, now, IndexWrite::Now)
+    }
+
+    /// Like [`Store::apply`], but a commit that makes no note final and deletes none leaves
+    /// `shepherd.md` as it was; [`Applied::index_deferred`] then says the caller owes the
+    /// session a [`Store::refresh_index`] (see [`IndexWrite`]).
+    pub fn apply_deferring_index(
+        &self,
+        session: &SessionRef,
+        ops: Vec<NoteOp>,
+        now: Timestamp,
+    ) -> Result<Applied, StoreError> {
+        self.apply_as(session, ops, now, IndexWrite::MayDefer)
+    }
+
+    /// Writes `shepherd.md` (and the shepherd's note when it needs writing) from the record, if
+    /// it differs from what is there: catches up an index a commit put off.
+    pub fn refresh_index(&self, session: &SessionRef, now: Timestamp) -> Result<(), StoreError> {
+        self.apply_as(session, Vec::new(), now, IndexWrite::Refresh)
+            .map(|_| ())
+    }
+
+    fn apply_as(
+        &self,
+        session: &SessionRef,
+        ops: Vec<NoteOp>,
+        now: Timestamp,
+        index: IndexWrite,
+    ) -> Result<Applied, StoreError> {
         let dir = self.checked_session_dir(session)?;
-        let request = Request { now: iso(now), ops };
+        let request = Request {
+            now: iso(now),
+            ops,
+            index,
+        };
         let lock_file = match lock::try_lock_file(lock::open(&dir, Scope::Session)?)? {
             Ok(ours) => {
                 let deadline = Instant::now() + self.options.lock_timeout;
                 let lock = lock::complete(&dir, Scope::Session, ours, deadline)?;
-                let (outcomes, synced, metadata) = self.combine(session, &dir, Some(request))?;
+                let committed = self.combine(session, &dir, Some(request))?;
                 drop(lock);
-                if !synced {
+                if !committed.synced {
                     atomic::sync_dir(&dir)?;
                 }
                 return Ok(Applied {
-                    outcomes: outcomes.expect("own operations are answered"),
-                    session: Some(Box::new(metadata)),
+                    outcomes: committed.own.expect("own operations are answered"),
+                    session: Some(Box::new(committed.metadata)),
+                    index_deferred: committed.index_deferred,
                 });
             }
             Err(busy) => busy,
@@ -96,6 +145,7 @@ impl Store {
             Ok(outcomes) => Ok(Applied {
                 outcomes,
                 session: None,
+                index_deferred: false,
             }),
             Err(err) => {
                 if !matches!(err, StoreError::LockTimeout { .. }) {
@@ -154,14 +204,16 @@ impl Store {
     }
 
     /// With the session lock held: repairs the queue, applies `own` and every queued request
-    /// on a fresh read, commits once, and answers the queued requests. Returns the answer to
-    /// `own`, whether the directory was already synced, and the record as committed.
+    /// on a fresh read, commits once, and answers the queued requests.
     fn combine(
         &self,
         session: &SessionRef,
         dir: &Path,
         own: Option<Request>,
-    ) -> Result<(Option<Outcomes>, bool, SessionMetadata), StoreError> {
+    ) -> Result<Committed, StoreError> {
+        let index = own
+            .as_ref()
+            .map_or(IndexWrite::Now, |request| request.index);
         self.hook(CommitStage::SessionLocked(dir));
         let mut existing = atomic::sweep(dir)?;
         let mut metadata = self.load(session)?;
@@ -170,6 +222,7 @@ impl Store {
         let recovered = queue.recover(metadata.extra.get(RESPONSES_KEY))?;
         let claimed = queue.claim()?;
         let mut batch = Combined::default();
+        let mut index_deferred = false;
         let mut own =
             own.map(|request| self.apply_request(&mut metadata, &mut batch, &existing, request));
         let mut answers = IndexMap::new();
@@ -197,11 +250,21 @@ impl Store {
                 let value = serde_json::to_value(&answers).expect("outcomes serialise");
                 metadata.extra.insert(RESPONSES_KEY.to_owned(), value);
             }
-            self.commit(dir, &metadata, &batch.changes)?;
+            // Other writers' operations get the index with them: they owe no refresh.
+            index_deferred =
+                index == IndexWrite::MayDefer && !batch.index_now && answers.is_empty();
+            self.commit(dir, &metadata, &batch.changes, !index_deferred)?;
             self.hook(CommitStage::Committed(dir));
+        } else if index == IndexWrite::Refresh {
+            self.commit_index(dir, &metadata)?;
         }
         if answers.is_empty() && recovered.is_empty() {
-            return Ok((own, false, metadata));
+            return Ok(Committed {
+                own,
+                synced: false,
+                metadata,
+                index_deferred,
+            });
         }
         // Answers promise durability: make the renames durable before anyone hears of them.
         atomic::sync_dir(dir)?;
@@ -212,7 +275,12 @@ impl Store {
                 tracing::warn!(%err, "could not leave a queued request's answer");
             }
         }
-        Ok((own, true, metadata))
+        Ok(Committed {
+            own,
+            synced: true,
+            metadata,
+            index_deferred,
+        })
     }
 
     fn apply_request(
@@ -244,6 +312,14 @@ impl Store {
                 NoteOp::Continue { guards, .. } => Some(*guards),
                 _ => None,
             };
+            let makes_final = matches!(
+                op,
+                NoteOp::Finalize { .. }
+                    | NoteOp::Release { .. }
+                    | NoteOp::UpdateFinalOutput { .. }
+                    | NoteOp::Delete { .. }
+                    | NoteOp::SetStatus(_)
+            );
             let outcome = self.apply_one(metadata, &mut batch.changes, existing, op, &request.now);
             match &outcome {
                 Ok(NoteOpOutcome::StatusSet(status)) => batch.explicit_status = Some(*status),
@@ -254,6 +330,7 @@ impl Store {
             }
             if matches!(outcome, Ok(ref o) if !matches!(o, NoteOpOutcome::Unchanged(_))) {
                 batch.anything_applied = true;
+                batch.index_now |= makes_final;
                 if request.now > metadata.updated_at {
                     metadata.updated_at.clone_from(&request.now);
                 }
@@ -446,12 +523,25 @@ impl Store {
         Ok(relative)
     }
 
-    /// Renders and commits the touched notes, `session.json` and `shepherd.md`.
+    /// Writes `shepherd.md` and the shepherd's note alone, when they differ from what the
+    /// record makes of them.
+    fn commit_index(&self, dir: &Path, metadata: &SessionMetadata) -> Result<(), StoreError> {
+        let mut batch = Batch::new(dir);
+        let Some(seen) = crate::shepherds_note::stage_if_changed(&mut batch, metadata)? else {
+            return Ok(());
+        };
+        batch.sync()?;
+        crate::shepherds_note::keep_late_writes(&mut batch, metadata, seen)?;
+        batch.persist()
+    }
+
+    /// Renders and commits the touched notes, `session.json` and, with `index`, `shepherd.md`.
     fn commit(
         &self,
         dir: &Path,
         metadata: &SessionMetadata,
         changes: &IndexMap<String, NoteChange>,
+        index: bool,
     ) -> Result<(), StoreError> {
         let mut batch = Batch::new(dir);
         let mut rechecks = Vec::new();
@@ -483,13 +573,17 @@ impl Store {
             }
         }
         batch.stage(SESSION_METADATA_FILE, metadata.to_json().as_bytes(), false)?;
-        let seen = crate::shepherds_note::stage(&mut batch, metadata)?;
+        let seen = index
+            .then(|| crate::shepherds_note::stage(&mut batch, metadata))
+            .transpose()?;
         batch.sync()?;
         self.hook(CommitStage::Staged(dir));
         for (file, before, section) in rechecks {
             merge_late_writes(&mut batch, metadata, file, before, as_section(&section))?;
         }
-        crate::shepherds_note::keep_late_writes(&mut batch, metadata, seen)?;
+        if let Some(seen) = seen {
+            crate::shepherds_note::keep_late_writes(&mut batch, metadata, seen)?;
+        }
         batch.persist()?;
         // Only once the record says a note is deleted does its file go (a crash in between
         // leaves a file the record disowns; deleting again removes it).

@@ -58,6 +58,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use bindings::SessionKey;
+
+/// When a commit rewrites `shepherd.md`, the index derived from `session.json`.
+///
+/// Every commit writes it by default. A writer that will come back may put it off
+/// ([`Store::apply_deferring_index`]) for a commit that makes no note final and deletes none, so
+/// the index never lists a final note late, and then catch it up ([`Store::refresh_index`]):
+/// a delegation's reservation then costs two file replacements instead of three, and the
+/// settlement that follows writes the index anyway.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IndexWrite {
+    /// Write it with the commit.
+    #[default]
+    Now,
+    /// Leave it for later when the commit makes no note final and deletes none.
+    MayDefer,
+    /// Write only it (and the shepherd's note when that needs writing), if it differs from the
+    /// record.
+    Refresh,
+}
 pub use error::{SessionMiss, StoreError, op_code};
 pub use ops::{AGENT_ID_KEY, Applied, Finalization, NoteOp, NoteOpOutcome, TASK_ID_KEY};
 pub use read::{ListedSession, LocatedNote, NoteView};

@@ -200,6 +200,9 @@ pub struct Applied {
     /// The session record as the commit left it, when this writer committed itself (`None`
     /// when another process committed its operations for it; read it then if needed).
     pub session: Option<Box<shepherd_core::fieldnotes::SessionMetadata>>,
+    /// Whether the commit left `shepherd.md` behind the record (see [`crate::IndexWrite`]):
+    /// the writer owes it a [`Store::refresh_index`].
+    pub index_deferred: bool,
 }
 
 /// The note metadata key holding the id of the task a note belongs to.

@@ -63,6 +63,10 @@ pub(crate) struct Request {
     pub(crate) now: String,
     /// The operations, in order.
     pub(crate) ops: Vec<NoteOp>,
+    /// When the commit writes `shepherd.md`. A queued request is always `now`: only the writer
+    /// committing its own operations may put the index off.
+    #[serde(default, skip)]
+    pub(crate) index: crate::IndexWrite,
 }
 
 /// The answer to one request: one result per operation.
@@ -321,6 +325,7 @@ mod tests {
     fn claimed(dir: &Path) -> (Queue, String) {
         let queue = Queue::new(dir);
         let request = Request {
+            index: crate::IndexWrite::Now,
             now: "2025-08-14T09:00:00Z".to_owned(),
             ops: vec![NoteOp::SetStatus(NoteStatus::Completed)],
         };

@@ -50,6 +50,25 @@ pub(crate) fn stage(batch: &mut Batch, metadata: &SessionMetadata) -> Result<See
     Ok(Seen { index, note })
 }
 
+/// Like [`stage`], but stages nothing and returns `None` when both files already hold what the
+/// record makes of them.
+pub(crate) fn stage_if_changed(
+    batch: &mut Batch,
+    metadata: &SessionMetadata,
+) -> Result<Option<Seen>, StoreError> {
+    let index = read_regular_file(&batch.dir().join(INDEX_FILE))?;
+    let note = read_regular_file(&batch.dir().join(SHEPHERDS_NOTE_FILE))?;
+    let (index_text, note_text) = render(batch, metadata, index.as_deref(), note.as_deref());
+    if note_text.is_none() && index.as_deref() == Some(index_text.as_str()) {
+        return Ok(None);
+    }
+    if let Some(text) = note_text {
+        batch.stage(SHEPHERDS_NOTE_FILE, text.as_bytes(), false)?;
+    }
+    batch.stage(INDEX_FILE, index_text.as_bytes(), false)?;
+    Ok(Some(Seen { index, note }))
+}
+
 /// Just before the rename: if the shepherd wrote `shepherd.md` or its note since [`stage`] read
 /// them, stages both again from what is there now.
 pub(crate) fn keep_late_writes(

@@ -137,6 +137,7 @@ fn continuing_the_wrong_session_applies_nothing_after_it() {
                 NoteOp::Continue {
                     key: SessionKey::Parent("someone".to_owned()),
                     session_file: None,
+                    guards: None,
                 },
                 NoteOp::Reserve(planned("a", None)),
                 NoteOp::Reserve(planned("b", None)),
@@ -160,6 +161,7 @@ fn continuing_the_wrong_session_applies_nothing_after_it() {
                 NoteOp::Continue {
                     key: SessionKey::Name("x".to_owned()),
                     session_file: None,
+                    guards: None,
                 },
                 NoteOp::Reserve(planned("a", None)),
             ],
@@ -171,6 +173,40 @@ fn continuing_the_wrong_session_applies_nothing_after_it() {
     );
     assert!(store.load(&named).unwrap().resumed);
     assert_eq!(assert_consistent(&project, &named), 1);
+}
+
+#[test]
+fn a_refused_continue_refuses_only_the_operations_it_guards() {
+    // A broker groups several writers' operations into one request: one writer continuing the
+    // wrong session must not take the next writer's operations down with it.
+    let project = Project::new();
+    let store = project.store();
+    let named = store.create_or_continue_named("x", at(0)).unwrap().session;
+    let applied = store
+        .apply(
+            &named,
+            vec![
+                NoteOp::Reserve(planned("before", None)),
+                NoteOp::Continue {
+                    key: SessionKey::Parent("someone".to_owned()),
+                    session_file: None,
+                    guards: Some(1),
+                },
+                NoteOp::Reserve(planned("guarded", None)),
+                NoteOp::Reserve(planned("after", None)),
+            ],
+            at(1),
+        )
+        .unwrap();
+    let outcomes = &applied.outcomes;
+    assert!(matches!(&outcomes[0], Ok(NoteOpOutcome::Note(r)) if r.agent == "before"));
+    assert!(matches!(outcomes[1], Err(OpError::OtherSession { .. })));
+    assert!(matches!(outcomes[2], Err(OpError::OtherSession { .. })));
+    assert!(
+        matches!(&outcomes[3], Ok(NoteOpOutcome::Note(r)) if r.agent == "after"),
+        "{outcomes:?}"
+    );
+    assert_eq!(assert_consistent(&project, &named), 2);
 }
 
 #[test]

@@ -12,6 +12,8 @@ use serde_json::Value;
 struct Machine {
     temp: tempfile::TempDir,
     project: PathBuf,
+    /// Whether the project's broker runs (note commands then go through it).
+    broker: bool,
 }
 
 impl Machine {
@@ -21,7 +23,30 @@ impl Machine {
         let project = temp_path.join("project");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::create_dir_all(temp_path.join("home")).unwrap();
-        Self { temp, project }
+        Self {
+            temp,
+            project,
+            broker: false,
+        }
+    }
+
+    /// A machine whose project has its broker running.
+    fn with_broker() -> Self {
+        let mut machine = Self::new();
+        let output = machine.run(&["broker", "ensure"]);
+        assert!(
+            output.status.success(),
+            "broker ensure: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        machine.broker = true;
+        machine
+    }
+
+    /// How many note changes the running broker made (`broker status`).
+    fn notes_written_by_broker(&self) -> u64 {
+        let status = self.json(&["broker", "status", "--json"]);
+        status["status"]["notesWritten"].as_u64().unwrap()
     }
 
     fn root(&self) -> PathBuf {
@@ -76,6 +101,14 @@ impl Machine {
     }
 }
 
+impl Drop for Machine {
+    fn drop(&mut self) {
+        if self.broker {
+            let _stopped = self.run(&["broker", "stop"]);
+        }
+    }
+}
+
 fn one_json_line(output: &Output) -> Value {
     let stdout = String::from_utf8(output.stdout.clone()).unwrap();
     assert_eq!(stdout.lines().count(), 1, "exactly one line: {stdout}");
@@ -104,7 +137,18 @@ fn regex_escape(text: &str) -> String {
 
 #[test]
 fn reserve_finish_list_show_and_link_speak_json() {
-    let machine = Machine::new();
+    reserve_finish_list_show_and_link(&Machine::new());
+}
+
+#[test]
+fn through_a_running_broker_the_same_commands_print_the_same() {
+    let machine = Machine::with_broker();
+    reserve_finish_list_show_and_link(&machine);
+    // Two reservations, the link and the finish went through the broker.
+    assert_eq!(machine.notes_written_by_broker(), 4);
+}
+
+fn reserve_finish_list_show_and_link(machine: &Machine) {
     let reserve = [
         "notes",
         "reserve",
@@ -159,7 +203,7 @@ fn reserve_finish_list_show_and_link_speak_json() {
             "resumed"
         ]
     );
-    snapshot_settings(&machine).bind(|| {
+    snapshot_settings(machine).bind(|| {
         insta::assert_json_snapshot!("reserve_json", first);
         insta::assert_json_snapshot!("finish_json", finish);
         insta::assert_json_snapshot!("link_json", link);
@@ -309,7 +353,18 @@ fn sixteen_shell_processes_reserve_sixteen_distinct_notes() {
 
 #[test]
 fn delete_and_feedback_show_in_session_json_and_shepherd_md() {
-    let machine = Machine::new();
+    delete_and_feedback(&Machine::new());
+}
+
+#[test]
+fn through_a_running_broker_delete_and_feedback_are_refused_and_made_alike() {
+    let machine = Machine::with_broker();
+    delete_and_feedback(&machine);
+    // Two reservations, the feedback, the finish and the delete; the two refusals made nothing.
+    assert_eq!(machine.notes_written_by_broker(), 5);
+}
+
+fn delete_and_feedback(machine: &Machine) {
     let reserve = [
         "notes",
         "reserve",

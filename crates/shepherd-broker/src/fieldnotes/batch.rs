@@ -56,6 +56,23 @@ pub(crate) enum LaneJob {
     /// Apply a caller's operations as they are (`notes.write`), answered with their outcomes
     /// and the record as committed.
     Ops(Vec<NoteOp>, OpsReply),
+    /// Write `shepherd.md` if an earlier group put it off (answered when asked to).
+    CatchUp(Option<Reply<()>>),
+}
+
+/// How long a session's `shepherd.md` may lag its record after a commit that put it off (one
+/// that made no note final: a reservation, a start, a plan). A settlement always
+/// writes it, so it never lists a final note late; the next commit of the session writes it
+/// anyway, and a quiet session is caught up after this (`SHEPHERD_INDEX_LAG_MS` sets it, for
+/// tests).
+pub(super) fn index_may_lag() -> std::time::Duration {
+    std::env::var("SHEPHERD_INDEX_LAG_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(
+            std::time::Duration::from_millis(250),
+            std::time::Duration::from_millis,
+        )
 }
 
 /// Where an [`LaneJob::Ops`] job's answer goes: its outcomes, or why its group failed, with a
@@ -98,6 +115,11 @@ impl LaneJob {
             Self::Finalize(_, reply) | Self::UpdateOutput(_, _, _, reply) => send(reply, failure),
             Self::Release(_, reply) => send(reply, failure),
             Self::Branch(_, reply) => send(reply, failure),
+            Self::CatchUp(reply) => {
+                if let Some(reply) = reply {
+                    send(reply, failure);
+                }
+            }
             Self::Ops(_, reply) => {
                 let _gone = reply.send(Err(match failure {
                     GroupFailure::Store(err) => OpsFailure::Store(std::sync::Arc::clone(err)),
@@ -153,6 +175,7 @@ impl LaneJob {
             }],
             Self::Branch(record, _) => vec![NoteOp::SetBranch(record.clone())],
             Self::Ops(ops, _) => ops.clone(),
+            Self::CatchUp(_) => Vec::new(),
             Self::Release(request, _) => vec![NoteOp::Release {
                 note: file_name(&request.note.display().to_string()),
                 group: Some(request.group.clone()),
@@ -169,8 +192,13 @@ impl LaneJob {
 
 type Outcome = Result<NoteOpOutcome, OpError>;
 
-/// Commits one group of jobs of session `directory` and answers each.
-pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
+/// Commits one group of jobs of session `directory` and answers each. Returns how long the
+/// session's `shepherd.md` may wait when the commit put it off.
+pub(super) fn commit(
+    writer: &Writer,
+    directory: &str,
+    jobs: Vec<LaneJob>,
+) -> Option<std::time::Duration> {
     let prepared = SessionRef::new(directory)
         .ok_or_else(|| {
             BrokerError::new(
@@ -184,7 +212,7 @@ pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
         Err(err) => {
             let failure = GroupFailure::Broker(err);
             jobs.into_iter().for_each(|job| job.fail(&failure));
-            return;
+            return None;
         }
     };
     let mut ops = Vec::new();
@@ -201,22 +229,62 @@ pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
         );
         ops.extend(mine);
     }
-    let committed = store
-        .apply(&session, ops, shepherd_core::time::Timestamp::now())
-        .and_then(|applied| {
-            let metadata = match applied.session {
-                Some(metadata) => *metadata,
-                // Another process committed for us: read what it left.
-                None => store.load(&session)?,
-            };
-            Ok((applied.outcomes, metadata))
-        });
+    // Only a group that makes no note final may leave the index behind: a settlement's commit
+    // writes it, so no reader sees a final note the index does not list.
+    let may_defer = jobs.iter().all(|job| match job {
+        LaneJob::Reserve { .. } | LaneJob::Start { .. } | LaneJob::Plan { .. } => true,
+        // A `shepherd notes reserve` or `start` through the broker, like a delegation's.
+        LaneJob::Ops(ops, _) => ops.iter().all(|op| {
+            matches!(
+                op,
+                NoteOp::Continue { .. } | NoteOp::Reserve(_) | NoteOp::Start { .. }
+            )
+        }),
+        _ => false,
+    });
+    let now = shepherd_core::time::Timestamp::now();
+    if jobs.iter().any(|job| matches!(job, LaneJob::CatchUp(_))) {
+        // A commit with nothing to apply writes nothing, so the index is caught up first; the
+        // group's own commit, if any, then writes it again from the record it leaves.
+        if let Err(err) = store.refresh_index(&session, now) {
+            let failure = GroupFailure::Store(std::sync::Arc::new(err));
+            tracing::warn!(
+                "could not write shepherd.md of {directory}: {}",
+                failure.broker().message
+            );
+            jobs.into_iter().for_each(|job| job.fail(&failure));
+            return None;
+        }
+        if jobs.iter().all(|job| matches!(job, LaneJob::CatchUp(_))) {
+            for job in jobs {
+                if let LaneJob::CatchUp(Some(reply)) = job {
+                    let _gone = reply.send(Ok(()));
+                }
+            }
+            return None;
+        }
+    }
+    let applied = if may_defer {
+        store.apply_deferring_index(&session, ops, now)
+    } else {
+        store.apply(&session, ops, now)
+    };
+    let mut index_deferred = false;
+    let committed = applied.and_then(|applied| {
+        index_deferred = applied.index_deferred;
+        let metadata = match applied.session {
+            Some(metadata) => *metadata,
+            // Another process committed for us: read what it left.
+            None => store.load(&session)?,
+        };
+        Ok((applied.outcomes, metadata))
+    });
     let (outcomes, metadata) = match committed {
         Ok(committed) => committed,
         Err(err) => {
             let failure = GroupFailure::Store(std::sync::Arc::new(err));
             jobs.into_iter().for_each(|job| job.fail(&failure));
-            return;
+            return None;
         }
     };
     // The notes this commit added (a reservation answered `Unchanged` added none).
@@ -236,6 +304,7 @@ pub(super) fn commit(writer: &Writer, directory: &str, jobs: Vec<LaneJob>) {
         let mine: Vec<Outcome> = outcomes.by_ref().take(count).collect();
         group.answer(job, mine);
     }
+    index_deferred.then_some(writer.index_lag)
 }
 
 /// What answering the jobs of one commit needs.
@@ -292,10 +361,16 @@ impl Group<'_> {
             | LaneJob::Branch(_, reply) => {
                 let _gone = reply.send(single(outcomes).map(|_| ()));
             }
+            LaneJob::CatchUp(reply) => {
+                if let Some(reply) = reply {
+                    let _gone = reply.send(Ok(()));
+                }
+            }
             LaneJob::Ops(_, reply) => {
                 let _gone = reply.send(Ok(Applied {
                     outcomes,
                     session: Some(Box::new(metadata.clone())),
+                    index_deferred: false,
                 }));
             }
             LaneJob::Release(_, reply) => {

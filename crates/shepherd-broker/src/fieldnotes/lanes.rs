@@ -10,16 +10,25 @@
 //! flushes) overlap, at most [`MAX_COMMITTERS`] at a time. Committer threads are started as
 //! work needs them, up to that bound, and end when the last handle of the pool is dropped
 //! (after the work already queued).
+//!
+//! A group's commit may put off something it owes its session (the broker's committer puts off
+//! `shepherd.md` for a group that makes no note final): the batch function then answers with
+//! how long it may wait, and unless another group of that session comes first (and pays the
+//! debt with its own commit), the lane is given the pool's catch-up job once that time is up.
+//! A debt's time is set by the first group that ran it up, so a busy session is caught up at
+//! least that often. Nothing waits on a timer while no debt is owed, so an idle pool sleeps.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// How many sessions may commit at once. Commits wait mostly on the disk, so this can exceed
 /// the number of cores; it bounds the threads and the flushes in flight.
 pub(crate) const MAX_COMMITTERS: usize = 8;
 
-/// What a committer does with one group of jobs of one session.
-type Batch<J> = dyn Fn(&str, Vec<J>) + Send + Sync;
+/// What a committer does with one group of jobs of one session: commits them and says how
+/// long the session may wait to be caught up, if the commit put something off.
+type Batch<J> = dyn Fn(&str, Vec<J>) -> Option<Duration> + Send + Sync;
 
 /// The lanes and their committers. Dropping the last clone lets the committers finish and end.
 pub(crate) struct Lanes<J: Send + 'static> {
@@ -40,6 +49,8 @@ struct Shared<J> {
     state: Mutex<State<J>>,
     wake: Condvar,
     batch: Box<Batch<J>>,
+    /// The job that catches a session up on what an earlier group put off.
+    catch_up: Box<dyn Fn() -> J + Send + Sync>,
     max: usize,
 }
 
@@ -50,6 +61,8 @@ struct State<J> {
     scheduled: HashSet<String>,
     /// Ready sessions, oldest first.
     ready: VecDeque<String>,
+    /// Sessions owed a catch-up, and when it is due.
+    owed: HashMap<String, Instant>,
     threads: usize,
     idle: usize,
     stopping: bool,
@@ -67,25 +80,39 @@ impl<J> Drop for StopOnDrop<J> {
 }
 
 impl<J: Send + 'static> Lanes<J> {
-    /// Lanes whose groups are committed by `batch`, at most `max` at a time.
-    pub(crate) fn new(max: usize, batch: impl Fn(&str, Vec<J>) + Send + Sync + 'static) -> Self {
+    /// Lanes whose groups are committed by `batch`, at most `max` at a time; a session a group
+    /// left owing is given `catch_up()` when its time is up.
+    pub(crate) fn new(
+        max: usize,
+        batch: impl Fn(&str, Vec<J>) -> Option<Duration> + Send + Sync + 'static,
+        catch_up: impl Fn() -> J + Send + Sync + 'static,
+    ) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 waiting: HashMap::new(),
                 scheduled: HashSet::new(),
                 ready: VecDeque::new(),
+                owed: HashMap::new(),
                 threads: 0,
                 idle: 0,
                 stopping: false,
             }),
             wake: Condvar::new(),
             batch: Box::new(batch),
+            catch_up: Box::new(catch_up),
             max: max.max(1),
         });
         Self {
             _stop: Arc::new(StopOnDrop(Arc::clone(&shared))),
             shared,
         }
+    }
+
+    /// Takes every session owed a catch-up off the timer, to be caught up by the caller now
+    /// (on an orderly stop).
+    pub(crate) fn take_owed(&self) -> Vec<String> {
+        let mut state = self.shared.state.lock().expect("lanes lock");
+        state.owed.drain().map(|(session, _)| session).collect()
     }
 
     /// Adds `job` to the lane of `session`.
@@ -128,12 +155,45 @@ fn commit_lanes<J>(shared: &Shared<J>) {
         if let Some(session) = state.ready.pop_front() {
             let jobs = state.waiting.remove(&session).unwrap_or_default();
             drop(state);
-            (shared.batch)(&session, jobs);
+            let owes = (shared.batch)(&session, jobs);
             state = shared.state.lock().expect("lanes lock");
+            match owes {
+                // The first debt sets the time: a busy session is still caught up that often.
+                Some(wait) => {
+                    state
+                        .owed
+                        .entry(session.clone())
+                        .or_insert_with(|| Instant::now() + wait);
+                }
+                None => {
+                    state.owed.remove(&session);
+                }
+            }
             if state.waiting.contains_key(&session) {
                 state.ready.push_back(session);
             } else {
                 state.scheduled.remove(&session);
+            }
+            continue;
+        }
+        let now = Instant::now();
+        let due: Vec<String> = state
+            .owed
+            .iter()
+            .filter(|(_, at)| state.stopping || **at <= now)
+            .map(|(session, _)| session.clone())
+            .collect();
+        if !due.is_empty() {
+            for session in due {
+                state.owed.remove(&session);
+                state
+                    .waiting
+                    .entry(session.clone())
+                    .or_default()
+                    .push((shared.catch_up)());
+                if state.scheduled.insert(session.clone()) {
+                    state.ready.push_back(session);
+                }
             }
             continue;
         }
@@ -142,7 +202,15 @@ fn commit_lanes<J>(shared: &Shared<J>) {
             return;
         }
         state.idle += 1;
-        state = shared.wake.wait(state).expect("lanes lock");
+        // Sleep until woken, or until the next debt is due: no timer while none is owed.
+        let next = state.owed.values().min().copied();
+        state = match next {
+            Some(at) => {
+                let wait = at.saturating_duration_since(Instant::now());
+                shared.wake.wait_timeout(state, wait).expect("lanes lock").0
+            }
+            None => shared.wake.wait(state).expect("lanes lock"),
+        };
         state.idle -= 1;
     }
 }
@@ -162,12 +230,17 @@ mod tests {
         let (groups_tx, groups) = mpsc::channel::<(String, Vec<u32>)>();
         let (release_tx, release) = mpsc::channel::<()>();
         let release = Mutex::new(release);
-        let lanes = Lanes::new(4, move |session: &str, jobs: Vec<u32>| {
-            if session == "a" && jobs == [1] {
-                release.lock().unwrap().recv_timeout(WAIT).unwrap();
-            }
-            groups_tx.send((session.to_owned(), jobs)).unwrap();
-        });
+        let lanes = Lanes::new(
+            4,
+            move |session: &str, jobs: Vec<u32>| {
+                if session == "a" && jobs == [1] {
+                    release.lock().unwrap().recv_timeout(WAIT).unwrap();
+                }
+                groups_tx.send((session.to_owned(), jobs)).unwrap();
+                None
+            },
+            || 0,
+        );
         lanes.submit("a", 1);
         lanes.submit("b", 10);
         assert_eq!(
@@ -192,18 +265,23 @@ mod tests {
         let busy = Arc::new(Mutex::new((0usize, 0usize)));
         let (done_tx, done) = mpsc::channel();
         let seen = Arc::clone(&busy);
-        let lanes = Lanes::new(3, move |_session: &str, jobs: Vec<u32>| {
-            {
-                let mut busy = seen.lock().unwrap();
-                busy.0 += 1;
-                busy.1 = busy.1.max(busy.0);
-            }
-            std::thread::yield_now();
-            seen.lock().unwrap().0 -= 1;
-            for _ in jobs {
-                done_tx.send(()).unwrap();
-            }
-        });
+        let lanes = Lanes::new(
+            3,
+            move |_session: &str, jobs: Vec<u32>| {
+                {
+                    let mut busy = seen.lock().unwrap();
+                    busy.0 += 1;
+                    busy.1 = busy.1.max(busy.0);
+                }
+                std::thread::yield_now();
+                seen.lock().unwrap().0 -= 1;
+                for _ in jobs {
+                    done_tx.send(()).unwrap();
+                }
+                None
+            },
+            || 0,
+        );
         for i in 0..200 {
             lanes.submit(&format!("s{}", i % 20), i);
         }
@@ -213,5 +291,39 @@ mod tests {
         let peak = busy.lock().unwrap().1;
         assert!(peak <= 3, "at most three at once, saw {peak}");
         drop(lanes);
+    }
+
+    #[test]
+    fn a_debt_is_caught_up_once_when_due_unless_a_later_group_pays_it() {
+        // Job 1 owes a catch-up (job 0) after 50 ms; job 2 pays it; job 3 owes again, and
+        // nothing comes before its time, so the catch-up follows.
+        let (groups_tx, groups) = mpsc::channel::<(Vec<u32>, Instant)>();
+        let lanes = Lanes::new(
+            2,
+            move |_session: &str, jobs: Vec<u32>| {
+                let owes = jobs.iter().any(|job| *job == 1 || *job == 3);
+                groups_tx.send((jobs, Instant::now())).unwrap();
+                owes.then_some(Duration::from_millis(50))
+            },
+            || 0,
+        );
+        lanes.submit("a", 1);
+        assert_eq!(groups.recv_timeout(WAIT).unwrap().0, [1]);
+        lanes.submit("a", 2);
+        assert_eq!(groups.recv_timeout(WAIT).unwrap().0, [2]);
+        let owed_at = Instant::now();
+        lanes.submit("a", 3);
+        assert_eq!(groups.recv_timeout(WAIT).unwrap().0, [3]);
+        let (jobs, at) = groups.recv_timeout(WAIT).unwrap();
+        assert_eq!(jobs, [0], "the catch-up");
+        assert!(
+            at >= owed_at + Duration::from_millis(50),
+            "not before it is due"
+        );
+        // A debt still owed when the pool stops is caught up before its committers end.
+        lanes.submit("b", 3);
+        assert_eq!(groups.recv_timeout(WAIT).unwrap().0, [3]);
+        drop(lanes);
+        assert_eq!(groups.recv_timeout(WAIT).unwrap().0, [0]);
     }
 }

@@ -139,6 +139,8 @@ pub(crate) struct Writer {
     parent_was_resumed: Mutex<Option<bool>>,
     /// `notes.write` changes made (see `write`).
     notes_written: std::sync::atomic::AtomicU64,
+    /// How long `shepherd.md` may lag after a commit that put it off.
+    index_lag: std::time::Duration,
 }
 
 impl Writer {
@@ -290,11 +292,14 @@ impl Fieldnotes {
             sessions: Mutex::new(HashMap::new()),
             parent_was_resumed: Mutex::new(None),
             notes_written: std::sync::atomic::AtomicU64::new(0),
+            index_lag: batch::index_may_lag(),
         });
         let committing = Arc::clone(&writer);
-        let lanes = Lanes::new(MAX_COMMITTERS, move |session: &str, jobs| {
-            batch::commit(&committing, session, jobs);
-        });
+        let lanes = Lanes::new(
+            MAX_COMMITTERS,
+            move |session: &str, jobs| batch::commit(&committing, session, jobs),
+            || LaneJob::CatchUp(None),
+        );
         Self { writer, lanes }
     }
 
@@ -387,6 +392,26 @@ impl Fieldnotes {
             resumed,
             reply,
         })
+    }
+
+    /// Writes, and waits for, every `shepherd.md` a commit put off (on an orderly stop).
+    pub(crate) fn catch_up_all(&self) {
+        for directory in self.lanes.take_owed() {
+            let Ok(session) = session_ref(&directory) else {
+                continue;
+            };
+            if let Err(err) = self.call(&session, |reply| LaneJob::CatchUp(Some(reply))) {
+                tracing::warn!("could not write shepherd.md of {directory}: {err}");
+            }
+        }
+    }
+
+    /// Asks for `shepherd.md` of the session in `directory` to be written if it lags its
+    /// record (after a restart: the broker before may have died owing it).
+    pub(crate) fn catch_up_later(&self, directory: &str) {
+        if SessionRef::new(directory).is_some() {
+            self.lanes.submit(directory, LaneJob::CatchUp(None));
+        }
     }
 
     /// Finalises a settled task's note.

@@ -213,6 +213,9 @@ impl RunningBroker {
         for task in self.tasks {
             let _ended = task.await;
         }
+        // Every shepherd.md a reservation put off is written before the broker goes.
+        let fieldnotes = self.broker.fieldnotes();
+        let _caught_up = tokio::task::spawn_blocking(move || fieldnotes.catch_up_all()).await;
         self.broker.journal.close();
         let _removed = fs_err::remove_file(&self.broker.config.paths.socket);
         if !self.broker.read(shepherd_core::herd::Herd::has_live_sheep) {

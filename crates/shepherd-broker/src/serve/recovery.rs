@@ -66,6 +66,18 @@ async fn recover_herd(broker: &Arc<Broker>) {
     for task_id in unfinalized {
         crate::sheep::notes::finalize(broker, task_id, pos);
     }
+    // The broker before may have died owing a session its shepherd.md (a reservation puts it
+    // off for a moment): each session the herd's notes are in is caught up if it lags.
+    let sessions: std::collections::BTreeSet<String> = broker.read(|herd| {
+        herd.tasks
+            .values()
+            .filter_map(|task| task.note.as_ref().map(|note| note.session.clone()))
+            .collect()
+    });
+    let fieldnotes = broker.fieldnotes();
+    for session in sessions {
+        fieldnotes.catch_up_later(&session);
+    }
     crate::run::resume(broker);
     for (id, phase, backend) in running {
         let record = crate::sheep::launch_record::current_launch(broker, &id);

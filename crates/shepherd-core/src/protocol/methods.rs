@@ -192,7 +192,7 @@ mod tests {
             assert_eq!(Method::from_name(method.name()), Some(method));
         }
         assert_eq!(Method::from_name("spawn "), None);
-        assert_eq!(Method::ALL.len(), 32);
+        assert_eq!(Method::ALL.len(), 33);
     }
 
     #[test]

@@ -11,9 +11,11 @@
 //! - **the file system's floor** for lifecycles in separate sessions: their file operations
 //!   alone, with nothing else running (module `floor`).
 //!
-//! Through the CLI (a process per call, no broker): `shepherd notes reserve` by 16 processes
-//! calling it in a loop, into one session and into separate sessions, and by one process; and
-//! the floor a process per call sets, `shepherd --version` called the same way.
+//! Through the CLI (a process per call): `shepherd notes reserve` by 16 processes calling it in
+//! a loop, into one session and into separate sessions, and by one process, each with no
+//! broker (the process writes the store) and with the project's broker running (the call goes
+//! through it); and the floor a process per call sets, `shepherd --version` called the same
+//! way.
 //!
 //! Every scenario checks that no call failed and that every note is listed exactly once,
 //! exists, and (for lifecycles and plans) is final. With `--base DIR`, every scenario runs
@@ -308,6 +310,18 @@ fn cli_calls(
     per_process: usize,
     args: impl Fn(usize) -> Vec<String> + Sync,
 ) -> Measured {
+    cli_calls_in(shepherd, project, &[], processes, per_process, args)
+}
+
+/// Like [`cli_calls`], with `env` added to every call's environment.
+fn cli_calls_in(
+    shepherd: &Path,
+    project: &Path,
+    env: &[(&str, PathBuf)],
+    processes: usize,
+    per_process: usize,
+    args: impl Fn(usize) -> Vec<String> + Sync,
+) -> Measured {
     let started = Instant::now();
     let ms: Vec<f64> = std::thread::scope(|scope| {
         let callers: Vec<_> = (0..processes)
@@ -319,6 +333,7 @@ fn cli_calls(
                             let t0 = Instant::now();
                             let out = Command::new(shepherd)
                                 .args(&args)
+                                .envs(env.iter().map(|(k, v)| (k, v)))
                                 .current_dir(project)
                                 .output()
                                 .unwrap();
@@ -344,11 +359,42 @@ fn cli_calls(
     }
 }
 
-/// `shepherd notes reserve` by `processes` processes at once, `per_process` calls each.
-fn cli_reserve(shepherd: &Path, processes: usize, per_process: usize, separate: bool) -> Measured {
+/// `shepherd notes reserve` by `processes` processes at once, `per_process` calls each; with
+/// `broker`, the project's broker runs meanwhile (so the calls go through it).
+fn cli_reserve(
+    shepherd: &Path,
+    processes: usize,
+    per_process: usize,
+    separate: bool,
+    broker: bool,
+) -> Measured {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().canonicalize().unwrap();
-    let measured = cli_calls(shepherd, &project, processes, per_process, |p| {
+    let project = dir.path().canonicalize().unwrap().join("project");
+    fs_err::create_dir(&project).unwrap();
+    // A home and runtime directory of its own, so the broker asked is this project's only.
+    let home = dir.path().canonicalize().unwrap();
+    let env = [
+        ("HOME", home.join("home")),
+        ("XDG_RUNTIME_DIR", home.join("run")),
+        ("XDG_STATE_HOME", home.join("state")),
+    ];
+    let broker_command = |verb: &str| {
+        let out = Command::new(shepherd)
+            .args(["broker", verb])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "shepherd broker {verb}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    if broker {
+        broker_command("ensure");
+    }
+    let measured = cli_calls_in(shepherd, &project, &env, processes, per_process, |p| {
         let session = if separate {
             format!("cli {p}")
         } else {
@@ -366,10 +412,63 @@ fn cli_reserve(shepherd: &Path, processes: usize, per_process: usize, separate: 
         .map(str::to_owned)
         .to_vec()
     });
+    if broker {
+        broker_command("stop");
+    }
     let (notes, sessions) = verify_notes(&project, false);
     assert_eq!(notes, processes * per_process, "no reservation lost");
     assert_eq!(sessions, if separate { processes } else { 1 });
     measured
+}
+
+/// `notes.write` reservations straight from 16 connections (what each `shepherd notes reserve`
+/// process sends, without the process), `per_client` each.
+async fn broker_notes_writes(world: &World, per_client: usize, separate: bool) -> Measured {
+    let socket = world.socket();
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..CLIENTS {
+        let socket = socket.clone();
+        let session = if separate {
+            format!("writes {n}")
+        } else {
+            "writes".to_owned()
+        };
+        tasks.spawn(async move {
+            let mut parent = connect(&socket, Role::Parent, None, None).await;
+            let mut ms = Vec::new();
+            for _ in 0..per_client {
+                let t0 = Instant::now();
+                parent
+                    .call_value(
+                        shepherd_core::protocol::method::NOTES_WRITE,
+                        json!({
+                            "session": { "named": { "sessionName": session } },
+                            "change": { "reserve": {
+                                "agent": format!("agent-{}", n % 4),
+                                "mode": "single",
+                                "task": null,
+                                "group": null,
+                                "start": false,
+                            } },
+                        }),
+                    )
+                    .await
+                    .unwrap();
+                ms.push(t0.elapsed().as_secs_f64() * 1000.0);
+            }
+            ms
+        });
+    }
+    let mut ms = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        ms.extend(done.unwrap());
+    }
+    let rate = ms.len() as f64 / started.elapsed().as_secs_f64();
+    let (notes, sessions) = verify_notes(&world.project, false);
+    assert_eq!(notes, CLIENTS * per_client, "no reservation lost");
+    assert_eq!(sessions, if separate { CLIENTS } else { 1 });
+    Measured { rate, ms }
 }
 
 /// One scenario's rows: this build's figures, and the base build's when comparing.
@@ -393,7 +492,16 @@ impl Row {
             sorted.sort_by(f64::total_cmp);
             sorted[sorted.len() / 2]
         };
-        if comparing {
+        if comparing && self.base.is_empty() {
+            // A scenario only this build can run.
+            println!(
+                "| {} | — | {} {unit} | — | {} |",
+                self.label,
+                range(&self.ours),
+                latency_summary(self.our_ms),
+                unit = self.unit,
+            );
+        } else if comparing {
             println!(
                 "| {} | {} {unit} | {} {unit} | {:.2}× | {} |",
                 self.label,
@@ -472,8 +580,11 @@ async fn compare<F, Fut>(
             }
         }
     }
-    row.print(builds.len() > 1);
+    row.print(COMPARING.load(std::sync::atomic::Ordering::Relaxed));
 }
+
+/// Whether this run compares two builds (its table has a column for each).
+static COMPARING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every fieldnotes scenario; `base` is the directory of an earlier build to compare with.
 pub(crate) async fn run(quick: bool, base: Option<PathBuf>, reps: usize) {
@@ -482,6 +593,7 @@ pub(crate) async fn run(quick: bool, base: Option<PathBuf>, reps: usize) {
     if let Some(base) = &base {
         builds.insert(0, (true, base.clone()));
     }
+    COMPARING.store(base.is_some(), std::sync::atomic::Ordering::Relaxed);
     let per_client = if quick { 10 } else { 50 };
     let per_plan_client = if quick { 3 } else { 10 };
     let per_process = if quick { 5 } else { 25 };
@@ -555,22 +667,56 @@ pub(crate) async fn run(quick: bool, base: Option<PathBuf>, reps: usize) {
         },
     )
     .await;
-    for (processes, separate) in [(1, false), (16, false), (16, true)] {
+    for separate in [false, true] {
         let sessions = if separate {
-            "separate sessions"
+            "16 separate sessions"
         } else {
             "one session"
         };
+        // Only this build knows `notes.write`.
         compare(
-            &builds,
+            &builds[builds.len() - 1..],
             reps,
-            &format!("CLI: `notes reserve`, {processes} process(es) calling, {sessions}"),
+            &format!("broker: `notes.write` reservations, 16 connections, {sessions}"),
             "/s",
             |dir| async move {
-                cli_reserve(&dir.join("shepherd"), processes, per_process, separate)
+                let world = World::with_bins(&dir);
+                broker_notes_writes(&world, per_process * 2, separate).await
             },
         )
         .await;
+    }
+    for broker in [false, true] {
+        for (processes, separate) in [(1, false), (16, false), (16, true)] {
+            let sessions = if separate {
+                "separate sessions"
+            } else {
+                "one session"
+            };
+            let through = if broker {
+                "through the running broker"
+            } else {
+                "no broker"
+            };
+            compare(
+                &builds,
+                reps,
+                &format!(
+                    "CLI: `notes reserve`, {processes} process(es) calling, {sessions}, {through}"
+                ),
+                "/s",
+                |dir| async move {
+                    cli_reserve(
+                        &dir.join("shepherd"),
+                        processes,
+                        per_process,
+                        separate,
+                        broker,
+                    )
+                },
+            )
+            .await;
+        }
     }
     compare(
         &builds,

@@ -246,6 +246,155 @@ export type Mode = "single" | "parallel" | "chain";
 export type BranchState =
 	"open" | "merging" | "merged" | "conflict" | "check_failed" | "discarded" | "skipped" | "refused";
 /**
+ * The session a change goes to.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NotesSession".
+ */
+export type NotesSession =
+	| {
+			directory: {
+				/**
+				 * The directory name.
+				 */
+				directory: string;
+			};
+	  }
+	| {
+			parent: {
+				/**
+				 * The parent identity.
+				 */
+				parentSession: string;
+				/**
+				 * The parent's session file, recorded for diagnostics.
+				 */
+				parentSessionFile?: string | null;
+			};
+	  }
+	| {
+			named: {
+				/**
+				 * The session name.
+				 */
+				sessionName: string;
+			};
+	  };
+/**
+ * One change to a session: what one `shepherd notes` command does.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NoteChange".
+ */
+export type NoteChange =
+	| {
+			reserve: {
+				/**
+				 * The agent that will write it.
+				 */
+				agent: string;
+				/**
+				 * How the delegation runs.
+				 */
+				mode: Mode;
+				/**
+				 * The delegated task.
+				 */
+				task?: string | null;
+				/**
+				 * The flow group it belongs to.
+				 */
+				group?: string | null;
+				/**
+				 * Reserve it already running.
+				 */
+				start: boolean;
+			};
+	  }
+	| {
+			start: {
+				/**
+				 * The note's file name.
+				 */
+				note: string;
+				/**
+				 * Metadata to merge.
+				 */
+				metadata: {
+					[k: string]: unknown | undefined;
+				};
+			};
+	  }
+	| {
+			finish: {
+				/**
+				 * The note's file name.
+				 */
+				note: string;
+				/**
+				 * A terminal status.
+				 */
+				status: NoteStatus;
+				/**
+				 * The final output.
+				 */
+				output?: string | null;
+				/**
+				 * What went wrong.
+				 */
+				error?: string | null;
+				/**
+				 * Metadata to merge.
+				 */
+				metadata: {
+					[k: string]: unknown | undefined;
+				};
+			};
+	  }
+	| {
+			link: {
+				/**
+				 * The URL or absolute path.
+				 */
+				target: string;
+				/**
+				 * The link text.
+				 */
+				title?: string | null;
+			};
+	  }
+	| {
+			delete: {
+				/**
+				 * The note's file name.
+				 */
+				note: string;
+			};
+	  }
+	| {
+			feedback: {
+				/**
+				 * The note's file name.
+				 */
+				note: string;
+				/**
+				 * Who gives it.
+				 */
+				from: string;
+				/**
+				 * The feedback.
+				 */
+				text: string;
+			};
+	  };
+/**
+ * Where a note is in its life: `pending` → `running` → one terminal status.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NoteStatus".
+ */
+export type NoteStatus = "pending" | "running" | "completed" | "failed" | "timed-out" | "cancelled";
+/**
  * A stable error code from the catalogue (docs/errors.md).
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -528,6 +677,10 @@ export interface ShepherdProtocol {
 		"merge.attach": {
 			params: MergeIdParams;
 			result: MergeView;
+		};
+		"notes.write": {
+			params: NotesWriteParams;
+			result: NotesWriteResult;
 		};
 	};
 	events: {
@@ -2283,6 +2436,10 @@ export interface BrokerStatus {
 	 * The parents connected now (the asking connection left out): who drives the herd.
 	 */
 	parents?: ParentConnection[];
+	/**
+	 * `shepherd notes` changes made through this broker (`notes.write`) since it started.
+	 */
+	notesWritten?: number;
 }
 /**
  * One parent connection of a broker.
@@ -2844,6 +3001,50 @@ export interface MergeIdParams {
 	 * The merge.
 	 */
 	mergeId: string;
+}
+/**
+ * Parameters of `notes.write`.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NotesWriteParams".
+ */
+export interface NotesWriteParams {
+	/**
+	 * Where the change goes.
+	 */
+	session: NotesSession;
+	/**
+	 * The change.
+	 */
+	change: NoteChange;
+}
+/**
+ * What `notes.write` did, once it is durable.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "NotesWriteResult".
+ */
+export interface NotesWriteResult {
+	/**
+	 * The session's directory name.
+	 */
+	directory: string;
+	/**
+	 * The session's name.
+	 */
+	sessionName: string;
+	/**
+	 * Whether an existing session was continued (`false`: created by this change).
+	 */
+	resumed: boolean;
+	/**
+	 * The note the change made or changed, as committed.
+	 */
+	note?: unknown;
+	/**
+	 * The related link a `link` change attached.
+	 */
+	related?: unknown;
 }
 /**
  * The data of a `terminate` push (broker → supervisor).
