@@ -42,6 +42,7 @@
 mod apply;
 mod atomic;
 mod bindings;
+mod commit;
 mod error;
 mod lock;
 mod ops;

@@ -77,20 +77,15 @@ pub(super) fn index_may_lag() -> std::time::Duration {
 
 /// Where an [`LaneJob::Ops`] job's answer goes: its outcomes, or why its group failed, with a
 /// store failure kept whole so the caller can tell a session gone from a broken disk.
-pub(super) type OpsReply = std::sync::mpsc::Sender<Result<Applied, OpsFailure>>;
+pub(super) type OpsReply = std::sync::mpsc::Sender<Result<Applied, GroupFailure>>;
 
-/// Why a group with an [`LaneJob::Ops`] job in it failed.
+/// Why a group failed: told to an [`LaneJob::Ops`] job as it is, to every other job as the
+/// broker error it has always been.
 #[derive(Debug, Clone)]
-pub(super) enum OpsFailure {
+pub(super) enum GroupFailure {
     /// The store refused or failed the commit.
     Store(std::sync::Arc<StoreError>),
     /// The broker could not get as far as the store.
-    Broker(BrokerError),
-}
-
-/// Why a group failed, before it is told to each job in the form that job expects.
-enum GroupFailure {
-    Store(std::sync::Arc<StoreError>),
     Broker(BrokerError),
 }
 
@@ -121,10 +116,7 @@ impl LaneJob {
                 }
             }
             Self::Ops(_, reply) => {
-                let _gone = reply.send(Err(match failure {
-                    GroupFailure::Store(err) => OpsFailure::Store(std::sync::Arc::clone(err)),
-                    GroupFailure::Broker(err) => OpsFailure::Broker(err.clone()),
-                }));
+                let _gone = reply.send(Err(failure.clone()));
             }
         }
     }

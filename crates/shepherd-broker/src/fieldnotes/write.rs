@@ -17,7 +17,7 @@ use shepherd_notes::{
     op_code,
 };
 
-use super::batch::OpsFailure;
+use super::batch::GroupFailure;
 use super::{FIELDNOTES_DEADLINE, Fieldnotes, LaneJob, stopped};
 use crate::error::{BrokerError, BrokerResult};
 
@@ -38,7 +38,7 @@ impl Fieldnotes {
                         ),
                     )
                 })?;
-                let applied = commit(&session, vec![op]).map_err(OpsFailure::into_broker)?;
+                let applied = commit(&session, vec![op]).map_err(GroupFailure::into_broker)?;
                 let name = applied
                     .session
                     .map(|metadata| metadata.session_name)
@@ -52,7 +52,7 @@ impl Fieldnotes {
                 let key = SessionKey::Parent(parent_session);
                 let applied = store
                     .apply_in(&key, parent_session_file.as_deref(), vec![op], now, commit)
-                    .map_err(OpsFailure::into_broker)?;
+                    .map_err(GroupFailure::into_broker)?;
                 let directory = applied.session.directory_name().to_owned();
                 (
                     directory,
@@ -65,7 +65,7 @@ impl Fieldnotes {
                 let key = SessionKey::Name(session_name);
                 let applied = store
                     .apply_in(&key, None, vec![op], now, commit)
-                    .map_err(OpsFailure::into_broker)?;
+                    .map_err(GroupFailure::into_broker)?;
                 let directory = applied.session.directory_name().to_owned();
                 (
                     directory,
@@ -106,37 +106,37 @@ impl Fieldnotes {
     }
 
     /// Commits `ops` in the lane of `session` and waits for the outcome.
-    fn apply(&self, session: &SessionRef, ops: Vec<NoteOp>) -> Result<Applied, OpsFailure> {
+    fn apply(&self, session: &SessionRef, ops: Vec<NoteOp>) -> Result<Applied, GroupFailure> {
         let (tx, rx) = mpsc::channel();
         self.lanes
             .submit(session.directory_name(), LaneJob::Ops(ops, tx));
         match rx.recv_timeout(FIELDNOTES_DEADLINE) {
             Ok(answer) => answer,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(OpsFailure::Broker(BrokerError::new(
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(GroupFailure::Broker(BrokerError::new(
                 ErrorCode::FieldnotesTimeout,
                 format!(
                     "the fieldnotes writer did not answer within {} s (is the disk or a session lock stuck?)",
                     FIELDNOTES_DEADLINE.as_secs()
                 ),
             ))),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(OpsFailure::Broker(stopped())),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(GroupFailure::Broker(stopped())),
         }
     }
 }
 
-impl From<StoreError> for OpsFailure {
+impl From<StoreError> for GroupFailure {
     fn from(err: StoreError) -> Self {
         Self::Store(std::sync::Arc::new(err))
     }
 }
 
-impl shepherd_notes::SessionMiss for OpsFailure {
+impl shepherd_notes::SessionMiss for GroupFailure {
     fn session_missing(&self) -> bool {
         matches!(self, Self::Store(err) if err.session_missing())
     }
 }
 
-impl OpsFailure {
+impl GroupFailure {
     /// How the broker reports it: the store's code and words, as a direct write gives them.
     fn into_broker(self) -> BrokerError {
         match self {

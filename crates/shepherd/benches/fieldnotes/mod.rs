@@ -22,14 +22,13 @@
 //! alternately with the `shepherd` binary in `DIR` (an earlier commit's release build) and
 //! with this build's, `--reps N` times each (default 3), and prints both ranges and the ratio
 //! of the medians: ratios within one run hold on a noisy machine, absolute figures do not.
-//! `SHEPHERD_BENCH_ONLY=<text>` runs only the scenarios whose label holds that text.
+//! `SHEPHERD_BENCH_ONLY=<text>|<text>…` runs only the scenarios whose label holds one of them.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -37,7 +36,12 @@ use shepherd_core::protocol::Role;
 
 use super::{World, bin, connect, next_inbox, percentile, puppet};
 
+mod cli;
+mod compare;
 mod floor;
+
+use cli::{cli_calls, cli_reserve};
+use compare::{COMPARING, compare};
 
 const CLIENTS: usize = 16;
 
@@ -104,6 +108,35 @@ fn verify_notes(project: &Path, final_only: bool) -> (usize, usize) {
 /// 16 clients, each with its own sheep, run `per_client` lifecycles in a row, all into one
 /// session or each into its own. Returns lifecycles/s with lifecycle latencies, and the
 /// `delegate` latencies.
+/// Waits (up to `within`) until every session's `shepherd.md` links each note its record
+/// lists: the catch-up of an index a reservation put off is the event waited for.
+fn await_indexes(project: &Path, within: Duration) {
+    let deadline = Instant::now() + within;
+    let sessions = project.join(".shepherd/sessions");
+    loop {
+        let behind = fs_err::read_dir(&sessions).unwrap().flatten().any(|entry| {
+            let dir = entry.path();
+            let Ok(record) = fs_err::read_to_string(dir.join("session.json")) else {
+                return false;
+            };
+            let record: Value = serde_json::from_str(&record).unwrap();
+            let index = fs_err::read_to_string(dir.join("shepherd.md")).unwrap_or_default();
+            record["artifacts"].as_array().unwrap().iter().any(|note| {
+                let link = format!("](./{})", note["fileName"].as_str().unwrap());
+                !index.contains(&link)
+            })
+        });
+        if !behind {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "shepherd.md still behind after {within:?}"
+        );
+        std::thread::yield_now();
+    }
+}
+
 async fn lifecycles(world: &World, per_client: usize, separate: bool) -> (Measured, Vec<f64>) {
     let socket = world.socket();
     let mut parent = connect(&socket, Role::Parent, None, None).await;
@@ -301,126 +334,6 @@ async fn done_to_completion(world: &World, rounds: usize) -> Measured {
     }
 }
 
-/// `processes` processes each run `shepherd <args…>` `per_process` times in a row (a new
-/// process per call). Returns calls/s with the per-call latencies.
-fn cli_calls(
-    shepherd: &Path,
-    project: &Path,
-    processes: usize,
-    per_process: usize,
-    args: impl Fn(usize) -> Vec<String> + Sync,
-) -> Measured {
-    cli_calls_in(shepherd, project, &[], processes, per_process, args)
-}
-
-/// Like [`cli_calls`], with `env` added to every call's environment.
-fn cli_calls_in(
-    shepherd: &Path,
-    project: &Path,
-    env: &[(&str, PathBuf)],
-    processes: usize,
-    per_process: usize,
-    args: impl Fn(usize) -> Vec<String> + Sync,
-) -> Measured {
-    let started = Instant::now();
-    let ms: Vec<f64> = std::thread::scope(|scope| {
-        let callers: Vec<_> = (0..processes)
-            .map(|p| {
-                let args = args(p);
-                scope.spawn(move || {
-                    (0..per_process)
-                        .map(|_| {
-                            let t0 = Instant::now();
-                            let out = Command::new(shepherd)
-                                .args(&args)
-                                .envs(env.iter().map(|(k, v)| (k, v)))
-                                .current_dir(project)
-                                .output()
-                                .unwrap();
-                            assert!(
-                                out.status.success(),
-                                "shepherd {args:?}: {}",
-                                String::from_utf8_lossy(&out.stderr)
-                            );
-                            t0.elapsed().as_secs_f64() * 1000.0
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        callers
-            .into_iter()
-            .flat_map(|c| c.join().unwrap())
-            .collect()
-    });
-    Measured {
-        rate: ms.len() as f64 / started.elapsed().as_secs_f64(),
-        ms,
-    }
-}
-
-/// `shepherd notes reserve` by `processes` processes at once, `per_process` calls each; with
-/// `broker`, the project's broker runs meanwhile (so the calls go through it).
-fn cli_reserve(
-    shepherd: &Path,
-    processes: usize,
-    per_process: usize,
-    separate: bool,
-    broker: bool,
-) -> Measured {
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().canonicalize().unwrap().join("project");
-    fs_err::create_dir(&project).unwrap();
-    // A home and runtime directory of its own, so the broker asked is this project's only.
-    let home = dir.path().canonicalize().unwrap();
-    let env = [
-        ("HOME", home.join("home")),
-        ("XDG_RUNTIME_DIR", home.join("run")),
-        ("XDG_STATE_HOME", home.join("state")),
-    ];
-    let broker_command = |verb: &str| {
-        let out = Command::new(shepherd)
-            .args(["broker", verb])
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&project)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "shepherd broker {verb}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    if broker {
-        broker_command("ensure");
-    }
-    let measured = cli_calls_in(shepherd, &project, &env, processes, per_process, |p| {
-        let session = if separate {
-            format!("cli {p}")
-        } else {
-            "cli".to_owned()
-        };
-        [
-            "notes",
-            "reserve",
-            "--session-name",
-            &session,
-            "--agent",
-            &format!("agent-{}", p % 4),
-            "--json",
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    });
-    if broker {
-        broker_command("stop");
-    }
-    let (notes, sessions) = verify_notes(&project, false);
-    assert_eq!(notes, processes * per_process, "no reservation lost");
-    assert_eq!(sessions, if separate { processes } else { 1 });
-    measured
-}
-
 /// `notes.write` reservations straight from 16 connections (what each `shepherd notes reserve`
 /// process sends, without the process), `per_client` each.
 async fn broker_notes_writes(world: &World, per_client: usize, separate: bool) -> Measured {
@@ -465,62 +378,12 @@ async fn broker_notes_writes(world: &World, per_client: usize, separate: bool) -
         ms.extend(done.unwrap());
     }
     let rate = ms.len() as f64 / started.elapsed().as_secs_f64();
+    // The last reservation of each session put its `shepherd.md` off; the broker catches it up.
+    await_indexes(&world.project, Duration::from_secs(10));
     let (notes, sessions) = verify_notes(&world.project, false);
     assert_eq!(notes, CLIENTS * per_client, "no reservation lost");
     assert_eq!(sessions, if separate { CLIENTS } else { 1 });
     Measured { rate, ms }
-}
-
-/// One scenario's rows: this build's figures, and the base build's when comparing.
-struct Row {
-    label: String,
-    unit: &'static str,
-    base: Vec<f64>,
-    ours: Vec<f64>,
-    our_ms: Vec<f64>,
-}
-
-impl Row {
-    fn print(self, comparing: bool) {
-        let range = |values: &[f64]| {
-            let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-            let high = values.iter().copied().fold(0.0, f64::max);
-            format!("{low:.0}–{high:.0}")
-        };
-        let median = |values: &[f64]| {
-            let mut sorted = values.to_vec();
-            sorted.sort_by(f64::total_cmp);
-            sorted[sorted.len() / 2]
-        };
-        if comparing && self.base.is_empty() {
-            // A scenario only this build can run.
-            println!(
-                "| {} | — | {} {unit} | — | {} |",
-                self.label,
-                range(&self.ours),
-                latency_summary(self.our_ms),
-                unit = self.unit,
-            );
-        } else if comparing {
-            println!(
-                "| {} | {} {unit} | {} {unit} | {:.2}× | {} |",
-                self.label,
-                range(&self.base),
-                range(&self.ours),
-                median(&self.ours) / median(&self.base),
-                latency_summary(self.our_ms),
-                unit = self.unit,
-            );
-        } else {
-            println!(
-                "| {} | {} {} | {} |",
-                self.label,
-                range(&self.ours),
-                self.unit,
-                latency_summary(self.our_ms)
-            );
-        }
-    }
 }
 
 /// The floor the file system sets for lifecycles in 16 separate sessions (see `floor`),
@@ -540,51 +403,6 @@ fn file_system_floor(reps: usize, seconds: f64) {
     let high = rates.iter().copied().fold(0.0, f64::max);
     println!("| … {label} | | {low:.0}–{high:.0} /s | | |");
 }
-
-/// Runs `measure` with each build, alternating, `reps` times each (unless `label` does not
-/// hold the `SHEPHERD_BENCH_ONLY` text, when that is set).
-async fn compare<F, Fut>(
-    builds: &[(bool, PathBuf)],
-    reps: usize,
-    label: &str,
-    unit: &'static str,
-    measure: F,
-) where
-    F: Fn(PathBuf) -> Fut,
-    Fut: Future<Output = Measured>,
-{
-    if let Ok(only) = std::env::var("SHEPHERD_BENCH_ONLY")
-        && !label.contains(&only)
-    {
-        return;
-    }
-    let mut row = Row {
-        label: label.to_owned(),
-        unit,
-        base: Vec::new(),
-        ours: Vec::new(),
-        our_ms: Vec::new(),
-    };
-    for rep in 0..reps {
-        let mut order: Vec<&(bool, PathBuf)> = builds.iter().collect();
-        if rep % 2 == 1 {
-            order.reverse();
-        }
-        for (is_base, dir) in order {
-            let measured = measure(dir.clone()).await;
-            if *is_base {
-                row.base.push(measured.rate);
-            } else {
-                row.ours.push(measured.rate);
-                row.our_ms.extend(measured.ms);
-            }
-        }
-    }
-    row.print(COMPARING.load(std::sync::atomic::Ordering::Relaxed));
-}
-
-/// Whether this run compares two builds (its table has a column for each).
-static COMPARING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every fieldnotes scenario; `base` is the directory of an earlier build to compare with.
 pub(crate) async fn run(quick: bool, base: Option<PathBuf>, reps: usize) {
