@@ -120,21 +120,32 @@ pub(crate) fn check_remote(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<
 /// Refuses a parent connection that comes from inside one of this herd's sheep.
 pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> BrokerResult<()> {
     let Some(pid) = peer_pid else { return Ok(()) };
-    let ancestry = shepherd_term::process::ancestry(pid, 64);
-    let inside = broker.read(|herd| {
+    // Each local sheep's supervisor and program pids, to look for among the caller's ancestors.
+    let sheep: Vec<(u32, AgentId, String)> = broker.read(|herd| {
         herd.sheep
             .values()
             // A remote sheep's pids are its host's: they say nothing about processes here.
             .filter(|s| s.phase != Phase::Closed && s.host().is_none())
-            .find_map(|sheep| {
+            .flat_map(|sheep| {
                 let record: LaunchRecord = sheep.launch.clone().unwrap_or_default();
-                let pids = [record.supervisor_pid, record.pid];
-                pids.iter()
+                [record.supervisor_pid, record.pid]
+                    .into_iter()
                     .flatten()
-                    .any(|p| ancestry.contains(p))
-                    .then(|| (sheep.id.clone(), sheep.display_name()))
+                    .map(|p| (p, sheep.id.clone(), sheep.display_name()))
+                    .collect::<Vec<_>>()
             })
+            .collect()
     });
+    // With no sheep here to be inside of, the caller's ancestry (a read of /proc per
+    // ancestor, on every parent connection) is not needed.
+    if sheep.is_empty() {
+        return Ok(());
+    }
+    let ancestry = shepherd_term::process::ancestry(pid, 64);
+    let inside = sheep
+        .into_iter()
+        .find(|(p, _, _)| ancestry.contains(p))
+        .map(|(_, id, name)| (id, name));
     match inside {
         Some((id, name)) => Err(BrokerError::new(
             ErrorCode::Forbidden,
