@@ -14,6 +14,7 @@ pub mod connect;
 pub mod context;
 pub mod envelope_text;
 pub mod error;
+pub mod herd_feed;
 pub mod herds;
 pub mod land_words;
 pub mod needs;

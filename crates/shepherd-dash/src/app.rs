@@ -16,13 +16,13 @@ use tokio::time::Instant;
 
 use super::actions::{self, Outcome, Request};
 use super::board::{self, Row};
-use super::feed::{self, FeedEvent};
 use super::render::{self, Link, Scene};
 use super::terminal::Screen;
 use super::ui::{Intent, Mode, Ui};
 use shepherd_client::CliError;
 use shepherd_client::Context;
 use shepherd_client::connect::Target;
+use shepherd_client::herd_feed::{self as feed, FeedEvent};
 use shepherd_client::herds;
 
 /// How the dashboard was started.

@@ -8,10 +8,10 @@
 //!
 //! The parts: `board` and `columns` work out the rows and the columns that fit (pure),
 //! `ui` is the dashboard's own state (selection, filter, overlays) and turns keys into
-//! intents (pure), `render` draws a frame from both (pure), `feed` follows the herd,
-//! `actions` makes the requests, `shepherd_client::herds` finds every herd on this machine, `terminal`
-//! holds the terminal and gives it back however the dashboard ends, and `app` is the loop
-//! that ties them together.
+//! intents (pure), `render` draws a frame from both (pure), `shepherd_client::herd_feed`
+//! follows the herd, `actions` makes the requests, `shepherd_client::herds` finds every herd
+//! on this machine, `terminal` holds the terminal and gives it back however the dashboard
+//! ends, and `app` is the loop that ties them together.
 
 #![deny(clippy::print_stdout)]
 
@@ -19,7 +19,6 @@ mod actions;
 mod app;
 mod board;
 mod columns;
-mod feed;
 mod render;
 mod terminal;
 mod ui;

@@ -15,6 +15,7 @@
 //!   its own keys, `HOME` and project directory.
 //! - [`fieldnotes`]: a project's fieldnotes checked as files: seed 001's one session, its
 //!   notes and the index linking them.
+//! - [`git`]: git in a test's repository, with a fixed test identity.
 //! - [`test_mcp`]: a one-tool stdio MCP server (also the `shepherd-test-mcp` binary), to give
 //!   a real coding agent an MCP server for one run.
 
@@ -22,6 +23,7 @@ pub mod agents;
 pub mod fake_herdr;
 pub mod fake_llm;
 pub mod fieldnotes;
+pub mod git;
 pub mod pi;
 pub mod script;
 pub mod sshd;

@@ -10,24 +10,11 @@
 
 mod harness_support;
 
-use std::path::Path;
-use std::process::Command;
-
 use harness_support::World;
 use serde_json::json;
 use shepherd_testkit::agents::{Host, installed_or_skip};
 use shepherd_testkit::fake_llm::{Exhausted, FakeLlm, Script, Step};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+use shepherd_testkit::git::git;
 
 /// The resolver's turn: keep both lines, commit the merge, report.
 fn script() -> Script {

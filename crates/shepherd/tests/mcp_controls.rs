@@ -7,21 +7,9 @@
 
 mod mcp_support;
 
-use std::path::Path;
-use std::process::Command;
-
 use mcp_support::{HostOptions, Mcp, World, sheep};
 use serde_json::json;
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-}
+use shepherd_testkit::git::git;
 
 #[tokio::test]
 async fn an_isolated_sheep_over_mcp_reports_its_patch_on_close() {

@@ -6,21 +6,9 @@
 
 mod mcp_support;
 
-use std::process::Command;
-
 use mcp_support::{HostOptions, Mcp, World};
 use serde_json::json;
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+use shepherd_testkit::git::git;
 
 #[tokio::test]
 async fn a_runs_isolated_task_lands_through_shepherd_merge() {

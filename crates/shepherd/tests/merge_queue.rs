@@ -10,30 +10,10 @@
 mod herd_support;
 
 use std::path::Path;
-use std::process::Command;
 
 use herd_support::World;
 use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.invalid",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
+use shepherd_testkit::git::git;
 
 /// A repository on `main` holding `files` (each with `base` in it).
 fn repository(world: &World, files: &[&str]) {

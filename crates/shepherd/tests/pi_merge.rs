@@ -8,23 +8,10 @@
 
 mod pi_support;
 
-use std::path::Path;
-use std::process::Command;
-
 use pi_support::{Backend, Options, Shepherd};
 use serde_json::json;
+use shepherd_testkit::git::git;
 use shepherd_testkit::pi::PiBinary;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 /// The run id a tool result names (`run-…`).
 fn run_id(details: &serde_json::Value) -> String {

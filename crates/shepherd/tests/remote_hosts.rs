@@ -10,6 +10,7 @@ mod remote_support;
 
 use herd_support::World;
 use remote_support::*;
+use shepherd_testkit::git::git;
 use shepherd_testkit::sshd::LoopbackHost;
 
 #[test]
@@ -144,22 +145,6 @@ fn a_sheep_in_the_hosts_tmux_is_visible_there_and_gone_after_close() {
     // it made is gone, and the server with it.
     let sessions = host_tmux(&["list-sessions", "-F", "#{session_name}"]);
     assert!(sessions.trim().is_empty(), "left on the host: {sessions:?}");
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// Makes the world's project a git repository with one commit, and gives the host its own

@@ -9,29 +9,9 @@
 mod herd_support;
 
 use std::path::Path;
-use std::process::Command;
 
 use herd_support::World;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.invalid",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use shepherd_testkit::git::git;
 
 fn repository(world: &World) {
     git(&world.project, &["init", "-q", "-b", "main"]);

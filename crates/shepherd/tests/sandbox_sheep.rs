@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use herd_support::{World, kill9, processes_mentioning, wait_gone};
 use serde_json::Value;
+use shepherd_testkit::git::git;
 
 /// A definition running `script` under `sh -c`, with extra frontmatter.
 fn define_script(world: &World, name: &str, frontmatter: &str, script: &str) {
@@ -217,26 +218,6 @@ fn a_crash_inside_the_sandbox_leaves_no_process_behind() {
             "process {left} outlived its sandbox"
         );
     }
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.invalid",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The dashboard's line to the herd: `herd.subscribe` on a connection of its own, and every
-//! pushed view after it, handed to the loop as [`FeedEvent`]s. Nothing is asked on a timer.
+//! A front end's line to the herd: `herd.subscribe` on a connection of its own, and every
+//! pushed view after it, handed over as [`FeedEvent`]s. Nothing is asked on a timer. The
+//! dashboard and the web board both follow the herd this way.
 //!
 //! When the connection drops because the broker died, the link reconnects — starting the
 //! broker again, as every parent-side command does — subscribes again and says so. When the
@@ -15,14 +16,14 @@ use shepherd_core::protocol::{HerdResult, Role, event, method};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
-use shepherd_client::connect::{Target, broker_timeout, hello, start_spec};
+use crate::connect::{Target, broker_timeout, hello, start_spec};
 
 /// How long to wait between attempts to reach a broker that stopped on purpose.
 const RETRY_STOPPED: Duration = Duration::from_secs(1);
 
 /// What the feed tells the loop.
 #[derive(Debug)]
-pub(crate) enum FeedEvent {
+pub enum FeedEvent {
     /// Following the herd; `again` when this is not the first connection.
     Connected { again: bool },
     /// The herd as the broker pushed it.
@@ -35,8 +36,8 @@ pub(crate) enum FeedEvent {
     Unreachable(String),
 }
 
-/// Follows `target`'s herd until the receiver goes away.
-pub(crate) async fn follow(target: Target, events: UnboundedSender<FeedEvent>) {
+/// Follows `target`'s herd until the receiver of `events` goes away.
+pub async fn follow(target: Target, events: UnboundedSender<FeedEvent>) {
     let start = start_spec(&target).ok();
     let spec = |may_start: bool| LinkSpec {
         socket: target.paths.socket.clone(),
