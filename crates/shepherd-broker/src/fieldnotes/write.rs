@@ -21,14 +21,25 @@ use super::batch::GroupFailure;
 use super::{FIELDNOTES_DEADLINE, Fieldnotes, LaneJob, stopped};
 use crate::error::{BrokerError, BrokerResult};
 
+/// What one change did.
+struct Changed {
+    /// The session's directory name.
+    directory: String,
+    /// The session's name.
+    session_name: String,
+    /// Whether the session existed before.
+    resumed: bool,
+    /// Each operation's outcome.
+    outcomes: Vec<Result<NoteOpOutcome, shepherd_notes::OpError>>,
+}
+
 impl Fieldnotes {
     /// Makes one `shepherd notes` change and answers once it is durable.
     pub(crate) fn write(&self, params: NotesWriteParams) -> BrokerResult<NotesWriteResult> {
         let op = note_op(params.change)?;
         let store = self.writer.store()?;
         let now = shepherd_core::time::Timestamp::now();
-        let commit = |session: &SessionRef, ops: Vec<NoteOp>| self.apply(session, ops);
-        let (directory, session_name, resumed, outcomes) = match params.session {
+        let changed = match params.session {
             NotesSession::Directory { directory } => {
                 let session = SessionRef::new(&directory).ok_or_else(|| {
                     BrokerError::new(
@@ -38,51 +49,42 @@ impl Fieldnotes {
                         ),
                     )
                 })?;
-                let applied = commit(&session, vec![op]).map_err(GroupFailure::into_broker)?;
+                let applied = self
+                    .apply(&session, vec![op])
+                    .map_err(GroupFailure::into_broker)?;
                 let name = applied
                     .session
                     .map(|metadata| metadata.session_name)
                     .unwrap_or_default();
-                (directory, name, true, applied.outcomes)
+                Changed {
+                    directory,
+                    session_name: name,
+                    resumed: true,
+                    outcomes: applied.outcomes,
+                }
             }
             NotesSession::Parent {
                 parent_session,
                 parent_session_file,
-            } => {
-                let key = SessionKey::Parent(parent_session);
-                let applied = store
-                    .apply_in(&key, parent_session_file.as_deref(), vec![op], now, commit)
-                    .map_err(GroupFailure::into_broker)?;
-                let directory = applied.session.directory_name().to_owned();
-                (
-                    directory,
-                    applied.session_name,
-                    applied.resumed,
-                    applied.outcomes,
-                )
-            }
+            } => self.write_in(
+                &store,
+                &SessionKey::Parent(parent_session),
+                parent_session_file.as_deref(),
+                op,
+                now,
+            )?,
             NotesSession::Named { session_name } => {
-                let key = SessionKey::Name(session_name);
-                let applied = store
-                    .apply_in(&key, None, vec![op], now, commit)
-                    .map_err(GroupFailure::into_broker)?;
-                let directory = applied.session.directory_name().to_owned();
-                (
-                    directory,
-                    applied.session_name,
-                    applied.resumed,
-                    applied.outcomes,
-                )
+                self.write_in(&store, &SessionKey::Name(session_name), None, op, now)?
             }
         };
         let mut result = NotesWriteResult {
-            directory,
-            session_name,
-            resumed,
+            directory: changed.directory,
+            session_name: changed.session_name,
+            resumed: changed.resumed,
             note: None,
             related: None,
         };
-        match outcomes.into_iter().next() {
+        match changed.outcomes.into_iter().next() {
             Some(Ok(NoteOpOutcome::Note(record) | NoteOpOutcome::Unchanged(record))) => {
                 result.note = Some(*record);
             }
@@ -103,6 +105,28 @@ impl Fieldnotes {
     /// How many `notes.write` changes this broker made.
     pub(crate) fn notes_written(&self) -> u64 {
         self.writer.notes_written.load(Ordering::Relaxed)
+    }
+
+    /// Applies `op` in the session `key` selects (created on first use) through the lanes:
+    /// the session's directory and name, whether it was continued, and the outcomes.
+    fn write_in(
+        &self,
+        store: &shepherd_notes::Store,
+        key: &SessionKey,
+        session_file: Option<&str>,
+        op: NoteOp,
+        now: shepherd_core::time::Timestamp,
+    ) -> BrokerResult<Changed> {
+        let commit = |session: &SessionRef, ops: Vec<NoteOp>| self.apply(session, ops);
+        let applied = store
+            .apply_in(key, session_file, vec![op], now, commit)
+            .map_err(GroupFailure::into_broker)?;
+        Ok(Changed {
+            directory: applied.session.directory_name().to_owned(),
+            session_name: applied.session_name,
+            resumed: applied.resumed,
+            outcomes: applied.outcomes,
+        })
     }
 
     /// Commits `ops` in the lane of `session` and waits for the outcome.
