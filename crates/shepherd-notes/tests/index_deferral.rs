@@ -7,12 +7,30 @@ mod common;
 use std::os::unix::fs::MetadataExt;
 
 use common::{Project, assert_consistent, at};
-use shepherd_notes::{Finalization, NoteOp, NoteOpOutcome, NoteStatus, PlannedNote};
+use shepherd_notes::{Finalization, NoteOp, NoteOpOutcome, NoteStatus, PlannedNote, SessionRef};
 
-fn index_inode(project: &Project, session: &shepherd_notes::SessionRef) -> u64 {
+fn index_inode(project: &Project, session: &SessionRef) -> u64 {
     fs_err::metadata(project.session_dir(session).join("shepherd.md"))
         .unwrap()
         .ino()
+}
+
+/// Reserves one note in `session` with `apply_deferring_index`: its file name, and whether
+/// the index was put off.
+fn reserve_deferring(project: &Project, session: &SessionRef) -> (String, bool) {
+    let applied = project
+        .store()
+        .apply_deferring_index(
+            session,
+            vec![NoteOp::Reserve(PlannedNote::new("scout"))],
+            at(1),
+        )
+        .unwrap();
+    let note = match &applied.outcomes[0] {
+        Ok(NoteOpOutcome::Note(record)) => record.file_name.clone(),
+        other => panic!("a reservation yields a note, not {other:?}"),
+    };
+    (note, applied.index_deferred)
 }
 
 #[test]
@@ -24,18 +42,8 @@ fn a_reservation_may_put_the_index_off_and_a_catch_up_writes_it_once() {
         .unwrap()
         .session;
     let before = project.read(&session, "shepherd.md");
-    let applied = store
-        .apply_deferring_index(
-            &session,
-            vec![NoteOp::Reserve(PlannedNote::new("scout"))],
-            at(1),
-        )
-        .unwrap();
-    assert!(applied.index_deferred);
-    let note = match &applied.outcomes[0] {
-        Ok(NoteOpOutcome::Note(record)) => record.file_name.clone(),
-        other => panic!("a reservation yields a note, not {other:?}"),
-    };
+    let (note, deferred) = reserve_deferring(&project, &session);
+    assert!(deferred);
     // The note and its record are there; the index is as it was.
     assert!(project.session_dir(&session).join(&note).is_file());
     assert_eq!(
@@ -60,20 +68,7 @@ fn a_commit_that_makes_a_note_final_writes_the_index_even_when_it_may_defer() {
         .create_or_continue_named("now", at(0))
         .unwrap()
         .session;
-    let applied = store
-        .apply_deferring_index(
-            &session,
-            vec![NoteOp::Reserve(PlannedNote::new("scout"))],
-            at(1),
-        )
-        .unwrap();
-    let note = applied.outcomes[0]
-        .as_ref()
-        .unwrap()
-        .note()
-        .unwrap()
-        .file_name
-        .clone();
+    let (note, _) = reserve_deferring(&project, &session);
     let applied = store
         .apply_deferring_index(
             &session,

@@ -10,7 +10,7 @@ use shepherd_client::CliError;
 use shepherd_client::connect::{Target, deadline_after, parent};
 use shepherd_core::herd::MessageReceipt;
 use shepherd_core::protocol::{
-    CloseParams, MessageParams, ReadParams, StatusParams, StatusResult, calls,
+    CloseParams, MessageParams, MessageResult, ReadParams, StatusParams, StatusResult, calls,
 };
 
 /// How long a close may take (the sheep's grace to end and the backend's confirmation).
@@ -83,35 +83,14 @@ pub(crate) async fn perform(
 ) -> Result<String, CliError> {
     match action {
         Action::Reply { text, reply_to } => {
-            let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
-            let result = link
-                .send::<calls::Message>(
-                    &MessageParams {
-                        target: agent.to_owned(),
-                        message: text,
-                        reply_to: Some(reply_to),
-                        ..MessageParams::default()
-                    },
-                    deadline_after(Duration::ZERO)?,
-                )
-                .await?;
+            let result = send_message(target, agent, text, Some(reply_to)).await?;
             Ok(match result.target_task_state {
                 Some(state) => format!("answered {agent}; its task is {}", state.as_str()),
                 None => format!("answered {agent}"),
             })
         }
         Action::Message { text } => {
-            let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
-            let result = link
-                .send::<calls::Message>(
-                    &MessageParams {
-                        target: agent.to_owned(),
-                        message: text,
-                        ..MessageParams::default()
-                    },
-                    deadline_after(Duration::ZERO)?,
-                )
-                .await?;
+            let result = send_message(target, agent, text, None).await?;
             Ok(format!("message {} sent to {agent}", result.message_id))
         }
         Action::Close => {
@@ -132,6 +111,27 @@ pub(crate) async fn perform(
             Ok(format!("closed {}{cancelled}", result.display_name))
         }
     }
+}
+
+/// Sends `text` to sheep `agent`, as the answer to `reply_to` when given.
+async fn send_message(
+    target: &Target,
+    agent: &str,
+    text: String,
+    reply_to: Option<String>,
+) -> Result<MessageResult, CliError> {
+    let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
+    Ok(link
+        .send::<calls::Message>(
+            &MessageParams {
+                target: agent.to_owned(),
+                message: text,
+                reply_to,
+                ..MessageParams::default()
+            },
+            deadline_after(Duration::ZERO)?,
+        )
+        .await?)
 }
 
 /// What a sheep's page shows beyond the herd view: the receipts of the messages sent to it
