@@ -3,7 +3,7 @@
 //! while pending and only for its own run, and a continuation that applies nothing more when
 //! the session turns out not to be the one expected.
 
-mod common;
+use crate::common;
 
 use common::{Project, assert_consistent, at};
 use serde_json::Value;

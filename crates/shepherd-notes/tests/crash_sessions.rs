@@ -8,7 +8,7 @@
 //!
 //! `SHEPHERD_CRASH_SEED` replays a run (the seed is printed).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +16,7 @@ use common::{EVENT_TIMEOUT, Project, Worker, assert_consistent, temp_leftovers};
 use original::Original;
 use shepherd_notes::{NoteStatus, SessionRef};
 
-mod original;
+use crate::original;
 
 const SESSIONS: usize = 4;
 /// Sixteen writers at once over four sessions: each session has several writers at any moment,

@@ -2,7 +2,7 @@
 //! as it was, one that makes a note final never does, and catching up writes the index only
 //! when it lags the record.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 

@@ -7,8 +7,8 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-mod original;
+use crate::common;
+use crate::original;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! (closing after each reply) or might show (keeping the connection open, ending a reply at
 //! EOF, never answering), and lenient reading of unknown fields and values.
 
-mod herdr_support;
+use crate::herdr_support;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! losing a close, a server that is gone taking its panes with it, and ending when the
 //! backend goes away.
 
-mod herdr_support;
+use crate::herdr_support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod herdr_support;
+use crate::herdr_support;
 
 use std::path::Path;
 use std::time::Instant;

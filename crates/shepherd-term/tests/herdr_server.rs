@@ -6,7 +6,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod herdr_support;
+use crate::herdr_support;
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -74,7 +74,7 @@ fn a_missing_server_is_started_waited_for_and_stopped() {
         dir.path(),
         "herdr",
         &format!(
-            "[ \"$1\" = server ] || exit 2\nexec '{}' --exact fake_herdr_server_process --ignored --nocapture",
+            "[ \"$1\" = server ] || exit 2\nexec '{}' --exact herdr_server::fake_herdr_server_process --ignored --nocapture",
             exe.display()
         ),
     );

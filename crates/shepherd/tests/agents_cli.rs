@@ -1,6 +1,6 @@
 //! `shepherd agents`: the built binary against temporary homes and projects.
 
-mod agents_support;
+use crate::agents_support;
 
 use agents_support::{Machine, agent, snapshot_settings};
 

@@ -3,7 +3,7 @@
 //! closed set is a usage error (exit status 2) before anything starts; `broker status` exits
 //! non-zero when no broker runs and does not count itself as a client.
 
-mod herd_support;
+use crate::herd_support;
 
 use herd_support::World;
 

@@ -7,8 +7,8 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod dash_support;
-mod herd_support;
+use crate::dash_support;
+use crate::herd_support;
 
 use dash_support::{Dash, Launch, filters};
 

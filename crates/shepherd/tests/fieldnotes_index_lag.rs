@@ -3,7 +3,7 @@
 //! runs, lists the note final the moment the task has settled, and a broker killed while it
 //! owed the index has it written by the next broker.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //!
 //! `SHEPHERD_CRASH_SEED` replays a run (the seed is printed).
 
-mod herd_support;
+use crate::herd_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

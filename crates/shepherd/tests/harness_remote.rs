@@ -8,7 +8,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod harness_support;
+use crate::harness_support;
 
 use harness_support::{FINAL_WORDS, World, field, harness, sheep_script};
 use shepherd_testkit::agents::AgentBinary;

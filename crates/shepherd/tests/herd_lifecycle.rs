@@ -1,7 +1,7 @@
 //! The herd's lifecycle through the real `shepherd` binary: spawn, delegate, watch, close, with
 //! scripted test sheep and a shell-script sheep, their notes, and no processes left behind.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::time::Duration;
 

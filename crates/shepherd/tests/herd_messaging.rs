@@ -4,7 +4,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod herd_support;
+use crate::herd_support;
 
 use herd_support::{World, read};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! inside Herdr gets sheep in background tabs named after them, focus never moves, `read` shows
 //! the pane, `close` closes it, and the lifecycle works as everywhere else.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::time::Duration;
 

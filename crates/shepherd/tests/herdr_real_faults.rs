@@ -8,8 +8,8 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod herd_support;
-mod herdr_real_support;
+use crate::herd_support;
+use crate::herdr_real_support;
 
 use serde_json::json;
 use shepherd_testkit::fake_herdr::real::RealOptions;

@@ -4,8 +4,7 @@
 //! run at once. Each test runs its own private Herdr server (`HERDR_BIN`, else `herdr` on
 //! `PATH`) and skips, saying so, when there is none — unless `SHEPHERD_REQUIRE_HERDR=1`.
 
-mod herd_support;
-mod herdr_real_support;
+use crate::herdr_real_support;
 
 use herdr_real_support::{HerdrWorld, WAIT};
 

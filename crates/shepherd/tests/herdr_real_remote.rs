@@ -6,8 +6,8 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod herd_support;
-mod remote_support;
+use crate::herd_support;
+use crate::remote_support;
 
 use herd_support::World;
 use remote_support::*;

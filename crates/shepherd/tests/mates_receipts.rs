@@ -4,7 +4,7 @@
 //! acknowledged it, the parent and the sending sheep can both ask, and the receipt survives a
 //! broker killed with SIGKILL.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::time::{Duration, Instant};
 

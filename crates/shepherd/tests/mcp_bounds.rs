@@ -5,7 +5,7 @@
 //! running" and name the call to make, progress arrives every ~5 s while they wait, and
 //! calling again as told reaches the completion. This test takes about a minute by design.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod mcp_support;
+use crate::mcp_support;
 
 use mcp_support::{HostOptions, Mcp, World, sheep};
 use serde_json::json;

@@ -26,7 +26,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod host_setup;
+use crate::host_setup;
 
 use std::path::Path;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use shepherd_mcp::catalogue::{self, Front, Tool};
 
 /// Checks that `served` are exactly the catalogue's MCP `tools`, in its words and schemas.
-pub fn catalogue_tools(served: &[rmcp::model::Tool], tools: &[Tool]) {
+fn catalogue_tools(served: &[rmcp::model::Tool], tools: &[Tool]) {
     let mut names: Vec<&str> = served.iter().map(|t| t.name.as_ref()).collect();
     names.sort_unstable();
     let mut written: Vec<&str> = catalogue::offered(tools, Front::Mcp)

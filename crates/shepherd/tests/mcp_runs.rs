@@ -3,7 +3,7 @@
 //! original `subagent` words (the last text, `Parallel: X/Y succeeded`, a chain's
 //! `{previous}`), is an error when a task did not complete, and ends early only when cancelled.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use mcp_support::{HostOptions, Mcp, World, sheep, word};
 use serde_json::json;

@@ -8,8 +8,8 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod mcp_support;
-mod pi_support;
+use crate::mcp_support;
+use crate::pi_support;
 
 use mcp_support::{HostOptions, Mcp, World, sheep};
 use serde_json::json;

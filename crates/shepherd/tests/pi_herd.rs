@@ -4,7 +4,7 @@
 //! Each scenario is one function of the pi version and the backend; `pi_tests!` runs it on
 //! every installed pi (a missing pi skips with one line, or fails with SHEPHERD_REQUIRE_PI=1).
 
-mod pi_support;
+use crate::pi_support;
 
 use pi_support::{Backend, Options, Shepherd, read, tool_result};
 use serde_json::json;

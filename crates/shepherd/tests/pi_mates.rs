@@ -3,7 +3,7 @@
 //! `shepherd_status` answers the same message id. Every model is scripted on the fake model
 //! server; `pi_tests!` runs this on every installed pi.
 
-mod pi_support;
+use crate::pi_support;
 
 use std::time::{Duration, Instant};
 

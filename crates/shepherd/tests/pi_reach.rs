@@ -6,7 +6,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod pi_support;
+use crate::pi_support;
 
 use pi_support::{Backend, Options, Shepherd, TURN, result_text, tool_end};
 use serde_json::{Value, json};

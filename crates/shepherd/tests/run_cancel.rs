@@ -2,7 +2,7 @@
 //! sheep is closed before the command exits, every note of the run is final, and the command
 //! exits 130.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! within seconds (sheep closed, notes final); a broker killed mid-chain comes back and the
 //! chain completes; a detached run goes on without its client and can be followed again.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod herd_support;
+use crate::herd_support;
 
 use std::path::Path;
 

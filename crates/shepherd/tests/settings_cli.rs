@@ -1,6 +1,6 @@
 //! `shepherd settings`: the built binary against temporary homes and projects.
 
-mod agents_support;
+use crate::agents_support;
 
 use agents_support::{Machine, snapshot_settings};
 use serde_json::json;

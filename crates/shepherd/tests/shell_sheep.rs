@@ -3,7 +3,7 @@
 //! use (a task without its context block, messages as written, NUL-separated on request) and
 //! one JSON document with `--json`; `shepherd note` names the task's note.
 
-mod herd_support;
+use crate::herd_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! random part, a sheep by its display name or unique label; an ambiguous name is refused with
 //! the candidates and changes nothing.
 
-mod herd_support;
+use crate::herd_support;
 
 use herd_support::World;
 

@@ -8,7 +8,7 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod pi_support;
+use crate::pi_support;
 
 use pi_support::{Backend, Options, Shepherd};
 use serde_json::json;

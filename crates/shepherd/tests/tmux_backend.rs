@@ -2,7 +2,7 @@
 //! pruning panes closed by hand, and the broker's lifecycle in panes. Each test runs its own
 //! tmux server (a private `TMUX_TMPDIR`).
 
-mod herd_support;
+use crate::herd_support;
 
 use std::time::Duration;
 

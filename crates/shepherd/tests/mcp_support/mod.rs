@@ -26,8 +26,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt as _};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-#[path = "../herd_support/mod.rs"]
-pub mod herd_support;
+pub(crate) use crate::herd_support;
 
 pub use herd_support::World;
 
