@@ -17,6 +17,7 @@ mod event;
 pub mod fallback;
 mod lifecycle;
 pub mod limits;
+mod mail;
 mod mates;
 mod messaging;
 mod model;
