@@ -10,14 +10,9 @@
 use crate::herd_support;
 use crate::web_support;
 
-use std::time::Duration;
-
 use fantoccini::Locator;
 use herd_support::World;
 use web_support::{Browser, Web};
-
-/// Generous: a loaded machine, not a target (the bench measures how fast it really is).
-const LIMIT: Duration = Duration::from_secs(20);
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -76,55 +71,24 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
 
         let agent = world.spawn("asker", "");
         let card = format!(r#"article[data-agent="{agent}"]"#);
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css(&card))
-            .await
-            .expect("the spawned sheep appears on the board");
+        browser.appears(Locator::Css(&card), "the spawned sheep appears on the board").await;
 
         let task = world.delegate(&agent, "edit something")["taskId"]
             .as_str()
             .unwrap()
             .to_owned();
-        let question = client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css(&format!("#needs-you {card} .question")))
-            .await
-            .expect("the question shows under needs you");
+        let question = browser.appears(Locator::Css(&format!("#needs-you {card} .question")), "the question shows under needs you").await;
         assert_eq!(question.text().await.unwrap(), "Which file should I edit?");
         assert!(!overflows(&browser).await, "the board fits 390 px");
         screenshot(&browser, "web-board.png").await;
 
-        let input = client
-            .find(Locator::Css(&format!("#needs-you {card} input[name=text]")))
-            .await
-            .unwrap();
+        let reply_box = format!("#needs-you {card} input[name=text]");
+        let input = browser.appears(Locator::Css(&reply_box), "the reply box").await;
         input.send_keys("main.rs").await.unwrap();
-        client
-            .find(Locator::Css(&format!("#needs-you {card} form button")))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let said = client.find(Locator::Id("said")).await.unwrap();
-        let mut answer = String::new();
-        for _ in 0..1000 {
-            answer = said.text().await.unwrap();
-            if answer.starts_with("answered") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(answer.starts_with("answered"), "the page says what changed: {answer:?}");
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css(&format!("#settled {card}")))
-            .await
-            .expect("the card moves to settled when the task settles");
+        let send = format!("#needs-you {card} form button");
+        browser.click(Locator::Css(&send), "the reply's button").await;
+        browser.said("answered").await;
+        browser.appears(Locator::Css(&format!("#settled {card}")), "the card moves to settled when the task settles").await;
         let watched = world.json(&["watch", &task, "--wait", "30"]);
         assert_eq!(
             watched["settled"][0]["summary"], "edited main.rs",
@@ -137,39 +101,20 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
         assert_eq!(mark, "same page", "the board was never reloaded");
 
         // The session's shepherd.md, then the sheep's note through its link there.
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css(".session a"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let note_link = client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::XPath(
-                "//article[@class='note']//li/a[contains(@href, '.md') and not(contains(@href, 'shepherds-note'))]",
-            ))
+        browser.click(Locator::Css(".session a"), "the session's link").await;
+        let note_link = browser
+            .appears(
+                Locator::XPath(
+                    "//article[@class='note']//li/a[contains(@href, '.md') and not(contains(@href, 'shepherds-note'))]",
+                ),
+                "shepherd.md lists the sheep's note",
+            )
             .await;
-        let note_link = match note_link {
-            Ok(link) => link,
-            Err(err) => panic!(
-                "shepherd.md lists the sheep's note ({err}): {}",
-                client.source().await.unwrap()
-            ),
-        };
         assert!(!overflows(&browser).await, "the session's page fits 390 px");
         screenshot(&browser, "web-note.png").await;
         let href = note_link.attr("href").await.unwrap().unwrap();
         note_link.click().await.unwrap();
-        let heading = client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css("article.note table.frontmatter"))
-            .await
-            .expect("the note renders, its frontmatter as a table");
+        let heading = browser.appears(Locator::Css("article.note table.frontmatter"), "the note renders, its frontmatter as a table").await;
         assert!(!heading.text().await.unwrap().is_empty());
         let opened = client.current_url().await.unwrap();
         assert!(
@@ -201,12 +146,7 @@ fn a_note_carrying_a_script_runs_nothing_in_the_browser() {
             .await
             .unwrap();
         client.goto(&web.at("/files/evil.md")).await.unwrap();
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css("article.note h1"))
-            .await
-            .expect("the note renders");
+        browser.appears(Locator::Css("article.note h1"), "the note renders").await;
         for link in client.find_all(Locator::Css("article.note a")).await.unwrap() {
             link.click().await.unwrap();
         }
@@ -236,27 +176,23 @@ fn a_note_being_written_updates_on_its_page() {
         let client = &browser.client;
         client.goto(&web.url).await.unwrap();
         client.goto(&web.at("/files/running.md")).await.unwrap();
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::XPath(
-                "//article[@class='note']/p[text()='First line.']",
-            ))
-            .await
-            .expect("the note renders");
+        browser
+            .appears(
+                Locator::XPath("//article[@class='note']/p[text()='First line.']"),
+                "the note renders",
+            )
+            .await;
         client
             .execute("window.shepherdMark = 'same page'; return true", vec![])
             .await
             .unwrap();
         std::fs::write(&note, "# Running\n\nFirst line.\n\nSecond line.\n").unwrap();
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::XPath(
-                "//article[@class='note']/p[text()='Second line.']",
-            ))
-            .await
-            .expect("what the sheep wrote next shows");
+        browser
+            .appears(
+                Locator::XPath("//article[@class='note']/p[text()='Second line.']"),
+                "what the sheep wrote next shows",
+            )
+            .await;
         let mark = client
             .execute("return window.shepherdMark || null", vec![])
             .await
@@ -279,40 +215,18 @@ fn a_sheep_page_sends_a_message_and_closes_the_sheep_once_confirmed() {
         let browser = Browser::start(390, 844).await;
         let client = &browser.client;
         client.goto(&web.url).await.unwrap();
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css(&format!(r#"article[data-agent="{agent}"] a.name"#)))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let message = client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::Css("form.act:not(.close) input[name=text]"))
-            .await
-            .unwrap();
-        let said = client.find(Locator::Id("said")).await.unwrap();
-        let said_now = || async { said.text().await.unwrap() };
+        let name = format!(r#"article[data-agent="{agent}"] a.name"#);
+        browser.click(Locator::Css(&name), "the sheep's name on the board").await;
+        let message = browser
+            .appears(Locator::Css("form.act:not(.close) input[name=text]"), "the message box")
+            .await;
         message.send_keys("hello from the page").await.unwrap();
-        client
-            .find(Locator::Css("form.act:not(.close) button"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        client
-            .wait()
-            .at_most(LIMIT)
-            .for_element(Locator::XPath(
+        let send = Locator::Css("form.act:not(.close) button");
+        browser.click(send, "the message's button").await;
+        browser.appears(Locator::XPath(
                 "//table[@class='messages']//td[text()='hello from the page']",
-            ))
-            .await
-            .expect("the message shows with its receipt on the sheep's page");
-        assert!(said_now().await.starts_with("message "), "{}", said_now().await);
+            ), "the message shows with its receipt on the sheep's page").await;
+        browser.said("message ").await;
 
         // Unconfirmed, the browser does not send it; sent anyway, the server refuses it.
         let refused = client
@@ -328,29 +242,10 @@ fn a_sheep_page_sends_a_message_and_closes_the_sheep_once_confirmed() {
         assert_eq!(refused, 400, "a close without its confirmation is refused");
         assert_eq!(world.json(&["status", &agent])["state"], "idle");
 
-        client
-            .find(Locator::Css("form.close input[name=confirm]"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        client
-            .find(Locator::Css("form.close button"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let mut answer = String::new();
-        for _ in 0..1500 {
-            answer = said_now().await;
-            if answer.starts_with("closed") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(answer.starts_with("closed helper"), "{answer:?}");
+        let confirm = Locator::Css("form.close input[name=confirm]");
+        browser.click(confirm, "the close's confirmation").await;
+        browser.click(Locator::Css("form.close button"), "the close's button").await;
+        browser.said("closed helper").await;
         browser.close().await;
     });
     let herd = world.json(&["herd"]);

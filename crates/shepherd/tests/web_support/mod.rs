@@ -19,10 +19,15 @@ use std::time::{Duration, Instant};
 
 use std::os::unix::process::CommandExt as _;
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::herd_support::World;
+
+/// How long a page may take to show what a test waits for. Generous: a loaded machine, not a
+/// target (the web bench measures how fast it really is).
+pub const PAGE_LIMIT: Duration = Duration::from_secs(20);
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -249,6 +254,37 @@ impl Browser {
             .await
             .unwrap();
         Self { driver, client }
+    }
+
+    /// The first element `locator` finds, waited for ([`PAGE_LIMIT`] at most); a test that
+    /// does not get it fails naming `what`, with the page's source.
+    pub async fn appears(&self, locator: Locator<'_>, what: &str) -> Element {
+        match self
+            .client
+            .wait()
+            .at_most(PAGE_LIMIT)
+            .for_element(locator)
+            .await
+        {
+            Ok(element) => element,
+            Err(err) => panic!(
+                "{what} ({err}); the page: {}",
+                self.client.source().await.unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Clicks the element `locator` finds, once it is there.
+    pub async fn click(&self, locator: Locator<'_>, what: &str) {
+        self.appears(locator, what).await.click().await.unwrap();
+    }
+
+    /// The page's status line (`#said`, what the last action did), once it starts with `prefix`.
+    pub async fn said(&self, prefix: &str) -> String {
+        let line = format!("//*[@id='said' and starts-with(normalize-space(.), '{prefix}')]");
+        let what = format!("the page says `{prefix}…`");
+        let said = self.appears(Locator::XPath(&line), &what).await;
+        said.text().await.unwrap()
     }
 
     /// Ends the browser session, then the driver.
