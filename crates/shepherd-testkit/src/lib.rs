@@ -16,6 +16,8 @@
 //! - [`fieldnotes`]: a project's fieldnotes checked as files: seed 001's one session, its
 //!   notes and the index linking them.
 //! - [`git`]: git in a test's repository, with a fixed test identity.
+//! - [`procs`]: processes found by their command line, environment or parent in `/proc`, for
+//!   proving a herd's processes started or that none outlived a close.
 //! - [`test_mcp`]: a one-tool stdio MCP server (also the `shepherd-test-mcp` binary), to give
 //!   a real coding agent an MCP server for one run.
 
@@ -25,6 +27,7 @@ pub mod fake_llm;
 pub mod fieldnotes;
 pub mod git;
 pub mod pi;
+pub mod procs;
 pub mod script;
 pub mod sshd;
 pub mod test_mcp;

@@ -12,6 +12,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use herd_support::{World, processes_mentioning, read};
+use herd_support::{World, read};
 use serde_json::json;
 use shepherd_testkit::fake_llm::{FakeLlm, Script, Step};
 use shepherd_testkit::pi::{PiBinary, PiEnv};
@@ -310,13 +311,13 @@ fn a_busy_herd_loses_nothing_over_random_broker_kills() {
     let stopped = world.json(&["broker", "stop"]);
     assert_eq!(stopped["failed"], json!([]), "seed {seed}: {stopped}");
     for agent in delegated.values().chain(sheep.iter()) {
-        let left = processes_mentioning(agent);
+        let left = procs::mentioning(agent);
         assert!(left.is_empty(), "seed {seed}: {agent} left {left:?}");
     }
     let project = world.project.display().to_string();
-    let brokers: Vec<u32> = processes_mentioning(&format!("--project {project}"))
+    let brokers: Vec<u32> = procs::mentioning(&format!("--project {project}"))
         .into_iter()
-        .filter(|pid| herd_support::process_running(*pid))
+        .filter(|pid| procs::running(*pid))
         .collect();
     for pid in brokers {
         assert!(

@@ -7,10 +7,11 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::time::Duration;
 
-use herd_support::{World, kill9, process_running, read, release};
+use herd_support::{World, kill9, read, release};
 use serde_json::Value;
 
 /// A sheep that takes one task at a time the way the README shows, naming the task it settles
@@ -121,7 +122,7 @@ fn killing_a_sheeps_whole_process_group_leaves_the_broker_it_restarted_alone() {
     assert!(status.success());
     assert!(herd_support::wait_gone(sheep, Duration::from_secs(10)));
     assert!(
-        process_running(new),
+        procs::running(new),
         "the broker died with the sheep's group"
     );
     assert_eq!(world.running_broker(), Some(new));

@@ -2,10 +2,11 @@
 //! scripted test sheep and a shell-script sheep, their notes, and no processes left behind.
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::time::Duration;
 
-use herd_support::{World, processes_mentioning, read, wait_gone};
+use herd_support::{World, read, wait_gone};
 
 #[test]
 fn spawn_delegate_watch_close_leaves_a_final_note_and_no_process() {
@@ -55,7 +56,7 @@ fn spawn_delegate_watch_close_leaves_a_final_note_and_no_process() {
         "{read_back}"
     );
 
-    let sheep_pids = processes_mentioning(agent);
+    let sheep_pids = procs::mentioning(agent);
     assert!(
         !sheep_pids.is_empty(),
         "the supervisor runs while the sheep is open"

@@ -7,10 +7,11 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::time::Duration;
 
-use herd_support::{World, process_running, wait_gone};
+use herd_support::{World, wait_gone};
 use serde_json::Value;
 
 fn kill9(pid: u32) {
@@ -88,7 +89,7 @@ fn a_killed_broker_is_replaced_and_its_sheep_readopted_with_nothing_lost() {
     let watched = world.json(&["watch", &task, "--wait", "30"]);
     assert_eq!(watched["settled"][0]["summary"], "resumed after yes");
     assert!(
-        process_running(sheep_pid),
+        procs::running(sheep_pid),
         "the re-adopted sheep kept running"
     );
 }
@@ -103,7 +104,7 @@ fn sheep_that_died_while_the_broker_was_down_are_reported_failed() {
         .unwrap()
         .to_owned();
     let sheep_pid = world.json(&["status", &agent])["pid"].as_u64().unwrap() as u32;
-    let supervisors = herd_support::processes_mentioning(&agent);
+    let supervisors = procs::mentioning(&agent);
     kill9(world.broker_pid().unwrap());
     kill9(sheep_pid);
     for pid in supervisors {
@@ -129,7 +130,7 @@ fn without_a_new_broker_the_sheep_is_ended_after_the_grace() {
     let agent = world.spawn("sleeper", "");
     world.delegate(&agent, "wait");
     let sheep_pid = world.json(&["status", &agent])["pid"].as_u64().unwrap() as u32;
-    let supervisors = herd_support::processes_mentioning(&agent);
+    let supervisors = procs::mentioning(&agent);
     assert!(!supervisors.is_empty());
     kill9(world.broker_pid().unwrap());
     assert!(
@@ -176,7 +177,7 @@ fn broker_stop_closes_every_sheep_and_leaves_no_process() {
     let pids: Vec<u32> = agents
         .iter()
         .flat_map(|a| {
-            let mut pids = herd_support::processes_mentioning(a);
+            let mut pids = procs::mentioning(a);
             pids.extend(world.json(&["status", a])["pid"].as_u64().map(|p| p as u32));
             pids
         })

@@ -10,6 +10,7 @@
 
 use crate::herd_support;
 use crate::herdr_real_support;
+use shepherd_testkit::procs;
 
 use serde_json::json;
 use shepherd_testkit::fake_herdr::real::RealOptions;
@@ -177,7 +178,7 @@ fn a_sheeps_leftover_ends_before_herdr_is_asked_to_close_its_pane() {
     let agent = hw.world.spawn("leaver", "");
     let pane = hw.pane_labelled("leaver").unwrap();
     hw.wait_for(pane["pane_id"].as_str().unwrap(), "leftover-started");
-    let leftovers = herd_support::processes_mentioning(&log.display().to_string());
+    let leftovers = procs::mentioning(&log.display().to_string());
     assert!(!leftovers.is_empty(), "the leftover runs");
     hw.world.json(&["close", &agent]);
     // The supervisor ended the leftover itself, before Herdr was asked to close the pane:
@@ -188,10 +189,7 @@ fn a_sheeps_leftover_ends_before_herdr_is_asked_to_close_its_pane() {
         "Herdr's close hung up on the leftover: {heard}"
     );
     for pid in leftovers {
-        assert!(
-            !herd_support::process_running(pid),
-            "leftover {pid} outlived the close"
-        );
+        assert!(!procs::running(pid), "leftover {pid} outlived the close");
     }
     assert!(hw.pane_labelled("leaver").is_none());
 }

@@ -7,13 +7,14 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::mcp_support;
+use shepherd_testkit::procs;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mcp_support::herd_support::wait_gone;
-use mcp_support::{World, processes_with_home, sheep};
+use mcp_support::{World, sheep};
 use serde_json::{Value, json};
 
 /// Reads lines until the response to request `id` (notifications are skipped).
@@ -74,7 +75,7 @@ fn sigint_sigterm_and_stdin_eof_are_each_a_normal_end() {
         let spawned = response(&mut lines, 2);
         assert_ne!(spawned["result"]["isError"], json!(true), "{spawned}");
         assert!(
-            !processes_with_home(&world.home).is_empty(),
+            !procs::with_home(&world.home).is_empty(),
             "no sheep running"
         );
 
@@ -90,7 +91,7 @@ fn sigint_sigterm_and_stdin_eof_are_each_a_normal_end() {
         }
         let status = exited(&mut child, Duration::from_secs(30));
         assert!(status.success(), "{end}: the server exited with {status}");
-        let left = processes_with_home(&world.home);
+        let left = procs::with_home(&world.home);
         assert!(
             left.iter()
                 .all(|pid| wait_gone(*pid, Duration::from_secs(10))),

@@ -8,6 +8,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::mcp_support;
+use shepherd_testkit::procs;
 
 use std::time::Duration;
 
@@ -524,9 +525,9 @@ async fn a_herd_of_the_server_alone_ends_with_it_and_a_named_herd_does_not() {
         .call("shepherd_spawn", json!({"agent": "idle", "label": "one"}))
         .await;
     assert!(!spawned.is_error, "{}", spawned.text);
-    assert!(!mcp_support::processes_with_home(&world.home).is_empty());
+    assert!(!procs::with_home(&world.home).is_empty());
     mcp.close().await;
-    let left = mcp_support::processes_with_home(&world.home);
+    let left = procs::with_home(&world.home);
     assert!(
         left.iter()
             .all(|pid| mcp_support::herd_support::wait_gone(*pid, Duration::from_secs(10))),

@@ -9,10 +9,11 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::pi_support;
+use shepherd_testkit::procs;
 
 use pi_support::{
-    Backend, Options, PARENT_MODEL, PARENT_TOOLS, Shepherd, TURN, children_of, commands,
-    offered_tools, offers_the_catalogue, processes_with, result_text, tool_end,
+    Backend, Options, PARENT_MODEL, PARENT_TOOLS, Shepherd, TURN, commands, offered_tools,
+    offers_the_catalogue, result_text, tool_end,
 };
 use serde_json::{Value, json};
 use shepherd_mcp::catalogue;
@@ -86,10 +87,10 @@ fn control_tool_lists_agents_and_prunes(pi: &PiBinary) {
     );
     // The doomed sheep's pi dies (its supervisor, whose command line names the sheep, reaps it
     // and ends): its sheep is exited, then pruned; the other is kept.
-    let supervisors = processes_with(&doomed);
+    let supervisors = procs::mentioning(&doomed);
     let pis: Vec<u32> = supervisors
         .iter()
-        .flat_map(|pid| children_of(*pid))
+        .flat_map(|pid| procs::children_of(*pid))
         .collect();
     assert!(
         !pis.is_empty(),

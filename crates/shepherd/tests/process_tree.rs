@@ -8,10 +8,11 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::time::Duration;
 
-use herd_support::{World, kill9, process_running, processes_mentioning, wait_gone};
+use herd_support::{World, kill9, wait_gone};
 use serde_json::Value;
 
 /// Reads the parent's inbox until a sheep says `text` (30 s at most).
@@ -51,7 +52,7 @@ fn closing_a_sheep_ends_the_daemon_it_left_behind() {
     let agent = world.spawn("daemonizer", "");
     wait_for_word(&world, "started");
     let sheep = pid_of(&world, &agent);
-    let daemons: Vec<u32> = processes_mentioning("sleep 4242")
+    let daemons: Vec<u32> = procs::mentioning("sleep 4242")
         .into_iter()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x004242\x00")
@@ -99,7 +100,7 @@ fn closing_a_sheep_closes_the_herd_it_started() {
         .as_u64()
         .unwrap() as u32;
     // The nested herd's broker serves the outer sheep as its parent.
-    let nested: Vec<u32> = processes_mentioning(&format!("--parent-session {outer}"));
+    let nested: Vec<u32> = procs::mentioning(&format!("--parent-session {outer}"));
     assert!(!nested.is_empty(), "no nested broker found");
 
     world.json(&["close", &outer]);
@@ -113,7 +114,7 @@ fn closing_a_sheep_closes_the_herd_it_started() {
             "the nested broker {pid} outlived the sheep that started it"
         );
     }
-    assert!(processes_mentioning(&inner).is_empty(), "{inner}");
+    assert!(procs::mentioning(&inner).is_empty(), "{inner}");
 }
 
 #[test]
@@ -158,7 +159,7 @@ fn a_broker_whose_project_and_socket_are_gone_closes_its_herd() {
         wait_gone(sheep, Duration::from_secs(10)),
         "its sheep was left"
     );
-    assert!(!process_running(sheep));
+    assert!(!procs::running(sheep));
 }
 
 #[test]

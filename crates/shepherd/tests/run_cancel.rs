@@ -3,10 +3,11 @@
 //! exits 130.
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::path::Path;
 
-use herd_support::{Background, World, processes_mentioning, read};
+use herd_support::{Background, World, read};
 use rustix::process::Signal;
 use serde_json::Value;
 
@@ -21,7 +22,7 @@ fn note_status(result: &Value) -> String {
 fn assert_no_process_left(result: &Value) {
     if let Some(agent) = result["agentId"].as_str() {
         assert_eq!(
-            processes_mentioning(agent),
+            procs::mentioning(agent),
             Vec::<u32>::new(),
             "sheep {agent} outlived the run"
         );

@@ -3,10 +3,11 @@
 //! chain completes; a detached run goes on without its client and can be followed again.
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::path::Path;
 
-use herd_support::{Background, World, kill9, processes_mentioning, read, release};
+use herd_support::{Background, World, kill9, read, release};
 
 /// The task id in a plain progress line `[1/2] agent: running (task ID)`.
 fn task_in(line: &str) -> String {
@@ -43,10 +44,7 @@ fn a_run_whose_client_is_killed_is_cancelled_by_the_broker_with_everything_close
         assert_eq!(note_status(settled["note"].as_str().unwrap()), "cancelled");
         let agent = settled["agentId"].as_str().unwrap();
         assert_eq!(world.json(&["status", agent])["state"], "closed");
-        assert!(
-            processes_mentioning(agent).is_empty(),
-            "{agent} left running"
-        );
+        assert!(procs::mentioning(agent).is_empty(), "{agent} left running");
     }
     let (code, report) = world.json_status(&["run", "--attach", &run_id]);
     assert_eq!(code, 130, "{report}");

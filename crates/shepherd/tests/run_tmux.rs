@@ -6,8 +6,9 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
-use herd_support::{World, processes_mentioning};
+use herd_support::World;
 
 fn window_names(world: &World) -> String {
     world.tmux(&["list-windows", "-a", "-F", "#{window_name}"])
@@ -29,7 +30,7 @@ fn with_keep_open_the_pane_stays_but_the_sheep_ends() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["results"][0]["text"], "echoed");
     let agent = doc["results"][0]["agentId"].as_str().unwrap();
-    assert_eq!(processes_mentioning(agent), Vec::<u32>::new());
+    assert_eq!(procs::mentioning(agent), Vec::<u32>::new());
     assert!(
         window_names(&world).contains("echo: kept"),
         "{}",
@@ -53,7 +54,7 @@ fn without_keep_open_the_pane_goes_too() {
     ]);
     assert_eq!(code, 0, "{doc}");
     let agent = doc["results"][0]["agentId"].as_str().unwrap();
-    assert_eq!(processes_mentioning(agent), Vec::<u32>::new());
+    assert_eq!(procs::mentioning(agent), Vec::<u32>::new());
     // Closing the last window may end the private tmux server, so an error listing counts as
     // no windows.
     let listed = std::process::Command::new("tmux")

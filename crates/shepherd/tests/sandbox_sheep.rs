@@ -15,6 +15,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support;
+use shepherd_testkit::procs;
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -22,7 +23,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use herd_support::{World, kill9, processes_mentioning, wait_gone};
+use herd_support::{World, kill9, wait_gone};
 use serde_json::Value;
 use shepherd_testkit::git::git;
 
@@ -208,7 +209,7 @@ fn a_crash_inside_the_sandbox_leaves_no_process_behind() {
     let agent = world.spawn("crashing", "");
     let pid = world.json(&["status", &agent])["pid"].as_u64().unwrap() as u32;
     sheep_says(&world, "started");
-    let inside = processes_mentioning(&marker);
+    let inside = procs::mentioning(&marker);
     assert!(inside.len() >= 2, "{inside:?}");
     // The sandbox itself is killed, as a crash would end it.
     kill9(pid);

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shepherd_core::protocol::Role;
+use shepherd_testkit::procs::{self, Process};
 
 use super::{World, bin, connect, percentile, proc_stat};
 
@@ -55,63 +56,24 @@ impl Crowd {
     }
 }
 
-/// Sum of the PSS (kB) of every live process of this world (its command line or environment
-/// holds `marker`) whose arguments `is_one` picks.
+/// Sum of the PSS (kB) of every running process of this world whose arguments `is_one` picks.
 fn pss_of(is_one: impl Fn(&[String]) -> bool, marker: &str) -> (usize, u64) {
-    let mut count = 0;
-    let mut pss = 0;
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let argv: Vec<String> = String::from_utf8_lossy(&cmdline)
-            .split('\0')
-            .map(str::to_owned)
-            .collect();
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let ours = argv.iter().any(|a| a.contains(marker))
-            || String::from_utf8_lossy(&environ).contains(marker);
-        if !ours || !is_one(&argv) {
-            continue;
-        }
-        let Ok(rollup) = std::fs::read_to_string(entry.path().join("smaps_rollup")) else {
-            continue;
-        };
-        if let Some(kb) = rollup
-            .lines()
-            .find(|l| l.starts_with("Pss:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-        {
-            count += 1;
-            pss += kb;
-        }
-    }
-    (count, pss)
+    processes_of(marker)
+        .iter()
+        .filter(|process| is_one(&process.arguments()))
+        .filter_map(Process::pss_kb)
+        .fold((0, 0), |(count, pss), kb| (count + 1, pss + kb))
 }
 
-/// Processes whose command line or environment mentions `marker` (this world's directory).
-fn processes_of(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let mentions = |file: &str| {
-            std::fs::read(entry.path().join(file))
-                .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(marker))
-        };
-        // The world's private tmux server lives until the world is dropped.
-        let tmux_server = std::fs::read_to_string(entry.path().join("comm"))
-            .is_ok_and(|comm| comm.trim() == "tmux: server");
-        if !tmux_server && (mentions("cmdline") || mentions("environ")) {
-            found.push(pid);
-        }
-    }
-    found
+/// This world's running processes: their command line or environment mentions `marker` (this
+/// world's directory).
+fn processes_of(marker: &str) -> Vec<Process> {
+    procs::all()
+        .into_iter()
+        .filter(|process| {
+            process.command_line_holds(marker) || process.environment_holds(marker.as_bytes())
+        })
+        .collect()
 }
 
 pub(crate) async fn run(world: &World, crowd: &Crowd) {
@@ -196,11 +158,19 @@ pub(crate) async fn run(world: &World, crowd: &Crowd) {
     let (cpu_idle_end, _) = proc_stat(pid);
     let idle_secs = idle_from.elapsed().as_secs_f64();
     let (supervisors, supervisors_pss) = pss_of(
-        |argv| argv.get(1).is_some_and(|a| a == "supervise") && argv[0].ends_with("/shepherd"),
+        |argv| {
+            argv.get(1).is_some_and(|a| a == "supervise")
+                && argv.first().is_some_and(|a| a.ends_with("/shepherd"))
+        },
         &marker,
     );
-    let (programs, programs_pss) =
-        pss_of(|argv| argv[0].ends_with("/shepherd-test-sheep"), &marker);
+    let (programs, programs_pss) = pss_of(
+        |argv| {
+            argv.first()
+                .is_some_and(|a| a.ends_with("/shepherd-test-sheep"))
+        },
+        &marker,
+    );
     let descriptors = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
     let closing = Instant::now();
     let mut closes = tokio::task::JoinSet::new();
@@ -234,9 +204,10 @@ pub(crate) async fn run(world: &World, crowd: &Crowd) {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect();
-    let left: Vec<u32> = processes_of(&marker)
+    // The world's private tmux server lives until the world is dropped.
+    let left: Vec<Process> = processes_of(&marker)
         .into_iter()
-        .filter(|p| *p != pid && !placeholders.contains(p))
+        .filter(|p| p.pid != pid && !placeholders.contains(&p.pid) && p.name() != "tmux: server")
         .collect();
     spawn_ms.sort_by(f64::total_cmp);
     let hz = 100.0;
@@ -264,13 +235,7 @@ pub(crate) async fn run(world: &World, crowd: &Crowd) {
     assert_eq!(settled, sheep, "a task was lost");
     let described: Vec<String> = left
         .iter()
-        .map(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            format!(
-                "{pid} {}",
-                String::from_utf8_lossy(&cmdline).replace('\0', " ")
-            )
-        })
+        .map(|p| format!("{} {}", p.pid, p.command_line()))
         .collect();
     assert!(
         left.is_empty(),

@@ -6,6 +6,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
+use shepherd_testkit::procs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -265,41 +266,9 @@ pub fn parse_one_line(stdout: &[u8]) -> Value {
     serde_json::from_str(text.trim()).unwrap()
 }
 
-/// Whether a process exists (a zombie counts as gone).
-pub fn process_running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next())
-                .unwrap_or("");
-            state != "Z"
-        })
-        .unwrap_or(false)
-}
-
 /// Waits (with a deadline, on an event) for a process to end.
 pub fn wait_gone(pid: u32, within: Duration) -> bool {
-    shepherd_term::process::wait_gone(pid, Instant::now() + within) || !process_running(pid)
-}
-
-/// Every live process whose command line mentions `needle`.
-pub fn processes_mentioning(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) && process_running(pid) {
-            found.push(pid);
-        }
-    }
-    found
+    shepherd_term::process::wait_gone(pid, Instant::now() + within) || !procs::running(pid)
 }
 
 pub fn read(path: &Path) -> String {

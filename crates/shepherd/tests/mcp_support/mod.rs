@@ -298,30 +298,6 @@ pub fn flat(schema: &Value) -> Result<(), String> {
     walk("input", schema, true)
 }
 
-/// Every live process whose `HOME` is `home` (a world's broker, supervisors and sheep).
-pub fn processes_with_home(home: &std::path::Path) -> Vec<u32> {
-    let mut needle = b"\0HOME=".to_vec();
-    needle.extend(home.as_os_str().as_encoded_bytes());
-    needle.push(0);
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let mut padded = vec![0];
-        padded.extend(environ);
-        if padded.windows(needle.len()).any(|w| w == needle.as_slice())
-            && herd_support::process_running(pid)
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// An agent definition for the test sheep with `script`.
 pub fn sheep(world: &World, name: &str, script: &str) {
     world.define_test_sheep(name, script, None);

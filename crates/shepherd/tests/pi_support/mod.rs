@@ -19,12 +19,10 @@ use shepherd_testkit::fake_llm::{FakeLlm, RecordedRequest, Script, Step};
 use shepherd_testkit::pi::{PiBinary, PiEnv, PiRpc};
 
 mod options;
-mod processes;
 mod records;
 mod surface;
 pub use options::*;
 #[allow(unused_imports)]
-pub use processes::*;
 pub use records::*;
 #[allow(unused_imports)]
 pub use surface::*;

@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code, unreachable_pub)]
 
+use shepherd_testkit::procs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -77,16 +78,13 @@ pub fn settled(world: &World, task: &str, secs: u32) -> Value {
     settled
 }
 
-/// Processes whose command line mentions `needle`, other than this test's own.
+/// The running processes whose command line mentions `needle`, other than this test's own, as
+/// `pid command line`.
 pub fn processes_naming(needle: &str) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .args(["-a", "-f", needle])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|line| !line.contains("pgrep"))
-        .map(str::to_owned)
+    procs::all()
+        .into_iter()
+        .filter(|process| process.command_line_holds(needle))
+        .map(|process| format!("{} {}", process.pid, process.command_line()))
         .collect()
 }
 
