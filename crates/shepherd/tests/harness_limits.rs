@@ -143,7 +143,15 @@ fn rate_limit_round_trip(agent: &AgentBinary, backend: &str) {
     let id = world.spawn_worker(backend, Some("patient"));
     let task = world.delegate(&id, "Report that you are done.", &[]);
     let limit = wait_rate_limited(&world, &id);
-    assert_eq!(limit["class"], "rate_limit", "{host}: {limit}");
+    if limit["class"] != "rate_limit" {
+        // The notice the parent got quotes the agent's own error, which says why it was classed
+        // otherwise.
+        let inbox = world.run(&["inbox", "--json"]);
+        panic!(
+            "{host}: the limit was classed {limit}, not as a rate limit; the parent's inbox: {}",
+            String::from_utf8_lossy(&inbox.stdout)
+        );
+    }
     assert!(
         limit["provider"]
             .as_str()
