@@ -144,12 +144,23 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let marker = format!("procs-test-{}", std::process::id());
         let mut child = Command::new("sh")
-            .args(["-c", "read line", &marker])
+            .args(["-c", "echo started; read line", &marker])
             .env("HOME", home.path())
             .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .spawn()
             .unwrap();
         let pid = child.id();
+        // `spawn` returns once the child has begun its exec, which may be before the kernel
+        // has laid out its new arguments (its command line reads empty until then): the line
+        // it prints says it runs.
+        let mut started = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut started,
+        )
+        .unwrap();
+        assert_eq!(started, "started\n");
         assert!(running(pid));
         assert_eq!(mentioning(&marker), vec![pid]);
         assert_eq!(with_home(home.path()), vec![pid]);
