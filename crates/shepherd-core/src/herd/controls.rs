@@ -16,8 +16,7 @@ use super::model::{Activity, Event, NoteLink, Notice, NoticeKind, Payload, Phase
 use super::tasks::settle;
 use super::{Herd, Tx};
 use crate::budget::{Reached, Usage};
-use crate::envelope::{Delivery, Envelope, Kind, SCHEMA_VERSION};
-use crate::ids::{AgentId, MessageId, Participant, TaskId};
+use crate::ids::{AgentId, Participant, TaskId};
 use crate::task::TaskState;
 
 /// Activity closer together than this is recorded once: the watchdog counts minutes.
@@ -268,28 +267,7 @@ fn nudge(tx: &mut Tx<'_>, agent_id: &AgentId, task_id: &TaskId, minutes: &str) {
          if you cannot go on, call it with status blocked and say why. Without any activity \
          within {minutes}, the task settles blocked."
     );
-    let envelope = Envelope {
-        schema_version: SCHEMA_VERSION,
-        message_id: MessageId::mint(
-            &tx.herd().namespace,
-            &format!("{:016x}", tx.herd().last_seq + 1),
-        ),
-        kind: Kind::Reminder,
-        sender_id: Participant::Parent,
-        target_id: to.clone(),
-        task_id: Some(task_id.clone()),
-        thread_id: None,
-        reply_to: None,
-        expects_reply: false,
-        deadline_at: None,
-        delivery: Delivery::FollowUp,
-        content: Some(content),
-        status: None,
-        origin_sender_id: None,
-        created_at: tx.now(),
-        note: None,
-    };
-    tx.enqueue(to, Payload::Envelope { envelope });
+    tx.remind(to, task_id, content);
 }
 
 /// `1 min`, `90 s`, `2.5 min`.

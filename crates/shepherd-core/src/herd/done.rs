@@ -11,7 +11,7 @@ use super::error::HerdError;
 use super::limits::LimitWaits;
 use super::model::{Activity, Event, Notice, NoticeKind, Payload};
 use super::tasks::settle;
-use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
+use crate::envelope;
 use crate::error_code::ErrorCode;
 use crate::ids::{AgentId, MessageId, Participant, TaskId};
 use crate::task::{DoneStatus, TaskState};
@@ -291,31 +291,7 @@ fn nudge(tx: &mut Tx<'_>, sender: &AgentId, task_id: &TaskId, display: &str, bud
         tx.emit(Event::Nudged {
             task_id: task_id.clone(),
         });
-        let envelope = Envelope {
-            schema_version: SCHEMA_VERSION,
-            message_id: MessageId::mint(
-                &tx.herd().namespace,
-                &format!("{:016x}", tx.herd().last_seq + 1),
-            ),
-            kind: Kind::Reminder,
-            sender_id: Participant::Parent,
-            target_id: Participant::Sheep(sender.clone()),
-            task_id: Some(task_id.clone()),
-            thread_id: None,
-            reply_to: None,
-            expects_reply: false,
-            deadline_at: None,
-            delivery: Delivery::FollowUp,
-            content: Some(content),
-            status: None,
-            origin_sender_id: None,
-            note: None,
-            created_at: tx.now(),
-        };
-        tx.enqueue(
-            Participant::Sheep(sender.clone()),
-            Payload::Envelope { envelope },
-        );
+        tx.remind(Participant::Sheep(sender.clone()), task_id, content);
     } else if !task.escalated {
         tx.emit(Event::Escalated {
             task_id: task_id.clone(),

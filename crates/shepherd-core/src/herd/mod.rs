@@ -176,6 +176,34 @@ impl<'a> Tx<'a> {
         self.emit(Event::Enqueued { to, item });
     }
 
+    /// Queues a reminder to `to` about `task_id`, sent as the parent: the nudges and the
+    /// go-ons the herd sends by itself. Its id is minted from the inbox position it takes.
+    pub fn remind(&mut self, to: Participant, task_id: &TaskId, content: String) {
+        use crate::envelope::{Delivery, Envelope, Kind, SCHEMA_VERSION};
+        let envelope = Envelope {
+            schema_version: SCHEMA_VERSION,
+            message_id: MessageId::mint(
+                &self.herd.namespace,
+                &format!("{:016x}", self.herd.last_seq + 1),
+            ),
+            kind: Kind::Reminder,
+            sender_id: Participant::Parent,
+            target_id: to.clone(),
+            task_id: Some(task_id.clone()),
+            thread_id: None,
+            reply_to: None,
+            expects_reply: false,
+            deadline_at: None,
+            delivery: Delivery::FollowUp,
+            content: Some(content),
+            status: None,
+            origin_sender_id: None,
+            note: None,
+            created_at: self.now,
+        };
+        self.enqueue(to, Payload::Envelope { envelope });
+    }
+
     /// Whether anything changed so far.
     pub fn changed(&self) -> bool {
         !self.events.is_empty()

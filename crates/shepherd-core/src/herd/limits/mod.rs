@@ -21,8 +21,7 @@ pub use records::*;
 use super::Tx;
 use super::model::{Event, Notice, NoticeKind, Payload};
 use super::{Herd, Sheep};
-use crate::envelope::{Delivery, Envelope, Kind, SCHEMA_VERSION};
-use crate::ids::{AgentId, MessageId, Participant, TaskId};
+use crate::ids::{AgentId, Participant, TaskId};
 use crate::limit::{ErrorClass, LimitSignal, ProviderKey};
 use crate::task::TaskState;
 
@@ -337,31 +336,7 @@ fn resume(tx: &mut Tx<'_>, agent_id: &AgentId, task_id: &TaskId) {
         limit.provider,
         (now - limit.since).max(0).div_euclid(1000),
     );
-    let envelope = Envelope {
-        schema_version: SCHEMA_VERSION,
-        message_id: MessageId::mint(
-            &tx.herd().namespace,
-            &format!("{:016x}", tx.herd().last_seq + 1),
-        ),
-        kind: Kind::Reminder,
-        sender_id: Participant::Parent,
-        target_id: Participant::Sheep(agent_id.clone()),
-        task_id: Some(task_id.clone()),
-        thread_id: None,
-        reply_to: None,
-        expects_reply: false,
-        deadline_at: None,
-        delivery: Delivery::FollowUp,
-        content: Some(content),
-        status: None,
-        origin_sender_id: None,
-        note: None,
-        created_at: now,
-    };
-    tx.enqueue(
-        Participant::Sheep(agent_id.clone()),
-        Payload::Envelope { envelope },
-    );
+    tx.remind(Participant::Sheep(agent_id.clone()), task_id, content);
     super::controls::touch_task(tx, task_id);
 }
 
