@@ -27,5 +27,6 @@ pub use discovery::{Discovery, DiscoveryWarning, ShadowedAgent, UnknownAgent, di
 pub use error::ConfigError;
 pub use resolve::{ResolveAgentError, resolve_agent};
 pub use settings::{
-    LoadedSettings, SetOutcome, SetSettingError, host_def, load_hosts, load_settings, set_setting,
+    LoadedSettings, SetOutcome, SetSettingError, host_def, load_hosts, load_sandbox_options,
+    load_settings, set_setting,
 };

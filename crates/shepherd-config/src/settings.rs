@@ -353,6 +353,24 @@ pub fn load_hosts(dirs: &UserDirs) -> shepherd_core::hosts::Hosts {
     }
 }
 
+/// The user's sandbox options (`sandboxPaths`), read from the user settings file only (a
+/// project's file may not widen what a confined sheep sees), with what was left out of them.
+pub fn load_sandbox_options(
+    dirs: &UserDirs,
+) -> (
+    shepherd_core::sandbox::SandboxOptions,
+    Vec<shepherd_core::sandbox::SandboxOptionsWarning>,
+) {
+    use shepherd_core::sandbox::SandboxOptions;
+    let file = user_settings_file(dirs);
+    let shown = file.display().to_string();
+    fs_err::read_to_string(&file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .map(|value| SandboxOptions::from_settings(&value, &shown))
+        .unwrap_or_default()
+}
+
 /// The user's definition of host `name`, for a spawn or run in `project_root`. A host the
 /// project's settings define but the user's do not is refused saying so, rather than as
 /// unknown: the user then knows why the definition they see is not used.

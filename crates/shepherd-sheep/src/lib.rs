@@ -5,6 +5,7 @@
 //! and `shepherd-term` (processes and terminal backends), the code they run on.
 
 #![deny(clippy::print_stdout)]
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod driver;
 pub mod supervise;

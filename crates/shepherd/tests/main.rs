@@ -83,6 +83,7 @@ mod run_nested;
 mod run_pi;
 mod run_tmux;
 mod sandbox_agents;
+mod sandbox_installs;
 mod sandbox_pi;
 mod sandbox_remote;
 mod sandbox_sheep;

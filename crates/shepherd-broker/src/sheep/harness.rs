@@ -130,6 +130,11 @@ impl Checked {
     pub(crate) fn harness(&self) -> Harness {
         self.adapter.harness()
     }
+
+    /// The agent's program here (none for a sheep on a host).
+    pub(crate) fn program(&self) -> Option<&std::path::Path> {
+        self.program.as_deref()
+    }
 }
 
 /// Checks that `def` can run on `harness` here: the agent is installed and honours the

@@ -51,12 +51,12 @@ pub(crate) fn check_here(sandbox: Sandbox, def: &AgentDef) -> BrokerResult<()> {
 }
 
 /// The supervisor's options that confine the sheep `id`; none when it is not confined.
+/// `program` is another coding agent's binary, which the sheep's driver starts inside.
 pub(crate) fn supervisor_args(
     broker: &Broker,
     id: &AgentId,
-    sandbox: Sandbox,
-    def: &AgentDef,
-    runtime: Runtime,
+    (sandbox, def, runtime): (Sandbox, &AgentDef, Runtime),
+    program: Option<&Path>,
     remote: bool,
 ) -> Vec<String> {
     if !sandbox.is_on() {
@@ -86,6 +86,16 @@ pub(crate) fn supervisor_args(
         );
         for dir in state_dirs(broker, id, runtime) {
             add("--sandbox-write", &dir);
+        }
+        // What the user declared an agent needs (an install the supervisor cannot follow).
+        for path in shepherd_config::load_sandbox_options(&broker.config.dirs)
+            .0
+            .paths
+        {
+            add("--sandbox-read", &path);
+        }
+        if let Some(program) = program {
+            add("--sandbox-program", program);
         }
     }
     if def.network == Network::Model {

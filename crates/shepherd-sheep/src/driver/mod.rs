@@ -55,9 +55,23 @@ pub fn run(args: &HarnessArgs) -> Result<ExitCode, CliError> {
     })?;
     let program = plan.program.first().cloned().unwrap_or_default();
     if !std::path::Path::new(&program).is_file() {
+        // Inside a sandbox, an agent installed where the sandbox hides it is missing too.
+        let confined = std::env::var("SHEPHERD_SANDBOX")
+            .ok()
+            .filter(|mode| !mode.is_empty() && mode != "off")
+            .map(|mode| {
+                format!(
+                    ", or not readable in sandbox {mode}: add the directory it is installed in \
+                     to the sandboxPaths setting"
+                )
+            })
+            .unwrap_or_default();
         return Err(CliError::new(
             ErrorCode::HarnessMissing,
-            format!("{} is not installed at {program}", plan.harness.title()),
+            format!(
+                "{} is not installed at {program}{confined}",
+                plan.harness.title()
+            ),
         ));
     }
     let cap = SheepCapability::from_env()?;

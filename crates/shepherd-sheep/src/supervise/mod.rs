@@ -25,6 +25,7 @@
 mod net_bridge;
 mod net_proxy;
 mod output;
+mod programs;
 mod reap;
 mod revive;
 mod sandbox;
@@ -428,6 +429,7 @@ fn confined(
         exe_dir: exe.parent(),
         net_dir,
         exe: &exe,
+        path: path_with_shepherd_first().or_else(|| std::env::var_os("PATH")),
     };
     Ok(sandbox::bwrap_command(
         &args.sandbox,

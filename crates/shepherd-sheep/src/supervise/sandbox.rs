@@ -47,6 +47,11 @@ pub struct SandboxArgs {
     /// `HOST:PORT` the confined sheep may reach with `network: model` (repeatable).
     #[arg(long, value_name = "HOST:PORT")]
     pub sandbox_allow: Vec<String>,
+    /// A program the confined sheep runs that its command line does not name (another
+    /// agent's binary, which its driver starts): its installation is made readable
+    /// (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_program: Vec<PathBuf>,
 }
 
 /// What the supervisor knows on the machine the sheep runs on.
@@ -65,6 +70,8 @@ pub(super) struct Surroundings<'a> {
     pub(super) net_dir: Option<&'a Path>,
     /// The `shepherd` binary, which runs the bridge for `network: model`.
     pub(super) exe: &'a Path,
+    /// `PATH`, where the program's bare name is found.
+    pub(super) path: Option<std::ffi::OsString>,
 }
 
 /// One mount the sandbox makes over the read-only system.
@@ -123,8 +130,14 @@ pub(super) fn bwrap_command(
     mounts.extend(around.exe_dir.map(|dir| Mount::ReadOnly(dir.to_owned())));
     // The sandbox's /tmp is a fresh one: a program kept under the real one is hidden too.
     let masked: Vec<&Path> = hidden.iter().copied().chain([Path::new("/tmp")]).collect();
+    let installs = super::programs::Installs {
+        hidden: &masked,
+        home: around.home,
+        path: around.path.clone(),
+    };
     mounts.extend(
-        program_dirs(program, &masked)
+        installs
+            .dirs(program, &args.sandbox_program)
             .into_iter()
             .map(Mount::ReadOnly),
     );
@@ -151,6 +164,12 @@ pub(super) fn bwrap_command(
     }
     // The sandbox's /tmp is its own: a TMPDIR from outside would name a directory not there.
     argv.extend(["--setenv", "TMPDIR", "/tmp"].map(str::to_owned));
+    // The sheep's own tools say so when what they run is missing inside.
+    argv.extend([
+        "--setenv".to_owned(),
+        "SHEPHERD_SANDBOX".to_owned(),
+        args.sandbox.as_str().to_owned(),
+    ]);
     argv.extend(["--chdir".to_owned(), shown(around.cwd), "--".to_owned()]);
     if args.sandbox_network == Network::Model {
         argv.extend([
@@ -166,46 +185,6 @@ pub(super) fn bwrap_command(
     }
     argv.extend(program.iter().cloned());
     argv
-}
-
-/// The installations the program's own files live in, where they would be hidden (an agent
-/// installed under `$HOME`): the directory of each absolute path among its words and of the
-/// program found on `PATH`, symlinks followed, widened to the package holding it when it sits
-/// in a `node_modules` tree (a Node program needs its whole package and its dependencies).
-fn program_dirs(program: &[String], hidden: &[&Path]) -> Vec<PathBuf> {
-    let is_hidden = |path: &Path| hidden.iter().any(|dir| path.starts_with(dir));
-    let found = program.first().and_then(|first| on_path(first));
-    let mut dirs = Vec::new();
-    for word in program
-        .iter()
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute())
-        .chain(found)
-    {
-        let real = fs_err::canonicalize(&word).unwrap_or_else(|_| word.clone());
-        for path in [word, real] {
-            if !is_hidden(&path) || !path.exists() {
-                continue;
-            }
-            let package = path
-                .ancestors()
-                .find(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
-                .and_then(Path::parent);
-            let dir = package.or_else(|| path.parent()).map(Path::to_owned);
-            dirs.extend(dir);
-        }
-    }
-    dirs
-}
-
-/// Where a bare program name is found on `PATH`.
-fn on_path(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return None;
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
 }
 
 /// The repository's shared git directory when `cwd` is a linked worktree (its `.git` is a
@@ -239,6 +218,7 @@ mod tests {
             exe_dir: Some(Path::new("/opt/shepherd/bin")),
             net_dir: Some(Path::new("/run/user/1/shepherd/net-x")),
             exe: Path::new("/opt/shepherd/bin/shepherd"),
+            path: None,
         }
     }
 

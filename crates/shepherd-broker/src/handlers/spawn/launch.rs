@@ -173,9 +173,8 @@ pub(crate) async fn launch(
     supervisor_args.extend(crate::sheep::sandbox::supervisor_args(
         broker,
         id,
-        prepared.sandbox,
-        def,
-        prepared.runtime,
+        (prepared.sandbox, def, prepared.runtime),
+        prepared.agent.as_ref().and_then(|agent| agent.program()),
         prepared.host.is_some(),
     ));
     let spec = LaunchSpec {

@@ -7,8 +7,12 @@
 //! starts the sheep. Each set is declared once here, with the one line that names its
 //! accepted values when a value is refused.
 
+mod options;
+
 use std::fmt;
 use std::str::FromStr;
+
+pub use options::{SandboxOptions, SandboxOptionsWarning};
 
 use serde::{Deserialize, Serialize};
 
