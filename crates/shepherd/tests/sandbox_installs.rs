@@ -1,7 +1,8 @@
 //! Agents installed where the sandbox hides them still run confined: a wrapper script in a
 //! tool directory under `/tmp` (as `scripts/setup` writes `.tools/bin/*`) that runs a program
-//! beside its own directory, and one under `$HOME` whose install the sandbox cannot work out
-//! by itself, which runs once the user declares it in `sandboxPaths`. The test's directories
+//! beside its own directory, one under `$HOME` that runs `$(dirname "$0")/../libexec/…`, and one
+//! that reads where its program is from a file, which the sandbox cannot work out by itself
+//! and which runs once the user declares it in `sandboxPaths`. The test's directories
 //! are under `/tmp`, which every sandbox replaces with its own, so a program found there only
 //! runs inside when the supervisor binds its installation.
 
@@ -67,14 +68,20 @@ fn a_wrapper_that_runs_a_program_beside_its_directory_runs_confined() {
 #[test]
 fn an_install_the_sandbox_cannot_find_runs_once_the_user_declares_it() {
     let mut world = World::new();
-    // `$HOME/bin`'s parent is `$HOME` itself, which no sandbox shows whole.
+    // A launcher that reads where its program is from a file beside it: nothing in its text
+    // names the program, and `$HOME/bin`'s parent is `$HOME` itself, which no sandbox shows.
     let bin = world.home.join("bin");
     script(
         &bin.join("echo-agent"),
-        "#!/bin/sh\nexec \"$(dirname \"$0\")/../libexec/echo-agent\" \"$@\"\n",
+        "#!/bin/sh\nexec \"$(cat \"$(dirname \"$0\")/where\")\" \"$@\"\n",
     );
     let libexec = world.home.join("libexec");
     script(&libexec.join("echo-agent"), ECHO_SHEEP);
+    std::fs::write(
+        bin.join("where"),
+        libexec.join("echo-agent").display().to_string(),
+    )
+    .unwrap();
     define_on_path(&mut world, "hidden", &bin, "echo-agent");
     let (code, said) = run(&world, "hidden");
     assert_ne!(code, 0, "{said}");
@@ -85,6 +92,21 @@ fn an_install_the_sandbox_cannot_find_runs_once_the_user_declares_it() {
         libexec.display()
     ));
     let (code, said) = run(&world, "hidden");
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("you said: hello"), "{said}");
+}
+
+#[test]
+fn a_wrapper_that_runs_a_program_relative_to_itself_under_home_runs_confined() {
+    let mut world = World::new();
+    let bin = world.home.join("bin");
+    script(
+        &bin.join("echo-agent"),
+        "#!/bin/sh\nexec \"$(dirname \"$0\")/../libexec/echo-agent\" \"$@\"\n",
+    );
+    script(&world.home.join("libexec/echo-agent"), ECHO_SHEEP);
+    define_on_path(&mut world, "relative", &bin, "echo-agent");
+    let (code, said) = run(&world, "relative");
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("you said: hello"), "{said}");
 }

@@ -138,15 +138,18 @@ impl Walk<'_> {
         let Some(text) = script_head(&real) else {
             return;
         };
+        let mut roots = Vec::new();
         for dir in [path, real.as_path()].into_iter().filter_map(Path::parent) {
+            roots.push(dir.to_owned());
             if let Some(root) = install_root(dir) {
                 self.bind_dir(root);
+                roots.push(root.to_owned());
             }
         }
         let named: Vec<PathBuf> = interpreter(&text)
             .into_iter()
             .flat_map(|word| self.resolve(&word))
-            .chain(named_paths(&text, self.installs.home))
+            .chain(named_paths(&text, self.installs.home, &roots))
             .collect();
         for next in named {
             self.visit(&next, depth + 1);
@@ -223,38 +226,66 @@ fn interpreter(text: &str) -> Vec<String> {
     vec![first.to_owned()]
 }
 
-/// The absolute paths a script's text names, and those it names under `$HOME` (`$HOME/…`,
-/// `${HOME}/…`, `~/…`), that exist.
-fn named_paths(text: &str, home: Option<&Path>) -> Vec<PathBuf> {
+/// The files a script's text names, that exist: absolute paths, paths under `$HOME`
+/// (`$HOME/…`, `${HOME}/…`, `~/…`), and paths it builds from its own location
+/// (`"$tools/lib/agent"` after `tools=$(dirname "$0")/..`, `"$(dirname "$0")/../lib/agent"`),
+/// tried against each of `roots` (the script's directory and its install root).
+fn named_paths(text: &str, home: Option<&Path>, roots: &[PathBuf]) -> Vec<PathBuf> {
     let stop = |c: char| c.is_whitespace() || "\"'`;|&()<>=:,$".contains(c);
-    let mut found = Vec::new();
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut keep = |path: PathBuf| {
+        let path = normalise(&path);
+        if path != Path::new("/") && path.exists() && !found.contains(&path) {
+            found.push(path);
+        }
+    };
     for (start, _) in text.match_indices('/') {
         let before = &text[..start];
-        let under_home = ["$HOME", "${HOME}", "~"]
-            .into_iter()
-            .find(|prefix| before.ends_with(prefix));
-        let base = match under_home {
-            Some(_) => match home {
-                Some(home) => home.to_path_buf(),
-                None => continue,
-            },
-            None if before.chars().next_back().is_none_or(stop) => PathBuf::from("/"),
-            None => continue,
-        };
         let rest: String = text[start + 1..]
             .chars()
             .take_while(|c| !stop(*c))
             .collect();
-        let rest = rest.trim_end_matches(['/', '.']);
-        if rest.is_empty() || rest.split('/').any(|part| part == "..") {
+        let rest = rest.trim_end_matches('/');
+        if rest.is_empty() || rest.chars().all(|c| c == '.' || c == '/') {
             continue;
         }
-        let path = base.join(rest);
-        if path.exists() && !found.contains(&path) {
-            found.push(path);
+        let previous = before.chars().next_back();
+        if ["$HOME", "${HOME}", "~"]
+            .iter()
+            .any(|prefix| before.ends_with(prefix))
+        {
+            if let Some(home) = home {
+                keep(home.join(rest));
+            }
+        } else if previous.is_none_or(|c| c.is_whitespace() || "\"'`;|&(<>=:,".contains(c)) {
+            keep(Path::new("/").join(rest));
+        } else if previous.is_some_and(|c| c == ')' || c == '}' || c.is_alphanumeric() || c == '_')
+        {
+            // The end of `$(dirname "$0")`, `${dir}` or `$tools`: a path from somewhere the
+            // script found at run time, most often beside itself.
+            if before.contains('$') {
+                for root in roots {
+                    keep(root.join(rest));
+                }
+            }
         }
     }
     found
+}
+
+/// `path` with its `.` and `..` components worked out by name (no symlink is followed).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The parent of the outermost `node_modules` directory holding `path`.
