@@ -59,6 +59,8 @@ pub struct BrokerPaths {
     pub socket: PathBuf,
     /// The socket for remote sheep and their supervisors, forwarded to their hosts (0600).
     pub remote_socket: PathBuf,
+    /// The herd's key (0600): what the parent and observers present in their `hello`.
+    pub key: PathBuf,
     /// The advisory lock held while the broker runs.
     pub lock: PathBuf,
     /// The broker's durable directory.
@@ -81,6 +83,9 @@ impl BrokerPaths {
             runtime_dir: dirs.runtime_dir.clone(),
             socket: dirs.runtime_dir.join(format!("b-{}.sock", address.key)),
             remote_socket: dirs.runtime_dir.join(format!("r-{}.sock", address.key)),
+            key: crate::client::herd_key_file(
+                &dirs.runtime_dir.join(format!("b-{}.sock", address.key)),
+            ),
             lock: dirs.runtime_dir.join(format!("b-{}.lock", address.key)),
             journal: state_dir.join("journal.jsonl"),
             snapshot: state_dir.join("snapshot.json"),

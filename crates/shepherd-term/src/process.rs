@@ -210,6 +210,25 @@ pub fn ancestry(pid: u32, limit: usize) -> Vec<u32> {
     chain
 }
 
+/// `pid` and all its ancestors, nearest first, when they can be read to the end: the last is a
+/// process without a parent (this pid namespace's init). `None` when a link is missing (a
+/// process on the way is gone or cannot be read) or there are more than `limit`.
+pub fn full_ancestry(pid: u32, limit: usize) -> Option<Vec<u32>> {
+    let mut chain = vec![pid];
+    let mut current = pid;
+    loop {
+        let parent = platform::stat(current)?.parent;
+        if parent == 0 {
+            return Some(chain);
+        }
+        if parent == current || chain.contains(&parent) || chain.len() > limit {
+            return None;
+        }
+        chain.push(parent);
+        current = parent;
+    }
+}
+
 fn to_pid(pid: u32) -> Option<Pid> {
     i32::try_from(pid).ok().and_then(Pid::from_raw)
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 struct Raw {
     stream: UnixStream,
     reader: BufReader<UnixStream>,
+    socket: String,
 }
 
 impl Raw {
@@ -25,12 +26,22 @@ impl Raw {
             .as_str()
             .unwrap()
             .to_owned();
-        let stream = UnixStream::connect(socket).unwrap();
+        let stream = UnixStream::connect(&socket).unwrap();
         stream
             .set_read_timeout(Some(std::time::Duration::from_secs(30)))
             .unwrap();
         let reader = BufReader::new(stream.try_clone().unwrap());
-        Self { stream, reader }
+        Self {
+            stream,
+            reader,
+            socket,
+        }
+    }
+
+    /// The herd's key, from beside the socket, as the CLI reads it.
+    fn key(&self) -> String {
+        let file = self.socket.replace(".sock", ".key");
+        std::fs::read_to_string(file).unwrap().trim().to_owned()
     }
 
     fn send_line(&mut self, line: &str) -> Value {
@@ -47,7 +58,10 @@ impl Raw {
         self.send_line(&request.to_string())
     }
 
+    /// A hello; a parent's or observer's without a token presents the herd's key.
     fn hello(&mut self, role: &str, agent: Option<&str>, token: Option<&str>) -> Value {
+        let key = (matches!(role, "parent" | "observer") && token.is_none()).then(|| self.key());
+        let token = token.or(key.as_deref());
         self.call(
             "hello",
             json!({ "protocol": shepherd_core::protocol::PROTOCOL_VERSION, "role": role, "agentId": agent, "token": token }),
@@ -239,22 +253,11 @@ fn malformed_and_oversized_requests_are_refused_cleanly() {
 #[test]
 fn a_sheep_cannot_act_as_its_own_parent() {
     let world = World::new();
-    // Learn the CLI parent identity from the broker, then let a sheep try to use it.
+    // Learn the CLI parent identity from the broker, then let a sheep (unconfined, so it can
+    // read the herd's key too) try to use it: its ancestry refuses it.
     let identity = {
-        let socket = world.json(&["broker", "ensure"])["socket"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let stream = UnixStream::connect(socket).unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut stream = stream;
-        let hello = json!({"id": 1, "method": "hello", "params": {
-            "protocol": shepherd_core::protocol::PROTOCOL_VERSION, "role": "observer"}});
-        stream.write_all(format!("{hello}\n").as_bytes()).unwrap();
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        let hello: Value = serde_json::from_str(&line).unwrap();
-        hello["result"]["parentIdentity"]
+        let mut raw = Raw::open(&world);
+        raw.hello("observer", None, None)["result"]["parentIdentity"]
             .as_str()
             .unwrap()
             .to_owned()
@@ -375,4 +378,40 @@ fn a_full_inbox_refuses_new_items_instead_of_dropping_any() {
     assert_eq!(code, "inbox_full");
     assert!(message.contains("1000"), "{message}");
     assert_eq!(snapshot(&world), before, "nothing was dropped or added");
+}
+
+#[test]
+fn the_parent_and_observer_roles_need_the_herds_key() {
+    let world = World::new();
+    world.define("idler", &["sleep".into(), "120".into()]);
+    let agent = world.spawn("idler", "");
+    for role in ["parent", "observer"] {
+        let mut raw = Raw::open(&world);
+        let bare = raw.call(
+            "hello",
+            json!({ "protocol": shepherd_core::protocol::PROTOCOL_VERSION, "role": role }),
+        );
+        assert_eq!(error_code(&bare), "unauthenticated", "{role}: {bare}");
+        let message = bare["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&raw.socket.replace(".sock", ".key")),
+            "{message}"
+        );
+        let mut raw = Raw::open(&world);
+        let wrong = raw.hello(role, None, Some(&"0".repeat(64)));
+        assert_eq!(error_code(&wrong), "unauthenticated", "{role}: {wrong}");
+        let mut raw = Raw::open(&world);
+        let right = raw.hello(role, None, None);
+        assert_eq!(right["result"]["role"], role, "{right}");
+        let herd = raw.call("herd", json!({}));
+        assert_eq!(
+            herd["result"]["sheep"][0]["agentId"],
+            agent.as_str(),
+            "{herd}"
+        );
+    }
+    let key = std::path::PathBuf::from(Raw::open(&world).socket.replace(".sock", ".key"));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only its user reads the herd's key");
 }

@@ -6,6 +6,7 @@
 
 // Helpers the scenario files share.
 mod agents_support;
+mod attack_support;
 mod dash_support;
 mod harness_support;
 mod herd_support;
@@ -17,6 +18,7 @@ mod remote_support;
 mod web_support;
 
 mod agents_cli;
+mod attack_socket;
 mod cli_habits;
 mod controls;
 mod crash_campaign;

@@ -111,7 +111,8 @@ impl Link {
             match tokio::time::timeout_at(deadline, Client::connect(&self.spec.socket)).await {
                 Err(_) => return Err(unavailable(&self.spec.socket, last.as_ref())),
                 Ok(Ok(mut client)) => {
-                    let hello = serde_json::to_value(&self.spec.hello)
+                    let hello = super::credentialed(&self.spec.hello, &self.spec.socket);
+                    let hello = serde_json::to_value(&hello)
                         .map_err(|err| ClientError::Protocol(err.to_string()))?;
                     match tokio::time::timeout_at(deadline, client.call_value(method::HELLO, hello))
                         .await

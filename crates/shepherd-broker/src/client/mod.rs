@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use shepherd_core::protocol::{Hello, HelloResult, Request, ServerLine, WireError, method};
+use shepherd_core::protocol::{Hello, HelloResult, Request, Role, ServerLine, WireError, method};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -92,6 +92,30 @@ impl ClientError {
     }
 }
 
+/// Where the key of the herd whose broker listens on `socket` is kept: beside it, named like
+/// it (`b-<key>.sock` → `b-<key>.key`).
+pub fn herd_key_file(socket: &Path) -> PathBuf {
+    socket.with_extension("key")
+}
+
+/// `hello` as it is sent to the broker at `socket`: a parent or observer `hello` without a
+/// token presents the herd's key.
+pub fn credentialed(hello: &Hello, socket: &Path) -> Hello {
+    let mut hello = hello.clone();
+    if matches!(hello.role, Role::Parent | Role::Observer) && hello.token.is_none() {
+        hello.token = read_herd_key(socket);
+    }
+    hello
+}
+
+/// The key of the herd at `socket`, when this process may read it (a sandbox hides it).
+pub fn read_herd_key(socket: &Path) -> Option<String> {
+    fs_err::read_to_string(herd_key_file(socket))
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|key| !key.is_empty())
+}
+
 /// One connection to a broker.
 #[derive(Debug)]
 pub struct Client {
@@ -119,10 +143,14 @@ impl Client {
         })
     }
 
-    /// Connects and says hello.
+    /// Connects and says hello. A parent or observer `hello` without a token presents the
+    /// herd's key, read from beside the socket as it connects (a broker writes it when it
+    /// starts).
     pub async fn open(socket: &Path, hello: &Hello) -> Result<(Self, HelloResult), ClientError> {
         let mut client = Self::connect(socket).await?;
-        let result = client.call(method::HELLO, hello).await?;
+        let result = client
+            .call(method::HELLO, &credentialed(hello, socket))
+            .await?;
         Ok((client, result))
     }
 

@@ -137,7 +137,10 @@ pub async fn start(
     for backend in extra_backends {
         backends.insert(backend.kind(), backend);
     }
+    let key = crate::state::auth::ensure_herd_key(&paths.key)
+        .map_err(|e| io("writing the herd's key", &e))?;
     let broker = Broker::new(config, herd, journal, clock, backends, effects::carry_out);
+    broker.set_herd_key_digest(key);
     for note in replayed.notes {
         // What a damaged journal cost is the parent's to know, not only the log's.
         broker.commit(|tx| {

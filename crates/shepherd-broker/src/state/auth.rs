@@ -1,21 +1,94 @@
 //! Who may connect as what.
 //!
-//! A sheep proves itself with the capability token handed to it in its environment; only a
-//! digest of the token is kept. A connection asking to be the parent is refused when it comes
-//! from inside one of this herd's own sheep (its process descends from a sheep's supervisor or
-//! program): a sheep may start a herd of its own, but never act as its own parent.
+//! Every role is granted on a credential only its holder can read; a process's ancestry may
+//! refuse a role, never grant one (a process can hand its connection to another and exit).
+//!
+//! - The **parent** and **observers** present the herd's key: a random token in a file of the
+//!   user's private runtime directory (`b-<key>.key` beside the socket, 0600 in a 0700
+//!   directory), which the broker writes when it starts and every sandbox hides. A client reads
+//!   it when it connects; nothing puts it in an environment, so no sheep inherits it.
+//! - A **sheep** proves itself with the capability token handed to it in its environment, a
+//!   **supervisor** with its own credential, read from a private file and deleted before its
+//!   sheep starts. Only digests of tokens are kept.
+//!
+//! On top of the key, the parent and observer roles fail closed: the connecting process, named
+//! by a pidfd taken when it connected, must still run, in the broker's own pid namespace (every
+//! sandbox has its own), and its ancestry must be readable to the end and pass through none of
+//! this herd's sheep: a sheep may start a herd of its own, but never act as its own parent.
 
 use shepherd_core::error_code::ErrorCode;
+use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use shepherd_core::herd::Phase;
 use shepherd_core::ids::AgentId;
-use shepherd_core::protocol::Hello;
+use shepherd_core::protocol::{Hello, Role};
 use shepherd_term::LaunchRecord;
+use shepherd_term::platform::PeerProcess;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+
+/// The process that connected, as the kernel recorded it at `connect`.
+#[derive(Debug, Default)]
+pub(crate) struct Peer {
+    /// Its pid then.
+    pub(crate) pid: Option<u32>,
+    /// A pidfd of it, where the kernel gives one (Linux 6.5).
+    pub(crate) pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Peer {
+    /// The peer of a connected socket.
+    pub(crate) fn of(socket: &impl std::os::fd::AsFd) -> Self {
+        let (pid, pidfd) = shepherd_term::platform::socket_peer(socket);
+        Self { pid, pidfd }
+    }
+
+    /// What became of it.
+    fn process(&self) -> PeerProcess {
+        shepherd_term::platform::peer_process(self.pid, self.pidfd.as_ref())
+    }
+}
+
+/// Makes sure the herd's key exists at `path` (written once, kept across restarts so clients
+/// that read it keep working) and returns its digest.
+pub(crate) fn ensure_herd_key(path: &Path) -> std::io::Result<String> {
+    if let Ok(text) = fs_err::read_to_string(path) {
+        let key = text.trim();
+        if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            use std::os::unix::fs::PermissionsExt;
+            fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            return Ok(digest(key));
+        }
+    }
+    let key = new_token();
+    shepherd_fs::write_atomic(path, key.as_bytes(), Some(0o600))?;
+    Ok(digest(&key))
+}
+
+/// Checks the herd's key a parent or observer `hello` carries.
+pub(crate) fn check_herd_key(broker: &Broker, hello: &Hello) -> BrokerResult<()> {
+    let presented = hello.token.as_deref().map(digest);
+    let expected = broker.herd_key_digest();
+    if expected.is_some() && presented.as_deref() == expected {
+        return Ok(());
+    }
+    let role = if hello.role == Role::Parent {
+        "parent"
+    } else {
+        "observer"
+    };
+    Err(BrokerError::new(
+        ErrorCode::Unauthenticated,
+        format!(
+            "the {role} role needs this herd's key, which only its user can read ({}); a sheep \
+             connects with the SHEPHERD_AGENT_ID and SHEPHERD_TOKEN it was started with",
+            broker.config.paths.key.display()
+        ),
+    ))
+}
 
 /// sha256 (hex) of a token.
 pub(crate) fn digest(token: &str) -> String {
@@ -73,7 +146,7 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
     broker.read(|herd| {
         let sheep = herd.sheep.get(&id).ok_or_else(unauthenticated)?;
         let expected = match hello.role {
-            shepherd_core::protocol::Role::Supervisor => sheep
+            Role::Supervisor => sheep
                 .supervisor_digest
                 .as_ref()
                 .unwrap_or(&sheep.token_digest),
@@ -95,7 +168,6 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
 /// Checks a hello that came through the remote socket (forwarded to hosts): only a remote
 /// sheep or its supervisor may connect there, and must then prove itself with its token.
 pub(crate) fn check_remote(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<()> {
-    use shepherd_core::protocol::Role;
     if !matches!(hello.role, Role::Sheep | Role::Supervisor) {
         return Err(BrokerError::new(
             ErrorCode::Forbidden,
@@ -117,9 +189,67 @@ pub(crate) fn check_remote(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<
     }
 }
 
-/// Refuses a parent connection that comes from inside one of this herd's sheep.
-pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> BrokerResult<()> {
-    let Some(pid) = peer_pid else { return Ok(()) };
+/// Refuses a parent or observer connection whose process cannot be vouched for: gone (its
+/// connection handed on), in another pid namespace (a sandbox), with an ancestry that cannot
+/// be read to its end, or inside one of this herd's sheep.
+pub(crate) fn check_peer(broker: &Arc<Broker>, peer: &Peer, role: Role) -> BrokerResult<()> {
+    let refuse = |why: String| {
+        BrokerError::new(
+            ErrorCode::Forbidden,
+            format!("the {} role is refused: {why}", role_name(role)),
+        )
+    };
+    let pid = match peer.process() {
+        PeerProcess::Here(pid) => pid,
+        PeerProcess::Gone => {
+            return Err(refuse(
+                "the process that opened this connection has exited (a connection is not \
+                 passed on)"
+                    .to_owned(),
+            ));
+        }
+        PeerProcess::Elsewhere => {
+            return Err(refuse(
+                "the connecting process runs in another pid namespace".to_owned(),
+            ));
+        }
+        PeerProcess::Unknown => {
+            return Err(refuse(
+                "the connecting process cannot be identified".to_owned(),
+            ));
+        }
+    };
+    match shepherd_term::platform::same_pid_namespace(pid) {
+        Some(true) => {}
+        Some(false) => {
+            return Err(refuse(format!(
+                "process {pid} runs in another pid namespace (a sandbox's)"
+            )));
+        }
+        None => return Err(refuse(format!("process {pid} cannot be read"))),
+    }
+    check_not_inside_a_sheep(broker, pid)?;
+    // The checks read /proc by pid: the pidfd says whether that pid was still this process.
+    match peer.process() {
+        PeerProcess::Here(now) if now == pid => Ok(()),
+        _ => Err(refuse(
+            "the process that opened this connection exited during the check".to_owned(),
+        )),
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Parent => "parent",
+        Role::Observer => "observer",
+        Role::Sheep => "sheep",
+        Role::Supervisor => "supervisor",
+    }
+}
+
+/// Refuses a process that descends from one of this herd's local sheep (its supervisor or
+/// program), or whose ancestry cannot be read to the end.
+fn check_not_inside_a_sheep(broker: &Arc<Broker>, pid: u32) -> BrokerResult<()> {
     // Each local sheep's supervisor and program pids, to look for among the caller's ancestors.
     let sheep: Vec<(u32, AgentId, String)> = broker.read(|herd| {
         herd.sheep
@@ -141,7 +271,15 @@ pub(crate) fn check_parent(broker: &Arc<Broker>, peer_pid: Option<u32>) -> Broke
     if sheep.is_empty() {
         return Ok(());
     }
-    let ancestry = shepherd_term::process::ancestry(pid, 64);
+    let Some(ancestry) = shepherd_term::process::full_ancestry(pid, 256) else {
+        return Err(BrokerError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "the parent role is refused: the ancestry of process {pid} cannot be read to \
+                 its end"
+            ),
+        ));
+    };
     let inside = sheep
         .into_iter()
         .find(|(p, _, _)| ancestry.contains(p))

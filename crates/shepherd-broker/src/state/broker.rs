@@ -121,6 +121,8 @@ pub(crate) struct Broker {
     pub(crate) remotes: crate::remote::Remotes,
     /// Carries out what commits ask for (see [`Effect`]).
     effects: EffectRunner,
+    /// The digest of the herd's key, which the parent and observers present (see `auth`).
+    herd_key: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -189,7 +191,18 @@ impl Broker {
             falling_back: Mutex::new(std::collections::HashSet::new()),
             remotes: crate::remote::Remotes::default(),
             effects,
+            herd_key: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sets the digest of the herd's key, once, when the broker starts.
+    pub(crate) fn set_herd_key_digest(&self, digest: String) {
+        let _set = self.herd_key.set(digest);
+    }
+
+    /// The digest of the herd's key; `None` before it was set (then nobody is a parent).
+    pub(crate) fn herd_key_digest(&self) -> Option<&str> {
+        self.herd_key.get().map(String::as_str)
     }
 
     /// The current settings for this broker's project.

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{BrokerError, BrokerResult};
+use crate::state::auth::Peer;
 use crate::state::broker::Broker;
 use crate::state::session::Session;
 
@@ -37,12 +38,12 @@ pub(crate) async fn accept_loop(broker: Arc<Broker>, listener: UnixListener, rem
 }
 
 async fn handle_connection(broker: Arc<Broker>, stream: UnixStream, remote: bool) {
-    let peer_pid = stream
-        .peer_cred()
-        .ok()
-        .and_then(|cred| cred.pid())
-        .and_then(|pid| u32::try_from(pid).ok())
-        .filter(|_| !remote);
+    // Through the remote socket the peer is the local `ssh`: it says nothing of the caller.
+    let peer = if remote {
+        Peer::default()
+    } else {
+        Peer::of(&stream)
+    };
     let (read, mut write) = stream.into_split();
     let (out, mut out_rx) = mpsc::unbounded_channel::<String>();
     let closed = CancellationToken::new();
@@ -128,7 +129,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream, remote: bool
         };
         match &session {
             None => {
-                let result = hello(&broker, &request, (peer_pid, remote), &out, &closed).await;
+                let result = hello(&broker, &request, (&peer, remote), &out, &closed).await;
                 match result {
                     Ok((granted, value)) => {
                         session = Some(granted);
@@ -250,7 +251,7 @@ fn track_parent(
 async fn hello(
     broker: &Arc<Broker>,
     request: &Request,
-    (peer_pid, remote): (Option<u32>, bool),
+    (peer, remote): (&Peer, bool),
     out: &mpsc::UnboundedSender<String>,
     closed: &CancellationToken,
 ) -> BrokerResult<(Arc<Session>, Value)> {
@@ -279,14 +280,19 @@ async fn hello(
     }
     let agent_id = match hello.role {
         Role::Parent => {
-            crate::state::auth::check_parent(broker, peer_pid)?;
+            crate::state::auth::check_herd_key(broker, &hello)?;
+            crate::state::auth::check_peer(broker, peer, hello.role)?;
             if let Some(file) = hello.session_file.as_deref() {
                 broker.fieldnotes().set_parent_session_file(file)?;
             }
-            track_parent(broker, &hello, peer_pid, closed);
+            track_parent(broker, &hello, peer.pid, closed);
             None
         }
-        Role::Observer => None,
+        Role::Observer => {
+            crate::state::auth::check_herd_key(broker, &hello)?;
+            crate::state::auth::check_peer(broker, peer, hello.role)?;
+            None
+        }
         Role::Sheep | Role::Supervisor => Some(crate::state::auth::check_token(broker, &hello)?),
     };
     let session = Arc::new(Session {
@@ -295,7 +301,7 @@ async fn hello(
         out: out.clone(),
         closed: closed.clone(),
         follows_herd: Arc::default(),
-        peer_pid,
+        peer_pid: peer.pid,
         remote,
     });
     if hello.role == Role::Supervisor {

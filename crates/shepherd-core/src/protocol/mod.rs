@@ -126,7 +126,8 @@ pub struct Hello {
     /// For sheep and supervisors: the sheep's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    /// For sheep and supervisors: the capability token.
+    /// For sheep and supervisors: the capability token. For the parent and observers: the
+    /// herd's key, read from the file beside the socket (`b-<key>.key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// Free-form client name (`cli`, `pi`, …), for diagnostics.

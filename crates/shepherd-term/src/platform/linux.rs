@@ -1,11 +1,12 @@
-//! The Linux side of the platform seam: `/proc`, pidfds, inotify and `prctl`.
+//! The Linux side of the platform seam: `/proc`, pidfds, inotify, `prctl` and the peer of a
+//! unix socket (`SO_PEERPIDFD`).
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use rustix::process::{Pid, PidfdFlags, Signal};
 
-use super::ProcessStat;
+use super::{PeerProcess, ProcessStat};
 
 /// Every process id in the table now.
 pub fn process_ids() -> Vec<u32> {
@@ -104,4 +105,55 @@ pub fn die_with_parent(parent: u32) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::other("the parent is gone"))
     }
+}
+
+/// The process at the other end of a connected unix socket, as the kernel recorded it when it
+/// connected: a pidfd of it (`SO_PEERPIDFD`, Linux 6.5), so a process that exits cannot hand
+/// its pid to another; on older kernels, only the pid (`SO_PEERCRED`).
+pub fn socket_peer(socket: &impl std::os::fd::AsFd) -> (Option<u32>, Option<OwnedFd>) {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let pid = getsockopt(socket, sockopt::PeerCredentials)
+        .ok()
+        .and_then(|cred| u32::try_from(cred.pid()).ok())
+        .filter(|pid| *pid > 0);
+    let pidfd = getsockopt(socket, sockopt::PeerPidfd).ok();
+    (pid, pidfd)
+}
+
+/// What a peer's pidfd says now: the process's pid in this pid namespace, or why there is
+/// none. A process that exited reads as [`PeerProcess::Gone`] even when its pid has been
+/// reused, which is what the pidfd is for.
+pub fn peer_process(pid: Option<u32>, pidfd: Option<&OwnedFd>) -> PeerProcess {
+    use std::os::fd::AsRawFd;
+    let Some(pidfd) = pidfd else {
+        // No pidfd (an older kernel): the pid, if its process is still there.
+        return match pid {
+            Some(pid) if stat(pid).is_some_and(|stat| !stat.zombie) => PeerProcess::Here(pid),
+            Some(_) => PeerProcess::Gone,
+            None => PeerProcess::Unknown,
+        };
+    };
+    let info = match fs_err::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())) {
+        Ok(info) => info,
+        Err(_) => return PeerProcess::Unknown,
+    };
+    let field = info
+        .lines()
+        .find_map(|line| line.strip_prefix("Pid:"))
+        .and_then(|value| value.trim().parse::<i64>().ok());
+    match field {
+        // -1: it exited; 0: it lives in a pid namespace this one cannot see.
+        Some(-1) => PeerProcess::Gone,
+        Some(0) => PeerProcess::Elsewhere,
+        Some(pid) => u32::try_from(pid).map_or(PeerProcess::Unknown, PeerProcess::Here),
+        None => PeerProcess::Unknown,
+    }
+}
+
+/// Whether process `pid` lives in this process's pid namespace; `None` when that cannot be
+/// read (it is gone, or another user's).
+pub fn same_pid_namespace(pid: u32) -> Option<bool> {
+    let theirs = fs_err::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+    let ours = fs_err::read_link("/proc/self/ns/pid").ok()?;
+    Some(theirs == ours)
 }

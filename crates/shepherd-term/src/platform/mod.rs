@@ -4,7 +4,8 @@
 //! (who is whose parent, who is a zombie, who shares a terminal session, what environment a
 //! process started with), a descriptor that becomes readable when a process that is not our
 //! child exits (so "wait until it is gone" is an event with a deadline), a directory watch (so
-//! a socket's appearance is an event), and two process attributes: adopting orphaned
+//! a socket's appearance is an event), who is at the other end of a unix socket (a pidfd, so
+//! a pid cannot change hands under a check), and two process attributes: adopting orphaned
 //! descendants (a child subreaper) and dying with one's parent. Everything else in the
 //! workspace asks for these here and never reads `/proc` or calls `prctl` itself.
 //!
@@ -18,8 +19,8 @@
 mod linux;
 #[cfg(target_os = "linux")]
 pub use linux::{
-    children, die_with_parent, dir_watch, environ_var, exit_watch, process_ids,
-    set_child_subreaper, stat,
+    children, die_with_parent, dir_watch, environ_var, exit_watch, peer_process, process_ids,
+    same_pid_namespace, set_child_subreaper, socket_peer, stat,
 };
 
 #[cfg(not(target_os = "linux"))]
@@ -37,4 +38,17 @@ pub struct ProcessStat {
     pub parent: u32,
     /// The terminal session it belongs to (its session leader's pid).
     pub session: u32,
+}
+
+/// What became of the process that connected to a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerProcess {
+    /// It runs, with this pid in this pid namespace.
+    Here(u32),
+    /// It has exited (its socket may have been handed to another process).
+    Gone,
+    /// It runs in a pid namespace this one cannot see.
+    Elsewhere,
+    /// Nothing could be read about it.
+    Unknown,
 }

@@ -16,6 +16,7 @@
  */
 
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import * as net from "node:net";
 import type { Hello as HelloParams, ServerLine, ShepherdProtocol } from "./protocol-types.ts";
 
@@ -142,6 +143,22 @@ export class BrokerConnection {
 		this.failPending(new BrokerError("broker_disconnected", "the Shepherd connection was closed"));
 	}
 
+	/**
+	 * The hello with its credential: a parent or observer presents the herd's key, read from
+	 * beside the socket (`b-<key>.sock` → `b-<key>.key`, readable by its user alone) each time it
+	 * connects; a sheep's hello carries its own token already.
+	 */
+	private credentialed(): Hello {
+		if (this.hello.token || (this.hello.role !== "parent" && this.hello.role !== "observer")) return this.hello;
+		try {
+			const token = readFileSync(this.socketPath.replace(/\.sock$/, ".key"), "utf8").trim();
+			return token ? { ...this.hello, token } : this.hello;
+		} catch {
+			// No key to read (a sandbox hides it): the broker says what is missing.
+			return this.hello;
+		}
+	}
+
 	private async establish(): Promise<void> {
 		const deadline = Date.now() + (this.options.reconnectFor ?? 30_000);
 		let backoff = 25;
@@ -150,7 +167,7 @@ export class BrokerConnection {
 			if (this.closed) throw new BrokerError("broker_disconnected", "the Shepherd connection was closed");
 			try {
 				await this.open();
-				await this.send("hello", { protocol: PROTOCOL_VERSION, ...this.hello });
+				await this.send("hello", { protocol: PROTOCOL_VERSION, ...this.credentialed() });
 				if (this.options.onConnect) await this.options.onConnect();
 				return;
 			} catch (error) {

@@ -712,7 +712,8 @@ export interface Hello {
 	 */
 	agentId?: string | null;
 	/**
-	 * For sheep and supervisors: the capability token.
+	 * For sheep and supervisors: the capability token. For the parent and observers: the
+	 * herd's key, read from the file beside the socket (`b-<key>.key`).
 	 */
 	token?: string | null;
 	/**
