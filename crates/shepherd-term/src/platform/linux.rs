@@ -133,9 +133,9 @@ pub fn peer_process(pid: Option<u32>, pidfd: Option<&OwnedFd>) -> PeerProcess {
             None => PeerProcess::Unknown,
         };
     };
-    let info = match fs_err::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())) {
-        Ok(info) => info,
-        Err(_) => return PeerProcess::Unknown,
+    let fdinfo = format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd());
+    let Ok(info) = fs_err::read_to_string(fdinfo) else {
+        return PeerProcess::Unknown;
     };
     let field = info
         .lines()
