@@ -10,7 +10,19 @@
 /// install it; `None` when bubblewrap runs here.
 pub fn unavailable() -> Option<String> {
     let probe = std::process::Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "--unshare-pid", "--", "true"])
+        // The namespaces and locks every sandbox is made with (`shepherd-sheep`'s bwrap line).
+        .args([
+            "--unshare-user",
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--",
+            "true",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -23,11 +35,20 @@ pub fn unavailable() -> Option<String> {
         ),
         Err(err) => Some(format!("bubblewrap (bwrap) could not be run: {err}")),
         Ok(out) if out.status.success() => None,
-        Ok(out) => Some(format!(
-            "bubblewrap (bwrap) cannot make a sandbox here ({}); user namespaces may be off: \
-             enable them with `sysctl kernel.unprivileged_userns_clone=1` or run as a user \
-             allowed to",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            Some(if said.contains("disable-userns") {
+                format!(
+                    "bubblewrap (bwrap) is too old here ({said}): Shepherd's sandbox needs \
+                     bubblewrap 0.8 or later (`--disable-userns`)"
+                )
+            } else {
+                format!(
+                    "bubblewrap (bwrap) cannot make a sandbox here ({said}); user namespaces \
+                     may be off: enable them with `sysctl kernel.unprivileged_userns_clone=1` \
+                     or run as a user allowed to"
+                )
+            })
+        }
     }
 }

@@ -26,6 +26,14 @@ pub(crate) struct SuperviseOnly {
     pub(crate) args: shepherd_sheep::supervise::SuperviseArgs,
 }
 
+/// `shepherd sandbox-enter`'s arguments alone, for the same lean start inside every sandbox.
+#[derive(Debug, clap::Parser)]
+#[command(name = "shepherd sandbox-enter")]
+pub(crate) struct EnterOnly {
+    #[command(flatten)]
+    pub(crate) args: shepherd_sheep::supervise::EnterArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Delegate in one call: spawn, hand over, wait, collect the result, close (single, parallel
@@ -101,9 +109,12 @@ pub(crate) enum Command {
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(shepherd_sheep::supervise::SuperviseArgs),
-    /// Carry a confined sheep's connections to its allowed hosts (started inside its sandbox).
+    /// Lock a confined sheep's terminal and scope, then run it (started inside its sandbox).
     #[command(hide = true)]
-    SandboxBridge(shepherd_sheep::supervise::BridgeArgs),
+    SandboxEnter(shepherd_sheep::supervise::EnterArgs),
+    /// Throw away the terminal's pending input (a keep-open pane, before its shell starts).
+    #[command(hide = true)]
+    FlushInput,
     /// Run one sheep on a coding agent other than pi (started by Shepherd itself).
     #[command(hide = true)]
     Harness(shepherd_sheep::driver::HarnessArgs),

@@ -26,7 +26,8 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Note(args) => return sheep::note(&args, printer),
         Command::Report(args) => return sheep::report(args, printer),
         Command::Supervise(args) => return shepherd_sheep::supervise::run(&args),
-        Command::SandboxBridge(args) => return shepherd_sheep::supervise::run_bridge(&args),
+        Command::SandboxEnter(args) => return shepherd_sheep::supervise::run_enter(&args),
+        Command::FlushInput => return Ok(shepherd_sheep::supervise::flush_input()),
         Command::Remote(args) => return hosts::remote(&args, printer),
         Command::Harness(args) => return shepherd_sheep::driver::run(&args),
         Command::Completions(args) => return shell::completions(&args, Cli::command()),
@@ -66,7 +67,8 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         | Command::Note(_)
         | Command::Report(_)
         | Command::Supervise(_)
-        | Command::SandboxBridge(_)
+        | Command::SandboxEnter(_)
+        | Command::FlushInput
         | Command::Remote(_)
         | Command::Harness(_)
         | Command::Completions(_)

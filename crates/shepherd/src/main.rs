@@ -21,11 +21,11 @@ fn main() -> ExitCode {
     // A supervisor runs beside every sheep for its whole life: it skips building the whole
     // command tree (every command's help and arguments) and parses only its own arguments, so
     // a thousand of them start faster and keep less memory.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|first| first == "supervise")
-    {
-        return supervise();
+    match std::env::args_os().nth(1) {
+        Some(first) if first == "supervise" => return supervise(),
+        // Inside every sandbox, between bubblewrap and the sheep's program: as lean.
+        Some(first) if first == "sandbox-enter" => return sandbox_enter(),
+        _ => {}
     }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
@@ -46,6 +46,18 @@ fn supervise() -> ExitCode {
         Err(err) => return usage_error(&err),
     };
     match shepherd_sheep::supervise::run(&args) {
+        Ok(code) => code,
+        Err(err) => output::error(false, &err),
+    }
+}
+
+/// `shepherd sandbox-enter …`, parsed on its own like `supervise`.
+fn sandbox_enter() -> ExitCode {
+    let args = match cli::EnterOnly::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(parsed) => parsed.args,
+        Err(err) => return usage_error(&err),
+    };
+    match shepherd_sheep::supervise::run_enter(&args) {
         Ok(code) => code,
         Err(err) => output::error(false, &err),
     }

@@ -9,7 +9,7 @@
 //! a `strict` sheep in its own worktree does not see the project outside it, and commits; a
 //! confined sheep in a tmux window keeps its terminal and still does not see the home directory;
 //! with `network: none` nothing but the broker answers; a confined sheep that connects to the
-//! broker socket as its parent is refused.
+//! broker socket as its parent is refused (it cannot read the herd's key).
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -309,5 +309,6 @@ sleep 60"#;
         .unwrap()
         .to_owned();
     let done = settled(&world, &delegate(&world, &agent, &identity));
-    assert_eq!(done["summary"], "posing: forbidden", "{done}");
+    // Inside the sandbox the herd's key is hidden: the parent role is refused for want of it.
+    assert_eq!(done["summary"], "posing: unauthenticated", "{done}");
 }

@@ -22,6 +22,7 @@
 // The supervisor owns the sheep's process: it starts, signals and reaps it.
 #![allow(clippy::disallowed_types)]
 
+mod enter;
 mod net_bridge;
 mod net_proxy;
 mod output;
@@ -30,7 +31,7 @@ mod reap;
 mod revive;
 mod sandbox;
 
-pub use net_bridge::{BridgeArgs, run as run_bridge};
+pub use enter::{EnterArgs, run as run_enter};
 pub use sandbox::SandboxArgs;
 
 use shepherd_core::error_code::ErrorCode;
@@ -430,6 +431,7 @@ fn confined(
         net_dir,
         exe: &exe,
         path: path_with_shepherd_first().or_else(|| std::env::var_os("PATH")),
+        headless: args.headless,
     };
     Ok(sandbox::bwrap_command(
         &args.sandbox,
@@ -510,6 +512,16 @@ fn path_with_shepherd_first() -> Option<std::ffi::OsString> {
     let current = std::env::var_os("PATH").unwrap_or_default();
     let rest = std::env::split_paths(&current).filter(|entry| entry != dir);
     std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(rest)).ok()
+}
+
+/// `shepherd flush-input`: throws away what waits in this terminal's input queue, so a keep-open
+/// pane's shell starts with nothing a sheep may have pushed there. Nothing to do off a terminal.
+pub fn flush_input() -> ExitCode {
+    let stdin = std::io::stdin();
+    if rustix::termios::isatty(&stdin) {
+        let _flushed = rustix::termios::tcflush(&stdin, rustix::termios::QueueSelector::IFlush);
+    }
+    ExitCode::SUCCESS
 }
 
 /// In a pane, the sheep gets the terminal: its process group becomes the foreground group, so

@@ -1,6 +1,6 @@
-//! `shepherd sandbox-bridge`: the sheep's way out of a sandbox with `network: model`.
+//! The sheep's way out of a sandbox with `network: model`.
 //!
-//! It runs first inside the sandbox, where the network namespace has only loopback, and then
+//! It runs first inside the sandbox (`shepherd sandbox-enter --bridge`), where the network namespace has only loopback, and then
 //! starts the sheep's program as its child. For each allowed endpoint on loopback (a local
 //! model server) it listens on the same address inside, so the sheep's configured URL works
 //! unchanged; for the rest it offers an HTTP proxy on loopback (`HTTPS_PROXY`, `HTTP_PROXY`).
@@ -10,10 +10,9 @@
 // The bridge owns the sheep's process inside the sandbox: it starts and waits for it.
 #![allow(clippy::disallowed_types)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
 use shepherd_client::CliError;
 use shepherd_core::error_code::ErrorCode;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -21,20 +20,12 @@ use tokio::net::{TcpListener, TcpStream, UnixStream};
 
 use super::net_proxy::split;
 
-#[derive(Debug, Args)]
-pub struct BridgeArgs {
-    /// The allow-listing proxy's socket, bound into the sandbox.
-    #[arg(long, value_name = "FILE")]
-    socket: PathBuf,
-    /// `HOST:PORT` the sheep may reach (repeatable): loopback ones are listened on inside.
-    #[arg(long, value_name = "HOST:PORT")]
-    allow: Vec<String>,
-    /// The sheep's program and arguments.
-    #[arg(last = true, required = true)]
-    program: Vec<String>,
-}
-
-pub fn run(args: &BridgeArgs) -> Result<ExitCode, CliError> {
+/// Runs the bridge to the proxy at `socket` for the endpoints `allow`, and `program` under it.
+pub(super) fn run(
+    socket: &Path,
+    allow: &[String],
+    program: &[String],
+) -> Result<ExitCode, CliError> {
     let fail = |what: &str, err: std::io::Error| {
         CliError::new(
             ErrorCode::SpawnFailed,
@@ -48,14 +39,14 @@ pub fn run(args: &BridgeArgs) -> Result<ExitCode, CliError> {
     runtime.block_on(async {
         // One listener per port: `localhost:P` and `127.0.0.1:P` are the same endpoint inside.
         let mut listened = std::collections::BTreeSet::new();
-        for (host, port) in args.allow.iter().filter_map(|entry| split(entry)) {
+        for (host, port) in allow.iter().filter_map(|entry| split(entry)) {
             if is_loopback(&host) && listened.insert(port) {
                 let listener = TcpListener::bind(("127.0.0.1", port))
                     .await
                     .map_err(|err| fail(&format!("cannot listen on 127.0.0.1:{port}"), err))?;
                 tokio::spawn(forward_all(
                     listener,
-                    args.socket.clone(),
+                    socket.to_path_buf(),
                     Some(format!("{host}:{port}")),
                 ));
             }
@@ -70,8 +61,8 @@ pub fn run(args: &BridgeArgs) -> Result<ExitCode, CliError> {
                 .map_err(|err| fail("no proxy address", err))?
                 .port()
         );
-        tokio::spawn(forward_all(proxy, args.socket.clone(), None));
-        let (program, rest) = args.program.split_first().expect("clap requires a program");
+        tokio::spawn(forward_all(proxy, socket.to_path_buf(), None));
+        let (program, rest) = program.split_first().expect("clap requires a program");
         let mut command = tokio::process::Command::new(program);
         command.args(rest);
         for name in [

@@ -72,6 +72,8 @@ pub(super) struct Surroundings<'a> {
     pub(super) exe: &'a Path,
     /// `PATH`, where the program's bare name is found.
     pub(super) path: Option<std::ffi::OsString>,
+    /// Whether the sheep runs headless (else in a pane, keeping its terminal).
+    pub(super) headless: bool,
 }
 
 /// One mount the sandbox makes over the read-only system.
@@ -98,6 +100,12 @@ pub(super) fn bwrap_command(
     let mut argv: Vec<String> = [
         "bwrap",
         "--die-with-parent",
+        // A user namespace of its own, every capability dropped and no further user namespaces:
+        // even run by root, nothing inside can unmount what hides `$HOME` or remount `/`.
+        "--unshare-user",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-cgroup-try",
@@ -113,6 +121,10 @@ pub(super) fn bwrap_command(
     ]
     .map(str::to_owned)
     .to_vec();
+    if around.headless {
+        // No controlling terminal at all: nothing inside can push input into one.
+        argv.push("--new-session".to_owned());
+    }
     if args.sandbox_network != Network::All {
         argv.push("--unshare-net".to_owned());
     }
@@ -171,18 +183,19 @@ pub(super) fn bwrap_command(
         args.sandbox.as_str().to_owned(),
     ]);
     argv.extend(["--chdir".to_owned(), shown(around.cwd), "--".to_owned()]);
+    // The first program inside guards the terminal and scopes the sandbox, then runs the sheep
+    // (through the bridge to the proxy, with `network: model`).
+    argv.extend([shown(around.exe), "sandbox-enter".to_owned()]);
     if args.sandbox_network == Network::Model {
         argv.extend([
-            shown(around.exe),
-            "sandbox-bridge".to_owned(),
-            "--socket".to_owned(),
+            "--bridge".to_owned(),
             format!("{NET_DIR_INSIDE}/{NET_SOCKET}"),
         ]);
         for allowed in &args.sandbox_allow {
             argv.extend(["--allow".to_owned(), allowed.clone()]);
         }
-        argv.push("--".to_owned());
     }
+    argv.push("--".to_owned());
     argv.extend(program.iter().cloned());
     argv
 }
@@ -219,6 +232,7 @@ mod tests {
             net_dir: Some(Path::new("/run/user/1/shepherd/net-x")),
             exe: Path::new("/opt/shepherd/bin/shepherd"),
             path: None,
+            headless: true,
         }
     }
 
@@ -253,7 +267,23 @@ mod tests {
         );
         assert!(home < project && project < sub, "{argv:?}");
         assert!(!argv.contains(&"--unshare-net".to_owned()), "{argv:?}");
-        assert_eq!(&argv[argv.len() - 4..], ["--", "sh", "-c", "true"]);
+        assert_eq!(
+            &argv[argv.len() - 7..],
+            [
+                "--",
+                "/opt/shepherd/bin/shepherd",
+                "sandbox-enter",
+                "--",
+                "sh",
+                "-c",
+                "true"
+            ]
+        );
+        position(
+            &argv,
+            &["--unshare-user", "--disable-userns", "--cap-drop", "ALL"],
+        );
+        position(&argv, &["--new-session"]);
     }
 
     #[test]
@@ -275,8 +305,8 @@ mod tests {
             &argv,
             &[
                 "/opt/shepherd/bin/shepherd",
-                "sandbox-bridge",
-                "--socket",
+                "sandbox-enter",
+                "--bridge",
                 "/tmp/.shepherd-net/proxy.sock",
                 "--allow",
                 "127.0.0.1:4000",

@@ -43,6 +43,7 @@ pub mod wire;
 pub use api::{CommandPane, NewPane, TabSlot};
 pub use backend::{HerdrBackend, HerdrConfig};
 pub use client::HerdrClient;
+pub use command::KEEP_OPEN_SCRIPT;
 pub use error::{ErrorCode, HerdrError};
 pub use events::{HerdrEvent, HerdrEvents};
 pub use identity::{GoneBecause, PaneRef, Whereabouts};

@@ -13,7 +13,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -111,4 +112,27 @@ pub fn attack(world: &World, name: &str, task: &str, args: &[&str]) -> Value {
 /// A path outside every sandbox that an escape would write: it must not exist afterwards.
 pub fn proof(world: &World, name: &str) -> PathBuf {
     world.home.join(format!("proof-{name}"))
+}
+
+/// Waits until `path` exists, woken by its directory's changes, within `limit`; false when it
+/// never appeared.
+pub fn appears(path: &Path, limit: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let deadline = Instant::now() + limit;
+    let watch = shepherd_term::platform::dir_watch(path.parent().unwrap()).unwrap();
+    loop {
+        if path.exists() {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let timeout = rustix::event::Timespec::try_from(left).unwrap();
+        let mut fds = [PollFd::new(&watch, PollFlags::IN)];
+        let _woken = poll(&mut fds, Some(&timeout));
+        // Drain the events: only the file's existence matters.
+        let mut buf = [0u8; 4096];
+        let _drained = rustix::io::read(&watch, &mut buf);
+    }
 }
