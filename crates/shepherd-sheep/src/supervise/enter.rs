@@ -96,9 +96,11 @@ fn terminal_filter() -> Result<seccompiler::BpfProgram, String> {
             .map_err(|err| err.to_string())?;
         SeccompRule::new(vec![condition]).map_err(|err| err.to_string())
     };
+    // libc's `Ioctl` is `c_ulong` with glibc and `c_int` with musl: the conversion is real there.
+    #[allow(clippy::useless_conversion)]
     let refused = REFUSED_IOCTLS
         .iter()
-        .map(|ioctl| request(u64::from(*ioctl)))
+        .map(|ioctl| request(u64::try_from(*ioctl).unwrap_or_default()))
         .collect::<Result<Vec<_>, _>>()?;
     let rules = [(libc::SYS_ioctl, refused)].into_iter().collect();
     let filter = SeccompFilter::new(
