@@ -136,7 +136,8 @@ pub fn record_session(dir: &Path, session: &str) -> Result<(), HarnessError> {
 
 /// The agent session recorded for the sheep whose directory is `dir`, when it has one.
 pub fn recorded_session(dir: &Path) -> Option<String> {
-    fs_err::read_to_string(dir.join(SESSION_FILE))
+    // The sheep's directory is its own to write: its record is read, never a link's target.
+    shepherd_fs::read_to_string_nofollow(&dir.join(SESSION_FILE))
         .ok()
         .map(|text| text.trim().to_owned())
         .filter(|session| !session.is_empty())

@@ -234,8 +234,10 @@ fn to_pid(pid: u32) -> Option<Pid> {
 }
 
 /// The last `lines` lines of a file, reading at most `max_bytes` from its end.
+/// A link at `path` is not followed: output logs sit where a sheep might have been able to
+/// plant one.
 pub fn tail_of_file(path: &Path, lines: usize, max_bytes: u64) -> std::io::Result<String> {
-    let mut file = fs_err::File::open(path)?;
+    let mut file = shepherd_fs::open_nofollow(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(max_bytes);
     file.seek(SeekFrom::Start(start))?;

@@ -20,6 +20,7 @@ mod web_support;
 mod agents_cli;
 mod attack_process;
 mod attack_socket;
+mod attack_state;
 mod cli_habits;
 mod controls;
 mod crash_campaign;

@@ -1,7 +1,8 @@
 //! A real pi sheep confined with the real bubblewrap and `network: model`: `shepherd run
 //! --sandbox workspace` on the scripted fake model completes its round trip — the model reached
 //! through the allow-listing proxy, its `bash` tool run inside the sandbox, `shepherd_done`
-//! through the broker socket — and the note records the sandbox. Each test runs once per
+//! through the broker socket, on an agent directory of its own — and the note records the
+//! sandbox. Each test runs once per
 //! installed pi version and is skipped with one line when that version is not installed.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
@@ -77,9 +78,10 @@ fn confined_round_trip(pi: &PiBinary) {
     assert_eq!(result["status"], "completed", "{result}");
     assert!(fake.mismatches().is_empty(), "{:?}", fake.mismatches());
     assert_eq!(read(&world.project.join("made.txt")), "made\n");
-    // pi's own directory is in the sandbox's home; the rest of it, secret.txt among it, is not.
+    // The sheep's pi ran on an agent directory of its own (copies of the user's models and
+    // settings): none of the user's home is in the sandbox's, pi's own directory included.
     let seen = read(&world.project.join("seen.txt"));
-    assert!(seen.lines().any(|name| name == ".pi"), "{seen}");
+    assert!(!seen.lines().any(|name| name == ".pi"), "{seen}");
     assert!(!seen.contains("secret.txt"), "{seen}");
     let note = read(Path::new(result["note"].as_str().unwrap()));
     assert!(note.contains("sandbox: workspace"), "{note}");

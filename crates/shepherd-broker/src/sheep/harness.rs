@@ -182,6 +182,15 @@ pub(crate) fn launch(
 ) -> BrokerResult<Vec<String>> {
     let harness = checked.adapter.harness();
     let dir = sheep_dir(broker, id);
+    // A confined sheep wrote here: nothing it linked elsewhere is written through or read.
+    if fs_err::symlink_metadata(&dir).is_ok() {
+        shepherd_fs::remove_symlinks_under(&dir).map_err(|err| {
+            BrokerError::new(
+                ErrorCode::Io,
+                format!("cleaning the sheep's directory {}: {err}", dir.display()),
+            )
+        })?;
+    }
     let exe = broker.config.shepherd_exe.display().to_string();
     let mut plan = plan_for(harness, def, params, dir.clone(), cwd, visible);
     plan.program = checked

@@ -2,6 +2,7 @@
 //! what it leaves behind.
 //!
 //! Its program: `pi_launch` (a pi sheep's command line and the embedded sheep extension),
+//! `pi_home` (a confined pi sheep's own agent directory),
 //! `harness` (the seam where pi, the other coding agents and plain commands differ),
 //! `controls` (budgets and the stall watchdog, refused where the harness cannot honour them)
 //! and `provider_limits` (the provider key a new sheep spends, what the error ending its run
@@ -24,6 +25,7 @@ pub(crate) mod launch_record;
 pub(crate) mod live_usage;
 pub(crate) mod notes;
 pub(crate) mod pi;
+pub(crate) mod pi_home;
 pub(crate) mod pi_launch;
 pub(crate) mod printed;
 pub(crate) mod provider_limits;

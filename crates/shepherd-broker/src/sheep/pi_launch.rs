@@ -4,11 +4,13 @@
 //! thinking level and tools (always including `shepherd_message` and `shepherd_done`); headless,
 //! it runs in RPC mode with its stdin held open by the supervisor. The sheep extension ships
 //! inside this binary and is written next to the broker's state on first use, so the extension a
-//! sheep loads always speaks this broker's protocol. One session file per sheep is kept with the
-//! broker's state and recorded in its notes. Beside it, `<id>.env.json` (readable by its user
-//! alone) keeps the sheep's Shepherd variables, which the sheep extension puts back when a
-//! wrapper between the supervisor and pi started pi with a clean environment
-//! (`lib/sheep-launch.ts`). (What a pi sheep's run leaves behind is `pi`.)
+//! sheep loads always speaks this broker's protocol. Each sheep's files live in its own
+//! directory, `<state>/agents/<id>/` (the one directory a confined sheep may write): its session
+//! file, recorded in its notes, its system prompt, and `<id>.env.json` (readable by its user
+//! alone), which keeps the sheep's Shepherd variables for the sheep extension to put back when
+//! a wrapper between the supervisor and pi started pi with a clean environment
+//! (`lib/sheep-launch.ts`). A confined pi sheep also gets an agent directory of its own
+//! (`pi_home`). (What a pi sheep's run leaves behind is `pi`.)
 
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
@@ -53,9 +55,28 @@ pub struct PiLaunch {
     pub env: Vec<(String, String)>,
 }
 
-/// Where a sheep's pi session lives.
+/// Where a sheep's pi session lives: in its own directory (a sheep started by an earlier
+/// version keeps the one it has beside the output logs).
 pub(crate) fn session_file(broker: &Broker, id: &AgentId) -> PathBuf {
-    broker.config.paths.sheep_logs.join(format!("{id}.jsonl"))
+    let earlier = broker.config.paths.sheep_logs.join(format!("{id}.jsonl"));
+    if fs_err::symlink_metadata(&earlier).is_ok_and(|meta| meta.is_file()) {
+        return earlier;
+    }
+    own_file(broker, id, "jsonl")
+}
+
+/// The sheep's own file `<id>.<extension>` in its directory.
+fn own_file(broker: &Broker, id: &AgentId, extension: &str) -> PathBuf {
+    crate::sheep::harness::sheep_dir(broker, id).join(format!("{id}.{extension}"))
+}
+
+/// Makes the sheep's own directory ready for a launch: private, and with no symlink a sheep
+/// left in it (Shepherd writes there again, outside any sandbox).
+fn prepare_own_dir(broker: &Broker, id: &AgentId) -> std::io::Result<PathBuf> {
+    let dir = crate::sheep::harness::sheep_dir(broker, id);
+    crate::paths::ensure_private_dir(&dir)?;
+    shepherd_fs::remove_symlinks_under(&dir)?;
+    Ok(dir)
 }
 
 /// Keeps a local pi sheep's Shepherd variables (its capability among them) beside its session
@@ -72,11 +93,7 @@ pub(crate) fn write_launch_env(
         .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
         .collect();
     let text = serde_json::Value::Object(vars).to_string();
-    let file = broker
-        .config
-        .paths
-        .sheep_logs
-        .join(format!("{id}.env.json"));
+    let file = own_file(broker, id, "env.json");
     shepherd_fs::write_atomic(&file, text.as_bytes(), Some(0o600)).map_err(|err| {
         BrokerError::new(
             ErrorCode::Io,
@@ -133,20 +150,21 @@ pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
     Ok(entry)
 }
 
-/// The pi command line for a sheep of `def`.
+/// The pi command line for a sheep of `def`; a `confined` one gets an agent directory of its
+/// own (`PI_CODING_AGENT_DIR`).
 pub(crate) fn launch(
     broker: &Broker,
     def: &AgentDef,
     params: &SpawnParams,
     id: &AgentId,
-    headless: bool,
+    (headless, confined): (bool, bool),
 ) -> BrokerResult<PiLaunch> {
+    let io =
+        |what: &str, err: std::io::Error| BrokerError::new(ErrorCode::Io, format!("{what}: {err}"));
+    let own =
+        prepare_own_dir(broker, id).map_err(|err| io("preparing the sheep's directory", err))?;
     let session = session_file(broker, id);
-    let prompt = broker
-        .config
-        .paths
-        .sheep_logs
-        .join(format!("{id}.prompt.md"));
+    let prompt = own_file(broker, id, "prompt.md");
     shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600)).map_err(
         |err| {
             BrokerError::new(
@@ -175,10 +193,13 @@ pub(crate) fn launch(
     let (model, thinking) = choices(def, params);
     let definition = definition_args(def, model, thinking, &prompt);
     argv.extend(definition.argv);
-    Ok(PiLaunch {
-        argv,
-        env: definition.env,
-    })
+    let mut env = definition.env;
+    if confined {
+        let agent = crate::sheep::pi_home::compose(&broker.config.dirs.pi_agent_dir, &own)
+            .map_err(|err| io("making the sheep's pi agent directory", err))?;
+        env.push(("PI_CODING_AGENT_DIR".into(), path(&agent)));
+    }
+    Ok(PiLaunch { argv, env })
 }
 
 /// The model and thinking level a pi sheep of `def` runs at, by the rule every harness follows

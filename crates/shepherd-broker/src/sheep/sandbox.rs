@@ -5,8 +5,9 @@
 //! setting), and checked before anything starts: a sandbox that cannot be made on this machine
 //! refuses the spawn, it never runs the sheep unconfined. The supervisor makes it
 //! (`shepherd_sheep::supervise`); this module only says what goes in: the project read-only
-//! (`workspace`) or hidden (`strict`), the session notes, the agent's own state directory, and
-//! for `network: model` the model provider's hosts.
+//! (`workspace`) or hidden (`strict`), the session notes, the sheep's own directory (its agent's
+//! composed home: never the user's own agent configuration), and for `network: model` the
+//! model provider's hosts.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -84,7 +85,11 @@ pub(crate) fn supervisor_args(
             "--sandbox-write",
             &project.join(shepherd_core::fieldnotes::SESSIONS_RELATIVE),
         );
-        for dir in state_dirs(broker, id, runtime) {
+        let (read, write) = state_dirs(broker, id, runtime);
+        for path in read {
+            add("--sandbox-read", &path);
+        }
+        for dir in write {
             add("--sandbox-write", &dir);
         }
         // What the user declared an agent needs (an install the supervisor cannot follow).
@@ -106,58 +111,20 @@ pub(crate) fn supervisor_args(
     args
 }
 
-/// The directories the sheep's program keeps its own state in: its configuration, sessions
-/// and logs. Shepherd's own per-sheep files are among them.
-fn state_dirs(broker: &Broker, id: &AgentId, runtime: Runtime) -> Vec<PathBuf> {
-    let home = &broker.config.dirs.home;
-    let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
-    let under_home = |relative: &str| home.join(relative);
+/// What the sheep's program keeps its own state in, `(read-only, writable)`: its own directory
+/// (its agent's composed configuration home, its session and launch files) and nothing of the
+/// user's own agent configuration but, for pi, what its agent directory links to read-only.
+fn state_dirs(broker: &Broker, id: &AgentId, runtime: Runtime) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let own = crate::sheep::harness::sheep_dir(broker, id);
     match runtime {
-        Runtime::Command => Vec::new(),
-        Runtime::Agent(Harness::Pi) => vec![
-            broker.config.dirs.pi_agent_dir.clone(),
-            // The sheep's session file, system prompt and launch variables.
-            broker.config.paths.sheep_logs.clone(),
-            broker.config.paths.state_dir.join("pi-extension"),
-        ],
-        Runtime::Agent(harness) => {
-            let mut dirs = vec![crate::sheep::harness::sheep_dir(broker, id)];
-            match harness {
-                Harness::ClaudeCode => {
-                    dirs.push(
-                        var("CLAUDE_CONFIG_DIR")
-                            .map_or_else(|| under_home(".claude"), PathBuf::from),
-                    );
-                    dirs.push(under_home(".claude.json"));
-                }
-                Harness::Codex => {
-                    dirs.push(
-                        var("CODEX_HOME").map_or_else(|| under_home(".codex"), PathBuf::from),
-                    );
-                }
-                Harness::Gemini => dirs.push(
-                    var("GEMINI_CLI_HOME")
-                        .map_or_else(|| home.clone(), PathBuf::from)
-                        .join(".gemini"),
-                ),
-                Harness::Opencode => {
-                    let xdg = |name: &str, fallback: &str| {
-                        var(name)
-                            .map_or_else(|| under_home(fallback), PathBuf::from)
-                            .join("opencode")
-                    };
-                    dirs.extend([
-                        xdg("XDG_DATA_HOME", ".local/share"),
-                        xdg("XDG_CONFIG_HOME", ".config"),
-                        xdg("XDG_CACHE_HOME", ".cache"),
-                        xdg("XDG_STATE_HOME", ".local/state"),
-                    ]);
-                    dirs.extend(var("OPENCODE_CONFIG").map(PathBuf::from));
-                }
-                Harness::Pi => {}
-            }
-            dirs
+        Runtime::Command => (Vec::new(), Vec::new()),
+        Runtime::Agent(Harness::Pi) => {
+            let mut read = crate::sheep::pi_home::shared(&broker.config.dirs.pi_agent_dir);
+            // The shipped sheep extension: read, never changed.
+            read.push(broker.config.paths.state_dir.join("pi-extension"));
+            (read, vec![own])
         }
+        Runtime::Agent(_) => (Vec::new(), vec![own]),
     }
 }
 

@@ -36,7 +36,8 @@ pub(crate) struct Telemetry {
 impl Telemetry {
     /// Reads the entries after byte `cursor` of `path`.
     pub(crate) fn from_session(path: &Path, cursor: u64) -> std::io::Result<Self> {
-        let mut file = fs_err::File::open(path)?;
+        // The session file is the sheep's own to write: never read through a link it left.
+        let mut file = shepherd_fs::open_nofollow(path)?;
         file.seek(SeekFrom::Start(cursor))?;
         let mut text = String::new();
         file.read_to_string(&mut text)?;
@@ -149,7 +150,7 @@ impl Telemetry {
 
 /// The size of a session file now (0 when pi has not created it yet).
 pub(crate) fn session_size(path: &Path) -> u64 {
-    fs_err::metadata(path).map_or(0, |m| m.len())
+    fs_err::symlink_metadata(path).map_or(0, |m| if m.is_file() { m.len() } else { 0 })
 }
 
 #[cfg(test)]

@@ -45,9 +45,12 @@ pub(super) struct Log {
 
 impl Log {
     pub(super) fn open(path: &Path) -> std::io::Result<Self> {
+        use fs_err::os::unix::fs::OpenOptionsExt as _;
+        // Never through a link someone left at the log's name.
         let file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(path)?;
         let written = file.metadata()?.len();
         Ok(Self {

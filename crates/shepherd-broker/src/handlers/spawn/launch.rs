@@ -135,7 +135,13 @@ pub(crate) async fn launch(
                     crate::sheep::remote_sheep::pi::launch(broker, host, def, params, id, headless)
                         .await
                 }
-                None => crate::sheep::pi_launch::launch(broker, def, params, id, headless),
+                None => crate::sheep::pi_launch::launch(
+                    broker,
+                    def,
+                    params,
+                    id,
+                    (headless, prepared.sandbox.is_on()),
+                ),
             };
             launched.and_then(|launch| {
                 env.extend(launch.env);
