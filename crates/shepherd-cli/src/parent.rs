@@ -64,7 +64,7 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
     /// Confine it: off, workspace or strict (default: the definition's `sandbox:`, else the
-    /// `sandbox` setting).
+    /// `sandbox` setting). Yours to choose: it may confine less than either.
     #[arg(long, value_enum)]
     sandbox: Option<shepherd_core::sandbox::Sandbox>,
     #[command(flatten)]
@@ -87,7 +87,8 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         session_name: None,
         isolate: args.isolate,
         host: args.host,
-        sandbox: args.sandbox,
+        sandbox: None,
+        user_sandbox: args.sandbox,
     };
     let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {

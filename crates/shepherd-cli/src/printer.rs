@@ -1,6 +1,10 @@
 //! Everything a command shows goes through [`Printer`], so `--json` always yields exactly one
 //! compact JSON document on one line. The printer holds the front end's writer: this crate
-//! decides what to say, the binary owns stdout.
+//! decides what to say, the binary owns stdout. Human text passes the one filter of terminal
+//! control sequences ([`shepherd_core::printable`]) on its way out: much of it comes from
+//! sheep (their output, summaries, messages) and repository files (definitions), and a
+//! terminal obeys what it should only show. JSON needs no filter: it escapes every control
+//! character.
 
 use serde::Serialize;
 
@@ -38,13 +42,19 @@ impl Printer {
         }
     }
 
-    /// Shows `text` and ends the line.
+    /// Shows `text` (filtered of terminal control sequences) and ends the line.
     pub fn line(self, text: &str) {
-        (self.sink)(&format!("{text}\n"));
+        let shown = if self.json {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            shepherd_core::printable::printable(text)
+        };
+        (self.sink)(&format!("{shown}\n"));
     }
 
-    /// Shows `text` exactly as it is (a sheep's inbox texts, which carry their own newlines).
+    /// Shows `text` with its own newlines (a sheep's inbox texts), filtered of terminal
+    /// control sequences.
     pub fn raw(self, text: &str) {
-        (self.sink)(text);
+        (self.sink)(&shepherd_core::printable::printable(text));
     }
 }

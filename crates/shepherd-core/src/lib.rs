@@ -22,6 +22,7 @@ pub mod ids;
 pub mod label;
 pub mod land;
 pub mod limit;
+pub mod printable;
 pub mod protocol;
 pub mod run;
 pub mod sandbox;

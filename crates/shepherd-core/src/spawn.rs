@@ -57,10 +57,14 @@ pub struct SpawnParams {
     /// (default: the agent definition's `host:`, else this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// Confine the sheep: `off`, `workspace` or `strict` (default: the definition's
-    /// `sandbox:`, else the `sandbox` setting).
+    /// Confine the sheep at least this much: `off`, `workspace` or `strict`. It only tightens
+    /// what the definition's `sandbox:` and the user's `sandbox` setting give.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// The person's own `--sandbox` at the command line, which may also confine the sheep less
+    /// than the definition and the setting say (the CLI alone sends it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// The terminal a caller runs in, as its environment tells.

@@ -220,6 +220,8 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
         backend: None,
         host: None,
         sandbox: args::sandbox(run.sandbox)?,
+        // An agent's argument only tightens: the person's own choice is the CLI's.
+        user_sandbox: None,
         parent_model: None,
         parent_thinking: None,
         caller: Some(caller_context()),

@@ -24,7 +24,9 @@ pub(crate) fn error(json: bool, err: &CliError) -> ExitCode {
         write_stdout(&format!("{}\n", serde_json::json!({ "error": error })));
     }
     let mut stderr = std::io::stderr().lock();
-    let _ignored = writeln!(stderr, "shepherd: {}", err.message);
+    // A message may quote a sheep (the end of its output when it failed to start).
+    let message = shepherd_core::printable::printable(&err.message);
+    let _ignored = writeln!(stderr, "shepherd: {message}");
     if let Some(hint) = hint {
         let _ignored = writeln!(stderr, "hint: {hint}");
     }

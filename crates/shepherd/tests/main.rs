@@ -18,7 +18,9 @@ mod remote_support;
 mod web_support;
 
 mod agents_cli;
+mod attack_output;
 mod attack_process;
+mod attack_project;
 mod attack_socket;
 mod attack_state;
 mod cli_habits;

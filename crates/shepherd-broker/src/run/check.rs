@@ -155,6 +155,7 @@ pub(crate) fn check(
         fieldnotes: true,
         budget: params.budget,
         sandbox: params.sandbox,
+        user_sandbox: params.user_sandbox,
     })
 }
 

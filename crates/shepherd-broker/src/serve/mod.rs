@@ -112,6 +112,10 @@ pub async fn start(
         Journal::open(&paths.journal, &paths.snapshot, &config.address.namespace)
             .map_err(|e| io("opening the journal", &e))?;
     let herd = replayed.herd;
+    // The herd's key is there before the socket is: a client that reaches the socket can
+    // always read it.
+    let key = crate::state::auth::ensure_herd_key(&paths.key)
+        .map_err(|e| io("writing the herd's key", &e))?;
     match fs_err::remove_file(&paths.socket) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
@@ -137,8 +141,6 @@ pub async fn start(
     for backend in extra_backends {
         backends.insert(backend.kind(), backend);
     }
-    let key = crate::state::auth::ensure_herd_key(&paths.key)
-        .map_err(|e| io("writing the herd's key", &e))?;
     let broker = Broker::new(config, herd, journal, clock, backends, effects::carry_out);
     broker.set_herd_key_digest(key);
     for note in replayed.notes {

@@ -74,42 +74,10 @@ pub(crate) fn overlay(broker: &Broker, sheep: &mut [SheepStatus]) {
     }
 }
 
-/// `text` without terminal escape sequences and control characters, which a terminal would
-/// have interpreted rather than shown.
+/// `text` as a terminal may show it (the one filter, `shepherd_core::printable`), on one line's
+/// terms: tabs become spaces.
 fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => {
-                // CSI (`ESC [ … final`) and OSC (`ESC ] … BEL` or `ESC \`) sequences; any other
-                // escape takes one more character.
-                match chars.next() {
-                    Some('[') => {
-                        for c in chars.by_ref() {
-                            if ('@'..='~').contains(&c) {
-                                break;
-                            }
-                        }
-                    }
-                    Some(']') => {
-                        while let Some(c) = chars.next() {
-                            if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some())
-                            {
-                                break;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            '\n' => out.push('\n'),
-            '\t' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    shepherd_core::printable::printable(text).replace('\t', " ")
 }
 
 /// The last `lines` lines a sheep shows, read from its backend; a headless pi sheep's RPC

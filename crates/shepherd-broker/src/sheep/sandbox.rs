@@ -1,8 +1,9 @@
 //! What a confined sheep may see and reach, as its supervisor's `--sandbox…` options.
 //!
-//! The sandbox is decided here, where the definition, the spawn and the settings meet (a
-//! spawn's `--sandbox` wins over the definition's `sandbox:`, which wins over the `sandbox`
-//! setting), and checked before anything starts: a sandbox that cannot be made on this machine
+//! The sandbox is decided here, where the definition, the spawn and the settings meet (the
+//! user's `sandbox` setting is a floor: a project's definition, a plan and an agent's tool
+//! argument only tighten it; the user's own definitions and the person's own `--sandbox` may
+//! lower it), and checked before anything starts: a sandbox that cannot be made on this machine
 //! refuses the spawn, it never runs the sheep unconfined. The supervisor makes it
 //! (`shepherd_sheep::supervise`); this module only says what goes in: the project read-only
 //! (`workspace`) or hidden (`strict`), the session notes, the sheep's own directory (its agent's
@@ -16,20 +17,28 @@ use shepherd_core::agent_def::AgentDef;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::harness::{Harness, Runtime};
 use shepherd_core::ids::AgentId;
-use shepherd_core::sandbox::{Network, Sandbox};
+use shepherd_core::sandbox::{Network, Sandbox, SandboxChoices};
 use shepherd_core::settings::EffectiveSettings;
 use shepherd_core::spawn::SpawnParams;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 
-/// The sandbox a spawn runs its sheep in.
+/// The sandbox a spawn runs its sheep in: the user's setting is a floor that only the user's
+/// own definitions and flag may lower ([`SandboxChoices`]).
 pub(crate) fn chosen(
     params: &SpawnParams,
     def: &AgentDef,
     settings: &EffectiveSettings,
 ) -> Sandbox {
-    params.sandbox.or(def.sandbox).unwrap_or(settings.sandbox)
+    SandboxChoices {
+        setting: settings.sandbox,
+        definition: def.sandbox,
+        definition_from_project: def.source == shepherd_core::agent_def::AgentSource::Project,
+        person: params.user_sandbox,
+        requested: params.sandbox,
+    }
+    .decide()
 }
 
 /// Refuses a confined spawn on this machine when bubblewrap cannot make the sandbox here. The

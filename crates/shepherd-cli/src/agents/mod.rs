@@ -286,6 +286,9 @@ struct ShownAgent<'a> {
     #[serde(flatten)]
     def: &'a AgentDef,
     approval: ApprovalState,
+    /// The sandbox a spawn of it runs in (unless the person's own `--sandbox` says otherwise),
+    /// with the user's setting as its floor.
+    runs_in: shepherd_core::sandbox::Sandbox,
 }
 
 fn show(args: &ShowArgs, ctx: &Context, printer: Printer) -> Result<(), CliError> {
@@ -293,54 +296,89 @@ fn show(args: &ShowArgs, ctx: &Context, printer: Printer) -> Result<(), CliError
     let def = search.get(ctx, &args.name)?;
     let confirm = search.settings.settings.confirm_project_agents;
     let approval = approval_state(&ctx.dirs, def, confirm).map_err(|err| config_error(&err))?;
-    printer.emit(&ShownAgent { def, approval }, || {
-        let tools = def
-            .tools
-            .as_ref()
-            .map_or_else(|| "pi's defaults".to_owned(), |tools| tools.join(", "));
-        let command = def.command.as_ref().map_or_else(
-            || "pi".to_owned(),
-            |argv| {
-                argv.iter()
-                    .map(|arg| shell_word(arg))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            },
-        );
-        let mut rows = vec![
-            ("source", def.source.to_string()),
-            ("file", def.file_display()),
-            ("hash", def.content_hash.clone()),
-            ("model", def.model.to_string()),
-            ("thinking", def.thinking.to_string()),
-            ("tools", tools),
-            ("command", command),
-            ("omit-system-prompt", def.omit_system_prompt.to_string()),
-            (
-                "omit-pi-documentation",
-                def.omit_pi_documentation.to_string(),
-            ),
-            ("omit-context-files", def.omit_context_files.to_string()),
-            ("user-invocable", def.user_invocable.to_string()),
-            ("approval", approval_text(def, approval, confirm)),
-        ];
-        if !def.needs_env.is_empty() {
-            rows.push(("needs-env", def.needs_env.join(", ")));
-        }
-        rows.extend(
-            def.extra
-                .iter()
-                .map(|(key, value)| (key.as_str(), value.to_string())),
-        );
-        let width = rows.iter().map(|(key, _)| key.len()).max().unwrap_or(0) + 1;
-        let mut out = format!("{}\n", summary_line(def));
-        for (key, value) in rows {
-            let _ = writeln!(out, "  {:<width$} {value}", format!("{key}:"));
-        }
-        let _ = write!(out, "\n{}\n", def.system_prompt);
-        out
-    });
+    let setting = search.settings.settings.sandbox;
+    let runs_in = shepherd_core::sandbox::SandboxChoices {
+        setting,
+        definition: def.sandbox,
+        definition_from_project: def.source == AgentSource::Project,
+        ..shepherd_core::sandbox::SandboxChoices::default()
+    }
+    .decide();
+    let sandbox = sandbox_text(def, setting, runs_in);
+    printer.emit(
+        &ShownAgent {
+            def,
+            approval,
+            runs_in,
+        },
+        || {
+            let tools = def
+                .tools
+                .as_ref()
+                .map_or_else(|| "pi's defaults".to_owned(), |tools| tools.join(", "));
+            let command = def.command.as_ref().map_or_else(
+                || "pi".to_owned(),
+                |argv| {
+                    argv.iter()
+                        .map(|arg| shell_word(arg))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                },
+            );
+            let mut rows = vec![
+                ("source", def.source.to_string()),
+                ("file", def.file_display()),
+                ("hash", def.content_hash.clone()),
+                ("model", def.model.to_string()),
+                ("thinking", def.thinking.to_string()),
+                ("tools", tools),
+                ("command", command),
+                ("sandbox", sandbox),
+                ("network", def.network.to_string()),
+                ("omit-system-prompt", def.omit_system_prompt.to_string()),
+                (
+                    "omit-pi-documentation",
+                    def.omit_pi_documentation.to_string(),
+                ),
+                ("omit-context-files", def.omit_context_files.to_string()),
+                ("user-invocable", def.user_invocable.to_string()),
+                ("approval", approval_text(def, approval, confirm)),
+            ];
+            if !def.needs_env.is_empty() {
+                rows.push(("needs-env", def.needs_env.join(", ")));
+            }
+            rows.extend(
+                def.extra
+                    .iter()
+                    .map(|(key, value)| (key.as_str(), value.to_string())),
+            );
+            let width = rows.iter().map(|(key, _)| key.len()).max().unwrap_or(0) + 1;
+            let mut out = format!("{}\n", summary_line(def));
+            for (key, value) in rows {
+                let _ = writeln!(out, "  {:<width$} {value}", format!("{key}:"));
+            }
+            let _ = write!(out, "\n{}\n", def.system_prompt);
+            out
+        },
+    );
     Ok(())
+}
+
+/// What the definition asks for and what a spawn of it gets: a project's definition never
+/// confines less than the user's setting.
+fn sandbox_text(
+    def: &AgentDef,
+    setting: shepherd_core::sandbox::Sandbox,
+    runs_in: shepherd_core::sandbox::Sandbox,
+) -> String {
+    match def.sandbox {
+        None => format!("{runs_in} (the sandbox setting)"),
+        Some(asked) if asked == runs_in => asked.to_string(),
+        Some(asked) => format!(
+            "{runs_in} (it asks for {asked}; a project definition cannot go below the sandbox \
+             setting, {setting})"
+        ),
+    }
 }
 
 fn approval_text(def: &AgentDef, approval: ApprovalState, confirm: bool) -> String {

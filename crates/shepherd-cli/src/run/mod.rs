@@ -97,7 +97,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
     /// Confine every task's sheep: off, workspace or strict (default: each definition's
-    /// `sandbox:`, else the `sandbox` setting).
+    /// `sandbox:`, else the `sandbox` setting). Yours to choose: it may confine less than
+    /// either, where a plan's `sandbox` only confines more.
     #[arg(long, value_enum)]
     sandbox: Option<shepherd_core::sandbox::Sandbox>,
     /// How progress shows on stderr.
@@ -205,7 +206,8 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         budget: plan.budget,
         backend: plan.backend,
         host: None,
-        sandbox: args.sandbox,
+        sandbox: plan.sandbox,
+        user_sandbox: args.sandbox,
         parent_model: args.parent_model.clone(),
         parent_thinking: args.parent_thinking.clone(),
         caller: Some(caller_context()),

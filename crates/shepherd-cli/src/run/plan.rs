@@ -42,6 +42,8 @@ pub(super) struct RunPlan {
     pub(super) timeout_minutes: Option<f64>,
     pub(super) backend: Option<Backend>,
     pub(super) budget: Option<Budget>,
+    /// The least sandbox every task's sheep runs in (a plan may only confine more).
+    pub(super) sandbox: Option<shepherd_core::sandbox::Sandbox>,
     /// Land the tasks' branches once the run is over (`merge: true`), with this check.
     pub(super) merge: bool,
     pub(super) merge_check: Option<String>,
@@ -84,6 +86,9 @@ struct PlanFile {
     tasks: Option<Vec<StepSpec>>,
     chain: Option<Vec<StepSpec>>,
     budget: Option<Budget>,
+    /// Confine every task's sheep at least this much (it never loosens the definition's or
+    /// the user's setting).
+    sandbox: Option<shepherd_core::sandbox::Sandbox>,
     /// Land the tasks' branches once the run is over, as `--merge` does.
     merge: Option<bool>,
     /// The check that gates each landing step, as `--check` does.
@@ -230,6 +235,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
         timeout_minutes,
         backend: input.backend.or(file.backend),
         budget,
+        sandbox: file.sandbox,
         merge: file.merge == Some(true),
         merge_check: file.merge_check,
     })

@@ -179,7 +179,11 @@ impl Progress {
             }
         };
         match line {
-            Some(line) => write_stderr(&format!("{line}\n")),
+            // A plain line may carry a sheep's words; a JSON line escapes them itself.
+            Some(line) => {
+                let shown = shepherd_core::printable::printable(&line);
+                write_stderr(&format!("{shown}\n"));
+            }
             None if self.is_live() => self.redraw(),
             None => {}
         }
@@ -198,7 +202,12 @@ impl Progress {
             out.push_str(&format!("\x1b[{}A", state.drawn));
         }
         for line in &lines {
-            let line: String = line.chars().take(width).collect();
+            // Only the drawing's own escapes reach the terminal, never a sheep's.
+            let line: String = shepherd_core::printable::printable(line)
+                .chars()
+                .filter(|c| *c != '\n')
+                .take(width)
+                .collect();
             out.push_str(&format!("\r\x1b[2K{line}\n"));
         }
         // A shorter block than last time: clear what is left of the old one below.

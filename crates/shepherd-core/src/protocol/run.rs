@@ -60,9 +60,14 @@ pub struct RunSubmitParams {
     /// The host every step's sheep runs on unless the step names its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// The sandbox every step's sheep runs in (default: its definition's, else the setting).
+    /// Confine every step's sheep at least this much (a plan's or a tool's `sandbox`: it only
+    /// tightens what the definition and the setting give).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// The person's own `--sandbox` at the command line, which may also loosen it (the CLI
+    /// alone sends it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_sandbox: Option<crate::sandbox::Sandbox>,
     /// The parent's model, inherited by pi sheep whose definition names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_model: Option<String>,

@@ -55,9 +55,12 @@ pub struct RunSpec {
     /// Limits on each task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
-    /// The sandbox every step's sheep runs in, when the run names one.
+    /// The least sandbox every step's sheep runs in, when the run asks for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// The person's own `--sandbox`, which may loosen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 fn yes() -> bool {

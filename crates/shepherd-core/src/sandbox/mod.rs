@@ -71,6 +71,38 @@ impl fmt::Display for Sandbox {
     }
 }
 
+/// Who asks for a sheep's sandbox, and how far each may move it. The user's `sandbox` setting
+/// is the floor: what a repository or an agent asks for may only confine a sheep more; only the
+/// user's own definitions and the person's own flag at the command line may confine it less.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxChoices {
+    /// The user's `sandbox` setting (user file only).
+    pub setting: Sandbox,
+    /// The definition's `sandbox:`.
+    pub definition: Option<Sandbox>,
+    /// Whether the definition is the project's (repository-controlled): then it only tightens.
+    pub definition_from_project: bool,
+    /// The person's own `--sandbox` at the command line: it may loosen.
+    pub person: Option<Sandbox>,
+    /// A plan's `sandbox`, or an MCP or pi tool's `sandbox` argument: it only tightens.
+    pub requested: Option<Sandbox>,
+}
+
+impl SandboxChoices {
+    /// The sandbox the sheep runs in.
+    pub fn decide(self) -> Sandbox {
+        let defined = self.definition.unwrap_or(self.setting);
+        let base = if self.definition_from_project {
+            defined.max(self.setting)
+        } else {
+            defined
+        };
+        self.person
+            .unwrap_or(base)
+            .max(self.requested.unwrap_or(Sandbox::Off))
+    }
+}
+
 /// A sandbox name Shepherd does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown sandbox {0:?}; expected off, workspace or strict")]
@@ -263,6 +295,50 @@ pub fn pi_model_endpoints(models_json: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_setting_is_a_floor_that_only_the_user_lowers() {
+        use Sandbox::{Off, Strict, Workspace};
+        let strict = SandboxChoices {
+            setting: Strict,
+            ..SandboxChoices::default()
+        };
+        assert_eq!(strict.decide(), Strict);
+        // A project's definition and an agent's request only tighten.
+        let project = SandboxChoices {
+            definition: Some(Off),
+            definition_from_project: true,
+            ..strict
+        };
+        assert_eq!(project.decide(), Strict);
+        let requested = SandboxChoices {
+            requested: Some(Off),
+            ..strict
+        };
+        assert_eq!(requested.decide(), Strict);
+        let tighter = SandboxChoices {
+            setting: Workspace,
+            requested: Some(Strict),
+            ..SandboxChoices::default()
+        };
+        assert_eq!(tighter.decide(), Strict);
+        // The user's own definition and own flag may loosen; a request still tightens after.
+        let own = SandboxChoices {
+            definition: Some(Off),
+            ..strict
+        };
+        assert_eq!(own.decide(), Off);
+        let flag = SandboxChoices {
+            person: Some(Off),
+            ..project
+        };
+        assert_eq!(flag.decide(), Off);
+        let flag_then_request = SandboxChoices {
+            requested: Some(Workspace),
+            ..flag
+        };
+        assert_eq!(flag_then_request.decide(), Workspace);
+    }
 
     #[test]
     fn an_endpoint_is_read_from_a_url_with_the_schemes_port_when_none_is_written() {

@@ -158,7 +158,7 @@ const HOST: Arg = arg(
 const SANDBOX: Arg = arg(
     "sandbox",
     Kind::Choice(SANDBOXES),
-    "Confine the sheep: off | workspace (only its working directory writable, the rest of the home directory hidden) | strict (the project outside its working directory hidden too); default: its definition's sandbox, else the sandbox setting",
+    "Confine the sheep at least this much: off | workspace (only its working directory writable, the rest of the home directory hidden) | strict (the project outside its working directory hidden too); it only tightens its definition's sandbox and the user's sandbox setting, never loosens them",
 );
 const PROJECT_CWD: Arg = arg(
     "cwd",

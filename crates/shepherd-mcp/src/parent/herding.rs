@@ -147,6 +147,8 @@ impl Parent {
             isolate: spawn.isolate == Some(true),
             host: spawn.host.clone(),
             sandbox: args::sandbox(spawn.sandbox.clone())?,
+            // An agent's argument only tightens: the person's own choice is the CLI's.
+            user_sandbox: None,
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;

@@ -845,10 +845,15 @@ export interface SpawnParams {
 	 */
 	host?: string | null;
 	/**
-	 * Confine the sheep: `off`, `workspace` or `strict` (default: the definition's
-	 * `sandbox:`, else the `sandbox` setting).
+	 * Confine the sheep at least this much: `off`, `workspace` or `strict`. It only tightens
+	 * what the definition's `sandbox:` and the user's `sandbox` setting give.
 	 */
 	sandbox?: Sandbox | null;
+	/**
+	 * The person's own `--sandbox` at the command line, which may also confine the sheep less
+	 * than the definition and the setting say (the CLI alone sends it).
+	 */
+	userSandbox?: Sandbox | null;
 }
 /**
  * The terminal a caller runs in, as its environment tells.
@@ -2518,9 +2523,15 @@ export interface RunSubmitParams {
 	 */
 	host?: string | null;
 	/**
-	 * The sandbox every step's sheep runs in (default: its definition's, else the setting).
+	 * Confine every step's sheep at least this much (a plan's or a tool's `sandbox`: it only
+	 * tightens what the definition and the setting give).
 	 */
 	sandbox?: Sandbox | null;
+	/**
+	 * The person's own `--sandbox` at the command line, which may also loosen it (the CLI
+	 * alone sends it).
+	 */
+	userSandbox?: Sandbox | null;
 	/**
 	 * The parent's model, inherited by pi sheep whose definition names none.
 	 */

@@ -27,7 +27,7 @@ export const PARENT_TOOLS = {
 			harness: Type.Optional(Type.Unsafe<"pi" | "claude-code" | "codex" | "gemini" | "opencode">({ type: "string", enum: ["pi", "claude-code", "codex", "gemini", "opencode"], description: "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode" })),
 			isolate: Type.Optional(Type.Boolean({ description: "Run it in its own git worktree on its own branch; on close a clean worktree is removed, one with work is kept and reported (files, diffstat, commits) for you to integrate or discard" })),
 			host: Type.Optional(Type.String({ description: "A host to run it on: one the user defined under `hosts` in their Shepherd settings (default: this machine)" })),
-			sandbox: Type.Optional(Type.Unsafe<"off" | "workspace" | "strict">({ type: "string", enum: ["off", "workspace", "strict"], description: "Confine the sheep: off | workspace (only its working directory writable, the rest of the home directory hidden) | strict (the project outside its working directory hidden too); default: its definition's sandbox, else the sandbox setting" })),
+			sandbox: Type.Optional(Type.Unsafe<"off" | "workspace" | "strict">({ type: "string", enum: ["off", "workspace", "strict"], description: "Confine the sheep at least this much: off | workspace (only its working directory writable, the rest of the home directory hidden) | strict (the project outside its working directory hidden too); it only tightens its definition's sandbox and the user's sandbox setting, never loosens them" })),
 		}),
 	},
 	shepherd_delegate: {

@@ -83,6 +83,12 @@ export interface AgentListing {
 export interface AgentShown {
 	filePath?: string;
 	contentHash?: string;
+	/** What the definition asks for (absent: the sandbox setting). */
+	sandbox?: string;
+	/** What it may reach when confined (absent: all). */
+	network?: string;
+	/** The sandbox a spawn of it runs in, the user's setting being its floor. */
+	runsIn?: string;
 }
 
 /**

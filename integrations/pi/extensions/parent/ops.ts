@@ -86,12 +86,21 @@ export async function spawnSheep(
  */
 export async function confirmProjectAgent(state: ParentState, ctx: ExtensionContext, agent: string): Promise<void> {
 	const shown = await agentFile(state, agent);
-	const approved = await ctx.ui.confirm("Run project-local agent?", `Agent: ${agent}\nSource: ${shown.file}`);
+	const approved = await ctx.ui.confirm(
+		"Run project-local agent?",
+		shownText(`Agent: ${agent}\nSource: ${shown.file}\nSandbox: ${shown.sandbox}\nNetwork: ${shown.network}`),
+	);
 	if (!approved) {
 		throw new ShepherdError("approval_declined", `Project agent "${agent}" was not approved, so it was not started.`);
 	}
 	const hash = shown.hash ? ["--hash", shown.hash] : [];
 	await runShepherd(["agents", "approve", agent, ...hash, "--project", state.cwd], { cwd: state.cwd });
+}
+
+/** A repository's words as the person may see them: no terminal control characters or
+ * bidirectional overrides, which could hide a line of the dialog (line breaks stay). */
+export function shownText(text: string): string {
+	return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "");
 }
 
 /** The name in an `approval_required` error (`Project agent "name" (file) …`). */
@@ -113,15 +122,26 @@ export function parentChoices(pi: ExtensionAPI, ctx: ExtensionContext): { parent
 	return { parentModel: parentModel(ctx), parentThinking: thinking };
 }
 
-/** The project definition's file and content hash, as shown in the confirmation dialog. */
-async function agentFile(state: ParentState, name: string): Promise<{ file: string; hash?: string }> {
+/** The project definition's file, content hash and confinement, as shown in the confirmation
+ * dialog: the sandbox it runs in (its own ask when that differs) and what it may reach. */
+async function agentFile(
+	state: ParentState,
+	name: string,
+): Promise<{ file: string; hash?: string; sandbox: string; network: string }> {
 	try {
 		const shown = await runShepherd<AgentShown>(["agents", "show", name, "--scope", "project", "--project", state.cwd], {
 			cwd: state.cwd,
 		});
-		return { file: shown?.filePath ?? "(unknown file)", hash: shown?.contentHash };
+		const runsIn = shown?.runsIn ?? "unknown";
+		const asked = shown?.sandbox && shown.sandbox !== runsIn ? ` (it asks for ${shown.sandbox})` : "";
+		return {
+			file: shown?.filePath ?? "(unknown file)",
+			hash: shown?.contentHash,
+			sandbox: `${runsIn}${asked}`,
+			network: shown?.network ?? "all",
+		};
 	} catch {
-		return { file: "(unknown file)" };
+		return { file: "(unknown file)", sandbox: "unknown", network: "unknown" };
 	}
 }
 
