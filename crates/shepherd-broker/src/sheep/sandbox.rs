@@ -60,17 +60,37 @@ pub(crate) fn check_here(sandbox: Sandbox, def: &AgentDef) -> BrokerResult<()> {
     }
 }
 
-/// The supervisor's options that confine the sheep `id`; none when it is not confined.
-/// `program` is another coding agent's binary, which the sheep's driver starts inside.
+/// What a confined sheep may read but never change where its working directory is writable:
+/// Shepherd's own directory in a project (its settings; the sessions inside stay writable), and
+/// what coding agents and editors load from a project by themselves at their next start,
+/// outside any sandbox (agent definitions, hooks, MCP servers, tasks, environment). Anthropic's
+/// sandbox runtime keeps the same kind of list out of an agent's reach. (The repository's
+/// `.git` is the isolation layout's to guard.)
+const GUARDED: [&str; 11] = [
+    ".shepherd",
+    ".pi",
+    ".agents",
+    ".claude",
+    ".mcp.json",
+    ".codex",
+    ".gemini",
+    ".opencode",
+    "opencode.json",
+    ".vscode",
+    ".envrc",
+];
+
+/// The supervisor's options that confine the sheep `id`, working in `cwd`; none when it is not
+/// confined. `program` is another coding agent's binary, which the sheep's driver starts inside.
 pub(crate) fn supervisor_args(
     broker: &Broker,
     id: &AgentId,
     (sandbox, def, runtime): (Sandbox, &AgentDef, Runtime),
-    program: Option<&Path>,
+    (cwd, program): (&Path, Option<&Path>),
     remote: bool,
-) -> Vec<String> {
+) -> BrokerResult<Vec<String>> {
     if !sandbox.is_on() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut args = vec![
         "--sandbox".to_owned(),
@@ -89,11 +109,14 @@ pub(crate) fn supervisor_args(
             Sandbox::Strict => add("--sandbox-hide", project),
             Sandbox::Workspace | Sandbox::Off => add("--sandbox-read", project),
         }
-        // A sheep writes its own notes; they live in the project's sessions directory.
-        add(
-            "--sandbox-write",
-            &project.join(shepherd_core::fieldnotes::SESSIONS_RELATIVE),
-        );
+        // A sheep writes its own notes; they live in the project's sessions directory, a real
+        // one (a link there, planted by an earlier sheep, would bind its target writable).
+        let sessions = project.join(shepherd_core::fieldnotes::SESSIONS_RELATIVE);
+        real_directory(project, &sessions)?;
+        add("--sandbox-write", &sessions);
+        for guarded in guarded_in(cwd) {
+            add("--sandbox-read", &guarded);
+        }
         let (read, write) = state_dirs(broker, id, runtime);
         for path in read {
             add("--sandbox-read", &path);
@@ -117,7 +140,54 @@ pub(crate) fn supervisor_args(
             args.extend(["--sandbox-allow".to_owned(), endpoint]);
         }
     }
-    args
+    Ok(args)
+}
+
+/// The guarded names that are real files or directories in `dir` (a link is left alone: it
+/// shows nothing the sandbox does not).
+fn guarded_in(dir: &Path) -> Vec<PathBuf> {
+    GUARDED
+        .iter()
+        .map(|name| dir.join(name))
+        .filter(|path| {
+            fs_err::symlink_metadata(path).is_ok_and(|meta| meta.is_dir() || meta.is_file())
+        })
+        .collect()
+}
+
+/// Makes `dir` (inside `root`) exist as real directories all the way down from `root`,
+/// refusing a symlink on the way.
+fn real_directory(root: &Path, dir: &Path) -> BrokerResult<()> {
+    let relative = dir.strip_prefix(root).unwrap_or(dir);
+    let mut at = root.to_path_buf();
+    for part in relative.components() {
+        at.push(part);
+        match fs_err::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(BrokerError::new(
+                    ErrorCode::SandboxUnavailable,
+                    format!(
+                        "`{}` is not a directory but a link or a file (a sheep may have left \
+                         it there); remove it, and Shepherd makes the directory again",
+                        at.display()
+                    ),
+                ));
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                fs_err::create_dir(&at).map_err(|err| {
+                    BrokerError::new(ErrorCode::Io, format!("making {}: {err}", at.display()))
+                })?;
+            }
+            Err(err) => {
+                return Err(BrokerError::new(
+                    ErrorCode::Io,
+                    format!("reading {}: {err}", at.display()),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the sheep's program keeps its own state in, `(read-only, writable)`: its own directory
@@ -177,4 +247,40 @@ fn model_endpoints(broker: &Broker, runtime: Runtime) -> Vec<String> {
     endpoints.sort();
     endpoints.dedup();
     endpoints
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sessions_directory_is_made_real_and_a_link_on_the_way_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let project = root.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let sessions = project.join(".shepherd/sessions");
+        real_directory(&project, &sessions).unwrap();
+        assert!(sessions.is_dir());
+        std::fs::remove_dir_all(project.join(".shepherd")).unwrap();
+        std::fs::create_dir_all(project.join(".shepherd")).unwrap();
+        std::os::unix::fs::symlink(root.path(), &sessions).unwrap();
+        let refused = real_directory(&project, &sessions).unwrap_err();
+        assert!(
+            refused.message.contains("not a directory but a link"),
+            "{}",
+            refused.message
+        );
+    }
+
+    #[test]
+    fn only_real_guarded_entries_are_bound_read_only() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".claude")).unwrap();
+        std::fs::write(root.path().join(".mcp.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("/etc", root.path().join(".vscode")).unwrap();
+        assert_eq!(
+            guarded_in(root.path()),
+            [root.path().join(".claude"), root.path().join(".mcp.json")]
+        );
+    }
 }

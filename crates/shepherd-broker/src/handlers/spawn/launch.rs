@@ -176,13 +176,24 @@ pub(crate) async fn launch(
         "--broker-state".to_owned(),
         broker.config.paths.state_dir.display().to_string(),
     ];
-    supervisor_args.extend(crate::sheep::sandbox::supervisor_args(
+    let confined = crate::sheep::sandbox::supervisor_args(
         broker,
         id,
         (prepared.sandbox, def, prepared.runtime),
-        prepared.agent.as_ref().and_then(|agent| agent.program()),
+        (
+            &prepared.cwd,
+            prepared.agent.as_ref().and_then(|agent| agent.program()),
+        ),
         prepared.host.is_some(),
-    ));
+    );
+    match confined {
+        Ok(confined) => supervisor_args.extend(confined),
+        Err(err) => {
+            let _unused = fs_err::remove_file(&credential);
+            never_launched(broker, id, err.message.clone()).await;
+            return Err(err);
+        }
+    }
     let spec = LaunchSpec {
         agent_id: id.to_string(),
         display_name: display.clone(),
