@@ -20,12 +20,14 @@
 //! in `DIR`, an earlier commit's release build, in the same run.
 //!
 //! `-- sandbox` runs only spawn → ready without a sandbox and in each sandbox (`workspace`,
-//! `strict`, with the real bubblewrap), headless and in tmux: what confining a sheep costs.
+//! `strict`, with the real bubblewrap), headless and in tmux, then spawn → the sheep's program
+//! running, in the project and isolated (module `sandbox_start`): what confining a sheep costs.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod fieldnotes;
+mod sandbox_start;
 mod thousand;
 
 use std::path::{Path, PathBuf};
@@ -558,6 +560,8 @@ fn main() {
                     spawn_overhead(&world, backend, sandbox, rounds).await;
                 }
             }
+            drop(world);
+            sandbox_start::run(&World::new(), rounds).await;
         });
         return;
     }
