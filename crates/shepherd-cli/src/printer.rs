@@ -52,9 +52,9 @@ impl Printer {
         (self.sink)(&format!("{shown}\n"));
     }
 
-    /// Shows `text` with its own newlines (a sheep's inbox texts), filtered of terminal
-    /// control sequences.
+    /// Shows `text` exactly as it is, separators included (a sheep's inbox texts, which the
+    /// caller filters item by item: `--null` separates them with NUL).
     pub fn raw(self, text: &str) {
-        (self.sink)(&shepherd_core::printable::printable(text));
+        (self.sink)(text);
     }
 }

@@ -190,7 +190,8 @@ pub fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, CliError> 
         let end = if args.null { '\0' } else { '\n' };
         let mut out = String::new();
         for item in &items {
-            out.push_str(&item_text(item));
+            // A message may come from a sheep: only what a terminal shows gets through.
+            out.push_str(&shepherd_core::printable::printable(&item_text(item)));
             out.push(end);
         }
         printer.raw(&out);

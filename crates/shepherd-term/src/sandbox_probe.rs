@@ -37,7 +37,14 @@ pub fn unavailable() -> Option<String> {
         Ok(out) if out.status.success() => None,
         Ok(out) => {
             let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-            Some(if said.contains("disable-userns") {
+            let inside = std::env::var("SHEPHERD_SANDBOX").is_ok_and(|mode| mode != "off");
+            Some(if inside {
+                format!(
+                    "this herd runs inside a sheep's own sandbox, where no sandbox can be made \
+                     ({said}): a confined sheep may make no user namespaces; its herd's sheep \
+                     run confined with it, as --sandbox off"
+                )
+            } else if said.contains("disable-userns") {
                 format!(
                     "bubblewrap (bwrap) is too old here ({said}): Shepherd's sandbox needs \
                      bubblewrap 0.8 or later (`--disable-userns`)"
