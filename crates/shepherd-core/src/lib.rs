@@ -23,6 +23,7 @@ pub mod label;
 pub mod land;
 pub mod limit;
 pub mod protocol;
+pub mod resources;
 pub mod run;
 pub mod sandbox;
 pub mod settings;

@@ -304,6 +304,13 @@ pub struct AgentDef {
     /// What its sheep may reach over the network when confined (`network:`, default `all`).
     #[serde(default, skip_serializing_if = "crate::sandbox::Network::is_all")]
     pub network: crate::sandbox::Network,
+    /// The resources its sheep may use (`limits:`): over the user's settings when the
+    /// definition is the user's own or bundled, only lower when it is a project's.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::resources::LimitsLayer::is_empty"
+    )]
+    pub limits: crate::resources::LimitsLayer,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.

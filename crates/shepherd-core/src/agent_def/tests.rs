@@ -563,3 +563,26 @@ fn sandbox_and_network_are_read_and_an_unknown_value_is_refused_naming_the_accep
         "invalid network [\"model\"]: expected all, model or none"
     );
 }
+
+#[test]
+fn limits_are_read_and_a_bad_value_is_refused_in_one_line_naming_what_is_accepted() {
+    use crate::resources::{Bytes, Cap};
+    let limited = def("limits:\n  pids: 512\n  memory: 4G\n  cpus: 1.5\n  disk: 10G");
+    assert_eq!(limited.limits.pids, Some(Cap::At(512)));
+    assert_eq!(limited.limits.memory, Some(Cap::At(Bytes(4 << 30))));
+    assert_eq!(limited.limits.disk, Some(Cap::At(Bytes(10 << 30))));
+    assert!(
+        limited.extra.is_empty(),
+        "limits is not kept aside as unknown"
+    );
+    assert!(def("").limits.is_empty());
+    let refused = error("limits:\n  memory: 4 gallons");
+    assert!(
+        refused.starts_with("invalid limits.memory \"4 gallons\": expected a size")
+            && !refused.contains('\n'),
+        "{refused}"
+    );
+    assert!(error("limits: {pids: -1}").contains("a whole number of processes"));
+    assert!(error("limits: {swap: 1G}").contains("pids, memory, cpus and disk"));
+    assert!(error("limits: lots").starts_with("invalid limits \"lots\""));
+}
