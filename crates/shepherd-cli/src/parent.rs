@@ -88,6 +88,7 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         isolate: args.isolate,
         host: args.host,
         sandbox: args.sandbox,
+        limits: None,
     };
     let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {

@@ -61,6 +61,10 @@ pub struct SpawnParams {
     /// `sandbox:`, else the `sandbox` setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// Resource limits: they may only lower what the definition and the settings give (a
+    /// sheep's recipe keeps the limits it ran with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::resources::Limits>,
 }
 
 /// The terminal a caller runs in, as its environment tells.

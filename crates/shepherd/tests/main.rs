@@ -18,6 +18,7 @@ mod remote_support;
 mod web_support;
 
 mod agents_cli;
+mod attack_limits;
 mod attack_process;
 mod attack_socket;
 mod attack_state;

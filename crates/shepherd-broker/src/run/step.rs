@@ -155,6 +155,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         isolate: spec.remote_isolate,
         host: spec.host.clone(),
         sandbox: run.spec.sandbox,
+        limits: None,
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
     match crate::handlers::spawn::spawn(&run.broker, params, Some(&rid)).await {

@@ -147,6 +147,7 @@ impl Parent {
             isolate: spawn.isolate == Some(true),
             host: spawn.host.clone(),
             sandbox: args::sandbox(spawn.sandbox.clone())?,
+            limits: None,
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;
