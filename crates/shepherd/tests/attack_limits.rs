@@ -171,9 +171,10 @@ for pid in kids:
 held = bytearray(256 << 20)
 for i in range(0, len(held), 4096):
     held[i] = 1
-for where in ("work.bin", "/tmp/work.bin"):
+for where in ("work.bin", "/tmp/work-%d.bin" % os.getpid()):
     with open(where, "wb") as f:
         f.write(b"x" * (64 << 20))
+    os.remove(where)
 done({"processes": len(kids), "heldMiB": len(held) >> 20})
 "#;
 
