@@ -171,7 +171,7 @@ for pid in kids:
 held = bytearray(256 << 20)
 for i in range(0, len(held), 4096):
     held[i] = 1
-for where in ("work.bin", "/tmp/work-%d.bin" % os.getpid()):
+for where in ("work-%d.bin" % os.getpid(), "/tmp/work-%d.bin" % os.getpid()):
     with open(where, "wb") as f:
         f.write(b"x" * (64 << 20))
     os.remove(where)
@@ -188,7 +188,14 @@ fn ordinary_work_runs_untouched_under_the_default_limits_confined_or_not() {
         "sandbox: workspace\nnetwork: none",
         ORDINARY_WORK,
     );
-    let results = run_parallel(&world, &["plain=work", "confined=work"]);
+    // The same work under limits below it is stopped: the limits are real.
+    define_attacker(&world, "tight", "limits:\n  pids: 100", ORDINARY_WORK);
+    let mut results = run_parallel(&world, &["plain=work", "confined=work", "tight=work"]);
+    let tight = results.pop().unwrap();
+    assert!(
+        error_of(&tight).contains("was stopped by its pids limit (100)"),
+        "{tight}"
+    );
     for result in &results {
         assert_eq!(result["status"], "completed", "{results:?}");
         let found: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
