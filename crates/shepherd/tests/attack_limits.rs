@@ -35,7 +35,7 @@ fn error_of(result: &Value) -> String {
 /// A sheep of the herd that does its small task and completes.
 fn define_worker(world: &World) {
     define_attacker(
-        &world,
+        world,
         "worker",
         "",
         r#"

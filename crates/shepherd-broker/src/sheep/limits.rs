@@ -1,8 +1,8 @@
 //! The resource limits a sheep runs with, decided where the definition, the spawn and the
 //! user's settings meet, and handed to its supervisor as `--limit-…` options.
 //!
-//! The rule itself is `shepherd_core::resources` (defaults, then the user's `limits` setting,
-//! then the definition's `limits:`, a project's definition only lowering them); a spawn's own
+//! The rule itself is `AgentDef::limits` (defaults, then the user's `limits` setting, then the
+//! definition's `limits:`, a project's definition only lowering them); a spawn's own
 //! `limits` (and a resumed sheep's recipe) may only lower what that gives. The supervisor
 //! applies them on the machine the sheep runs on and says how; this module only decides them
 //! and, when the sheep ends, words the limit that stopped it.
@@ -19,7 +19,7 @@ pub(crate) fn chosen(broker: &Broker, params: &SpawnParams, def: &AgentDef) -> L
     let settings = shepherd_config::load_sandbox_options(&broker.config.dirs)
         .0
         .limits;
-    let limits = Limits::resolve(&settings, &def.limits, def.source);
+    let limits = def.limits(&settings);
     match &params.limits {
         Some(asked) => limits.tightest(asked),
         None => limits,

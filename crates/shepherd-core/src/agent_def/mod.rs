@@ -372,6 +372,18 @@ impl AgentDef {
         }
     }
 
+    /// The resource limits a sheep of this definition runs with, given the user's `limits`
+    /// setting: the built-in defaults, the setting over them, then the definition's block —
+    /// over them when the definition is the user's own or bundled, only where it is lower when
+    /// it comes from a project (the user's setting is a floor a repository cannot go below).
+    pub fn limits(&self, settings: &crate::resources::LimitsLayer) -> crate::resources::Limits {
+        let base = crate::resources::Limits::DEFAULT.over(settings);
+        match self.source {
+            AgentSource::User | AgentSource::Bundled => base.over(&self.limits),
+            AgentSource::Project => base.lowered_by(&self.limits),
+        }
+    }
+
     /// The thinking level a sheep of this definition asks for on `harness`: the definition's,
     /// else (pi only) the parent's; `None` leaves it to the harness.
     pub fn thinking_for(&self, harness: Harness, parent: Option<&str>) -> Option<String> {

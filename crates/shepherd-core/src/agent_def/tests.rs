@@ -586,3 +586,19 @@ fn limits_are_read_and_a_bad_value_is_refused_in_one_line_naming_what_is_accepte
     assert!(error("limits: {swap: 1G}").contains("pids, memory, cpus and disk"));
     assert!(error("limits: lots").starts_with("invalid limits \"lots\""));
 }
+
+#[test]
+fn a_users_definition_may_raise_the_limits_and_a_projects_only_lower_them() {
+    use crate::resources::{Bytes, LimitsLayer};
+    let settings = LimitsLayer::from_json(Some(&serde_json::json!({"memory": "2G"}))).unwrap();
+    let mut raising = def("limits: {memory: 16G, pids: 100}");
+    assert_eq!(raising.limits(&settings).memory, Some(Bytes(16 << 30)));
+    raising.source = AgentSource::Project;
+    let limits = raising.limits(&settings);
+    assert_eq!(
+        limits.memory,
+        Some(Bytes(2 << 30)),
+        "the user's setting is a floor"
+    );
+    assert_eq!(limits.pids, Some(100));
+}

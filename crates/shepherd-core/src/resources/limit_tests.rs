@@ -100,31 +100,30 @@ fn the_defaults_leave_ordinary_work_alone() {
 }
 
 #[test]
-fn the_users_own_definition_may_raise_or_lower_a_projects_only_lower() {
+fn a_layer_over_the_limits_replaces_and_one_that_may_only_lower_cannot_lift() {
     let settings = layer(&json!({"memory": "2G", "pids": 1000}));
     let definition = layer(&json!({"memory": "16G", "pids": 100, "disk": "unlimited"}));
-    let user = Limits::resolve(&settings, &definition, AgentSource::User);
-    assert_eq!(user.memory, Some(Bytes(16 << 30)));
-    assert_eq!(user.pids, Some(100));
-    assert_eq!(user.disk, None);
+    let base = Limits::DEFAULT.over(&settings);
+    let raised = base.over(&definition);
+    assert_eq!(raised.memory, Some(Bytes(16 << 30)));
+    assert_eq!(raised.pids, Some(100));
+    assert_eq!(raised.disk, None);
+    let lowered = base.lowered_by(&definition);
     assert_eq!(
-        Limits::resolve(&settings, &definition, AgentSource::Bundled),
-        user
-    );
-    let project = Limits::resolve(&settings, &definition, AgentSource::Project);
-    assert_eq!(
-        project.memory,
+        lowered.memory,
         Some(Bytes(2 << 30)),
         "the settings are a floor"
     );
-    assert_eq!(project.pids, Some(100), "a project may tighten");
-    assert_eq!(project.disk, Limits::DEFAULT.disk, "nor lift a limit");
-    let nothing = Limits::resolve(
-        &LimitsLayer::default(),
-        &LimitsLayer::default(),
-        AgentSource::User,
+    assert_eq!(lowered.pids, Some(100), "a lower value applies");
+    assert_eq!(
+        lowered.disk,
+        Limits::DEFAULT.disk,
+        "unlimited lifts nothing"
     );
-    assert_eq!(nothing, Limits::DEFAULT);
+    assert_eq!(
+        Limits::DEFAULT.over(&LimitsLayer::default()),
+        Limits::DEFAULT
+    );
 }
 
 #[test]

@@ -7,9 +7,10 @@
 //! started: `pids`, `memory`, `cpus`, `disk`. This module declares that block once: the four
 //! resources ([`Resource`]), what a definition or the settings write for them ([`LimitsLayer`],
 //! where a value may also be `unlimited`), the limits a sheep runs with ([`Limits`]), and the
-//! rule that combines them ([`Limits::resolve`]): the built-in defaults, then the user's
-//! settings, then the definition — which may raise or lower them when it is the user's own or
-//! bundled, and only lower them when it comes from a project. How a limit is applied on a
+//! two ways a layer combines with what is below it: it replaces ([`Limits::over`]: the user's
+//! settings over the defaults, the user's own or a bundled definition over those) or it may
+//! only lower ([`Limits::lowered_by`]: a project's definition, a spawn's request).
+//! `AgentDef::limits` applies the rule for a definition. How a limit is applied on a
 //! machine (cgroups, rlimits, a tmpfs size) is the supervisor's business; what it could apply
 //! is reported back as an [`Enforcement`].
 
@@ -22,8 +23,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use value::{Bytes, Cap, Cpus, LimitValue};
-
-use crate::agent_def::AgentSource;
 
 /// One resource a sheep's limits bound. Declared once: every list, flag and message names
 /// these.
@@ -211,16 +210,10 @@ impl Limits {
         disk: Some(Bytes(4 << 30)),
     };
 
-    /// The limits a sheep of a definition from `source` runs with: the built-in defaults, the
-    /// user's settings over them, then the definition's block — over them when the definition
-    /// is the user's own or bundled, and only where it is lower when it comes from a project
-    /// (the user's settings are a floor a repository cannot lower the protection below).
-    pub fn resolve(settings: &LimitsLayer, definition: &LimitsLayer, source: AgentSource) -> Self {
-        let base = Self::DEFAULT.over(settings);
-        match source {
-            AgentSource::User | AgentSource::Bundled => base.over(definition),
-            AgentSource::Project => base.tightest(&Self::NONE.over(definition)),
-        }
+    /// These limits lowered where `layer` writes a lower value; a higher one and `unlimited`
+    /// change nothing.
+    pub fn lowered_by(self, layer: &LimitsLayer) -> Self {
+        self.tightest(&Self::NONE.over(layer))
     }
 
     /// These limits with every key `layer` writes replaced by its value.

@@ -399,7 +399,7 @@ fn sweep(parent: &Path) {
 
 fn writable(dir: &Path) -> bool {
     rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).is_ok()
-        && rustix::fs::access(&dir.join("cgroup.procs"), rustix::fs::Access::WRITE_OK).is_ok()
+        && rustix::fs::access(dir.join("cgroup.procs"), rustix::fs::Access::WRITE_OK).is_ok()
 }
 
 fn write(file: &Path, value: &str) -> std::io::Result<()> {
