@@ -77,7 +77,15 @@ impl Applied {
                 enforcement: None,
             };
         }
-        let group = cgroup::Group::make(&cgroup::Hierarchies::here(), id, &limits);
+        // The group's directory is named after the sheep; anything that is not a plain name
+        // (no `/`, no `..`) names it after this supervisor instead.
+        let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        let name = if plain {
+            id.to_owned()
+        } else {
+            format!("supervisor-{}", std::process::id())
+        };
+        let group = cgroup::Group::make(&cgroup::Hierarchies::here(), &name, &limits);
         let in_group = |resource| group.as_ref().is_some_and(|g| g.bounds.contains(&resource));
         let root = rustix::process::geteuid().is_root();
         let mut rlimits = Vec::new();
