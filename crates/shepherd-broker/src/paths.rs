@@ -96,6 +96,15 @@ impl BrokerPaths {
     }
 }
 
+impl BrokerPaths {
+    /// A sheep's own directory, `<state>/agents/<id>`: its agent's composed configuration home,
+    /// its plan or session and launch files; the one directory of Shepherd's a confined sheep
+    /// may write.
+    pub fn sheep_dir(&self, id: &str) -> PathBuf {
+        self.state_dir.join("agents").join(id)
+    }
+}
+
 /// Creates `dir` (and parents) and makes it private to the user (0700).
 pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;

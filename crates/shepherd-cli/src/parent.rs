@@ -89,6 +89,7 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         host: args.host,
         sandbox: None,
         user_sandbox: args.sandbox,
+        limits: None,
     };
     let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {

@@ -58,8 +58,15 @@ fn status_line(status: &SheepStatus) -> String {
         .sandbox
         .map(|sandbox| format!(" in sandbox {sandbox}"))
         .unwrap_or_default();
+    let limits = status
+        .limits
+        .map(|limits| match &status.limits_by {
+            Some(by) => format!(" with limits {limits} ({by})"),
+            None => format!(" with limits {limits}"),
+        })
+        .unwrap_or_default();
     let mut line = format!(
-        "{} {}{host}{sandbox} [{state}]",
+        "{} {}{host}{sandbox}{limits} [{state}]",
         status.agent_id, status.display_name
     );
     if let Some(task) = &status.task {

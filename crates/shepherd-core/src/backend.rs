@@ -229,6 +229,9 @@ pub struct LaunchRecord {
     /// The tmux server socket or Herdr socket used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// How its supervisor applies its resource limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::resources::Enforcement>,
 }
 
 /// Which terminal backend sheep run in.

@@ -24,6 +24,7 @@ pub mod land;
 pub mod limit;
 pub mod printable;
 pub mod protocol;
+pub mod resources;
 pub mod run;
 pub mod sandbox;
 pub mod settings;

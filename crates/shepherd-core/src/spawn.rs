@@ -65,6 +65,10 @@ pub struct SpawnParams {
     /// than the definition and the setting say (the CLI alone sends it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_sandbox: Option<crate::sandbox::Sandbox>,
+    /// Resource limits: they may only lower what the definition and the settings give (a
+    /// sheep's recipe keeps the limits it ran with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::resources::Limits>,
 }
 
 /// The terminal a caller runs in, as its environment tells.

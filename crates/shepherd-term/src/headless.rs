@@ -74,6 +74,7 @@ impl Backend for HeadlessBackend {
             pane: None,
             window: None,
             server: None,
+            limits: None,
         })
     }
 

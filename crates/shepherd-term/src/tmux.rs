@@ -385,6 +385,7 @@ impl Backend for TmuxBackend {
                 Server::Socket(socket) => Some(socket.display().to_string()),
                 Server::Default => None,
             },
+            limits: None,
         })
     }
 

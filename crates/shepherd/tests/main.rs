@@ -18,6 +18,7 @@ mod remote_support;
 mod web_support;
 
 mod agents_cli;
+mod attack_limits;
 mod attack_output;
 mod attack_process;
 mod attack_project;

@@ -53,6 +53,18 @@ impl FinalizeJob {
         {
             metadata.insert("sandbox".into(), Value::from(sandbox.as_str()));
         }
+        // The resource limits it ran with, and how they were applied.
+        if let Some(sheep) = herd.sheep.get(&task.agent_id)
+            && let Some(limits) = sheep.recipe.as_ref().and_then(|recipe| recipe.limits)
+        {
+            let by = sheep
+                .launch
+                .as_ref()
+                .and_then(|launch| launch.limits.as_ref())
+                .map(|by| format!(" ({by})"))
+                .unwrap_or_default();
+            metadata.insert("limits".into(), Value::from(format!("{limits}{by}")));
+        }
         controls_metadata(task, &mut metadata);
         limits_metadata(task, &mut metadata);
         let started = task.started_at.unwrap_or(task.created_at);

@@ -42,6 +42,7 @@ pub(crate) async fn started(
     let update = LaunchRecord {
         supervisor_pid: Some(params.supervisor_pid),
         pid: Some(params.pid),
+        limits: params.limits.clone(),
         ..LaunchRecord::default()
     };
     crate::sheep::launch_record::merge_launch(broker, &id, &update);
@@ -128,12 +129,17 @@ pub(crate) async fn exited(
     } else {
         params.tail
     };
-    let exit = ExitInfo {
+    let mut exit = ExitInfo {
         code: params.code,
         signal: params.signal,
         reason: params.error,
         tail,
     };
+    if let Some(resource) = params.stopped_by.filter(|_| exit.reason.is_none()) {
+        exit.reason = Some(crate::sheep::limits::stop_reason(
+            broker, &id, resource, &exit,
+        ));
+    }
     broker
         .links
         .lock()

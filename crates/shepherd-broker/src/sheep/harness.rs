@@ -161,12 +161,7 @@ pub(crate) fn check(harness: Harness, def: &AgentDef, here: bool) -> BrokerResul
 
 /// The sheep's own directory: the agent's configuration home and its plan.
 pub(crate) fn sheep_dir(broker: &Broker, id: &AgentId) -> PathBuf {
-    broker
-        .config
-        .paths
-        .state_dir
-        .join("agents")
-        .join(id.as_str())
+    broker.config.paths.sheep_dir(id.as_str())
 }
 
 /// Composes the sheep's configuration and plan, and returns the driver's command line. A

@@ -24,7 +24,7 @@ pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRe
         macro_rules! take {
             ($($field:ident),*) => { $( if update.$field.is_some() { record.$field.clone_from(&update.$field); } )* };
         }
-        take!(supervisor_pid, pid, log, pane, window, server);
+        take!(supervisor_pid, pid, log, pane, window, server, limits);
         shepherd_core::herd::launched(tx, id, record);
     });
 }

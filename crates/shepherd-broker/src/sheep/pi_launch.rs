@@ -67,13 +67,17 @@ pub(crate) fn session_file(broker: &Broker, id: &AgentId) -> PathBuf {
 
 /// The sheep's own file `<id>.<extension>` in its directory.
 fn own_file(broker: &Broker, id: &AgentId, extension: &str) -> PathBuf {
-    crate::sheep::harness::sheep_dir(broker, id).join(format!("{id}.{extension}"))
+    broker
+        .config
+        .paths
+        .sheep_dir(id.as_str())
+        .join(format!("{id}.{extension}"))
 }
 
 /// Makes the sheep's own directory ready for a launch: private, and with no symlink a sheep
 /// left in it (Shepherd writes there again, outside any sandbox).
 fn prepare_own_dir(broker: &Broker, id: &AgentId) -> std::io::Result<PathBuf> {
-    let dir = crate::sheep::harness::sheep_dir(broker, id);
+    let dir = broker.config.paths.sheep_dir(id.as_str());
     crate::paths::ensure_private_dir(&dir)?;
     shepherd_fs::remove_symlinks_under(&dir)?;
     Ok(dir)

@@ -194,7 +194,7 @@ fn real_directory(root: &Path, dir: &Path) -> BrokerResult<()> {
 /// (its agent's composed configuration home, its session and launch files) and nothing of the
 /// user's own agent configuration but, for pi, what its agent directory links to read-only.
 fn state_dirs(broker: &Broker, id: &AgentId, runtime: Runtime) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let own = crate::sheep::harness::sheep_dir(broker, id);
+    let own = broker.config.paths.sheep_dir(id.as_str());
     match runtime {
         Runtime::Command => (Vec::new(), Vec::new()),
         Runtime::Agent(Harness::Pi) => {

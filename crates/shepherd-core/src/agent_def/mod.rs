@@ -304,6 +304,13 @@ pub struct AgentDef {
     /// What its sheep may reach over the network when confined (`network:`, default `all`).
     #[serde(default, skip_serializing_if = "crate::sandbox::Network::is_all")]
     pub network: crate::sandbox::Network,
+    /// The resources its sheep may use (`limits:`): over the user's settings when the
+    /// definition is the user's own or bundled, only lower when it is a project's.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::resources::LimitsLayer::is_empty"
+    )]
+    pub limits: crate::resources::LimitsLayer,
     /// Replace pi's built-in system prompt with the body.
     pub omit_system_prompt: bool,
     /// Remove pi's own documentation section from the system prompt.
@@ -362,6 +369,18 @@ impl AgentDef {
             ModelChoice::Explicit(model) if self.harness == harness => Some(model.clone()),
             _ if harness == Harness::Pi => parent_model.map(str::to_owned),
             _ => None,
+        }
+    }
+
+    /// The resource limits a sheep of this definition runs with, given the user's `limits`
+    /// setting: the built-in defaults, the setting over them, then the definition's block —
+    /// over them when the definition is the user's own or bundled, only where it is lower when
+    /// it comes from a project (the user's setting is a floor a repository cannot go below).
+    pub fn limits(&self, settings: &crate::resources::LimitsLayer) -> crate::resources::Limits {
+        let base = crate::resources::Limits::DEFAULT.over(settings);
+        match self.source {
+            AgentSource::User | AgentSource::Bundled => base.over(&self.limits),
+            AgentSource::Project => base.lowered_by(&self.limits),
         }
     }
 

@@ -21,8 +21,9 @@ use crate::harness::Harness;
 use crate::sandbox::{Network, Sandbox};
 
 /// Frontmatter keys Shepherd interprets; every other key is kept in [`AgentDef::extra`].
-const KNOWN_KEYS: [&str; 19] = [
+const KNOWN_KEYS: [&str; 20] = [
     "sandbox",
+    "limits",
     "network",
     "host",
     "needs-env",
@@ -147,6 +148,13 @@ pub fn parse_agent_def(
     let sandbox = choice::<Sandbox>(frontmatter.get("sandbox"), "sandbox", Sandbox::EXPECTED)?;
     let network = choice::<Network>(frontmatter.get("network"), "network", Network::EXPECTED)?
         .unwrap_or_default();
+    let limits =
+        crate::resources::LimitsLayer::from_json(frontmatter.get("limits").map(to_json).as_ref())
+            .map_err(|err| AgentDefError::Invalid {
+            field: err.field,
+            value: err.value,
+            expected: err.expected,
+        })?;
 
     let mut ignored = Vec::new();
     let mut flag = |key: &'static str, default: bool| match frontmatter.get(key) {
@@ -192,6 +200,7 @@ pub fn parse_agent_def(
         needs_env,
         sandbox,
         network,
+        limits,
         omit_system_prompt,
         omit_pi_documentation,
         omit_context_files,

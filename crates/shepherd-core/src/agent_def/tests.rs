@@ -563,3 +563,42 @@ fn sandbox_and_network_are_read_and_an_unknown_value_is_refused_naming_the_accep
         "invalid network [\"model\"]: expected all, model or none"
     );
 }
+
+#[test]
+fn limits_are_read_and_a_bad_value_is_refused_in_one_line_naming_what_is_accepted() {
+    use crate::resources::{Bytes, Cap};
+    let limited = def("limits:\n  pids: 512\n  memory: 4G\n  cpus: 1.5\n  disk: 10G");
+    assert_eq!(limited.limits.pids, Some(Cap::At(512)));
+    assert_eq!(limited.limits.memory, Some(Cap::At(Bytes(4 << 30))));
+    assert_eq!(limited.limits.disk, Some(Cap::At(Bytes(10 << 30))));
+    assert!(
+        limited.extra.is_empty(),
+        "limits is not kept aside as unknown"
+    );
+    assert!(def("").limits.is_empty());
+    let refused = error("limits:\n  memory: 4 gallons");
+    assert!(
+        refused.starts_with("invalid limits.memory \"4 gallons\": expected a size")
+            && !refused.contains('\n'),
+        "{refused}"
+    );
+    assert!(error("limits: {pids: -1}").contains("a whole number of processes"));
+    assert!(error("limits: {swap: 1G}").contains("pids, memory, cpus and disk"));
+    assert!(error("limits: lots").starts_with("invalid limits \"lots\""));
+}
+
+#[test]
+fn a_users_definition_may_raise_the_limits_and_a_projects_only_lower_them() {
+    use crate::resources::{Bytes, LimitsLayer};
+    let settings = LimitsLayer::from_json(Some(&serde_json::json!({"memory": "2G"}))).unwrap();
+    let mut raising = def("limits: {memory: 16G, pids: 100}");
+    assert_eq!(raising.limits(&settings).memory, Some(Bytes(16 << 30)));
+    raising.source = AgentSource::Project;
+    let limits = raising.limits(&settings);
+    assert_eq!(
+        limits.memory,
+        Some(Bytes(2 << 30)),
+        "the user's setting is a floor"
+    );
+    assert_eq!(limits.pids, Some(100));
+}

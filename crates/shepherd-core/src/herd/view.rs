@@ -75,6 +75,12 @@ pub struct SheepStatus {
     /// The sandbox it runs in (absent: not confined).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// The resource limits it runs with (absent: started before limits existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::resources::Limits>,
+    /// How its supervisor applies them, and which it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits_by: Option<crate::resources::Enforcement>,
     /// While its host cannot be reached: since when (ms). Its state is then what it was when
     /// the link went down, not what it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -339,6 +345,8 @@ impl Herd {
                 .as_ref()
                 .and_then(|recipe| recipe.sandbox)
                 .filter(|sandbox| sandbox.is_on()),
+            limits: sheep.recipe.as_ref().and_then(|recipe| recipe.limits),
+            limits_by: launch.limits.clone(),
             link_down_since: None,
             resumes: (sheep.resumes > 0).then_some(sheep.resumes),
             messages: Vec::new(),

@@ -112,6 +112,9 @@ pub struct SupervisorStarted {
     pub pid: u32,
     /// The supervisor's own pid.
     pub supervisor_pid: u32,
+    /// How the sheep's resource limits are applied, and which could not be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::resources::Enforcement>,
 }
 
 /// `supervisor.exited` parameters.
@@ -129,6 +132,9 @@ pub struct SupervisorExited {
     /// The end of its output.
     #[serde(default)]
     pub tail: String,
+    /// The resource whose limit stopped it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<crate::resources::Resource>,
 }
 
 /// `broker.status` result.

@@ -149,6 +149,7 @@ impl Parent {
             sandbox: args::sandbox(spawn.sandbox.clone())?,
             // An agent's argument only tightens: the person's own choice is the CLI's.
             user_sandbox: None,
+            limits: None,
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;

@@ -10,6 +10,10 @@
 //! hint to the broker (a few times a second at most) that the sheep printed something, so the
 //! herd view shows its last line.
 //!
+//! The sheep starts under its resource limits (`limits`): in a cgroup of its own where the
+//! machine offers one, else under rlimits; the supervisor reports how they are applied, and
+//! which limit stopped the sheep when one did.
+//!
 //! The supervisor speaks for its sheep with a credential of its own, read from a file the
 //! broker wrote for it and deleted before the sheep starts, so a sheep can never pose as its
 //! supervisor.
@@ -23,6 +27,7 @@
 #![allow(clippy::disallowed_types)]
 
 mod enter;
+mod limits;
 mod net_bridge;
 mod net_proxy;
 mod output;
@@ -32,6 +37,7 @@ mod revive;
 mod sandbox;
 
 pub use enter::{EnterArgs, run as run_enter};
+pub use limits::LimitArgs;
 pub use sandbox::SandboxArgs;
 
 use shepherd_core::error_code::ErrorCode;
@@ -83,6 +89,9 @@ pub struct SuperviseArgs {
     /// How the sheep is confined.
     #[command(flatten)]
     sandbox: SandboxArgs,
+    /// The resources the sheep may use.
+    #[command(flatten)]
+    limits: LimitArgs,
     /// The sheep's program and arguments.
     #[arg(last = true, required = true)]
     program: Vec<String>,
@@ -172,8 +181,9 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
             return Ok(127);
         }
     };
-    let mut child = match start_sheep(args, &cap.socket, net.as_ref().map(|net| net.dir.as_path()))
-    {
+    let applied = limits::Applied::prepare(&args.limits, &cap.agent_id);
+    let net_dir = net.as_ref().map(|net| net.dir.as_path());
+    let mut child = match start_sheep(args, &cap.socket, net_dir, &applied) {
         Ok(child) => child,
         Err(err) => {
             let report = SupervisorExited {
@@ -219,6 +229,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
     let started = SupervisorStarted {
         pid,
         supervisor_pid: std::process::id(),
+        limits: applied.enforcement.clone(),
     };
     if broker.connected
         && let Err(ClientError::Remote(err)) =
@@ -254,15 +265,21 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                 // since a leftover may hold the output pipes open.
                 process::signal_group(pid, rustix::process::Signal::KILL);
                 let _ended = tokio::task::spawn_blocking(reap::end_leftovers).await;
+                // And whatever of its tree is still in its cgroup, wherever it moved.
+                applied.end(std::time::Instant::now() + Duration::from_secs(2));
                 for pump in pumps.drain(..) {
                     let _drained = tokio::time::timeout(Duration::from_secs(2), pump).await;
                 }
                 let status = status.ok();
+                let code = status.and_then(|s| s.code());
+                let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+                let tail = tail.lock().expect("tail lock").lines();
                 exit = Some(SupervisorExited {
-                    code: status.and_then(|s| s.code()),
-                    signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
+                    code,
+                    signal,
                     error: None,
-                    tail: tail.lock().expect("tail lock").lines(),
+                    stopped_by: applied.stopped_by(code, signal, &tail),
+                    tail,
                 });
             }
             push = broker.link.next_push(), if broker.connected => match push {
@@ -294,6 +311,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                     // No broker came back: end the sheep so nothing is orphaned.
                     stop_sheep(pid, Duration::from_secs(2)).await;
                     let _ended = tokio::task::spawn_blocking(reap::end_leftovers).await;
+                    applied.end(std::time::Instant::now() + Duration::from_secs(2));
                     return Ok(exit.as_ref().map_or(1, exit_code));
                 }
                 broker.backoff = (broker.backoff * 2).min(Duration::from_secs(1));
@@ -370,6 +388,7 @@ fn start_sheep(
     args: &SuperviseArgs,
     socket: &Path,
     net_dir: Option<&Path>,
+    applied: &limits::Applied,
 ) -> Result<tokio::process::Child, String> {
     let argv = confined(args, socket, net_dir)?;
     let (program, rest) = argv.split_first().expect("clap requires a program");
@@ -379,7 +398,7 @@ fn start_sheep(
         .process_group(0)
         .kill_on_drop(false)
         .env_remove("SHEPHERD_SUPERVISOR_TOKEN");
-    tie_to_supervisor(&mut command);
+    tie_to_supervisor(&mut command, applied.hook());
     if let Some(path) = path_with_shepherd_first() {
         command.env("PATH", path);
     }
@@ -433,11 +452,9 @@ fn confined(
         path: path_with_shepherd_first().or_else(|| std::env::var_os("PATH")),
         headless: args.headless,
     };
-    Ok(sandbox::bwrap_command(
-        &args.sandbox,
-        &around,
-        &args.program,
-    ))
+    let mut argv = sandbox::bwrap_command(&args.sandbox, &around, &args.program);
+    limits::size_tmpfs(&mut argv, args.limits.limit_disk);
+    Ok(argv)
 }
 
 /// The allow-listing proxy of a sheep with `network: model`, and the private directory its
@@ -473,17 +490,22 @@ impl Drop for NetProxy {
     }
 }
 
-/// Sets SIGKILL as the sheep's parent-death signal, between fork and exec. The supervisor runs
-/// a single-threaded runtime, so the thread that forks (whose end would fire the signal) is
-/// the main thread, which lives as long as the supervisor.
+/// Sets SIGKILL as the sheep's parent-death signal, between fork and exec, and starts it
+/// under its limits (`limits`: its cgroup entered, its rlimits set). The supervisor runs a
+/// single-threaded runtime, so the thread that forks (whose end would fire the signal) is the
+/// main thread, which lives as long as the supervisor.
 #[allow(unsafe_code)]
-fn tie_to_supervisor(command: &mut tokio::process::Command) {
+fn tie_to_supervisor(command: &mut tokio::process::Command, limits: limits::ChildHook) {
     let supervisor = std::process::id();
     // SAFETY: the hook runs in the forked child before exec and makes only async-signal-safe
-    // system calls (prctl, getppid); it allocates nothing and touches no locks. It refuses to
-    // start the sheep when the supervisor died before the signal was set.
+    // system calls (prctl, getppid, write to descriptors opened before the fork, setrlimit);
+    // it allocates nothing and touches no locks. It refuses to start the sheep when the
+    // supervisor died before the signal was set, or when its limits cannot be set.
     unsafe {
-        command.pre_exec(move || shepherd_term::platform::die_with_parent(supervisor));
+        command.pre_exec(move || {
+            shepherd_term::platform::die_with_parent(supervisor)?;
+            limits.enter()
+        });
     }
 }
 

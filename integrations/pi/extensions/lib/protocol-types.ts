@@ -39,6 +39,20 @@ export type Harness = "pi" | "claude-code" | "codex" | "gemini" | "opencode";
  */
 export type Sandbox = "off" | "workspace" | "strict";
 /**
+ * A size in bytes (a string with K, M, G or T is read too).
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Bytes".
+ */
+export type Bytes = number;
+/**
+ * A number of CPUs.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Cpus".
+ */
+export type Cpus = number;
+/**
  * The opaque id of one sheep.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -123,6 +137,21 @@ export type ErrorClass = "rate_limit" | "usage_limit" | "transient" | "fatal";
  * via the `definition` "Runtime".
  */
 export type Runtime = "command" | "pi" | "claude-code" | "codex" | "gemini" | "opencode";
+/**
+ * How a sheep's limits are applied on the machine it runs on.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Mechanism".
+ */
+export type Mechanism = "cgroup-v2" | "cgroup-v1" | "rlimits";
+/**
+ * One resource a sheep's limits bound. Declared once: every list, flag and message names
+ * these.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Resource".
+ */
+export type Resource = "pids" | "memory" | "cpus" | "disk";
 /**
  * `shepherd` (the parent) or a sheep's agent id.
  *
@@ -854,6 +883,11 @@ export interface SpawnParams {
 	 * than the definition and the setting say (the CLI alone sends it).
 	 */
 	userSandbox?: Sandbox | null;
+	/**
+	 * Resource limits: they may only lower what the definition and the settings give (a
+	 * sheep's recipe keeps the limits it ran with).
+	 */
+	limits?: Limits | null;
 }
 /**
  * The terminal a caller runs in, as its environment tells.
@@ -891,6 +925,30 @@ export interface CallerContext {
 	 * variables above.
 	 */
 	pid?: number | null;
+}
+/**
+ * The limits a sheep runs with: each one a bound, or `None` for none.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Limits".
+ */
+export interface Limits {
+	/**
+	 * Most processes and threads of its whole tree.
+	 */
+	pids?: number | null;
+	/**
+	 * Most memory of its whole tree.
+	 */
+	memory?: Bytes | null;
+	/**
+	 * Most CPUs.
+	 */
+	cpus?: Cpus | null;
+	/**
+	 * Most disk in each private temporary directory, and the largest file it may write.
+	 */
+	disk?: Bytes | null;
 }
 /**
  * `spawn` result.
@@ -1392,6 +1450,14 @@ export interface SheepStatus {
 	 */
 	sandbox?: Sandbox | null;
 	/**
+	 * The resource limits it runs with (absent: started before limits existed).
+	 */
+	limits?: Limits | null;
+	/**
+	 * How its supervisor applies them, and which it could not.
+	 */
+	limitsBy?: Enforcement | null;
+	/**
 	 * While its host cannot be reached: since when (ms). Its state is then what it was when
 	 * the link went down, not what it is.
 	 */
@@ -1566,6 +1632,39 @@ export interface Usage2 {
 	 * Cost in the provider's currency units (USD for the usual providers).
 	 */
 	cost: number;
+}
+/**
+ * What the supervisor could apply of a sheep's limits.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Enforcement".
+ */
+export interface Enforcement {
+	/**
+	 * How they are applied.
+	 */
+	by: Mechanism;
+	/**
+	 * Limits that could not be applied as asked on that machine (not at all, or only per
+	 * process or per user), and why, one line each.
+	 */
+	unapplied?: Unapplied[];
+}
+/**
+ * A limit the machine could not apply as asked.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Unapplied".
+ */
+export interface Unapplied {
+	/**
+	 * Which.
+	 */
+	resource: Resource;
+	/**
+	 * Why (one line).
+	 */
+	why: string;
 }
 /**
  * A message's receipt as `status` shows it.
@@ -2326,6 +2425,10 @@ export interface SupervisorStarted {
 	 * The supervisor's own pid.
 	 */
 	supervisor_pid: number;
+	/**
+	 * How the sheep's resource limits are applied, and which could not be.
+	 */
+	limits?: Enforcement | null;
 }
 /**
  * `supervisor.exited` parameters.
@@ -2350,6 +2453,10 @@ export interface SupervisorExited {
 	 * The end of its output.
 	 */
 	tail?: string;
+	/**
+	 * The resource whose limit stopped it, when one did.
+	 */
+	stopped_by?: Resource | null;
 }
 /**
  * `focus` parameters.

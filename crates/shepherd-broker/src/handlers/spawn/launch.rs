@@ -45,6 +45,8 @@ pub(crate) struct Prepared {
     pub(crate) host: Option<String>,
     /// How it is confined.
     pub(crate) sandbox: shepherd_core::sandbox::Sandbox,
+    /// The resources it may use.
+    pub(crate) limits: shepherd_core::resources::Limits,
 }
 
 impl Prepared {
@@ -194,6 +196,7 @@ pub(crate) async fn launch(
             return Err(err);
         }
     }
+    supervisor_args.extend(crate::sheep::limits::supervisor_args(&prepared.limits));
     let spec = LaunchSpec {
         agent_id: id.to_string(),
         display_name: display.clone(),

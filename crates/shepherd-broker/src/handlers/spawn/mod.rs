@@ -116,6 +116,8 @@ pub(crate) async fn spawn(
             host: prepared.host.clone(),
             // The sandbox it runs in is its own, whatever the settings say later.
             sandbox: Some(prepared.sandbox).filter(|sandbox| sandbox.is_on()),
+            // And so are its limits.
+            limits: Some(prepared.limits),
             ..params.clone()
         }),
         worktree: worktree.clone(),
@@ -231,6 +233,7 @@ pub(crate) async fn prepare(
     if host.is_none() {
         crate::sheep::sandbox::check_here(sandbox, &def)?;
     }
+    let limits = crate::sheep::limits::chosen(broker, params, &def);
     let caller = params.caller.clone().unwrap_or_default();
     let (kind, backend, cwd) = match &host {
         Some(host) => {
@@ -264,6 +267,7 @@ pub(crate) async fn prepare(
     Ok(Prepared {
         host,
         sandbox,
+        limits,
         def,
         runtime,
         agent,
