@@ -18,6 +18,7 @@ mod remote_support;
 mod web_support;
 
 mod agents_cli;
+mod attack_git;
 mod attack_socket;
 mod cli_habits;
 mod controls;
