@@ -20,6 +20,7 @@ use shepherd_core::settings::EffectiveSettings;
 use shepherd_core::spawn::SpawnParams;
 
 use crate::error::{BrokerError, BrokerResult};
+use crate::sheep::worktree::GitBinds;
 use crate::state::broker::Broker;
 
 /// The sandbox a spawn runs its sheep in.
@@ -51,12 +52,13 @@ pub(crate) fn check_here(sandbox: Sandbox, def: &AgentDef) -> BrokerResult<()> {
 }
 
 /// The supervisor's options that confine the sheep `id`; none when it is not confined.
-/// `program` is another coding agent's binary, which the sheep's driver starts inside.
+/// `program` is another coding agent's binary, which the sheep's driver starts inside; `git`
+/// is what of git its sandbox holds (`sheep::worktree::sandbox_binds`).
 pub(crate) fn supervisor_args(
     broker: &Broker,
     id: &AgentId,
     (sandbox, def, runtime): (Sandbox, &AgentDef, Runtime),
-    program: Option<&Path>,
+    (program, git): (Option<&Path>, &GitBinds),
     remote: bool,
 ) -> Vec<String> {
     if !sandbox.is_on() {
@@ -97,6 +99,15 @@ pub(crate) fn supervisor_args(
         if let Some(program) = program {
             add("--sandbox-program", program);
         }
+    }
+    // Git is bound as the broker says, never as a `.git` in the working directory says: the
+    // sheep's own worktree and the project's objects (read-only) when it is isolated, else its
+    // `.git` read-only (a later, deeper bind wins over the writable working directory).
+    for path in &git.write {
+        add("--sandbox-write", path);
+    }
+    for path in &git.read {
+        add("--sandbox-read", path);
     }
     if def.network == Network::Model {
         for endpoint in model_endpoints(broker, runtime) {

@@ -83,6 +83,12 @@ pub(crate) async fn spawn(
             let (remote, cwd) =
                 crate::sheep::remote_sheep::code::create(broker, host, name).await?;
             prepared.cwd = cwd;
+            // Its repository on the host is its own: its sandbox reads the host checkout's
+            // objects and nothing else of its git directory.
+            prepared.git = Some(crate::sheep::worktree::GitBinds {
+                write: Vec::new(),
+                read: remote.objects.clone(),
+            });
             Some(SheepWorktree::made(MadeWorktree::Remote { remote }))
         }
         (Some(repo), _) => {
@@ -272,6 +278,7 @@ pub(crate) async fn prepare(
         backend,
         placement,
         cwd,
+        git: None,
     })
 }
 

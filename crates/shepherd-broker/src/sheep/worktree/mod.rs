@@ -1,97 +1,57 @@
-//! Isolated tasks and sheep: each runs in its own git worktree on its own branch, so parallel
+//! Isolated tasks and sheep: each runs in its own worktree on its own branch, so parallel
 //! writers cannot trample each other, and what they leave is a branch to land (`shepherd
 //! merge`), reported with its patch (files, diffstat, commits) — or nothing.
 //!
-//! Everything goes through the `git` CLI. A worktree lives outside every working tree, under
-//! the user's state directory and keyed by its repository
-//! (`<state>/worktrees/<repo>-<hash>/<run>-t<N>-<agent>`), on branch
-//! `shepherd/<run>-t<N>-<agent>` made from the repository's `HEAD` (an isolated sheep's is named
-//! after its agent, label and id instead): `git status` in the project never shows it, and no
-//! `git add -A` there takes it in. Worktrees made before (`<git-common-dir>-wt/…`) keep working
-//! where they are. When its sheep's close is confirmed the worktree goes: uncommitted changes
-//! are first committed to a ref of their own, `refs/shepherd/preserved/<owner>` (on top of the
-//! branch, so landing it lands them too), and the branch stays when it holds any work; a clean
-//! worktree with no new commits goes with its branch. A close that was not confirmed keeps the
-//! worktree as it is.
+//! A worktree lives outside every working tree, under the user's state directory and keyed by
+//! its repository (`<state>/worktrees/<repo>-<hash>/<run>-t<N>-<agent>`; an isolated sheep's
+//! is named after its agent, label and id instead), so `git status` in the project never shows
+//! it. It is a repository of its own (the layout [`crate::git::own_repo`] describes) on branch
+//! `shepherd/<its name>`, made from the project's `HEAD`: the sheep commits there and nowhere
+//! else, and its sandbox ([`binds`]) holds that directory and the project's objects read-only,
+//! no more of the project's `.git`. When its sheep's close is confirmed the worktree goes
+//! ([`release`]): its branch is fetched into the project, uncommitted changes are committed in
+//! the project to a ref of their own, `refs/shepherd/preserved/<owner>` (on top of the branch,
+//! so landing it lands them too), and the branch stays when it holds any work; a clean worktree
+//! with no new commits goes with its branch. A close that was not confirmed keeps the worktree
+//! as it is.
+//!
+//! Worktrees made before each got a repository of its own — `git worktree` linked ones, here or
+//! under `<git-common-dir>-wt/` — are found where they are and released the way they were made
+//! ([`legacy`]).
 
-// This module owns the git processes that make, inspect and remove worktrees.
-#![allow(clippy::disallowed_types)]
+mod binds;
+mod legacy;
+mod patch;
+mod release;
+#[cfg(test)]
+mod tests;
 
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::error::BrokerError;
+use crate::git::own_repo::{self, Borrowed, Head};
+use crate::git::{Git, discover};
 
+pub(crate) use crate::git::GitError;
+pub(crate) use binds::{GitBinds, for_cwd as sandbox_binds};
+pub(crate) use release::release;
 pub(crate) use shepherd_core::worktree::{
     LocalWorktreeReport as WorktreeReport, Patch, Repo, Worktree,
 };
 
-/// Why a git command about a worktree did not do its work.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum GitError {
-    /// git could not be started.
-    #[error("cannot run git: {0}")]
-    Start(#[source] std::io::Error),
-    /// git ran and refused; its first line of complaint.
-    #[error("git {args} failed: {message}")]
-    Failed {
-        /// The arguments, as typed.
-        args: String,
-        /// The first line git printed on stderr.
-        message: String,
-    },
-    /// The worktree's working directory could not be made.
-    #[error("cannot make {path}: {source}")]
-    Directory {
-        /// The directory.
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    git_env(dir, args, &[])
-}
-
-/// `git` with extra variables in its environment.
-fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .envs(env.iter().copied())
-        .output()
-        .map_err(GitError::Start)?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout)
-            .trim_end()
-            .to_owned())
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(GitError::Failed {
-            args: args.join(" "),
-            message: stderr
-                .lines()
-                .next()
-                .unwrap_or("no message")
-                .trim()
-                .to_owned(),
-        })
-    }
-}
+/// The file in a repository's worktrees folder that names its shared git directory, written by
+/// the broker (a sheep's sandbox holds only its own worktree inside the folder): how a sheep's
+/// sandbox learns whose objects it may read.
+const RECORD: &str = ".repository";
 
 /// Checks that `cwd` is inside a git working tree with at least one commit.
 pub(crate) fn probe(cwd: &Path, number: usize) -> Result<Repo, BrokerError> {
     probe_for(cwd, &format!("task {number}"))
 }
 
-/// Like [`probe`], for `who` (`task 2`, `this spawn`).
+/// Like [`probe`], for `who` (`task 2`, `this spawn`). The `.git` the directory is found
+/// through is checked first ([`discover`]): one a sheep could have planted is refused.
 pub(crate) fn probe_for(cwd: &Path, who: &str) -> Result<Repo, BrokerError> {
     let refuse = |why: String| {
         BrokerError::new(
@@ -102,21 +62,30 @@ pub(crate) fn probe_for(cwd: &Path, who: &str) -> Result<Repo, BrokerError> {
             ),
         )
     };
-    let lines = git(
-        cwd,
-        &[
+    match discover::find(cwd) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err(refuse("is not inside a git working tree".to_owned())),
+        Err(untrusted) => {
+            return Err(BrokerError::new(
+                ErrorCode::NotAGitRepository,
+                format!("{who} asks for isolate, but {untrusted}"),
+            ));
+        }
+    }
+    let git = Git::at(cwd);
+    let lines = git
+        .run(&[
             "rev-parse",
             "--path-format=absolute",
             "--show-toplevel",
             "--git-common-dir",
-        ],
-    )
-    .map_err(|_| refuse("is not inside a git working tree".to_owned()))?;
+        ])
+        .map_err(|_| refuse("is not inside a git working tree".to_owned()))?;
     let mut lines = lines.lines();
     let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
         return Err(refuse("is not inside a git working tree".to_owned()));
     };
-    git(cwd, &["rev-parse", "--verify", "--quiet", "HEAD"])
+    git.run(&["rev-parse", "--verify", "--quiet", "HEAD"])
         .map_err(|_| refuse("is in a repository without any commit".to_owned()))?;
     let top = PathBuf::from(top);
     let subdir = cwd
@@ -131,7 +100,7 @@ pub(crate) fn probe_for(cwd: &Path, who: &str) -> Result<Repo, BrokerError> {
 }
 
 /// Held while this run adds or removes worktrees and branches: git takes its own lock files
-/// for those (`.git/worktrees`, refs), and parallel tasks doing it at once can trip over them.
+/// for refs, and parallel tasks doing it at once can trip over them.
 static GIT_CHANGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn git_changes() -> std::sync::MutexGuard<'static, ()> {
@@ -159,7 +128,9 @@ pub(crate) fn path_for(state_dir: &Path, repo: &Repo, name: &str) -> PathBuf {
 
 /// Makes the worktree at `path` (on branch `shepherd/<its name>`) from the repository's HEAD.
 /// A worktree already made there for this task or sheep (the broker restarted after making
-/// it, or a resume finds it again) is taken as it is.
+/// it, or a resume finds it again) is taken as it is, once put back to what Shepherd made; a
+/// branch of its name brought home earlier (a resumed sheep whose worktree went) is where it
+/// starts again.
 pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
     let _serialised = git_changes();
     let name = path
@@ -167,29 +138,56 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let branch = format!("shepherd/{name}");
-    let shown = path.display().to_string();
-    if let Some(parent) = path.parent() {
-        fs_err::create_dir_all(parent).map_err(|source| GitError::Directory {
-            path: parent.display().to_string(),
-            source,
-        })?;
-    }
-    let existing = git(&path, &["rev-parse", "--abbrev-ref", "HEAD"])
-        .ok()
-        .filter(|head| *head == branch);
-    let base = if existing.is_some() {
-        // Its base is where the branch began: the merge base with the repository's HEAD.
-        git(&repo.top, &["merge-base", "HEAD", &branch])?
-    } else {
-        let base = git(&repo.top, &["rev-parse", "HEAD"])?;
-        git(
-            &repo.top,
-            &["worktree", "add", "-b", &branch, &shown, &base],
-        )?;
-        base
+    record(repo, &path)?;
+    let project = Git::at(&repo.top);
+    let base = match fs_err::symlink_metadata(path.join(".git")) {
+        Ok(meta) if meta.file_type().is_dir() => {
+            own_repo::sanitise(&path, &Borrowed::from(&repo.common_dir)?)?;
+            let head = project.run(&["rev-parse", "HEAD"])?;
+            Git::own(&path).run(&["merge-base", &head, &format!("refs/heads/{branch}")])?
+        }
+        Ok(meta) if meta.file_type().is_file() => legacy::existing(repo, &path, &branch)?,
+        Ok(_) => {
+            return Err(GitError::layout(
+                &path.join(".git"),
+                "is not the repository Shepherd made",
+            ));
+        }
+        Err(_) => {
+            let head = project.run(&["rev-parse", "HEAD"])?;
+            let kept = project
+                .run(&[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("refs/heads/{branch}^{{commit}}"),
+                ])
+                .ok();
+            let (start, base) = match kept {
+                Some(tip) => {
+                    let base = project.run(&["merge-base", &head, &tip])?;
+                    (tip, base)
+                }
+                None => (head.clone(), head),
+            };
+            let made = own_repo::make(
+                &path,
+                &Borrowed::from(&repo.common_dir)?,
+                Head::Branch {
+                    name: &branch,
+                    at: &start,
+                },
+            );
+            if let Err(err) = made {
+                // Half a repository is not a worktree to find again.
+                let _gone = fs_err::remove_dir_all(&path);
+                return Err(err);
+            }
+            base
+        }
     };
     // The branch the project has checked out now: where this work lands by default.
-    let base_branch = git(&repo.top, &["symbolic-ref", "--short", "-q", "HEAD"]).ok();
+    let base_branch = project.run(&["symbolic-ref", "--short", "-q", "HEAD"]).ok();
     let worktree = Worktree {
         repo: repo.clone(),
         path,
@@ -197,65 +195,37 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
         base,
         base_branch,
     };
-    fs_err::create_dir_all(worktree.cwd()).map_err(|source| GitError::Directory {
-        path: worktree.cwd().display().to_string(),
-        source,
-    })?;
+    fs_err::create_dir_all(worktree.cwd())
+        .map_err(|err| GitError::layout(&worktree.cwd(), format!("cannot be made ({err})")))?;
     Ok(worktree)
 }
 
-/// Releases a worktree whose task or sheep (`owner`) is done with it. Once its close is
-/// confirmed the worktree goes: its uncommitted changes first go to
-/// `refs/shepherd/preserved/<owner>`, and its branch stays when it holds any work (commits or
-/// those changes), else goes too. An unconfirmed close, or a step that fails, keeps the
-/// worktree as it is and says why.
-pub(crate) fn release(worktree: &Worktree, close_confirmed: bool, owner: &str) -> WorktreeReport {
-    let report =
-        |kept: bool, reason: Option<String>, patch: Option<Patch>, preserved| WorktreeReport {
-            path: worktree.path.display().to_string(),
-            branch: worktree.branch.clone(),
-            base: worktree.base.clone(),
-            kept,
-            reason,
-            patch,
-            preserved,
-            base_branch: worktree.base_branch.clone(),
-        };
-    let keep = |why: String| report(true, Some(why), Some(patch(worktree, None)), None);
-    if !close_confirmed {
-        return keep("its sheep's close was not confirmed".to_owned());
-    }
-    let dirty = match git(
-        &worktree.path,
-        &["status", "--porcelain", "--untracked-files=all"],
-    ) {
-        Ok(status) => !status.trim().is_empty(),
-        Err(err) => return keep(format!("its state could not be read ({err})")),
+/// Makes a worktree at `path` with its `HEAD` detached at `tip` and no branch (the merge
+/// queue's), a repository of its own like a sheep's.
+pub(crate) fn create_detached(repo: &Repo, path: &Path, tip: &str) -> Result<(), GitError> {
+    let _serialised = git_changes();
+    record(repo, path)?;
+    own_repo::make(
+        path,
+        &Borrowed::from(&repo.common_dir)?,
+        Head::Detached(tip),
+    )
+}
+
+/// Writes the repository's record beside its worktrees (once).
+fn record(repo: &Repo, path: &Path) -> Result<(), GitError> {
+    let Some(folder) = path.parent() else {
+        return Err(GitError::layout(path, "has no folder"));
     };
-    if !dirty && leftovers(worktree).is_none() {
-        // Nothing was done in it: it goes with its branch.
-        return match removal_failure(worktree, true) {
-            None => report(false, None, None, None),
-            Some(why) => keep(why),
-        };
+    fs_err::create_dir_all(folder)
+        .map_err(|err| GitError::layout(folder, format!("cannot be made ({err})")))?;
+    let file = folder.join(RECORD);
+    let text = repo.common_dir.display().to_string();
+    if fs_err::read_to_string(&file).is_ok_and(|known| known == text) {
+        return Ok(());
     }
-    let preserved = if dirty {
-        match preserve(worktree, owner) {
-            Ok(preserved) => Some(preserved),
-            Err(err) => {
-                return keep(format!(
-                    "its uncommitted changes could not be preserved ({err})"
-                ));
-            }
-        }
-    } else {
-        None
-    };
-    let patch = patch(worktree, preserved.as_deref());
-    match removal_failure(worktree, false) {
-        None => report(false, None, Some(patch), preserved),
-        Some(why) => report(true, Some(why), Some(patch), preserved),
-    }
+    shepherd_fs::write_atomic(&file, text.as_bytes(), Some(0o600))
+        .map_err(|err| GitError::layout(&file, format!("cannot be written ({err})")))
 }
 
 /// The ref that holds `owner`'s uncommitted changes once its worktree is released.
@@ -263,265 +233,11 @@ pub(crate) fn preserved_ref(owner: &str) -> String {
     format!("refs/shepherd/preserved/{owner}")
 }
 
-/// Commits everything uncommitted in the worktree — changes, new files, deletions — on top of
-/// its `HEAD`, without touching its index or its branch, and points `refs/shepherd/preserved/
-/// <owner>` at that commit.
-fn preserve(worktree: &Worktree, owner: &str) -> Result<String, GitError> {
-    let git_dir = git(&worktree.path, &["rev-parse", "--absolute-git-dir"])?;
-    let index = PathBuf::from(git_dir).join("shepherd-preserve.index");
-    let index_text = index.display().to_string();
-    let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
-    let _fresh = fs_err::remove_file(&index);
-    git_env(&worktree.path, &["read-tree", "HEAD"], &with_index)?;
-    git_env(&worktree.path, &["add", "--all", "."], &with_index)?;
-    let tree = git_env(&worktree.path, &["write-tree"], &with_index)?;
-    let _done = fs_err::remove_file(&index);
-    let message = format!(
-        "Uncommitted work of {owner} on {}, preserved by Shepherd when its sheep was closed",
-        worktree.branch
-    );
-    // A machine without a git identity still preserves: the commit is Shepherd's.
-    let identity = [
-        ("GIT_AUTHOR_NAME", "Shepherd"),
-        ("GIT_AUTHOR_EMAIL", "shepherd@localhost"),
-        ("GIT_COMMITTER_NAME", "Shepherd"),
-        ("GIT_COMMITTER_EMAIL", "shepherd@localhost"),
-    ];
-    let commit = git_env(
-        &worktree.path,
-        &["commit-tree", &tree, "-p", "HEAD", "-m", &message],
-        &identity,
-    )?;
-    let name = preserved_ref(owner);
-    git(&worktree.path, &["update-ref", &name, &commit])?;
-    Ok(name)
-}
-
-/// The work a worktree holds against its base: its files, diffstat and commits (with the
-/// commit of its `preserved` changes, when there is one), and how to land or discard it (what
-/// cannot be read is left out rather than failing the report).
-fn patch(worktree: &Worktree, preserved: Option<&str>) -> Patch {
-    let path = &worktree.path;
-    let base = worktree.base.as_str();
-    let lines = |args: &[&str]| -> Vec<String> {
-        git(path, args)
-            .map(|out| {
-                out.lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let untracked = lines(&["ls-files", "--others", "--exclude-standard"]);
-    let mut files = lines(&["diff", "--name-only", base]);
-    files.extend(untracked.iter().cloned());
-    files.sort();
-    files.dedup();
-    let mut diffstat = git(path, &["diff", "--shortstat", base])
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default();
-    if !untracked.is_empty() {
-        if !diffstat.is_empty() {
-            diffstat.push_str(", ");
-        }
-        diffstat.push_str(&format!("{} untracked file(s)", untracked.len()));
-    }
-    let tip = preserved.unwrap_or("HEAD");
-    let range = format!("{base}..{tip}");
-    let commits = lines(&["log", "--reverse", "--format=%h %s", &range]);
-    let shown = path.display();
-    let branch = &worktree.branch;
-    let integrate = match preserved {
-        Some(preserved) => format!(
-            "land it with `shepherd merge {branch}` (its commits and the changes preserved on \
-             {preserved}), or by hand with `git merge {preserved}`; to discard, \
-             `git branch -D {branch} && git update-ref -d {preserved}`"
-        ),
-        None => format!(
-            "land it with `shepherd merge {branch}`, or by hand with `git merge {branch}` (or \
-             cherry-pick its commits); to discard, `git branch -D {branch}` (and \
-             `git worktree remove --force {shown}` while the worktree is there)"
-        ),
-    };
-    Patch {
-        files,
-        diffstat,
-        commits,
-        integrate,
-    }
-}
-
-/// Why the worktree must stay, or `None` when it is clean and at its base.
-fn leftovers(worktree: &Worktree) -> Option<String> {
-    let path = &worktree.path;
-    let status = match git(path, &["status", "--porcelain", "--untracked-files=all"]) {
-        Ok(status) => status,
-        Err(err) => return Some(format!("its state could not be read ({err})")),
-    };
-    if !status.trim().is_empty() {
-        let files = status.lines().count();
-        return Some(format!("uncommitted changes in {files} file(s)"));
-    }
-    let range = format!("{}..HEAD", worktree.base);
-    match git(path, &["rev-list", "--count", &range]) {
-        Ok(count) if count.trim() != "0" => {
-            return Some(format!(
-                "{} new commit(s) on {}",
-                count.trim(),
-                worktree.branch
-            ));
-        }
-        Ok(_) => {}
-        Err(err) => return Some(format!("its commits could not be read ({err})")),
-    }
-    let branch_ref = format!("refs/heads/{}", worktree.branch);
-    match (
-        git(path, &["rev-parse", "HEAD"]),
-        git(path, &["rev-parse", &branch_ref]),
-    ) {
-        (Ok(head), Ok(tip)) if head == worktree.base && tip == worktree.base => None,
-        (Ok(_), Ok(_)) => Some(format!("{} moved from its base", worktree.branch)),
-        (Err(err), _) | (_, Err(err)) => Some(format!("its branch could not be read ({err})")),
-    }
-}
-
-/// Removes the worktree (whatever it still holds: that was preserved first), then, with
-/// `with_branch`, its branch; when either fails, says which, in the words the report gives as
-/// the reason the worktree was kept.
-fn removal_failure(worktree: &Worktree, with_branch: bool) -> Option<String> {
-    let _serialised = git_changes();
-    let top = &worktree.repo.top;
-    let shown = worktree.path.display().to_string();
-    if let Err(err) = git(top, &["worktree", "remove", "--force", &shown]) {
-        return Some(format!("it could not be removed ({err})"));
-    }
-    if with_branch && let Err(err) = git(top, &["branch", "-D", &worktree.branch]) {
-        return Some(format!("its branch could not be deleted ({err})"));
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn repo() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let run = |args: &[&str]| {
-            let status = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .unwrap();
-            assert!(status.status.success(), "git {args:?}: {status:?}");
-        };
-        run(&["init", "-q", "-b", "main"]);
-        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
-        run(&["add", "a.txt"]);
-        run(&["commit", "-q", "-m", "first"]);
-        dir
-    }
-
-    #[test]
-    fn a_clean_worktree_goes_and_work_stays_on_its_branch() {
-        let dir = repo();
-        let state = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let repo = probe(&root, 1).unwrap();
-        let made = |name: &str| create(&repo, path_for(state.path(), &repo, name)).unwrap();
-        let branch_exists = |branch: &str| {
-            git(
-                &root,
-                &[
-                    "rev-parse",
-                    "--verify",
-                    "--quiet",
-                    &format!("refs/heads/{branch}"),
-                ],
-            )
-            .is_ok()
-        };
-
-        let clean = made("r1-t1-a");
-        assert!(clean.cwd().join("a.txt").is_file());
-        assert!(
-            clean.path.starts_with(state.path().join("worktrees")),
-            "worktrees live outside the project: {}",
-            clean.path.display()
-        );
-        assert_eq!(clean.base_branch.as_deref(), Some("main"));
-        let status = git(&root, &["status", "--porcelain", "--untracked-files=all"]).unwrap();
-        assert!(status.is_empty(), "the project does not see it: {status}");
-        let report = release(&clean, true, "a");
-        assert!(!report.kept && report.patch.is_none(), "{report:?}");
-        assert!(!clean.path.exists());
-        assert!(!branch_exists("shepherd/r1-t1-a"));
-
-        // A commit and uncommitted changes: the changes are preserved on top of the branch,
-        // the worktree goes, the branch stays.
-        let dirty = made("r1-t2-b");
-        std::fs::write(dirty.cwd().join("a.txt"), "a\nb\n").unwrap();
-        let commit = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-            .args(["commit", "-q", "-am", "grow a"])
-            .current_dir(dirty.cwd())
-            .output()
-            .unwrap();
-        assert!(commit.status.success(), "{commit:?}");
-        std::fs::write(dirty.cwd().join("new.txt"), "x").unwrap();
-        std::fs::write(dirty.cwd().join("a.txt"), "a\nb\nc\n").unwrap();
-        let report = release(&dirty, true, "shepherd-agent-b");
-        assert!(!report.kept, "{report:?}");
-        assert!(!dirty.path.exists(), "its worktree is gone");
-        assert!(
-            branch_exists("shepherd/r1-t2-b"),
-            "its branch holds its work"
-        );
-        let preserved = report
-            .preserved
-            .as_deref()
-            .expect("its changes are preserved");
-        assert_eq!(preserved, "refs/shepherd/preserved/shepherd-agent-b");
-        assert_eq!(
-            git(&root, &["show", &format!("{preserved}:new.txt")]).unwrap(),
-            "x"
-        );
-        assert_eq!(
-            git(&root, &["show", &format!("{preserved}:a.txt")]).unwrap(),
-            "a\nb\nc"
-        );
-        assert_eq!(
-            git(&root, &["rev-parse", &format!("{preserved}^")]).unwrap(),
-            git(&root, &["rev-parse", "shepherd/r1-t2-b"]).unwrap(),
-            "preserved on top of its branch"
-        );
-        let patch = report.patch.as_ref().expect("its work is reported");
-        assert_eq!(patch.files, ["a.txt", "new.txt"]);
-        assert_eq!(patch.commits.len(), 2, "{:?}", patch.commits);
-        assert!(patch.commits[0].ends_with(" grow a"), "{:?}", patch.commits);
-        assert!(
-            patch.integrate.contains("shepherd merge shepherd/r1-t2-b"),
-            "{}",
-            patch.integrate
-        );
-        assert_eq!(report.landing_ref(), preserved);
-
-        let unconfirmed = made("r1-t3-c");
-        let kept = release(&unconfirmed, false, "c");
-        assert!(kept.kept && unconfirmed.path.is_dir(), "{kept:?}");
-    }
-
-    #[test]
-    fn a_directory_outside_git_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = probe(dir.path(), 2).unwrap_err();
-        assert_eq!(err.code, "not_a_git_repository");
-        assert!(
-            err.message.contains("task 2 asks for isolate"),
-            "{}",
-            err.message
-        );
-    }
-}
+/// The identity Shepherd's own commits are made with when the user configured none: a machine
+/// without a git identity still preserves and lands.
+pub(crate) const IDENTITY: [(&str, &str); 4] = [
+    ("GIT_AUTHOR_NAME", "Shepherd"),
+    ("GIT_AUTHOR_EMAIL", "shepherd@localhost"),
+    ("GIT_COMMITTER_NAME", "Shepherd"),
+    ("GIT_COMMITTER_EMAIL", "shepherd@localhost"),
+];
