@@ -19,6 +19,8 @@ mod web_support;
 
 mod agents_cli;
 mod attack_git;
+mod attack_git_land;
+mod attack_git_workdir;
 mod attack_socket;
 mod cli_habits;
 mod controls;
