@@ -120,16 +120,16 @@ fn own(worktree: &Worktree, owner: &str) -> Outcome {
         .env("GIT_DIR", repo.common_dir.display().to_string())
         .env("GIT_WORK_TREE", path.display().to_string())
         .env("GIT_INDEX_FILE", index.display().to_string());
-    let snapshot = snapshot(&reading, &index, &tip, base);
-    let _done = fs_err::remove_file(&index);
-    let (working, tree) = match snapshot {
+    let snapshot = snapshot(&reading, &index, &tip);
+    let (tree, dirty) = match snapshot {
         Ok(read) => read,
-        Err(err) => return Outcome::kept(format!("its state could not be read ({err})")),
+        Err(err) => {
+            let _done = fs_err::remove_file(&index);
+            return Outcome::kept(format!("its state could not be read ({err})"));
+        }
     };
-    let dirty = project
-        .run(&["rev-parse", &format!("{tip}^{{tree}}")])
-        .map_or(true, |tip_tree| tip_tree != tree);
     if !dirty && tip == base {
+        let _done = fs_err::remove_file(&index);
         // Nothing was done in it: it goes with its branch (one brought home before, at base).
         let _gone = project.run(&["update-ref", "-d", &branch_ref, base]);
         return match remove(path) {
@@ -142,6 +142,12 @@ fn own(worktree: &Worktree, owner: &str) -> Outcome {
             Some(why) => Outcome::kept(why),
         };
     }
+    // What the work tree holds against its base, read against the branch's tip again.
+    let working = reading
+        .run(&["read-tree", &tip])
+        .map(|_| patch::working(&reading, base))
+        .unwrap_or_default();
+    let _done = fs_err::remove_file(&index);
     let preserved = if dirty {
         match preserve(worktree, &project, (&tree, &tip), owner) {
             Ok(preserved) => Some(preserved),
@@ -172,21 +178,17 @@ fn own(worktree: &Worktree, owner: &str) -> Outcome {
     }
 }
 
-/// Reads the work tree against the branch's `tip` with `reading` (the project's repository,
-/// the worktree, Shepherd's `index`): what it holds against `base`, and the tree of everything
-/// in it.
-fn snapshot(
-    reading: &Git,
-    index: &Path,
-    tip: &str,
-    base: &str,
-) -> Result<(patch::Working, String), GitError> {
+/// Reads the work tree with `reading` (the project's repository, the worktree, Shepherd's
+/// `index`) into an index starting from the branch's `tip`: the tree of everything in it, and
+/// whether that differs from the tip's.
+fn snapshot(reading: &Git, index: &Path, tip: &str) -> Result<(String, bool), GitError> {
     let _fresh = fs_err::remove_file(index);
     reading.run(&["read-tree", tip])?;
-    let working = patch::working(reading, base);
     reading.run(&["add", "--all", "."])?;
     let tree = reading.run(&["write-tree"])?;
-    Ok((working, tree))
+    let tip_tree = reading.run(&["rev-parse", &format!("{tip}^{{tree}}")])?;
+    let dirty = tip_tree != tree;
+    Ok((tree, dirty))
 }
 
 /// Commits `tree` on top of `tip` in the project and points `refs/shepherd/preserved/<owner>`
