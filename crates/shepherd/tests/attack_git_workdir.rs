@@ -1,5 +1,6 @@
 //! Attacks through git from a sheep's working directory: a non-isolated confined sheep cannot
-//! write the project's `.git/hooks` or `.git/config` (it still edits its files), and a `.git`
+//! write the project's `.git/hooks` or `.git/config` (it still edits its files), nor be started
+//! inside the project's `.git` (its directory would be writable), and a `.git`
 //! file written in a working directory (A15: `gitdir: /worktrees/x`, or one naming a linked
 //! worktree of another repository of the user) neither widens the next confined sheep's
 //! sandbox there nor lets an isolated spawn there isolate the wrong repository.
@@ -196,4 +197,23 @@ fn a15_a_git_file_planted_in_a_working_directory_widens_nothing() {
         );
         std::fs::remove_file(sub.join(".git")).unwrap();
     }
+}
+
+#[test]
+fn a_confined_sheep_is_not_started_inside_a_git_directory() {
+    let world = World::new();
+    project_with_branches(&world);
+    define_attacker(
+        &world,
+        "inside",
+        "sandbox: workspace\nnetwork: none",
+        &format!("{GIT}\n{SHARED_GIT}"),
+    );
+    let hooks = world.project.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let (code, error, message) =
+        world.error(&["spawn", "inside", "--cwd", hooks.to_str().unwrap()]);
+    assert_eq!((code, error.as_str()), (2, "invalid_cwd"), "{message}");
+    assert!(message.contains(".git"), "{message}");
+    assert!(!hooks.join("pre-commit").exists());
 }

@@ -134,7 +134,7 @@ pub(crate) fn check_git_dir(path: &Path) -> Result<PathBuf, GitError> {
 /// Puts the `.git` of the repository at `path` back to what Shepherd made, before any git of
 /// Shepherd's runs in it: its configuration is the template (the object format `borrowed`
 /// has), its hooks directory empty, its `info/` gone, its alternates `borrowed`'s objects, and
-/// nothing makes it another repository's worktree. Refuses (keeping it as it is) when its
+/// nothing makes it another repository's worktree or rewrites its history's shape. Refuses (keeping it as it is) when its
 /// objects, refs, `HEAD` or index are not plain files and directories of its own.
 pub(crate) fn sanitise(path: &Path, borrowed: &Borrowed) -> Result<(), GitError> {
     let dot_git = check_git_dir(path)?;
@@ -163,13 +163,19 @@ pub(crate) fn sanitise(path: &Path, borrowed: &Borrowed) -> Result<(), GitError>
             Err(_) => {}
         }
     }
+    // What would run a program, borrow another repository, or make its history read other
+    // than as its objects say (grafts, a shallow list, commit graphs).
     for gone in [
         "info",
         "hooks",
         "commondir",
         "gitdir",
         "config.worktree",
+        "shallow",
         "objects/info/http-alternates",
+        "objects/info/grafts",
+        "objects/info/commit-graph",
+        "objects/info/commit-graphs",
     ] {
         remove(&dot_git.join(gone))?;
     }
