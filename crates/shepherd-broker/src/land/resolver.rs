@@ -56,7 +56,7 @@ fn task_text(conflict: &Conflict) -> String {
         .map(|check| format!("\n\nThen run the check, which must pass: `{check}`."))
         .unwrap_or_default();
     format!(
-        "Resolve a merge conflict. This directory is a git worktree of `{target}` in the middle of \
+        "Resolve a merge conflict. This directory is a git repository at `{target}` in the middle of \
          merging `{branch}`{whose} into it, and the merge stopped with conflicts in: {files}.\n\n\
          Edit those files so that both sides' intent is kept (the `{target}` side is ours, \
          `{branch}` is theirs), remove every conflict marker, `git add` them and make the merge \
