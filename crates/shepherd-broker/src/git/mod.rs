@@ -113,6 +113,8 @@ impl GitError {
 #[derive(Debug, Clone)]
 pub(crate) struct Ran {
     pub(crate) success: bool,
+    /// Its exit status, when it exited (`diff --quiet` says "differs" with 1).
+    pub(crate) code: Option<i32>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
 }
@@ -204,6 +206,7 @@ impl Git {
                 })?;
         Ok(Ran {
             success: out.success,
+            code: out.code,
             stdout: out.stdout,
             stderr: out.stderr,
         })

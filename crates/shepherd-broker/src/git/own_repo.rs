@@ -49,11 +49,36 @@ impl Borrowed {
     /// What the repository whose shared git directory is `common_dir` lends.
     pub(crate) fn from(common_dir: &Path) -> Result<Self, GitError> {
         let objects = object_dirs(common_dir)?;
-        let format = Git::at(common_dir)
-            .env("GIT_DIR", common_dir.display().to_string())
-            .run(&["rev-parse", "--show-object-format"])
-            .unwrap_or_else(|_| "sha1".to_owned());
+        let format = object_format(common_dir);
         Ok(Self { objects, format })
+    }
+}
+
+/// The object format of the repository whose shared git directory is `common_dir`, asked of
+/// git once per repository (a repository's object format never changes).
+fn object_format(common_dir: &Path) -> String {
+    static KNOWN: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+    let known = KNOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|(known, _)| known == common_dir)
+        .map(|(_, format)| format.clone());
+    if let Some(format) = known {
+        return format;
+    }
+    let asked = Git::at(common_dir)
+        .env("GIT_DIR", common_dir.display().to_string())
+        .run(&["rev-parse", "--show-object-format"]);
+    match asked {
+        Ok(format) => {
+            KNOWN
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((common_dir.to_path_buf(), format.clone()));
+            format
+        }
+        Err(_) => "sha1".to_owned(),
     }
 }
 
@@ -88,6 +113,9 @@ pub(crate) fn make(path: &Path, borrowed: &Borrowed, head: Head<'_>) -> Result<(
     if borrowed.format != "sha1" {
         init.push(&format);
     }
+    if let Head::Branch { name, .. } = head {
+        init.extend(["--initial-branch", name]);
+    }
     init.push(&shown);
     Git::at(path)
         .env("GIT_CONFIG_COUNT", "1")
@@ -98,9 +126,7 @@ pub(crate) fn make(path: &Path, borrowed: &Borrowed, head: Head<'_>) -> Result<(
     let own = Git::own(path);
     match head {
         Head::Branch { name, at } => {
-            let branch = format!("refs/heads/{name}");
-            own.run(&["update-ref", &branch, at])?;
-            own.run(&["symbolic-ref", "HEAD", &branch])?;
+            own.run(&["update-ref", &format!("refs/heads/{name}"), at])?;
         }
         Head::Detached(at) => {
             own.run(&["update-ref", "--no-deref", "HEAD", at])?;

@@ -106,7 +106,7 @@ pub(super) fn release(worktree: &Worktree, owner: &str) -> WorktreeReport {
     } else {
         None
     };
-    let working = patch::working(&git, &worktree.base);
+    let working = patch::working(&git, &worktree.base, &patch::untracked(&git));
     let tip = preserved.as_deref().unwrap_or("HEAD");
     let patch = patch::patch(
         working,

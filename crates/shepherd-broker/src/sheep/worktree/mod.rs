@@ -140,10 +140,18 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
     let branch = format!("shepherd/{name}");
     record(repo, &path)?;
     let project = Git::at(&repo.top);
+    // The project's HEAD, and the branch it has checked out (where this work lands by
+    // default), in one question.
+    let asked = project.run(&["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"])?;
+    let mut answers = asked.lines();
+    let head = answers.next().unwrap_or_default().to_owned();
+    let base_branch = answers
+        .next()
+        .and_then(|name| name.strip_prefix("refs/heads/"))
+        .map(str::to_owned);
     let base = match fs_err::symlink_metadata(path.join(".git")) {
         Ok(meta) if meta.file_type().is_dir() => {
             own_repo::sanitise(&path, &Borrowed::from(&repo.common_dir)?)?;
-            let head = project.run(&["rev-parse", "HEAD"])?;
             Git::own(&path).run(&["merge-base", &head, &format!("refs/heads/{branch}")])?
         }
         Ok(meta) if meta.file_type().is_file() => legacy::existing(repo, &path, &branch)?,
@@ -154,7 +162,6 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
             ));
         }
         Err(_) => {
-            let head = project.run(&["rev-parse", "HEAD"])?;
             let kept = project
                 .run(&[
                     "rev-parse",
@@ -168,7 +175,7 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
                     let base = project.run(&["merge-base", &head, &tip])?;
                     (tip, base)
                 }
-                None => (head.clone(), head),
+                None => (head.clone(), head.clone()),
             };
             let made = own_repo::make(
                 &path,
@@ -186,8 +193,6 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
             base
         }
     };
-    // The branch the project has checked out now: where this work lands by default.
-    let base_branch = project.run(&["symbolic-ref", "--short", "-q", "HEAD"]).ok();
     let worktree = Worktree {
         repo: repo.clone(),
         path,

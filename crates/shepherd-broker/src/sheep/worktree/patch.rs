@@ -30,9 +30,14 @@ fn lines(git: &Git, args: &[&str]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// What `git` (run at the worktree's top, with its index) sees changed against `base`.
-pub(super) fn working(git: &Git, base: &str) -> Working {
-    let untracked = lines(git, &["ls-files", "--others", "--exclude-standard"]);
+/// The files `git` (run at the worktree's top, with its index) sees untracked and not ignored.
+pub(super) fn untracked(git: &Git) -> Vec<String> {
+    lines(git, &["ls-files", "--others", "--exclude-standard"])
+}
+
+/// What `git` (run at the worktree's top, with its index) sees changed against `base`, with
+/// the `untracked` files it listed.
+pub(super) fn working(git: &Git, base: &str, untracked: &[String]) -> Working {
     let mut files = lines(git, &["diff", "--name-only", base]);
     files.extend(untracked.iter().cloned());
     files.sort();

@@ -120,36 +120,31 @@ fn own(worktree: &Worktree, owner: &str) -> Outcome {
         .env("GIT_DIR", repo.common_dir.display().to_string())
         .env("GIT_WORK_TREE", path.display().to_string())
         .env("GIT_INDEX_FILE", index.display().to_string());
-    let snapshot = snapshot(&reading, &index, &tip);
-    let (tree, dirty) = match snapshot {
-        Ok(read) => read,
-        Err(err) => {
-            let _done = fs_err::remove_file(&index);
-            return Outcome::kept(format!("its state could not be read ({err})"));
-        }
-    };
-    if !dirty && tip == base {
-        let _done = fs_err::remove_file(&index);
-        // Nothing was done in it: it goes with its branch (one brought home before, at base).
-        let _gone = project.run(&["update-ref", "-d", &branch_ref, base]);
-        return match remove(path) {
-            None => Outcome {
-                kept: false,
-                reason: None,
-                patch: None,
-                preserved: None,
-            },
-            Some(why) => Outcome::kept(why),
-        };
-    }
-    // What the work tree holds against its base, read against the branch's tip again.
-    let working = reading
-        .run(&["read-tree", &tip])
-        .map(|_| patch::working(&reading, base))
-        .unwrap_or_default();
+    let read = read_work_tree(&reading, &index, (&tip, base));
     let _done = fs_err::remove_file(&index);
-    let preserved = if dirty {
-        match preserve(worktree, &project, (&tree, &tip), owner) {
+    let read = match read {
+        Ok(read) => read,
+        Err(err) => return Outcome::kept(format!("its state could not be read ({err})")),
+    };
+    let (working, tree) = match read {
+        Read::Clean => {
+            // Nothing was done in it: it goes with its branch (one brought home before, at
+            // its base).
+            let _gone = project.run(&["update-ref", "-d", &branch_ref, base]);
+            return match remove(path) {
+                None => Outcome {
+                    kept: false,
+                    reason: None,
+                    patch: None,
+                    preserved: None,
+                },
+                Some(why) => Outcome::kept(why),
+            };
+        }
+        Read::Work { working, tree } => (working, tree),
+    };
+    let preserved = if let Some(tree) = &tree {
+        match preserve(worktree, &project, (tree, &tip), owner) {
             Ok(preserved) => Some(preserved),
             Err(err) => {
                 return Outcome::kept(format!(
@@ -178,17 +173,52 @@ fn own(worktree: &Worktree, owner: &str) -> Outcome {
     }
 }
 
+/// What the work tree holds against the branch's tip.
+enum Read {
+    /// Nothing, and the tip is the base: nothing was done in it.
+    Clean,
+    /// Something, or commits: what it holds against the base, and the tree of everything in
+    /// it when that differs from the tip's.
+    Work {
+        working: patch::Working,
+        tree: Option<String>,
+    },
+}
+
 /// Reads the work tree with `reading` (the project's repository, the worktree, Shepherd's
-/// `index`) into an index starting from the branch's `tip`: the tree of everything in it, and
-/// whether that differs from the tip's.
-fn snapshot(reading: &Git, index: &Path, tip: &str) -> Result<(String, bool), GitError> {
+/// `index`) against an index holding the branch's `tip`; what it holds against `base` is read
+/// only when there is something to report.
+fn read_work_tree(
+    reading: &Git,
+    index: &Path,
+    (tip, base): (&str, &str),
+) -> Result<Read, GitError> {
     let _fresh = fs_err::remove_file(index);
     reading.run(&["read-tree", tip])?;
-    reading.run(&["add", "--all", "."])?;
-    let tree = reading.run(&["write-tree"])?;
-    let tip_tree = reading.run(&["rev-parse", &format!("{tip}^{{tree}}")])?;
-    let dirty = tip_tree != tree;
-    Ok((tree, dirty))
+    let untracked = patch::untracked(reading);
+    let compared = reading.output(&["diff", "--quiet", tip])?;
+    let changed = match compared.code {
+        Some(0) => false,
+        Some(1) => true,
+        _ => {
+            return Err(GitError::Failed {
+                args: format!("diff --quiet {tip}"),
+                message: compared.complaint(),
+            });
+        }
+    };
+    let dirty = changed || !untracked.is_empty();
+    if !dirty && tip == base {
+        return Ok(Read::Clean);
+    }
+    let working = patch::working(reading, base, &untracked);
+    let tree = if dirty {
+        reading.run(&["add", "--all", "."])?;
+        Some(reading.run(&["write-tree"])?)
+    } else {
+        None
+    };
+    Ok(Read::Work { working, tree })
 }
 
 /// Commits `tree` on top of `tip` in the project and points `refs/shepherd/preserved/<owner>`
