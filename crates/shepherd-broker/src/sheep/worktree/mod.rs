@@ -140,15 +140,7 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
     let branch = format!("shepherd/{name}");
     record(repo, &path)?;
     let project = Git::at(&repo.top);
-    // The project's HEAD, and the branch it has checked out (where this work lands by
-    // default), in one question.
-    let asked = project.run(&["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"])?;
-    let mut answers = asked.lines();
-    let head = answers.next().unwrap_or_default().to_owned();
-    let base_branch = answers
-        .next()
-        .and_then(|name| name.strip_prefix("refs/heads/"))
-        .map(str::to_owned);
+    let (head, kept, base_branch) = project_heads(&project, &name)?;
     let base = match fs_err::symlink_metadata(path.join(".git")) {
         Ok(meta) if meta.file_type().is_dir() => {
             own_repo::sanitise(&path, &Borrowed::from(&repo.common_dir)?)?;
@@ -162,14 +154,6 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
             ));
         }
         Err(_) => {
-            let kept = project
-                .run(&[
-                    "rev-parse",
-                    "--verify",
-                    "--quiet",
-                    &format!("refs/heads/{branch}^{{commit}}"),
-                ])
-                .ok();
             let (start, base) = match kept {
                 Some(tip) => {
                     let base = project.run(&["merge-base", &head, &tip])?;
@@ -203,6 +187,56 @@ pub(crate) fn create(repo: &Repo, path: PathBuf) -> Result<Worktree, GitError> {
     fs_err::create_dir_all(worktree.cwd())
         .map_err(|err| GitError::layout(&worktree.cwd(), format!("cannot be made ({err})")))?;
     Ok(worktree)
+}
+
+/// The project's `HEAD`, the tip of a branch `shepherd/<name>` brought home before (when there
+/// is one), and the branch the project has checked out (where the work lands by default), in
+/// one question to git: a spawn waits for it.
+fn project_heads(
+    project: &Git,
+    name: &str,
+) -> Result<(String, Option<String>, Option<String>), GitError> {
+    let plain = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if !plain {
+        let head = project.run(&["rev-parse", "HEAD"])?;
+        let kept = project
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/shepherd/{name}^{{commit}}"),
+            ])
+            .ok();
+        let checked_out = project.run(&["symbolic-ref", "--short", "-q", "HEAD"]).ok();
+        return Ok((head, kept, checked_out));
+    }
+    // `--glob` lists the branch only when it exists; a pattern with a glob character in it
+    // (its first letter as a class of one) matches that name alone, where a plain one would
+    // match the refs below it. The answer: HEAD, the branch if any, then HEAD's full name.
+    let mut first = name.chars();
+    let pattern = format!(
+        "--glob=refs/heads/shepherd/[{}]{}",
+        first.next().unwrap_or_default(),
+        first.as_str()
+    );
+    let asked = project.run(&[
+        "rev-parse",
+        "HEAD",
+        &pattern,
+        "--symbolic-full-name",
+        "HEAD",
+    ])?;
+    let answers: Vec<&str> = asked.lines().collect();
+    let head = answers.first().copied().unwrap_or_default().to_owned();
+    let kept = (answers.len() == 3).then(|| answers[1].to_owned());
+    let checked_out = answers
+        .last()
+        .and_then(|full| full.strip_prefix("refs/heads/"))
+        .map(str::to_owned);
+    Ok((head, kept, checked_out))
 }
 
 /// Makes a worktree at `path` with its `HEAD` detached at `tip` and no branch (the merge

@@ -195,6 +195,9 @@ fn read_work_tree(
 ) -> Result<Read, GitError> {
     let _fresh = fs_err::remove_file(index);
     reading.run(&["read-tree", tip])?;
+    // An index fresh from a tree knows no file's stat: refreshed once here, the commands after
+    // it hash only what changed.
+    reading.output(&["update-index", "-q", "--refresh"])?;
     let untracked = patch::untracked(reading);
     let compared = reading.output(&["diff", "--quiet", tip])?;
     let changed = match compared.code {

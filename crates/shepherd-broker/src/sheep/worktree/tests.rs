@@ -112,6 +112,15 @@ fn a_clean_worktree_goes_and_work_stays_on_its_branch() {
         patch.integrate
     );
     assert_eq!(report.landing_ref(), preserved);
+    // Resumed after its worktree went, the sheep goes on from its branch.
+    let resumed = create(&repo, dirty.path.clone()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(resumed.cwd().join("a.txt")).unwrap(),
+        "a\nb\n"
+    );
+    assert_eq!(resumed.base, dirty.base);
+    assert_eq!(resumed.base_branch.as_deref(), Some("main"));
+    assert!(!release(&resumed, true, "again").kept);
 
     // Only uncommitted changes: preserved on a branch made at the base.
     let loose = made("r1-t4-d");
