@@ -18,6 +18,7 @@ mod curation;
 mod index_deferral;
 mod interop;
 mod notes;
+mod original_fixtures;
 mod original_node;
 mod processes;
 mod reading;
