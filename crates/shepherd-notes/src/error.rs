@@ -125,6 +125,7 @@ pub fn op_code(op: &OpError) -> shepherd_core::error_code::ErrorCode {
         OpError::NotFinal { .. } => ErrorCode::NotFinal,
         OpError::UnknownNote { .. } => ErrorCode::NotFound,
         OpError::InvalidLink { .. } => ErrorCode::InvalidLink,
+        OpError::InvalidSheepLabel { .. } => ErrorCode::InvalidLabel,
         OpError::OtherSession { .. } => ErrorCode::StaleSession,
         OpError::Deleted { .. } => ErrorCode::Deleted,
         _ => ErrorCode::InvalidArgument,

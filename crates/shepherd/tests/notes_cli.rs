@@ -428,3 +428,59 @@ fn delete_and_feedback(machine: &Machine) {
     let show = machine.json(&["notes", "show", "1", "--json"]);
     assert_eq!(show["notes"][1]["deletedAt"], deleted["deletedAt"]);
 }
+
+#[test]
+fn a_label_given_as_metadata_is_checked_as_a_spawn_checks_it_and_changes_nothing() {
+    let machine = Machine::new();
+    machine.json(&[
+        "notes",
+        "reserve",
+        "--json",
+        "--session-name",
+        "labels",
+        "--agent",
+        "scout",
+    ]);
+    let note = ".shepherd/sessions/0001-labels/scout-01.md";
+    let record = machine
+        .project
+        .join(".shepherd/sessions/0001-labels/session.json");
+    let before = std::fs::read(&record).unwrap();
+    for bad in [
+        "label=a:b",
+        "label=",
+        "label=42",
+        "label=\u{1b}]52;c;x\u{7}",
+    ] {
+        for command in ["start", "finish"] {
+            let mut args = vec!["notes", command, note, "--meta", bad, "--json"];
+            if command == "finish" {
+                args.extend(["--status", "completed"]);
+            }
+            let (code, message) = machine.error(&args);
+            assert_eq!(code, "invalid_label", "{command} {bad}: {message}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(&record).unwrap(),
+        before,
+        "a refused label changed the record"
+    );
+    machine.json(&[
+        "notes",
+        "finish",
+        note,
+        "--status",
+        "completed",
+        "--meta",
+        "label=map the auth code",
+        "--json",
+    ]);
+    let index = std::fs::read_to_string(
+        machine
+            .project
+            .join(".shepherd/sessions/0001-labels/shepherd.md"),
+    )
+    .unwrap();
+    assert!(index.contains("map the auth code"), "{index}");
+}

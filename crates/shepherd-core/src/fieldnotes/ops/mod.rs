@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::metadata::{ArtifactRecord, Metadata, RelatedLink, SessionMetadata};
+use super::metadata::{ArtifactRecord, LABEL_KEY, Metadata, RelatedLink, SessionMetadata};
 use super::naming::plan_note;
 use super::status::{Mode, NoteStatus, summarise};
 
@@ -92,6 +92,14 @@ pub enum OpError {
         /// The name as given.
         agent: String,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// A sheep's label given as note metadata is not one a sheep could carry.
+    #[error("invalid label {value:?} in the note's metadata: {reason}")]
+    InvalidSheepLabel {
+        /// The value as given (JSON).
+        value: String,
+        /// What the label rules say of it.
         reason: String,
     },
     /// A metadata key is owned by the store or is not a plain identifier.
@@ -254,6 +262,28 @@ pub fn check_metadata(metadata: &Metadata) -> Result<(), OpError> {
             && key.len() <= MAX_LABEL;
         if !plain || RESERVED_METADATA_KEYS.contains(&key.as_str()) {
             return Err(OpError::InvalidMetadataKey { key: key.clone() });
+        }
+    }
+    // The label names the sheep in every index and list: only a label a sheep could carry,
+    // checked as a spawn checks it (a note reserved by hand included).
+    if let Some(value) = metadata.get(LABEL_KEY) {
+        let checked = match value.as_str() {
+            Some(text) => crate::label::validate_label(text)
+                .map_err(|err| err.to_string())
+                .and_then(|label| {
+                    if label.as_str().is_empty() {
+                        Err("it is empty".to_owned())
+                    } else {
+                        Ok(())
+                    }
+                }),
+            None => Err("a label is text".to_owned()),
+        };
+        if let Err(reason) = checked {
+            return Err(OpError::InvalidSheepLabel {
+                value: value.to_string(),
+                reason,
+            });
         }
     }
     Ok(())
