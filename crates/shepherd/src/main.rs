@@ -9,6 +9,8 @@
 
 mod cli;
 mod dispatch;
+#[cfg(test)]
+mod docs_names;
 mod output;
 mod shell;
 
