@@ -323,6 +323,29 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
                 )
             },
         ),
+        // Asked in a project whose herd is another front end's (an MCP host's, a pi
+        // session's) and for no herd in particular: that herd is what a person wants to see,
+        // and a broker of this project answers.
+        None if args.parent_session.is_none() && !others.is_empty() => {
+            let socket = target.paths.socket.display().to_string();
+            printer.emit(
+                &json!({ "running": false, "socket": socket, "herds": herds }),
+                || {
+                    let listed: Vec<String> = others
+                        .iter()
+                        .map(|herd| crate::herds::lines(herd, now, false))
+                        .collect();
+                    let count = match others.len() {
+                        1 => "1 herd of this project runs".to_owned(),
+                        n => format!("{n} herds of this project run"),
+                    };
+                    format!(
+                        "{count}:\n{}\nthis CLI's own herd is not running (its first `shepherd spawn`, `delegate` or `run` starts it; `--parent-session ID` speaks for another herd)",
+                        listed.join("\n")
+                    )
+                },
+            );
+        }
         None => {
             let socket = target.paths.socket.display().to_string();
             printer.emit(
@@ -330,7 +353,6 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
                 || format!("not running (no broker answers on {socket}){}", others_text()),
             );
             // As `systemctl status` and `gh auth status` do: scripts can test for a broker.
-            // A project whose only herds are others' still has no broker for this herd.
             return Ok(ExitCode::from(EXIT_NOT_RUNNING));
         }
     }

@@ -46,28 +46,47 @@ async fn an_mcp_hosts_herd_is_listed_by_its_driver_and_in_broker_status() {
     assert_eq!(driver["name"], "mcp-test-host", "{herd}");
     assert_eq!(driver["pid"], std::process::id(), "{herd}");
 
+    // The host holds more than one connection to its herd (calls, and the watch feeding its
+    // inbox): one driver, listed once.
+    let _inbox = mcp.call("shepherd_inbox", json!({"wait": 0})).await;
+    let listed = world.json(&["herds"]);
+    let herd = &listed["herds"][0];
+    assert_eq!(herd["parents"].as_array().unwrap().len(), 1, "{herd}");
     let text = String::from_utf8(world.run(&["herds"]).stdout).unwrap();
+    let driver_line = format!("MCP host mcp-test-host (pid {})", std::process::id());
     assert!(
         text.contains(herd["identity"].as_str().unwrap())
-            && text.contains(&format!(
-                "MCP host mcp-test-host (pid {})",
-                std::process::id()
-            )),
+            && text.matches(&driver_line).count() == 1,
         "{text}"
     );
     let all = world.json(&["herds", "--all"]);
     assert_eq!(all["herds"], listed["herds"], "{all}");
 
-    // The CLI's own herd has no broker, and status says so — and shows the host's.
+    // The CLI's own herd has no broker, but the project's herd runs: status leads with it,
+    // says the CLI's own is not running, and succeeds (a broker of this project answers).
     let (code, status) = world.json_status(&["broker", "status"]);
-    assert_eq!(code, 3, "{status}");
+    assert_eq!(code, 0, "{status}");
     assert_eq!(status["running"], false, "{status}");
     assert_eq!(status["herds"][0]["identity"], herd["identity"], "{status}");
+    assert_eq!(
+        status["herds"][0]["parents"].as_array().unwrap().len(),
+        1,
+        "{status}"
+    );
     let said = String::from_utf8(world.run(&["broker", "status"]).stdout).unwrap();
+    let first = said.lines().next().unwrap_or_default();
     assert!(
-        said.contains("other herds of this project (1)") && said.contains("MCP host"),
+        first.starts_with("1 herd of this project runs") && said.contains("MCP host"),
         "{said}"
     );
+    assert!(said.matches(&driver_line).count() == 1, "{said}");
+    assert!(
+        said.contains("this CLI's own herd is not running"),
+        "{said}"
+    );
+    // Asked for a herd by its parent, a herd that is not running is still exit 3.
+    let (code, _) = world.json_status(&["broker", "status", "--parent-session", "no-such-parent"]);
+    assert_eq!(code, 3);
 
     // The host's herd is its own: it ends with the server (its broker's process gone), and the
     // list is empty again.

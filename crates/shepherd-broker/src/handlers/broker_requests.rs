@@ -40,15 +40,22 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
         clients: broker.clients.load(Ordering::SeqCst).saturating_sub(1),
         live_sheep,
         open_tasks,
-        parents: broker
-            .parents
-            .lock()
-            .expect("parents lock")
-            .values()
-            .cloned()
-            .collect(),
+        parents: distinct_parents(broker),
         notes_written: broker.fieldnotes().notes_written(),
     }
+}
+
+/// Who drives the herd, each once: one front end holds several connections (an MCP server's
+/// calls and the watch that feeds its inbox), the same process and driver on each.
+fn distinct_parents(broker: &Broker) -> Vec<shepherd_core::protocol::ParentConnection> {
+    let connections = broker.parents.lock().expect("parents lock");
+    let mut distinct: Vec<shepherd_core::protocol::ParentConnection> = Vec::new();
+    for parent in connections.values() {
+        if !distinct.contains(parent) {
+            distinct.push(parent.clone());
+        }
+    }
+    distinct
 }
 
 /// `broker.stop`: cancels every run and closes every sheep. The server stops the broker once
