@@ -96,8 +96,12 @@ async fn route(
         Method::RunSubmit => crate::run::submit(broker, session, parse(name, params)?, rid).await,
         Method::RunAttach => crate::run::attach(broker, session, &parse(name, params)?),
         Method::RunCancel => crate::run::cancel(broker, &parse(name, params)?).await,
-        Method::MergeSubmit => crate::land::submit(broker, session, parse(name, params)?).await,
+        Method::MergeSubmit => {
+            crate::land::submit(broker, session, parse(name, params)?, rid).await
+        }
         Method::MergeAttach => crate::land::attach(broker, session, &parse(name, params)?),
+        Method::MergeCancel => crate::land::cancel(broker, session, &parse(name, params)?).await,
+        Method::MergePreview => crate::land::preview(broker, parse(name, params)?).await,
         Method::NotesWrite => {
             let params = parse(name, params)?;
             let fieldnotes = broker.fieldnotes();
