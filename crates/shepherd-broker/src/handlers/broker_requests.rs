@@ -51,12 +51,11 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
     }
 }
 
-/// `broker.stop`: cancels every run and merge (a merge's check is killed and its worktree
-/// removed; the target stays at its last verified landing) and closes every sheep. The server
-/// stops the broker once this answer is written (a run's report is written by the next broker,
-/// which finishes the cancelled run).
+/// `broker.stop`, once its merges are cancelled (`land::stop_all`, which the caller runs
+/// first): cancels every run and closes every sheep. The server stops the broker once this
+/// answer is written (a run's report is written by the next broker, which finishes the
+/// cancelled run).
 pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
-    crate::land::stop_all(broker).await;
     let open: Vec<String> = broker.read(|herd| {
         herd.runs
             .values()

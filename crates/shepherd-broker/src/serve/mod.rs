@@ -232,6 +232,7 @@ impl RunningBroker {
 
 /// Closes every sheep, then stops the broker.
 pub(super) async fn stop_and_exit(broker: &Arc<Broker>) {
+    crate::land::stop_all(broker).await;
     if let Err(err) = crate::handlers::broker_requests::stop(broker).await {
         tracing::error!("closing the herd failed: {err}");
     }

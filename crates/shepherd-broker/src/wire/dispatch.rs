@@ -156,7 +156,12 @@ async fn route(
         Method::SupervisorOutput => crate::sheep::printed::output(broker, session).await,
         Method::Focus => reply(crate::handlers::focus::focus(broker, parse(name, params)?).await),
         Method::BrokerStatus => reply(Ok(crate::handlers::broker_requests::status(broker))),
-        Method::BrokerStop => reply(crate::handlers::broker_requests::stop(broker).await),
+        Method::BrokerStop => {
+            // A merge's check is killed and its worktree removed first; the target stays at its
+            // last verified landing.
+            crate::land::stop_all(broker).await;
+            reply(crate::handlers::broker_requests::stop(broker).await)
+        }
         // Answered when the connection opens; refused above on an open one.
         Method::Hello => Err(hello_again()),
     }

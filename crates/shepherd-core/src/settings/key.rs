@@ -309,7 +309,7 @@ impl SettingKey {
             ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
             ValueKind::MinutesOrOff if lowered == "off" => Some(Value::from(0)),
             ValueKind::MinutesOrOff => number.filter(|n| *n >= 0.0).map(number_value),
-            ValueKind::Strategy => crate::land::Strategy::parse(&lowered)
+            ValueKind::Strategy => crate::strategy::Strategy::parse(&lowered)
                 .ok()
                 .map(|strategy| Value::from(strategy.as_str())),
         };
@@ -353,7 +353,7 @@ impl SettingKey {
             ValueKind::MinutesOrOff => number.filter(|n| *n >= 0.0).map(number_value),
             ValueKind::Strategy => stored
                 .as_str()
-                .and_then(|text| crate::land::Strategy::parse(text).ok())
+                .and_then(|text| crate::strategy::Strategy::parse(text).ok())
                 .map(|strategy| Value::from(strategy.as_str())),
         }
     }

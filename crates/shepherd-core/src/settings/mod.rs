@@ -88,7 +88,7 @@ pub struct EffectiveSettings {
     /// handed to it instead of waiting (`15`).
     pub fallback_after_minutes: f64,
     /// How `shepherd merge` lands each branch (`merge`).
-    pub merge_strategy: crate::land::Strategy,
+    pub merge_strategy: crate::strategy::Strategy,
     /// Minutes a merge's check may run before it is stopped and counts as failed (`30`).
     pub merge_check_timeout_minutes: f64,
 }
@@ -120,7 +120,7 @@ impl Default for EffectiveSettings {
             rate_limit_wait_seconds: 60,
             hold_provider_keys: true,
             fallback_after_minutes: 15.0,
-            merge_strategy: crate::land::Strategy::Merge,
+            merge_strategy: crate::strategy::Strategy::Merge,
             merge_check_timeout_minutes: 30.0,
         }
     }
@@ -275,7 +275,7 @@ impl EffectiveSettings {
             SettingKey::HoldProviderKeys => slot_bool(&mut self.hold_provider_keys),
             SettingKey::FallbackAfterMinutes => slot_number(&mut self.fallback_after_minutes),
             SettingKey::MergeStrategy => {
-                if let Ok(strategy) = crate::land::Strategy::parse(text) {
+                if let Ok(strategy) = crate::strategy::Strategy::parse(text) {
                     self.merge_strategy = strategy;
                 }
             }

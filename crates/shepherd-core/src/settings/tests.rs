@@ -60,7 +60,7 @@ fn a_merge_strategy_is_one_of_four_and_a_stored_bad_one_falls_back() {
     let resolved = resolve(Some(&user), None);
     assert_eq!(
         resolved.settings.merge_strategy,
-        crate::land::Strategy::FfOnly
+        crate::strategy::Strategy::FfOnly
     );
     assert_eq!(
         resolved.settings.merge_check_timeout(),
@@ -70,7 +70,7 @@ fn a_merge_strategy_is_one_of_four_and_a_stored_bad_one_falls_back() {
     let resolved = resolve(Some(&bad), None);
     assert_eq!(
         resolved.settings.merge_strategy,
-        crate::land::Strategy::Merge
+        crate::strategy::Strategy::Merge
     );
     assert_eq!(resolved.warnings.len(), 1);
 }
