@@ -121,7 +121,7 @@ pub fn validate_label(raw: &str) -> Result<Label, LabelError> {
 /// part of its display name, and the label of the sheep whose work it handles (when there is
 /// one), never a label Shepherd makes up: a resolver of agent `claude-resolver` for the branch
 /// of `worker: fix-login` shows as `claude-resolver (resolver): fix-login`, a fixer as
-/// `fixer (fix): fix-login`, and with no label just `claude-resolver (resolver)`. The label
+/// `fixer (fixer): fix-login`, and with no label just `claude-resolver (resolver)`. The label
 /// is one a sheep already had, so it is valid as it is, whatever its length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -139,7 +139,7 @@ impl Role {
     pub fn word(self) -> &'static str {
         match self {
             Self::Resolver => "resolver",
-            Self::Fixer => "fix",
+            Self::Fixer => "fixer",
             Self::Fallback => "fallback",
         }
     }
@@ -289,7 +289,7 @@ mod tests {
         );
         assert_eq!(
             display_name(&agent_part("fixer", Some(Role::Fixer)), &label("fix-login")),
-            "fixer (fix): fix-login"
+            "fixer (fixer): fix-login"
         );
         assert_eq!(
             display_name(

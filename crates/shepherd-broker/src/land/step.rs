@@ -228,8 +228,10 @@ async fn merged(
     };
     let conflict = match tried {
         Err(err) => {
-            ended(landing, BranchState::Refused, err.to_string());
-            return Err(Next::Go);
+            // A refused step stops the queue: what comes after it was meant to land on it.
+            let why = err.to_string();
+            ended(landing, BranchState::Refused, why.clone());
+            return Err(Next::Stop(format!("the queue stopped: {why}")));
         }
         Ok(None) => {
             let worktree = ctx.worktree.clone();

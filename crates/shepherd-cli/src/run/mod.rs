@@ -195,7 +195,7 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         return Err(CliError::new(
             ErrorCode::InvalidRun,
             format!(
-                "the plan's {key} applies only when its branches land: add `merge: true` to the                  plan, or pass --merge"
+                "the plan's {key} applies only when its branches land: add `merge: true` to the plan, or pass --merge"
             ),
         )
         .with_exit(2));
