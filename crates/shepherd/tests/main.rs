@@ -67,6 +67,7 @@ mod mcp_runs;
 mod mcp_sessions;
 mod mcp_sheep;
 mod merge_choose;
+mod merge_faults;
 mod merge_queue;
 mod merge_stop;
 mod merge_verify;

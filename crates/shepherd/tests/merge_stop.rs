@@ -67,7 +67,7 @@ impl BlockingCheck {
         let (tx, rx) = mpsc::channel();
         let started = self.started.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(std::fs::read_to_string(started));
+            let _sent = tx.send(std::fs::read_to_string(started));
         });
         rx.recv_timeout(Duration::from_secs(60))
             .expect("the check did not start within 60 s")
@@ -185,7 +185,7 @@ fn b5_broker_stop_cancels_a_running_check_within_its_bound() {
         wait_gone(pid, Duration::from_secs(10)),
         "the check survived"
     );
-    let _ = finish(child);
+    let _ended = finish(child);
     assert_eq!(git(&world.project, &["rev-parse", "main"]), before);
     assert!(extra_worktrees(&world).is_empty());
 }
@@ -200,7 +200,7 @@ fn b4_a_broker_killed_mid_queue_leaves_nothing_behind_and_landing_again_finishes
     let pid = check.wait_started();
     assert_eq!(extra_worktrees(&world).len(), 1, "a merge worktree");
     kill9(world.broker_pid().unwrap());
-    let _ = finish(child);
+    let _ended = finish(child);
     // The next broker ends the orphaned check, removes the worktree and lands the rest.
     let (code, merge) = run_json(&world, &["merge", &run_id, "--check", &check.command]);
     assert_eq!(code, 0, "{merge}");
@@ -269,7 +269,7 @@ fn b11_a_second_merge_into_the_same_branch_waits_its_turn_and_says_so() {
     };
     let (code, _) = run_json(&world, &["merge", "--cancel", &first_id]);
     assert_eq!(code, 130);
-    let _ = finish(first);
+    let _ended = finish(first);
     assert!(
         wait_gone(second.id(), Duration::from_secs(60)),
         "the second merge did not end"

@@ -2,9 +2,9 @@
 //! `merge.preview`).
 //!
 //! A merge takes branches Shepherd made (`select`), checked before anything is merged
-//! (`plan`), and lands them one by one into a target branch (`queue`, `step`): each in a
+//! (`plan`), and lands them one by one into a target branch (`queue`, `step`, with what both work with in `work`): each in a
 //! worktree made for the purpose (`git`), by the strategy asked for, a check gating each step
-//! (`check`), a conflict stopping the queue or handed to a resolver sheep, a failing check
+//! (`check`, `gate`), a conflict stopping the queue or handed to a resolver sheep, a failing check
 //! handed to a fixer sheep (`sheep`), every result verified in the project's repository before
 //! the target moves (`verify`), and the target moved only from the commit the queue last saw.
 //! One merge at a time lands into a target (`lanes`). `preview` tells what a merge would do
@@ -17,6 +17,7 @@
 //! check is killed, its sheep closed, and the target stays at its last verified landing.
 
 mod check;
+mod gate;
 mod git;
 mod lanes;
 mod plan;
@@ -26,6 +27,7 @@ mod select;
 mod sheep;
 mod step;
 mod verify;
+mod work;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -10,107 +10,15 @@
 //! committed something else, a fixer that reset it away — is rejected, naming what was found,
 //! and the target stays where it was.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use shepherd_core::herd::merge::{Advance, MergeCandidate, MergePlan};
+use shepherd_core::herd::merge::Advance;
 use shepherd_core::label::Role;
-use shepherd_core::land::message::{Landing, message};
 use shepherd_core::land::{BranchLanding, BranchState, Strategy};
-use tokio_util::sync::CancellationToken;
 
-use super::check::{self, Checked};
-use super::git::{self, MergeWorktree};
+use super::git;
 use super::sheep::{self, Handoff};
 use super::verify;
-use crate::state::broker::Broker;
 
-/// What a step works with.
-pub(super) struct Ctx {
-    pub(super) broker: Arc<Broker>,
-    pub(super) merge_id: String,
-    pub(super) plan: Arc<MergePlan>,
-    pub(super) repo: PathBuf,
-    pub(super) worktree: Arc<MergeWorktree>,
-    pub(super) cancel: CancellationToken,
-    /// What every process of its check carries ([`check::MARK`]).
-    pub(super) mark: String,
-    /// Set when a resolver or fixer could not be closed: its sheep may still be at work in the
-    /// merge worktree, so no git of Shepherd's runs there again.
-    pub(super) tainted: std::sync::atomic::AtomicBool,
-}
-
-/// What a step leaves the queue to do.
-pub(super) enum Next {
-    /// It landed: the target is at this commit now.
-    Landed(String),
-    /// It did not land (or landed before); the queue goes on.
-    Go,
-    /// It did not land; the queue stops, and says why for the branches after it.
-    Stop(String),
-    /// The merge was cancelled during it.
-    Cancelled,
-}
-
-/// Runs blocking git work off the async threads.
-pub(super) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
-    tokio::task::spawn_blocking(work).await.ok()
-}
-
-impl Ctx {
-    /// Records where a branch stands (journaled) and shows it to the merge's followers.
-    pub(super) fn keep(&self, index: usize, landing: &BranchLanding) {
-        let landing = landing.clone();
-        self.broker.commit(|tx| {
-            shepherd_core::herd::merge::merge_branch(tx, &self.merge_id, index, landing);
-        });
-        self.show(index, None);
-    }
-
-    /// Shows a branch's live state (not journaled: a step in progress is redone after a
-    /// restart) to the merge's followers.
-    pub(super) fn show(&self, index: usize, live: Option<&BranchLanding>) {
-        super::publish_branch(&self.broker, &self.merge_id, index, live);
-    }
-
-    fn candidate(&self, index: usize) -> &MergeCandidate {
-        &self.plan.candidates[index]
-    }
-
-    async fn reset(&self, tip: &str) {
-        if self.tainted.load(std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        let (worktree, tip) = (self.worktree.clone(), tip.to_owned());
-        blocking(move || {
-            if let Err(err) = worktree.reset(&tip) {
-                tracing::warn!("resetting the merge worktree: {err}");
-            }
-        })
-        .await;
-    }
-
-    /// The message of a landing of candidate `index`.
-    fn message(&self, index: usize, resolver: Option<&str>, fixers: &[String]) -> String {
-        let c = self.candidate(index);
-        message(&Landing {
-            branch: &c.branch,
-            owner: c.owner.as_deref(),
-            task: c.task.as_deref(),
-            note: c.note.as_deref(),
-            resolver,
-            fixers,
-        })
-    }
-}
-
-/// Ends a step with `state` and `why`.
-fn ended(landing: &mut BranchLanding, state: BranchState, why: impl Into<String>) {
-    landing.state = state;
-    landing.why = Some(why.into());
-}
+pub(super) use super::work::{Ctx, Next, blocking, ended, remake};
 
 /// Lands branch `index` onto `tip`, leaving its outcome in `landing`.
 pub(super) async fn step(ctx: &Ctx, index: usize, tip: &str, landing: &mut BranchLanding) -> Next {
@@ -187,13 +95,14 @@ pub(super) async fn step(ctx: &Ctx, index: usize, tip: &str, landing: &mut Branc
             return next;
         }
     };
-    let head = match checked(ctx, index, tip, &commit, head, landing, &mut touched).await {
-        Ok(head) => head,
-        Err(next) => {
-            ctx.reset(tip).await;
-            return next;
-        }
-    };
+    let head =
+        match super::gate::checked(ctx, index, tip, &commit, head, landing, &mut touched).await {
+            Ok(head) => head,
+            Err(next) => {
+                ctx.reset(tip).await;
+                return next;
+            }
+        };
     match landed(ctx, index, tip, &commit, &head, touched, landing).await {
         Ok(new) => Next::Landed(new),
         Err(next) => {
@@ -347,54 +256,6 @@ async fn merged(
     }
 }
 
-/// Brings `head` (what a resolver or fixer left) home and verifies it is a merge of `commit`
-/// onto `tip` — or, for a fixer (`on_top`), a commit built on the verified merge — then makes
-/// Shepherd's own merge commit of its tree with `message` and checks it out. `Err` says what
-/// was found instead.
-async fn remake(
-    ctx: &Ctx,
-    tip: &str,
-    commit: &str,
-    head: &str,
-    message: String,
-    who: &'static str,
-    on_top: bool,
-) -> Result<String, String> {
-    let (worktree, repo) = (ctx.worktree.clone(), ctx.repo.clone());
-    let (tip, commit, head) = (tip.to_owned(), commit.to_owned(), head.to_owned());
-    blocking(move || -> Result<String, String> {
-        let home = worktree.bring_home().map_err(|e| e.to_string())?;
-        let tree = if on_top {
-            // The fixer's work, whatever it committed: everything in its working tree.
-            if !verify::is_ancestor(&repo, &head, &home) {
-                return Err(format!(
-                    "the {who}'s HEAD {} no longer holds the merge {}",
-                    git::short(&home),
-                    git::short(&head)
-                ));
-            }
-            worktree.tree_of_work().map_err(|e| e.to_string())?
-        } else {
-            verify::landing(&repo, Strategy::Merge, &tip, &commit, &home, None).map_err(
-                |found| {
-                    format!(
-                        "the {who}'s result is not a landing of {commit:.10} on {tip:.10}: {found}"
-                    )
-                },
-            )?;
-            git::git(&repo, &["rev-parse", &format!("{home}^{{tree}}")])
-                .map_err(|e| e.to_string())?
-        };
-        let made = worktree
-            .commit_tree(&tree, &[&tip, &commit], &message)
-            .map_err(|e| e.to_string())?;
-        worktree.set_head(&made).map_err(|e| e.to_string())?;
-        Ok(made)
-    })
-    .await
-    .unwrap_or_else(|| Err("the step was interrupted".to_owned()))
-}
-
 /// The branch's commits replayed on the target, one by one.
 async fn replayed(
     ctx: &Ctx,
@@ -488,136 +349,6 @@ async fn forwarded(
             Err(Next::Go)
         }
     }
-}
-
-/// Runs the check on `head` (handing a failure to a fixer, while it has attempts left);
-/// returns the result that passed.
-async fn checked(
-    ctx: &Ctx,
-    index: usize,
-    tip: &str,
-    commit: &str,
-    mut head: String,
-    landing: &mut BranchLanding,
-    touched: &mut bool,
-) -> Result<String, Next> {
-    let Some(command) = ctx.plan.check.clone() else {
-        return Ok(head);
-    };
-    let mut fixers: Vec<String> = Vec::new();
-    loop {
-        landing.state = BranchState::Checking;
-        ctx.show(index, Some(landing));
-        let failed = match run_check(ctx, &command).await {
-            Checked::Passed => return Ok(head),
-            Checked::Cancelled => return Err(Next::Cancelled),
-            Checked::Failed(failed) => failed,
-        };
-        landing.check_status = Some(failed.status.clone());
-        landing.check_output = Some(failed.output.clone());
-        let attempts = u32::try_from(landing.fixers.len()).unwrap_or(u32::MAX);
-        let fixer = ctx
-            .plan
-            .fix
-            .clone()
-            .filter(|_| attempts < ctx.plan.fix_attempts && ctx.plan.strategy.takes_sheep());
-        let Some(agent) = fixer else {
-            let why = format!(
-                "its check failed ({}); the target stays where it was",
-                failed.status
-            );
-            ended(landing, BranchState::CheckFailed, why);
-            return Err(Next::Go);
-        };
-        landing.state = BranchState::Fixing;
-        ctx.show(index, Some(landing));
-        let c = ctx.candidate(index).clone();
-        let handoff = Handoff {
-            role: Role::Fixer,
-            agent,
-            task: sheep::fixer_task(
-                &c.branch,
-                &ctx.plan.target,
-                c.owner.as_deref(),
-                &command,
-                &failed.status,
-                &failed.output,
-            ),
-            label: c.owner_label.clone(),
-            session_dir: c.session_dir.clone(),
-            worktree: ctx.worktree.path.clone(),
-            caller: ctx.plan.caller.clone(),
-        };
-        let handled = sheep::hand(&ctx.broker, &handoff, &ctx.cancel, |view| {
-            let mut started = landing.clone();
-            started.fixers.push(view.clone());
-            ctx.keep(index, &started);
-        })
-        .await;
-        landing.fixers.push(handled.view.clone());
-        if !handled.closed {
-            ctx.tainted.store(true, std::sync::atomic::Ordering::SeqCst);
-            let why = "the fixer could not be closed, so its work is not trusted";
-            ended(landing, BranchState::CheckFailed, why);
-            return Err(Next::Stop(format!("the queue stopped: {why}")));
-        }
-        if ctx.cancel.is_cancelled() {
-            return Err(Next::Cancelled);
-        }
-        if let Some(why) = handled.refusal() {
-            ended(landing, BranchState::CheckFailed, why);
-            return Err(Next::Go);
-        }
-        let worktree = ctx.worktree.clone();
-        if let Some(Err(err)) = blocking(move || worktree.sanitise()).await {
-            ended(landing, BranchState::CheckFailed, err.to_string());
-            return Err(Next::Stop(format!("the queue stopped: {err}")));
-        }
-        fixers.extend(handled.view.display_name.clone());
-        let resolver = landing
-            .resolver
-            .as_ref()
-            .and_then(|r| r.display_name.clone());
-        let message = ctx.message(index, resolver.as_deref(), &fixers);
-        match remake(ctx, tip, commit, &head, message, "fixer", true).await {
-            Ok(made) => {
-                head = made;
-                *touched = true;
-            }
-            Err(why) => {
-                ended(landing, BranchState::Rejected, why.clone());
-                return Err(Next::Stop(format!("the queue stopped: {why}")));
-            }
-        }
-    }
-}
-
-/// Runs the check in the merge worktree, killable by a cancel.
-async fn run_check(ctx: &Ctx, command: &str) -> Checked {
-    let (broker, merge_id) = (ctx.broker.clone(), ctx.merge_id.clone());
-    let (dir, command, mark) = (
-        ctx.worktree.path.clone(),
-        command.to_owned(),
-        ctx.mark.clone(),
-    );
-    let limit = std::time::Duration::from_millis(ctx.plan.check_timeout_ms);
-    let cancel = ctx.cancel.clone();
-    let ran = blocking(move || {
-        let registered = broker.clone();
-        let id = merge_id.clone();
-        let checked = check::run(
-            &dir,
-            &command,
-            limit,
-            &mark,
-            |pgid| super::check_started(&registered, &id, pgid),
-            || cancel.is_cancelled(),
-        );
-        super::check_started(&broker, &merge_id, 0);
-        checked
-    })
-    .await;
-    ran.unwrap_or(Checked::Cancelled)
 }
 
 /// Brings the result home, verifies it by the strategy's rule (making the squash first),

@@ -44,12 +44,13 @@ export function previewText(preview: MergePreview): string {
 	const lines = [`Would land into ${preview.target} (strategy: ${preview.strategy})`];
 	for (const branch of preview.branches) {
 		const owner = branch.owner ? ` (${branch.owner})` : "";
-		const lands = branch.lands ? `${branch.commits.length} commit(s)` : `left out — ${branch.why ?? ""}`;
+		const lands = branch.lands ? `${(branch.commits ?? []).length} commit(s)` : `left out — ${branch.why ?? ""}`;
 		lines.push(`- ${branch.branch}${owner}: ${lands}`);
-		if (branch.conflictsWithTarget.length > 0) {
-			lines.push(`  would conflict with ${preview.target} in ${branch.conflictsWithTarget.join(", ")}`);
+		const withTarget = branch.conflictsWithTarget ?? [];
+		if (withTarget.length > 0) {
+			lines.push(`  would conflict with ${preview.target} in ${withTarget.join(", ")}`);
 		}
-		for (const pair of branch.conflictsWith) {
+		for (const pair of branch.conflictsWith ?? []) {
 			lines.push(`  would conflict with ${pair.branch} in ${pair.files.join(", ")}`);
 		}
 	}
