@@ -101,7 +101,7 @@ fn a_queue_killed_at_step_boundaries_lands_each_branch_once_and_leaves_nothing()
     let tasks: Vec<String> = files.iter().map(|f| format!("writer={f} landed")).collect();
     let mut args = vec!["run", "--isolate", "--parallel"];
     args.extend(tasks.iter().map(String::as_str));
-    world.settings(r#"{"maxConcurrency": 10}"#);
+    world.settings(r#"{"maxParallelTasks": 10, "maxConcurrency": 10}"#);
     let (code, doc) = run_json(&world, &args);
     assert_eq!(code, 0, "{doc}");
     let run_id = doc["runId"].as_str().unwrap().to_owned();
@@ -115,6 +115,9 @@ fn a_queue_killed_at_step_boundaries_lands_each_branch_once_and_leaves_nothing()
         let before = git(&world.project, &["rev-parse", "main"]);
         merge_and_kill(&world, &run_id, &check, after);
         let now = git(&world.project, &["rev-parse", "main"]);
+        println!(
+            "kill {kill}: after {after} step(s) said, main went from {before:.10} to {now:.10}"
+        );
         // Only forward.
         let ancestry = std::process::Command::new("git")
             .args(["merge-base", "--is-ancestor", &before, &now])
