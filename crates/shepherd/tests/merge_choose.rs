@@ -4,7 +4,7 @@
 //! its own (B8), `--into` is a plain branch name (B9), an unknown `--resolve` agent is refused
 //! up front (B12), a deleted branch stops the merge before anything lands (B13); a resolver
 //! shows as `<agent> (resolver): <label>` and writes its note into the parent's one session
-//! (P1-4).
+//! (P1-4), and a sheep is named by its agent id, never its display name.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -199,6 +199,9 @@ fn p1_4_a_resolver_shows_its_role_and_writes_its_note_into_the_parents_one_sessi
         "printf 'same one\\nsame two\\n' > same; git add same; \
          git -c user.name=R -c user.email=r@example.invalid commit -q --no-edit",
     );
+    // A display name is not a lifecycle id (seed 004): only agent ids name sheep to land.
+    let (_, error, message) = world.error(&["merge", "writer: fix-login"]);
+    assert_eq!(error, "unknown_landing", "{message}");
     let (code, merge) = run_json(&world, &["merge", &one, &two, "--resolve", "resolver"]);
     assert_eq!(code, 0, "{merge}");
     let resolver = &merge["branches"][1]["resolver"];

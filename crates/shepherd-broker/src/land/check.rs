@@ -271,10 +271,19 @@ mod tests {
         // A check whose broker died: found by its mark alone.
         let mark = format!("test:merge-d-{}", std::process::id());
         let mut orphan = Command::new("sh")
-            .args(["-c", "sleep 600"])
+            .args(["-c", "echo up; exec sleep 600"])
             .env(MARK, &mark)
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        // Once it said it is up, it runs with its environment (not its parent's, as a child
+        // that has not exec'd yet would show).
+        let mut up = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(orphan.stdout.as_mut().unwrap()),
+            &mut up,
+        )
+        .unwrap();
         assert!(end_leftovers(&mark) >= 1);
         let _reaped = orphan.wait();
         assert_eq!(end_leftovers(&mark), 0);

@@ -196,7 +196,7 @@ mod tests {
         // A squash of the branch, and one with a tree of its own.
         let squashed = sh(
             repo,
-            "git merge -q --squash work && git commit -qm s && git rev-parse HEAD && git reset -q --hard HEAD~1",
+            "git merge -q --squash work >/dev/null && git commit -qm s && git rev-parse HEAD && git reset -q --hard HEAD~1",
         );
         assert_eq!(
             landing(repo, Strategy::Squash, &old, &tip, &squashed, None),
@@ -206,7 +206,7 @@ mod tests {
         // A rebase of the branch, and the rebase less one of its commits.
         let rebased = sh(
             repo,
-            "git checkout -q --detach main && git cherry-pick -q main..work && git rev-parse HEAD",
+            "git checkout -q --detach main && git cherry-pick main..work >/dev/null && git rev-parse HEAD",
         );
         assert_eq!(
             landing(repo, Strategy::Rebase, &old, &tip, &rebased, None),
