@@ -273,7 +273,7 @@ mod tests {
         let mut orphan = Command::new("sh")
             .args(["-c", "echo up; exec sleep 600"])
             .env(MARK, &mark)
-            .stdout(std::process::Stdio::piped())
+            .stdout(Stdio::piped())
             .spawn()
             .unwrap();
         // Once it said it is up, it runs with its environment (not its parent's, as a child
