@@ -182,14 +182,38 @@ catalogue! {
     NoSession = "no_session", exit EXIT_FAILURE, hint Some("Spawn a new sheep instead.");
     /// The sheep's agent cannot be resumed on its own session.
     ResumeUnsupported = "resume_unsupported", exit EXIT_FAILURE, hint Some("Resume needs an agent that keeps a session it can reopen; spawn a new sheep instead.");
-    /// Isolation needs a git repository with a commit.
-    NotAGitRepository = "not_a_git_repository", exit EXIT_FAILURE, hint Some("Spawn without isolation, or in a git repository with at least one commit.");
+    /// Isolation and landing need a git repository with a commit.
+    NotAGitRepository = "not_a_git_repository", exit EXIT_FAILURE, hint Some("Work in a git repository with at least one commit (or spawn without isolation).");
     /// A git worktree for an isolated sheep could not be made or removed.
     WorktreeFailed = "worktree_failed", exit EXIT_FAILURE, hint None;
-    /// A merge was asked to land something that is not a branch Shepherd made with work on it.
+    // --- The merge queue ---------------------------------------------------------------------
+    /// A merge names nothing with work on it to land (no target, an empty session, branches
+    /// without commits, or every branch left out).
     NothingToLand = "nothing_to_land", exit EXIT_USAGE, hint Some("Name a finished run (run-…), a closed isolated sheep, a shepherd/… branch or --session NAME; a run's report lists its branches.");
-    /// No merge of that id in this herd (merges are kept only while the broker runs).
-    UnknownMerge = "unknown_merge", exit EXIT_USAGE, hint Some("Land again with shepherd merge: a branch already landed counts as merged.");
+    /// A merge names something that is not a run, a sheep (by agent id) or a `shepherd/…`
+    /// branch of this herd.
+    UnknownLanding = "unknown_landing", exit EXIT_USAGE, hint Some("Name a run id (run-…), a sheep's agent id or a shepherd/… branch; `shepherd status` lists the sheep.");
+    /// A merge names a run that is still running, or a sheep that is still open (its branch
+    /// comes home when it closes).
+    NotLandableYet = "not_landable_yet", exit EXIT_USAGE, hint Some("Land it once the run is over, or close the sheep first.");
+    /// A branch a merge names does not exist (any more).
+    BranchGone = "branch_gone", exit EXIT_FAILURE, hint Some("It was deleted or landed and pruned; `git branch --list 'shepherd/*'` lists what is left.");
+    /// The branch to land into is checked out with uncommitted changes to tracked files.
+    DirtyTarget = "dirty_target", exit EXIT_FAILURE, hint Some("Commit or stash your changes first, or land into another branch with --into.");
+    /// The branch to land into (`--into`) is not a branch name.
+    InvalidInto = "invalid_into", exit EXIT_USAGE, hint Some("--into takes a plain branch name (main, land/today), not refs/heads/…, @ or @{-1}.");
+    /// The project has no branch checked out (a detached HEAD), so a merge has nowhere to land
+    /// by default.
+    DetachedTarget = "detached_target", exit EXIT_USAGE, hint Some("Say where to land with --into BRANCH.");
+    /// The branches a merge names were begun from two different branches.
+    TwoBases = "two_bases", exit EXIT_USAGE, hint Some("Say where to land them with --into BRANCH, or land each base's separately.");
+    /// The branches a merge names belong to two repositories.
+    TwoRepositories = "two_repositories", exit EXIT_USAGE, hint Some("Land each repository's branches with a merge of their own.");
+    /// A merge's options do not go together (a resolver or fixer with a strategy that makes no
+    /// commit of its own, a fix count out of range, discard with landing options).
+    InvalidMergeOptions = "invalid_merge_options", exit EXIT_USAGE, hint Some("docs/landing.md says which options go with which strategy.");
+    /// No merge of that id in this herd (finished merges are kept for a while, the newest 50).
+    UnknownMerge = "unknown_merge", exit EXIT_USAGE, hint Some("Land again with shepherd merge: a branch already landed is not landed twice.");
     /// No host of that name is defined in the user's settings, or its definition is malformed.
     UnknownHost = "unknown_host", exit EXIT_USAGE, hint Some("Define the host under `hosts` in your user settings file; `shepherd hosts` lists the hosts defined (docs/remote.md).");
     /// A remote host could not be reached over SSH, or does not have what a sheep needs there.

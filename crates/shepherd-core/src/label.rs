@@ -117,6 +117,43 @@ pub fn validate_label(raw: &str) -> Result<Label, LabelError> {
     Ok(Label(value))
 }
 
+/// What a sheep Shepherd starts by itself is for. Such a sheep carries its role in the agent
+/// part of its display name, and the label of the sheep whose work it handles (when there is
+/// one), never a label Shepherd makes up: a resolver of agent `claude-resolver` for the branch
+/// of `worker: fix-login` shows as `claude-resolver (resolver): fix-login`, a fixer as
+/// `fixer (fixer): fix-login`, and with no label just `claude-resolver (resolver)`. The label
+/// is one a sheep already had, so it is valid as it is, whatever its length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Resolves a merge conflict for the merge queue.
+    Resolver,
+    /// Fixes what makes a merge's check fail.
+    Fixer,
+    /// Takes over a task whose sheep waits on a lasting provider limit.
+    Fallback,
+}
+
+impl Role {
+    /// The word its display name carries.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Resolver => "resolver",
+            Self::Fixer => "fixer",
+            Self::Fallback => "fallback",
+        }
+    }
+}
+
+/// The agent part of a display name: the agent, with the role of a sheep Shepherd started by
+/// itself (`claude-resolver (resolver)`).
+pub fn agent_part(agent: &str, role: Option<Role>) -> String {
+    match role {
+        Some(role) => format!("{agent} ({})", role.word()),
+        None => agent.to_owned(),
+    }
+}
+
 /// The name people see for one sheep: `<agent>: <label>`, or exactly `<agent>` without a label.
 pub fn display_name(agent: &str, label: &Label) -> String {
     if label.is_empty() {
@@ -238,6 +275,35 @@ mod tests {
     #[test]
     fn combining_accents_are_composed() {
         assert_eq!(label("cafe\u{301}"), label("café"));
+    }
+
+    #[test]
+    fn a_sheep_shepherd_starts_shows_its_role_and_the_label_of_the_work_it_handles() {
+        let long = "l".repeat(MAX_LABEL_CHARS);
+        assert_eq!(
+            display_name(
+                &agent_part("claude-resolver", Some(Role::Resolver)),
+                &label("fix-login")
+            ),
+            "claude-resolver (resolver): fix-login"
+        );
+        assert_eq!(
+            display_name(&agent_part("fixer", Some(Role::Fixer)), &label("fix-login")),
+            "fixer (fixer): fix-login"
+        );
+        assert_eq!(
+            display_name(
+                &agent_part("claude-resolver", Some(Role::Resolver)),
+                &Label::none()
+            ),
+            "claude-resolver (resolver)"
+        );
+        // The label at its longest stays the label: nothing is added to it.
+        assert_eq!(
+            display_name(&agent_part("w", Some(Role::Fallback)), &label(&long)),
+            format!("w (fallback): {long}")
+        );
+        assert_eq!(agent_part("worker", None), "worker");
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod sandbox;
 pub mod settings;
 pub mod slug;
 pub mod spawn;
+pub mod strategy;
 pub mod task;
 pub mod time;
 pub mod worktree;

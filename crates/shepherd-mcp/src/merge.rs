@@ -1,15 +1,17 @@
 //! `shepherd_merge`: the merge queue, carried out by the broker, which lands the branches runs
 //! and isolated sheep left one by one into a target branch. A call submits it (or, with
-//! `mergeId`, follows one an earlier call started) and follows it for at most its bound, then
-//! answers with each branch's outcome, in the CLI's words, or with "still running" and the
-//! call to make to keep following it. The merge goes on in the broker either way.
+//! `mergeId`, follows one an earlier call started; with `cancel`, cancels one) and follows it
+//! for at most its bound, then answers with each branch's outcome, in the CLI's words, or with
+//! "still running" and the call to make to keep following it. The merge goes on in the broker
+//! either way. `dryRun` answers what would land and what would conflict, changing nothing.
 
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::json;
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView};
+use shepherd_core::land::preview::MergePreview;
+use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView, Strategy};
 use shepherd_core::protocol::{event, method};
 use tokio::time::Instant;
 
@@ -55,10 +57,53 @@ impl Parent {
             self.shared.bound,
             wait_seconds(merge.wait, self.bound_secs(), self.bound_secs())?,
         );
+        let strategy = merge
+            .strategy
+            .as_deref()
+            .map(Strategy::parse)
+            .transpose()
+            .map_err(|why| ToolError::new(ErrorCode::InvalidArguments, why))?;
         let herd = self.herd(&ctx.peer).await?;
         let mut link = herd.link();
-        let answer = match merge.merge_id {
-            Some(merge_id) => {
+        let params = MergeParams {
+            targets: merge.targets.map(args::Ids::into_vec).unwrap_or_default(),
+            session: merge.session,
+            only: merge.only.unwrap_or_default(),
+            skip: merge.skip.unwrap_or_default(),
+            include_failed: merge.include_failed == Some(true),
+            into: merge.into,
+            strategy,
+            check: merge.check,
+            check_timeout: merge.check_timeout,
+            resolve: merge.resolve,
+            fix: merge.fix,
+            fix_attempts: merge.fix_attempts,
+            prune: merge.prune == Some(true),
+            discard: merge.discard == Some(true),
+            caller: Some(caller_context()),
+        };
+        if merge.dry_run == Some(true) {
+            let answer = link
+                .request(method::MERGE_PREVIEW, to_value(&params), budget.hard)
+                .await?;
+            let preview: MergePreview = serde_json::from_value(answer).map_err(|err| {
+                ToolError::new(ErrorCode::Protocol, format!("the merge's preview: {err}"))
+            })?;
+            return Ok(text::plain(
+                shepherd_client::land_words::preview_text(&preview),
+                false,
+            ));
+        }
+        let answer = match (merge.cancel, merge.merge_id) {
+            (Some(merge_id), _) => {
+                link.request(
+                    method::MERGE_CANCEL,
+                    to_value(&MergeIdParams { merge_id }),
+                    budget.hard,
+                )
+                .await?
+            }
+            (None, Some(merge_id)) => {
                 link.request(
                     method::MERGE_ATTACH,
                     to_value(&MergeIdParams { merge_id }),
@@ -66,16 +111,7 @@ impl Parent {
                 )
                 .await?
             }
-            None => {
-                let params = MergeParams {
-                    targets: merge.targets.map(args::Ids::into_vec).unwrap_or_default(),
-                    session: merge.session,
-                    into: merge.into,
-                    check: merge.check,
-                    resolve: merge.resolve,
-                    discard: merge.discard == Some(true),
-                    caller: Some(caller_context()),
-                };
+            (None, None) => {
                 link.request(method::MERGE_SUBMIT, to_value(&params), budget.hard)
                     .await?
             }

@@ -1,5 +1,6 @@
 //! `shepherd_merge` over MCP: a run's isolated task lands into the project's branch, in the
-//! CLI's words; a merge that outlives its call says how to follow it.
+//! CLI's words; a dry run changes nothing; a display name is refused (ids only); a merge that
+//! outlives its call says how to follow it.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -38,6 +39,27 @@ done"#;
         run.text
     );
     let run_id = mcp_support::word(&run.text, "run-").expect("the run names itself");
+    // A dry run says what would land, and changes nothing.
+    let before = git(&world.project, &["rev-parse", "main"]);
+    let preview = mcp
+        .call(
+            "shepherd_merge",
+            json!({"targets": [run_id.clone()], "dryRun": true}),
+        )
+        .await;
+    assert!(!preview.is_error, "{}", preview.text);
+    assert!(
+        preview.text.starts_with("Would land into main") && preview.text.contains("shepherd/"),
+        "{}",
+        preview.text
+    );
+    assert_eq!(git(&world.project, &["rev-parse", "main"]), before);
+    // A display name is not an id: refused.
+    let by_name = mcp
+        .call("shepherd_merge", json!({"targets": ["writer"]}))
+        .await;
+    assert!(by_name.is_error, "{}", by_name.text);
+    assert!(by_name.text.contains("unknown_landing"), "{}", by_name.text);
     let merged = mcp
         .call(
             "shepherd_merge",

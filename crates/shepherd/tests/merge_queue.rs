@@ -16,7 +16,7 @@ use serde_json::Value;
 use shepherd_testkit::git::git;
 
 /// A repository on `main` holding `files` (each with `base` in it).
-fn repository(world: &World, files: &[&str]) {
+pub(crate) fn repository(world: &World, files: &[&str]) {
     git(&world.project, &["init", "-q", "-b", "main"]);
     for file in files {
         std::fs::write(world.project.join(file), "base\n").unwrap();
@@ -28,7 +28,7 @@ fn repository(world: &World, files: &[&str]) {
 
 /// A shell sheep: for each task it writes the task's first line into the file named by the
 /// line's first word, leaves it uncommitted, and is done.
-fn define_writer(world: &World, name: &str) {
+pub(crate) fn define_writer(world: &World, name: &str) {
     let script = r#"while true; do
   t=$(shepherd inbox --wait 30) || continue
   [ -n "$t" ] || continue
@@ -40,11 +40,11 @@ done"#;
 }
 
 /// Runs `shepherd` with `--json` and returns its exit status and document.
-fn run_json(world: &World, args: &[&str]) -> (i32, Value) {
+pub(crate) fn run_json(world: &World, args: &[&str]) -> (i32, Value) {
     world.json_status(args)
 }
 
-fn file_on(world: &World, branch: &str, file: &str) -> String {
+pub(crate) fn file_on(world: &World, branch: &str, file: &str) -> String {
     git(&world.project, &["show", &format!("{branch}:{file}")])
 }
 
@@ -322,13 +322,16 @@ fn a_session_lands_only_its_own_branches_and_landing_it_again_changes_nothing() 
     assert_eq!(file_on(&world, "main", "b"), "b from alpha");
     // Beta's work is still only on its own branches.
     assert_eq!(file_on(&world, "main", "c"), "base");
-    // Landed once: landing the session again finds its branches merged and moves nothing.
+    // Landed once: landing the session again finds its branches landed and moves nothing.
     let landed = git(&world.project, &["rev-parse", "main"]);
     let (code, again) = run_json(&world, &["merge", "--session", "alpha"]);
     assert_eq!(code, 0, "{again}");
     let branches = again["branches"].as_array().unwrap();
     assert_eq!(branches.len(), 2, "{again}");
-    assert!(branches.iter().all(|b| b["state"] == "merged"), "{again}");
+    assert!(
+        branches.iter().all(|b| b["state"] == "already_landed"),
+        "{again}"
+    );
     assert_eq!(git(&world.project, &["rev-parse", "main"]), landed);
     // A session with no branches has nothing to land, and says so.
     let (code, none) = run_json(&world, &["merge", "--session", "gamma"]);

@@ -29,6 +29,9 @@ use crate::error::{BrokerError, BrokerResult};
 pub(crate) struct NoteRequest {
     /// Put it in this named session instead of the parent's.
     pub(crate) session_name: Option<String>,
+    /// Put it in this session directory (`NNNN-slug`) instead: the session of the work a
+    /// merge's resolver or fixer handles.
+    pub(crate) session_dir: Option<String>,
     /// A note reserved earlier by `plan` to use (start) instead of reserving a new one.
     pub(crate) planned: Option<PathBuf>,
     /// The flow group the note belongs to.
@@ -382,11 +385,17 @@ impl Fieldnotes {
             let session = self.writer.session_of_note(note)?;
             return self.call(&session, |reply| LaneJob::Start { request, reply });
         }
-        let choice = request
-            .session_name
-            .clone()
-            .map_or(SessionChoice::Parent, SessionChoice::Named);
-        let (session, resumed) = self.writer.session(&choice)?;
+        let (session, resumed) = match &request.session_dir {
+            // A session that holds a note already: it continues.
+            Some(directory) => (session_ref(directory)?, true),
+            None => {
+                let choice = request
+                    .session_name
+                    .clone()
+                    .map_or(SessionChoice::Parent, SessionChoice::Named);
+                self.writer.session(&choice)?
+            }
+        };
         self.call(&session, |reply| LaneJob::Reserve {
             request,
             resumed,

@@ -197,13 +197,34 @@ impl Git {
 
     /// Runs `git <args>` and returns what it printed, whether it succeeded or not.
     pub(crate) fn output(&self, args: &[&str]) -> Result<Ran, GitError> {
+        self.output_with(args, None)
+    }
+
+    /// Runs `git <args>` with `input` on its standard input (`git patch-id` reads a diff
+    /// there): its standard output (trailing whitespace trimmed), or why not.
+    pub(crate) fn run_with_input(&self, args: &[&str], input: Vec<u8>) -> Result<String, GitError> {
+        let ran = self.output_with(args, Some(input))?;
+        if ran.success {
+            Ok(ran.stdout.trim_end().to_owned())
+        } else {
+            Err(GitError::Failed {
+                args: args.join(" "),
+                message: first_line(&ran.stderr),
+            })
+        }
+    }
+
+    fn output_with(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Ran, GitError> {
         let mut command = self.command(args);
-        let out =
-            shepherd_term::process::run_with_deadline(&mut command, Instant::now() + self.deadline)
-                .map_err(|err| GitError::Start {
-                    args: args.join(" "),
-                    message: err.to_string(),
-                })?;
+        let out = shepherd_term::process::run_with_input(
+            &mut command,
+            input,
+            Instant::now() + self.deadline,
+        )
+        .map_err(|err| GitError::Start {
+            args: args.join(" "),
+            message: err.to_string(),
+        })?;
         Ok(Ran {
             success: out.success,
             code: out.code,

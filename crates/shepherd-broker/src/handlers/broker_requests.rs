@@ -58,8 +58,9 @@ fn distinct_parents(broker: &Broker) -> Vec<shepherd_core::protocol::ParentConne
     distinct
 }
 
-/// `broker.stop`: cancels every run and closes every sheep. The server stops the broker once
-/// this answer is written (a run's report is written by the next broker, which finishes the
+/// `broker.stop`, once its merges are cancelled (`land::stop_all`, which the caller runs
+/// first): cancels every run and closes every sheep. The server stops the broker once this
+/// answer is written (a run's report is written by the next broker, which finishes the
 /// cancelled run).
 pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
     let open: Vec<String> = broker.read(|herd| {

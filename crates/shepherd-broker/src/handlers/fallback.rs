@@ -103,7 +103,9 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
             continue;
         }
         let rid = format!("fallback/{task_id}/{}", index + 1);
-        let spawned = match crate::handlers::spawn::spawn(broker, params, Some(&rid)).await {
+        let role = Some(shepherd_core::label::Role::Fallback);
+        let spawned = match crate::handlers::spawn::spawn_as(broker, params, Some(&rid), role).await
+        {
             Ok(spawned) => spawned,
             Err(err) => {
                 tracing::warn!(
@@ -137,8 +139,10 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
 }
 
 /// The spawn of `fallback` for a task of the sheep spawned with `recipe`: the same agent,
-/// session, host and backend, in the directory that sheep works in (its worktree, when it had
-/// one: the work so far is there), on the fallback's harness and model.
+/// label, session, host and backend, in the directory that sheep works in (its worktree, when
+/// it had one: the work so far is there), on the fallback's harness and model. The label is the
+/// first sheep's as it is (its display name carries the role instead: `worker (fallback):
+/// fix-login`), so a label at its longest still fits.
 fn fallback_params(
     recipe: &SpawnParams,
     fallback: &Fallback,
@@ -146,14 +150,8 @@ fn fallback_params(
     backend: BackendKind,
     cwd: &str,
 ) -> SpawnParams {
-    let harness = fallback.harness.as_str();
-    let label = if label.is_empty() {
-        format!("fallback-{harness}")
-    } else {
-        format!("{label}-{harness}")
-    };
     SpawnParams {
-        label: Some(label),
+        label: Some(label.to_owned()).filter(|l| !l.is_empty()),
         backend: Some(recipe.backend.unwrap_or(match backend {
             BackendKind::Headless => Backend::Headless,
             BackendKind::Tmux => Backend::Tmux,
@@ -176,4 +174,25 @@ fn held(broker: &Broker, def: &AgentDef, fallback: &Fallback, params: &SpawnPara
         params.host.as_deref(),
     );
     key.is_some_and(|key| broker.read(|herd| herd.limiters.contains_key(&key)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fallback_keeps_the_label_at_its_longest_and_makes_none_up() {
+        let longest = "l".repeat(shepherd_core::label::MAX_LABEL_CHARS);
+        let fallback = Fallback {
+            harness: shepherd_core::harness::Harness::ClaudeCode,
+            model: None,
+        };
+        let recipe = SpawnParams::default();
+        let params = fallback_params(&recipe, &fallback, &longest, BackendKind::Headless, "/p");
+        let label = params.label.unwrap();
+        assert_eq!(label, longest);
+        assert!(shepherd_core::label::validate_label(&label).is_ok());
+        let none = fallback_params(&recipe, &fallback, "", BackendKind::Headless, "/p");
+        assert_eq!(none.label, None);
+    }
 }

@@ -200,6 +200,7 @@ fn note_request(herd: &Herd, task_id: &TaskId) -> Option<(Handover, Option<NoteR
     let sheep = herd.sheep.get(&task.agent_id);
     let request = handover.fieldnotes.then(|| NoteRequest {
         session_name: handover.session_name.clone(),
+        session_dir: handover.session_dir.clone(),
         agent: sheep.map(|s| s.agent.clone()).unwrap_or_default(),
         label: sheep
             .map(|s| s.label.as_str().to_owned())

@@ -41,6 +41,9 @@ pub(crate) struct RunNote {
     pub(crate) group: Option<String>,
     /// The note the run reserved for this task (absolute path).
     pub(crate) note: Option<String>,
+    /// The session directory (`NNNN-slug`) to reserve the note in, instead of the parent's
+    /// (a merge's resolver or fixer: the session of the work it handles).
+    pub(crate) session_dir: Option<String>,
 }
 
 /// Runs `delegate`: accepts the task (refusals change nothing), then hands it over — reserves
@@ -99,6 +102,7 @@ pub(crate) async fn delegate(
             || params.session_name.is_some()
             || placed.note.is_some(),
         session_name: params.session_name.clone(),
+        session_dir: placed.session_dir,
         planned_note: placed.note,
         group: placed.group,
         mode,

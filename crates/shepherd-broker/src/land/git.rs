@@ -1,21 +1,17 @@
 //! The git a merge queue runs, each command through the hardened runner (a deadline, no hook,
 //! no fsmonitor, no diff driver): the merge worktree (a repository of its own detached at the
 //! target and borrowing the project's objects, outside every working tree, so a resolver
-//! confined in it never holds the project's `.git`), one merge and what its conflict holds,
-//! the check, bringing the merge home, and moving the target only from the commit the queue
-//! last saw.
+//! confined in it never holds the project's `.git`), one merge (or one replayed commit) and
+//! what its conflict holds, the commit Shepherd makes of what a resolver or fixer left,
+//! bringing the result home, and moving the target only from the commit the queue last saw.
+//! The check is `check`'s.
 //!
 //! Nothing here runs in the user's working tree except the one step that keeps it true: when
 //! the target branch is checked out in a clean worktree, moving the branch fast-forwards that
 //! worktree too (a dirty one is refused before anything is merged), so its `HEAD`, index and
 //! files never disagree.
 
-// The check is the user's own command, run here.
-#![allow(clippy::disallowed_types)]
-
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 use shepherd_core::worktree::Repo;
 
@@ -25,8 +21,6 @@ use crate::git::own_repo::{self, Borrowed};
 
 /// The longest stretch of conflicting hunks a report carries.
 const MAX_HUNKS: usize = 8 * 1024;
-/// The end of a failing check's output a report carries.
-const CHECK_TAIL: usize = 4 * 1024;
 
 /// `git` in `dir`: its output, or its first line of complaint.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
@@ -49,7 +43,7 @@ pub(crate) fn resolve(repo: &Path, name: &str) -> Option<String> {
 
 /// The identity a merge commit is made with: the project's (a merge worktree reads none of its
 /// configuration), else Shepherd's.
-fn identity(repo: &Path) -> Vec<(&'static str, String)> {
+pub(crate) fn identity(repo: &Path) -> Vec<(&'static str, String)> {
     let project = |key: &str| git(repo, &["config", key]).ok().filter(|v| !v.is_empty());
     match (project("user.name"), project("user.email")) {
         (Some(name), Some(email)) => vec![
@@ -137,25 +131,51 @@ impl MergeWorktree {
         self.git().run(&["rev-parse", "HEAD"])
     }
 
-    /// Merges `landing` (a commit of the project's) with a merge commit saying what landed.
-    /// `Ok(None)`: it merged; `Ok(Some(conflict))`: it stopped on conflicts, left for a
-    /// resolver or [`MergeWorktree::abort`].
+    /// Merges `landing` (a commit of the project's, known as `name`: its conflict markers say
+    /// so) with a merge commit saying what landed. `Ok(None)`: it merged; `Ok(Some(conflict))`:
+    /// it stopped on conflicts, left for a resolver or [`MergeWorktree::abort`].
     pub(crate) fn merge(
         &self,
         landing: &str,
+        name: &str,
         message: &str,
     ) -> Result<Option<shepherd_core::land::ConflictView>, GitError> {
-        let ran =
-            self.committing()
-                .output(&["merge", "--no-ff", "--no-edit", "-m", message, landing])?;
+        let ran = self
+            .committing()
+            .env(&format!("GITHEAD_{landing}"), name)
+            .output(&["merge", "--no-ff", "--no-edit", "-m", message, landing])?;
         if ran.success {
             return Ok(None);
         }
+        self.conflict_or(&ran, &format!("merge {landing}"))
+    }
+
+    /// Replays `commit` on its `HEAD` (a rebase's step), keeping its author and message.
+    /// `Ok(Some(conflict))`: it stopped on conflicts.
+    pub(crate) fn pick(
+        &self,
+        commit: &str,
+    ) -> Result<Option<shepherd_core::land::ConflictView>, GitError> {
+        let ran = self
+            .committing()
+            .output(&["cherry-pick", "--allow-empty", commit])?;
+        if ran.success {
+            return Ok(None);
+        }
+        self.conflict_or(&ran, &format!("cherry-pick {commit}"))
+    }
+
+    /// What a merge or pick that failed left: its conflict, or the failure itself.
+    fn conflict_or(
+        &self,
+        ran: &crate::git::Ran,
+        args: &str,
+    ) -> Result<Option<shepherd_core::land::ConflictView>, GitError> {
         let conflicted = self.unmerged()?;
         if conflicted.is_empty() {
             // It failed for another reason: say it.
             return Err(GitError::Failed {
-                args: format!("merge {landing}"),
+                args: args.to_owned(),
                 message: ran.complaint(),
             });
         }
@@ -206,9 +226,10 @@ impl MergeWorktree {
         }
     }
 
-    /// Gives up the merge under way.
+    /// Gives up the merge (or replay) under way.
     pub(crate) fn abort(&self) {
         let _aborted = self.git().run(&["merge", "--abort"]);
+        let _aborted = self.git().run(&["cherry-pick", "--abort"]);
     }
 
     /// Goes back to `commit`, dropping everything since.
@@ -220,59 +241,66 @@ impl MergeWorktree {
         self.git().run(&["clean", "-fdq"]).map(drop)
     }
 
-    /// Runs the check (`sh -c`) here within `limit`: `Ok(())` when it passes, else the end of
-    /// what it printed.
-    pub(crate) fn check(&self, command: &str, limit: Duration) -> Result<(), String> {
-        let mut shell = Command::new("sh");
-        shell
-            .arg("-c")
-            .arg(command)
-            .current_dir(&self.path)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE");
-        let out =
-            match shepherd_term::process::run_with_deadline(&mut shell, Instant::now() + limit) {
-                Ok(out) => out,
-                Err(err) => return Err(format!("the check could not run: {err}")),
-            };
-        if out.success {
-            return Ok(());
-        }
-        let said = format!("{}{}", out.stdout, out.stderr);
-        let mut start = said.len().saturating_sub(CHECK_TAIL);
-        while !said.is_char_boundary(start) {
-            start += 1;
-        }
-        let status = out.code.map_or_else(
-            || "it was stopped".to_owned(),
-            |code| format!("exit {code}"),
-        );
-        Err(format!("{status}: {}", said[start..].trim()))
+    /// Points `HEAD` at `commit`, whose tree is the one checked out (a commit Shepherd made of
+    /// it).
+    pub(crate) fn set_head(&self, commit: &str) -> Result<(), GitError> {
+        self.git()
+            .run(&["update-ref", "--no-deref", "HEAD", commit])
+            .map(drop)
     }
 
-    /// Brings its `HEAD` (the merges made here) into the project's repository, under
-    /// `refs/shepherd/landing/<its name>` until the target moves; returns the commit.
+    /// Everything in its working tree (changes, new files, deletions) as a tree.
+    pub(crate) fn tree_of_work(&self) -> Result<String, GitError> {
+        self.git().run(&["add", "-A"])?;
+        self.git().run(&["write-tree"])
+    }
+
+    /// Makes a commit of `tree` with `parents` and `message`, as the project's identity.
+    pub(crate) fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String, GitError> {
+        let mut args = vec!["commit-tree", tree];
+        for parent in parents {
+            args.extend(["-p", parent]);
+        }
+        args.extend(["-m", message]);
+        self.committing().run(&args)
+    }
+
+    /// The ref its results are brought home under.
+    pub(crate) fn landing_ref(&self) -> String {
+        landing_ref_of(&self.path)
+    }
+
+    /// Brings its `HEAD` into the project's repository, under [`MergeWorktree::landing_ref`]
+    /// until the merge is over; returns the commit. Its `.git` is Shepherd's own (made, or
+    /// sanitised after a sheep), and the project's git writes what it fetches.
     pub(crate) fn bring_home(&self) -> Result<String, GitError> {
         let head = self.head()?;
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let refspec = format!("+HEAD:refs/shepherd/landing/{name}");
+        let refspec = format!("+HEAD:{}", self.landing_ref());
         own_repo::fetch(&self.repo.top, &self.path, &refspec)?;
         Ok(head)
     }
+}
 
-    /// Removes it, and the ref its merges were brought home under.
-    pub(crate) fn remove(self) {
-        if let Some(name) = self.path.file_name() {
-            let landing = format!("refs/shepherd/landing/{}", name.to_string_lossy());
-            let _gone = git(&self.repo.top, &["update-ref", "-d", &landing]);
-        }
-        // A directory of Shepherd's; `remove_dir_all` never follows a link out of it.
-        let _removed = fs_err::remove_dir_all(&self.path);
-    }
+/// The ref the results of the merge worktree at `path` are brought home under.
+pub(crate) fn landing_ref_of(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("refs/shepherd/landing/{name}")
+}
+
+/// Removes the merge worktree at `path` (made by this broker or one before it) and the ref its
+/// results were brought home under; nothing there is fine.
+pub(crate) fn remove_at(repo: &Path, path: &Path) {
+    let _gone = git(repo, &["update-ref", "-d", &landing_ref_of(path)]);
+    // A directory of Shepherd's; `remove_dir_all` never follows a link out of it.
+    let _removed = fs_err::remove_dir_all(path);
 }
 
 /// Moves `branch` from `expected` to `new`: only if it still points at `expected`, so work

@@ -194,6 +194,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         mode: run.spec.mode,
         group: Some(run.id.clone()).filter(|_| run.spec.fieldnotes),
         note: run.plan.notes.get(index).cloned(),
+        session_dir: None,
     };
     match crate::handlers::parent::delegate(&run.broker, params, placed, Some(&rid)).await {
         Ok(delegated) => {
@@ -245,6 +246,7 @@ async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool
             std::path::Path::new(note),
             left.branch(),
             shepherd_core::land::BranchState::Open,
+            None,
             None,
         )
         .await;

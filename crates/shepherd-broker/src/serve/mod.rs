@@ -232,6 +232,7 @@ impl RunningBroker {
 
 /// Closes every sheep, then stops the broker.
 pub(super) async fn stop_and_exit(broker: &Arc<Broker>) {
+    crate::land::stop_all(broker).await;
     if let Err(err) = crate::handlers::broker_requests::stop(broker).await {
         tracing::error!("closing the herd failed: {err}");
     }
@@ -262,7 +263,9 @@ async fn idle_loop(broker: Arc<Broker>) {
     loop {
         generation.borrow_and_update();
         let idle = broker.clients.load(Ordering::SeqCst) == 0
-            && !broker.read(|herd| herd.has_live_sheep() || herd.has_open_runs());
+            && !broker.read(|herd| {
+                herd.has_live_sheep() || herd.has_open_runs() || herd.has_open_merges()
+            });
         let minutes = broker.settings().broker_idle_minutes;
         let idle_for = Duration::from_secs_f64((minutes * 60.0).max(0.0));
         tokio::select! {

@@ -9,7 +9,8 @@
 //! finalised now. Deadlines need no re-arming: the timer reads them from the herd.
 //!
 //! The wait for a surviving sheep's supervisor is `handlers::adoption`'s, which the supervisor's
-//! own requests share; this module, above runs, also resumes the unfinished runs.
+//! own requests share; this module, above runs and merges, also resumes the unfinished runs
+//! and merges.
 
 use std::sync::Arc;
 
@@ -79,6 +80,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
         fieldnotes.catch_up_later(&session);
     }
     crate::run::resume(broker);
+    crate::land::resume(broker);
     for (id, phase, backend) in running {
         let record = crate::sheep::launch_record::current_launch(broker, &id);
         let backend = crate::sheep::remote_sheep::backend_of(broker, &id, backend).ok();

@@ -103,6 +103,7 @@ pub(crate) async fn release(
             report.branch(),
             shepherd_core::land::BranchState::Open,
             None,
+            None,
         )
         .await;
     }

@@ -133,6 +133,7 @@ pub(crate) async fn record_branch(
     branch: &str,
     state: shepherd_core::land::BranchState,
     commit: Option<String>,
+    why: Option<String>,
 ) {
     // The store names a session by its directory's name (`NNNN-slug`).
     let (Some(dir), Some(file)) = (
@@ -146,6 +147,7 @@ pub(crate) async fn record_branch(
         note: Some(file.to_string_lossy().into_owned()),
         state,
         commit,
+        why,
     };
     let directory = dir.to_string_lossy().into_owned();
     let fieldnotes = broker.fieldnotes();

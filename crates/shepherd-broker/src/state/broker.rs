@@ -79,14 +79,24 @@ pub(crate) struct Links {
     pub(crate) printed: HashMap<AgentId, String>,
     /// What each sheep's open task used so far, as its turns reported (see `live_usage`).
     pub(crate) live_usage: HashMap<AgentId, (TaskId, shepherd_core::budget::Usage)>,
-    /// Merges of this broker (runtime only), by id, with who follows each (see `land`).
+    /// The merges this broker drives or was asked about, by id: what is live about each
+    /// (see `land`; the merge itself is herd state).
     pub(crate) merges: HashMap<String, MergeEntry>,
+    /// The merges landing into each target, in turn: the first lands, the others wait (see
+    /// `land::lanes`).
+    pub(crate) merge_lanes: HashMap<String, std::collections::VecDeque<String>>,
 }
 
-/// One merge: its view now, and the connections following it.
+/// What is live about one merge: its view as shown (the step in progress, the merge it waits
+/// for), the connections following it, what cancels it, and its running check.
 pub(crate) struct MergeEntry {
     pub(crate) view: shepherd_core::land::MergeView,
     pub(crate) followers: Vec<Arc<crate::state::session::Session>>,
+    pub(crate) cancel: CancellationToken,
+    /// The process group of its running check (0: none).
+    pub(crate) check: u32,
+    /// Whether a driver runs it.
+    pub(crate) driving: bool,
 }
 
 /// The state a running broker shares between its connections and tasks.

@@ -96,8 +96,12 @@ async fn route(
         Method::RunSubmit => crate::run::submit(broker, session, parse(name, params)?, rid).await,
         Method::RunAttach => crate::run::attach(broker, session, &parse(name, params)?),
         Method::RunCancel => crate::run::cancel(broker, &parse(name, params)?).await,
-        Method::MergeSubmit => crate::land::submit(broker, session, parse(name, params)?).await,
+        Method::MergeSubmit => {
+            crate::land::submit(broker, session, parse(name, params)?, rid).await
+        }
         Method::MergeAttach => crate::land::attach(broker, session, &parse(name, params)?),
+        Method::MergeCancel => crate::land::cancel(broker, session, &parse(name, params)?).await,
+        Method::MergePreview => crate::land::preview(broker, parse(name, params)?).await,
         Method::NotesWrite => {
             let params = parse(name, params)?;
             let fieldnotes = broker.fieldnotes();
@@ -152,7 +156,12 @@ async fn route(
         Method::SupervisorOutput => crate::sheep::printed::output(broker, session).await,
         Method::Focus => reply(crate::handlers::focus::focus(broker, parse(name, params)?).await),
         Method::BrokerStatus => reply(Ok(crate::handlers::broker_requests::status(broker))),
-        Method::BrokerStop => reply(crate::handlers::broker_requests::stop(broker).await),
+        Method::BrokerStop => {
+            // A merge's check is killed and its worktree removed first; the target stays at its
+            // last verified landing.
+            crate::land::stop_all(broker).await;
+            reply(crate::handlers::broker_requests::stop(broker).await)
+        }
         // Answered when the connection opens; refused above on an open one.
         Method::Hello => Err(hello_again()),
     }

@@ -183,7 +183,24 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         budget: args.budget.budget()?,
     };
     let plan = plan::build(&input, &ctx.cwd, &root)?;
-    let (landing, merge_check) = (args.merge || plan.merge, plan.merge_check.clone());
+    let landing = args.merge || plan.merge;
+    if !landing
+        && let Some(key) = [
+            ("mergeCheck", plan.merge_check.is_some()),
+            ("mergeStrategy", plan.merge_strategy.is_some()),
+        ]
+        .iter()
+        .find_map(|(key, given)| given.then_some(*key))
+    {
+        return Err(CliError::new(
+            ErrorCode::InvalidRun,
+            format!(
+                "the plan's {key} applies only when its branches land: add `merge: true` to the plan, or pass --merge"
+            ),
+        )
+        .with_exit(2));
+    }
+    let (merge_check, merge_strategy) = (plan.merge_check.clone(), plan.merge_strategy);
     let agents: Vec<String> = plan.steps.iter().map(|s| s.agent.clone()).collect();
     let params = RunSubmitParams {
         mode: plan.mode,
@@ -228,14 +245,24 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     match followed {
         // A run whose tasks left no branch with work on it has nothing to land.
         Ok(report) if landing && !report.worktrees.is_empty() => {
+            // Only the branches of tasks that completed land; a run with none has nothing to
+            // land, and its report says why (its tasks' states).
             let merged = crate::merge::land_run(
                 ctx,
                 &args.herd,
                 &report.run_id,
                 args.check.clone().or(merge_check),
                 args.resolve.clone(),
-            )?;
-            Ok(output::emit_with_merge(&report, &merged, printer))
+                merge_strategy,
+                !printer.is_json(),
+            );
+            match merged {
+                Ok(merged) => Ok(output::emit_with_merge(&report, &merged, printer)),
+                Err(err) if err.code == ErrorCode::NothingToLand => {
+                    Ok(output::emit(&report, printer))
+                }
+                Err(err) => Err(err),
+            }
         }
         Ok(report) => Ok(output::emit(&report, printer)),
         Err(run_id) => {

@@ -44,9 +44,11 @@ pub(super) struct RunPlan {
     pub(super) budget: Option<Budget>,
     /// The least sandbox every task's sheep runs in (a plan may only confine more).
     pub(super) sandbox: Option<shepherd_core::sandbox::Sandbox>,
-    /// Land the tasks' branches once the run is over (`merge: true`), with this check.
+    /// Land the tasks' branches once the run is over (`merge: true`), with this check and
+    /// strategy.
     pub(super) merge: bool,
     pub(super) merge_check: Option<String>,
+    pub(super) merge_strategy: Option<shepherd_core::land::Strategy>,
 }
 
 /// The command-line side of a plan: everything `RunArgs` can say about the tasks.
@@ -93,6 +95,8 @@ struct PlanFile {
     merge: Option<bool>,
     /// The check that gates each landing step, as `--check` does.
     merge_check: Option<String>,
+    /// How each branch lands, as `shepherd merge --strategy` says.
+    merge_strategy: Option<shepherd_core::land::Strategy>,
 }
 
 /// One task as a plan file writes it.
@@ -238,6 +242,7 @@ pub(super) fn build(input: &PlanInput<'_>, cwd: &Path, root: &Path) -> Result<Ru
         sandbox: file.sandbox,
         merge: file.merge == Some(true),
         merge_check: file.merge_check,
+        merge_strategy: file.merge_strategy,
     })
 }
 

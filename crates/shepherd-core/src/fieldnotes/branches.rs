@@ -1,7 +1,8 @@
 //! A session's branches: the work its isolated sheep left, and what became of it — open, merged
-//! at which commit, conflict, check failed or discarded — shown in `shepherd.md`'s Branches
-//! section, each beside the note of the sheep that made it. The broker records a branch when
-//! its worktree is released with work on it, and the merge queue records each step.
+//! at which commit, conflict, check failed, rejected (and why) or discarded — shown in
+//! `shepherd.md`'s Branches section, each beside the note of the sheep that made it, in the
+//! order of their notes (a run's input order). The broker records a branch when its worktree
+//! is released with work on it, and the merge queue records each step.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,9 @@ pub struct BranchRecord {
     /// The commit that landed it, once merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// Why it did not land, when a step was rejected or refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl BranchRecord {
@@ -30,6 +34,10 @@ impl BranchRecord {
             (BranchState::Merged, Some(commit)) => {
                 format!("merged at {}", &commit[..commit.len().min(10)])
             }
+            (state @ (BranchState::Rejected | BranchState::Refused), _) => match &self.why {
+                Some(why) => format!("{} ({why})", state.words()),
+                None => state.words().to_owned(),
+            },
             (state, _) => state.words().to_owned(),
         }
     }
@@ -57,6 +65,7 @@ mod tests {
             note: note.map(str::to_owned),
             state,
             commit: None,
+            why: None,
         }
     }
 
@@ -75,5 +84,11 @@ mod tests {
         assert_eq!(branches[0].note.as_deref(), Some("a-01.md"));
         assert_eq!(branches[0].state_words(), "merged at 0123456789");
         assert_eq!(branches[1].state_words(), "open");
+        let mut rejected = record("shepherd/b", BranchState::Rejected, None);
+        rejected.why = Some("its parents are 0123456789".to_owned());
+        assert_eq!(
+            rejected.state_words(),
+            "rejected (its parents are 0123456789)"
+        );
     }
 }

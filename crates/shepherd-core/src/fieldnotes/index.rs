@@ -110,7 +110,16 @@ fn render_generated(session: &SessionMetadata) -> String {
     }
     if !session.branches.is_empty() {
         out.push_str("\n## Branches\n\n");
-        for branch in &session.branches {
+        // In the order of their notes (a run reserves its notes in input order), whatever the
+        // order their worktrees were released in; a branch without a note comes last.
+        let place = |file: &Option<String>| {
+            file.as_ref()
+                .and_then(|file| session.artifacts.iter().position(|a| &a.file_name == file))
+                .unwrap_or(usize::MAX)
+        };
+        let mut branches: Vec<_> = session.branches.iter().collect();
+        branches.sort_by_key(|branch| place(&branch.note));
+        for branch in branches {
             let note = branch
                 .note
                 .as_ref()

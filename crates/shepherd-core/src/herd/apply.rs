@@ -199,6 +199,15 @@ impl Herd {
             | Event::RunStepChanged { .. }
             | Event::RunCancelled { .. }
             | Event::RunFinished { .. } => super::run::apply(&mut self.runs, event),
+            Event::MergeSubmitted { .. }
+            | Event::MergeStarted { .. }
+            | Event::MergeBranch { .. }
+            | Event::MergeAdvancing { .. }
+            | Event::BranchLanded { .. }
+            | Event::MergeCancelled { .. }
+            | Event::MergeFinished { .. } => {
+                super::merge::apply(&mut self.merges, &mut self.landed, event);
+            }
             Event::FieldnotesFixed { on } => {
                 self.fieldnotes.get_or_insert(*on);
             }

@@ -356,6 +356,51 @@ pub enum Event {
         /// The sheep.
         agent_id: AgentId,
     },
+    /// A merge was accepted.
+    MergeSubmitted {
+        /// The merge.
+        merge: Box<super::merge::Merge>,
+    },
+    /// A merge read (or made) its target: the tip it starts from.
+    MergeStarted {
+        /// The merge.
+        merge_id: String,
+        /// The target's tip.
+        tip: String,
+    },
+    /// Where one branch of a merge stands now.
+    MergeBranch {
+        /// The merge.
+        merge_id: String,
+        /// The branch's position in the merge.
+        index: usize,
+        /// Where it stands.
+        landing: Box<crate::land::BranchLanding>,
+    },
+    /// A merge is about to move its target (written ahead of the move).
+    MergeAdvancing {
+        /// The merge.
+        merge_id: String,
+        /// The move.
+        advance: super::merge::Advance,
+    },
+    /// A branch landed into a target, verified.
+    BranchLanded {
+        /// The landing.
+        landed: super::merge::Landed,
+    },
+    /// A merge was cancelled.
+    MergeCancelled {
+        /// The merge.
+        merge_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// A merge is over: its worktree is gone and its check ended.
+    MergeFinished {
+        /// The merge.
+        merge_id: String,
+    },
     /// A task waiting on a lasting limit went to a fresh sheep of its agent's fallback: it is
     /// `created` again there.
     TaskFellBack {

@@ -18,6 +18,8 @@ pub struct NewSheep {
     pub agent: String,
     /// The validated label (empty for none).
     pub label: crate::label::Label,
+    /// What it is for, when Shepherd starts it by itself.
+    pub role: Option<crate::label::Role>,
     /// The backend that will run it.
     pub backend: crate::backend::BackendKind,
     /// What runs it.
@@ -118,12 +120,13 @@ impl Herd {
 /// Admits a new sheep in the `starting` phase.
 pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
     tx.herd()
-        .check_unique_display_name(&new.agent, &new.label)?;
+        .check_unique_display_name(&crate::label::agent_part(&new.agent, new.role), &new.label)?;
     tx.herd().check_sheep_room(new.max_sheep)?;
     let sheep = Sheep {
         id: new.id,
         agent: new.agent,
         label: new.label,
+        role: new.role,
         backend: new.backend,
         runtime: new.runtime,
         model: new.model,

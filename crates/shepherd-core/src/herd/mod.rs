@@ -19,6 +19,7 @@ mod lifecycle;
 pub mod limits;
 mod mail;
 mod mates;
+pub mod merge;
 mod messaging;
 mod model;
 mod receipts;
@@ -108,6 +109,12 @@ pub struct Herd {
     /// Runs, in submission order (finished ones kept for a while).
     #[serde(default)]
     pub runs: IndexMap<String, Run>,
+    /// Merges, in submission order (finished ones kept for a while).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub merges: IndexMap<String, merge::Merge>,
+    /// Every branch a merge landed, by target and branch ([`merge::landed_key`]).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub landed: IndexMap<String, merge::Landed>,
     /// Whether this herd writes fieldnotes: the `fieldnotes` setting as it was when the herd
     /// first needed it, fixed for the herd's life (as the original fixes it per session).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -95,6 +95,10 @@ pub struct Sheep {
     pub agent: String,
     /// Its label; empty when it has none.
     pub label: crate::label::Label,
+    /// What it is for, when Shepherd started it by itself (a resolver, a fixer, a fallback):
+    /// its display name says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<crate::label::Role>,
     /// Where it runs.
     pub backend: crate::backend::BackendKind,
     /// What runs it: `command`, `pi` or another coding agent's harness.
@@ -178,9 +182,13 @@ impl Sheep {
         self.recipe.as_ref()?.host.as_deref()
     }
 
-    /// `<agent>: <label>`, or exactly `<agent>` when unlabelled.
+    /// `<agent>: <label>`, or exactly `<agent>` when unlabelled (the agent with its role, for a
+    /// sheep Shepherd started by itself: `claude-resolver (resolver): fix-login`).
     pub fn display_name(&self) -> String {
-        crate::label::display_name(&self.agent, &self.label)
+        crate::label::display_name(
+            &crate::label::agent_part(&self.agent, self.role),
+            &self.label,
+        )
     }
 
     /// Whether the sheep can still take work or messages.
@@ -361,6 +369,10 @@ pub struct Handover {
     /// A named session for the note, instead of the parent's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_name: Option<String>,
+    /// The session directory (`NNNN-slug`) to reserve the note in, instead of the parent's
+    /// (the session of the work a merge's resolver or fixer handles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_dir: Option<String>,
     /// A note reserved ahead by a run, to start instead of reserving a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_note: Option<String>,

@@ -168,9 +168,13 @@ methods! {
     /// Parent: cancel a run.
     RunCancel = RUN_CANCEL, "run.cancel", RunIdParams => RunView, [Parent], keyed: false;
     /// Parent: land branches Shepherd made, one by one, into a target branch (a merge queue).
-    MergeSubmit = MERGE_SUBMIT, "merge.submit", MergeParams => MergeView, [Parent], keyed: false;
+    MergeSubmit = MERGE_SUBMIT, "merge.submit", MergeParams => MergeView, [Parent], keyed: true;
     /// Parent or observer: follow a merge until it is over.
     MergeAttach = MERGE_ATTACH, "merge.attach", MergeIdParams => MergeView, [Parent, Observer], keyed: false;
+    /// Parent: cancel a merge (the target stays at its last verified landing).
+    MergeCancel = MERGE_CANCEL, "merge.cancel", MergeIdParams => MergeView, [Parent], keyed: false;
+    /// Parent: what a merge would land, in order, and what would conflict, changing nothing.
+    MergePreview = MERGE_PREVIEW, "merge.preview", MergeParams => MergePreview, [Parent], keyed: false;
     /// Parent: change the project's fieldnotes (what `shepherd notes` writes), in its session's
     /// next group commit.
     NotesWrite = NOTES_WRITE, "notes.write", NotesWriteParams => NotesWriteResult, [Parent], keyed: false;
@@ -192,7 +196,7 @@ mod tests {
             assert_eq!(Method::from_name(method.name()), Some(method));
         }
         assert_eq!(Method::from_name("spawn "), None);
-        assert_eq!(Method::ALL.len(), 33);
+        assert_eq!(Method::ALL.len(), 35);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod run;
 pub mod schema;
 mod sheep;
 
+pub use crate::land::preview::MergePreview;
 pub use crate::land::{MergeIdParams, MergeParams, MergeView};
 pub use methods::{Call, Method, NoParams, calls, method};
 pub use notes::*;

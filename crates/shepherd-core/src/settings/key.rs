@@ -67,6 +67,10 @@ pub enum SettingKey {
     HoldProviderKeys,
     /// `fallbackAfterMinutes`.
     FallbackAfterMinutes,
+    /// `mergeStrategy`.
+    MergeStrategy,
+    /// `mergeCheckTimeout` (minutes).
+    MergeCheckTimeout,
 }
 
 /// The shape of a key's values.
@@ -88,11 +92,13 @@ enum ValueKind {
     Minutes,
     /// Minutes, 0 or more; 0 (or `off`) turns the feature off.
     MinutesOrOff,
+    /// A merge strategy.
+    Strategy,
 }
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 26] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -117,6 +123,8 @@ impl SettingKey {
         Self::RateLimitWaitSeconds,
         Self::HoldProviderKeys,
         Self::FallbackAfterMinutes,
+        Self::MergeStrategy,
+        Self::MergeCheckTimeout,
     ];
 
     /// The key as written in the settings files.
@@ -146,6 +154,8 @@ impl SettingKey {
             Self::RateLimitWaitSeconds => "rateLimitWaitSeconds",
             Self::HoldProviderKeys => "holdProviderKeys",
             Self::FallbackAfterMinutes => "fallbackAfterMinutes",
+            Self::MergeStrategy => "mergeStrategy",
+            Self::MergeCheckTimeout => "mergeCheckTimeout",
         }
     }
 
@@ -209,6 +219,8 @@ impl SettingKey {
             Self::FallbackAfterMinutes => {
                 "minutes a limit may last before its task goes to the agent's fallback"
             }
+            Self::MergeStrategy => "how shepherd merge lands each branch",
+            Self::MergeCheckTimeout => "minutes a merge's check may run",
         }
     }
 
@@ -219,9 +231,11 @@ impl SettingKey {
             Self::Sandbox => ValueKind::Sandbox,
             Self::Timeout => ValueKind::Timeout,
             Self::StaleWaitThreshold => ValueKind::Threshold,
-            Self::BrokerIdleMinutes | Self::RemoteLinkTimeout | Self::FallbackAfterMinutes => {
-                ValueKind::Minutes
-            }
+            Self::BrokerIdleMinutes
+            | Self::RemoteLinkTimeout
+            | Self::FallbackAfterMinutes
+            | Self::MergeCheckTimeout => ValueKind::Minutes,
+            Self::MergeStrategy => ValueKind::Strategy,
             Self::StallWatchdog => ValueKind::MinutesOrOff,
             Self::DoneNudges | Self::MaxDepth | Self::MaxSheep | Self::MaxConcurrentTurns => {
                 ValueKind::Count { min: 0 }
@@ -257,6 +271,7 @@ impl SettingKey {
             ValueKind::MinutesOrOff => {
                 "a number of minutes, fractions allowed, or 0 or off to turn it off"
             }
+            ValueKind::Strategy => "merge, squash, rebase or ff-only",
         }
     }
 
@@ -294,6 +309,9 @@ impl SettingKey {
             ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
             ValueKind::MinutesOrOff if lowered == "off" => Some(Value::from(0)),
             ValueKind::MinutesOrOff => number.filter(|n| *n >= 0.0).map(number_value),
+            ValueKind::Strategy => crate::strategy::Strategy::parse(&lowered)
+                .ok()
+                .map(|strategy| Value::from(strategy.as_str())),
         };
         parsed.ok_or_else(|| InvalidSettingValue {
             key: self,
@@ -333,6 +351,10 @@ impl SettingKey {
                 .map(number_value),
             ValueKind::Minutes => number.filter(|n| *n > 0.0).map(number_value),
             ValueKind::MinutesOrOff => number.filter(|n| *n >= 0.0).map(number_value),
+            ValueKind::Strategy => stored
+                .as_str()
+                .and_then(|text| crate::strategy::Strategy::parse(text).ok())
+                .map(|strategy| Value::from(strategy.as_str())),
         }
     }
 }

@@ -87,6 +87,10 @@ pub struct EffectiveSettings {
     /// Minutes a limit's reset may lie ahead before a task whose agent names a `fallback:` is
     /// handed to it instead of waiting (`15`).
     pub fallback_after_minutes: f64,
+    /// How `shepherd merge` lands each branch (`merge`).
+    pub merge_strategy: crate::strategy::Strategy,
+    /// Minutes a merge's check may run before it is stopped and counts as failed (`30`).
+    pub merge_check_timeout_minutes: f64,
 }
 
 impl Default for EffectiveSettings {
@@ -116,6 +120,8 @@ impl Default for EffectiveSettings {
             rate_limit_wait_seconds: 60,
             hold_provider_keys: true,
             fallback_after_minutes: 15.0,
+            merge_strategy: crate::strategy::Strategy::Merge,
+            merge_check_timeout_minutes: 30.0,
         }
     }
 }
@@ -131,6 +137,11 @@ impl EffectiveSettings {
     pub fn stale_wait_threshold(&self) -> Option<Duration> {
         (self.stale_wait_threshold_minutes >= 1.0)
             .then(|| minutes(self.stale_wait_threshold_minutes))
+    }
+
+    /// How long a merge's check may run.
+    pub fn merge_check_timeout(&self) -> Duration {
+        minutes(self.merge_check_timeout_minutes)
     }
 
     /// The most sheep one herd may run at once, when limited.
@@ -197,6 +208,8 @@ impl EffectiveSettings {
             SettingKey::RateLimitWaitSeconds => Value::from(self.rate_limit_wait_seconds),
             SettingKey::HoldProviderKeys => Value::from(self.hold_provider_keys),
             SettingKey::FallbackAfterMinutes => key::number_value(self.fallback_after_minutes),
+            SettingKey::MergeStrategy => Value::from(self.merge_strategy.as_str()),
+            SettingKey::MergeCheckTimeout => key::number_value(self.merge_check_timeout_minutes),
         }
     }
 
@@ -261,6 +274,12 @@ impl EffectiveSettings {
             SettingKey::RateLimitWaitSeconds => slot_count(&mut self.rate_limit_wait_seconds),
             SettingKey::HoldProviderKeys => slot_bool(&mut self.hold_provider_keys),
             SettingKey::FallbackAfterMinutes => slot_number(&mut self.fallback_after_minutes),
+            SettingKey::MergeStrategy => {
+                if let Ok(strategy) = crate::strategy::Strategy::parse(text) {
+                    self.merge_strategy = strategy;
+                }
+            }
+            SettingKey::MergeCheckTimeout => slot_number(&mut self.merge_check_timeout_minutes),
         }
     }
 }

@@ -40,9 +40,39 @@ fn defaults_match_the_original_and_ours() {
             "maxConcurrentTurns": 0,
             "rateLimitWaitSeconds": 60,
             "holdProviderKeys": true,
-            "fallbackAfterMinutes": 15
+            "fallbackAfterMinutes": 15,
+            "mergeStrategy": "merge",
+            "mergeCheckTimeout": 30
         })
     );
+}
+
+#[test]
+fn a_merge_strategy_is_one_of_four_and_a_stored_bad_one_falls_back() {
+    let key = SettingKey::MergeStrategy;
+    assert_eq!(key.parse_input("Squash").unwrap(), json!("squash"));
+    let err = key.parse_input("octopus").unwrap_err().to_string();
+    assert!(
+        err.contains("\"octopus\"") && err.contains("ff-only"),
+        "{err}"
+    );
+    let user = doc(json!({"mergeStrategy": "ff-only", "mergeCheckTimeout": 0.5}));
+    let resolved = resolve(Some(&user), None);
+    assert_eq!(
+        resolved.settings.merge_strategy,
+        crate::strategy::Strategy::FfOnly
+    );
+    assert_eq!(
+        resolved.settings.merge_check_timeout(),
+        Duration::from_secs(30)
+    );
+    let bad = doc(json!({"mergeStrategy": "octopus"}));
+    let resolved = resolve(Some(&bad), None);
+    assert_eq!(
+        resolved.settings.merge_strategy,
+        crate::strategy::Strategy::Merge
+    );
+    assert_eq!(resolved.warnings.len(), 1);
 }
 
 #[test]

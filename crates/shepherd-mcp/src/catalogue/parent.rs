@@ -285,13 +285,13 @@ pub const INBOX: Tool = Tool {
 pub const MERGE: Tool = Tool {
     name: "shepherd_merge",
     fronts: Front::Both,
-    description: "Land the work isolated sheep left (a merge queue): the branches of finished runs (by runId, in the run's input order), of closed isolated sheep (agent id or display name) or named outright (shepherd/…), one by one, into the branch the project had checked out (or `into`). Each merge is made in a worktree of its own, never in the project's; `check` runs after each and a failing one leaves the target where it was; a conflict stops the queue with its files and hunks, unless `resolve` names an agent whose sheep then resolves and commits it. Answers with each branch: merged at which commit, conflict, check failed, skipped. `discard` throws the branches away instead.",
+    description: "Land the work isolated sheep left (a merge queue): the branches of finished runs (by runId, in the run's input order), of closed isolated sheep (by agent id) or named outright (shepherd/…), one by one, into the branch the project had checked out (or `into`). Only branches whose sheep's last task completed land unless `includeFailed`; `only` and `skip` choose among them. Each merge is made in a worktree of its own, never in the project's, and verified before the target moves; `check` runs after each and a failing one leaves the target where it was (or goes to a sheep of `fix`); a conflict stops the queue with its files and hunks, unless `resolve` names an agent whose sheep then resolves and commits it. A second merge into the same branch waits its turn. Answers with each branch: merged at which commit, already landed, conflict, check failed, rejected, skipped. `dryRun` lists what would land and what would conflict, changing nothing; `cancel` (a mergeId) stops a merge under way; `discard` throws the branches away instead.",
     pi_description: None,
     args: &[
         arg(
             "targets",
             Kind::IdOrIds,
-            "What to land, in order: run ids (run-…), sheep (agent ids or display names), branches (shepherd/…)",
+            "What to land, in order: run ids (run-…), sheep (agent ids), branches (shepherd/…)",
         ),
         arg(
             "session",
@@ -299,9 +299,29 @@ pub const MERGE: Tool = Tool {
             "Also every branch of this fieldnotes session not landed yet",
         ),
         arg(
+            "only",
+            Kind::Strings,
+            "Of those, land only these (branches or agent ids)",
+        ),
+        arg(
+            "skip",
+            Kind::Strings,
+            "Of those, leave these out (branches or agent ids)",
+        ),
+        arg(
+            "includeFailed",
+            Kind::Boolean,
+            "Also land branches whose sheep's last task did not complete (each is marked)",
+        ),
+        arg(
             "into",
             Kind::String,
             "The branch to land into (made when missing; default: the branch the project had checked out when the work began)",
+        ),
+        arg(
+            "strategy",
+            Kind::Choice(&["merge", "squash", "rebase", "ff-only"]),
+            "How each branch lands (default: the mergeStrategy setting, merge)",
         ),
         arg(
             "check",
@@ -309,9 +329,39 @@ pub const MERGE: Tool = Tool {
             "A shell command that must pass in the merge worktree after each merge",
         ),
         arg(
+            "checkTimeout",
+            Kind::Positive,
+            "Minutes the check may run (default: the mergeCheckTimeout setting)",
+        ),
+        arg(
             "resolve",
             Kind::String,
             "An agent definition whose sheep resolves a conflict (without it a conflict stops the queue)",
+        ),
+        arg(
+            "fix",
+            Kind::String,
+            "An agent definition whose sheep fixes a failing check (the check then runs again)",
+        ),
+        arg(
+            "fixAttempts",
+            Kind::Integer { minimum: 1 },
+            "How many fixers a failing check gets at most (default 2)",
+        ),
+        arg(
+            "prune",
+            Kind::Boolean,
+            "Delete each branch (and its preserved changes) once it landed",
+        ),
+        arg(
+            "dryRun",
+            Kind::Boolean,
+            "List what would land, in order, with commits, diffstat and conflicts; change nothing",
+        ),
+        arg(
+            "cancel",
+            Kind::String,
+            "Cancel this merge (its mergeId) instead; the target stays at its last verified landing",
         ),
         arg(
             "discard",

@@ -26,6 +26,7 @@ export type {
 	Harness,
 	InboxItem,
 	MergeParams,
+	MergePreview,
 	MergeView,
 	Mode,
 	Placement,

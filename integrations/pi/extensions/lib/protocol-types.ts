@@ -267,13 +267,31 @@ export type NoticeKind =
  */
 export type Mode = "single" | "parallel" | "chain";
 /**
+ * How a branch lands on its target.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Strategy".
+ */
+export type Strategy = "merge" | "squash" | "rebase" | "ff-only";
+/**
  * Where one branch stands.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "BranchState".
  */
 export type BranchState =
-	"open" | "merging" | "merged" | "conflict" | "check_failed" | "discarded" | "skipped" | "refused";
+	| "open"
+	| "merging"
+	| "checking"
+	| "fixing"
+	| "merged"
+	| "already_landed"
+	| "conflict"
+	| "check_failed"
+	| "rejected"
+	| "discarded"
+	| "skipped"
+	| "refused";
 /**
  * The session a change goes to.
  *
@@ -488,6 +506,15 @@ export type ErrorCode =
 	| "not_a_git_repository"
 	| "worktree_failed"
 	| "nothing_to_land"
+	| "unknown_landing"
+	| "not_landable_yet"
+	| "branch_gone"
+	| "dirty_target"
+	| "invalid_into"
+	| "detached_target"
+	| "two_bases"
+	| "two_repositories"
+	| "invalid_merge_options"
 	| "unknown_merge"
 	| "unknown_host"
 	| "host_unreachable"
@@ -706,6 +733,14 @@ export interface ShepherdProtocol {
 		"merge.attach": {
 			params: MergeIdParams;
 			result: MergeView;
+		};
+		"merge.cancel": {
+			params: MergeIdParams;
+			result: MergeView;
+		};
+		"merge.preview": {
+			params: MergeParams;
+			result: MergePreview;
 		};
 		"notes.write": {
 			params: NotesWriteParams;
@@ -2943,7 +2978,7 @@ export interface RunIdParams {
 	runId: string;
 }
 /**
- * `merge.submit` parameters.
+ * `merge.submit` and `merge.preview` parameters.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "MergeParams".
@@ -2951,8 +2986,7 @@ export interface RunIdParams {
 export interface MergeParams {
 	/**
 	 * What to land, in order: run ids (`run-…`: the run's branches in its input order), sheep
-	 * (agent ids or display names: the branch each one's worktree left) and branch names
-	 * (`shepherd/…`).
+	 * (agent ids: the branch each one's worktree left) and branch names (`shepherd/…`).
 	 */
 	targets?: string[];
 	/**
@@ -2960,32 +2994,64 @@ export interface MergeParams {
 	 */
 	session?: string | null;
 	/**
+	 * Of those, only these (branches or agent ids).
+	 */
+	only?: string[];
+	/**
+	 * Of those, all but these (branches or agent ids).
+	 */
+	skip?: string[];
+	/**
+	 * Also land branches whose sheep's last task did not complete (each is marked).
+	 */
+	includeFailed?: boolean;
+	/**
 	 * The branch to land into (made from the branches' base branch when missing); default:
 	 * the branch the project had checked out when their work began.
 	 */
 	into?: string | null;
 	/**
-	 * A shell command that must pass in the merge worktree after each merge (default: the
-	 * `mergeCheck` setting).
+	 * How each branch lands (default: the `mergeStrategy` setting).
+	 */
+	strategy?: Strategy | null;
+	/**
+	 * A shell command that must pass in the merge worktree after each merge.
 	 */
 	check?: string | null;
+	/**
+	 * Minutes the check may run (default: the `mergeCheckTimeout` setting).
+	 */
+	checkTimeout?: number | null;
 	/**
 	 * An agent definition whose sheep resolves a conflict; without it a conflict stops the
 	 * queue.
 	 */
 	resolve?: string | null;
 	/**
+	 * An agent definition whose sheep fixes what makes the check fail; without it a failing
+	 * check leaves the branch unlanded.
+	 */
+	fix?: string | null;
+	/**
+	 * How many fixers a failing check gets at most (default 2).
+	 */
+	fixAttempts?: number | null;
+	/**
+	 * Delete each landed branch and its preserved changes once it landed.
+	 */
+	prune?: boolean;
+	/**
 	 * Discard the branches instead of landing them (their branches and preserved changes go).
 	 */
 	discard?: boolean;
 	/**
-	 * The caller's terminal, for a resolver in a pane.
+	 * The caller's terminal, for a resolver or fixer in a pane.
 	 */
 	caller?: CallerContext | null;
 }
 /**
  * A merge as its followers see it: pushed (`merge` event) whenever it changes, and the answer
- * to `merge.submit` and `merge.attach`.
+ * to `merge.submit`, `merge.attach` and `merge.cancel`.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "MergeView".
@@ -3000,6 +3066,14 @@ export interface MergeView {
 	 */
 	target: string;
 	/**
+	 * How each branch lands.
+	 */
+	strategy?: Strategy & string;
+	/**
+	 * Whether it throws the branches away instead.
+	 */
+	discard?: boolean;
+	/**
 	 * The check that gates each step, when there is one.
 	 */
 	check?: string | null;
@@ -3008,12 +3082,21 @@ export interface MergeView {
 	 */
 	branches: BranchLanding[];
 	/**
+	 * The merge landing into the same branch that this one waits for, while it does.
+	 */
+	waitingFor?: string | null;
+	/**
+	 * Why it was cancelled, once it was.
+	 */
+	cancelled?: string | null;
+	/**
 	 * Whether it is over.
 	 */
 	finished?: boolean;
 	/**
 	 * Once over: 0 when every branch landed (or was discarded), 1 when a check failed, 2 when
-	 * a conflict was not resolved or a step was refused.
+	 * a conflict was not resolved, a result was rejected or a step was refused, 130 when it
+	 * was cancelled.
 	 */
 	exitCode?: number | null;
 }
@@ -3041,6 +3124,11 @@ export interface BranchLanding {
 	 */
 	note?: string | null;
 	/**
+	 * How that sheep's last task ended, when it did not complete (it lands only with
+	 * `includeFailed`).
+	 */
+	taskStatus?: string | null;
+	/**
 	 * Where it stands.
 	 */
 	state: BranchState;
@@ -3053,6 +3141,10 @@ export interface BranchLanding {
 	 */
 	conflict?: ConflictView | null;
 	/**
+	 * How the check ended when it failed (`exit 3`, `stopped after 30 s`).
+	 */
+	checkStatus?: string | null;
+	/**
 	 * The end of the check's output, when the check failed.
 	 */
 	checkOutput?: string | null;
@@ -3061,7 +3153,11 @@ export interface BranchLanding {
 	 */
 	resolver?: ResolverView | null;
 	/**
-	 * Why it did not land, in one line.
+	 * The sheep that tried to fix its failing check, in turn.
+	 */
+	fixers?: ResolverView[];
+	/**
+	 * Why it did not land, or how it was found landed, in one line.
 	 */
 	why?: string | null;
 }
@@ -3082,7 +3178,8 @@ export interface ConflictView {
 	hunks: string;
 }
 /**
- * The sheep that was asked to resolve a conflict.
+ * A sheep the queue handed a branch's step to: a resolver (a conflict) or a fixer (a failing
+ * check).
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "ResolverView".
@@ -3092,6 +3189,10 @@ export interface ResolverView {
 	 * Its agent id.
 	 */
 	agentId: string;
+	/**
+	 * Its display name (`claude-resolver (resolver): fix-login`).
+	 */
+	displayName?: string | null;
 	/**
 	 * Its task.
 	 */
@@ -3110,7 +3211,7 @@ export interface ResolverView {
 	note?: string | null;
 }
 /**
- * `merge.attach` parameters.
+ * `merge.attach` and `merge.cancel` parameters.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
  * via the `definition` "MergeIdParams".
@@ -3120,6 +3221,119 @@ export interface MergeIdParams {
 	 * The merge.
 	 */
 	mergeId: string;
+}
+/**
+ * A merge as it would go.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "MergePreview".
+ */
+export interface MergePreview {
+	/**
+	 * The branch it would land into.
+	 */
+	target: string;
+	/**
+	 * Whether that branch would be made (from `from`).
+	 */
+	createdFrom?: string | null;
+	/**
+	 * How each branch would land.
+	 */
+	strategy: Strategy;
+	/**
+	 * The check that would gate each step.
+	 */
+	check?: string | null;
+	/**
+	 * Each branch, in order.
+	 */
+	branches: BranchPreview[];
+}
+/**
+ * One branch as the merge would take it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "BranchPreview".
+ */
+export interface BranchPreview {
+	/**
+	 * The branch.
+	 */
+	branch: string;
+	/**
+	 * What would be merged: the branch, or the changes preserved on top of it.
+	 */
+	landingRef: string;
+	/**
+	 * Whose work it is (display name).
+	 */
+	owner?: string | null;
+	/**
+	 * How its sheep's last task ended, when it did not complete.
+	 */
+	taskStatus?: string | null;
+	/**
+	 * Whether the merge would try it (it is not left out).
+	 */
+	lands: boolean;
+	/**
+	 * Why it would not be tried, or how it stands (already landed at …).
+	 */
+	why?: string | null;
+	/**
+	 * Its commits the target does not hold, oldest first.
+	 */
+	commits?: CommitLine[];
+	/**
+	 * `git diff --stat` of what it would bring.
+	 */
+	diffstat?: string;
+	/**
+	 * The files it conflicts in with the target as the queue would find it.
+	 */
+	conflicts?: string[];
+	/**
+	 * The files it conflicts in with the target as it is now (before the queue lands
+	 * anything).
+	 */
+	conflictsWithTarget?: string[];
+	/**
+	 * The branches before it in the queue it conflicts with.
+	 */
+	conflictsWith?: PairConflict[];
+}
+/**
+ * One commit of a branch.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "CommitLine".
+ */
+export interface CommitLine {
+	/**
+	 * Its id.
+	 */
+	commit: string;
+	/**
+	 * Its subject.
+	 */
+	subject: string;
+}
+/**
+ * A branch landed earlier in the same queue that one conflicts with.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "PairConflict".
+ */
+export interface PairConflict {
+	/**
+	 * The other branch.
+	 */
+	branch: string;
+	/**
+	 * The files both change in ways that conflict.
+	 */
+	files: string[];
 }
 /**
  * Parameters of `notes.write`.

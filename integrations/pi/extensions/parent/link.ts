@@ -20,6 +20,7 @@ import {
 	type ParamsArg,
 	type Result,
 	type MergeParams,
+	type MergePreview,
 	type MergeView,
 	type RunReport,
 	type RunSubmitParams,
@@ -186,20 +187,37 @@ export class ParentLink {
 
 	/**
 	 * Submits a merge to the broker and waits until it is over. The broker carries it out; an
-	 * abort stops waiting (the merge goes on in the broker).
+	 * abort cancels it (`merge.cancel`: the target stays at its last verified landing) and
+	 * answers with the merge as the cancel left it.
 	 */
 	async merge(params: MergeParams, signal?: AbortSignal): Promise<MergeView> {
 		const view = await this.call("merge.submit", params);
 		if (view.finished) return view;
 		const finished = new Promise<MergeView>((resolve) => this.merges.set(view.mergeId, { done: resolve }));
 		const aborted = new Promise<MergeView>((resolve) => {
-			signal?.addEventListener("abort", () => resolve(view), { once: true });
+			signal?.addEventListener(
+				"abort",
+				() => {
+					this.call("merge.cancel", { mergeId: view.mergeId }).then(resolve, () => resolve(view));
+				},
+				{ once: true },
+			);
 		});
 		try {
 			return await Promise.race([finished, aborted]);
 		} finally {
 			this.merges.delete(view.mergeId);
 		}
+	}
+
+	/** Cancels a merge under way; the merge as the cancel left it. */
+	async cancelMerge(mergeId: string): Promise<MergeView> {
+		return await this.call("merge.cancel", { mergeId });
+	}
+
+	/** What a merge would land and what would conflict, changing nothing. */
+	async previewMerge(params: MergeParams): Promise<MergePreview> {
+		return await this.call("merge.preview", params);
 	}
 
 	private mergeView(view: MergeView): void {

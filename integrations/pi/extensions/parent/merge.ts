@@ -1,13 +1,14 @@
 /**
  * `shepherd_merge`: the merge queue, carried out by the broker, which lands the branches runs
  * and isolated sheep left, one by one, into a target branch. The tool submits it and waits
- * until it is over (aborting stops waiting; the merge goes on in the broker), then answers
- * with each branch's outcome in the CLI's words. Its name, description and parameters are the
- * tool catalogue's.
+ * until it is over (aborting cancels it: the target stays at its last verified landing), then
+ * answers with each branch's outcome in the CLI's words; `dryRun` answers what would land and
+ * what would conflict, `cancel` cancels a merge under way. Its name, description and
+ * parameters are the tool catalogue's.
  */
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
-import type { MergeView } from "../lib/broker.ts";
+import type { MergePreview, MergeView } from "../lib/broker.ts";
 import { PARENT_TOOLS } from "../lib/tool-catalogue.ts";
 import { failure, success } from "./protocol.ts";
 import { renderCall, renderResult } from "./render.ts";
@@ -38,6 +39,24 @@ export function mergeText(view: MergeView): string {
 	return lines.join("\n");
 }
 
+/** What a merge would do, branch by branch (the CLI's `--dry-run` words). */
+export function previewText(preview: MergePreview): string {
+	const lines = [`Would land into ${preview.target} (strategy: ${preview.strategy})`];
+	for (const branch of preview.branches) {
+		const owner = branch.owner ? ` (${branch.owner})` : "";
+		const lands = branch.lands ? `${(branch.commits ?? []).length} commit(s)` : `left out — ${branch.why ?? ""}`;
+		lines.push(`- ${branch.branch}${owner}: ${lands}`);
+		const withTarget = branch.conflictsWithTarget ?? [];
+		if (withTarget.length > 0) {
+			lines.push(`  would conflict with ${preview.target} in ${withTarget.join(", ")}`);
+		}
+		for (const pair of branch.conflictsWith ?? []) {
+			lines.push(`  would conflict with ${pair.branch} in ${pair.files.join(", ")}`);
+		}
+	}
+	return lines.join("\n");
+}
+
 export function registerMerge(pi: ExtensionAPI, state: ParentState): void {
 	const entry = PARENT_TOOLS.shepherd_merge;
 	pi.registerTool({
@@ -50,18 +69,30 @@ export function registerMerge(pi: ExtensionAPI, state: ParentState): void {
 			const args: Record<string, unknown> = { ...params };
 			const targets = params.targets === undefined ? [] : Array.isArray(params.targets) ? params.targets : [params.targets];
 			try {
-				const view = await state.requireLink().merge(
-					{
-						targets,
-						session: params.session,
-						into: params.into,
-						check: params.check,
-						resolve: params.resolve,
-						discard: params.discard === true ? true : undefined,
-						caller: callerContext(),
-					},
-					signal,
-				);
+				const link = state.requireLink();
+				const request = {
+					targets,
+					session: params.session,
+					only: params.only,
+					skip: params.skip,
+					includeFailed: params.includeFailed === true ? true : undefined,
+					into: params.into,
+					strategy: params.strategy,
+					check: params.check,
+					checkTimeout: params.checkTimeout,
+					resolve: params.resolve,
+					fix: params.fix,
+					fixAttempts: params.fixAttempts,
+					prune: params.prune === true ? true : undefined,
+					discard: params.discard === true ? true : undefined,
+					caller: callerContext(),
+				};
+				if (params.dryRun === true) {
+					const preview = await link.previewMerge(request);
+					return success("shepherd_merge", args, previewText(preview), {}, { preview });
+				}
+				const view =
+					typeof params.cancel === "string" ? await link.cancelMerge(params.cancel) : await link.merge(request, signal);
 				const result = success("shepherd_merge", args, mergeText(view), { mergeId: view.mergeId, exitCode: view.exitCode }, { merge: view });
 				return { ...result, details: { ...result.details, failed: (view.exitCode ?? 2) !== 0 } };
 			} catch (error) {

@@ -36,6 +36,18 @@ pub(crate) async fn spawn(
     params: SpawnParams,
     rid: Option<&str>,
 ) -> BrokerResult<SpawnResult> {
+    spawn_as(broker, params, rid, None).await
+}
+
+/// Spawns a sheep Shepherd starts by itself for `role` (a resolver, a fixer, a fallback): its
+/// display name carries the role beside its agent, and its label is the one `params` gives
+/// (the label of the sheep whose work it handles, never one made up).
+pub(crate) async fn spawn_as(
+    broker: &Arc<Broker>,
+    params: SpawnParams,
+    rid: Option<&str>,
+    role: Option<shepherd_core::label::Role>,
+) -> BrokerResult<SpawnResult> {
     if let Some(id) =
         rid.and_then(|rid| broker.read(|herd| herd.sheep_by_request(rid).map(|s| s.id.clone())))
     {
@@ -62,8 +74,8 @@ pub(crate) async fn spawn(
     }
     let settings = broker.settings();
     let mut prepared = prepare(broker, &params, None).await?;
-    let def = &prepared.def;
-    broker.read(|herd| herd.check_unique_display_name(&def.name, &prepared.label))?;
+    let shown = shepherd_core::label::agent_part(&prepared.def.name, role);
+    broker.read(|herd| herd.check_unique_display_name(&shown, &prepared.label))?;
     broker.read(|herd| herd.check_sheep_room(settings.max_sheep()))?;
     let repo = if params.isolate && prepared.host.is_none() {
         Some(crate::sheep::isolation::probe(&prepared.cwd)?)
@@ -79,7 +91,8 @@ pub(crate) async fn spawn(
     );
     let worktree = match (repo, &prepared.host) {
         (_, Some(host)) if params.isolate => {
-            let name = crate::sheep::isolation::name_for(&def.name, prepared.label.as_str(), &id);
+            let name =
+                crate::sheep::isolation::name_for(&prepared.def.name, prepared.label.as_str(), &id);
             let (remote, cwd) =
                 crate::sheep::remote_sheep::code::create(broker, host, name).await?;
             prepared.cwd = cwd;
@@ -92,7 +105,8 @@ pub(crate) async fn spawn(
             Some(SheepWorktree::made(MadeWorktree::Remote { remote }))
         }
         (Some(repo), _) => {
-            let name = crate::sheep::isolation::name_for(&def.name, prepared.label.as_str(), &id);
+            let name =
+                crate::sheep::isolation::name_for(&prepared.def.name, prepared.label.as_str(), &id);
             let path =
                 crate::sheep::worktree::path_for(&broker.config.dirs.state_dir, &repo, &name);
             let made = crate::sheep::isolation::create(repo, path).await?;
@@ -106,6 +120,7 @@ pub(crate) async fn spawn(
         id: id.clone(),
         agent: prepared.def.name.clone(),
         label: prepared.label.clone(),
+        role,
         backend: prepared.kind,
         runtime: prepared.runtime,
         model: prepared
@@ -166,7 +181,7 @@ pub(crate) async fn spawn(
         agent_id: id,
         agent: prepared.def.name.clone(),
         label: prepared.label.as_str().to_owned(),
-        display_name: shepherd_core::label::display_name(&prepared.def.name, &prepared.label),
+        display_name: shepherd_core::label::display_name(&shown, &prepared.label),
         backend: prepared.kind,
         fieldnote,
         worktree: worktree.as_ref().map(SheepWorktree::place),

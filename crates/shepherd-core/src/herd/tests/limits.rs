@@ -15,6 +15,7 @@ fn spawn_on(h: &mut Harness, label: &str, key: &ProviderKey, cap: Option<u32>) -
         id: id.clone(),
         agent: "worker".into(),
         label: crate::label::validate_label(label).unwrap(),
+        role: None,
         backend: crate::backend::BackendKind::Headless,
         runtime: crate::harness::Runtime::Agent(crate::harness::Harness::ClaudeCode),
         model: None,
