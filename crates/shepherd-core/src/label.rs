@@ -126,6 +126,33 @@ pub fn display_name(agent: &str, label: &Label) -> String {
     }
 }
 
+/// What a sheep Shepherd makes for a task is to the sheep it stands in for. Such a sheep keeps
+/// the user's label (Shepherd never invents one) and carries its role in the agent part of its
+/// display name ([`made_agent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// It took over a task whose provider stayed limited past `fallbackAfterMinutes`.
+    Fallback,
+}
+
+impl Role {
+    /// `fallback`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fallback => "fallback",
+        }
+    }
+}
+
+/// The agent part of the display name of a sheep Shepherd made, from the agent of the sheep it
+/// stands in for, its role and the harness it runs on: `worker (fallback, codex)`, so that a
+/// fallback of `worker: fix-login` on Codex is `worker (fallback, codex): fix-login`. The
+/// label is not touched, so its 64-character limit never stands in the way.
+pub fn made_agent(agent: &str, role: Role, harness: &str) -> String {
+    format!("{agent} ({}, {harness})", role.as_str())
+}
+
 /// A non-empty display name that another sheep of the same herd already has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Duplicate agent label {display_name:?}.")]
@@ -176,6 +203,29 @@ fn describe_char(c: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sheep_shepherd_made_carries_its_role_in_the_agent_part_and_the_user_s_label() {
+        let label = validate_label("fix-login").unwrap();
+        let agent = made_agent("worker", Role::Fallback, "codex");
+        assert_eq!(
+            display_name(&agent, &label),
+            "worker (fallback, codex): fix-login"
+        );
+        assert_eq!(
+            display_name(&agent, &Label::none()),
+            "worker (fallback, codex)"
+        );
+        // The longest label a user may give is still the fallback's label.
+        let longest = validate_label(&"x".repeat(MAX_LABEL_CHARS)).unwrap();
+        assert_eq!(
+            display_name(
+                &made_agent("worker", Role::Fallback, "claude-code"),
+                &longest
+            ),
+            format!("worker (fallback, claude-code): {}", "x".repeat(64))
+        );
+    }
     use proptest::prelude::*;
 
     fn label(raw: &str) -> Label {

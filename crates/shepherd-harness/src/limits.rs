@@ -165,6 +165,10 @@ pub fn provider_key(
         ("", None) => harness.as_str().to_owned(),
         (provider, _) => provider.to_owned(),
     };
+    let credentials = match vars.credentials {
+        [] => crate::needs::provider_key_vars(&provider).unwrap_or_default(),
+        named => named,
+    };
     let endpoint = vars
         .endpoints
         .iter()
@@ -174,8 +178,7 @@ pub fn provider_key(
             None => url,
         })
         .or_else(|| host.map(str::to_owned));
-    let credential = vars
-        .credentials
+    let credential = credentials
         .iter()
         .find_map(|name| var(name).map(|value| (*name, value)));
     ProviderKey::new(
@@ -183,6 +186,29 @@ pub fn provider_key(
         endpoint.as_deref(),
         credential.as_ref().map(|(n, v)| (*n, v.as_str())),
     )
+}
+
+/// The provider `harness` reaches when it has one of its own (`anthropic`, `openai`,
+/// `google`); `None` for pi and opencode, whose provider is their model's.
+pub fn provider_name(harness: Harness) -> Option<&'static str> {
+    Some(provider_vars(harness).provider).filter(|p| !p.is_empty())
+}
+
+/// The variable a sheep on `harness` running `model` (`provider/id` for pi and opencode) reads
+/// its provider's key from: the one of its variables the user has set, else the first. `None`
+/// when it cannot be told (opencode or pi on a provider Shepherd does not know, or no model).
+pub fn key_var(harness: Harness, model: Option<&str>, user: &dyn UserEnv) -> Option<&'static str> {
+    let vars = match provider_vars(harness).credentials {
+        [] => {
+            let (provider, _) = model?.split_once('/')?;
+            crate::needs::provider_key_vars(provider)?
+        }
+        named => named,
+    };
+    vars.iter()
+        .copied()
+        .find(|name| user.var(name).is_some_and(|v| !v.is_empty()))
+        .or_else(|| vars.first().copied())
 }
 
 #[cfg(test)]

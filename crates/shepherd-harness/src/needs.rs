@@ -140,11 +140,11 @@ fn codex_provider(config: &str) -> Option<String> {
         })
 }
 
-/// A pi sheep on `model`: the variables pi reads its provider's key from (pi-ai's
-/// `getApiKeyEnvVars`), or a login for that provider in pi's `auth.json`.
-fn pi(model: &str, user: &dyn UserEnv) -> Option<Credentials> {
-    let (provider, _) = model.split_once('/')?;
-    let vars: &[&'static str] = match provider {
+/// The variables pi (and opencode, which reads the same ones) takes `provider`'s key from
+/// (pi-ai's `getApiKeyEnvVars`), most specific first; `None` for a provider Shepherd does not
+/// know.
+pub(crate) fn provider_key_vars(provider: &str) -> Option<&'static [&'static str]> {
+    Some(match provider {
         "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
         "openai" => &["OPENAI_API_KEY"],
         "google" => &["GEMINI_API_KEY"],
@@ -163,7 +163,14 @@ fn pi(model: &str, user: &dyn UserEnv) -> Option<Credentials> {
         "huggingface" => &["HF_TOKEN"],
         "fireworks" => &["FIREWORKS_API_KEY"],
         _ => return None,
-    };
+    })
+}
+
+/// A pi sheep on `model`: the variables pi reads its provider's key from (pi-ai's
+/// `getApiKeyEnvVars`), or a login for that provider in pi's `auth.json`.
+fn pi(model: &str, user: &dyn UserEnv) -> Option<Credentials> {
+    let (provider, _) = model.split_once('/')?;
+    let vars = provider_key_vars(provider)?;
     let agent_dir = user.dir("PI_CODING_AGENT_DIR", ".pi/agent")?;
     Some(Credentials {
         provider: provider.to_owned(),

@@ -5,45 +5,122 @@
 //! its sheep extension reports pi's `errorMessage` as pi wrote it); the herd decides what a
 //! limit does (`shepherd_core::herd::limits`). The key of a sheep is made at its spawn from the
 //! environment it inherits, so every sheep on one account is held together from its first turn.
+//! A sheep spawned with a `credential` (a fallback onto another account of the same provider)
+//! gets that credential's value under the variable its agent reads its key from, and so a key
+//! of its own; only the variable's name is ever kept or shown.
 
 use shepherd_core::agent_def::AgentDef;
+use shepherd_core::error_code::ErrorCode;
 use shepherd_core::harness::{Harness, Runtime};
 use shepherd_core::herd::limits::LimitWaits;
 use shepherd_core::ids::AgentId;
 use shepherd_core::limit::{LimitSignal, ProviderKey};
 use shepherd_core::protocol::SpawnParams;
-use shepherd_harness::ProcessEnv;
+use shepherd_harness::{ProcessEnv, UserEnv};
 
+use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 
-/// The provider key of a sheep of `def` run by `runtime` (on `host`, when not here); `None`
-/// for a plain command.
+/// The provider key of a sheep of `def` run by `runtime` (on `host`, when not here), spending
+/// the spawn's credential when it names one; `None` for a plain command.
 pub(crate) fn key_for(
     runtime: Runtime,
     def: &AgentDef,
     params: &SpawnParams,
     host: Option<&str>,
-) -> Option<ProviderKey> {
+) -> BrokerResult<Option<ProviderKey>> {
     let Runtime::Agent(harness) = runtime else {
-        return None;
+        return Ok(None);
     };
     let model = def.model_for(
         harness,
         params.model.as_deref(),
         params.parent_model.as_deref(),
     );
-    Some(shepherd_harness::provider_key(
+    let overrides: Vec<(String, String)> =
+        credential_env(runtime, def, params)?.into_iter().collect();
+    Ok(Some(shepherd_harness::provider_key(
         harness,
         model.as_deref(),
         &ProcessEnv,
-        &[],
+        &overrides,
         host,
-    ))
+    )))
+}
+
+/// The provider as people see it, with the account when the spawn named a credential:
+/// `anthropic`, `anthropic, account WORK_ANTHROPIC_KEY`.
+pub(crate) fn provider_name(key: &ProviderKey, params: &SpawnParams) -> String {
+    match &params.credential {
+        Some(credential) => format!("{}, account {}", key.provider(), credential.var),
+        None => key.provider().to_owned(),
+    }
+}
+
+/// The variable and value a sheep spending the spawn's credential starts with: the key held in
+/// the herd's variable `credential.var`, under the variable its agent reads its key from.
+/// `None` without a credential; an error when the variable is not set here, or the agent's key
+/// variable cannot be told.
+pub(crate) fn credential_env(
+    runtime: Runtime,
+    def: &AgentDef,
+    params: &SpawnParams,
+) -> BrokerResult<Option<(String, String)>> {
+    let Some(credential) = &params.credential else {
+        return Ok(None);
+    };
+    let refuse = |why: String| {
+        Err(BrokerError::new(
+            ErrorCode::SpawnFailed,
+            format!("credential {}: {why}", credential.var),
+        ))
+    };
+    let Runtime::Agent(harness) = runtime else {
+        return refuse("a command sheep spends no provider's credential".to_owned());
+    };
+    if params.host.is_some() || def.host.is_some() {
+        return refuse(
+            "a credential is handed only to sheep on this machine, not on a host".to_owned(),
+        );
+    }
+    let model = def.model_for(
+        harness,
+        params.model.as_deref(),
+        params.parent_model.as_deref(),
+    );
+    let into = match &credential.into {
+        Some(into) => into.clone(),
+        None => match shepherd_harness::key_var(harness, model.as_deref(), &ProcessEnv) {
+            Some(var) => var.to_owned(),
+            None => {
+                return refuse(format!(
+                    "which variable {} reads its key from cannot be told for model {}; name it \
+                     with as: in the fallback entry",
+                    harness.title(),
+                    model.as_deref().unwrap_or("(its default)")
+                ));
+            }
+        },
+    };
+    match ProcessEnv
+        .var(&credential.var)
+        .and_then(|value| value.into_string().ok())
+        .filter(|value| !value.is_empty())
+    {
+        Some(value) => Ok(Some((into, value))),
+        None => refuse("the variable is not set in the herd's environment".to_owned()),
+    }
 }
 
 /// What the error that ended `agent_id`'s run means, when it is a limit or a server error (a
-/// fatal error, or one from a sheep that is no coding agent, is `None`: the task fails).
-pub(crate) fn signal_of(broker: &Broker, agent_id: &AgentId, error: &str) -> Option<LimitSignal> {
+/// fatal error, or one from a sheep that is no coding agent, is `None`: the task fails). A
+/// reset its words do not name is the wait the agent's own last retry announced, when it did.
+pub(crate) fn signal_of(
+    broker: &Broker,
+    agent_id: &AgentId,
+    error: &str,
+    retry_after_ms: Option<u64>,
+) -> Option<LimitSignal> {
     let runtime = broker.read(|herd| herd.sheep.get(agent_id).map(|s| s.runtime))?;
     let now = jiff::Timestamp::from_millisecond(broker.clock.now_ms()).ok()?;
     let classified = match runtime {
@@ -51,6 +128,10 @@ pub(crate) fn signal_of(broker: &Broker, agent_id: &AgentId, error: &str) -> Opt
         Runtime::Agent(harness) => shepherd_harness::adapter(harness)?.classify_error(error, now),
         Runtime::Command => return None,
     };
+    let announced = retry_after_ms
+        .and_then(|ms| i64::try_from(ms).ok())
+        .map(shepherd_core::limit::Reset::AfterMs);
+    let classified = classified.or_reset(announced.filter(|_| classified.class.waits()));
     classified.class.waits().then(|| LimitSignal {
         class: classified.class,
         reset_at: classified.reset.map(|r| r.at(now.as_millisecond())),

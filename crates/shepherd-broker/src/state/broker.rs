@@ -117,6 +117,9 @@ pub(crate) struct Broker {
     pub(crate) finalizing: Mutex<std::collections::HashSet<TaskId>>,
     /// Tasks being handed to a fallback right now (never twice at once; see `fallback`).
     pub(crate) falling_back: Mutex<std::collections::HashSet<TaskId>>,
+    /// The waiting tasks a timer will consider for a fallback once they have waited
+    /// `fallbackAfterMinutes`.
+    pub(crate) fallback_timers: Mutex<std::collections::HashSet<TaskId>>,
     /// The links to hosts that run remote sheep.
     pub(crate) remotes: crate::remote::Remotes,
     /// Carries out what commits ask for (see [`Effect`]).
@@ -189,6 +192,7 @@ impl Broker {
             started_at,
             finalizing: Mutex::new(std::collections::HashSet::new()),
             falling_back: Mutex::new(std::collections::HashSet::new()),
+            fallback_timers: Mutex::new(std::collections::HashSet::new()),
             remotes: crate::remote::Remotes::default(),
             effects,
             herd_key: std::sync::OnceLock::new(),

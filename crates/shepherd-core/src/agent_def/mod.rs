@@ -12,6 +12,7 @@
 //! A definition's `extra` keys stay open JSON: frontmatter keys Shepherd does not know, kept so
 //! a definition read and written back loses nothing.
 
+mod fallback;
 mod parse;
 
 use std::collections::BTreeMap;
@@ -326,8 +327,9 @@ pub struct AgentDef {
     pub system_prompt: String,
 }
 
-/// One `fallback:` entry: a harness, and the model it runs (its `models:` entry or the
-/// harness's own default when none is named).
+/// One `fallback:` entry: a harness, the model it runs (its `models:` entry or the harness's
+/// own default when none is named) and, for another account of the same provider, the
+/// credential it spends instead of its usual one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
     /// The coding agent that takes the task over.
@@ -335,6 +337,9 @@ pub struct Fallback {
     /// The model it runs, when named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The credential it spends, when not its harness's usual one (`credential:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<crate::spawn::Credential>,
 }
 
 impl AgentDef {

@@ -21,6 +21,7 @@ fn admit_sheep(
         id: id.clone(),
         agent: "worker".into(),
         label: crate::label::validate_label(label).unwrap(),
+        role: None,
         backend: crate::backend::BackendKind::Headless,
         runtime: crate::harness::Runtime::Agent(crate::harness::Harness::Pi),
         model: None,
@@ -33,6 +34,7 @@ fn admit_sheep(
         recipe: None,
         worktree: None,
         provider_key: None,
+        provider: None,
         turn_cap: None,
     };
     h.run(|tx| admit(tx, new))?;

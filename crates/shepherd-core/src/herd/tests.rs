@@ -59,6 +59,7 @@ impl Harness {
             id: id.clone(),
             agent: agent.into(),
             label: crate::label::validate_label(label).unwrap(),
+            role: None,
             backend: crate::backend::BackendKind::Headless,
             runtime,
             model: None,
@@ -71,6 +72,7 @@ impl Harness {
             recipe: None,
             worktree: None,
             provider_key: None,
+            provider: None,
             turn_cap: None,
         };
         self.run(|tx| admit(tx, new)).unwrap();
@@ -327,6 +329,7 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         id: AgentId::mint("1a2b3c4d", "abcdef0123"),
         agent: "reviewer".into(),
         label: crate::label::validate_label("code review").unwrap(),
+        role: None,
         backend: crate::backend::BackendKind::Headless,
         runtime: crate::harness::Runtime::Command,
         model: None,
@@ -339,6 +342,7 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         recipe: None,
         worktree: None,
         provider_key: None,
+        provider: None,
         turn_cap: None,
     };
     let err = h.run(|tx| admit(tx, dup)).unwrap_err();

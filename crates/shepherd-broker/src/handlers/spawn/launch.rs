@@ -161,7 +161,14 @@ pub(crate) async fn launch(
             return Err(err);
         }
     };
-    let display = display_name(&def.name, &prepared.label);
+    // A sheep Shepherd made for a task carries its role in its name (`worker (fallback, codex)`).
+    let display = broker
+        .read(|herd| {
+            herd.sheep
+                .get(id)
+                .map(shepherd_core::herd::Sheep::display_name)
+        })
+        .unwrap_or_else(|| display_name(&def.name, &prepared.label));
     let caller = params.caller.clone().unwrap_or_default();
     let (caller_pane, tmux_socket) = placement_context(kind, &caller);
     let credential = match crate::state::auth::write_credential(broker, id, &credentials.supervisor)

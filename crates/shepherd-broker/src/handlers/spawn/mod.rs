@@ -36,6 +36,17 @@ pub(crate) async fn spawn(
     params: SpawnParams,
     rid: Option<&str>,
 ) -> BrokerResult<SpawnResult> {
+    spawn_as(broker, params, rid, None).await
+}
+
+/// Runs `spawn` for a sheep Shepherd makes for a task in `role` (a fallback): its display name
+/// carries the role in the agent part and keeps the user's label.
+pub(crate) async fn spawn_as(
+    broker: &Arc<Broker>,
+    params: SpawnParams,
+    rid: Option<&str>,
+    role: Option<shepherd_core::label::Role>,
+) -> BrokerResult<SpawnResult> {
     if let Some(id) =
         rid.and_then(|rid| broker.read(|herd| herd.sheep_by_request(rid).map(|s| s.id.clone())))
     {
@@ -63,7 +74,16 @@ pub(crate) async fn spawn(
     let settings = broker.settings();
     let mut prepared = prepare(broker, &params, None).await?;
     let def = &prepared.def;
-    broker.read(|herd| herd.check_unique_display_name(&def.name, &prepared.label))?;
+    let shown = shepherd_core::herd::shown_agent(&def.name, role, prepared.runtime);
+    broker.read(|herd| herd.check_unique_display_name(&shown, &prepared.label))?;
+    // What the sheep spends: its provider key (a credential of its own makes another one) and
+    // its provider's name, known whether keys are held or not.
+    let key = crate::sheep::provider_limits::key_for(
+        prepared.runtime,
+        &prepared.def,
+        &params,
+        prepared.host.as_deref(),
+    )?;
     broker.read(|herd| herd.check_sheep_room(settings.max_sheep()))?;
     let repo = if params.isolate && prepared.host.is_none() {
         Some(crate::sheep::isolation::probe(&prepared.cwd)?)
@@ -100,6 +120,7 @@ pub(crate) async fn spawn(
         id: id.clone(),
         agent: prepared.def.name.clone(),
         label: prepared.label.clone(),
+        role,
         backend: prepared.kind,
         runtime: prepared.runtime,
         model: prepared
@@ -121,14 +142,11 @@ pub(crate) async fn spawn(
             ..params.clone()
         }),
         worktree: worktree.clone(),
+        provider: key
+            .as_ref()
+            .map(|key| crate::sheep::provider_limits::provider_name(key, &params)),
         // Without holding keys a sheep has none: a limit then holds that sheep alone.
-        provider_key: crate::sheep::provider_limits::key_for(
-            prepared.runtime,
-            &prepared.def,
-            &params,
-            prepared.host.as_deref(),
-        )
-        .filter(|_| settings.hold_provider_keys),
+        provider_key: key.filter(|_| settings.hold_provider_keys),
         turn_cap: settings.max_concurrent_turns(),
     };
     let ready_rx = launch::await_ready(broker, &id);
@@ -160,7 +178,7 @@ pub(crate) async fn spawn(
         agent_id: id,
         agent: prepared.def.name.clone(),
         label: prepared.label.as_str().to_owned(),
-        display_name: shepherd_core::label::display_name(&prepared.def.name, &prepared.label),
+        display_name: shepherd_core::label::display_name(&shown, &prepared.label),
         backend: prepared.kind,
         fieldnote,
         worktree: worktree.as_ref().map(SheepWorktree::place),

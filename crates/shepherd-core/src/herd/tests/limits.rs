@@ -15,6 +15,7 @@ fn spawn_on(h: &mut Harness, label: &str, key: &ProviderKey, cap: Option<u32>) -
         id: id.clone(),
         agent: "worker".into(),
         label: crate::label::validate_label(label).unwrap(),
+        role: None,
         backend: crate::backend::BackendKind::Headless,
         runtime: crate::harness::Runtime::Agent(crate::harness::Harness::ClaudeCode),
         model: None,
@@ -27,6 +28,7 @@ fn spawn_on(h: &mut Harness, label: &str, key: &ProviderKey, cap: Option<u32>) -
         recipe: None,
         worktree: None,
         provider_key: Some(key.clone()),
+        provider: None,
         turn_cap: cap,
     };
     h.run(|tx| admit(tx, new)).unwrap();
@@ -146,7 +148,7 @@ fn a_limited_task_waits_and_its_sheep_is_told_to_continue_at_the_reset() {
 }
 
 #[test]
-fn the_herd_on_one_key_waits_together_and_goes_one_at_a_time() {
+fn the_herd_on_one_key_waits_together_and_the_probe_goes_alone() {
     let mut h = Harness::new();
     let k = key("anthropic");
     let other = key("openai");
@@ -169,24 +171,157 @@ fn the_herd_on_one_key_waits_together_and_goes_one_at_a_time() {
     h.delegate(&o, "four");
     assert_eq!(take(&mut h, &o).len(), 1);
     h.tick(5_000);
-    // The first limited sheep goes first, alone.
+    // The first limited sheep probes, alone.
     assert_eq!(take(&mut h, &a).len(), 1);
     assert!(take(&mut h, &b).is_empty());
     assert!(take(&mut h, &c).is_empty());
     started(&mut h, &a);
-    // Its model answered: the next goes.
+    // Its model answered: the next round, two, goes at once.
     h.run(|tx| usage(tx, &a, crate::budget::Usage::default()));
     assert_eq!(take(&mut h, &b).len(), 1);
-    assert!(take(&mut h, &c).is_empty());
-    // The next one never answers: after the grace the one after it goes anyway.
-    h.tick(crate::herd::limits::PROBE_GRACE_MS);
     assert_eq!(take(&mut h, &c).len(), 1);
     for (id, t) in [(&a, &ta), (&b, &tb), (&c, &tc)] {
         assert_eq!(h.state(t), TaskState::Running);
         h.done(id, None, DoneStatus::Completed, "ok").unwrap();
     }
+    // Nobody of the round answers: after the grace the key opens, there being nobody left.
     h.tick(crate::herd::limits::PROBE_GRACE_MS);
     assert!(h.herd.limiters.is_empty());
+}
+
+#[test]
+fn a_probe_refused_again_lets_nobody_else_go_and_a_hidden_reset_doubles() {
+    let mut h = Harness::new();
+    let k = key("openai");
+    let ids: Vec<AgentId> = (0..4)
+        .map(|n| spawn_on(&mut h, &format!("s{n}"), &k, None))
+        .collect();
+    for id in &ids {
+        h.delegate(id, "work");
+        take(&mut h, id);
+        started(&mut h, id);
+    }
+    // Codex names no reset: the first wait is a guess of two seconds.
+    for id in &ids {
+        limited_run(&mut h, id, ErrorClass::RateLimit, None);
+    }
+    assert_eq!(h.herd.limiters[&k].until, h.now + 2_000);
+    let mut refusals = 0;
+    for guess in [2_000, 4_000, 8_000, 10_000, 10_000] {
+        h.tick(guess - 1);
+        assert!(ids.iter().all(|id| take(&mut h, id).is_empty()), "closed");
+        h.tick(1);
+        // One probe per reset, and only one: the one that has waited longest.
+        let handed: Vec<&AgentId> = ids
+            .iter()
+            .filter(|id| !take(&mut h, id).is_empty())
+            .collect();
+        assert_eq!(
+            handed.len(),
+            1,
+            "the probe alone after {guess} ms: {handed:?}"
+        );
+        let probe = handed[0].clone();
+        started(&mut h, &probe);
+        limited_run(&mut h, &probe, ErrorClass::RateLimit, None);
+        refusals += 1;
+    }
+    assert_eq!(refusals, 5, "one refusal per reset");
+    // The guess doubled up to rateLimitWaitSeconds (10 s here).
+    assert_eq!(h.herd.limiters[&k].until, h.now + 10_000);
+    // A reset the provider names is taken as it is.
+    h.tick(10_000);
+    let probe = ids
+        .iter()
+        .find(|id| !take(&mut h, id).is_empty())
+        .unwrap()
+        .clone();
+    let at = h.now + 1_500;
+    limited_run(&mut h, &probe, ErrorClass::RateLimit, Some(at));
+    assert_eq!(h.herd.limiters[&k].until, h.now + 1_500);
+    assert_eq!(h.herd.limiters[&k].guesses, 0);
+}
+
+#[test]
+fn a_held_herd_comes_back_in_rounds_that_double_and_halve_on_a_refusal() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let ids: Vec<AgentId> = (0..12)
+        .map(|n| spawn_on(&mut h, &format!("s{n}"), &k, None))
+        .collect();
+    for id in &ids {
+        h.delegate(id, "work");
+        take(&mut h, id);
+        started(&mut h, id);
+        let at = h.now + 1_000;
+        limited_run(&mut h, id, ErrorClass::RateLimit, Some(at));
+    }
+    h.tick(1_000);
+    // Each round is let go once every sheep of the last one answered.
+    let round = |h: &mut Harness, from: usize| -> Vec<usize> {
+        (from..ids.len())
+            .filter(|n| !take(h, &ids[*n]).is_empty())
+            .collect()
+    };
+    assert_eq!(round(&mut h, 0), [0], "the probe");
+    h.run(|tx| usage(tx, &ids[0], crate::budget::Usage::default()));
+    assert_eq!(round(&mut h, 1), [1, 2], "then two");
+    h.run(|tx| usage(tx, &ids[1], crate::budget::Usage::default()));
+    assert!(
+        round(&mut h, 3).is_empty(),
+        "not before the whole round answered"
+    );
+    h.run(|tx| usage(tx, &ids[2], crate::budget::Usage::default()));
+    assert_eq!(round(&mut h, 3), [3, 4, 5, 6], "then four");
+    // One of the four is refused: the key closes, and the rounds after the next probe halve.
+    h.run(|tx| usage(tx, &ids[3], crate::budget::Usage::default()));
+    let at = h.now + 1_000;
+    limited_run(&mut h, &ids[4], ErrorClass::RateLimit, Some(at));
+    assert_eq!(h.herd.limiters[&k].batch, 2, "half of the round refused");
+    h.run(|tx| usage(tx, &ids[5], crate::budget::Usage::default()));
+    assert!(round(&mut h, 7).is_empty(), "closed again");
+    h.tick(1_000);
+    assert_eq!(
+        round(&mut h, 4),
+        [7],
+        "the longest waiting probes; the refused one waits last"
+    );
+    h.run(|tx| usage(tx, &ids[7], crate::budget::Usage::default()));
+    assert_eq!(
+        round(&mut h, 4),
+        [8, 9],
+        "a round of two, half of the four refused"
+    );
+}
+
+#[test]
+fn a_round_never_goes_past_the_turn_cap() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let ids: Vec<AgentId> = (0..6)
+        .map(|n| spawn_on(&mut h, &format!("s{n}"), &k, Some(2)))
+        .collect();
+    for id in &ids[..2] {
+        h.delegate(id, "work");
+        take(&mut h, id);
+        started(&mut h, id);
+        let at = h.now + 1_000;
+        limited_run(&mut h, id, ErrorClass::RateLimit, Some(at));
+    }
+    for id in &ids[2..] {
+        h.delegate(id, "queued");
+    }
+    h.tick(1_000);
+    assert_eq!(take(&mut h, &ids[0]).len(), 1);
+    h.run(|tx| usage(tx, &ids[0], crate::budget::Usage::default()));
+    let round = h.herd.limiters[&k].answering.clone();
+    assert_eq!(round.len(), 2, "a round of two, within the cap: {round:?}");
+    // The cap still holds the sheep let go until a turn ends.
+    let handed: usize = ids[1..]
+        .iter()
+        .map(|id| usize::from(!take(&mut h, id).is_empty()))
+        .sum();
+    assert_eq!(handed, 1, "one turn was in flight, so one more may start");
 }
 
 #[test]
@@ -259,17 +394,23 @@ fn a_fatal_error_fails_at_once_and_a_timeout_says_it_was_rate_limited() {
 }
 
 #[test]
-fn server_errors_wait_for_the_sheep_alone_and_fail_after_the_last_try() {
+fn server_errors_wait_for_the_sheep_alone_doubling_and_never_fail_the_task() {
     let mut h = Harness::new();
     let k = key("anthropic");
     let a = spawn_on(&mut h, "a", &k, None);
     let b = spawn_on(&mut h, "b", &k, None);
     let t = h.delegate(&a, "one");
     take(&mut h, &a);
-    let waits = LimitWaits::default();
-    for n in 0..waits.transient_tries {
+    let waits = LimitWaits {
+        limit_ms: 10_000,
+        ..LimitWaits::default()
+    };
+    for (n, wait) in [5_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000]
+        .into_iter()
+        .enumerate()
+    {
         limited_run(&mut h, &a, ErrorClass::Transient, None);
-        assert_eq!(h.state(&t), TaskState::Running);
+        assert_eq!(h.state(&t), TaskState::Running, "try {n}");
         assert!(h.herd.limiters.is_empty(), "a server error holds no key");
         if n == 0 {
             h.delegate(&b, "meanwhile");
@@ -279,13 +420,14 @@ fn server_errors_wait_for_the_sheep_alone_and_fail_after_the_last_try() {
                 "its herd-mate on the key is not held"
             );
         }
-        h.tick((waits.transient_ms << n) - 1);
+        assert_eq!(h.herd.tasks[&t].limit.as_ref().unwrap().until, h.now + wait);
+        h.tick(wait - 1);
         assert!(take(&mut h, &a).is_empty(), "try {n} waits");
         h.tick(1);
         assert_eq!(take(&mut h, &a).len(), 1, "try {n}");
     }
-    limited_run(&mut h, &a, ErrorClass::Transient, None);
-    assert_eq!(h.state(&t), TaskState::Failed);
+    assert_eq!(waits.guess(waits.transient_ms, 3), 10_000);
+    assert_eq!(h.herd.tasks[&t].limit_episodes.len(), 7);
 }
 
 #[test]
@@ -326,10 +468,22 @@ fn a_limit_is_described_with_its_reset_in_local_time_and_its_provider() {
         since: 1_000,
         until: 61_000,
         queued,
+        guessed: false,
     };
     assert_eq!(
         limit(ErrorClass::RateLimit, false).describe(),
         format!("rate-limited until {} (anthropic)", local_clock(61_000))
+    );
+    let guessed = LimitView {
+        guessed: true,
+        ..limit(ErrorClass::RateLimit, false)
+    };
+    assert_eq!(
+        guessed.describe(),
+        format!(
+            "rate-limited, next try at {} (anthropic)",
+            local_clock(61_000)
+        )
     );
     assert_eq!(
         limit(ErrorClass::UsageLimit, true).describe(),
@@ -377,11 +531,15 @@ fn a_lasting_limit_hands_the_task_to_a_fresh_sheep_that_starts_it_again() {
     let reset = h.now + 3 * 60 * MIN;
     limited_run(&mut h, &a, ErrorClass::UsageLimit, Some(reset));
     assert_eq!(
-        h.herd.fallback_due(&a, 15 * MIN),
-        Some(t.clone()),
+        h.herd.fallback_due(&a, 15 * MIN, h.now),
+        Some(fallback::FallbackDue::Now(t.clone())),
         "a usage limit three hours away is past fifteen minutes"
     );
-    assert_eq!(h.herd.fallback_due(&a, 4 * 60 * MIN), None);
+    assert_eq!(
+        h.herd.fallback_due(&a, 4 * 60 * MIN, h.now),
+        Some(fallback::FallbackDue::At(t.clone(), h.now + 4 * 60 * MIN)),
+        "a limit that resets in three hours falls back after four of waiting only"
+    );
     let b = spawn_on(&mut h, "b", &key("openai"), None);
     // A sheep that already has a task cannot take one over.
     let busy = spawn_on(&mut h, "busy", &key("openai"), None);
@@ -422,4 +580,104 @@ fn a_lasting_limit_hands_the_task_to_a_fresh_sheep_that_starts_it_again() {
         .unwrap();
     assert_eq!(take(&mut h, &b).len(), 1);
     assert_eq!(h.state(&t), TaskState::Running);
+}
+
+#[test]
+fn a_limit_the_agent_rode_out_is_an_episode_of_its_task_and_holds_nothing() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "one");
+    take(&mut h, &a);
+    started(&mut h, &a);
+    let ridden = crate::herd::limits::RiddenOut {
+        class: ErrorClass::RateLimit,
+        since: h.now,
+        waited_ms: 4_000,
+        replies: 2,
+    };
+    h.run(|tx| crate::herd::limits::ridden_out(tx, &a, &ridden));
+    let episodes = &h.herd.tasks[&t].limit_episodes;
+    assert_eq!(episodes.len(), 1);
+    assert_eq!(
+        (
+            episodes[0].ended.as_str(),
+            episodes[0].replies,
+            episodes[0].waited_ms
+        ),
+        (crate::herd::limits::RIDDEN_OUT, 2, 4_000)
+    );
+    assert_eq!(episodes[0].provider, "anthropic");
+    assert!(h.herd.limiters.is_empty() && h.herd.tasks[&t].limit.is_none());
+}
+
+#[test]
+fn the_provider_is_named_without_holding_keys() {
+    let mut h = Harness::new();
+    let id = AgentId::mint("1a2b3c4d", &h.unique());
+    let new = NewSheep {
+        id: id.clone(),
+        agent: "worker".into(),
+        label: crate::label::validate_label("alone").unwrap(),
+        role: None,
+        backend: crate::backend::BackendKind::Headless,
+        runtime: crate::harness::Runtime::Agent(crate::harness::Harness::ClaudeCode),
+        model: None,
+        cwd: "/p".into(),
+        token_digest: "d".into(),
+        supervisor_digest: None,
+        request_id: None,
+        max_sheep: None,
+        budget: None,
+        recipe: None,
+        worktree: None,
+        // holdProviderKeys false: no key, but the provider is still known.
+        provider_key: None,
+        provider: Some("anthropic, account WORK_KEY".into()),
+        turn_cap: None,
+    };
+    h.run(|tx| admit(tx, new)).unwrap();
+    h.run(|tx| ready(tx, &id));
+    let t = h.delegate(&id, "one");
+    take(&mut h, &id);
+    limited_run(&mut h, &id, ErrorClass::RateLimit, None);
+    let view = h.herd.limit_view(&t).unwrap();
+    assert_eq!(view.provider, "anthropic, account WORK_KEY");
+    assert!(view.guessed);
+    assert!(h.herd.limiters.is_empty(), "nothing held");
+    assert!(
+        notices(&h)[0]
+            .text
+            .contains("from anthropic, account WORK_KEY"),
+        "{}",
+        notices(&h)[0].text
+    );
+}
+
+#[test]
+fn a_limit_whose_reset_is_a_guess_falls_back_on_the_time_spent_waiting() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "write the thing");
+    take(&mut h, &a);
+    started(&mut h, &a);
+    // Claude Code names no reset: each wait is a guess of seconds, never past the setting.
+    limited_run(&mut h, &a, ErrorClass::RateLimit, None);
+    let since = h.now;
+    assert_eq!(
+        h.herd.fallback_due(&a, MIN, h.now),
+        Some(fallback::FallbackDue::At(t.clone(), since + MIN))
+    );
+    // Probed and refused again and again for a minute: the waiting counts.
+    while h.now < since + MIN {
+        let until = h.herd.limiters[&k].until;
+        h.tick(until - h.now);
+        take(&mut h, &a);
+        limited_run(&mut h, &a, ErrorClass::RateLimit, None);
+    }
+    assert_eq!(
+        h.herd.fallback_due(&a, MIN, h.now),
+        Some(fallback::FallbackDue::Now(t.clone()))
+    );
 }
