@@ -1,7 +1,8 @@
 //! A limit that lasts, with real agents: a Codex sheep whose provider says its usage limit
 //! resets two hours ahead hands its task to a fresh Claude Code sheep, the `fallback:` its
 //! definition names, instead of waiting. The run completes on the fallback, the session holds
-//! both notes, the first linking the second, and nothing is left running.
+//! both notes, the first linking the second, the session reads completed, and nothing is left
+//! running.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -106,7 +107,16 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
         first.contains("### Rate limits") && first.contains("fell back"),
         "the first note records the limit it fell back on: {first}"
     );
+    assert!(
+        first.contains("patient (fallback, claude-code)"),
+        "the fallback is named `<agent> (<role>): <label>`: {first}"
+    );
     assert_eq!(field(second, "status"), Some("completed"), "{second}");
+    let index = std::fs::read_to_string(world.session().join("shepherd.md")).unwrap();
+    assert!(
+        index.contains("- **Status:** completed"),
+        "a task its fallback completed leaves the session completed: {index}"
+    );
     assert!(
         second.contains("### Continues") && second.contains(first_name.as_str()),
         "the second note links back: {second}"
