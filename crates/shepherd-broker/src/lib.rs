@@ -8,7 +8,9 @@
 //! Layout, from the bottom up: one folder per layer, and no layer imports one above it, so no
 //! two of these top-level modules import each other in a cycle (`scripts/module-cycles`
 //! checks it, counting each folder as one module):
-//! - [`paths`]: where a broker lives; [`clock`]: its time source; `error`: its one error type.
+//! - [`paths`]: where a broker lives; [`clock`]: its time source; `error`: its one error type;
+//!   `git`: the one hardened git runner, the isolation layout (a sheep's repository of its own)
+//!   and the checks on what a sheep could have written in a repository.
 //! - `fieldnotes/`: the batched note writer; [`remote`]: SSH links to hosts, the wire and the
 //!   host's side.
 //! - `state/`: the shared state and the commit path (`broker`), which returns the effects a
@@ -37,6 +39,7 @@
 
 mod error;
 mod fieldnotes;
+mod git;
 mod handlers;
 mod land;
 pub mod remote;

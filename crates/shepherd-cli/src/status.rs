@@ -61,12 +61,12 @@ fn status_line(status: &SheepStatus) -> String {
     let limits = status
         .limits
         .map(|limits| match &status.limits_by {
-            Some(by) => format!(" with limits {limits} ({by})"),
-            None => format!(" with limits {limits}"),
+            Some(by) => format!("; limits {limits} ({by})"),
+            None => format!("; limits {limits}"),
         })
         .unwrap_or_default();
     let mut line = format!(
-        "{} {}{host}{sandbox}{limits} [{state}]",
+        "{} {}{host}{sandbox} [{state}]",
         status.agent_id, status.display_name
     );
     if let Some(task) = &status.task {
@@ -84,6 +84,7 @@ fn status_line(status: &SheepStatus) -> String {
     if let Some(error) = &status.error {
         line.push_str(&format!("; {error}"));
     }
+    line.push_str(&limits);
     line
 }
 

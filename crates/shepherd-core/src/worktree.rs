@@ -65,6 +65,10 @@ pub struct RemoteWorktree {
     pub branch: String,
     /// The commit it started from.
     pub base: String,
+    /// The host checkout's object directories, which the worktree (a repository of its own)
+    /// borrows and its sheep's sandbox reads (absent: a worktree of the older, linked layout).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<PathBuf>,
 }
 
 /// The worktree an isolated sheep was given.
@@ -298,6 +302,7 @@ mod tests {
             path: "/srv/p.git-wt/w".into(),
             branch: "shepherd/w".into(),
             base: "abc".into(),
+            objects: vec!["/srv/p/.git/objects".into()],
         };
         let mut record = SheepWorktree::made(MadeWorktree::Remote {
             remote: remote.clone(),

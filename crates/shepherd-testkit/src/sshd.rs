@@ -190,7 +190,7 @@ impl LoopbackHost {
         let path = self.dir.path().join("ssh_config");
         let user = std::env::var("USER")
             .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "root".to_owned());
+            .unwrap_or_else(|_| effective_user_name());
         std::fs::write(
             &path,
             format!(
@@ -210,6 +210,20 @@ impl Drop for LoopbackHost {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The name of the user this process runs as, for an environment that names none (a test run
+/// under `env -i`): the host's server accepts only the user it runs as.
+fn effective_user_name() -> String {
+    Command::new("id")
+        .arg("-un")
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "root".to_owned())
 }
 
 fn keygen(path: &Path) -> io::Result<()> {

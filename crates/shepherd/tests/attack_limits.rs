@@ -234,7 +234,7 @@ fn status_and_the_note_record_the_limits_and_how_they_are_applied() {
     let text = world.run(&["status", &id]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("with limits pids 4096, memory 1 GiB, disk 4 GiB"),
+        text.contains("; limits pids 4096, memory 1 GiB, disk 4 GiB"),
         "{text}"
     );
     let task = world.delegate(&id, "go")["taskId"]

@@ -18,6 +18,9 @@ mod remote_support;
 mod web_support;
 
 mod agents_cli;
+mod attack_git;
+mod attack_git_land;
+mod attack_git_workdir;
 mod attack_limits;
 mod attack_output;
 mod attack_process;

@@ -6,7 +6,8 @@
 //! not know is refused naming the accepted ones; a machine where bubblewrap cannot make a
 //! sandbox refuses the spawn (a bwrap that fails as it does without user namespaces stands in:
 //! that fault cannot be made for real here); a crash inside the sandbox leaves nothing behind;
-//! a `strict` sheep in its own worktree does not see the project outside it, and commits; a
+//! a `strict` sheep in its own worktree does not see the project outside it, and commits (its
+//! branch brought home at close); a
 //! confined sheep in a tmux window keeps its terminal and still does not see the home directory;
 //! with `network: none` nothing but the broker answers; a confined sheep that connects to the
 //! broker socket as its parent is refused (it cannot read the herd's key).
@@ -244,6 +245,8 @@ sleep 60"#;
         done["summary"], "project-hidden committed # project",
         "{done}"
     );
+    // It committed into its own repository; its branch comes home when it is closed.
+    world.json(&["close", &agent]);
     let log = git(&world.project, &["log", "--format=%s", &branch]);
     assert_eq!(log.lines().next(), Some("made"), "{log}");
     assert!(!world.project.join("made.txt").exists());

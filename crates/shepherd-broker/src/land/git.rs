@@ -1,89 +1,36 @@
-//! The git a merge queue runs, each command with a deadline: the merge worktree (detached at
-//! the target, outside every working tree), one merge and what its conflict holds, the check,
-//! and moving the target only from the commit the queue last saw.
+//! The git a merge queue runs, each command through the hardened runner (a deadline, no hook,
+//! no fsmonitor, no diff driver): the merge worktree (a repository of its own detached at the
+//! target and borrowing the project's objects, outside every working tree, so a resolver
+//! confined in it never holds the project's `.git`), one merge and what its conflict holds,
+//! the check, bringing the merge home, and moving the target only from the commit the queue
+//! last saw.
 //!
 //! Nothing here runs in the user's working tree except the one step that keeps it true: when
 //! the target branch is checked out in a clean worktree, moving the branch fast-forwards that
 //! worktree too (a dirty one is refused before anything is merged), so its `HEAD`, index and
 //! files never disagree.
 
-// This module owns the git processes that land branches.
+// The check is the user's own command, run here.
 #![allow(clippy::disallowed_types)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// How long one git command may take.
-const GIT_DEADLINE: Duration = Duration::from_secs(120);
+use shepherd_core::worktree::Repo;
+
+use crate::git::Git;
+use crate::git::GitError;
+use crate::git::own_repo::{self, Borrowed};
+
 /// The longest stretch of conflicting hunks a report carries.
 const MAX_HUNKS: usize = 8 * 1024;
 /// The end of a failing check's output a report carries.
 const CHECK_TAIL: usize = 4 * 1024;
 
-/// A git command that did not do its work, or could not run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("git {args}: {message}")]
-pub(crate) struct GitFailure {
-    /// The arguments, as typed.
-    pub(crate) args: String,
-    /// Its first line of complaint (or why it could not run).
-    pub(crate) message: String,
-}
-
-/// What a finished git command printed, and whether it succeeded.
-struct Ran {
-    success: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(
-    dir: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-    deadline: Duration,
-) -> Result<Ran, GitFailure> {
-    let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .envs(env.iter().copied());
-    let out = shepherd_term::process::run_with_deadline(&mut command, Instant::now() + deadline)
-        .map_err(|err| GitFailure {
-            args: args.join(" "),
-            message: err.to_string(),
-        })?;
-    Ok(Ran {
-        success: out.success,
-        stdout: out.stdout,
-        stderr: out.stderr,
-    })
-}
-
 /// `git` in `dir`: its output, or its first line of complaint.
-pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, GitFailure> {
-    let ran = run(dir, args, &[], GIT_DEADLINE)?;
-    if ran.success {
-        Ok(ran.stdout.trim_end().to_owned())
-    } else {
-        Err(GitFailure {
-            args: args.join(" "),
-            message: first_line(&ran.stderr),
-        })
-    }
-}
-
-fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("no message")
-        .to_owned()
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    crate::git::git(dir, args)
 }
 
 /// The commit `name` points at, if it exists.
@@ -100,17 +47,22 @@ pub(crate) fn resolve(repo: &Path, name: &str) -> Option<String> {
     .ok()
 }
 
-/// The identity a merge commit is made with when the user configured none.
-fn identity(repo: &Path) -> Vec<(&'static str, &'static str)> {
-    if git(repo, &["config", "user.email"]).is_ok() {
-        return Vec::new();
+/// The identity a merge commit is made with: the project's (a merge worktree reads none of its
+/// configuration), else Shepherd's.
+fn identity(repo: &Path) -> Vec<(&'static str, String)> {
+    let project = |key: &str| git(repo, &["config", key]).ok().filter(|v| !v.is_empty());
+    match (project("user.name"), project("user.email")) {
+        (Some(name), Some(email)) => vec![
+            ("GIT_AUTHOR_NAME", name.clone()),
+            ("GIT_AUTHOR_EMAIL", email.clone()),
+            ("GIT_COMMITTER_NAME", name),
+            ("GIT_COMMITTER_EMAIL", email),
+        ],
+        _ => crate::sheep::worktree::IDENTITY
+            .iter()
+            .map(|(key, value)| (*key, (*value).to_owned()))
+            .collect(),
     }
-    vec![
-        ("GIT_AUTHOR_NAME", "Shepherd"),
-        ("GIT_AUTHOR_EMAIL", "shepherd@localhost"),
-        ("GIT_COMMITTER_NAME", "Shepherd"),
-        ("GIT_COMMITTER_EMAIL", "shepherd@localhost"),
-    ]
 }
 
 /// A worktree checked out on a branch, as `git worktree list` sees it.
@@ -120,7 +72,7 @@ pub(crate) struct CheckedOut {
 }
 
 /// The worktree that has `branch` checked out, if one does.
-pub(crate) fn checked_out(repo: &Path, branch: &str) -> Result<Option<CheckedOut>, GitFailure> {
+pub(crate) fn checked_out(repo: &Path, branch: &str) -> Result<Option<CheckedOut>, GitError> {
     let listed = git(repo, &["worktree", "list", "--porcelain"])?;
     let wanted = format!("branch refs/heads/{branch}");
     let mut path = None;
@@ -139,67 +91,75 @@ pub(crate) fn checked_out(repo: &Path, branch: &str) -> Result<Option<CheckedOut
 /// Whether the worktree at `path` has uncommitted changes to tracked files. Untracked files
 /// (the fieldnotes folder among them) do not count: a fast-forward keeps them, and refuses by
 /// itself, naming it, should one stand where a landed file goes.
-pub(crate) fn dirty(path: &Path) -> Result<bool, GitFailure> {
+pub(crate) fn dirty(path: &Path) -> Result<bool, GitError> {
     let status = git(path, &["status", "--porcelain", "--untracked-files=no"])?;
     Ok(!status.trim().is_empty())
 }
 
-/// A worktree made for merging: detached at the target's tip, outside every working tree.
+/// A worktree made for merging: a repository of its own, detached at the target's tip,
+/// outside every working tree.
 #[derive(Debug)]
 pub(crate) struct MergeWorktree {
-    repo: PathBuf,
+    repo: Repo,
     pub(crate) path: PathBuf,
 }
 
 impl MergeWorktree {
     /// Makes it at `path`, detached at `tip`.
-    pub(crate) fn make(repo: &Path, path: PathBuf, tip: &str) -> Result<Self, GitFailure> {
-        if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent).map_err(|err| GitFailure {
-                args: "worktree add".to_owned(),
-                message: err.to_string(),
-            })?;
-        }
-        let shown = path.display().to_string();
-        git(repo, &["worktree", "add", "--detach", &shown, tip])?;
+    pub(crate) fn make(repo: &Repo, path: PathBuf, tip: &str) -> Result<Self, GitError> {
+        crate::sheep::worktree::create_detached(repo, &path, tip)?;
         Ok(Self {
-            repo: repo.to_path_buf(),
+            repo: repo.clone(),
             path,
         })
     }
 
-    /// Its `HEAD`.
-    pub(crate) fn head(&self) -> Result<String, GitFailure> {
-        git(&self.path, &["rev-parse", "HEAD"])
+    /// git in it.
+    fn git(&self) -> Git {
+        Git::own(&self.path)
     }
 
-    /// Merges `landing` (a commit-ish) with a merge commit saying what landed. `Ok(None)`: it
-    /// merged; `Ok(Some(conflict))`: it stopped on conflicts, left for a resolver or
-    /// [`MergeWorktree::abort`].
+    /// git in it, committing as the project's identity.
+    fn committing(&self) -> Git {
+        identity(&self.repo.top)
+            .into_iter()
+            .fold(self.git(), |git, (key, value)| git.env(key, value))
+    }
+
+    /// Puts its `.git` back to what Shepherd made, after a resolver (a sheep) worked in it, so
+    /// nothing it configured runs in the git that follows (merge state and objects stay).
+    pub(crate) fn sanitise(&self) -> Result<(), GitError> {
+        own_repo::sanitise(&self.path, &Borrowed::from(&self.repo.common_dir)?)
+    }
+
+    /// Its `HEAD`.
+    pub(crate) fn head(&self) -> Result<String, GitError> {
+        self.git().run(&["rev-parse", "HEAD"])
+    }
+
+    /// Merges `landing` (a commit of the project's) with a merge commit saying what landed.
+    /// `Ok(None)`: it merged; `Ok(Some(conflict))`: it stopped on conflicts, left for a
+    /// resolver or [`MergeWorktree::abort`].
     pub(crate) fn merge(
         &self,
         landing: &str,
         message: &str,
-    ) -> Result<Option<shepherd_core::land::ConflictView>, GitFailure> {
-        let env = identity(&self.repo);
-        let ran = run(
-            &self.path,
-            &["merge", "--no-ff", "--no-edit", "-m", message, landing],
-            &env,
-            GIT_DEADLINE,
-        )?;
+    ) -> Result<Option<shepherd_core::land::ConflictView>, GitError> {
+        let ran =
+            self.committing()
+                .output(&["merge", "--no-ff", "--no-edit", "-m", message, landing])?;
         if ran.success {
             return Ok(None);
         }
         let conflicted = self.unmerged()?;
         if conflicted.is_empty() {
             // It failed for another reason: say it.
-            return Err(GitFailure {
+            return Err(GitError::Failed {
                 args: format!("merge {landing}"),
-                message: first_line(&format!("{}\n{}", ran.stderr, ran.stdout)),
+                message: ran.complaint(),
             });
         }
-        let mut hunks = git(&self.path, &["diff", "--no-color"]).unwrap_or_default();
+        let mut hunks = self.git().run(&["diff", "--no-color"]).unwrap_or_default();
         if hunks.len() > MAX_HUNKS {
             let mut cut = MAX_HUNKS;
             while !hunks.is_char_boundary(cut) {
@@ -215,8 +175,10 @@ impl MergeWorktree {
     }
 
     /// The files still unmerged.
-    pub(crate) fn unmerged(&self) -> Result<Vec<String>, GitFailure> {
-        let listed = git(&self.path, &["diff", "--name-only", "--diff-filter=U"])?;
+    pub(crate) fn unmerged(&self) -> Result<Vec<String>, GitError> {
+        let listed = self
+            .git()
+            .run(&["diff", "--name-only", "--diff-filter=U"])?;
         Ok(listed
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -226,37 +188,36 @@ impl MergeWorktree {
 
     /// Whether a merge is under way (its commit not made yet).
     pub(crate) fn merging(&self) -> bool {
-        git(
-            &self.path,
-            &["rev-parse", "--verify", "--quiet", "MERGE_HEAD"],
-        )
-        .is_ok()
+        self.git()
+            .run(&["rev-parse", "--verify", "--quiet", "MERGE_HEAD"])
+            .is_ok()
     }
 
     /// Makes the merge commit a resolver left staged but uncommitted.
-    pub(crate) fn conclude(&self) -> Result<(), GitFailure> {
-        let env = identity(&self.repo);
-        let ran = run(&self.path, &["commit", "--no-edit"], &env, GIT_DEADLINE)?;
+    pub(crate) fn conclude(&self) -> Result<(), GitError> {
+        let ran = self.committing().output(&["commit", "--no-edit"])?;
         if ran.success {
             Ok(())
         } else {
-            Err(GitFailure {
+            Err(GitError::Failed {
                 args: "commit --no-edit".to_owned(),
-                message: first_line(&format!("{}\n{}", ran.stderr, ran.stdout)),
+                message: ran.complaint(),
             })
         }
     }
 
     /// Gives up the merge under way.
     pub(crate) fn abort(&self) {
-        let _aborted = git(&self.path, &["merge", "--abort"]);
+        let _aborted = self.git().run(&["merge", "--abort"]);
     }
 
     /// Goes back to `commit`, dropping everything since.
-    pub(crate) fn reset(&self, commit: &str) -> Result<(), GitFailure> {
+    pub(crate) fn reset(&self, commit: &str) -> Result<(), GitError> {
         self.abort();
-        git(&self.path, &["reset", "--hard", "--quiet", commit]).map(drop)?;
-        git(&self.path, &["clean", "-fdq"]).map(drop)
+        self.git()
+            .run(&["reset", "--hard", "--quiet", commit])
+            .map(drop)?;
+        self.git().run(&["clean", "-fdq"]).map(drop)
     }
 
     /// Runs the check (`sh -c`) here within `limit`: `Ok(())` when it passes, else the end of
@@ -289,10 +250,28 @@ impl MergeWorktree {
         Err(format!("{status}: {}", said[start..].trim()))
     }
 
-    /// Removes it.
+    /// Brings its `HEAD` (the merges made here) into the project's repository, under
+    /// `refs/shepherd/landing/<its name>` until the target moves; returns the commit.
+    pub(crate) fn bring_home(&self) -> Result<String, GitError> {
+        let head = self.head()?;
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let refspec = format!("+HEAD:refs/shepherd/landing/{name}");
+        own_repo::fetch(&self.repo.top, &self.path, &refspec)?;
+        Ok(head)
+    }
+
+    /// Removes it, and the ref its merges were brought home under.
     pub(crate) fn remove(self) {
-        let shown = self.path.display().to_string();
-        let _removed = git(&self.repo, &["worktree", "remove", "--force", &shown]);
+        if let Some(name) = self.path.file_name() {
+            let landing = format!("refs/shepherd/landing/{}", name.to_string_lossy());
+            let _gone = git(&self.repo.top, &["update-ref", "-d", &landing]);
+        }
+        // A directory of Shepherd's; `remove_dir_all` never follows a link out of it.
+        let _removed = fs_err::remove_dir_all(&self.path);
     }
 }
 

@@ -210,7 +210,8 @@ async fn land(
         let (repo, tip) = (planned.repo.clone(), tip.clone());
         let (state_dir, merge_id) = (broker.config.dirs.state_dir.clone(), view.merge_id.clone());
         blocking(move || {
-            let path = crate::sheep::worktree::path_for(&state_dir, &repo_of(&repo), &merge_id);
+            let repo = repo_of(&repo);
+            let path = crate::sheep::worktree::path_for(&state_dir, &repo, &merge_id);
             MergeWorktree::make(&repo, path, &tip)
         })
         .await
@@ -280,19 +281,15 @@ async fn step(
 ) -> Step {
     let merged = {
         let (worktree, candidate, tip) = (worktree.clone(), candidate.clone(), tip.to_owned());
+        let repo = planned.repo.clone();
         blocking(
             move || -> Result<Option<shepherd_core::land::ConflictView>, String> {
-                let commit = git::resolve(worktree.path.as_path(), &candidate.landing_ref)
-                    .ok_or_else(|| {
-                        format!("{} does not exist (any more)", candidate.landing_ref)
-                    })?;
+                // What lands is the project's ref; the merge worktree borrows its objects.
+                let commit = git::resolve(&repo, &candidate.landing_ref).ok_or_else(|| {
+                    format!("{} does not exist (any more)", candidate.landing_ref)
+                })?;
                 // A branch the target holds already landed before.
-                if git::git(
-                    &worktree.path,
-                    &["merge-base", "--is-ancestor", &commit, &tip],
-                )
-                .is_ok()
-                {
+                if git::git(&repo, &["merge-base", "--is-ancestor", &commit, &tip]).is_ok() {
                     return Ok(None);
                 }
                 let message = match &candidate.owner {
@@ -338,9 +335,21 @@ async fn step(
                 caller: params.caller.clone(),
             };
             let resolved = super::resolver::resolve(broker, &context).await;
+            if !resolved.closed {
+                // Its sheep may still be at work in the merge worktree: no git runs there.
+                landing.resolver = Some(resolved.view);
+                landing.state = BranchState::Conflict;
+                let why = "the resolver could not be closed, so its work is not trusted".to_owned();
+                landing.why = Some(why.clone());
+                return Step::Stop(format!(
+                    "the queue stopped at an unresolved conflict ({why})"
+                ));
+            }
             let concluded = {
                 let worktree = worktree.clone();
                 blocking(move || -> Result<(), String> {
+                    // Nothing the resolver configured there runs in the git that follows.
+                    worktree.sanitise().map_err(|e| e.to_string())?;
                     let left = worktree.unmerged().map_err(|e| e.to_string())?;
                     if !left.is_empty() {
                         return Err(format!("conflicts are left in {}", left.join(", ")));
@@ -403,6 +412,7 @@ async fn step(
         blocking(move || -> Result<String, String> {
             let new = worktree.head().map_err(|e| e.to_string())?;
             if new != tip {
+                worktree.bring_home().map_err(|e| e.to_string())?;
                 git::advance(&planned.repo, &planned.target, &tip, &new)?;
             }
             Ok(new)

@@ -35,10 +35,12 @@ pub(super) struct Conflict {
     pub(super) caller: Option<CallerContext>,
 }
 
-/// What became of the resolver: its view, and why it never got to work when it did not.
+/// What became of the resolver: its view, why it never got to work when it did not, and
+/// whether its sheep was closed (its processes gone from the merge worktree).
 pub(super) struct Resolved {
     pub(super) view: ResolverView,
     pub(super) failure: Option<String>,
+    pub(super) closed: bool,
 }
 
 /// The resolver's task.
@@ -54,7 +56,7 @@ fn task_text(conflict: &Conflict) -> String {
         .map(|check| format!("\n\nThen run the check, which must pass: `{check}`."))
         .unwrap_or_default();
     format!(
-        "Resolve a merge conflict. This directory is a git worktree of `{target}` in the middle of \
+        "Resolve a merge conflict. This directory is a git repository at `{target}` in the middle of \
          merging `{branch}`{whose} into it, and the merge stopped with conflicts in: {files}.\n\n\
          Edit those files so that both sides' intent is kept (the `{target}` side is ours, \
          `{branch}` is theirs), remove every conflict marker, `git add` them and make the merge \
@@ -75,6 +77,8 @@ pub(super) async fn resolve(broker: &Arc<Broker>, conflict: &Conflict) -> Resolv
     let failed = |view: ResolverView, why: String| Resolved {
         view,
         failure: Some(why),
+        // Nothing was started, or its spawn failed and was cleaned up.
+        closed: true,
     };
     let short = conflict
         .branch
@@ -141,11 +145,16 @@ pub(super) async fn resolve(broker: &Arc<Broker>, conflict: &Conflict) -> Resolv
         id: spawned.agent_id.to_string(),
         keep_pane: false,
     };
-    if let Err(err) = crate::handlers::close::close(broker, close).await {
-        tracing::warn!("closing the resolver {}: {err}", spawned.agent_id);
-    }
+    let closed = match crate::handlers::close::close(broker, close).await {
+        Ok(_) => true,
+        Err(err) => {
+            tracing::warn!("closing the resolver {}: {err}", spawned.agent_id);
+            false
+        }
+    };
     Resolved {
         view,
         failure: outcome,
+        closed,
     }
 }

@@ -5,9 +5,6 @@
 //! broker would use this machine's. Nothing here starts a broker or listens anywhere: the
 //! broker on the parent's machine decides, this side only carries out.
 
-// The host's side runs git for an isolated sheep's branch.
-#![allow(clippy::disallowed_types)]
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,9 +15,8 @@ use shepherd_core::protocol::PROTOCOL_VERSION;
 use shepherd_term::{Backend, Presence};
 
 use super::ops::{
-    AgentReply, AgentRequest, BranchAction, BranchReply, BranchRequest, CloseRequest, FileRead,
-    FilesReply, FilesRequest, HelloReply, HelloRequest, LaunchRequest, PresenceReply,
-    PresenceRequest, ReadRequest, name,
+    AgentReply, AgentRequest, CloseRequest, FileRead, FilesReply, FilesRequest, HelloReply,
+    HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name,
 };
 
 /// Why an op failed, in one line for the broker to show.
@@ -58,7 +54,9 @@ pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpEr
         name::CLOSE => serde_json::to_value(close(&parse(op, input)?, dirs)?),
         name::PRESENCE => serde_json::to_value(presence(&parse(op, input)?)),
         name::FILES => serde_json::to_value(files(parse(op, input)?)?),
-        name::BRANCH => serde_json::to_value(branch(&parse(op, input)?, dirs)?),
+        name::BRANCH => serde_json::to_value(
+            super::host_branch::branch(&parse(op, input)?, dirs).map_err(HostOpError::Failed)?,
+        ),
         name::AGENT => serde_json::to_value(agent(parse(op, input)?)?),
         other => return Err(HostOpError::UnknownOp(other.to_owned())),
     };
@@ -294,113 +292,6 @@ fn files(request: FilesRequest) -> Result<FilesReply, HostOpError> {
         });
     }
     Ok(reply)
-}
-
-fn git(repo: &Path, args: &[&str]) -> Result<String, HostOpError> {
-    let mut command = std::process::Command::new("git");
-    command.arg("-C").arg(repo).args(args);
-    let out = shepherd_term::process::run_with_deadline(
-        &mut command,
-        Instant::now() + Duration::from_secs(60),
-    )
-    .map_err(|err| failed(&format!("git {}", args.join(" ")), err))?;
-    if out.success {
-        Ok(out.stdout.trim().to_owned())
-    } else {
-        Err(failed(
-            &format!("git {}", args.join(" ")),
-            out.stderr.trim(),
-        ))
-    }
-}
-
-fn branch(request: &BranchRequest, dirs: &UserDirs) -> Result<BranchReply, HostOpError> {
-    // Two sheep of one run get their worktrees at once: git's own config lock would refuse the
-    // second, so branch steps on this host take turns.
-    crate::paths::ensure_private_dir(&dirs.runtime_dir)
-        .map_err(|err| failed("making the runtime directory", err))?;
-    let _turn = shepherd_fs::lock_exclusive(
-        &dirs.runtime_dir.join("branch.lock"),
-        Duration::from_secs(60),
-    )
-    .map_err(|err| failed("waiting for another branch step", err))?;
-    // Outside the host's checkout, under the host user's state directory; a worktree made
-    // before worktrees moved there is found where it was.
-    let earlier = request
-        .repo
-        .join(".shepherd")
-        .join("worktrees")
-        .join(&request.name);
-    let worktree = if earlier.is_dir() {
-        earlier
-    } else {
-        host_worktree_path(&dirs.state_dir, &request.repo, &request.name)
-    };
-    if let Some(parent) = worktree.parent() {
-        fs_err::create_dir_all(parent)
-            .map_err(|err| failed("making the worktrees directory", err))?;
-    }
-    let branch = format!("shepherd/{}", request.name);
-    let base_key = format!("branch.{branch}.shepherdBase");
-    if request.action == BranchAction::Create {
-        let base = git(&request.repo, &["rev-parse", "HEAD"])?;
-        let path = worktree.display().to_string();
-        git(
-            &request.repo,
-            &["worktree", "add", "-b", &branch, &path, &base],
-        )?;
-        git(&request.repo, &["config", &base_key, &base])?;
-    }
-    let base = git(&request.repo, &["config", &base_key])?;
-    let head = git(&request.repo, &["rev-parse", &branch])?;
-    let commits = git(
-        &request.repo,
-        &[
-            "log",
-            "--reverse",
-            "--format=%h %s",
-            &format!("{base}..{branch}"),
-        ],
-    )?
-    .lines()
-    .filter(|line| !line.trim().is_empty())
-    .map(str::to_owned)
-    .collect();
-    let dirty = worktree.is_dir()
-        && !git(
-            &worktree,
-            &["status", "--porcelain", "--untracked-files=all"],
-        )?
-        .is_empty();
-    if request.action == BranchAction::Remove && !dirty {
-        let path = worktree.display().to_string();
-        git(&request.repo, &["worktree", "remove", &path])?;
-        git(&request.repo, &["branch", "-D", &branch])?;
-        let _unset = git(&request.repo, &["config", "--unset", &base_key]);
-    }
-    Ok(BranchReply {
-        worktree,
-        base,
-        head,
-        commits,
-        dirty,
-    })
-}
-
-/// Where the worktree `name` of the host's checkout `repo` goes: under the host user's state
-/// directory, in a folder of that checkout's.
-fn host_worktree_path(state_dir: &Path, repo: &Path, name: &str) -> PathBuf {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(repo.to_string_lossy().as_bytes());
-    let named = repo
-        .file_name()
-        .map(|n| shepherd_core::slug::slugify(&n.to_string_lossy(), 24))
-        .filter(|slug| !slug.is_empty())
-        .unwrap_or_else(|| "repo".to_owned());
-    state_dir
-        .join("worktrees")
-        .join(format!("{named}-{}", &hex::encode(digest)[..12]))
-        .join(name)
 }
 
 fn agent(request: AgentRequest) -> Result<AgentReply, HostOpError> {

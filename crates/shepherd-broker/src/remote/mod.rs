@@ -8,7 +8,8 @@
 //! `ssh` process, so no process-ancestry check could tell who is really on the other end).
 //!
 //! A remote sheep is an ordinary sheep whose backend is a `RemoteBackend`: the host's
-//! own tmux, Herdr or headless backend, driven by the host's `shepherd` ([`host`] is that side).
+//! own tmux, Herdr or headless backend, driven by the host's `shepherd` ([`host`] is that side,
+//! `host_branch` its isolated sheep's worktrees).
 //! Its notes stay on this machine: the host gets a copy of the session to read and of the
 //! sheep's note to write, and what the sheep writes comes back into the parent's note.
 //!
@@ -19,6 +20,7 @@
 
 pub(crate) mod backend;
 pub mod host;
+mod host_branch;
 pub(crate) mod link;
 pub mod ops;
 

@@ -210,8 +210,8 @@ pub struct FileRead {
     pub content: Option<String>,
 }
 
-/// `branch`: make (or inspect) an isolated remote sheep's own branch and worktree in the
-/// host's checkout.
+/// `branch`: make (or inspect) an isolated remote sheep's own branch and worktree, a
+/// repository of its own borrowing the host checkout's objects.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BranchRequest {
@@ -221,6 +221,10 @@ pub struct BranchRequest {
     pub name: String,
     /// What to do.
     pub action: BranchAction,
+    /// The commit the branch started from, as the broker recorded it (absent from an older
+    /// broker: the host's record of a worktree of the older layout is read instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 /// What `branch` does.
@@ -249,6 +253,14 @@ pub struct BranchReply {
     pub commits: Vec<String>,
     /// Whether the worktree has uncommitted changes.
     pub dirty: bool,
+    /// The checkout's object directories the worktree borrows (absent: a worktree of the
+    /// older, linked layout, or an older host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<PathBuf>,
+    /// The repository its branch is fetched from: the worktree itself, once sanitised
+    /// (absent: the checkout, which holds a linked worktree's branch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_from: Option<PathBuf>,
 }
 
 /// `agent`: compose another coding agent's sheep on the host — its program found there, its

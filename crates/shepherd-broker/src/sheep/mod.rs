@@ -8,7 +8,9 @@
 //! and `provider_limits` (the provider key a new sheep spends, what the error ending its run
 //! means). Where it runs: `launch_record` (its journaled launch record), `supervisor_link`
 //! (the push line to its supervisor), `herdr_link` (Herdr joined on first use), `worktree`
-//! and `isolation` (its own git worktree), `sandbox` (what a confined sheep may see and reach), `limits` (the resources it may use) and `remote_sheep` (a sheep on a host: the link,
+//! (a repository of its own per isolated sheep, and what of git a sandbox holds) and
+//! `isolation` (its own worktree), `sandbox` (what a confined sheep may see and reach),
+//! `limits` (the resources it may use) and `remote_sheep` (a sheep on a host: the link,
 //! its backend, notes, code and pi). What it leaves: `pi` and `telemetry` (a pi run's last
 //! words and cost), `notes` (a settled task's note as the herd sees it), `printed`,
 //! `live_usage` and `transcript` (what the herd view and `read` show of it).

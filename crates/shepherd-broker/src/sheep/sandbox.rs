@@ -22,6 +22,7 @@ use shepherd_core::settings::EffectiveSettings;
 use shepherd_core::spawn::SpawnParams;
 
 use crate::error::{BrokerError, BrokerResult};
+use crate::sheep::worktree::GitBinds;
 use crate::state::broker::Broker;
 
 /// The sandbox a spawn runs its sheep in: the user's setting is a floor that only the user's
@@ -81,12 +82,13 @@ const GUARDED: [&str; 11] = [
 ];
 
 /// The supervisor's options that confine the sheep `id`, working in `cwd`; none when it is not
-/// confined. `program` is another coding agent's binary, which the sheep's driver starts inside.
+/// confined. `program` is another coding agent's binary, which the sheep's driver starts inside;
+/// `git` is what of git its sandbox holds (`sheep::worktree::sandbox_binds`).
 pub(crate) fn supervisor_args(
     broker: &Broker,
     id: &AgentId,
     (sandbox, def, runtime): (Sandbox, &AgentDef, Runtime),
-    (cwd, program): (&Path, Option<&Path>),
+    (cwd, program, git): (&Path, Option<&Path>, &GitBinds),
     remote: bool,
 ) -> BrokerResult<Vec<String>> {
     if !sandbox.is_on() {
@@ -114,8 +116,13 @@ pub(crate) fn supervisor_args(
         let sessions = project.join(shepherd_core::fieldnotes::SESSIONS_RELATIVE);
         real_directory(project, &sessions)?;
         add("--sandbox-write", &sessions);
-        for guarded in guarded_in(cwd) {
-            add("--sandbox-read", &guarded);
+        // In a repository of its own (isolated) a sheep's changes land only through the merge
+        // queue, reviewed: there it may change them too.
+        let isolated = cwd.starts_with(broker.config.dirs.state_dir.join("worktrees"));
+        if !isolated {
+            for guarded in guarded_in(cwd) {
+                add("--sandbox-read", &guarded);
+            }
         }
         let (read, write) = state_dirs(broker, id, runtime);
         for path in read {
@@ -134,6 +141,15 @@ pub(crate) fn supervisor_args(
         if let Some(program) = program {
             add("--sandbox-program", program);
         }
+    }
+    // Git is bound as the broker says, never as a `.git` in the working directory says: the
+    // sheep's own worktree and the project's objects (read-only) when it is isolated, else its
+    // `.git` read-only (a later, deeper bind wins over the writable working directory).
+    for path in &git.write {
+        add("--sandbox-write", path);
+    }
+    for path in &git.read {
+        add("--sandbox-read", path);
     }
     if def.network == Network::Model {
         for endpoint in model_endpoints(broker, runtime) {

@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 const MAX_DEPTH: usize = 4;
 /// How much of a script is read for the paths it names.
 const SCRIPT_HEAD: usize = 64 * 1024;
+/// How many slashes of one script's text are looked at for paths it names.
+const MAX_NAMED: usize = 512;
 
 /// Directories under `$HOME` that hold a person's secrets or state: never bound whole, even as
 /// the install root of a script found inside them.
@@ -135,6 +137,11 @@ impl Walk<'_> {
                 self.bind_dir(root);
             }
         }
+        // A script inside a `node_modules` tree brings its whole package already; its text
+        // (minified JavaScript, full of slashes) names nothing more worth following.
+        if outermost_node_modules(&real).is_some() {
+            return;
+        }
         let Some(text) = script_head(&real) else {
             return;
         };
@@ -239,7 +246,8 @@ fn named_paths(text: &str, home: Option<&Path>, roots: &[PathBuf]) -> Vec<PathBu
             found.push(path);
         }
     };
-    for (start, _) in text.match_indices('/') {
+    // A wrapper names a handful of paths near its top: only the first slashes are looked at.
+    for (start, _) in text.match_indices('/').take(MAX_NAMED) {
         let before = &text[..start];
         let rest: String = text[start + 1..]
             .chars()

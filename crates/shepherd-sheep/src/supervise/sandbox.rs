@@ -155,8 +155,9 @@ pub(super) fn bwrap_command(
     );
     mounts.extend(args.sandbox_read.iter().cloned().map(Mount::ReadOnly));
     mounts.extend(args.sandbox_write.iter().cloned().map(Mount::Writable));
+    // Nothing git-related is read from the working directory (a `.git` file there is the
+    // sheep's to write): the broker, which made any worktree, names what of git to bind.
     mounts.push(Mount::Writable(around.cwd.to_owned()));
-    mounts.extend(git_common_dir(around.cwd).map(Mount::Writable));
     mounts.push(Mount::Writable(around.socket.to_owned()));
     // A parent is mounted before what lies inside it, so the inner mount is the one that counts.
     mounts.sort_by_key(|mount| mount.path().components().count());
@@ -198,20 +199,6 @@ pub(super) fn bwrap_command(
     argv.push("--".to_owned());
     argv.extend(program.iter().cloned());
     argv
-}
-
-/// The repository's shared git directory when `cwd` is a linked worktree (its `.git` is a
-/// file naming `<repo>/.git/worktrees/<name>`): committing there writes objects and refs in it.
-fn git_common_dir(cwd: &Path) -> Option<PathBuf> {
-    let pointer = fs_err::read_to_string(cwd.join(".git")).ok()?;
-    let gitdir = PathBuf::from(pointer.trim().strip_prefix("gitdir:")?.trim());
-    let gitdir = if gitdir.is_absolute() {
-        gitdir
-    } else {
-        cwd.join(gitdir)
-    };
-    let worktrees = gitdir.parent()?;
-    (worktrees.file_name()? == "worktrees").then(|| worktrees.parent().map(Path::to_owned))?
 }
 
 fn shown(path: &Path) -> String {
@@ -284,6 +271,37 @@ mod tests {
             &["--unshare-user", "--disable-userns", "--cap-drop", "ALL"],
         );
         position(&argv, &["--new-session"]);
+    }
+
+    #[test]
+    fn a_git_file_in_the_working_directory_binds_nothing_and_a_read_only_git_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("sub");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::write(cwd.join(".git"), "gitdir: /worktrees/x\n").unwrap();
+        let args = SandboxArgs {
+            sandbox: Sandbox::Workspace,
+            sandbox_read: vec![cwd.join(".git")],
+            ..SandboxArgs::default()
+        };
+        let argv = bwrap_command(&args, &around(&cwd, Path::new("/h")), &["sh".into()]);
+        assert!(
+            !argv.windows(2).any(|w| w[0] == "--bind-try" && w[1] == "/"),
+            "{argv:?}"
+        );
+        let shown_cwd = cwd.display().to_string();
+        let shown_git = cwd.join(".git").display().to_string();
+        let writable = position(&argv, &["--bind-try", &shown_cwd, &shown_cwd]);
+        let read_only = position(&argv, &["--ro-bind-try", &shown_git, &shown_git]);
+        assert!(
+            writable < read_only,
+            "the read-only .git is mounted over the writable directory: {argv:?}"
+        );
+        assert_eq!(
+            argv.iter().filter(|a| a.as_str() == "--bind-try").count(),
+            2,
+            "the working directory and the socket, nothing more: {argv:?}"
+        );
     }
 
     #[test]

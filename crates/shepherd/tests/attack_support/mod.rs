@@ -20,6 +20,8 @@ use serde_json::Value;
 
 use crate::herd_support::World;
 
+pub mod git;
+
 /// What every attacker starts with: its task, its report, and raw requests on the broker
 /// socket (`request`), as the report's attacker spoke to it.
 const PRELUDE: &str = r#"

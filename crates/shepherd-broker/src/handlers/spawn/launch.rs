@@ -47,6 +47,9 @@ pub(crate) struct Prepared {
     pub(crate) sandbox: shepherd_core::sandbox::Sandbox,
     /// The resources it may use.
     pub(crate) limits: shepherd_core::resources::Limits,
+    /// What of git its sandbox holds, when its spawn decided it (an isolated sheep on a host);
+    /// else the broker works it out from its working directory at launch.
+    pub(crate) git: Option<crate::sheep::worktree::GitBinds>,
 }
 
 impl Prepared {
@@ -192,6 +195,7 @@ pub(crate) async fn launch(
         (
             &prepared.cwd,
             prepared.agent.as_ref().and_then(|agent| agent.program()),
+            &git_binds(broker, prepared),
         ),
         prepared.host.is_some(),
     );
@@ -381,6 +385,29 @@ fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)
         ),
         ("SHEPHERD_BIN".to_owned(), exe.display().to_string()),
     ]
+}
+
+/// What of git a confined sheep's sandbox holds: what its spawn decided, else what the broker
+/// knows of its working directory (a worktree it made, or a `.git` to keep read-only; on a
+/// host, the working directory's `.git`, read-only).
+fn git_binds(broker: &Broker, prepared: &Prepared) -> crate::sheep::worktree::GitBinds {
+    if !prepared.sandbox.is_on() {
+        return crate::sheep::worktree::GitBinds::default();
+    }
+    if let Some(git) = &prepared.git {
+        return git.clone();
+    }
+    match prepared.host {
+        None => crate::sheep::worktree::sandbox_binds(
+            &broker.config.dirs.state_dir,
+            &broker.config.address.project_root,
+            &prepared.cwd,
+        ),
+        Some(_) => crate::sheep::worktree::GitBinds {
+            write: Vec::new(),
+            read: vec![prepared.cwd.join(".git")],
+        },
+    }
 }
 
 /// Records a visible sheep's pane as Shepherd's own, so only it is ever closed.

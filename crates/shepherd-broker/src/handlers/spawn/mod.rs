@@ -103,6 +103,12 @@ pub(crate) async fn spawn_as(
             let (remote, cwd) =
                 crate::sheep::remote_sheep::code::create(broker, host, name).await?;
             prepared.cwd = cwd;
+            // Its repository on the host is its own: its sandbox reads the host checkout's
+            // objects and nothing else of its git directory.
+            prepared.git = Some(crate::sheep::worktree::GitBinds {
+                write: Vec::new(),
+                read: remote.objects.clone(),
+            });
             Some(SheepWorktree::made(MadeWorktree::Remote { remote }))
         }
         (Some(repo), _) => {
@@ -278,6 +284,19 @@ pub(crate) async fn prepare(
         Some(cwd) => cwd,
         None => resolve_cwd(&broker.config.address.project_root, params.cwd.as_deref())?,
     };
+    // A confined sheep's directory is writable, and what lies inside a git directory is what
+    // git runs (hooks, configuration): no sandbox makes one writable.
+    if sandbox.is_on() && host.is_none() && cwd.components().any(|part| part.as_os_str() == ".git")
+    {
+        return Err(BrokerError::new(
+            ErrorCode::InvalidCwd,
+            format!(
+                "a confined sheep cannot work inside a git directory (`{}`); give it the \
+                 repository's working tree instead",
+                cwd.display()
+            ),
+        ));
+    }
     let backend = match backend {
         Some(backend) => backend,
         None => broker.backend(kind)?,
@@ -294,6 +313,7 @@ pub(crate) async fn prepare(
         backend,
         placement,
         cwd,
+        git: None,
     })
 }
 

@@ -1,16 +1,15 @@
 //! Code comes back: an isolated remote sheep's branch, brought home.
 //!
-//! `spawn --isolate --host` gives the sheep its own worktree on its own branch in the host's
-//! checkout (the host's `shepherd remote branch`), as a local isolated sheep gets one here.
-//! When the sheep is closed its commits are fetched into the parent's repository as the same
-//! branch, over the host's link (git's own SSH transport through the link's master), and the
+//! `spawn --isolate --host` gives the sheep its own worktree on its own branch on the host (the
+//! host's `shepherd remote branch`): a repository of its own borrowing the host checkout's
+//! objects, as a local isolated sheep gets one here. When the sheep is closed the host puts
+//! that repository's `.git` back to what Shepherd made, and its commits are fetched into the
+//! parent's repository as the same branch, straight from that repository, over the host's link
+//! (git's own SSH transport through the link's master, with the hardened runner), and the
 //! report — commits, what stayed on the host and why, how to integrate or discard — goes into
 //! the close's answer and the note of the sheep's last task, like a local worktree's. The
 //! host's worktree is removed once its commits are safe here and nothing uncommitted is left
 //! in it; otherwise it is kept there and the report says so.
-
-// Bringing a branch home runs git here.
-#![allow(clippy::disallowed_types)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +38,7 @@ pub(crate) async fn create(
         repo: repo.clone(),
         name: name.clone(),
         action: BranchAction::Create,
+        base: None,
     };
     let reply = branch(&link, request).await.map_err(|why| {
         BrokerError::new(
@@ -53,6 +53,7 @@ pub(crate) async fn create(
         name,
         path: reply.worktree.clone(),
         base: reply.base,
+        objects: reply.objects,
     };
     Ok((made, reply.worktree))
 }
@@ -84,6 +85,7 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Work
         repo: made.repo.clone(),
         name: made.name.clone(),
         action: BranchAction::Report,
+        base: Some(made.base.clone()),
     };
     let state = match branch(&link, report).await {
         Ok(state) => state,
@@ -92,9 +94,14 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Work
     if !state.commits.is_empty() {
         let root = broker.config.address.project_root.clone();
         let (fetching, made_now) = (link.clone(), made.clone());
-        let fetched = tokio::task::spawn_blocking(move || fetch_home(&fetching, &made_now, &root))
-            .await
-            .unwrap_or_else(|err| Err(err.to_string()));
+        let from = state
+            .fetch_from
+            .clone()
+            .unwrap_or_else(|| made.repo.clone());
+        let fetched =
+            tokio::task::spawn_blocking(move || fetch_home(&fetching, &made_now, &from, &root))
+                .await
+                .unwrap_or_else(|err| Err(err.to_string()));
         if let Err(why) = fetched {
             return kept(
                 made,
@@ -117,6 +124,7 @@ pub(crate) async fn release(broker: &Arc<Broker>, made: &RemoteWorktree) -> Work
         repo: made.repo.clone(),
         name: made.name.clone(),
         action: BranchAction::Remove,
+        base: Some(made.base.clone()),
     };
     let removed = branch(&link, remove).await;
     WorktreeReport::Remote(RemoteWorktreeReport {
@@ -174,11 +182,13 @@ fn integrate(made: &RemoteWorktree, home: bool) -> String {
     }
 }
 
-/// `git fetch` of the sheep's branch from the host's checkout into the parent's repository,
-/// over the link's master connection.
+/// `git fetch` of the sheep's branch from `from` on the host (its own repository, sanitised by
+/// the host's `report`; a linked worktree's checkout) into the parent's repository, over the
+/// link's master connection.
 fn fetch_home(
     link: &HostLink,
     made: &RemoteWorktree,
+    from: &std::path::Path,
     root: &std::path::Path,
 ) -> Result<(), String> {
     let ssh = link
@@ -187,26 +197,12 @@ fn fetch_home(
         .map(|word| crate::remote::link::sh_quote(word))
         .collect::<Vec<_>>()
         .join(" ");
-    let source = format!("{}:{}", link.def.destination, made.repo.display());
+    let source = format!("{}:{}", link.def.destination, from.display());
     let refspec = format!("+refs/heads/{b}:refs/heads/{b}", b = made.branch);
-    let mut command = std::process::Command::new("git");
-    command
-        .arg("-C")
-        .arg(root)
-        .args(["-c", &format!("core.sshCommand={ssh}")])
-        .args(["fetch", "--no-tags", "--quiet", &source, &refspec])
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE");
-    let out =
-        shepherd_term::process::run_with_deadline(&mut command, Instant::now() + STEP_DEADLINE)
-            .map_err(|err| format!("git fetch: {err}"))?;
-    if out.success {
-        Ok(())
-    } else {
-        Err(format!(
-            "git fetch from host {}: {}",
-            link.name,
-            out.stderr.lines().next().unwrap_or("failed").trim()
-        ))
-    }
+    crate::git::Git::at(root)
+        .env("GIT_SSH_COMMAND", ssh)
+        .deadline(STEP_DEADLINE)
+        .run(&["fetch", "--no-tags", "--quiet", &source, &refspec])
+        .map(drop)
+        .map_err(|err| format!("from host {}: {err}", link.name))
 }
