@@ -75,20 +75,7 @@ pub struct SpawnParams {
     pub credential: Option<Credential>,
 }
 
-/// A credential a sheep spends instead of its agent's usual one, named by the variables that
-/// hold and take it, never by its value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Credential {
-    /// The herd's environment variable that holds the key (`WORK_ANTHROPIC_KEY`): the name of
-    /// the account, as notes and status show it.
-    pub var: String,
-    /// The variable the agent reads its key from, when not its usual one (a Codex provider's
-    /// `env_key`); by default the one of the harness's key variables the herd has set, else
-    /// its first (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, pi's provider's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub into: Option<String>,
-}
+pub use crate::agent_def::Credential;
 
 /// The terminal a caller runs in, as its environment tells.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

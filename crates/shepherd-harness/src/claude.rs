@@ -213,7 +213,7 @@ impl Adapter for ClaudeCode {
             // default) and says so before each try: the status, its word for the error and the
             // wait (the provider's `retry-after` when it sent one).
             Some("system") if event["subtype"] == "api_retry" => {
-                turn.retrying(crate::AgentRetry {
+                turn.retrying(&crate::AgentRetry {
                     status: event["error_status"]
                         .as_u64()
                         .and_then(|s| u16::try_from(s).ok()),

@@ -180,7 +180,7 @@ impl Adapter for Codex {
             Some("error") => {
                 let message = event["message"].as_str().unwrap_or("error");
                 match reconnecting(message) {
-                    Some(retry) => turn.retrying(retry),
+                    Some(retry) => turn.retrying(&retry),
                     None => turn.error(message),
                 }
             }

@@ -166,7 +166,7 @@ pub fn provider_key(
         (provider, _) => provider.to_owned(),
     };
     let credentials = match vars.credentials {
-        [] => crate::needs::provider_key_vars(&provider).unwrap_or_default(),
+        [] => provider_key_vars(&provider).unwrap_or_default(),
         named => named,
     };
     let endpoint = vars
@@ -201,7 +201,7 @@ pub fn key_var(harness: Harness, model: Option<&str>, user: &dyn UserEnv) -> Opt
     let vars = match provider_vars(harness).credentials {
         [] => {
             let (provider, _) = model?.split_once('/')?;
-            crate::needs::provider_key_vars(provider)?
+            provider_key_vars(provider)?
         }
         named => named,
     };
@@ -209,6 +209,32 @@ pub fn key_var(harness: Harness, model: Option<&str>, user: &dyn UserEnv) -> Opt
         .copied()
         .find(|name| user.var(name).is_some_and(|v| !v.is_empty()))
         .or_else(|| vars.first().copied())
+}
+
+/// The variables pi (and opencode, which reads the same ones) takes `provider`'s key from
+/// (pi-ai's `getApiKeyEnvVars`), most specific first; `None` for a provider Shepherd does not
+/// know.
+pub(crate) fn provider_key_vars(provider: &str) -> Option<&'static [&'static str]> {
+    Some(match provider {
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "openai" => &["OPENAI_API_KEY"],
+        "google" => &["GEMINI_API_KEY"],
+        "github-copilot" => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "cerebras" => &["CEREBRAS_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
+        "zai" => &["ZAI_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY"],
+        "moonshotai" => &["MOONSHOT_API_KEY"],
+        "huggingface" => &["HF_TOKEN"],
+        "fireworks" => &["FIREWORKS_API_KEY"],
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -119,7 +119,7 @@ impl Turn {
     /// stops the run at once ([`Turn::stop_now`]), naming the provider, the status and the
     /// agent's words; a limit or server error is counted, to be recorded as ridden out when a
     /// response follows, and its announced wait kept as the reset should the agent give up.
-    pub fn retrying(&mut self, retry: AgentRetry) {
+    pub fn retrying(&mut self, retry: &AgentRetry) {
         use shepherd_core::limit::{ErrorClass, classify};
         let status = retry
             .status

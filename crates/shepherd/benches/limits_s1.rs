@@ -59,8 +59,7 @@ impl Outcome {
                 };
                 let mut counts: Vec<usize> = Vec::new();
                 for at in times {
-                    let index =
-                        ((*at - *first).as_secs_f64() / RETRY_AFTER.as_secs_f64()) as usize;
+                    let index = ((*at - *first).as_secs_f64() / RETRY_AFTER.as_secs_f64()) as usize;
                     if counts.len() <= index {
                         counts.resize(index + 1, 0);
                     }
@@ -131,7 +130,9 @@ fn run_herd(agents: &[AgentBinary; 2], hold: bool) -> Outcome {
     let env = AgentEnv::builder(Host::ClaudeCode, &claude_model)
         .build()
         .unwrap();
-    let codex_env = AgentEnv::builder(Host::Codex, &codex_model).build().unwrap();
+    let codex_env = AgentEnv::builder(Host::Codex, &codex_model)
+        .build()
+        .unwrap();
     let runtime = env.root().join("run");
     std::fs::create_dir_all(&runtime).unwrap();
     let dir = env.home().join(".agents/agents");

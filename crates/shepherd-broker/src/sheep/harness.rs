@@ -200,7 +200,7 @@ pub(crate) fn launch(
     // Another account of its provider, when a fallback named one: the agent reads it where it
     // reads its key, and its home is composed as if the user had that key.
     let credential =
-        crate::sheep::provider_limits::credential_env(Runtime::Agent(harness), def, params)?;
+        crate::sheep::credential::credential_env(Runtime::Agent(harness), def, params)?;
     checked
         .adapter
         .prepare(&mut plan, &WithCredential(credential.as_ref()))

@@ -199,7 +199,7 @@ pub(crate) fn launch(
     argv.extend(definition.argv);
     let mut env = definition.env;
     // Another account of its provider, when a fallback named one.
-    env.extend(crate::sheep::provider_limits::credential_env(
+    env.extend(crate::sheep::credential::credential_env(
         shepherd_core::harness::Runtime::Agent(Harness::Pi),
         def,
         params,

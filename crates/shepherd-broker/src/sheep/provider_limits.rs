@@ -10,15 +10,14 @@
 //! of its own; only the variable's name is ever kept or shown.
 
 use shepherd_core::agent_def::AgentDef;
-use shepherd_core::error_code::ErrorCode;
 use shepherd_core::harness::{Harness, Runtime};
 use shepherd_core::herd::limits::LimitWaits;
 use shepherd_core::ids::AgentId;
 use shepherd_core::limit::{LimitSignal, ProviderKey};
 use shepherd_core::protocol::SpawnParams;
-use shepherd_harness::{ProcessEnv, UserEnv};
+use shepherd_harness::ProcessEnv;
 
-use crate::error::{BrokerError, BrokerResult};
+use crate::error::BrokerResult;
 use crate::state::broker::Broker;
 
 /// The provider key of a sheep of `def` run by `runtime` (on `host`, when not here), spending
@@ -38,7 +37,9 @@ pub(crate) fn key_for(
         params.parent_model.as_deref(),
     );
     let overrides: Vec<(String, String)> =
-        credential_env(runtime, def, params)?.into_iter().collect();
+        crate::sheep::credential::credential_env(runtime, def, params)?
+            .into_iter()
+            .collect();
     Ok(Some(shepherd_harness::provider_key(
         harness,
         model.as_deref(),
@@ -54,61 +55,6 @@ pub(crate) fn provider_name(key: &ProviderKey, params: &SpawnParams) -> String {
     match &params.credential {
         Some(credential) => format!("{}, account {}", key.provider(), credential.var),
         None => key.provider().to_owned(),
-    }
-}
-
-/// The variable and value a sheep spending the spawn's credential starts with: the key held in
-/// the herd's variable `credential.var`, under the variable its agent reads its key from.
-/// `None` without a credential; an error when the variable is not set here, or the agent's key
-/// variable cannot be told.
-pub(crate) fn credential_env(
-    runtime: Runtime,
-    def: &AgentDef,
-    params: &SpawnParams,
-) -> BrokerResult<Option<(String, String)>> {
-    let Some(credential) = &params.credential else {
-        return Ok(None);
-    };
-    let refuse = |why: String| {
-        Err(BrokerError::new(
-            ErrorCode::SpawnFailed,
-            format!("credential {}: {why}", credential.var),
-        ))
-    };
-    let Runtime::Agent(harness) = runtime else {
-        return refuse("a command sheep spends no provider's credential".to_owned());
-    };
-    if params.host.is_some() || def.host.is_some() {
-        return refuse(
-            "a credential is handed only to sheep on this machine, not on a host".to_owned(),
-        );
-    }
-    let model = def.model_for(
-        harness,
-        params.model.as_deref(),
-        params.parent_model.as_deref(),
-    );
-    let into = match &credential.into {
-        Some(into) => into.clone(),
-        None => match shepherd_harness::key_var(harness, model.as_deref(), &ProcessEnv) {
-            Some(var) => var.to_owned(),
-            None => {
-                return refuse(format!(
-                    "which variable {} reads its key from cannot be told for model {}; name it \
-                     with as: in the fallback entry",
-                    harness.title(),
-                    model.as_deref().unwrap_or("(its default)")
-                ));
-            }
-        },
-    };
-    match ProcessEnv
-        .var(&credential.var)
-        .and_then(|value| value.into_string().ok())
-        .filter(|value| !value.is_empty())
-    {
-        Some(value) => Ok(Some((into, value))),
-        None => refuse("the variable is not set in the herd's environment".to_owned()),
     }
 }
 

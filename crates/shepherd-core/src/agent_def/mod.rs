@@ -12,7 +12,6 @@
 //! A definition's `extra` keys stay open JSON: frontmatter keys Shepherd does not know, kept so
 //! a definition read and written back loses nothing.
 
-mod fallback;
 mod parse;
 
 use std::collections::BTreeMap;
@@ -339,7 +338,22 @@ pub struct Fallback {
     pub model: Option<String>,
     /// The credential it spends, when not its harness's usual one (`credential:`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credential: Option<crate::spawn::Credential>,
+    pub credential: Option<Credential>,
+}
+
+/// A credential a sheep spends instead of its agent's usual one, named by the variables that
+/// hold and take it, never by its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Credential {
+    /// The herd's environment variable that holds the key (`WORK_ANTHROPIC_KEY`): the name of
+    /// the account, as notes and status show it.
+    pub var: String,
+    /// The variable the agent reads its key from, when not its usual one (a Codex provider's
+    /// `env_key`); by default the one of the harness's key variables the herd has set, else
+    /// its first (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, pi's provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
 }
 
 impl AgentDef {

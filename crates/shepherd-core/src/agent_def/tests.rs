@@ -529,14 +529,14 @@ fn a_fallback_may_name_another_account_of_the_same_harness() {
     );
     assert_eq!(
         pooled.fallback[0].credential,
-        Some(crate::spawn::Credential {
+        Some(Credential {
             var: "WORK_ANTHROPIC_KEY".to_owned(),
             into: None
         })
     );
     assert_eq!(
         pooled.fallback[1].credential,
-        Some(crate::spawn::Credential {
+        Some(Credential {
             var: "WORK_OPENAI_KEY".to_owned(),
             into: Some("SHEPHERD_FAKE_API_KEY".to_owned())
         })

@@ -10,10 +10,9 @@
 
 use serde_yaml_ng::Value;
 
-use super::parse::{is_variable_name, model_choice, render};
-use super::{AgentDefError, Fallback, ModelChoice};
+use super::{is_variable_name, model_choice, render};
+use crate::agent_def::{AgentDefError, Credential, Fallback, ModelChoice};
 use crate::harness::Harness;
-use crate::spawn::Credential;
 
 const EXPECTED: &str = "a list of harnesses (pi, claude-code, codex, gemini, opencode), each a \
                         name or {harness: NAME, model: MODEL, credential: VARIABLE, as: VARIABLE}";

@@ -9,6 +9,8 @@
 //!
 //! The only JSON made here is of unknown frontmatter keys, kept open in `extra`.
 
+mod fallback;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -143,7 +145,7 @@ pub fn parse_agent_def(
     let models = model_map(frontmatter.get("models"))?;
     let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
     let host = host_name(frontmatter.get("host"))?;
-    let fallback = super::fallback::fallback_list(frontmatter.get("fallback"))?;
+    let fallback = fallback::fallback_list(frontmatter.get("fallback"))?;
     let needs_env = variable_names(frontmatter.get("needs-env"))?;
     let sandbox = choice::<Sandbox>(frontmatter.get("sandbox"), "sandbox", Sandbox::EXPECTED)?;
     let network = choice::<Network>(frontmatter.get("network"), "network", Network::EXPECTED)?
