@@ -6,8 +6,8 @@
 //! limit does (`shepherd_core::herd::limits`). The key of a sheep is made at its spawn from the
 //! environment it inherits, so every sheep on one account is held together from its first turn.
 //! A sheep spawned with a `credential` (a fallback onto another account of the same provider)
-//! gets that credential's value under the variable its agent reads its key from, and so a key
-//! of its own; only the variable's name is ever kept or shown.
+//! has a key of its own, made from that credential's value (`super::credential` hands it the
+//! value); only the variable's name is ever kept or shown.
 
 use shepherd_core::agent_def::AgentDef;
 use shepherd_core::harness::{Harness, Runtime};
