@@ -90,6 +90,7 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         sandbox: None,
         user_sandbox: args.sandbox,
         limits: None,
+        credential: None,
     };
     let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {

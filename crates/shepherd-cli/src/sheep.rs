@@ -394,6 +394,8 @@ pub fn report(args: ReportArgs, printer: &Printer) -> Result<ExitCode, CliError>
         session_file: None,
         telemetry: None,
         usage: None,
+        retry_after_ms: None,
+        ridden_out: None,
     };
     let result: Value = call(method::REPORT, &params)?;
     printer.emit(&result, || "reported".to_owned());

@@ -146,9 +146,11 @@ impl Role {
 }
 
 /// The agent part of a display name: the agent, with the role of a sheep Shepherd started by
-/// itself (`claude-resolver (resolver)`).
-pub fn agent_part(agent: &str, role: Option<Role>) -> String {
+/// itself (`claude-resolver (resolver)`); a fallback names the coding agent it runs on too, since
+/// that is what differs from the sheep it stands in for (`worker (fallback, codex)`).
+pub fn agent_part(agent: &str, role: Option<Role>, harness: &str) -> String {
     match role {
+        Some(Role::Fallback) => format!("{agent} ({}, {harness})", Role::Fallback.word()),
         Some(role) => format!("{agent} ({})", role.word()),
         None => agent.to_owned(),
     }
@@ -213,6 +215,29 @@ fn describe_char(c: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sheep_shepherd_made_carries_its_role_in_the_agent_part_and_the_user_s_label() {
+        let label = validate_label("fix-login").unwrap();
+        let agent = agent_part("worker", Some(Role::Fallback), "codex");
+        assert_eq!(
+            display_name(&agent, &label),
+            "worker (fallback, codex): fix-login"
+        );
+        assert_eq!(
+            display_name(&agent, &Label::none()),
+            "worker (fallback, codex)"
+        );
+        // The longest label a user may give is still the fallback's label.
+        let longest = validate_label(&"x".repeat(MAX_LABEL_CHARS)).unwrap();
+        assert_eq!(
+            display_name(
+                &agent_part("worker", Some(Role::Fallback), "claude-code"),
+                &longest
+            ),
+            format!("worker (fallback, claude-code): {}", "x".repeat(64))
+        );
+    }
     use proptest::prelude::*;
 
     fn label(raw: &str) -> Label {
@@ -282,28 +307,31 @@ mod tests {
         let long = "l".repeat(MAX_LABEL_CHARS);
         assert_eq!(
             display_name(
-                &agent_part("claude-resolver", Some(Role::Resolver)),
+                &agent_part("claude-resolver", Some(Role::Resolver), "pi"),
                 &label("fix-login")
             ),
             "claude-resolver (resolver): fix-login"
         );
         assert_eq!(
-            display_name(&agent_part("fixer", Some(Role::Fixer)), &label("fix-login")),
+            display_name(
+                &agent_part("fixer", Some(Role::Fixer), "pi"),
+                &label("fix-login")
+            ),
             "fixer (fixer): fix-login"
         );
         assert_eq!(
             display_name(
-                &agent_part("claude-resolver", Some(Role::Resolver)),
+                &agent_part("claude-resolver", Some(Role::Resolver), "pi"),
                 &Label::none()
             ),
             "claude-resolver (resolver)"
         );
         // The label at its longest stays the label: nothing is added to it.
         assert_eq!(
-            display_name(&agent_part("w", Some(Role::Fallback)), &label(&long)),
-            format!("w (fallback): {long}")
+            display_name(&agent_part("w", Some(Role::Resolver), "pi"), &label(&long)),
+            format!("w (resolver): {long}")
         );
-        assert_eq!(agent_part("worker", None), "worker");
+        assert_eq!(agent_part("worker", None, "codex"), "worker");
     }
 
     #[test]

@@ -18,13 +18,15 @@ use sha2::{Digest, Sha256};
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     /// The provider asks the caller to slow down (HTTP 429, `rate_limit_error`,
-    /// `overloaded_error`, `rate_limit_exceeded`, `RESOURCE_EXHAUSTED`): wait and go on.
+    /// `rate_limit_exceeded`, `RESOURCE_EXHAUSTED`) or is overloaded (Anthropic's 529
+    /// `overloaded_error`, OpenAI's 503 `server_is_overloaded`, which Codex words "Selected
+    /// model is at capacity", Gemini's "The model is overloaded"): wait and go on.
     RateLimit,
     /// The account's usage allowance is spent until a reset time: wait for it and go on.
     UsageLimit,
     /// A passing server or network failure (HTTP 5xx, a dropped connection): try again soon.
     Transient,
-    /// Anything else (authentication, a bad request): the task fails.
+    /// Anything else (authentication, a bad request): the task fails, the only class that does.
     Fatal,
 }
 
@@ -184,6 +186,7 @@ pub fn classify(text: &str) -> Classified {
         "resource_exhausted",
         "resource has been exhausted",
         "overloaded",
+        "at capacity",
         "slow down",
         "quota",
     ]) || status_in(&lower, &[429, 529])
@@ -418,6 +421,9 @@ mod tests {
             r#"{"error":{"message":"Rate limit reached for requests. Please try again in 2s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
             r#"[API Error: {"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]"#,
             "exceeded retry limit, last status: 429 Too Many Requests",
+            r#"{"error":{"message":"The server is overloaded or not ready yet.","type":"server_error","param":null,"code":"server_is_overloaded"}}"#,
+            "Selected model is at capacity. Please try a different model.",
+            r#"[API Error: {"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}]"#,
         ] {
             assert_eq!(class(text), ErrorClass::RateLimit, "{text}");
         }

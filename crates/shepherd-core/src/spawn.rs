@@ -69,7 +69,13 @@ pub struct SpawnParams {
     /// sheep's recipe keeps the limits it ran with).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::resources::Limits>,
+    /// Spend this credential instead of the agent's usual one: another account of the same
+    /// provider (a `fallback:` entry's `credential:`). Only the variable's name is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<Credential>,
 }
+
+pub use crate::agent_def::Credential;
 
 /// The terminal a caller runs in, as its environment tells.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

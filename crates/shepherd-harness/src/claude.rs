@@ -209,6 +209,24 @@ impl Adapter for ClaudeCode {
                 turn.session = event["session_id"].as_str().map(str::to_owned);
                 turn.model = event["model"].as_str().map(str::to_owned);
             }
+            // Claude Code retries a refused request itself (`CLAUDE_CODE_MAX_RETRIES`, 10 by
+            // default) and says so before each try: the status, its word for the error and the
+            // wait (the provider's `retry-after` when it sent one).
+            Some("system") if event["subtype"] == "api_retry" => {
+                turn.retrying(&crate::AgentRetry {
+                    status: event["error_status"]
+                        .as_u64()
+                        .and_then(|s| u16::try_from(s).ok()),
+                    error: event["error"].as_str().unwrap_or("error").to_owned(),
+                    delay_ms: event["retry_delay_ms"].as_f64().map(|ms| ms.ceil() as u64),
+                });
+            }
+            // A refused request is told as an assistant message of its own (model
+            // `<synthetic>`, an `error` beside it): an error, never a response or final words.
+            Some("assistant") if is_api_error(event) => {
+                let text = content_text(&event["message"]["content"]);
+                turn.error(if text.is_empty() { "API error" } else { &text });
+            }
             Some("assistant") => {
                 for block in event["message"]["content"].as_array().into_iter().flatten() {
                     match block["type"].as_str() {
@@ -279,7 +297,7 @@ impl Adapter for ClaudeCode {
             }
             let message = &event["message"];
             // A provider's refusal is recorded as an assistant message marked as an API error.
-            if event["isApiErrorMessage"] == json!(true) {
+            if is_api_error(&event) {
                 let text = content_text(&message["content"]);
                 turn.error(if text.is_empty() { "API error" } else { &text });
                 continue;
@@ -307,6 +325,14 @@ impl Adapter for ClaudeCode {
     fn transcript(&self, plan: &Plan, session: &str) -> Option<PathBuf> {
         crate::find_file(&config_dir(plan).join("projects"), session, ".jsonl", 1)
     }
+}
+
+/// Whether an assistant event is Claude Code's report of a refused request rather than a model
+/// response.
+fn is_api_error(event: &Value) -> bool {
+    event["error"].is_string()
+        || event["isApiErrorMessage"] == json!(true)
+        || event["message"]["model"] == "<synthetic>"
 }
 
 /// What both the headless turns and the interactive program get: model, effort, sheep tools,
@@ -424,6 +450,71 @@ mod tests {
         let mut turn = Turn::default();
         ClaudeCode.read_transcript(&refused.to_string(), &mut turn);
         assert_eq!(turn.error.as_deref(), Some("API Error: 400 no"));
+    }
+
+    /// Claude Code 2.1.197's stream-json against the fake provider: a 401 with its default
+    /// retries, a 429 it rode out, and a 429 it gave up on (`CLAUDE_CODE_MAX_RETRIES=0`).
+    #[test]
+    fn retries_errors_and_refusals_in_the_stream_are_told_apart() {
+        let read = |lines: &[Value]| {
+            let mut turn = Turn::default();
+            turn.provider = Some("anthropic");
+            for line in lines {
+                ClaudeCode.read_event(line, &mut turn);
+            }
+            turn.finish();
+            turn
+        };
+        let bad_key = read(&[
+            json!({"type": "system", "subtype": "api_retry", "attempt": 1,
+            "max_retries": 10, "retry_delay_ms": 563.92, "error_status": 401,
+            "error": "authentication_failed"}),
+        ]);
+        assert_eq!(
+            bad_key.stop_now.as_deref(),
+            Some(
+                "anthropic answered HTTP 401 (authentication_failed); that does not pass with \
+                 retrying, so the agent's own retries were stopped at the first"
+            )
+        );
+        let limited = |attempt: u64| {
+            json!({"type": "system", "subtype": "api_retry", "attempt": attempt,
+                "max_retries": 10, "retry_delay_ms": 2000, "error_status": 429,
+                "error": "rate_limit"})
+        };
+        let mut ridden = read(&[
+            limited(1),
+            limited(2),
+            json!({"type": "assistant", "message": {"id": "m1", "model": "m",
+                "content": [{"type": "text", "text": "Done."}]}}),
+        ]);
+        assert_eq!(ridden.stop_now, None);
+        let episodes = ridden.take_ridden();
+        assert_eq!(episodes.len(), 1);
+        assert_eq!(episodes[0].replies, 2);
+        assert_eq!(
+            episodes[0].class,
+            shepherd_core::limit::ErrorClass::RateLimit
+        );
+        assert_eq!(ridden.text.as_deref(), Some("Done."));
+        let refused = "API Error: Request rejected (429) · This request would exceed your \
+                       organization's rate limit of 0 concurrent requests.";
+        let mut gave_up = read(&[
+            limited(1),
+            json!({"type": "assistant", "error": "rate_limit", "message": {"id": "x",
+                "model": "<synthetic>", "content": [{"type": "text", "text": refused}]}}),
+            json!({"type": "result", "subtype": "success", "is_error": true,
+                "api_error_status": 429, "result": refused}),
+        ]);
+        assert_eq!(gave_up.error.as_deref(), Some(refused));
+        assert_eq!(gave_up.text, None, "a refusal is never final words");
+        assert_eq!(gave_up.responses, 0, "nor a model response");
+        assert_eq!(
+            gave_up.retry_after_ms,
+            Some(2000),
+            "the reset it waited for"
+        );
+        assert!(gave_up.take_ridden().is_empty());
     }
 
     #[test]

@@ -175,8 +175,15 @@ impl Adapter for Codex {
                         .unwrap_or("the turn failed"),
                 );
             }
-            // A top-level error ends the turn (an `error` item is only a warning).
-            Some("error") => turn.error(event["message"].as_str().unwrap_or("error")),
+            // A top-level error ends the turn (an `error` item is only a warning), except Codex's
+            // notice of its own retries: `Reconnecting... 1/5 (<the error>)`.
+            Some("error") => {
+                let message = event["message"].as_str().unwrap_or("error");
+                match reconnecting(message) {
+                    Some(retry) => turn.retrying(&retry),
+                    None => turn.error(message),
+                }
+            }
             _ => {}
         }
     }
@@ -416,9 +423,70 @@ fn effort(level: &str) -> &'static str {
     }
 }
 
+/// Codex's notice that it retries a refused request itself (`request_max_retries`,
+/// `stream_max_retries`): `Reconnecting... 2/5 (unexpected status 401 Unauthorized: …)` or
+/// `(exceeded retry limit, last status: 429 Too Many Requests)`, read as the retry of the
+/// error in brackets with the status it names.
+fn reconnecting(message: &str) -> Option<crate::AgentRetry> {
+    let rest = message.strip_prefix("Reconnecting...")?.trim_start();
+    let (_, error) = rest.split_once('(')?;
+    let error = error.strip_suffix(')').unwrap_or(error).trim();
+    let status = error
+        .find("status ")
+        .map(|at| &error[at + "status ".len()..])
+        .and_then(|after| after.get(..3))
+        .and_then(|digits| digits.parse().ok());
+    Some(crate::AgentRetry {
+        status,
+        error: error.to_owned(),
+        delay_ms: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// Codex 0.171.0's notices of its own retries, against the fake provider.
+    #[test]
+    fn its_own_retries_are_read_as_retries() {
+        let read = |lines: &[Value]| {
+            let mut turn = Turn::default();
+            turn.provider = Some("openai");
+            for line in lines {
+                Codex.read_event(line, &mut turn);
+            }
+            turn.finish();
+            turn
+        };
+        let bad_key = read(&[json!({"type": "error", "message": "Reconnecting... 1/5 \
+            (unexpected status 401 Unauthorized: Incorrect API key provided, url: \
+            http://127.0.0.1:1/v1/responses)"})]);
+        let stop = bad_key.stop_now.unwrap();
+        assert!(
+            stop.starts_with(
+                "openai answered HTTP 401 (unexpected status 401 Unauthorized: \
+                              Incorrect API key provided"
+            ),
+            "{stop}"
+        );
+        assert_eq!(
+            bad_key.error, None,
+            "a retry notice is not the error that ended the run"
+        );
+        let limited = read(&[
+            json!({"type": "error", "message": "Reconnecting... 1/5 (exceeded retry limit, \
+                last status: 429 Too Many Requests)"}),
+            json!({"type": "error", "message": "exceeded retry limit, last status: 429 Too \
+                Many Requests"}),
+        ]);
+        assert_eq!(limited.stop_now, None);
+        assert_eq!(
+            limited.error.as_deref(),
+            Some("exceeded retry limit, last status: 429 Too Many Requests")
+        );
+    }
 
     #[test]
     fn a_rollout_gives_calls_tokens_and_final_words() {

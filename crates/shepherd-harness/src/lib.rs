@@ -15,7 +15,7 @@ mod compose;
 mod limits;
 pub mod needs;
 
-pub use limits::provider_key;
+pub use limits::{key_var, provider_key, provider_name};
 mod gemini;
 mod opencode;
 mod turn;
@@ -28,7 +28,7 @@ use serde_json::Value;
 use shepherd_core::harness::{Harness, ToolSet};
 
 pub use claude::content_text;
-pub use turn::{Telemetry, Turn};
+pub use turn::{AgentRetry, Ridden, Telemetry, Turn};
 
 /// A restriction of a definition that a harness cannot honour. Spawn refuses rather than run
 /// the sheep with more than the definition allows.

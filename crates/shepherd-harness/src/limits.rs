@@ -165,6 +165,10 @@ pub fn provider_key(
         ("", None) => harness.as_str().to_owned(),
         (provider, _) => provider.to_owned(),
     };
+    let credentials = match vars.credentials {
+        [] => provider_key_vars(&provider).unwrap_or_default(),
+        named => named,
+    };
     let endpoint = vars
         .endpoints
         .iter()
@@ -174,8 +178,7 @@ pub fn provider_key(
             None => url,
         })
         .or_else(|| host.map(str::to_owned));
-    let credential = vars
-        .credentials
+    let credential = credentials
         .iter()
         .find_map(|name| var(name).map(|value| (*name, value)));
     ProviderKey::new(
@@ -183,6 +186,55 @@ pub fn provider_key(
         endpoint.as_deref(),
         credential.as_ref().map(|(n, v)| (*n, v.as_str())),
     )
+}
+
+/// The provider `harness` reaches when it has one of its own (`anthropic`, `openai`,
+/// `google`); `None` for pi and opencode, whose provider is their model's.
+pub fn provider_name(harness: Harness) -> Option<&'static str> {
+    Some(provider_vars(harness).provider).filter(|p| !p.is_empty())
+}
+
+/// The variable a sheep on `harness` running `model` (`provider/id` for pi and opencode) reads
+/// its provider's key from: the one of its variables the user has set, else the first. `None`
+/// when it cannot be told (opencode or pi on a provider Shepherd does not know, or no model).
+pub fn key_var(harness: Harness, model: Option<&str>, user: &dyn UserEnv) -> Option<&'static str> {
+    let vars = match provider_vars(harness).credentials {
+        [] => {
+            let (provider, _) = model?.split_once('/')?;
+            provider_key_vars(provider)?
+        }
+        named => named,
+    };
+    vars.iter()
+        .copied()
+        .find(|name| user.var(name).is_some_and(|v| !v.is_empty()))
+        .or_else(|| vars.first().copied())
+}
+
+/// The variables pi (and opencode, which reads the same ones) takes `provider`'s key from
+/// (pi-ai's `getApiKeyEnvVars`), most specific first; `None` for a provider Shepherd does not
+/// know.
+pub(crate) fn provider_key_vars(provider: &str) -> Option<&'static [&'static str]> {
+    Some(match provider {
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "openai" => &["OPENAI_API_KEY"],
+        "google" => &["GEMINI_API_KEY"],
+        "github-copilot" => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "cerebras" => &["CEREBRAS_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
+        "zai" => &["ZAI_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY"],
+        "moonshotai" => &["MOONSHOT_API_KEY"],
+        "huggingface" => &["HF_TOKEN"],
+        "fireworks" => &["FIREWORKS_API_KEY"],
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

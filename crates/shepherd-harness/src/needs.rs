@@ -16,7 +16,7 @@ use shepherd_core::harness::Harness;
 
 use crate::UserEnv;
 use crate::compose::read_object;
-use crate::limits::provider_vars;
+use crate::limits::{provider_key_vars, provider_vars};
 
 /// What reaching a provider takes: any one of `vars` set (not empty), or one of `logins`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,26 +144,7 @@ fn codex_provider(config: &str) -> Option<String> {
 /// `getApiKeyEnvVars`), or a login for that provider in pi's `auth.json`.
 fn pi(model: &str, user: &dyn UserEnv) -> Option<Credentials> {
     let (provider, _) = model.split_once('/')?;
-    let vars: &[&'static str] = match provider {
-        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
-        "openai" => &["OPENAI_API_KEY"],
-        "google" => &["GEMINI_API_KEY"],
-        "github-copilot" => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
-        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "groq" => &["GROQ_API_KEY"],
-        "cerebras" => &["CEREBRAS_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
-        "zai" => &["ZAI_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY"],
-        "moonshotai" => &["MOONSHOT_API_KEY"],
-        "huggingface" => &["HF_TOKEN"],
-        "fireworks" => &["FIREWORKS_API_KEY"],
-        _ => return None,
-    };
+    let vars = provider_key_vars(provider)?;
     let agent_dir = user.dir("PI_CODING_AGENT_DIR", ".pi/agent")?;
     Some(Credentials {
         provider: provider.to_owned(),

@@ -46,20 +46,119 @@ pub struct Turn {
     pub error: Option<String>,
     /// Whether the agent called `shepherd_done` in this turn.
     pub done_called: bool,
+    /// An error the agent is retrying that no retry will get past (a 401): the driver ends
+    /// the run at once with this text instead of waiting out the agent's own retries.
+    pub stop_now: Option<String>,
+    /// The wait the agent's last retry announced (Claude Code's `retry_delay_ms`): the reset
+    /// of the limit that ended the run, when it ended on one.
+    pub retry_after_ms: Option<u64>,
+    /// The provider the agent's requests go to, for the words of a failure (`anthropic`).
+    pub provider: Option<&'static str>,
+    /// The retries seen since the last response, not yet ridden out.
+    retrying: Option<Retrying>,
+    /// Limits the agent rode out with its own retries, for the driver to report.
+    ridden: Vec<Ridden>,
     in_response: bool,
     streamed: String,
     lines: Vec<String>,
     call_names: HashMap<String, String>,
 }
 
+/// One retry the agent announced of a refused request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentRetry {
+    /// The HTTP status, when the agent says it.
+    pub status: Option<u16>,
+    /// The agent's own words for the error (`rate_limit`, `authentication_failed`, the text).
+    pub error: String,
+    /// How long the agent waits before it tries again (ms), when it says.
+    pub delay_ms: Option<u64>,
+}
+
+/// Retries in a row since the last response.
+#[derive(Debug, Clone, PartialEq)]
+struct Retrying {
+    class: shepherd_core::limit::ErrorClass,
+    count: u32,
+    since: std::time::SystemTime,
+}
+
+/// A limit the agent rode out with its own retries: its class, when the first refusal was
+/// seen, how long until the response that followed, and how many retries it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ridden {
+    /// Rate limit, usage limit or server error.
+    pub class: shepherd_core::limit::ErrorClass,
+    /// When the first retry was seen.
+    pub since: std::time::SystemTime,
+    /// How long the agent waited in all.
+    pub waited: Duration,
+    /// How many retries.
+    pub replies: u32,
+}
+
 impl Turn {
     /// The agent produced output of a model response (text or a tool call): a new response
-    /// starts after the prompt or a tool result.
+    /// starts after the prompt or a tool result. Retries before it were ridden out.
     pub fn responding(&mut self) {
         if !self.in_response {
             self.responses += 1;
             self.in_response = true;
         }
+        if let Some(retrying) = self.retrying.take() {
+            self.ridden.push(Ridden {
+                class: retrying.class,
+                since: retrying.since,
+                waited: retrying.since.elapsed().unwrap_or_default(),
+                replies: retrying.count,
+            });
+        }
+    }
+
+    /// The agent retries a refused request by itself. An error no retry gets past (a bad key)
+    /// stops the run at once ([`Turn::stop_now`]), naming the provider, the status and the
+    /// agent's words; a limit or server error is counted, to be recorded as ridden out when a
+    /// response follows, and its announced wait kept as the reset should the agent give up.
+    pub fn retrying(&mut self, retry: &AgentRetry) {
+        use shepherd_core::limit::{ErrorClass, classify};
+        let status = retry
+            .status
+            .map(|s| format!("HTTP {s} "))
+            .unwrap_or_default();
+        let seen = classify(&format!("{status}{}", retry.error));
+        let provider = self.provider.unwrap_or("the provider");
+        if seen.class == ErrorClass::Fatal {
+            if self.stop_now.is_none() {
+                let text = format!(
+                    "{provider} answered {status}({}); that does not pass with retrying, so the \
+                     agent's own retries were stopped at the first",
+                    retry.error.trim()
+                );
+                self.note(format!("✗ {text}"));
+                self.stop_now = Some(text);
+            }
+            return;
+        }
+        self.retry_after_ms = retry.delay_ms.or(self.retry_after_ms);
+        let retrying = self.retrying.get_or_insert(Retrying {
+            class: seen.class,
+            count: 0,
+            since: std::time::SystemTime::now(),
+        });
+        retrying.count += 1;
+        self.lines.push(format!(
+            "↻ {provider} refused: {status}{} (the agent retries{})",
+            retry.error.trim(),
+            retry
+                .delay_ms
+                .map(|ms| format!(" in {:.1} s", ms as f64 / 1000.0))
+                .unwrap_or_default()
+        ));
+    }
+
+    /// The limits ridden out since the last call.
+    pub fn take_ridden(&mut self) -> Vec<Ridden> {
+        std::mem::take(&mut self.ridden)
     }
 
     /// A new model response begins, for agents whose records mark where each one starts: what

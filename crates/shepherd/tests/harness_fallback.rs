@@ -1,7 +1,8 @@
 //! A limit that lasts, with real agents: a Codex sheep whose provider says its usage limit
 //! resets two hours ahead hands its task to a fresh Claude Code sheep, the `fallback:` its
 //! definition names, instead of waiting. The run completes on the fallback, the session holds
-//! both notes, the first linking the second, and nothing is left running.
+//! both notes, the first linking the second, the session reads completed, and nothing is left
+//! running.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -106,7 +107,16 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
         first.contains("### Rate limits") && first.contains("fell back"),
         "the first note records the limit it fell back on: {first}"
     );
+    assert!(
+        first.contains("patient (fallback, claude-code)"),
+        "the fallback is named `<agent> (<role>): <label>`: {first}"
+    );
     assert_eq!(field(second, "status"), Some("completed"), "{second}");
+    let index = std::fs::read_to_string(world.session().join("shepherd.md")).unwrap();
+    assert!(
+        index.contains("- **Status:** completed"),
+        "a task its fallback completed leaves the session completed: {index}"
+    );
     assert!(
         second.contains("### Continues") && second.contains(first_name.as_str()),
         "the second note links back: {second}"
@@ -114,4 +124,92 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
     world.stop_and_check_nothing_left();
     let left = claude_env.reap_processes(Duration::from_secs(30));
     assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// A credential pool: a Claude Code sheep whose account stays refused (Claude Code names no
+/// reset) hands its task, once it has waited `fallbackAfterMinutes`, to a Claude Code sheep on
+/// another account of the same provider, the one a `fallback:` entry names by the variable
+/// that holds its key. The fallback's requests carry
+/// that key, the notes name the account by its variable, and no note holds the key itself.
+#[test]
+fn a_limited_account_hands_the_task_to_another_account_of_the_same_provider() {
+    let test = "harness_fallback::credential_pool";
+    let Some(claude) = installed_or_skip(Host::ClaudeCode, test) else {
+        return;
+    };
+    // The test kit gives Claude Code this key; the second account's is the herd's
+    // WORK_ANTHROPIC_KEY.
+    const FIRST: &str = "sk-ant-fake-key-0000000000000000";
+    const WORK: &str = "sk-ant-work-key-1111111111111111";
+    let model = FakeLlm::start(scripted([
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "done on the work account"}),
+        ),
+        Step::text("Finished on the second account.").expecting("completed"),
+    ]))
+    .unwrap();
+    model.set_limits(Limits::new().with_usage_limit(
+        UsageLimit::next(1_000, Duration::from_secs(2 * 3600)).for_credential(FIRST),
+    ));
+    let mut world = World::new(&claude, &model);
+    world
+        .extra_env
+        .push(("WORK_ANTHROPIC_KEY".to_owned(), WORK.to_owned()));
+    // Claude Code names no reset for this refusal, so the task falls back once it has waited
+    // fallbackAfterMinutes: the time spent waiting counts, not a reset Shepherd guessed.
+    let set = world.run(&["settings", "set", "fallbackAfterMinutes", "0.05"]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let agents = world.env.home().join(".agents/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("pooled.md"),
+        "---\nname: pooled\ndescription: Goes on on the work account when its own is limited.\n\
+         harness: claude-code\nfallback:\n  - {harness: claude-code, credential: WORK_ANTHROPIC_KEY}\n\
+         ---\nYou do what you are asked.\n",
+    )
+    .unwrap();
+    let id = world.json(&["spawn", "pooled", "--label", "pool", "--json"])["agentId"]
+        .as_str()
+        .expect("spawn returns an id")
+        .to_owned();
+    let task = world.delegate(&id, "Report that you are done.", &[]);
+    let watched = world.json(&["watch", &task, "--wait", "240", "--json"]);
+    assert_eq!(watched["settled"][0]["status"], "completed", "{watched}");
+    let credentials: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| r.limited.is_none())
+        .map(|r| shepherd_testkit::fake_llm::credential(&r.headers, &r.query))
+        .collect();
+    assert!(
+        !credentials.is_empty() && credentials.iter().all(|c| c == WORK),
+        "every answered request spent the second account: {credentials:?}"
+    );
+    assert!(
+        !model.limited_replies().is_empty(),
+        "the first account was refused"
+    );
+    world.run(&["close", &id]);
+    let notes = notes(&world.session());
+    assert_eq!(notes.len(), 2, "two notes in one session: {notes:#?}");
+    let (_, first) = &notes[0];
+    assert!(
+        first.contains("pooled (fallback, claude-code): pool"),
+        "the fallback is named `<agent> (<role>): <label>`: {first}"
+    );
+    for (name, note) in &notes {
+        assert!(!note.contains(WORK), "{name} holds no key: {note}");
+    }
+    assert!(
+        notes
+            .iter()
+            .any(|(_, note)| note.contains("account WORK_ANTHROPIC_KEY")),
+        "a note names the account by its variable: {notes:#?}"
+    );
+    world.stop_and_check_nothing_left();
 }

@@ -8,7 +8,9 @@
 //!    its provider; once the provider answers again the sheep's session is resumed with a
 //!    "continue", the task completes, and its note records the wait;
 //! 2. a usage limit that resets 3 s ahead makes the task wait, not fail;
-//! 3. a 401 fails the task at once, naming the provider's message;
+//! 3. a 401 fails the task at once, naming the provider's message (Claude Code too with its
+//!    own retries on: at its first `api_retry` event);
+//! 4. an overload (529, 503 `server_is_overloaded`, `UNAVAILABLE`) waits and never fails;
 //!
 //! and in a tmux pane, the first again: at the reset "continue" is typed into the agent's TUI.
 //!
@@ -264,6 +266,100 @@ fn a_bad_key_fails_at_once(agent: &AgentBinary) {
 }
 
 shepherd_testkit::agent_tests!(a_bad_key_fails_at_once);
+
+/// Waits until `id`'s task shows a limit or is over (as a task that failed at once is);
+/// returns its limit, if it showed one.
+fn wait_limited_or_over(world: &World, id: &str) -> Option<Value> {
+    let deadline = Instant::now() + SEEN;
+    while Instant::now() < deadline {
+        let output = world.run(&["status", id, "--json"]);
+        if let Ok(status) = serde_json::from_slice::<Value>(&output.stdout) {
+            if let Some(limit) = status["task"]["rateLimit"].as_object() {
+                return Some(Value::Object(limit.clone()));
+            }
+            let state = status["task"]["state"].as_str().unwrap_or("none");
+            if !["created", "running", "waiting"].contains(&state) {
+                return None;
+            }
+        }
+        // Polled by design: status is a request the test makes, with a deadline.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{id}'s task neither showed a limit nor ended within {SEEN:?}");
+}
+
+/// An overload (Anthropic's 529 `overloaded_error`, OpenAI's 503 `server_is_overloaded`, which
+/// Codex words "Selected model is at capacity", Gemini's 503 `UNAVAILABLE`) is waited out like
+/// a limit: the task never fails on it, and completes once the provider answers again.
+fn an_overload_waits_then_the_task_completes(agent: &AgentBinary) {
+    let host = agent.host;
+    let fake = FakeLlm::start(done_script()).unwrap();
+    fake.set_limits(Limits::new().with_max_in_flight(0).with_overloaded());
+    let world = world(agent, &fake);
+    let id = world.spawn_worker("headless", Some("overloaded"));
+    let task = world.delegate(&id, "Report that you are done.", &[]);
+    fake.wait_until("an overloaded reply", SEEN, |requests| {
+        requests.iter().any(|r| r.limited.is_some())
+    })
+    .unwrap();
+    let limit = wait_limited_or_over(&world, &id);
+    fake.set_limits(Limits::new());
+    let watched = world.json(&["watch", &task, "--wait", WAIT, "--json"]);
+    let settled = &watched["settled"][0];
+    assert_eq!(
+        settled["status"], "completed",
+        "{host}: an overload never fails a task (its limit: {limit:?}): {watched}"
+    );
+    assert!(limit.is_some(), "{host}: the overload was waited out");
+    world.run(&["close", &id]);
+    world.stop_and_check_nothing_left();
+}
+
+shepherd_testkit::agent_tests!(an_overload_waits_then_the_task_completes);
+
+/// Claude Code with its own retries on (as a user has it by default) retries a 401 ten times
+/// over minutes; its first `api_retry` event already names the status, so the sheep fails
+/// there, naming the provider and the status, and the agent sends no more requests.
+#[test]
+fn a_bad_key_fails_claude_code_at_its_first_retry() {
+    let test = "harness_limits::a_bad_key_fails_claude_code_at_its_first_retry";
+    let Some(claude) = installed_or_skip(Host::ClaudeCode, test) else {
+        return;
+    };
+    let fake = FakeLlm::start(scripted(std::iter::repeat_n(Step::unauthorized(), 12))).unwrap();
+    let mut world = world(&claude, &fake);
+    world
+        .extra_env
+        .push(("CLAUDE_CODE_MAX_RETRIES".to_owned(), "10".to_owned()));
+    let id = world.spawn_worker("headless", None);
+    let task = world.delegate(&id, "Do anything.", &[]);
+    let started = Instant::now();
+    let output = world.run(&["watch", &task, "--wait", WAIT, "--json"]);
+    let watched: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "watch printed no JSON ({err}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let settled = &watched["settled"][0];
+    assert_eq!(settled["status"], "failed", "{watched}");
+    let error = settled["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("anthropic") && error.contains("401"),
+        "the failure names the provider and the status: {error}"
+    );
+    let requests = fake.requests().len();
+    assert!(
+        requests <= 2,
+        "the agent's own retries were stopped at the first: {requests} requests"
+    );
+    println!(
+        "bench claude-code: a 401 with the agent's own retries on failed its task in {} ms \
+         after {requests} requests",
+        started.elapsed().as_millis()
+    );
+    world.stop_and_check_nothing_left();
+}
 
 /// The herd's script for one sheep's model: done, then final words.
 fn one_of_many() -> [Step; 2] {

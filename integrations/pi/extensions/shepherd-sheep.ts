@@ -304,8 +304,12 @@ export default function (pi: ExtensionAPI) {
 
 	// The budget: each turn is reported; an answer with `stop` ends the run.
 	pi.on("turn_end", async (event, ctx) => {
+		const message = event?.message as PiMessage | undefined;
+		// A turn whose response was the provider's refusal is said to be one: it shows no model
+		// response, so it must not let the sheep held on its provider key go.
+		const refused = message?.stopReason === "error" ? { stopReason: "error" } : {};
 		turnReported = broker
-			.call("report", { event: "turn", usage: turnUsage(event?.message as PiMessage | undefined) })
+			.call("report", { event: "turn", usage: turnUsage(message), ...refused })
 			.then((answer) => {
 				if (typeof answer?.stop === "string") stopWanted = answer.stop;
 			})

@@ -101,9 +101,18 @@ impl FinalizeJob {
             || task.agent_id.to_string(),
             shepherd_core::herd::Sheep::display_name,
         );
+        // The account the fallback spends, by the variable that holds its key (never the key).
+        let account = herd
+            .sheep
+            .get(&task.agent_id)
+            .and_then(|s| s.provider.clone())
+            .filter(|provider| provider.contains(", account "));
         let mut metadata = Metadata::new();
         metadata.insert("taskStatus".into(), Value::from("fell_back"));
         metadata.insert("fellBackTo".into(), Value::from(to.as_str()));
+        if let Some(account) = &account {
+            metadata.insert("fellBackOn".into(), Value::from(account.as_str()));
+        }
         metadata.insert(
             "continuedIn".into(),
             Value::from(next.note_relative.as_str()),
@@ -113,6 +122,10 @@ impl FinalizeJob {
             "durationMs".into(),
             Value::from((first.at - task.created_at).max(0)),
         );
+        let to = match &account {
+            Some(account) => format!("{to} (on {account})"),
+            None => to,
+        };
         let error = format!(
             "Handed to {to} at {}: {} is limited until {}, past fallbackAfterMinutes. The task \
              goes on in {}.",

@@ -8,13 +8,18 @@
 //! second note in the same session and finalises the first with a link to it. A fallback that
 //! cannot be started leaves the task waiting, as it would without one. The fresh sheep belongs
 //! to the first: closing the first closes it too, so whoever closes the sheep they spawned
-//! leaves nothing behind.
+//! leaves nothing behind. It keeps the first sheep's label and carries its role in its agent
+//! part (`worker (fallback, codex): fix-login`); a fallback entry with a `credential:` runs on
+//! that account of the provider. The time counted against `fallbackAfterMinutes` is the time
+//! spent waiting, so a task whose provider names no reset falls back once it has waited that
+//! long: a timer per waiting task considers it again then.
 
 use std::sync::Arc;
 
 use shepherd_core::agent_def::{AgentDef, Fallback};
 use shepherd_core::backend::BackendKind;
 use shepherd_core::harness::Runtime;
+use shepherd_core::herd::fallback::FallbackDue;
 use shepherd_core::ids::{AgentId, TaskId};
 use shepherd_core::protocol::{CloseParams, SpawnParams};
 use shepherd_core::settings::Backend;
@@ -23,12 +28,16 @@ use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 
 /// After a sheep's run ended on a limit: when the limit lasts past `fallbackAfterMinutes` and
-/// the sheep's agent names a fallback, the task goes to it (in the background).
+/// the sheep's agent names a fallback, the task goes to it (in the background); when it may
+/// yet, it is considered again once it has waited that long.
 pub(crate) fn consider(broker: &Arc<Broker>, agent_id: &AgentId) {
     let after = broker.settings().fallback_after();
     let after_ms = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
-    let Some(task_id) = broker.read(|herd| herd.fallback_due(agent_id, after_ms)) else {
-        return;
+    let now = broker.now();
+    let task_id = match broker.read(|herd| herd.fallback_due(agent_id, after_ms, now)) {
+        None => return,
+        Some(FallbackDue::At(task_id, at)) => return later(broker, agent_id, task_id, at),
+        Some(FallbackDue::Now(task_id)) => task_id,
     };
     if !broker
         .falling_back
@@ -49,6 +58,33 @@ pub(crate) fn consider(broker: &Arc<Broker>, agent_id: &AgentId) {
             .lock()
             .expect("falling_back lock")
             .remove(&task_id);
+    });
+}
+
+/// Considers `agent_id` again at `at`, once per waiting task (the broker's shutdown ends the
+/// wait).
+fn later(broker: &Arc<Broker>, agent_id: &AgentId, task_id: TaskId, at: i64) {
+    if !broker
+        .fallback_timers
+        .lock()
+        .expect("fallback_timers lock")
+        .insert(task_id.clone())
+    {
+        return;
+    }
+    let broker = broker.clone();
+    let agent_id = agent_id.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = broker.clock.sleep_until(at) => {}
+            () = broker.shutdown.cancelled() => return,
+        }
+        broker
+            .fallback_timers
+            .lock()
+            .expect("fallback_timers lock")
+            .remove(&task_id);
+        consider(&broker, &agent_id);
     });
 }
 
@@ -140,9 +176,9 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
 
 /// The spawn of `fallback` for a task of the sheep spawned with `recipe`: the same agent,
 /// label, session, host and backend, in the directory that sheep works in (its worktree, when
-/// it had one: the work so far is there), on the fallback's harness and model. The label is the
-/// first sheep's as it is (its display name carries the role instead: `worker (fallback):
-/// fix-login`), so a label at its longest still fits.
+/// it had one: the work so far is there), on the fallback's harness, model and credential. Its
+/// role goes in its display name's agent part, never in the label, so the user's label (up to
+/// its 64 characters) is all it carries there.
 fn fallback_params(
     recipe: &SpawnParams,
     fallback: &Fallback,
@@ -151,7 +187,8 @@ fn fallback_params(
     cwd: &str,
 ) -> SpawnParams {
     SpawnParams {
-        label: Some(label.to_owned()).filter(|l| !l.is_empty()),
+        label: Some(label.to_owned()).filter(|label| !label.is_empty()),
+        credential: fallback.credential.clone(),
         backend: Some(recipe.backend.unwrap_or(match backend {
             BackendKind::Headless => Backend::Headless,
             BackendKind::Tmux => Backend::Tmux,
@@ -165,7 +202,8 @@ fn fallback_params(
     }
 }
 
-/// Whether the fallback's own provider key is limited right now, so it would only wait too.
+/// Whether the fallback's own provider key is limited right now, so it would only wait too
+/// (a fallback whose credential is not set is left to its spawn, which says why).
 fn held(broker: &Broker, def: &AgentDef, fallback: &Fallback, params: &SpawnParams) -> bool {
     let key = crate::sheep::provider_limits::key_for(
         Runtime::Agent(fallback.harness),
@@ -173,7 +211,7 @@ fn held(broker: &Broker, def: &AgentDef, fallback: &Fallback, params: &SpawnPara
         params,
         params.host.as_deref(),
     );
-    key.is_some_and(|key| broker.read(|herd| herd.limiters.contains_key(&key)))
+    matches!(key, Ok(Some(key)) if broker.read(|herd| herd.limiters.contains_key(&key)))
 }
 
 #[cfg(test)]
@@ -186,6 +224,7 @@ mod tests {
         let fallback = Fallback {
             harness: shepherd_core::harness::Harness::ClaudeCode,
             model: None,
+            credential: None,
         };
         let recipe = SpawnParams::default();
         let params = fallback_params(&recipe, &fallback, &longest, BackendKind::Headless, "/p");

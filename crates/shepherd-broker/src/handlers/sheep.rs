@@ -101,13 +101,31 @@ pub(crate) async fn report(
             return Ok(to_value(OkResult::ACK));
         }
         "turn" => return turn(broker, &sender, params, rid).await,
+        "ridden_out" => {
+            if let Some(ridden) = &params.ridden_out {
+                broker
+                    .commit_reply(rid, |tx| {
+                        shepherd_core::herd::limits::ridden_out(tx, &sender, ridden);
+                        Ok(to_value(OkResult::ACK))
+                    })
+                    .await?;
+            }
+            return Ok(to_value(OkResult::ACK));
+        }
         "agent_start" => RunReport::Started,
         "run_settled" => RunReport::Settled {
             limit: params
                 .error
                 .as_deref()
                 .filter(|_| params.stop_reason.as_deref() == Some("error"))
-                .and_then(|error| crate::sheep::provider_limits::signal_of(broker, &sender, error)),
+                .and_then(|error| {
+                    crate::sheep::provider_limits::signal_of(
+                        broker,
+                        &sender,
+                        error,
+                        params.retry_after_ms,
+                    )
+                }),
             stop_reason: params.stop_reason,
             error: params.error,
             text: params.text.clone(),
@@ -116,7 +134,8 @@ pub(crate) async fn report(
             return Err(BrokerError::new(
                 ErrorCode::InvalidRequest,
                 format!(
-                    "report event `{other}` is not one of ready, agent_start, turn, run_settled"
+                    "report event `{other}` is not one of ready, agent_start, turn, ridden_out, \
+                     run_settled"
                 ),
             ));
         }
@@ -156,6 +175,11 @@ async fn turn(
     let open = broker.read(|herd| herd.sheep.get(sender).and_then(|s| s.active_task.clone()));
     if let Some(task) = &open {
         crate::sheep::live_usage::count(broker, sender, task, &usage);
+    }
+    // A turn whose response was a provider's refusal (pi reports it like any other) used
+    // nothing and shows no model response: it lets no held sheep go.
+    if params.stop_reason.as_deref() == Some("error") {
+        return Ok(to_value(OkResult::ACK));
     }
     broker
         .commit_reply(rid, |tx| {

@@ -191,12 +191,13 @@ fn unknown_run(run_id: &str) -> BrokerError {
 /// The run as its followers see it.
 pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<Value> {
     let run = broker
-        .read(|herd| herd.runs.get(run_id).cloned())
+        .read(|herd| herd.runs.get(run_id).map(|run| view_of(run, herd)))
         .ok_or_else(|| unknown_run(run_id))?;
-    Ok(serde_json::to_value(view_of(&run)).expect("views serialise"))
+    Ok(serde_json::to_value(run).expect("views serialise"))
 }
 
-fn view_of(run: &Run) -> RunView {
+/// The run's view, each running task with the provider limit it waits out, if any.
+fn view_of(run: &Run, herd: &shepherd_core::herd::Herd) -> RunView {
     let (spec, plan) = (&run.spec, run.planned.as_ref());
     RunView {
         run_id: run.id.clone(),
@@ -210,7 +211,15 @@ fn view_of(run: &Run) -> RunView {
             .enumerate()
             .map(|(index, step)| {
                 let agent = spec.steps.get(index).map_or("", |s| s.agent.as_str());
-                RunStepView::of(step, agent)
+                let rate_limit = step
+                    .task_id
+                    .as_deref()
+                    .and_then(shepherd_core::ids::TaskId::parse)
+                    .and_then(|id| herd.limit_view(&id));
+                RunStepView {
+                    rate_limit,
+                    ..RunStepView::of(step, agent)
+                }
             })
             .collect(),
         cancelled: run.cancelled.clone(),

@@ -157,6 +157,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         sandbox: run.spec.sandbox,
         user_sandbox: run.spec.user_sandbox,
         limits: None,
+        credential: None,
     };
     let rid = format!("{}/{}/spawn", run.id, index + 1);
     match crate::handlers::spawn::spawn(&run.broker, params, Some(&rid)).await {

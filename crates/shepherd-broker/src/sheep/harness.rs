@@ -197,10 +197,15 @@ pub(crate) fn launch(
     // A sheep reopened by `resume` continues the session its earlier turns recorded.
     plan.resume = shepherd_harness::recorded_session(&dir);
     let io = |err: shepherd_harness::HarnessError| BrokerError::new(err.code(), err.to_string());
+    // Another account of its provider, when a fallback named one: the agent reads it where it
+    // reads its key, and its home is composed as if the user had that key.
+    let credential =
+        crate::sheep::credential::credential_env(Runtime::Agent(harness), def, params)?;
     checked
         .adapter
-        .prepare(&mut plan, &ProcessEnv)
+        .prepare(&mut plan, &WithCredential(credential.as_ref()))
         .map_err(io)?;
+    plan.env.extend(credential);
     let file = dir.join("plan.json");
     plan.write(&file).map_err(io)?;
     Ok(vec![
@@ -209,6 +214,18 @@ pub(crate) fn launch(
         "--plan".into(),
         file.display().to_string(),
     ])
+}
+
+/// The user's environment with a credential a fallback spends in place of the agent's key.
+struct WithCredential<'a>(Option<&'a (String, String)>);
+
+impl shepherd_harness::UserEnv for WithCredential<'_> {
+    fn var(&self, name: &str) -> Option<std::ffi::OsString> {
+        match self.0 {
+            Some((into, value)) if into == name => Some(value.into()),
+            _ => ProcessEnv.var(name),
+        }
+    }
 }
 
 /// The plan for a sheep of `def` on `harness` in `dir`, working in `cwd`: everything but where

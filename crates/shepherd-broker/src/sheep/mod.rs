@@ -20,6 +20,7 @@
 //! other way round.
 
 pub(crate) mod controls;
+pub(crate) mod credential;
 pub(crate) mod harness;
 pub(crate) mod herdr_link;
 pub(crate) mod isolation;

@@ -198,6 +198,12 @@ pub(crate) fn launch(
     let definition = definition_args(def, model, thinking, &prompt);
     argv.extend(definition.argv);
     let mut env = definition.env;
+    // Another account of its provider, when a fallback named one.
+    env.extend(crate::sheep::credential::credential_env(
+        shepherd_core::harness::Runtime::Agent(Harness::Pi),
+        def,
+        params,
+    )?);
     if confined {
         let agent = crate::sheep::pi_home::compose(&broker.config.dirs.pi_agent_dir, &own)
             .map_err(|err| io("making the sheep's pi agent directory", err))?;

@@ -127,6 +127,9 @@ pub(crate) struct Broker {
     pub(crate) finalizing: Mutex<std::collections::HashSet<TaskId>>,
     /// Tasks being handed to a fallback right now (never twice at once; see `fallback`).
     pub(crate) falling_back: Mutex<std::collections::HashSet<TaskId>>,
+    /// The waiting tasks a timer will consider for a fallback once they have waited
+    /// `fallbackAfterMinutes`.
+    pub(crate) fallback_timers: Mutex<std::collections::HashSet<TaskId>>,
     /// The links to hosts that run remote sheep.
     pub(crate) remotes: crate::remote::Remotes,
     /// Carries out what commits ask for (see [`Effect`]).
@@ -199,6 +202,7 @@ impl Broker {
             started_at,
             finalizing: Mutex::new(std::collections::HashSet::new()),
             falling_back: Mutex::new(std::collections::HashSet::new()),
+            fallback_timers: Mutex::new(std::collections::HashSet::new()),
             remotes: crate::remote::Remotes::default(),
             effects,
             herd_key: std::sync::OnceLock::new(),
@@ -310,13 +314,18 @@ impl Broker {
             }
         }
         self.generation.send_modify(|g| *g += 1);
-        effects_of(events, pos, |task_id| {
-            self.read(|herd| {
-                herd.tasks
-                    .get(task_id)
-                    .is_some_and(|t| t.note.is_some() && !t.finalized)
-            })
-        })
+        effects_of(
+            events,
+            pos,
+            |task_id| {
+                self.read(|herd| {
+                    herd.tasks
+                        .get(task_id)
+                        .is_some_and(|t| t.note.is_some() && !t.finalized)
+                })
+            },
+            |task_id| self.read(|herd| run_of(herd, task_id)),
+        )
     }
 
     /// The fieldnotes writer for this broker's project.
@@ -392,24 +401,29 @@ impl Broker {
 /// What `events`, journaled up to `pos`, ask of the rest of the broker, in order: for each
 /// settled task an auto-close, and a finalisation when `unfinalized_note` says it has a note
 /// that is not final yet; a finalisation for each note attached to a settled task; then a push
-/// for each run that changed (once for consecutive changes of the same run).
+/// for each run that changed (once for consecutive changes of the same run), a task of a run
+/// (`run_of`) meeting a limit or ending its wait included, so its progress says rate-limited.
 fn effects_of(
     events: &[Event],
     pos: u64,
     unfinalized_note: impl Fn(&TaskId) -> bool,
+    run_of: impl Fn(&TaskId) -> Option<String>,
 ) -> Vec<Effect> {
     let mut settled = Vec::new();
     let mut noted = Vec::new();
-    let mut runs: Vec<&str> = Vec::new();
+    let mut runs: Vec<String> = Vec::new();
     for event in events {
         match event {
             Event::TaskSettled { task_id, .. } => settled.push(task_id),
             Event::NoteAttached { task_id, .. } => noted.push(task_id),
-            Event::RunSubmitted { run } => runs.push(&run.id),
+            Event::RunSubmitted { run } => runs.push(run.id.clone()),
             Event::RunPlanned { run_id, .. }
             | Event::RunStepChanged { run_id, .. }
             | Event::RunCancelled { run_id, .. }
-            | Event::RunFinished { run_id, .. } => runs.push(run_id),
+            | Event::RunFinished { run_id, .. } => runs.push(run_id.clone()),
+            Event::Limited { task_id, .. } | Event::LimitEnded { task_id, .. } => {
+                runs.extend(run_of(task_id));
+            }
             _ => {}
         }
     }
@@ -430,11 +444,21 @@ fn effects_of(
         });
     }
     runs.dedup();
-    effects.extend(
-        runs.into_iter()
-            .map(|run_id| Effect::PushRun(run_id.to_owned())),
-    );
+    effects.extend(runs.into_iter().map(Effect::PushRun));
     effects
+}
+
+/// The unfinished run `task_id` is a step of, if any.
+fn run_of(herd: &Herd, task_id: &TaskId) -> Option<String> {
+    herd.runs
+        .values()
+        .filter(|run| run.finished.is_none())
+        .find(|run| {
+            run.steps
+                .iter()
+                .any(|step| step.task_id.as_deref() == Some(task_id.as_str()))
+        })
+        .map(|run| run.id.clone())
 }
 
 /// Whole milliseconds of `duration`, saturating.
@@ -514,7 +538,7 @@ mod tests {
             run_changed("run-b"),
             run_changed("run-a"),
         ];
-        let effects = effects_of(&events, 7, |task_id| *task_id == task(2));
+        let effects = effects_of(&events, 7, |task_id| *task_id == task(2), |_| None);
         assert_eq!(
             effects,
             vec![
@@ -535,9 +559,33 @@ mod tests {
         );
     }
 
+    /// A run's task that meets a limit, or ends its wait, changes what the run's progress
+    /// says (`rate-limited until …`): its followers get the run again.
+    #[test]
+    fn a_run_s_task_meeting_a_limit_or_ending_its_wait_pushes_the_run() {
+        let events = [
+            Event::LimitEnded {
+                task_id: task(1),
+                ended: "resumed".to_owned(),
+                at: 5,
+            },
+            Event::LimitEnded {
+                task_id: task(2),
+                ended: "resumed".to_owned(),
+                at: 5,
+            },
+        ];
+        let run_of = |task_id: &TaskId| (*task_id == task(1)).then(|| "run-a".to_owned());
+        assert_eq!(
+            effects_of(&events, 3, |_| false, run_of),
+            vec![Effect::PushRun("run-a".to_owned())],
+            "only the task of a run pushes one"
+        );
+    }
+
     #[test]
     fn a_commit_that_changes_nothing_others_watch_asks_for_nothing() {
         let events = [Event::FieldnotesFixed { on: true }];
-        assert!(effects_of(&events, 1, |_| true).is_empty());
+        assert!(effects_of(&events, 1, |_| true, |_| None).is_empty());
     }
 }

@@ -38,6 +38,13 @@ pub(super) enum Phase {
     Starting,
     /// Its sheep works on it.
     Running,
+    /// Its task waits out a provider limit: what `status` says of it, when it ends (ms) and
+    /// the provider.
+    Limited {
+        words: String,
+        until: i64,
+        provider: String,
+    },
     /// Its sheep is being closed.
     Closing,
     /// Finished with this status (`completed`, `failed`, `cancelled`, `skipped`, …).
@@ -50,6 +57,7 @@ impl Phase {
             Self::Queued => "queued",
             Self::Starting => "starting",
             Self::Running => "running",
+            Self::Limited { .. } => "rate-limited",
             Self::Closing => "closing",
             Self::Done(status) => status,
         }
@@ -145,7 +153,14 @@ impl Progress {
             let phase = match (step.phase.as_str(), &step.status) {
                 ("done", Some(status)) => Phase::Done(status.clone()),
                 ("starting", _) => Phase::Starting,
-                ("running", _) => Phase::Running,
+                ("running", _) => match &step.rate_limit {
+                    Some(limit) => Phase::Limited {
+                        words: limit.describe(),
+                        until: limit.until,
+                        provider: limit.provider.clone(),
+                    },
+                    None => Phase::Running,
+                },
                 ("closing", _) => Phase::Closing,
                 _ => Phase::Queued,
             };
@@ -232,10 +247,13 @@ fn plain_line(index: usize, total: usize, row: &Row) -> String {
         "[{}/{total}] {}: {}",
         index + 1,
         row.agent,
-        row.phase.word()
+        match &row.phase {
+            Phase::Limited { words, .. } => words.as_str(),
+            phase => phase.word(),
+        }
     );
     match &row.phase {
-        Phase::Running => {
+        Phase::Running | Phase::Limited { .. } => {
             if let Some(id) = &row.task_id {
                 line.push_str(&format!(" (task {id})"));
             }
@@ -257,6 +275,12 @@ fn json_line(index: usize, total: usize, row: &Row) -> String {
         "state": row.phase.word(),
         "taskId": row.task_id,
         "elapsedMs": row.elapsed().map(|d| d.as_millis() as u64),
+        "rateLimit": match &row.phase {
+            Phase::Limited { words, until, provider } => {
+                json!({"until": until, "provider": provider, "text": words})
+            }
+            _ => serde_json::Value::Null,
+        },
     })
     .to_string()
 }
@@ -265,17 +289,22 @@ fn live_line(index: usize, total: usize, row: &Row) -> String {
     let mark = match &row.phase {
         Phase::Queued => "·",
         Phase::Starting | Phase::Running | Phase::Closing => "▸",
+        Phase::Limited { .. } => "⏸",
         Phase::Done(status) if status == "completed" => "✓",
         Phase::Done(_) => "✗",
     };
     let width = total.to_string().len();
-    format!(
+    let line = format!(
         "{mark} [{:>width$}/{total}] {:<16} {:<10} {}",
         index + 1,
         row.agent,
         row.phase.word(),
         seconds(row.elapsed())
-    )
+    );
+    match &row.phase {
+        Phase::Limited { words, .. } => format!("{line}  {words}"),
+        _ => line,
+    }
 }
 
 /// The live lines for a block at most `max` lines tall. Redrawing in place moves the cursor up
@@ -291,8 +320,12 @@ fn live_lines(rows: &[Row], max: usize) -> Vec<String> {
             .map(|(index, row)| live_line(index, total, row))
             .collect();
     }
-    let in_progress =
-        |row: &Row| matches!(row.phase, Phase::Starting | Phase::Running | Phase::Closing);
+    let in_progress = |row: &Row| {
+        matches!(
+            row.phase,
+            Phase::Starting | Phase::Running | Phase::Limited { .. } | Phase::Closing
+        )
+    };
     let room = max.saturating_sub(1).max(1);
     let mut shown: Vec<usize> = (0..total)
         .filter(|&i| in_progress(&rows[i]))
@@ -383,6 +416,30 @@ mod tests {
         assert_eq!(json["state"], "failed");
         assert_eq!(json["elapsedMs"], 1500);
         assert!(live_line(1, 2, &done).starts_with("✗ [2/2] worker"));
+    }
+
+    #[test]
+    fn a_task_waiting_out_a_limit_says_so_with_its_reset_and_provider() {
+        let row = Row {
+            agent: "worker".into(),
+            phase: Phase::Limited {
+                words: "rate-limited until 14:05:09 (anthropic)".into(),
+                until: 1_000,
+                provider: "anthropic".into(),
+            },
+            started: None,
+            took: None,
+            task_id: Some("t-1".into()),
+        };
+        assert_eq!(
+            plain_line(0, 1, &row),
+            "[1/1] worker: rate-limited until 14:05:09 (anthropic) (task t-1)"
+        );
+        let json: serde_json::Value = serde_json::from_str(&json_line(0, 1, &row)).unwrap();
+        assert_eq!(json["state"], "rate-limited");
+        assert_eq!(json["rateLimit"]["until"], 1_000);
+        assert_eq!(json["rateLimit"]["provider"], "anthropic");
+        assert!(live_line(0, 1, &row).ends_with("rate-limited until 14:05:09 (anthropic)"));
     }
 
     fn rows(phases: &[Phase]) -> Vec<Row> {

@@ -326,8 +326,9 @@ pub struct AgentDef {
     pub system_prompt: String,
 }
 
-/// One `fallback:` entry: a harness, and the model it runs (its `models:` entry or the
-/// harness's own default when none is named).
+/// One `fallback:` entry: a harness, the model it runs (its `models:` entry or the harness's
+/// own default when none is named) and, for another account of the same provider, the
+/// credential it spends instead of its usual one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
     /// The coding agent that takes the task over.
@@ -335,6 +336,24 @@ pub struct Fallback {
     /// The model it runs, when named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The credential it spends, when not its harness's usual one (`credential:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<Credential>,
+}
+
+/// A credential a sheep spends instead of its agent's usual one, named by the variables that
+/// hold and take it, never by its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Credential {
+    /// The herd's environment variable that holds the key (`WORK_ANTHROPIC_KEY`): the name of
+    /// the account, as notes and status show it.
+    pub var: String,
+    /// The variable the agent reads its key from, when not its usual one (a Codex provider's
+    /// `env_key`); by default the one of the harness's key variables the herd has set, else
+    /// its first (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, pi's provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
 }
 
 impl AgentDef {

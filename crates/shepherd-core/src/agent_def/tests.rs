@@ -2,6 +2,8 @@
 
 use super::*;
 
+mod fallback;
+
 fn parse(text: &str) -> Result<ParsedAgentDef, AgentDefError> {
     parse_agent_def(
         text.as_bytes(),
@@ -479,44 +481,6 @@ fn a_bad_budget_skips_the_file_naming_the_value() {
         error("maxTurns: many"),
         "invalid maxTurns \"many\": expected a whole number, 1 or more"
     );
-}
-
-#[test]
-fn fallback_lists_harnesses_by_name_or_with_a_model() {
-    assert!(def("").fallback.is_empty());
-    let listed = def("fallback:\n  - codex\n  - {harness: gemini, model: gemini-2.5-pro}");
-    assert_eq!(
-        listed.fallback,
-        vec![
-            Fallback {
-                harness: Harness::Codex,
-                model: None
-            },
-            Fallback {
-                harness: Harness::Gemini,
-                model: Some("gemini-2.5-pro".to_owned())
-            },
-        ]
-    );
-    assert_eq!(def("fallback: opencode").fallback.len(), 1);
-    assert!(!listed.extra.contains_key("fallback"));
-}
-
-#[test]
-fn a_fallback_that_names_no_harness_is_refused_with_its_value() {
-    for (frontmatter, value) in [
-        ("fallback: [codexx]", "\"codexx\""),
-        ("fallback: [{model: m}]", "{\"model\":\"m\"}"),
-        ("fallback: [{harness: codex, modle: m}]", "modle"),
-        ("fallback: 3", "3"),
-    ] {
-        let message = error(frontmatter);
-        assert!(
-            message.contains("fallback") && message.contains(value),
-            "{frontmatter}: {message}"
-        );
-        assert!(message.contains("a list of harnesses"), "{message}");
-    }
 }
 
 #[test]

@@ -243,6 +243,9 @@ impl Herd {
             | Event::LimitOpened { .. }
             | Event::LimitReleased { .. }
             | Event::LimitProbed { .. }
+            | Event::LimitAnswered { .. }
+            | Event::LimitRiddenOut { .. }
+            | Event::LimitOver { .. }
             | Event::LimitCleared { .. }
             | Event::LimitEnded { .. }
             | Event::TurnGranted { .. } => super::limits::apply(self, event),

@@ -34,6 +34,7 @@ fn admit_sheep(
         recipe: None,
         worktree: None,
         provider_key: None,
+        provider: None,
         turn_cap: None,
     };
     h.run(|tx| admit(tx, new))?;

@@ -328,12 +328,34 @@ pub enum Event {
         /// When (ms).
         at: i64,
     },
-    /// The sheep let go last showed a model response.
+    /// The sheep let go last showed a model response (written by earlier versions, which let
+    /// one go at a time; now [`Event::LimitAnswered`]).
     LimitProbed {
         /// The key.
         key: crate::limit::ProviderKey,
         /// When (ms).
         at: i64,
+    },
+    /// A sheep let go after a reset showed a model response.
+    LimitAnswered {
+        /// The key.
+        key: crate::limit::ProviderKey,
+        /// The sheep.
+        agent_id: AgentId,
+        /// When (ms).
+        at: i64,
+    },
+    /// A task that had been refused showed a model response: what it waited is over.
+    LimitOver {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A limit the task's agent rode out with its own retries, as its output showed it.
+    LimitRiddenOut {
+        /// The task.
+        task_id: TaskId,
+        /// The episode, as its note records it.
+        episode: super::limits::LimitEpisode,
     },
     /// Every sheep on a key was let go: the key is open.
     LimitCleared {

@@ -41,16 +41,39 @@ pub struct FellBack {
     pub at: i64,
 }
 
+/// When a task waiting on a limit falls back, at `now`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FallbackDue {
+    /// Now: it has waited `after_ms` already, or the reset its provider named lies further
+    /// than that past the start of its wait.
+    Now(TaskId),
+    /// At this instant (ms), once it has waited `after_ms`, unless it goes on before.
+    At(TaskId, i64),
+}
+
 impl Herd {
-    /// The task `agent_id` waits with on a rate or usage limit whose reset lies more than
-    /// `after_ms` ahead: the task a fallback would take over.
-    pub fn fallback_due(&self, agent_id: &AgentId, after_ms: i64) -> Option<TaskId> {
+    /// Whether the task `agent_id` waits with on a rate or usage limit is one a fallback would
+    /// take over, and when. The time counted is the time spent waiting, not the reset a guess
+    /// put on the wait (a provider that names none is probed every few seconds, so its limit
+    /// lasts as long as it is refused); a reset the provider named counts in full at once.
+    pub fn fallback_due(&self, agent_id: &AgentId, after_ms: i64, now: i64) -> Option<FallbackDue> {
         let sheep = self.sheep.get(agent_id)?;
         let task = self.tasks.get(sheep.active_task.as_ref()?)?;
         let limit = task.limit.as_ref()?;
-        let lasting = limit.until.saturating_sub(limit.since) > after_ms;
         let limit_class = matches!(limit.class, ErrorClass::RateLimit | ErrorClass::UsageLimit);
-        (lasting && limit_class && !task.state.is_terminal()).then(|| task.id.clone())
+        if !limit_class || task.state.is_terminal() {
+            return None;
+        }
+        let named_lasting = !limit.guessed && limit.until.saturating_sub(limit.since) > after_ms;
+        let at = task
+            .limited_since
+            .unwrap_or(limit.since)
+            .saturating_add(after_ms);
+        Some(if named_lasting || at <= now {
+            FallbackDue::Now(task.id.clone())
+        } else {
+            FallbackDue::At(task.id.clone(), at)
+        })
     }
 }
 
@@ -81,6 +104,13 @@ pub fn fall_back(tx: &mut Tx<'_>, task_id: &TaskId, from: &AgentId, to: &AgentId
         .sheep
         .get(to)
         .map_or_else(|| to.to_string(), super::Sheep::display_name);
+    let account = herd
+        .sheep
+        .get(to)
+        .and_then(|s| s.provider.clone())
+        .map(|provider| format!(" on {provider}"))
+        .unwrap_or_default();
+    let limited_since = task.limited_since.unwrap_or(limit.since);
     let at = tx.now();
     tx.emit(Event::LimitEnded {
         task_id: task_id.clone(),
@@ -95,13 +125,20 @@ pub fn fall_back(tx: &mut Tx<'_>, task_id: &TaskId, from: &AgentId, to: &AgentId
         until: limit.until,
         at,
     });
+    let lasts = if limit.guessed {
+        format!(
+            "that has lasted since {} UTC",
+            super::limits::clock(limited_since)
+        )
+    } else {
+        format!("that lasts until {} UTC", super::limits::clock(limit.until))
+    };
     let text = format!(
-        "{first} ({from}) met a {} from {} on task {task_id} that lasts until {} UTC, past \
-         fallbackAfterMinutes; the task was handed to {next} ({to}), its agent's fallback, and \
-         goes on there.",
+        "{first} ({from}) met a {} from {} on task {task_id} {lasts}, past \
+         fallbackAfterMinutes; the task was handed to {next} ({to}){account}, its agent's \
+         fallback, and goes on there.",
         limit.class.words(),
         limit.provider,
-        super::limits::clock(limit.until),
     );
     tx.enqueue(
         Participant::Parent,
@@ -157,6 +194,7 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
         task.limit = None;
         task.limit_replies = 0;
         task.transient_waits = 0;
+        task.limited_since = None;
         if let Some(stall) = &mut task.stall {
             stall.active_at = *at;
             stall.nudged_at = None;

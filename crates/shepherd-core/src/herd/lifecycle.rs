@@ -18,7 +18,7 @@ pub struct NewSheep {
     pub agent: String,
     /// The validated label (empty for none).
     pub label: crate::label::Label,
-    /// What it is for, when Shepherd starts it by itself.
+    /// What it is for, when Shepherd makes it for a task (a resolver, a fixer, a fallback).
     pub role: Option<crate::label::Role>,
     /// The backend that will run it.
     pub backend: crate::backend::BackendKind,
@@ -42,8 +42,10 @@ pub struct NewSheep {
     pub recipe: Option<crate::spawn::SpawnParams>,
     /// Its git worktree, when isolated.
     pub worktree: Option<crate::worktree::SheepWorktree>,
-    /// The provider account it spends, when known.
+    /// The provider account it spends, when known (and keys are held).
     pub provider_key: Option<crate::limit::ProviderKey>,
+    /// Its provider as shown to people, with its account when it was given one.
+    pub provider: Option<String>,
     /// `maxConcurrentTurns` for its provider key.
     pub turn_cap: Option<u32>,
 }
@@ -119,8 +121,8 @@ impl Herd {
 
 /// Admits a new sheep in the `starting` phase.
 pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
-    tx.herd()
-        .check_unique_display_name(&crate::label::agent_part(&new.agent, new.role), &new.label)?;
+    let shown = super::model::shown_agent(&new.agent, new.role, new.runtime);
+    tx.herd().check_unique_display_name(&shown, &new.label)?;
     tx.herd().check_sheep_room(new.max_sheep)?;
     let sheep = Sheep {
         id: new.id,
@@ -150,6 +152,7 @@ pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
         continues: None,
         turn_cap: new.turn_cap.filter(|_| new.provider_key.is_some()),
         provider_key: new.provider_key,
+        provider: new.provider,
         turn_granted: false,
     };
     tx.emit(Event::SheepCreated {

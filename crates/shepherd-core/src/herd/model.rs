@@ -95,8 +95,8 @@ pub struct Sheep {
     pub agent: String,
     /// Its label; empty when it has none.
     pub label: crate::label::Label,
-    /// What it is for, when Shepherd started it by itself (a resolver, a fixer, a fallback):
-    /// its display name says so.
+    /// What it is for, when Shepherd made it for a task (a resolver, a fixer, a fallback): its
+    /// display name says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<crate::label::Role>,
     /// Where it runs.
@@ -163,6 +163,10 @@ pub struct Sheep {
     /// sheep that share it wait out a limit together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_key: Option<crate::limit::ProviderKey>,
+    /// Its provider as shown to people, with the account when it was given one (`anthropic`,
+    /// `anthropic, account WORK_KEY`): named in every mode, holding keys or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// The most turns the sheep on its provider key may run at once (`maxConcurrentTurns` as it
     /// was at its spawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,6 +174,19 @@ pub struct Sheep {
     /// It was handed a turn under a turn cap that has not begun yet.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn_granted: bool,
+}
+
+/// The agent part of a display name: the agent, or for a sheep Shepherd made in `role`, the
+/// agent with its role and harness.
+pub fn shown_agent(
+    agent: &str,
+    role: Option<crate::label::Role>,
+    runtime: crate::harness::Runtime,
+) -> String {
+    let harness = runtime
+        .harness()
+        .map_or("command", |harness| harness.as_str());
+    crate::label::agent_part(agent, role, harness)
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -182,13 +199,16 @@ impl Sheep {
         self.recipe.as_ref()?.host.as_deref()
     }
 
-    /// `<agent>: <label>`, or exactly `<agent>` when unlabelled (the agent with its role, for a
-    /// sheep Shepherd started by itself: `claude-resolver (resolver): fix-login`).
+    /// `<agent>: <label>`, or exactly `<agent>` when unlabelled; a sheep Shepherd made carries
+    /// its role in the agent part (`worker (fallback, codex): fix-login`,
+    /// `claude-resolver (resolver): fix-login`).
     pub fn display_name(&self) -> String {
-        crate::label::display_name(
-            &crate::label::agent_part(&self.agent, self.role),
-            &self.label,
-        )
+        crate::label::display_name(&self.shown_agent(), &self.label)
+    }
+
+    /// The agent part of its display name.
+    pub fn shown_agent(&self) -> String {
+        shown_agent(&self.agent, self.role, self.runtime)
     }
 
     /// Whether the sheep can still take work or messages.
@@ -330,6 +350,10 @@ pub struct Task {
     /// Server errors it waited out.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub transient_waits: u32,
+    /// Since when it has been refused without a model response in between (ms): its wait
+    /// counts from here against `fallbackAfterMinutes`, across the probes that were refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_since: Option<i64>,
     /// The sheep that had it first, when it fell back from that sheep's limited provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fell_back_from: Option<super::fallback::FellBack>,

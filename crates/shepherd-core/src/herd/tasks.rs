@@ -139,6 +139,7 @@ pub fn delegate(tx: &mut Tx<'_>, input: DelegateInput) -> Result<TaskId, HerdErr
         limit_episodes: Vec::new(),
         limit_replies: 0,
         transient_waits: 0,
+        limited_since: None,
         fell_back_from: None,
     };
     tx.emit(Event::TaskCreated {

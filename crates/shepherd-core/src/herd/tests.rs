@@ -72,6 +72,7 @@ impl Harness {
             recipe: None,
             worktree: None,
             provider_key: None,
+            provider: None,
             turn_cap: None,
         };
         self.run(|tx| admit(tx, new)).unwrap();
@@ -341,6 +342,7 @@ fn duplicate_display_names_refused_empty_labels_repeat() {
         recipe: None,
         worktree: None,
         provider_key: None,
+        provider: None,
         turn_cap: None,
     };
     let err = h.run(|tx| admit(tx, dup)).unwrap_err();

@@ -145,6 +145,9 @@ pub struct RunStepView {
     /// When it finished (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<i64>,
+    /// The provider limit its task waits out, while it does (`rate-limited until …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<crate::herd::limits::LimitView>,
 }
 
 impl RunStepView {
@@ -158,6 +161,7 @@ impl RunStepView {
             agent_id: step.agent_id.clone(),
             started_at: step.started_at,
             finished_at: step.finished_at,
+            rate_limit: None,
         }
     }
 }

@@ -81,14 +81,22 @@ pub struct DoneResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportParams {
-    /// `ready`, `agent_start`, `turn` or `run_settled`.
+    /// `ready`, `agent_start`, `turn`, `ridden_out` or `run_settled`.
     pub event: String,
     /// For `turn`: what the turn used (its tool calls, tokens and cost; `turns` counts 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::budget::Usage>,
-    /// For `run_settled`: pi's stop reason.
+    /// For `run_settled`: pi's stop reason. For `turn`: `error` when the turn's response was a
+    /// provider's refusal (no model response, so no sign the provider takes requests again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// For `run_settled` ending on a limit: the wait the agent's own last retry announced (ms),
+    /// taken as the limit's reset when its error names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// For `ridden_out`: a limit the agent rode out with its own retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ridden_out: Option<crate::herd::limits::RiddenOut>,
     /// For `run_settled`: the error that ended the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -150,6 +150,7 @@ impl Parent {
             // An agent's argument only tightens: the person's own choice is the CLI's.
             user_sandbox: None,
             limits: None,
+            credential: None,
         };
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;

@@ -91,6 +91,7 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
     };
     let started = Instant::now();
     let mut turn = Turn::default();
+    turn.provider = shepherd_harness::provider_name(driver.plan.harness);
     let outcome = run_agent(driver, &prompt, &mut turn).await;
     turn.finish();
     show(&turn.take_lines());
@@ -112,6 +113,8 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
     // A turn that failed without saying why is explained by its exit and stderr; one ended at
     // its task's budget did not fail (the task is settled `blocked` already).
     let failed = match outcome {
+        // An error no retry gets past ended the run at once, whatever the agent's retries.
+        _ if turn.stop_now.is_some() => turn.stop_now.clone(),
         Ok(ran) if ran.budget.is_some() => {
             show(&[format!(
                 "■ stopped: the task reached its budget ({})",
@@ -132,6 +135,7 @@ async fn run_turn(driver: &mut Driver, prompt: &str) {
     };
     if let Some(error) = &failed
         && turn.error.is_none()
+        && turn.stop_now.is_none()
     {
         show(&[format!("✗ error: {error}")]);
     }
@@ -201,6 +205,16 @@ async fn run_agent(driver: &mut Driver, prompt: &str, turn: &mut Turn) -> Result
             _ => {}
         }
         show(&turn.take_lines());
+        for ridden in turn.take_ridden() {
+            driver.report_ridden(&ridden).await;
+        }
+        if turn.stop_now.is_some() {
+            // The agent retries what will not pass (a bad key): end it now.
+            if let Some(pid) = child.id() {
+                shepherd_term::process::signal_group(pid, rustix::process::Signal::KILL);
+            }
+            break;
+        }
         budget = usage.report(driver, turn, false).await;
         if budget.is_some() {
             if let Some(pid) = child.id() {

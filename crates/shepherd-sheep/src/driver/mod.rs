@@ -247,6 +247,26 @@ impl Driver {
         }
     }
 
+    /// Reports a limit the agent rode out with its own retries, for the task's note.
+    async fn report_ridden(&mut self, ridden: &shepherd_harness::Ridden) {
+        let since = ridden
+            .since
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let params = ReportParams {
+            event: "ridden_out".to_owned(),
+            ridden_out: Some(shepherd_core::herd::limits::RiddenOut {
+                class: ridden.class,
+                since: ms(since),
+                waited_ms: ms(ridden.waited),
+                replies: ridden.replies,
+            }),
+            ..ReportParams::default()
+        };
+        self.report(&params).await;
+    }
+
     /// Reports the end of a run: what `turn` added to the open task's figures (until the turn
     /// that settled it), the task's final words, and the error that ended the run.
     async fn settle_run(
@@ -270,11 +290,13 @@ impl Driver {
         let params = ReportParams {
             event: "run_settled".to_owned(),
             stop_reason: Some(if error.is_some() { "error" } else { "stop" }.to_owned()),
+            retry_after_ms: turn.retry_after_ms.filter(|_| error.is_some()),
             error,
             text,
             session_file: None,
             telemetry,
             usage: None,
+            ridden_out: None,
         };
         self.report(&params).await;
     }

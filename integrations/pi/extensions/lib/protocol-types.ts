@@ -923,6 +923,11 @@ export interface SpawnParams {
 	 * sheep's recipe keeps the limits it ran with).
 	 */
 	limits?: Limits | null;
+	/**
+	 * Spend this credential instead of the agent's usual one: another account of the same
+	 * provider (a `fallback:` entry's `credential:`). Only the variable's name is kept.
+	 */
+	credential?: Credential | null;
 }
 /**
  * The terminal a caller runs in, as its environment tells.
@@ -984,6 +989,26 @@ export interface Limits {
 	 * Most disk in each private temporary directory, and the largest file it may write.
 	 */
 	disk?: Bytes | null;
+}
+/**
+ * A credential a sheep spends instead of its agent's usual one, named by the variables that
+ * hold and take it, never by its value.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Credential".
+ */
+export interface Credential {
+	/**
+	 * The herd's environment variable that holds the key (`WORK_ANTHROPIC_KEY`): the name of
+	 * the account, as notes and status show it.
+	 */
+	var: string;
+	/**
+	 * The variable the agent reads its key from, when not its usual one (a Codex provider's
+	 * `env_key`); by default the one of the harness's key variables the herd has set, else
+	 * its first (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, pi's provider's).
+	 */
+	into?: string | null;
 }
 /**
  * `spawn` result.
@@ -1642,6 +1667,10 @@ export interface LimitView {
 	 * Whether the reset passed and the sheep waits for its turn to go on.
 	 */
 	queued: boolean;
+	/**
+	 * Whether `until` is Shepherd's guess (the provider named no reset): a probe goes then.
+	 */
+	guessed?: boolean;
 }
 /**
  * Tokens and cost, as a sheep's runs reported them.
@@ -2415,7 +2444,7 @@ export interface DoneResult {
  */
 export interface ReportParams {
 	/**
-	 * `ready`, `agent_start`, `turn` or `run_settled`.
+	 * `ready`, `agent_start`, `turn`, `ridden_out` or `run_settled`.
 	 */
 	event: string;
 	/**
@@ -2423,9 +2452,19 @@ export interface ReportParams {
 	 */
 	usage?: Usage | null;
 	/**
-	 * For `run_settled`: pi's stop reason.
+	 * For `run_settled`: pi's stop reason. For `turn`: `error` when the turn's response was a
+	 * provider's refusal (no model response, so no sign the provider takes requests again).
 	 */
 	stopReason?: string | null;
+	/**
+	 * For `run_settled` ending on a limit: the wait the agent's own last retry announced (ms),
+	 * taken as the limit's reset when its error names none.
+	 */
+	retryAfterMs?: number | null;
+	/**
+	 * For `ridden_out`: a limit the agent rode out with its own retries.
+	 */
+	riddenOut?: RiddenOut | null;
 	/**
 	 * For `run_settled`: the error that ended the run.
 	 */
@@ -2444,6 +2483,31 @@ export interface ReportParams {
 	 * transcript).
 	 */
 	telemetry?: unknown;
+}
+/**
+ * A limit an agent rode out with its own retries, as its output showed it: the herd records it
+ * as an episode of the task.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RiddenOut".
+ */
+export interface RiddenOut {
+	/**
+	 * Rate limit, usage limit or server error.
+	 */
+	class: ErrorClass;
+	/**
+	 * When its first refusal was seen (ms).
+	 */
+	since: number;
+	/**
+	 * How long the agent waited in all (ms).
+	 */
+	waitedMs: number;
+	/**
+	 * How many refusals it retried.
+	 */
+	replies: number;
 }
 /**
  * `supervisor.started` parameters.
@@ -2813,6 +2877,10 @@ export interface RunStepView {
 	 * When it finished (ms).
 	 */
 	finishedAt?: number | null;
+	/**
+	 * The provider limit its task waits out, while it does (`rate-limited until …`).
+	 */
+	rateLimit?: LimitView | null;
 }
 /**
  * The report of a finished run.

@@ -164,7 +164,8 @@ pub(crate) async fn launch(
             return Err(err);
         }
     };
-    // The sheep's own display name (a resolver's carries its role), as the herd records it.
+    // A sheep Shepherd made for a task carries its role in its name (`worker (fallback, codex)`,
+    // `claude-resolver (resolver)`), as the herd records it.
     let display = broker
         .read(|herd| {
             herd.sheep

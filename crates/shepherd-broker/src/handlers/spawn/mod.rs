@@ -39,9 +39,9 @@ pub(crate) async fn spawn(
     spawn_as(broker, params, rid, None).await
 }
 
-/// Spawns a sheep Shepherd starts by itself for `role` (a resolver, a fixer, a fallback): its
-/// display name carries the role beside its agent, and its label is the one `params` gives
-/// (the label of the sheep whose work it handles, never one made up).
+/// Runs `spawn` for a sheep Shepherd makes for a task in `role` (a resolver, a fixer, a
+/// fallback): its display name carries the role in the agent part, and its label is the one
+/// `params` gives (the label of the sheep whose work it handles, never one made up).
 pub(crate) async fn spawn_as(
     broker: &Arc<Broker>,
     params: SpawnParams,
@@ -74,8 +74,17 @@ pub(crate) async fn spawn_as(
     }
     let settings = broker.settings();
     let mut prepared = prepare(broker, &params, None).await?;
-    let shown = shepherd_core::label::agent_part(&prepared.def.name, role);
+    let def = &prepared.def;
+    let shown = shepherd_core::herd::shown_agent(&def.name, role, prepared.runtime);
     broker.read(|herd| herd.check_unique_display_name(&shown, &prepared.label))?;
+    // What the sheep spends: its provider key (a credential of its own makes another one) and
+    // its provider's name, known whether keys are held or not.
+    let key = crate::sheep::provider_limits::key_for(
+        prepared.runtime,
+        &prepared.def,
+        &params,
+        prepared.host.as_deref(),
+    )?;
     broker.read(|herd| herd.check_sheep_room(settings.max_sheep()))?;
     let repo = if params.isolate && prepared.host.is_none() {
         Some(crate::sheep::isolation::probe(&prepared.cwd)?)
@@ -142,14 +151,11 @@ pub(crate) async fn spawn_as(
             ..params.clone()
         }),
         worktree: worktree.clone(),
+        provider: key
+            .as_ref()
+            .map(|key| crate::sheep::provider_limits::provider_name(key, &params)),
         // Without holding keys a sheep has none: a limit then holds that sheep alone.
-        provider_key: crate::sheep::provider_limits::key_for(
-            prepared.runtime,
-            &prepared.def,
-            &params,
-            prepared.host.as_deref(),
-        )
-        .filter(|_| settings.hold_provider_keys),
+        provider_key: key.filter(|_| settings.hold_provider_keys),
         turn_cap: settings.max_concurrent_turns(),
     };
     let ready_rx = launch::await_ready(broker, &id);

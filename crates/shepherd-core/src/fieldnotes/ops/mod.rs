@@ -524,11 +524,23 @@ impl SessionMetadata {
         Ok(())
     }
 
-    /// Sets the session status from its notes (see [`summarise`]).
+    /// Sets the session status from its notes (see [`summarise`]). A note whose task fell back
+    /// to another sheep is left out: its task's outcome is the note that continues it.
     pub fn summarise_status(&mut self) {
-        self.status = summarise(self.artifacts.iter().map(|note| note.status))
-            .as_str()
-            .to_owned();
+        let fell_back = |note: &&ArtifactRecord| {
+            note.metadata
+                .get("taskStatus")
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s == "fell_back")
+        };
+        self.status = summarise(
+            self.artifacts
+                .iter()
+                .filter(|note| !fell_back(note))
+                .map(|note| note.status),
+        )
+        .as_str()
+        .to_owned();
     }
 
     /// Marks the session continued: `resumed`, the parent's session file refreshed, and a

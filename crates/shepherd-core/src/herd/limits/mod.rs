@@ -1,22 +1,28 @@
 //! Provider limits in the herd: a limited task waits instead of failing, and every sheep on the
 //! same provider key waits with it.
 //!
-//! When a sheep's run ends on a rate or usage limit ([`crate::limit`]), its task stays open
-//! with the episode recorded on it ([`TaskLimit`]), the parent hears one `rate_limited` notice,
-//! and the sheep's provider key gets a [`Limiter`] closed until the reset. While a key is
-//! closed no sheep on it is handed anything that would start a turn ([`Herd::turn_held`]: the
-//! inbox shows it nothing). At the reset the limiter opens and lets its sheep go one at a time:
-//! the first one limited goes first and is told to continue where it stopped; the next goes once
-//! the one before it shows a model response (or a grace passes), so a key that is still limited
-//! draws one more limit reply, not one per sheep. A server error waits the same way for the
-//! sheep alone. `maxConcurrentTurns` caps the turns in flight on a key at any time. The clock
-//! is [`super::tick`]'s: nothing here polls.
+//! When a sheep's run ends on a rate or usage limit, or an overload ([`crate::limit`]), its task
+//! stays open with the episode recorded on it ([`TaskLimit`]), the parent hears one
+//! `rate_limited` notice, and the sheep's provider key gets a [`Limiter`] closed until the reset
+//! — the one the error named, else a guess of a few seconds that doubles with each refusal in a
+//! row up to `rateLimitWaitSeconds`. While a key is closed no sheep on it is handed anything
+//! that would start a turn ([`Herd::turn_held`]: the inbox shows it nothing). At the reset one
+//! sheep probes (`release`): while it is refused nobody else on the key goes, so a key still
+//! limited draws one refusal per reset; once it shows a model response the others go in rounds
+//! that double while every one of a round answers and halve when one is refused, bounded by
+//! `maxConcurrentTurns`, so a held herd comes back as fast as the provider takes it. A server
+//! error waits the same way for the sheep alone. Limits an agent rode out with its own retries
+//! are recorded as episodes too ([`ridden_out`]). The clock is [`super::tick`]'s: nothing here
+//! polls.
 
 use std::collections::{BTreeSet, VecDeque};
 
 mod records;
+mod release;
 
 pub use records::*;
+pub(super) use release::tick_limits;
+pub use release::{granted, progressed};
 
 use super::Tx;
 use super::model::{Event, Notice, NoticeKind, Payload};
@@ -50,16 +56,17 @@ impl Herd {
             return true;
         }
         match sheep.turn_cap {
-            Some(cap) if !in_turn(sheep) => {
-                let busy = self
-                    .sheep
-                    .values()
-                    .filter(|s| s.provider_key.as_ref() == Some(key) && s.is_live() && in_turn(s))
-                    .count();
-                busy >= cap as usize
-            }
+            Some(cap) if !in_turn(sheep) => self.turns_on(key) >= cap as usize,
             _ => false,
         }
+    }
+
+    /// The turns in flight on `key` (counted only under a turn cap).
+    fn turns_on(&self, key: &ProviderKey) -> usize {
+        self.sheep
+            .values()
+            .filter(|s| s.provider_key.as_ref() == Some(key) && s.is_live() && in_turn(s))
+            .count()
     }
 
     /// The open limit of a task, as shown.
@@ -77,20 +84,20 @@ impl Herd {
             since: limit.since,
             until: limit.until,
             queued,
+            guessed: limit.guessed,
         })
     }
 
-    /// The earliest instant a limit has something to do: a closed key's reset, a probe's
+    /// The earliest instant a limit has something to do: a closed key's reset, a round's
     /// grace, a server error's wait.
     pub(super) fn next_limit(&self) -> Option<i64> {
-        let keys = self
-            .limiters
-            .values()
-            .map(|l| match (&l.probe, l.releasing) {
-                (_, false) => l.until,
-                (Some((_, since)), true) => since.saturating_add(PROBE_GRACE_MS),
-                (None, true) => l.until,
-            });
+        let keys = self.limiters.values().map(|l| {
+            if l.releasing {
+                l.round_at.saturating_add(PROBE_GRACE_MS)
+            } else {
+                l.until
+            }
+        });
         let own = self
             .tasks
             .values()
@@ -100,6 +107,19 @@ impl Herd {
             .map(|l| l.until);
         keys.chain(own).min()
     }
+
+    /// The provider `agent_id` spends, as shown to people (its account too, when it was given
+    /// one): `anthropic`, `anthropic, account WORK_KEY`.
+    pub fn provider_of(&self, agent_id: &AgentId) -> String {
+        let Some(sheep) = self.sheep.get(agent_id) else {
+            return "provider".to_owned();
+        };
+        sheep
+            .provider
+            .clone()
+            .or_else(|| sheep.provider_key.as_ref().map(|k| k.provider().to_owned()))
+            .unwrap_or_else(|| "provider".to_owned())
+    }
 }
 
 /// Whether a sheep under a turn cap was handed a turn whose run has not settled. (Its
@@ -108,8 +128,23 @@ fn in_turn(sheep: &Sheep) -> bool {
     sheep.turn_granted
 }
 
+/// How many guessed waits of `task` of the same kind as `class` began within the last four
+/// caps: the next guess doubles that often, so a storm backs off while a limit met now and
+/// then starts short again.
+fn recent_guesses(task: &super::Task, class: ErrorClass, now: i64, waits: &LimitWaits) -> u32 {
+    let transient = class == ErrorClass::Transient;
+    let window = waits.limit_ms.max(waits.transient_ms).saturating_mul(4);
+    let recent = task
+        .limit_episodes
+        .iter()
+        .filter(|e| e.guessed && (e.class == ErrorClass::Transient) == transient)
+        .filter(|e| now.saturating_sub(e.since) <= window)
+        .count();
+    u32::try_from(recent).unwrap_or(u32::MAX)
+}
+
 /// A sheep's run ended on `signal` (never fatal) with `task_id` open: the task waits. Returns
-/// false when it may not wait any more (too many server errors), so the caller fails it.
+/// false when the sheep or task is gone, so the caller fails it.
 pub fn limited(
     tx: &mut Tx<'_>,
     agent_id: &AgentId,
@@ -124,22 +159,32 @@ pub fn limited(
     let Some(task) = tx.herd().tasks.get(task_id) else {
         return false;
     };
-    let holds_key = signal.class.holds_key();
-    if signal.class == ErrorClass::Transient && task.transient_waits >= waits.transient_tries {
-        return false;
-    }
-    let key = sheep.provider_key.clone().filter(|_| holds_key);
-    let provider = sheep
+    let key = sheep
         .provider_key
-        .as_ref()
-        .map_or_else(|| "provider".to_owned(), |k| k.provider().to_owned());
-    let wait = match signal.class {
-        ErrorClass::Transient => waits
-            .transient_ms
-            .saturating_mul(1 << task.transient_waits.min(10)),
-        _ => waits.limit_ms,
+        .clone()
+        .filter(|_| signal.class.holds_key());
+    let provider = tx.herd().provider_of(agent_id);
+    let named = signal.reset_at.filter(|at| *at > now);
+    let wait = match (
+        signal.class,
+        key.as_ref().and_then(|k| tx.herd().limiters.get(k)),
+    ) {
+        (ErrorClass::Transient, _) => waits.guess(
+            waits.transient_ms,
+            recent_guesses(task, signal.class, now, waits),
+        ),
+        // A probe refused again: the guess doubles.
+        (_, Some(limiter)) => waits.guess(
+            waits.first_ms,
+            limiter.guesses + u32::from(limiter.releasing),
+        ),
+        (_, None) if key.is_some() => waits.guess(waits.first_ms, 0),
+        (_, None) => waits.guess(
+            waits.first_ms,
+            recent_guesses(task, signal.class, now, waits),
+        ),
     };
-    let until = signal.reset_at.filter(|at| *at > now).unwrap_or(now + wait);
+    let until = named.unwrap_or(now + wait);
     let fresh = task.limit.is_none();
     let display = sheep.display_name();
     tx.emit(Event::Limited {
@@ -152,14 +197,22 @@ pub fn limited(
             since: now,
             until,
             message: signal.message.clone(),
+            guessed: named.is_none(),
         },
     });
     if fresh {
+        let when = if named.is_some() {
+            format!("goes on after {} UTC", clock(until))
+        } else {
+            format!(
+                "tries again at {} UTC (the provider named no reset)",
+                clock(until)
+            )
+        };
         let text = format!(
             "{display} ({agent_id}) met a {} from {provider} on task {task_id}; the task waits \
-             (it has not failed) and goes on after {} UTC: {}",
+             (it has not failed) and {when}: {}",
             signal.class.words(),
-            clock(until),
             crate::herd::first_line(&signal.message),
         );
         tx.enqueue(
@@ -175,143 +228,36 @@ pub fn limited(
     true
 }
 
-/// A sheep showed a model response (a turn's usage, or a run that ended without an error):
-/// when it was the one let go last after a reset, the next one on its key goes.
-pub fn progressed(tx: &mut Tx<'_>, agent_id: &AgentId) {
-    let Some(key) = tx
+/// `agent_id`'s agent rode out a limit with its own retries, as its output showed: recorded as
+/// an episode of its open task. Nothing waits for it.
+pub fn ridden_out(tx: &mut Tx<'_>, agent_id: &AgentId, ridden: &RiddenOut) {
+    let Some(task_id) = tx
         .herd()
         .sheep
         .get(agent_id)
-        .and_then(|s| s.provider_key.clone())
-    else {
-        return;
-    };
-    let probing = tx
-        .herd()
-        .limiters
-        .get(&key)
-        .is_some_and(|l| l.releasing && l.probe.as_ref().is_some_and(|(id, _)| id == agent_id));
-    if probing {
-        let at = tx.now();
-        tx.emit(Event::LimitProbed {
-            key: key.clone(),
-            at,
-        });
-        release_next(tx, &key);
-    }
-}
-
-/// Items are being handed to `agent_id`: under a turn cap, that is a turn begun.
-pub fn granted(tx: &mut Tx<'_>, agent_id: &AgentId) {
-    let grant = tx
-        .herd()
-        .sheep
-        .get(agent_id)
-        .is_some_and(|s| s.turn_cap.is_some() && !in_turn(s));
-    if grant {
-        tx.emit(Event::TurnGranted {
-            agent_id: agent_id.clone(),
-        });
-    }
-}
-
-/// The limits' turn in [`super::tick`]: opens each key whose reset passed and lets its sheep
-/// go one at a time; ends each server-error wait that is due.
-pub(super) fn tick_limits(tx: &mut Tx<'_>) {
-    let now = tx.now();
-    let keys: Vec<(ProviderKey, bool, bool)> = tx
-        .herd()
-        .limiters
-        .iter()
-        .filter(|(_, l)| l.until <= now)
-        .map(|(key, l)| {
-            let stale = l
-                .probe
-                .as_ref()
-                .is_none_or(|(_, since)| since.saturating_add(PROBE_GRACE_MS) <= now);
-            (key.clone(), l.releasing, stale)
-        })
-        .collect();
-    for (key, releasing, stale) in keys {
-        if !releasing {
-            tx.emit(Event::LimitOpened {
-                key: key.clone(),
-                at: now,
-            });
-        }
-        if !releasing || stale {
-            release_next(tx, &key);
-        }
-    }
-    let due: Vec<(AgentId, TaskId)> = tx
-        .herd()
-        .tasks
-        .values()
-        .filter(|t| !t.state.is_terminal())
-        .filter(|t| {
-            t.limit
-                .as_ref()
-                .is_some_and(|l| l.key.is_none() && l.until <= now)
-        })
-        .map(|t| (t.agent_id.clone(), t.id.clone()))
-        .collect();
-    for (agent_id, task_id) in due {
-        resume(tx, &agent_id, &task_id);
-    }
-}
-
-/// Lets the next sheep on `key` go: the first limited one still waiting, else any other sheep
-/// with something waiting for it; with none left, the key is open again.
-fn release_next(tx: &mut Tx<'_>, key: &ProviderKey) {
-    let herd = tx.herd();
-    let Some(limiter) = herd.limiters.get(key) else {
-        return;
-    };
-    let live = |id: &AgentId| herd.sheep.get(id).is_some_and(Sheep::is_live);
-    let next = limiter
-        .held
-        .iter()
-        .find(|id| !limiter.released.contains(*id) && live(id))
-        .cloned()
-        .or_else(|| {
-            herd.sheep
-                .values()
-                .filter(|s| s.provider_key.as_ref() == Some(key) && s.is_live())
-                .filter(|s| !limiter.released.contains(&s.id))
-                .find(|s| {
-                    herd.inboxes
-                        .get(&Participant::Sheep(s.id.clone()))
-                        .is_some_and(|inbox| !inbox.items.is_empty())
-                })
-                .map(|s| s.id.clone())
-        });
-    let at = tx.now();
-    let Some(agent_id) = next else {
-        tx.emit(Event::LimitCleared {
-            key: key.clone(),
-            at,
-        });
-        return;
-    };
-    tx.emit(Event::LimitReleased {
-        key: key.clone(),
-        agent_id: agent_id.clone(),
-        at,
-    });
-    let task = tx
-        .herd()
-        .sheep
-        .get(&agent_id)
         .and_then(|s| s.active_task.clone())
         .filter(|t| {
             tx.herd()
                 .tasks
                 .get(t)
-                .is_some_and(|t| t.limit.is_some() && !t.state.is_terminal())
-        });
-    if let Some(task_id) = task {
-        resume(tx, &agent_id, &task_id);
-    }
+                .is_some_and(|t| !t.state.is_terminal())
+        })
+    else {
+        return;
+    };
+    let provider = tx.herd().provider_of(agent_id);
+    tx.emit(Event::LimitRiddenOut {
+        task_id,
+        episode: LimitEpisode {
+            class: ridden.class,
+            provider,
+            since: ridden.since,
+            waited_ms: ridden.waited_ms.max(0),
+            replies: ridden.replies,
+            ended: RIDDEN_OUT.to_owned(),
+            guessed: false,
+        },
+    });
 }
 
 /// Ends a task's wait: the episode is recorded and its sheep is told to go on.
@@ -370,6 +316,7 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
                     task.transient_waits += 1;
                 }
                 task.limit_replies += 1;
+                task.limited_since.get_or_insert(limit.since);
                 let since = task.limit.as_ref().map_or(limit.since, |l| l.since);
                 task.limit = Some(TaskLimit {
                     since,
@@ -377,46 +324,45 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
                 });
             }
             if let Some(key) = &limit.key {
-                let limiter = herd.limiters.entry(key.clone()).or_insert_with(|| Limiter {
-                    provider: limit.provider.clone(),
-                    until: limit.until,
-                    releasing: false,
-                    held: VecDeque::new(),
-                    released: BTreeSet::new(),
-                    probe: None,
-                });
-                // A limit met while sheep were being let go closes the key again.
-                limiter.until = if limiter.releasing {
-                    limit.until
-                } else {
-                    limiter.until.max(limit.until)
-                };
-                limiter.releasing = false;
-                limiter.released.clear();
-                limiter.probe = None;
-                if !limiter.held.contains(agent_id) {
-                    limiter.held.push_back(agent_id.clone());
-                }
+                closed(herd, key, agent_id, limit);
             }
             if let Some(sheep) = herd.sheep.get_mut(agent_id) {
                 sheep.turn_granted = false;
             }
         }
-        Event::LimitOpened { key, .. } => {
+        Event::LimitOpened { key, at } => {
             if let Some(limiter) = herd.limiters.get_mut(key) {
                 limiter.releasing = true;
+                limiter.probed = false;
+                limiter.answering.clear();
+                limiter.round_at = *at;
             }
         }
         Event::LimitReleased { key, agent_id, at } => {
             if let Some(limiter) = herd.limiters.get_mut(key) {
                 limiter.released.insert(agent_id.clone());
                 limiter.held.retain(|id| id != agent_id);
-                limiter.probe = Some((agent_id.clone(), *at));
+                limiter.answering.insert(agent_id.clone());
+                limiter.round_at = *at;
+            }
+        }
+        Event::LimitAnswered { key, agent_id, .. } => {
+            if let Some(limiter) = herd.limiters.get_mut(key)
+                && limiter.answering.remove(agent_id)
+                && limiter.answering.is_empty()
+            {
+                if limiter.probed {
+                    limiter.batch = limiter.batch.saturating_mul(2);
+                } else {
+                    limiter.probed = true;
+                }
             }
         }
         Event::LimitProbed { key, .. } => {
+            // Written by earlier versions: the one sheep let go answered.
             if let Some(limiter) = herd.limiters.get_mut(key) {
-                limiter.probe = None;
+                limiter.answering.clear();
+                limiter.probed = true;
             }
         }
         Event::LimitCleared { key, .. } => {
@@ -433,7 +379,18 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
                     waited_ms: (at - limit.since).max(0),
                     replies: std::mem::take(&mut task.limit_replies),
                     ended: ended.clone(),
+                    guessed: limit.guessed,
                 });
+            }
+        }
+        Event::LimitOver { task_id } => {
+            if let Some(task) = herd.tasks.get_mut(task_id) {
+                task.limited_since = None;
+            }
+        }
+        Event::LimitRiddenOut { task_id, episode } => {
+            if let Some(task) = herd.tasks.get_mut(task_id) {
+                task.limit_episodes.push(episode.clone());
             }
         }
         Event::TurnGranted { agent_id } => {
@@ -443,4 +400,46 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
         }
         _ => {}
     }
+}
+
+/// A refusal on `key`: its limiter closes until the limit's reset. One met while sheep were
+/// being let go closes it again — the refused sheep goes last next time, and the rounds after
+/// the next probe are half as large when the probe had answered.
+fn closed(herd: &mut Herd, key: &ProviderKey, agent_id: &AgentId, limit: &TaskLimit) {
+    let limiter = herd.limiters.entry(key.clone()).or_insert_with(|| Limiter {
+        provider: limit.provider.clone(),
+        until: limit.until,
+        releasing: false,
+        held: VecDeque::new(),
+        released: BTreeSet::new(),
+        answering: BTreeSet::new(),
+        round_at: limit.since,
+        probed: false,
+        batch: FIRST_BATCH,
+        guesses: 0,
+    });
+    let reopened = limiter.releasing;
+    if reopened {
+        limiter.until = limit.until;
+        if limiter.probed {
+            limiter.batch = (limiter.batch / 2).max(1);
+        }
+        limiter.guesses = if limit.guessed {
+            limiter.guesses + 1
+        } else {
+            0
+        };
+    } else {
+        limiter.until = limiter.until.max(limit.until);
+        if !limit.guessed {
+            limiter.guesses = 0;
+        }
+    }
+    limiter.releasing = false;
+    limiter.probed = false;
+    limiter.released.clear();
+    limiter.answering.clear();
+    // A sheep refused again goes after those that have waited longer.
+    limiter.held.retain(|id| id != agent_id);
+    limiter.held.push_back(agent_id.clone());
 }

@@ -11,28 +11,44 @@ use serde::{Deserialize, Serialize};
 use crate::ids::AgentId;
 use crate::limit::{ErrorClass, ProviderKey};
 
-/// How long a sheep let go after a reset may take to show a model response before the next
-/// sheep on its key is let go anyway (ms).
+/// How long the sheep let go after a reset may take to show a model response before the next
+/// round on their key is let go anyway (ms).
 pub const PROBE_GRACE_MS: i64 = 30_000;
 
-/// How long a wait lasts when the error named no reset (ms), by class.
+/// The first round let go after the probe answered.
+pub const FIRST_BATCH: u32 = 2;
+
+/// How long a wait lasts when the error named no reset (ms): a few seconds, doubling with each
+/// refusal in a row up to the cap, so a short limit costs a short wait and a long one a few
+/// tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitWaits {
-    /// A rate or usage limit without a reset time.
+    /// The longest wait (`rateLimitWaitSeconds`).
     pub limit_ms: i64,
-    /// The first wait after a server error; each further one in the same task doubles.
+    /// The first wait for a rate or usage limit that named no reset.
+    pub first_ms: i64,
+    /// The first wait after a server error.
     pub transient_ms: i64,
-    /// Server errors one task rides out before it fails.
-    pub transient_tries: u32,
 }
 
 impl Default for LimitWaits {
     fn default() -> Self {
         Self {
             limit_ms: 60_000,
+            first_ms: 2_000,
             transient_ms: 5_000,
-            transient_tries: 5,
         }
+    }
+}
+
+impl LimitWaits {
+    /// The `n`-th guessed wait in a row (from 0) starting at `first`: doubled `n` times, never
+    /// past [`LimitWaits::limit_ms`].
+    pub fn guess(&self, first: i64, n: u32) -> i64 {
+        first
+            .max(0)
+            .saturating_mul(1_i64 << n.min(30))
+            .min(self.limit_ms.max(0))
     }
 }
 
@@ -53,6 +69,9 @@ pub struct TaskLimit {
     pub until: i64,
     /// The provider's message.
     pub message: String,
+    /// Whether `until` is Shepherd's guess (the error named no reset): the probe tries then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guessed: bool,
 }
 
 /// A limit episode a task went through, as its note records it.
@@ -69,11 +88,18 @@ pub struct LimitEpisode {
     pub waited_ms: i64,
     /// How many limit replies the episode drew.
     pub replies: u32,
-    /// How it ended: `resumed`, or what ended the task during it.
+    /// How it ended: `resumed`, [`RIDDEN_OUT`], or what ended the task during it.
     pub ended: String,
+    /// Whether its wait was Shepherd's guess (the error named no reset).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guessed: bool,
 }
 
-/// One provider key's limiter.
+/// How an episode the agent rode out with its own retries ended.
+pub const RIDDEN_OUT: &str = "ridden out by the agent";
+
+/// One provider key's limiter. Closed until the reset; then one sheep probes, and once it
+/// shows a model response the others go in rounds of [`Limiter::batch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Limiter {
@@ -81,7 +107,7 @@ pub struct Limiter {
     pub provider: String,
     /// Until when the key is closed (ms).
     pub until: i64,
-    /// Whether the reset has passed and sheep are being let go one at a time.
+    /// Whether the reset has passed and sheep are being let go.
     #[serde(default)]
     pub releasing: bool,
     /// Limited sheep, in the order they met the limit: the first to be let go.
@@ -90,9 +116,41 @@ pub struct Limiter {
     /// The sheep let go since the reset.
     #[serde(default)]
     pub released: BTreeSet<AgentId>,
-    /// The sheep let go last, until it shows a model response, and since when.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<(AgentId, i64)>,
+    /// The sheep of the round let go last that have not shown a model response yet.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub answering: BTreeSet<AgentId>,
+    /// When the round let go last went (ms).
+    #[serde(default)]
+    pub round_at: i64,
+    /// The probe showed a model response: the rest go in rounds.
+    #[serde(default)]
+    pub probed: bool,
+    /// How many go in the next round: doubled each time a whole round answered, halved when
+    /// one of a round is refused.
+    #[serde(default = "first_batch")]
+    pub batch: u32,
+    /// Refusals in a row that named no reset: the next guessed wait is doubled this often.
+    #[serde(default)]
+    pub guesses: u32,
+}
+
+fn first_batch() -> u32 {
+    FIRST_BATCH
+}
+
+/// A limit an agent rode out with its own retries, as its output showed it: the herd records it
+/// as an episode of the task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RiddenOut {
+    /// Rate limit, usage limit or server error.
+    pub class: ErrorClass,
+    /// When its first refusal was seen (ms).
+    pub since: i64,
+    /// How long the agent waited in all (ms).
+    pub waited_ms: i64,
+    /// How many refusals it retried.
+    pub replies: u32,
 }
 
 /// A task's limit as `status` and `herd` show it.
@@ -109,20 +167,25 @@ pub struct LimitView {
     pub until: i64,
     /// Whether the reset passed and the sheep waits for its turn to go on.
     pub queued: bool,
+    /// Whether `until` is Shepherd's guess (the provider named no reset): a probe goes then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guessed: bool,
 }
 
 impl LimitView {
     /// How a front end says it, times in the reader's own zone:
-    /// `rate-limited until 14:05:09 (anthropic)`, `rate-limited, resuming in turn (anthropic)`
-    /// once the reset passed, `server error, retrying at 14:05:09 (openai)`.
+    /// `rate-limited until 14:05:09 (anthropic)`, `rate-limited, next try at 14:05:09
+    /// (anthropic)` when the provider named no reset, `rate-limited, resuming in turn
+    /// (anthropic)` once the reset passed, `server error, retrying at 14:05:09 (openai)`.
     pub fn describe(&self) -> String {
         let until = local_clock(self.until);
-        match (self.class, self.queued) {
-            (ErrorClass::Transient | ErrorClass::Fatal, _) => {
+        match (self.class, self.queued, self.guessed) {
+            (ErrorClass::Transient | ErrorClass::Fatal, _, _) => {
                 format!("server error, retrying at {until} ({})", self.provider)
             }
-            (_, true) => format!("rate-limited, resuming in turn ({})", self.provider),
-            (_, false) => format!("rate-limited until {until} ({})", self.provider),
+            (_, true, _) => format!("rate-limited, resuming in turn ({})", self.provider),
+            (_, false, true) => format!("rate-limited, next try at {until} ({})", self.provider),
+            (_, false, false) => format!("rate-limited until {until} ({})", self.provider),
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Provider limits: a limited task waits instead of failing, its key holds every sheep on it
-//! until the reset, and the sheep go again one at a time.
+//! until the reset (the release itself is tested in `release`), fallbacks, limits an agent rode
+//! out itself, and the provider named in every mode.
 
 use super::*;
 use crate::herd::limits::LimitWaits;
 use crate::limit::{ErrorClass, LimitSignal, ProviderKey};
+
+mod release;
 
 fn key(name: &str) -> ProviderKey {
     ProviderKey::new(name, Some("http://127.0.0.1:1"), Some(("KEY", name)))
@@ -28,6 +31,7 @@ fn spawn_on(h: &mut Harness, label: &str, key: &ProviderKey, cap: Option<u32>) -
         recipe: None,
         worktree: None,
         provider_key: Some(key.clone()),
+        provider: None,
         turn_cap: cap,
     };
     h.run(|tx| admit(tx, new)).unwrap();
@@ -147,81 +151,6 @@ fn a_limited_task_waits_and_its_sheep_is_told_to_continue_at_the_reset() {
 }
 
 #[test]
-fn the_herd_on_one_key_waits_together_and_goes_one_at_a_time() {
-    let mut h = Harness::new();
-    let k = key("anthropic");
-    let other = key("openai");
-    let a = spawn_on(&mut h, "a", &k, None);
-    let b = spawn_on(&mut h, "b", &k, None);
-    let c = spawn_on(&mut h, "c", &k, None);
-    let o = spawn_on(&mut h, "o", &other, None);
-    let ta = h.delegate(&a, "one");
-    take(&mut h, &a);
-    started(&mut h, &a);
-    let tb = h.delegate(&b, "two");
-    take(&mut h, &b);
-    started(&mut h, &b);
-    let reset = h.now + 5_000;
-    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(reset));
-    limited_run(&mut h, &b, ErrorClass::RateLimit, Some(reset));
-    // A new task for a sheep on the closed key is held; one on another key is not.
-    let tc = h.delegate(&c, "three");
-    assert!(take(&mut h, &c).is_empty());
-    h.delegate(&o, "four");
-    assert_eq!(take(&mut h, &o).len(), 1);
-    h.tick(5_000);
-    // The first limited sheep goes first, alone.
-    assert_eq!(take(&mut h, &a).len(), 1);
-    assert!(take(&mut h, &b).is_empty());
-    assert!(take(&mut h, &c).is_empty());
-    started(&mut h, &a);
-    // Its model answered: the next goes.
-    h.run(|tx| usage(tx, &a, crate::budget::Usage::default()));
-    assert_eq!(take(&mut h, &b).len(), 1);
-    assert!(take(&mut h, &c).is_empty());
-    // The next one never answers: after the grace the one after it goes anyway.
-    h.tick(crate::herd::limits::PROBE_GRACE_MS);
-    assert_eq!(take(&mut h, &c).len(), 1);
-    for (id, t) in [(&a, &ta), (&b, &tb), (&c, &tc)] {
-        assert_eq!(h.state(t), TaskState::Running);
-        h.done(id, None, DoneStatus::Completed, "ok").unwrap();
-    }
-    h.tick(crate::herd::limits::PROBE_GRACE_MS);
-    assert!(h.herd.limiters.is_empty());
-}
-
-#[test]
-fn a_limit_met_again_after_the_reset_closes_the_key_until_the_new_one() {
-    let mut h = Harness::new();
-    let k = key("anthropic");
-    let a = spawn_on(&mut h, "a", &k, None);
-    let b = spawn_on(&mut h, "b", &k, None);
-    let t = h.delegate(&a, "one");
-    take(&mut h, &a);
-    h.delegate(&b, "two");
-    take(&mut h, &b);
-    let at = h.now + 1_000;
-    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(at));
-    let at = h.now + 1_000;
-    limited_run(&mut h, &b, ErrorClass::RateLimit, Some(at));
-    h.tick(1_000);
-    assert_eq!(take(&mut h, &a).len(), 1);
-    let at = h.now + 4_000;
-    limited_run(&mut h, &a, ErrorClass::RateLimit, Some(at));
-    assert!(take(&mut h, &b).is_empty(), "the key closed again");
-    h.tick(3_999);
-    assert!(take(&mut h, &a).is_empty() && take(&mut h, &b).is_empty());
-    h.tick(1);
-    // The sheep that has waited longest goes first; the one limited again, after it.
-    assert_eq!(take(&mut h, &b).len(), 1);
-    assert!(take(&mut h, &a).is_empty());
-    h.run(|tx| usage(tx, &b, crate::budget::Usage::default()));
-    assert_eq!(take(&mut h, &a).len(), 1);
-    assert_eq!(h.herd.tasks[&t].limit_episodes.len(), 2);
-    assert_eq!(notices(&h).len(), 3, "one notice per episode per task");
-}
-
-#[test]
 fn a_fatal_error_fails_at_once_and_a_timeout_says_it_was_rate_limited() {
     let mut h = Harness::new();
     let k = key("anthropic");
@@ -260,17 +189,23 @@ fn a_fatal_error_fails_at_once_and_a_timeout_says_it_was_rate_limited() {
 }
 
 #[test]
-fn server_errors_wait_for_the_sheep_alone_and_fail_after_the_last_try() {
+fn server_errors_wait_for_the_sheep_alone_doubling_and_never_fail_the_task() {
     let mut h = Harness::new();
     let k = key("anthropic");
     let a = spawn_on(&mut h, "a", &k, None);
     let b = spawn_on(&mut h, "b", &k, None);
     let t = h.delegate(&a, "one");
     take(&mut h, &a);
-    let waits = LimitWaits::default();
-    for n in 0..waits.transient_tries {
+    let waits = LimitWaits {
+        limit_ms: 10_000,
+        ..LimitWaits::default()
+    };
+    for (n, wait) in [5_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000]
+        .into_iter()
+        .enumerate()
+    {
         limited_run(&mut h, &a, ErrorClass::Transient, None);
-        assert_eq!(h.state(&t), TaskState::Running);
+        assert_eq!(h.state(&t), TaskState::Running, "try {n}");
         assert!(h.herd.limiters.is_empty(), "a server error holds no key");
         if n == 0 {
             h.delegate(&b, "meanwhile");
@@ -280,13 +215,14 @@ fn server_errors_wait_for_the_sheep_alone_and_fail_after_the_last_try() {
                 "its herd-mate on the key is not held"
             );
         }
-        h.tick((waits.transient_ms << n) - 1);
+        assert_eq!(h.herd.tasks[&t].limit.as_ref().unwrap().until, h.now + wait);
+        h.tick(wait - 1);
         assert!(take(&mut h, &a).is_empty(), "try {n} waits");
         h.tick(1);
         assert_eq!(take(&mut h, &a).len(), 1, "try {n}");
     }
-    limited_run(&mut h, &a, ErrorClass::Transient, None);
-    assert_eq!(h.state(&t), TaskState::Failed);
+    assert_eq!(waits.guess(waits.transient_ms, 3), 10_000);
+    assert_eq!(h.herd.tasks[&t].limit_episodes.len(), 7);
 }
 
 #[test]
@@ -327,10 +263,22 @@ fn a_limit_is_described_with_its_reset_in_local_time_and_its_provider() {
         since: 1_000,
         until: 61_000,
         queued,
+        guessed: false,
     };
     assert_eq!(
         limit(ErrorClass::RateLimit, false).describe(),
         format!("rate-limited until {} (anthropic)", local_clock(61_000))
+    );
+    let guessed = LimitView {
+        guessed: true,
+        ..limit(ErrorClass::RateLimit, false)
+    };
+    assert_eq!(
+        guessed.describe(),
+        format!(
+            "rate-limited, next try at {} (anthropic)",
+            local_clock(61_000)
+        )
     );
     assert_eq!(
         limit(ErrorClass::UsageLimit, true).describe(),
@@ -378,11 +326,15 @@ fn a_lasting_limit_hands_the_task_to_a_fresh_sheep_that_starts_it_again() {
     let reset = h.now + 3 * 60 * MIN;
     limited_run(&mut h, &a, ErrorClass::UsageLimit, Some(reset));
     assert_eq!(
-        h.herd.fallback_due(&a, 15 * MIN),
-        Some(t.clone()),
+        h.herd.fallback_due(&a, 15 * MIN, h.now),
+        Some(fallback::FallbackDue::Now(t.clone())),
         "a usage limit three hours away is past fifteen minutes"
     );
-    assert_eq!(h.herd.fallback_due(&a, 4 * 60 * MIN), None);
+    assert_eq!(
+        h.herd.fallback_due(&a, 4 * 60 * MIN, h.now),
+        Some(fallback::FallbackDue::At(t.clone(), h.now + 4 * 60 * MIN)),
+        "a limit that resets in three hours falls back after four of waiting only"
+    );
     let b = spawn_on(&mut h, "b", &key("openai"), None);
     // A sheep that already has a task cannot take one over.
     let busy = spawn_on(&mut h, "busy", &key("openai"), None);
@@ -423,4 +375,104 @@ fn a_lasting_limit_hands_the_task_to_a_fresh_sheep_that_starts_it_again() {
         .unwrap();
     assert_eq!(take(&mut h, &b).len(), 1);
     assert_eq!(h.state(&t), TaskState::Running);
+}
+
+#[test]
+fn a_limit_the_agent_rode_out_is_an_episode_of_its_task_and_holds_nothing() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "one");
+    take(&mut h, &a);
+    started(&mut h, &a);
+    let ridden = crate::herd::limits::RiddenOut {
+        class: ErrorClass::RateLimit,
+        since: h.now,
+        waited_ms: 4_000,
+        replies: 2,
+    };
+    h.run(|tx| crate::herd::limits::ridden_out(tx, &a, &ridden));
+    let episodes = &h.herd.tasks[&t].limit_episodes;
+    assert_eq!(episodes.len(), 1);
+    assert_eq!(
+        (
+            episodes[0].ended.as_str(),
+            episodes[0].replies,
+            episodes[0].waited_ms
+        ),
+        (crate::herd::limits::RIDDEN_OUT, 2, 4_000)
+    );
+    assert_eq!(episodes[0].provider, "anthropic");
+    assert!(h.herd.limiters.is_empty() && h.herd.tasks[&t].limit.is_none());
+}
+
+#[test]
+fn the_provider_is_named_without_holding_keys() {
+    let mut h = Harness::new();
+    let id = AgentId::mint("1a2b3c4d", &h.unique());
+    let new = NewSheep {
+        id: id.clone(),
+        agent: "worker".into(),
+        label: crate::label::validate_label("alone").unwrap(),
+        role: None,
+        backend: crate::backend::BackendKind::Headless,
+        runtime: crate::harness::Runtime::Agent(crate::harness::Harness::ClaudeCode),
+        model: None,
+        cwd: "/p".into(),
+        token_digest: "d".into(),
+        supervisor_digest: None,
+        request_id: None,
+        max_sheep: None,
+        budget: None,
+        recipe: None,
+        worktree: None,
+        // holdProviderKeys false: no key, but the provider is still known.
+        provider_key: None,
+        provider: Some("anthropic, account WORK_KEY".into()),
+        turn_cap: None,
+    };
+    h.run(|tx| admit(tx, new)).unwrap();
+    h.run(|tx| ready(tx, &id));
+    let t = h.delegate(&id, "one");
+    take(&mut h, &id);
+    limited_run(&mut h, &id, ErrorClass::RateLimit, None);
+    let view = h.herd.limit_view(&t).unwrap();
+    assert_eq!(view.provider, "anthropic, account WORK_KEY");
+    assert!(view.guessed);
+    assert!(h.herd.limiters.is_empty(), "nothing held");
+    assert!(
+        notices(&h)[0]
+            .text
+            .contains("from anthropic, account WORK_KEY"),
+        "{}",
+        notices(&h)[0].text
+    );
+}
+
+#[test]
+fn a_limit_whose_reset_is_a_guess_falls_back_on_the_time_spent_waiting() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let a = spawn_on(&mut h, "a", &k, None);
+    let t = h.delegate(&a, "write the thing");
+    take(&mut h, &a);
+    started(&mut h, &a);
+    // Claude Code names no reset: each wait is a guess of seconds, never past the setting.
+    limited_run(&mut h, &a, ErrorClass::RateLimit, None);
+    let since = h.now;
+    assert_eq!(
+        h.herd.fallback_due(&a, MIN, h.now),
+        Some(fallback::FallbackDue::At(t.clone(), since + MIN))
+    );
+    // Probed and refused again and again for a minute: the waiting counts.
+    while h.now < since + MIN {
+        let until = h.herd.limiters[&k].until;
+        h.tick(until - h.now);
+        take(&mut h, &a);
+        limited_run(&mut h, &a, ErrorClass::RateLimit, None);
+    }
+    assert_eq!(
+        h.herd.fallback_due(&a, MIN, h.now),
+        Some(fallback::FallbackDue::Now(t.clone()))
+    );
 }

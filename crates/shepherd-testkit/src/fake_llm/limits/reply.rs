@@ -68,7 +68,8 @@ pub(crate) fn render(api: Api, refusal: &Refusal, model: &str, now_ms: u64) -> L
         Api::ChatCompletions | Api::Responses if refusal.overloaded => (
             503,
             json!({"error": {"message": "The server is overloaded or not ready yet.",
-                             "type": "server_error", "param": null, "code": null}}),
+                             "type": "server_error", "param": null,
+                             "code": "server_is_overloaded"}}),
         ),
         Api::ChatCompletions | Api::Responses => {
             let reset = go_duration(wait);

@@ -9,6 +9,8 @@
 //!
 //! The only JSON made here is of unknown frontmatter keys, kept open in `extra`.
 
+mod fallback;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -16,7 +18,7 @@ use indexmap::IndexMap;
 use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
-use super::{AgentDef, AgentSource, Fallback, ModelChoice, ThinkingChoice, ThinkingLevel};
+use super::{AgentDef, AgentSource, ModelChoice, ThinkingChoice, ThinkingLevel};
 use crate::harness::Harness;
 use crate::sandbox::{Network, Sandbox};
 
@@ -143,7 +145,7 @@ pub fn parse_agent_def(
     let models = model_map(frontmatter.get("models"))?;
     let budget = budget(frontmatter.get("budget"), frontmatter.get("maxTurns"))?;
     let host = host_name(frontmatter.get("host"))?;
-    let fallback = fallback_list(frontmatter.get("fallback"))?;
+    let fallback = fallback::fallback_list(frontmatter.get("fallback"))?;
     let needs_env = variable_names(frontmatter.get("needs-env"))?;
     let sandbox = choice::<Sandbox>(frontmatter.get("sandbox"), "sandbox", Sandbox::EXPECTED)?;
     let network = choice::<Network>(frontmatter.get("network"), "network", Network::EXPECTED)?
@@ -402,9 +404,18 @@ fn command_argv(value: Option<&Value>) -> Result<Option<Vec<String>>, AgentDefEr
     }
 }
 
+/// Whether `name` is an environment variable's name: letters, digits and `_`, not starting with
+/// a digit.
+pub(super) fn is_variable_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `needs-env: [NAME, …]`: environment variable names (letters, digits and `_`, not starting
 /// with a digit), each listed once.
-fn variable_names(value: Option<&Value>) -> Result<Vec<String>, AgentDefError> {
+pub(super) fn variable_names(value: Option<&Value>) -> Result<Vec<String>, AgentDefError> {
     let invalid = |value: &Value| AgentDefError::Invalid {
         field: "needs-env",
         value: render(value),
@@ -423,12 +434,7 @@ fn variable_names(value: Option<&Value>) -> Result<Vec<String>, AgentDefError> {
         let Value::String(name) = item else {
             return Err(invalid(item));
         };
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !is_variable_name(name) {
             return Err(invalid(item));
         }
         if !names.contains(name) {
@@ -492,7 +498,7 @@ fn to_json(value: &Value) -> serde_json::Value {
 }
 
 /// A value as it appears in messages: JSON notation (strings quoted).
-fn render(value: &Value) -> String {
+pub(super) fn render(value: &Value) -> String {
     to_json(value).to_string()
 }
 
@@ -539,50 +545,4 @@ fn host_name(value: Option<&Value>) -> Result<Option<String>, AgentDefError> {
             expected: EXPECTED,
         }),
     }
-}
-
-/// `fallback:`: a list of harnesses, each a name (`codex`) or a mapping with a model
-/// (`{harness: codex, model: gpt-5-codex}`).
-fn fallback_list(value: Option<&Value>) -> Result<Vec<Fallback>, AgentDefError> {
-    const EXPECTED: &str = "a list of harnesses (pi, claude-code, codex, gemini, opencode), each a \
-                            name or {harness: NAME, model: MODEL}";
-    let invalid = |value: &Value| AgentDefError::Invalid {
-        field: "fallback",
-        value: render(value),
-        expected: EXPECTED,
-    };
-    let items = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Sequence(items)) => items.as_slice(),
-        Some(one @ (Value::String(_) | Value::Mapping(_))) => std::slice::from_ref(one),
-        Some(other) => return Err(invalid(other)),
-    };
-    items
-        .iter()
-        .map(|item| {
-            let (harness, model) = match item {
-                Value::String(name) => (name.as_str(), None),
-                Value::Mapping(entry) => {
-                    let known = entry
-                        .keys()
-                        .all(|k| matches!(k.as_str(), Some("harness" | "model")));
-                    match (entry.get("harness"), entry.get("model")) {
-                        (Some(Value::String(name)), model) if known => (name.as_str(), model),
-                        _ => return Err(invalid(item)),
-                    }
-                }
-                other => return Err(invalid(other)),
-            };
-            let harness: Harness = harness.trim().parse().map_err(|_| invalid(item))?;
-            let model = match model {
-                None | Some(Value::Null) => None,
-                Some(model @ Value::String(_)) => match model_choice(Some(model))? {
-                    ModelChoice::Explicit(model) => Some(model),
-                    _ => None,
-                },
-                Some(_) => return Err(invalid(item)),
-            };
-            Ok(Fallback { harness, model })
-        })
-        .collect()
 }

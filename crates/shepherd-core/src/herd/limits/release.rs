@@ -1,0 +1,204 @@
+//! Letting a held key's sheep go again: one probe at the reset, then rounds that grow while the
+//! provider takes them.
+//!
+//! The reset of a closed key is the time the provider named, or Shepherd's guess; either way the
+//! key may still be limited then, so [`tick_limits`] lets one sheep go (the first limited) and
+//! nobody else until it shows a model response ([`progressed`]). A refusal closes the key again
+//! (`super::apply`), so a key that is still limited draws one refusal per reset, not one per
+//! held sheep. Once the probe answered, the next round lets [`super::Limiter::batch`] sheep go
+//! (two at first); a round every one of which answered doubles the next, a refusal halves it,
+//! and `maxConcurrentTurns` bounds it. A round that does not answer within
+//! [`super::PROBE_GRACE_MS`] (a slow start-up, a sheep that ended without a response) is
+//! followed by the next anyway. With nobody left to let go, the key is open again.
+
+use super::{Tx, in_turn, resume};
+use crate::herd::Sheep;
+use crate::herd::model::Event;
+use crate::ids::{AgentId, Participant};
+use crate::limit::ProviderKey;
+
+/// A sheep showed a model response (a turn's usage, or a run that ended without an error):
+/// when it was let go after a reset and its round has now answered, the next round goes.
+pub fn progressed(tx: &mut Tx<'_>, agent_id: &AgentId) {
+    let over = tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .and_then(|s| s.active_task.as_ref())
+        .and_then(|t| tx.herd().tasks.get(t))
+        .filter(|t| t.limited_since.is_some() && t.limit.is_none())
+        .map(|t| t.id.clone());
+    if let Some(task_id) = over {
+        tx.emit(Event::LimitOver { task_id });
+    }
+    let Some(key) = tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .and_then(|s| s.provider_key.clone())
+    else {
+        return;
+    };
+    let answering = tx
+        .herd()
+        .limiters
+        .get(&key)
+        .is_some_and(|l| l.releasing && l.answering.contains(agent_id));
+    if !answering {
+        return;
+    }
+    let at = tx.now();
+    tx.emit(Event::LimitAnswered {
+        key: key.clone(),
+        agent_id: agent_id.clone(),
+        at,
+    });
+    let next = tx
+        .herd()
+        .limiters
+        .get(&key)
+        .filter(|l| l.answering.is_empty())
+        .map(|l| l.batch);
+    if let Some(batch) = next {
+        release_round(tx, &key, batch);
+    }
+}
+
+/// Items are being handed to `agent_id`: under a turn cap, that is a turn begun.
+pub fn granted(tx: &mut Tx<'_>, agent_id: &AgentId) {
+    let grant = tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .is_some_and(|s| s.turn_cap.is_some() && !in_turn(s));
+    if grant {
+        tx.emit(Event::TurnGranted {
+            agent_id: agent_id.clone(),
+        });
+    }
+}
+
+/// The limits' turn in [`crate::herd::tick`]: each key whose reset passed lets its probe go; a
+/// round that did not answer within the grace is followed by the next; each server-error wait
+/// that is due ends.
+pub(in crate::herd) fn tick_limits(tx: &mut Tx<'_>) {
+    let now = tx.now();
+    let keys: Vec<(ProviderKey, bool, u32)> = tx
+        .herd()
+        .limiters
+        .iter()
+        .filter(|(_, l)| {
+            if l.releasing {
+                l.round_at.saturating_add(super::PROBE_GRACE_MS) <= now
+            } else {
+                l.until <= now
+            }
+        })
+        .map(|(key, l)| (key.clone(), l.releasing, if l.probed { l.batch } else { 1 }))
+        .collect();
+    for (key, releasing, round) in keys {
+        if releasing {
+            release_round(tx, &key, round);
+        } else {
+            tx.emit(Event::LimitOpened {
+                key: key.clone(),
+                at: now,
+            });
+            release_round(tx, &key, 1);
+        }
+    }
+    let due: Vec<(AgentId, crate::ids::TaskId)> = tx
+        .herd()
+        .tasks
+        .values()
+        .filter(|t| !t.state.is_terminal())
+        .filter(|t| {
+            t.limit
+                .as_ref()
+                .is_some_and(|l| l.key.is_none() && l.until <= now)
+        })
+        .map(|t| (t.agent_id.clone(), t.id.clone()))
+        .collect();
+    for (agent_id, task_id) in due {
+        resume(tx, &agent_id, &task_id);
+    }
+}
+
+/// Lets up to `size` more sheep on `key` go (never past its turn cap): the limited ones first,
+/// in the order they met the limit, then any other with something waiting for it. With nobody
+/// left to let go and nobody of the last round still to answer, the key is open again.
+pub(super) fn release_round(tx: &mut Tx<'_>, key: &ProviderKey, size: u32) {
+    let herd = tx.herd();
+    let Some(limiter) = herd.limiters.get(key) else {
+        return;
+    };
+    let waiting = |id: &AgentId| {
+        let Some(sheep) = herd.sheep.get(id).filter(|s| s.is_live()) else {
+            return false;
+        };
+        let limited = sheep
+            .active_task
+            .as_ref()
+            .and_then(|t| herd.tasks.get(t))
+            .is_some_and(|t| t.limit.is_some() && !t.state.is_terminal());
+        let inbox = herd
+            .inboxes
+            .get(&Participant::Sheep(id.clone()))
+            .is_some_and(|inbox| !inbox.items.is_empty());
+        limited || inbox
+    };
+    let cap = herd
+        .sheep
+        .values()
+        .filter(|s| s.provider_key.as_ref() == Some(key))
+        .filter_map(|s| s.turn_cap)
+        .min();
+    let size = cap.map_or(size, |cap| size.min(cap)).max(1) as usize;
+    let mut next: Vec<AgentId> = limiter
+        .held
+        .iter()
+        .filter(|id| !limiter.released.contains(*id) && waiting(id))
+        .cloned()
+        .collect();
+    next.extend(
+        herd.sheep
+            .values()
+            .filter(|s| s.provider_key.as_ref() == Some(key))
+            .map(|s: &Sheep| &s.id)
+            .filter(|id| !limiter.released.contains(*id) && !limiter.held.contains(*id))
+            .filter(|id| waiting(id))
+            .cloned(),
+    );
+    next.truncate(size);
+    let at = tx.now();
+    if next.is_empty() {
+        if limiter.answering.is_empty() || limiter.round_at + super::PROBE_GRACE_MS <= at {
+            tx.emit(Event::LimitCleared {
+                key: key.clone(),
+                at,
+            });
+        }
+        return;
+    }
+    for agent_id in next {
+        tx.emit(Event::LimitReleased {
+            key: key.clone(),
+            agent_id: agent_id.clone(),
+            at,
+        });
+        let task = tx
+            .herd()
+            .sheep
+            .get(&agent_id)
+            .and_then(|s| s.active_task.clone())
+            .filter(|t| {
+                tx.herd()
+                    .tasks
+                    .get(t)
+                    .is_some_and(|t| t.limit.is_some() && !t.state.is_terminal())
+            });
+        if let Some(task_id) = task {
+            resume(tx, &agent_id, &task_id);
+        }
+    }
+}
