@@ -6,7 +6,7 @@
 //! starts from, each branch's outcome, and, before the target moves, the move it is about to
 //! make ([`Advance`], written ahead: a broker that dies between the record and the move finds
 //! the target either still at `from` or already at `to`, and knows which happened). Every
-//! landing is also kept in [`Herd::landed`], by target and branch: "already landed" is read
+//! landing is also kept in [`super::Herd::landed`], by target and branch: "already landed" is read
 //! from there, not guessed from ancestry. Finished merges are kept (the newest
 //! [`MAX_FINISHED_MERGES`]) so a client that reattaches still gets the result.
 
