@@ -66,6 +66,12 @@ export const ROWS: Row[] = [
 	{ key: "holdProviderKeys", label: "Hold a limited account's sheep" },
 	{ key: "fallbackAfterMinutes", label: "Fall back after a limit of", choices: minutes([5, 15, 30, 60]) },
 	{
+		key: "mergeStrategy",
+		label: "How a merge lands each branch",
+		choices: ["merge", "squash", "rebase", "ff-only"].map((value) => ({ label: value, value })),
+	},
+	{ key: "mergeCheckTimeout", label: "A merge's check may run for", choices: minutes([5, 10, 30, 60]) },
+	{
 		key: "sandbox",
 		label: "Confine sheep (sandbox)",
 		choices: ["off", "workspace", "strict"].map((value) => ({ label: value, value })),
