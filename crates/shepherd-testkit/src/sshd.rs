@@ -109,7 +109,7 @@ impl LoopbackHost {
              AuthorizedKeysFile {authorized}\nPidFile {pid}\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin \
              prohibit-password\nUsePAM no\nStrictModes no\nAllowStreamLocalForwarding yes\n\
-             SetEnv {set_env}\nPrintMotd no\nLogLevel ERROR\n",
+             SetEnv {set_env}\nPrintMotd no\nLogLevel VERBOSE\n",
             host_key = dir.path().join("host_key").display(),
             authorized = dir.path().join("authorized_keys").display(),
             pid = dir.path().join("sshd.pid").display(),
@@ -171,9 +171,18 @@ impl LoopbackHost {
         }
     }
 
-    /// What the server logged so far.
+    /// What the server logged so far (at `VERBOSE`: each connection and each session).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
+    }
+
+    /// How many command sessions the server has started so far (`ssh host command`, also
+    /// over a multiplexed connection), as its log says.
+    pub fn command_sessions(&self) -> usize {
+        self.log()
+            .lines()
+            .filter(|line| line.contains("Starting session: command"))
+            .count()
     }
 
     /// Ends the server at once, as a dropped link or a host going away would.

@@ -9,7 +9,11 @@
 //!    and the first spawn on a host (which opens the link);
 //! 2. `done` → parent notified: from the moment the sheep runs `shepherd done` until the
 //!    parent's `shepherd watch` returns with the settlement, here and on a host;
-//! 3. 50 sheep across two hosts: spawned together, then one task each, all completed.
+//! 3. delegate + watch: from the `delegate` command's start until the parent's `watch`
+//!    returns the completed task (the sheep answers at once), here and on a host; with
+//!    `SHEPHERD_BENCH_BEFORE=<another shepherd binary>` the same rounds run interleaved with that
+//!    build too, each build in a world (and a link) of its own, so two builds compare in one run;
+//! 4. 50 sheep across two hosts: spawned together, then one task each, all completed.
 
 // Benches set up files and run processes directly; clippy.toml's rules are for the code.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -26,6 +30,7 @@ use shepherd_testkit::sshd::{self, LoopbackHost};
 const LOOP: &str = r#"while :; do t=$(shepherd inbox --wait 60) || continue; [ -n "$t" ] || continue; if [ -n "$GATE" ]; then while [ ! -e "$GATE/$t" ]; do sleep 0.01; done; date +%s%N > "$GATE/$t.done"; fi; shepherd done --status completed --summary ok >/dev/null; done"#;
 
 struct World {
+    bin: PathBuf,
     dir: tempfile::TempDir,
     home: PathBuf,
     runtime: PathBuf,
@@ -33,7 +38,7 @@ struct World {
 }
 
 impl World {
-    fn new(hosts: &[&LoopbackHost]) -> Self {
+    fn new(hosts: &[&LoopbackHost], bin: &Path) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let runtime = dir.path().join("run");
@@ -58,7 +63,7 @@ impl World {
             settings["hosts"][&host.alias] = json!({
                 "destination": host.alias,
                 "projectPath": host.project,
-                "shepherd": env!("CARGO_BIN_EXE_shepherd"),
+                "shepherd": bin,
                 "sshArgs": ["-F", host.ssh_config().unwrap()],
             });
         }
@@ -67,6 +72,7 @@ impl World {
         std::fs::write(config.join("config.json"), settings.to_string()).unwrap();
         let project = project.canonicalize().unwrap();
         Self {
+            bin: bin.to_owned(),
             dir,
             home,
             runtime,
@@ -79,7 +85,7 @@ impl World {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_shepherd"));
+        let mut command = Command::new(&self.bin);
         command
             .args(args)
             .arg("--json")
@@ -144,6 +150,54 @@ fn done_to_notified(world: &World, agent: &str, word: &str) -> Duration {
     Duration::from_nanos(u64::try_from(seen.saturating_sub(stamp)).unwrap_or(0))
 }
 
+/// From `delegate` to the parent's `watch` returning the completed task, for one task named
+/// `word` of `agent` (its gate opened first: the sheep answers at once).
+fn delegate_and_watch(world: &World, agent: &str, word: &str) -> Duration {
+    std::fs::write(world.gate().join(word), "").unwrap();
+    let start = Instant::now();
+    let task = world.json(&["delegate", agent, word])["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let doc = world.json(&["watch", &task, "--wait", "60"]);
+    let took = start.elapsed();
+    assert_eq!(doc["settled"][0]["status"], "completed", "{doc}");
+    took
+}
+
+/// Row 3: delegate + watch in each build's world, rounds interleaved across the builds.
+fn delegate_rows(builds: &[(&str, &World)], rounds: usize) {
+    let sheep: Vec<(String, String)> = builds
+        .iter()
+        .map(|(_, world)| {
+            (
+                world.spawn("dw-here", None),
+                world.spawn("dw-there", Some("devbox")),
+            )
+        })
+        .collect();
+    let mut samples = vec![(Vec::new(), Vec::new()); builds.len()];
+    for round in 0..rounds {
+        for (at, (_, world)) in builds.iter().enumerate() {
+            let (here, there) = &sheep[at];
+            samples[at]
+                .0
+                .push(delegate_and_watch(world, here, &format!("dh{round}")));
+            samples[at]
+                .1
+                .push(delegate_and_watch(world, there, &format!("dt{round}")));
+        }
+    }
+    for ((name, world), ((here, there), (local, remote))) in
+        builds.iter().zip(samples.into_iter().zip(&sheep))
+    {
+        summary(&format!("delegate + watch, here ({name})"), here);
+        summary(&format!("delegate + watch, on a host ({name})"), there);
+        world.json(&["close", local]);
+        world.json(&["close", remote]);
+    }
+}
+
 fn epoch_ns() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -168,7 +222,8 @@ fn main() {
     let rounds = if quick { 3 } else { 10 };
     let devbox = LoopbackHost::start("devbox").unwrap();
     let container = LoopbackHost::start("container").unwrap();
-    let world = World::new(&[&devbox, &container]);
+    let this_build = PathBuf::from(env!("CARGO_BIN_EXE_shepherd"));
+    let world = World::new(&[&devbox, &container], &this_build);
 
     let start = Instant::now();
     let first = world.spawn("first", Some("devbox"));
@@ -209,6 +264,19 @@ fn main() {
     summary("done → parent notified, on a host", there);
     for agent in local_sheep.iter().chain(&remote_sheep) {
         world.json(&["close", agent]);
+    }
+
+    let before = std::env::var_os("SHEPHERD_BENCH_BEFORE").map(PathBuf::from);
+    let before_world = before
+        .as_deref()
+        .map(|bin| World::new(&[&devbox, &container], bin));
+    let mut builds = vec![("this build", &world)];
+    if let Some(before_world) = &before_world {
+        builds.insert(0, ("SHEPHERD_BENCH_BEFORE", before_world));
+    }
+    delegate_rows(&builds, rounds);
+    if let Some(before_world) = &before_world {
+        before_world.json(&["broker", "stop"]);
     }
 
     // Fifty sheep across two hosts, spawned together, then one task each.

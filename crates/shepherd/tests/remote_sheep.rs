@@ -468,3 +468,32 @@ fn a_new_task_on_the_same_host_never_writes_over_another_sheeps_open_note() {
         "the slow sheep's writing before the other task's copy survived:\n{text}"
     );
 }
+
+#[test]
+fn each_task_on_a_host_sheep_opens_at_most_one_ssh_session() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    define_scribe(&world, "scribe", None);
+    let agent = spawn_on(&world, "scribe", "devbox");
+    // Each step over the link used to be a session of its own (a login shell and a
+    // `shepherd` start on the host): the session's copy, its read-back, the last read.
+    for word in ["map the cache", "list the keys", "count the rows"] {
+        let before = devbox.command_sessions();
+        let task = delegate(&world, &agent, word);
+        let done = settled(&world, &task, 60);
+        assert_eq!(done["status"], "completed", "{done}");
+        let note = std::fs::read_to_string(done["note"].as_str().unwrap()).unwrap();
+        assert!(note.contains(&format!("Finished: {word}")), "{note}");
+        let opened = devbox.command_sessions() - before;
+        assert!(
+            opened <= 1,
+            "delegating `{word}` and watching it opened {opened} SSH sessions on the host:\n{}",
+            devbox.log()
+        );
+    }
+    world.json(&["close", &agent]);
+}

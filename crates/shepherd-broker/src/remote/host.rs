@@ -16,7 +16,8 @@ use shepherd_term::{Backend, Presence};
 
 use super::ops::{
     AgentReply, AgentRequest, CloseRequest, FileRead, FilesReply, FilesRequest, HelloReply,
-    HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name,
+    HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, ServeAnswer,
+    ServeFrame, name,
 };
 
 /// Why an op failed, in one line for the broker to show.
@@ -61,6 +62,46 @@ pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpEr
         other => return Err(HostOpError::UnknownOp(other.to_owned())),
     };
     Ok(answer.expect("answers serialise").to_string())
+}
+
+/// `shepherd remote serve`: answers ops one line at a time until `input` ends, so a broker's
+/// steps on this host share one SSH session and one process instead of one each.
+///
+/// Only a whole line (ending in a newline) is carried out: a session cut mid-line leaves its
+/// last op undone, never half-read. `output` gets one [`ServeAnswer`] line per op, flushed at
+/// once; the caller hands in streams that no process an op starts can inherit.
+pub fn serve(
+    mut input: impl std::io::BufRead,
+    mut output: impl std::io::Write,
+    dirs: &UserDirs,
+) -> std::io::Result<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 || !line.ends_with('\n') {
+            return Ok(());
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<ServeFrame>(&line) {
+            Ok(frame) => match run_op(&frame.op, &frame.request.to_string(), dirs) {
+                // The op's answer is JSON already: it goes in as it is.
+                Ok(answer) => format!("{{\"ok\":{answer}}}"),
+                Err(err) => answer_line(&ServeAnswer::Error(err.to_string())),
+            },
+            Err(err) => answer_line(&ServeAnswer::Error(format!(
+                "a `serve` line does not parse: {err}"
+            ))),
+        };
+        output.write_all(answer.as_bytes())?;
+        output.write_all(b"\n")?;
+        output.flush()?;
+    }
+}
+
+fn answer_line(answer: &ServeAnswer) -> String {
+    serde_json::to_string(answer).expect("answers serialise")
 }
 
 fn failed(context: &str, err: impl std::fmt::Display) -> HostOpError {
@@ -130,6 +171,7 @@ fn hello(request: &HelloRequest, dirs: &UserDirs) -> Result<HelloReply, HostOpEr
         project_exists: request.project_path.is_dir(),
         backends,
         programs,
+        serves: true,
     })
 }
 
@@ -321,4 +363,44 @@ fn agent(request: AgentRequest) -> Result<AgentReply, HostOpError> {
             file.display().to_string(),
         ],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serve;
+    use shepherd_core::dirs::UserDirs;
+
+    fn answers(input: &str) -> Vec<serde_json::Value> {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = UserDirs {
+            home: dir.path().join("home"),
+            pi_agent_dir: dir.path().join("pi"),
+            runtime_dir: dir.path().join("run"),
+            state_dir: dir.path().join("state"),
+        };
+        let mut output = Vec::new();
+        serve(input.as_bytes(), &mut output, &dirs).unwrap();
+        String::from_utf8(output)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_session_answers_each_whole_line_and_leaves_a_cut_one_undone() {
+        let presence = r#"{"op":"presence","request":{"backend":"headless","record":{"pid":1}}}"#;
+        let got = answers(&format!(
+            "{presence}\n\n{{\"op\":\"nonsense\",\"request\":{{}}}}\nnot json\n{presence}"
+        ));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].get("ok").is_some(), "{}", got[0]);
+        let unknown = got[1]["error"].as_str().unwrap();
+        assert!(
+            unknown.contains("unknown remote op `nonsense`"),
+            "{unknown}"
+        );
+        let garbled = got[2]["error"].as_str().unwrap();
+        assert!(garbled.contains("does not parse"), "{garbled}");
+    }
 }

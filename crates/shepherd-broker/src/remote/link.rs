@@ -1,8 +1,9 @@
 //! One host's link: a multiplexed OpenSSH connection the broker keeps up.
 //!
 //! Each host gets one master connection (`ssh -M`, its control socket in the broker's private
-//! runtime directory), so every later step — a launch, a read, a note copied — is one more
-//! session on it and costs little more than a local call. Once the master answers, the host's
+//! runtime directory), so every later step — a launch, a read, a note copied — goes over it and
+//! costs little more than a local call: a line to a `shepherd remote serve` session kept open
+//! on it (`session`), or, with a host's `shepherd` that cannot serve, a session of its own. Once the master answers, the host's
 //! `shepherd` says what it has (`hello`) and where the broker's socket goes, and the master
 //! forwards the broker's remote socket there (OpenSSH stream-local forwarding), so the host's
 //! supervisors and sheep speak the broker protocol unchanged.
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::ops::{HelloReply, HelloRequest};
+use super::session::OpSessions;
 
 /// How long one connection attempt may take (the master answering, `hello`, the forward).
 const CONNECT_DEADLINE: Duration = Duration::from_secs(20);
@@ -64,6 +66,8 @@ pub(crate) struct HostLink {
     state: watch::Sender<LinkState>,
     kept: Mutex<bool>,
     shutdown: CancellationToken,
+    /// Open `remote serve` sessions over the master, for the next steps.
+    sessions: OpSessions,
 }
 
 impl HostLink {
@@ -93,6 +97,7 @@ impl HostLink {
             }),
             kept: Mutex::new(false),
             shutdown,
+            sessions: OpSessions::default(),
         })
     }
 
@@ -203,6 +208,8 @@ impl HostLink {
                     backoff = BACKOFF_FIRST;
                     attempts = 0;
                     let ended = self.wait_master(&mut master);
+                    // The sessions went with the master.
+                    self.sessions.clear();
                     let at = Instant::now();
                     since = Some(at);
                     tracing::warn!("link to host {} dropped: {ended}", self.name);
@@ -224,6 +231,7 @@ impl HostLink {
                 }
             }
         }
+        self.sessions.clear();
         let _gone = fs_err::remove_file(&self.control);
         let _log = fs_err::remove_file(&self.master_log);
     }
@@ -400,14 +408,32 @@ impl HostLink {
         }
     }
 
-    /// Runs one op on the host over the master and parses its answer.
+    /// Runs one op on the host over the master and parses its answer: over a `serve` session
+    /// when the host's `shepherd` said it serves, else in a session of its own.
     pub(crate) fn call<Req: serde::Serialize, Reply: serde::de::DeserializeOwned>(
         &self,
         op: &str,
         request: &Req,
         deadline: Instant,
     ) -> Result<Reply, String> {
-        let input = serde_json::to_vec(request).expect("remote requests serialise");
+        if !self.hello().is_some_and(|hello| hello.serves) {
+            return self.call_alone(op, request, deadline);
+        }
+        let request = serde_json::to_value(request).expect("remote requests serialise");
+        let open = || self.host_command(super::ops::name::SERVE);
+        let answer = self
+            .sessions
+            .call(&self.name, open, op, request, deadline)?;
+        serde_json::from_value(answer).map_err(|err| {
+            format!(
+                "host {}'s shepherd answered `{op}` with something else: {err}",
+                self.name
+            )
+        })
+    }
+
+    /// `ssh … <shepherd> remote <op>` over the master.
+    fn host_command(&self, op: &str) -> Command {
         let mut command = Command::new("ssh");
         command
             .args(&self.def.ssh_args)
@@ -416,6 +442,18 @@ impl HostLink {
             .args(["-o", "ControlMaster=no", "-o", "BatchMode=yes"])
             .arg(&self.def.destination)
             .arg(format!("{} remote {op}", sh_quote(&self.def.shepherd)));
+        command
+    }
+
+    /// One op in a session of its own.
+    fn call_alone<Req: serde::Serialize, Reply: serde::de::DeserializeOwned>(
+        &self,
+        op: &str,
+        request: &Req,
+        deadline: Instant,
+    ) -> Result<Reply, String> {
+        let input = serde_json::to_vec(request).expect("remote requests serialise");
+        let mut command = self.host_command(op);
         let out = shepherd_term::process::run_with_input(&mut command, Some(input), deadline)
             .map_err(|err| format!("`{op}` on host {}: {err}", self.name))?;
         if !out.success {

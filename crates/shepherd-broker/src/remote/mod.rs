@@ -23,6 +23,7 @@ pub mod host;
 mod host_branch;
 pub(crate) mod link;
 pub mod ops;
+mod session;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -32,6 +32,9 @@ pub mod name {
     pub const BRANCH: &str = "branch";
     /// [`super::AgentRequest`].
     pub const AGENT: &str = "agent";
+    /// Not an op of its own: answers many ops, one [`super::ServeFrame`] a line, until its
+    /// input ends (see [`super::HelloReply::serves`]).
+    pub const SERVE: &str = "serve";
 }
 
 /// Every op: its name, then its request.
@@ -82,6 +85,29 @@ pub struct HelloReply {
     pub backends: BTreeMap<String, bool>,
     /// Which of the asked programs are on the host's PATH.
     pub programs: BTreeMap<String, bool>,
+    /// Whether the host's `shepherd` answers ops over one long session (`remote serve`); a
+    /// host that does not say so gets one SSH session per op.
+    #[serde(default)]
+    pub serves: bool,
+}
+
+/// One op over a `remote serve` session: a line of JSON on its standard input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServeFrame {
+    /// The op's name (one of [`OPS`]).
+    pub op: String,
+    /// Its request, as the op alone would read it.
+    pub request: serde_json::Value,
+}
+
+/// The answer to one [`ServeFrame`]: a line of JSON on the session's standard output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ServeAnswer {
+    /// The op's answer, as the op alone would print it.
+    Ok(serde_json::Value),
+    /// Why it failed, in one line (what the op alone would say on standard error).
+    Error(String),
 }
 
 /// `launch`: place a supervisor with the host's backend.
