@@ -25,6 +25,7 @@ mod attack_limits;
 mod attack_output;
 mod attack_process;
 mod attack_project;
+mod attack_remote;
 mod attack_socket;
 mod attack_state;
 mod cli_habits;

@@ -300,32 +300,24 @@ fn presence(request: &PresenceRequest) -> PresenceReply {
 }
 
 fn files(request: FilesRequest) -> Result<FilesReply, HostOpError> {
+    let within = &request.within;
     for file in &request.write {
-        if file.keep_existing && file.path.exists() {
+        let path = &file.path;
+        let exists = || super::host_files::exists(within, path);
+        if file.keep_existing
+            && exists().map_err(|err| failed(&format!("looking at {}", path.display()), err))?
+        {
             continue;
         }
-        shepherd_fs::write_atomic(&file.path, file.content.as_bytes(), None)
-            .map_err(|err| failed(&format!("writing {}", file.path.display()), err))?;
+        super::host_files::write(within, path, file.content.as_bytes())
+            .map_err(|err| failed(&format!("writing {}", path.display()), err))?;
     }
     let mut reply = FilesReply::default();
     for probe in request.read {
-        let Ok(meta) = fs_err::metadata(&probe.path) else {
+        let read = super::host_files::read(within, &probe.path, probe.since)
+            .map_err(|err| failed(&format!("reading {}", probe.path.display()), err))?;
+        let Some((modified, content)) = read else {
             continue;
-        };
-        let modified = meta
-            .modified()
-            .ok()
-            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |since| {
-                i128::try_from(since.as_nanos()).unwrap_or(i128::MAX)
-            });
-        let content = if probe.since == Some(modified) {
-            None
-        } else {
-            Some(
-                fs_err::read_to_string(&probe.path)
-                    .map_err(|err| failed(&format!("reading {}", probe.path.display()), err))?,
-            )
         };
         reply.read.push(FileRead {
             path: probe.path,

@@ -416,15 +416,17 @@ impl HostLink {
         request: &Req,
         deadline: Instant,
     ) -> Result<Reply, String> {
+        let started = Instant::now();
         if !self.hello().is_some_and(|hello| hello.serves) {
-            return self.call_alone(op, request, deadline);
+            let answer = self.call_alone(op, request, deadline);
+            tracing::debug!(host = self.name, op, took = ?started.elapsed(), "remote step alone");
+            return answer;
         }
         let request = serde_json::to_value(request).expect("remote requests serialise");
         let open = || self.host_command(super::ops::name::SERVE);
-        let answer = self
-            .sessions
-            .call(&self.name, open, op, request, deadline)?;
-        serde_json::from_value(answer).map_err(|err| {
+        let answer = self.sessions.call(&self.name, open, op, request, deadline);
+        tracing::debug!(host = self.name, op, took = ?started.elapsed(), "remote step");
+        serde_json::from_value(answer?).map_err(|err| {
             format!(
                 "host {}'s shepherd answered `{op}` with something else: {err}",
                 self.name

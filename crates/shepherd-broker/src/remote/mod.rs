@@ -21,6 +21,7 @@
 pub(crate) mod backend;
 pub mod host;
 mod host_branch;
+mod host_files;
 pub(crate) mod link;
 pub mod ops;
 mod session;

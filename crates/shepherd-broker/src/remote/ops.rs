@@ -182,6 +182,9 @@ pub enum PresenceReply {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FilesRequest {
+    /// The directory the files are in (the host's project, or the link's state directory):
+    /// below it no symbolic link is followed, and a path outside it is refused.
+    pub within: PathBuf,
     /// Files to write.
     #[serde(default)]
     pub write: Vec<FileContent>,

@@ -204,7 +204,10 @@ async fn sync_host(broker: &Arc<Broker>, host: &str) {
     if notes.is_empty() {
         return;
     }
-    let mut request = FilesRequest::default();
+    let mut request = FilesRequest {
+        within: link.def.project_path.clone(),
+        ..FilesRequest::default()
+    };
     for (id, note) in &notes {
         // A note opened since this one was registered is its own sheep's to write.
         let busy = |file: &FileContent| {

@@ -71,10 +71,12 @@ pub(crate) async fn launch(
         keep_existing: false,
     });
     let copying = link.clone();
+    let within = hello.state_dir.clone();
     tokio::task::spawn_blocking(move || {
         copying.call::<_, FilesReply>(
             name::FILES,
             &FilesRequest {
+                within,
                 write,
                 read: Vec::new(),
             },
@@ -120,6 +122,7 @@ pub(crate) async fn pull_session(broker: &Arc<Broker>, id: &AgentId) {
     let Some(hello) = link.hello() else { return };
     let local = crate::sheep::pi_launch::session_file(broker, id);
     let request = FilesRequest {
+        within: hello.state_dir.clone(),
         write: Vec::new(),
         read: vec![FileProbe {
             path: host_session(&hello.state_dir, id),
