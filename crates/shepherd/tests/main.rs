@@ -73,6 +73,7 @@ mod merge_land;
 mod merge_queue;
 mod merge_stop;
 mod merge_verify;
+mod merge_words;
 mod notes_cli;
 mod one_parent_one_session;
 mod outcomes;

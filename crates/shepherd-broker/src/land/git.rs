@@ -140,14 +140,52 @@ impl MergeWorktree {
         name: &str,
         message: &str,
     ) -> Result<Option<shepherd_core::land::ConflictView>, GitError> {
-        let ran = self
-            .committing()
-            .env(&format!("GITHEAD_{landing}"), name)
-            .output(&["merge", "--no-ff", "--no-edit", "-m", message, landing])?;
+        // git's markers name the side merged in as it was given on the command line (it sets
+        // `GITHEAD_<commit>` itself), so it is given by a branch of that name, made in this
+        // repository of Shepherd's for the merge alone; a commit id when no such branch can be.
+        let named = self.name_for_merge(landing, name);
+        let theirs = named.as_deref().unwrap_or(landing);
+        let ran =
+            self.committing()
+                .output(&["merge", "--no-ff", "--no-edit", "-m", message, theirs]);
+        if named.is_some() {
+            let _gone =
+                self.git()
+                    .run(&["update-ref", "-d", &format!("refs/heads/{name}"), landing]);
+        }
+        let ran = ran?;
         if ran.success {
             return Ok(None);
         }
         self.conflict_or(&ran, &format!("merge {landing}"))
+    }
+
+    /// Makes branch `name` at `landing` in the merge worktree's repository, when `name` is a
+    /// branch name that then means exactly that commit there; returns it.
+    fn name_for_merge(&self, landing: &str, name: &str) -> Option<String> {
+        self.git()
+            .run(&["check-ref-format", "--branch", name])
+            .ok()?;
+        self.git()
+            .run(&["update-ref", &format!("refs/heads/{name}"), landing, ""])
+            .ok()?;
+        let means = self
+            .git()
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{name}^{{commit}}"),
+            ])
+            .ok();
+        if means.as_deref() == Some(landing) {
+            Some(name.to_owned())
+        } else {
+            let _gone =
+                self.git()
+                    .run(&["update-ref", "-d", &format!("refs/heads/{name}"), landing]);
+            None
+        }
     }
 
     /// Replays `commit` on its `HEAD` (a rebase's step), keeping its author and message.
