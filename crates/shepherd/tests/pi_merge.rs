@@ -3,15 +3,16 @@
 //! branch holds the sheep's work; a merge whose check fails is a failed tool call and leaves the
 //! branch where it was. `dryRun` names two branches that would conflict and changes nothing;
 //! `cancel` stops a merge under way (started from the CLI), its check killed and the branch
-//! where it was. Both pi versions.
+//! where it was; a discard answers in the CLI's words. Both pi versions.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::pi_support;
 
-use pi_support::{Backend, Options, Shepherd};
+use pi_support::{Backend, Options, Shepherd, result_text, tool_end};
 use serde_json::json;
+use shepherd_testkit::fake_llm::Step;
 use shepherd_testkit::git::git;
 use shepherd_testkit::pi::PiBinary;
 
@@ -155,6 +156,22 @@ fn a_dry_run_and_a_cancel_through_the_parents_pi(pi: &PiBinary) {
         "the check outlived its cancelled merge"
     );
     assert_eq!(git(&project, &["rev-parse", "main"]), before);
+
+    // A discard says so in the CLI's words, not as a landing.
+    let records = s.parent_turn(
+        "discard",
+        vec![
+            Step::tool_call("shepherd_merge", json!({"targets": [run], "discard": true})),
+            Step::text("discarded"),
+        ],
+    );
+    let end = tool_end(&records, "shepherd_merge").expect("the tool ran");
+    let text = result_text(&end["result"]);
+    assert!(
+        text.contains("Discarding\n") && text.contains("2 of 2 discarded"),
+        "{text}"
+    );
+    assert!(!text.contains("Landing into"), "{text}");
 }
 
 shepherd_testkit::pi_tests!(
