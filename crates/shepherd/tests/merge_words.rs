@@ -1,15 +1,22 @@
 //! What a merge says, against real git: the conflict markers a report's hunks and a resolver
-//! show name the branch being landed, not a commit id, and the commit that lands a resolved
+//! show name the branch being landed, not a commit id; the commit that lands a resolved
 //! conflict carries Shepherd's message without git's `# Conflicts:` lines, whatever the
-//! resolver committed with.
+//! resolver committed with; while a check runs the CLI says which branch it checks; and a
+//! plan's `mergeCheck` without `merge: true` is refused rather than ignored.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
 use shepherd_testkit::git::git;
 
-use crate::herd_support::World;
-use crate::merge_support::{conflicting_run, define_resolver, run_json};
+use crate::herd_support::{World, release};
+use crate::merge_support::{
+    conflicting_run, define_resolver, define_writer, file_on, isolated_run, repository, run_json,
+};
 
 #[test]
 fn conflict_markers_name_the_branch_and_a_resolved_merge_keeps_no_conflicts_lines() {
@@ -44,4 +51,71 @@ fn conflict_markers_name_the_branch_and_a_resolved_merge_keeps_no_conflicts_line
     assert!(message.starts_with(&format!("Land {branch}")), "{message}");
     assert!(!message.contains("Conflicts"), "{message}");
     assert!(!message.lines().any(|l| l.starts_with('#')), "{message}");
+}
+
+#[test]
+fn while_a_check_runs_the_cli_says_which_branch_it_checks() {
+    let world = World::new();
+    repository(&world, &["a"]);
+    define_writer(&world, "writer");
+    let (run_id, _) = isolated_run(&world, &["writer=a one"]);
+    // The check waits until the test has read the line saying it runs.
+    let gate = world.fifo("gate");
+    let check = format!("read line < '{}'", gate.display());
+    let mut child = world
+        .command(&["merge", &run_id, "--check", &check])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let said = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.starts_with("checking ") => break line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no `checking` line within 60 s; said so far: {seen:?}"),
+        }
+    };
+    assert!(said.contains(&format!("({check})")), "{said}");
+    assert!(said.contains("shepherd/run-"), "{said}");
+    release(&gate);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(file_on(&world, "main", "a"), "a one");
+}
+
+#[test]
+fn a_plans_merge_check_without_merge_is_refused_and_nothing_runs() {
+    let world = World::new();
+    repository(&world, &["a"]);
+    define_writer(&world, "writer");
+    let plan = world.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "mergeCheck: \"true\"\ntasks:\n  - {agent: writer, task: a planned, isolate: true}\n",
+    )
+    .unwrap();
+    let (code, error, message) = world.error(&["run", "--plan", plan.to_str().unwrap()]);
+    assert_eq!((code, error.as_str()), (2, "invalid_run"), "{message}");
+    assert!(
+        message.contains("mergeCheck") && message.contains("merge: true"),
+        "{message}"
+    );
+    assert!(
+        !world.project.join(".shepherd/sessions").exists(),
+        "a refused plan started something"
+    );
+    assert_eq!(file_on(&world, "main", "a"), "base");
 }

@@ -71,7 +71,8 @@ fn a_runs_branch_lands_through_the_parents_pi(pi: &PiBinary) {
         "shepherd_merge",
         json!({"targets": [run], "check": "grep -q never a"}),
     );
-    assert!(failed.contains("check failed"), "{failed}");
+    // It says how the check ended, as the CLI does.
+    assert!(failed.contains("check failed (exit 1)"), "{failed}");
     assert_eq!(git(&project, &["rev-parse", "main"]), before);
     // With a check that passes it lands.
     let merged = s.call_tool(
@@ -84,6 +85,20 @@ fn a_runs_branch_lands_through_the_parents_pi(pi: &PiBinary) {
         "{merged}"
     );
     assert_eq!(git(&project, &["show", "main:a"]), "landed");
+    // Landing it again lands nothing new, and says so.
+    let records = s.parent_turn(
+        "again",
+        vec![
+            Step::tool_call("shepherd_merge", json!({"targets": [run]})),
+            Step::text("again"),
+        ],
+    );
+    let end = tool_end(&records, "shepherd_merge").expect("the tool ran");
+    let text = result_text(&end["result"]);
+    assert!(
+        text.contains("nothing new landed: 1 of 1 already in main"),
+        "{text}"
+    );
 }
 
 fn a_dry_run_and_a_cancel_through_the_parents_pi(pi: &PiBinary) {
