@@ -91,7 +91,7 @@ fn squash_lands_each_branch_as_one_commit_of_its_merge_on_the_old_target() {
     assert_eq!(merge["strategy"], "squash", "{merge}");
     let (first, second) = (field(&merge, 0, "commit"), field(&merge, 1, "commit"));
     // One commit per branch, each with one parent: the target as it was before it.
-    assert_eq!(parents(&world, first), [before.clone()]);
+    assert_eq!(parents(&world, first), std::slice::from_ref(&before));
     assert_eq!(parents(&world, second), [first.to_owned()]);
     assert_eq!(rev(&world, "main"), second);
     for (index, old) in [(0, before.as_str()), (1, first)] {
