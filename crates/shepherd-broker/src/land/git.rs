@@ -96,6 +96,8 @@ pub(crate) fn dirty(path: &Path) -> Result<bool, GitError> {
 pub(crate) struct MergeWorktree {
     repo: Repo,
     pub(crate) path: PathBuf,
+    /// Whom its commits are made as ([`identity`]), read once for the queue.
+    identity: Vec<(&'static str, String)>,
 }
 
 impl MergeWorktree {
@@ -103,6 +105,7 @@ impl MergeWorktree {
     pub(crate) fn make(repo: &Repo, path: PathBuf, tip: &str) -> Result<Self, GitError> {
         crate::sheep::worktree::create_detached(repo, &path, tip)?;
         Ok(Self {
+            identity: identity(&repo.top),
             repo: repo.clone(),
             path,
         })
@@ -115,9 +118,9 @@ impl MergeWorktree {
 
     /// git in it, committing as the project's identity.
     fn committing(&self) -> Git {
-        identity(&self.repo.top)
-            .into_iter()
-            .fold(self.git(), |git, (key, value)| git.env(key, value))
+        self.identity
+            .iter()
+            .fold(self.git(), |git, (key, value)| git.env(key, value.as_str()))
     }
 
     /// Puts its `.git` back to what Shepherd made, after a resolver (a sheep) worked in it, so
@@ -145,9 +148,19 @@ impl MergeWorktree {
         // repository of Shepherd's for the merge alone; a commit id when no such branch can be.
         let named = self.name_for_merge(landing, name);
         let theirs = named.as_deref().unwrap_or(landing);
-        let ran =
-            self.committing()
-                .output(&["merge", "--no-ff", "--no-edit", "-m", message, theirs]);
+        let ran = self
+            .committing()
+            // This repository is Shepherd's, made for one queue: it needs no housekeeping.
+            .output(&[
+                "-c",
+                "maintenance.auto=false",
+                "merge",
+                "--no-ff",
+                "--no-edit",
+                "-m",
+                message,
+                theirs,
+            ]);
         if named.is_some() {
             let _gone =
                 self.git()
