@@ -146,13 +146,20 @@ impl Role {
 }
 
 /// The agent part of a display name: the agent, with the role of a sheep Shepherd started by
-/// itself (`claude-resolver (resolver)`); a fallback names the coding agent it runs on too, since
-/// that is what differs from the sheep it stands in for (`worker (fallback, codex)`).
-pub fn agent_part(agent: &str, role: Option<Role>, harness: &str) -> String {
-    match role {
-        Some(Role::Fallback) => format!("{agent} ({}, {harness})", Role::Fallback.word()),
-        Some(role) => format!("{agent} ({})", role.word()),
-        None => agent.to_owned(),
+/// itself (`claude-resolver (resolver)`). A fallback names what it runs on too, since that is
+/// what differs from the sheep it stands in for: the coding agent (`worker (fallback, codex)`)
+/// and, when its `fallback:` entry names a credential, that account (`worker (fallback,
+/// claude-code, WORK_KEY)`). `agent` is always the definition's name — a fallback of a fallback
+/// is named from it, not from the name of the sheep it stands in for — so the role is said
+/// once, and each entry of a definition's `fallback:` has a name of its own.
+pub fn agent_part(agent: &str, role: Option<Role>, harness: &str, account: Option<&str>) -> String {
+    match (role, account) {
+        (Some(Role::Fallback), Some(account)) => {
+            format!("{agent} ({}, {harness}, {account})", Role::Fallback.word())
+        }
+        (Some(Role::Fallback), None) => format!("{agent} ({}, {harness})", Role::Fallback.word()),
+        (Some(role), _) => format!("{agent} ({})", role.word()),
+        (None, _) => agent.to_owned(),
     }
 }
 
@@ -219,7 +226,7 @@ mod tests {
     #[test]
     fn a_sheep_shepherd_made_carries_its_role_in_the_agent_part_and_the_user_s_label() {
         let label = validate_label("fix-login").unwrap();
-        let agent = agent_part("worker", Some(Role::Fallback), "codex");
+        let agent = agent_part("worker", Some(Role::Fallback), "codex", None);
         assert_eq!(
             display_name(&agent, &label),
             "worker (fallback, codex): fix-login"
@@ -232,7 +239,7 @@ mod tests {
         let longest = validate_label(&"x".repeat(MAX_LABEL_CHARS)).unwrap();
         assert_eq!(
             display_name(
-                &agent_part("worker", Some(Role::Fallback), "claude-code"),
+                &agent_part("worker", Some(Role::Fallback), "claude-code", None),
                 &longest
             ),
             format!("worker (fallback, claude-code): {}", "x".repeat(64))
@@ -307,31 +314,66 @@ mod tests {
         let long = "l".repeat(MAX_LABEL_CHARS);
         assert_eq!(
             display_name(
-                &agent_part("claude-resolver", Some(Role::Resolver), "pi"),
+                &agent_part("claude-resolver", Some(Role::Resolver), "pi", None),
                 &label("fix-login")
             ),
             "claude-resolver (resolver): fix-login"
         );
         assert_eq!(
             display_name(
-                &agent_part("fixer", Some(Role::Fixer), "pi"),
+                &agent_part("fixer", Some(Role::Fixer), "pi", None),
                 &label("fix-login")
             ),
             "fixer (fixer): fix-login"
         );
         assert_eq!(
             display_name(
-                &agent_part("claude-resolver", Some(Role::Resolver), "pi"),
+                &agent_part("claude-resolver", Some(Role::Resolver), "pi", None),
                 &Label::none()
             ),
             "claude-resolver (resolver)"
         );
         // The label at its longest stays the label: nothing is added to it.
         assert_eq!(
-            display_name(&agent_part("w", Some(Role::Resolver), "pi"), &label(&long)),
+            display_name(
+                &agent_part("w", Some(Role::Resolver), "pi", None),
+                &label(&long)
+            ),
             format!("w (resolver): {long}")
         );
-        assert_eq!(agent_part("worker", None, "codex"), "worker");
+        assert_eq!(agent_part("worker", None, "codex", None), "worker");
+    }
+
+    #[test]
+    fn a_fallback_names_the_account_its_entry_runs_on_and_its_role_once() {
+        let label = label("pool");
+        let first = agent_part(
+            "pooled",
+            Some(Role::Fallback),
+            "claude-code",
+            Some("WORK_A"),
+        );
+        let second = agent_part(
+            "pooled",
+            Some(Role::Fallback),
+            "claude-code",
+            Some("WORK_B"),
+        );
+        assert_eq!(
+            display_name(&first, &label),
+            "pooled (fallback, claude-code, WORK_A): pool"
+        );
+        // Two entries on one harness, each on its own account, are two names.
+        assert_ne!(display_name(&first, &label), display_name(&second, &label));
+        // Only a fallback names an account.
+        assert_eq!(
+            agent_part("fixer", Some(Role::Fixer), "pi", Some("WORK_A")),
+            "fixer (fixer)"
+        );
+        assert_eq!(
+            agent_part("pooled", None, "claude-code", Some("WORK_A")),
+            "pooled"
+        );
     }
 
     #[test]

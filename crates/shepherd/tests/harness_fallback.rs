@@ -2,7 +2,9 @@
 //! resets two hours ahead hands its task to a fresh Claude Code sheep, the `fallback:` its
 //! definition names, instead of waiting. The run completes on the fallback, the session holds
 //! both notes, the first linking the second, the session reads completed, and nothing is left
-//! running.
+//! running. A limited account goes on on another account of the same provider, and a fallback
+//! whose own account is limited too falls back to the next one, under a name of its own (the
+//! account in it, the role said once).
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -199,8 +201,8 @@ fn a_limited_account_hands_the_task_to_another_account_of_the_same_provider() {
     assert_eq!(notes.len(), 2, "two notes in one session: {notes:#?}");
     let (_, first) = &notes[0];
     assert!(
-        first.contains("pooled (fallback, claude-code): pool"),
-        "the fallback is named `<agent> (<role>): <label>`: {first}"
+        first.contains("pooled (fallback, claude-code, WORK_ANTHROPIC_KEY): pool"),
+        "the fallback is named `<agent> (fallback, <harness>, <account>): <label>`: {first}"
     );
     for (name, note) in &notes {
         assert!(!note.contains(WORK), "{name} holds no key: {note}");
@@ -211,5 +213,90 @@ fn a_limited_account_hands_the_task_to_another_account_of_the_same_provider() {
             .any(|(_, note)| note.contains("account WORK_ANTHROPIC_KEY")),
         "a note names the account by its variable: {notes:#?}"
     );
+    world.stop_and_check_nothing_left();
+}
+
+#[test]
+fn a_fallback_of_a_fallback_on_another_account_has_a_name_of_its_own() {
+    let test = "harness_fallback::fallback_of_a_fallback";
+    let Some(claude) = installed_or_skip(Host::ClaudeCode, test) else {
+        return;
+    };
+    // The test kit's key and the first work account are both out of their plan; the second
+    // work account answers.
+    const FIRST: &str = "sk-ant-fake-key-0000000000000000";
+    const WORK_A: &str = "sk-ant-work-key-aaaaaaaaaaaaaaaa";
+    const WORK_B: &str = "sk-ant-work-key-bbbbbbbbbbbbbbbb";
+    let model = FakeLlm::start(scripted([
+        Step::tool_call_suffix(
+            "shepherd_done",
+            json!({"status": "completed", "summary": "done on the third account"}),
+        ),
+        Step::text("Finished on the third account.").expecting("completed"),
+    ]))
+    .unwrap();
+    let limited =
+        |key: &str| UsageLimit::next(1_000, Duration::from_secs(2 * 3600)).for_credential(key);
+    model.set_limits(
+        Limits::new()
+            .with_usage_limit(limited(FIRST))
+            .with_usage_limit(limited(WORK_A)),
+    );
+    let mut world = World::new(&claude, &model);
+    for (var, key) in [("WORK_A_KEY", WORK_A), ("WORK_B_KEY", WORK_B)] {
+        world.extra_env.push((var.to_owned(), key.to_owned()));
+    }
+    let set = world.run(&["settings", "set", "fallbackAfterMinutes", "0.05"]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let agents = world.env.home().join(".agents/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("pooled.md"),
+        "---\nname: pooled\ndescription: Goes on on the work accounts when its own is limited.\n\
+         harness: claude-code\nfallback:\n  - {harness: claude-code, credential: WORK_A_KEY}\n  \
+         - {harness: claude-code, credential: WORK_B_KEY}\n---\nYou do what you are asked.\n",
+    )
+    .unwrap();
+    let id = world.json(&["spawn", "pooled", "--label", "pool", "--json"])["agentId"]
+        .as_str()
+        .expect("spawn returns an id")
+        .to_owned();
+    let task = world.delegate(&id, "Report that you are done.", &[]);
+    // The first fallback, on WORK_A, is limited too: its own fallback takes the task over.
+    let watched = world.json(&["watch", &task, "--wait", "120", "--json"]);
+    assert_eq!(watched["settled"][0]["status"], "completed", "{watched}");
+    let herd = world.json(&["herd", "--json"]);
+    let mut names: Vec<String> = herd["sheep"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{herd}"))
+        .iter()
+        .filter_map(|s| s["displayName"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    // Each says its role once, from the definition, with the account it runs on.
+    assert_eq!(
+        names,
+        [
+            "pooled (fallback, claude-code, WORK_A_KEY): pool",
+            "pooled (fallback, claude-code, WORK_B_KEY): pool",
+            "pooled: pool",
+        ],
+        "{herd}"
+    );
+    let answered: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| r.limited.is_none())
+        .map(|r| shepherd_testkit::fake_llm::credential(&r.headers, &r.query))
+        .collect();
+    assert!(
+        !answered.is_empty() && answered.iter().all(|c| c == WORK_B),
+        "every answered request spent the third account: {answered:?}"
+    );
+    world.run(&["close", &id]);
     world.stop_and_check_nothing_left();
 }

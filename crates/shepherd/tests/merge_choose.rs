@@ -10,8 +10,9 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::herd_support::World;
-use crate::merge_queue::{define_writer, file_on, repository, run_json};
-use crate::merge_verify::{conflicting_run, define_resolver};
+use crate::merge_support::{
+    conflicting_run, define_resolver, define_writer, file_on, repository, run_json,
+};
 use shepherd_testkit::git::git;
 
 #[test]

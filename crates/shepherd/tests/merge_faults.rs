@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::herd_support::{World, kill9, wait_gone};
-use crate::merge_queue::{define_writer, repository, run_json};
+use crate::merge_support::{define_writer, repository, run_json};
 use shepherd_testkit::git::git;
 
 const BRANCHES: usize = 10;

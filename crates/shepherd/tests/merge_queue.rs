@@ -7,46 +7,11 @@
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use crate::herd_support;
-
 use std::path::Path;
 
-use herd_support::World;
-use serde_json::Value;
+use crate::herd_support::World;
+use crate::merge_support::{define_writer, file_on, repository, run_json};
 use shepherd_testkit::git::git;
-
-/// A repository on `main` holding `files` (each with `base` in it).
-pub(crate) fn repository(world: &World, files: &[&str]) {
-    git(&world.project, &["init", "-q", "-b", "main"]);
-    for file in files {
-        std::fs::write(world.project.join(file), "base\n").unwrap();
-    }
-    std::fs::write(world.project.join("README.md"), "# project\n").unwrap();
-    git(&world.project, &["add", "."]);
-    git(&world.project, &["commit", "-q", "-m", "start"]);
-}
-
-/// A shell sheep: for each task it writes the task's first line into the file named by the
-/// line's first word, leaves it uncommitted, and is done.
-pub(crate) fn define_writer(world: &World, name: &str) {
-    let script = r#"while true; do
-  t=$(shepherd inbox --wait 30) || continue
-  [ -n "$t" ] || continue
-  line=$(printf '%s\n' "$t" | head -n 1)
-  printf '%s\n' "$line" > "${line%% *}"
-  shepherd done --status completed --summary "wrote ${line%% *}"
-done"#;
-    world.define(name, &["sh".into(), "-c".into(), script.into()]);
-}
-
-/// Runs `shepherd` with `--json` and returns its exit status and document.
-pub(crate) fn run_json(world: &World, args: &[&str]) -> (i32, Value) {
-    world.json_status(args)
-}
-
-pub(crate) fn file_on(world: &World, branch: &str, file: &str) -> String {
-    git(&world.project, &["show", &format!("{branch}:{file}")])
-}
 
 #[test]
 fn a_parallel_isolated_run_lands_every_task_with_the_check_passing_after_each() {

@@ -13,26 +13,14 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::herd_support::{World, kill9, parse_one_line, wait_gone};
-use crate::merge_queue::{define_writer, repository, run_json};
+use crate::merge_support::{define_writer, isolated_run, repository, run_json};
 use shepherd_testkit::git::git;
 
 /// A finished isolated run of three tasks, each writing a file of its own; its id.
 fn three_branches(world: &World) -> String {
     repository(world, &["a", "b", "c"]);
     define_writer(world, "writer");
-    let (code, doc) = run_json(
-        world,
-        &[
-            "run",
-            "--isolate",
-            "--parallel",
-            "writer=a one",
-            "writer=b two",
-            "writer=c three",
-        ],
-    );
-    assert_eq!(code, 0, "{doc}");
-    doc["runId"].as_str().unwrap().to_owned()
+    isolated_run(world, &["writer=a one", "writer=b two", "writer=c three"]).0
 }
 
 /// A check that, the first time it runs, writes its pid into `check.pid`, tells the test
@@ -279,7 +267,7 @@ fn b11_a_second_merge_into_the_same_branch_waits_its_turn_and_says_so() {
     assert_eq!(output.status.code(), Some(0), "{text}");
     for file in ["a", "b", "c"] {
         assert!(
-            crate::merge_queue::file_on(&world, "main", file).ends_with(file_words(file)),
+            crate::merge_support::file_on(&world, "main", file).ends_with(file_words(file)),
             "{file} did not land:\n{text}"
         );
     }

@@ -9,44 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::herd_support::World;
-use crate::merge_queue::{define_writer, file_on, repository, run_json};
+use crate::merge_support::{
+    conflicting_run, define_resolver, define_writer, file_on, repository, run_json,
+};
 use shepherd_testkit::git::git;
-
-/// R: a finished isolated run whose two tasks change the same line of `same`; its id and
-/// session folder.
-pub(crate) fn conflicting_run(world: &World) -> (String, PathBuf) {
-    repository(world, &["same"]);
-    define_writer(world, "writer");
-    let (code, doc) = run_json(
-        world,
-        &[
-            "run",
-            "--isolate",
-            "--parallel",
-            "writer=same one",
-            "writer=same two",
-        ],
-    );
-    assert_eq!(code, 0, "{doc}");
-    (
-        doc["runId"].as_str().unwrap().to_owned(),
-        PathBuf::from(doc["sessionPath"].as_str().unwrap()),
-    )
-}
-
-/// A command sheep that runs `script` in its working folder for each task, then says `done
-/// completed`.
-pub(crate) fn define_resolver(world: &World, name: &str, script: &str) {
-    let body = format!(
-        r#"while true; do
-  t=$(shepherd inbox --wait 30) || continue
-  [ -n "$t" ] || continue
-  {script}
-  shepherd done --status completed --summary "done as asked"
-done"#
-    );
-    world.define(name, &["sh".into(), "-c".into(), body]);
-}
 
 /// The line of the session's Branches section that names `branch`.
 fn branches_line(session: &Path, branch: &str) -> String {

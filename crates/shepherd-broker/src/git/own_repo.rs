@@ -268,6 +268,8 @@ pub(crate) fn fetch(into: &Path, from: &Path, refspec: &str) -> Result<(), GitEr
             "--quiet",
             "--no-tags",
             "--no-write-fetch-head",
+            // The project's housekeeping is its own git's to run, not every fetch of ours.
+            "--no-auto-maintenance",
             &from.display().to_string(),
             refspec,
         ])

@@ -10,7 +10,9 @@
 //! to the first: closing the first closes it too, so whoever closes the sheep they spawned
 //! leaves nothing behind. It keeps the first sheep's label and carries its role in its agent
 //! part (`worker (fallback, codex): fix-login`); a fallback entry with a `credential:` runs on
-//! that account of the provider. The time counted against `fallbackAfterMinutes` is the time
+//! that account of the provider, and names it there too (`worker (fallback, claude-code,
+//! WORK_KEY): fix-login`). A fallback of a fallback is named from the definition the same way,
+//! so each entry has a name of its own and the role is said once. The time counted against `fallbackAfterMinutes` is the time
 //! spent waiting, so a task whose provider names no reset falls back once it has waited that
 //! long: a timer per waiting task considers it again then.
 

@@ -96,6 +96,8 @@ pub(crate) fn dirty(path: &Path) -> Result<bool, GitError> {
 pub(crate) struct MergeWorktree {
     repo: Repo,
     pub(crate) path: PathBuf,
+    /// Whom its commits are made as ([`identity`]), read once for the queue.
+    identity: Vec<(&'static str, String)>,
 }
 
 impl MergeWorktree {
@@ -103,6 +105,7 @@ impl MergeWorktree {
     pub(crate) fn make(repo: &Repo, path: PathBuf, tip: &str) -> Result<Self, GitError> {
         crate::sheep::worktree::create_detached(repo, &path, tip)?;
         Ok(Self {
+            identity: identity(&repo.top),
             repo: repo.clone(),
             path,
         })
@@ -115,9 +118,9 @@ impl MergeWorktree {
 
     /// git in it, committing as the project's identity.
     fn committing(&self) -> Git {
-        identity(&self.repo.top)
-            .into_iter()
-            .fold(self.git(), |git, (key, value)| git.env(key, value))
+        self.identity
+            .iter()
+            .fold(self.git(), |git, (key, value)| git.env(key, value.as_str()))
     }
 
     /// Puts its `.git` back to what Shepherd made, after a resolver (a sheep) worked in it, so
@@ -140,14 +143,62 @@ impl MergeWorktree {
         name: &str,
         message: &str,
     ) -> Result<Option<shepherd_core::land::ConflictView>, GitError> {
+        // git's markers name the side merged in as it was given on the command line (it sets
+        // `GITHEAD_<commit>` itself), so it is given by a branch of that name, made in this
+        // repository of Shepherd's for the merge alone; a commit id when no such branch can be.
+        let named = self.name_for_merge(landing, name);
+        let theirs = named.as_deref().unwrap_or(landing);
         let ran = self
             .committing()
-            .env(&format!("GITHEAD_{landing}"), name)
-            .output(&["merge", "--no-ff", "--no-edit", "-m", message, landing])?;
+            // This repository is Shepherd's, made for one queue: it needs no housekeeping.
+            .output(&[
+                "-c",
+                "maintenance.auto=false",
+                "merge",
+                "--no-ff",
+                "--no-edit",
+                "-m",
+                message,
+                theirs,
+            ]);
+        if named.is_some() {
+            let _gone =
+                self.git()
+                    .run(&["update-ref", "-d", &format!("refs/heads/{name}"), landing]);
+        }
+        let ran = ran?;
         if ran.success {
             return Ok(None);
         }
         self.conflict_or(&ran, &format!("merge {landing}"))
+    }
+
+    /// Makes branch `name` at `landing` in the merge worktree's repository, when `name` is a
+    /// branch name that then means exactly that commit there; returns it.
+    fn name_for_merge(&self, landing: &str, name: &str) -> Option<String> {
+        self.git()
+            .run(&["check-ref-format", "--branch", name])
+            .ok()?;
+        self.git()
+            .run(&["update-ref", &format!("refs/heads/{name}"), landing, ""])
+            .ok()?;
+        let means = self
+            .git()
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{name}^{{commit}}"),
+            ])
+            .ok();
+        if means.as_deref() == Some(landing) {
+            Some(name.to_owned())
+        } else {
+            let _gone =
+                self.git()
+                    .run(&["update-ref", "-d", &format!("refs/heads/{name}"), landing]);
+            None
+        }
     }
 
     /// Replays `commit` on its `HEAD` (a rebase's step), keeping its author and message.

@@ -121,7 +121,7 @@ impl Herd {
 
 /// Admits a new sheep in the `starting` phase.
 pub fn admit(tx: &mut Tx<'_>, new: NewSheep) -> Result<(), HerdError> {
-    let shown = super::model::shown_agent(&new.agent, new.role, new.runtime);
+    let shown = super::model::shown_agent(&new.agent, new.role, new.runtime, new.recipe.as_ref());
     tx.herd().check_unique_display_name(&shown, &new.label)?;
     tx.herd().check_sheep_room(new.max_sheep)?;
     let sheep = Sheep {

@@ -177,16 +177,20 @@ pub struct Sheep {
 }
 
 /// The agent part of a display name: the agent, or for a sheep Shepherd made in `role`, the
-/// agent with its role and harness.
+/// agent with its role (and a fallback's harness, and the account of its spawn's `recipe`).
 pub fn shown_agent(
     agent: &str,
     role: Option<crate::label::Role>,
     runtime: crate::harness::Runtime,
+    recipe: Option<&crate::spawn::SpawnParams>,
 ) -> String {
     let harness = runtime
         .harness()
         .map_or("command", |harness| harness.as_str());
-    crate::label::agent_part(agent, role, harness)
+    let account = recipe
+        .and_then(|recipe| recipe.credential.as_ref())
+        .map(|credential| credential.var.as_str());
+    crate::label::agent_part(agent, role, harness, account)
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -208,7 +212,7 @@ impl Sheep {
 
     /// The agent part of its display name.
     pub fn shown_agent(&self) -> String {
-        shown_agent(&self.agent, self.role, self.runtime)
+        shown_agent(&self.agent, self.role, self.runtime, self.recipe.as_ref())
     }
 
     /// Whether the sheep can still take work or messages.

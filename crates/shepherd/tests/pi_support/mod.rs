@@ -447,7 +447,8 @@ impl Shepherd {
         said
     }
 
-    fn shepherd_command(&self, args: &[&str]) -> Command {
+    /// `shepherd` in the project with the herd's environment and `--json`, not yet run.
+    pub fn shepherd_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_shepherd"));
         self.env.apply(&mut command);
         command

@@ -75,7 +75,7 @@ pub(crate) async fn spawn_as(
     let settings = broker.settings();
     let mut prepared = prepare(broker, &params, None).await?;
     let def = &prepared.def;
-    let shown = shepherd_core::herd::shown_agent(&def.name, role, prepared.runtime);
+    let shown = shepherd_core::herd::shown_agent(&def.name, role, prepared.runtime, Some(&params));
     broker.read(|herd| herd.check_unique_display_name(&shown, &prepared.label))?;
     // What the sheep spends: its provider key (a credential of its own makes another one) and
     // its provider's name, known whether keys are held or not.
