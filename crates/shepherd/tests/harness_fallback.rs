@@ -74,8 +74,12 @@ fn a_usage_limit_hours_away_falls_back_to_another_agent() {
     let plan = "backend: headless\ntimeout: 240\ntasks:\n  - {agent: patient, harness: codex, \
                 task: \"Report that you are done.\"}\n";
 
-    let (status, report) = world.run_plan(plan, &claude, &claude_env);
+    let (status, report, progress) = world.run_plan_with_progress(plan, &claude, &claude_env);
     assert!(status.success(), "{report}");
+    assert!(
+        progress.contains("patient: fell back to patient (fallback, claude-code) (anthropic)"),
+        "the run's progress says which fallback took the task over: {progress}"
+    );
     let result = &report["results"][0];
     assert_eq!(result["status"], "completed", "{report}");
     assert_eq!(
@@ -195,6 +199,24 @@ fn a_limited_account_hands_the_task_to_another_account_of_the_same_provider() {
     assert!(
         !model.limited_replies().is_empty(),
         "the first account was refused"
+    );
+    let inbox = world.run(&["inbox", "--json"]);
+    let inbox: serde_json::Value = serde_json::from_slice(&inbox.stdout).unwrap();
+    let fell_back = inbox["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["notice"] == "fell_back")
+        .unwrap_or_else(|| panic!("the parent heard the fallback take over: {inbox}"));
+    let text = fell_back["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("handed to pooled (fallback, claude-code): pool")
+            && text.contains("on anthropic, account WORK_ANTHROPIC_KEY"),
+        "the notice names the fallback and its account: {text}"
+    );
+    assert!(
+        !inbox.to_string().contains(WORK),
+        "no notice holds the key: {inbox}"
     );
     world.run(&["close", &id]);
     let notes = notes(&world.session());

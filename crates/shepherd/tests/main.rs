@@ -82,6 +82,7 @@ mod pi_completion;
 mod pi_controls;
 mod pi_extension;
 mod pi_herd;
+mod pi_limits;
 mod pi_mates;
 mod pi_merge;
 mod pi_models;

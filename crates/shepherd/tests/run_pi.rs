@@ -32,9 +32,20 @@ fn sheep_turn(summary: &str, final_words: &str) -> Vec<Step> {
 /// A world whose user agent `sheep` is a pi agent on the fake model, with pi's own files
 /// (models, settings) in the world's pi agent directory.
 fn pi_world(pi: &PiBinary, script: Script) -> (World, FakeLlm, PiEnv) {
+    pi_herd_world(pi, script, &[("sheep", MODEL)])
+}
+
+/// A world whose user agents are pi agents on the fake model, each `(name, model)` on its own
+/// model id (so the fake scripts each one apart), all through one provider and key.
+pub(crate) fn pi_herd_world(
+    pi: &PiBinary,
+    script: Script,
+    agents: &[(&str, &str)],
+) -> (World, FakeLlm, PiEnv) {
     let fake = FakeLlm::start(script).expect("fake model server");
-    let env = PiEnv::builder(&fake)
-        .model(MODEL)
+    let env = agents
+        .iter()
+        .fold(PiEnv::builder(&fake), |env, (_, model)| env.model(model))
         .build()
         .expect("pi environment");
     let mut world = World::new();
@@ -43,13 +54,15 @@ fn pi_world(pi: &PiBinary, script: Script) -> (World, FakeLlm, PiEnv) {
     for file in ["models.json", "settings.json"] {
         std::fs::copy(env.agent_dir().join(file), agent_dir.join(file)).unwrap();
     }
-    std::fs::write(
-        agent_dir.join("agents/sheep.md"),
-        format!(
-            "---\nname: sheep\ndescription: A pi sheep on a scripted model.\nmodel: fake/{MODEL}\ntools: read, bash\n---\nYou are a test sheep.\n"
-        ),
-    )
-    .unwrap();
+    for (name, model) in agents {
+        std::fs::write(
+            agent_dir.join(format!("agents/{name}.md")),
+            format!(
+                "---\nname: {name}\ndescription: A pi sheep on a scripted model.\nmodel: fake/{model}\ntools: read, bash\n---\nYou are a test sheep.\n"
+            ),
+        )
+        .unwrap();
+    }
     world.extra_env.extend([
         (
             "PI_CODING_AGENT_DIR".to_owned(),

@@ -211,13 +211,15 @@ fn view_of(run: &Run, herd: &shepherd_core::herd::Herd) -> RunView {
             .enumerate()
             .map(|(index, step)| {
                 let agent = spec.steps.get(index).map_or("", |s| s.agent.as_str());
-                let rate_limit = step
+                let task_id = step
                     .task_id
                     .as_deref()
-                    .and_then(shepherd_core::ids::TaskId::parse)
-                    .and_then(|id| herd.limit_view(&id));
+                    .and_then(shepherd_core::ids::TaskId::parse);
+                let rate_limit = task_id.as_ref().and_then(|id| herd.limit_view(id));
+                let fell_back_to = task_id.as_ref().and_then(|id| herd.fallback_view(id));
                 RunStepView {
                     rate_limit,
+                    fell_back_to,
                     ..RunStepView::of(step, agent)
                 }
             })

@@ -402,7 +402,8 @@ impl Broker {
 /// settled task an auto-close, and a finalisation when `unfinalized_note` says it has a note
 /// that is not final yet; a finalisation for each note attached to a settled task; then a push
 /// for each run that changed (once for consecutive changes of the same run), a task of a run
-/// (`run_of`) meeting a limit or ending its wait included, so its progress says rate-limited.
+/// (`run_of`) meeting a limit, ending its wait or falling back included, so its progress says
+/// rate-limited, or which fallback took it over.
 fn effects_of(
     events: &[Event],
     pos: u64,
@@ -421,7 +422,9 @@ fn effects_of(
             | Event::RunStepChanged { run_id, .. }
             | Event::RunCancelled { run_id, .. }
             | Event::RunFinished { run_id, .. } => runs.push(run_id.clone()),
-            Event::Limited { task_id, .. } | Event::LimitEnded { task_id, .. } => {
+            Event::Limited { task_id, .. }
+            | Event::LimitEnded { task_id, .. }
+            | Event::TaskFellBack { task_id, .. } => {
                 runs.extend(run_of(task_id));
             }
             _ => {}

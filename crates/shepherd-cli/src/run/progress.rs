@@ -45,6 +45,8 @@ pub(super) enum Phase {
         until: i64,
         provider: String,
     },
+    /// Its task went on with its agent's fallback after a limit: the fallback as shown.
+    FellBack(String),
     /// Its sheep is being closed.
     Closing,
     /// Finished with this status (`completed`, `failed`, `cancelled`, `skipped`, …).
@@ -56,7 +58,7 @@ impl Phase {
         match self {
             Self::Queued => "queued",
             Self::Starting => "starting",
-            Self::Running => "running",
+            Self::Running | Self::FellBack(_) => "running",
             Self::Limited { .. } => "rate-limited",
             Self::Closing => "closing",
             Self::Done(status) => status,
@@ -159,7 +161,10 @@ impl Progress {
                         until: limit.until,
                         provider: limit.provider.clone(),
                     },
-                    None => Phase::Running,
+                    None => match &step.fell_back_to {
+                        Some(fallback) => Phase::FellBack(fallback.clone()),
+                        None => Phase::Running,
+                    },
                 },
                 ("closing", _) => Phase::Closing,
                 _ => Phase::Queued,
@@ -248,12 +253,13 @@ fn plain_line(index: usize, total: usize, row: &Row) -> String {
         index + 1,
         row.agent,
         match &row.phase {
-            Phase::Limited { words, .. } => words.as_str(),
-            phase => phase.word(),
+            Phase::Limited { words, .. } => words.clone(),
+            Phase::FellBack(fallback) => format!("fell back to {fallback}"),
+            phase => phase.word().to_owned(),
         }
     );
     match &row.phase {
-        Phase::Running | Phase::Limited { .. } => {
+        Phase::Running | Phase::Limited { .. } | Phase::FellBack(_) => {
             if let Some(id) = &row.task_id {
                 line.push_str(&format!(" (task {id})"));
             }
@@ -281,6 +287,10 @@ fn json_line(index: usize, total: usize, row: &Row) -> String {
             }
             _ => serde_json::Value::Null,
         },
+        "fellBackTo": match &row.phase {
+            Phase::FellBack(fallback) => json!(fallback),
+            _ => serde_json::Value::Null,
+        },
     })
     .to_string()
 }
@@ -288,7 +298,7 @@ fn json_line(index: usize, total: usize, row: &Row) -> String {
 fn live_line(index: usize, total: usize, row: &Row) -> String {
     let mark = match &row.phase {
         Phase::Queued => "·",
-        Phase::Starting | Phase::Running | Phase::Closing => "▸",
+        Phase::Starting | Phase::Running | Phase::FellBack(_) | Phase::Closing => "▸",
         Phase::Limited { .. } => "⏸",
         Phase::Done(status) if status == "completed" => "✓",
         Phase::Done(_) => "✗",
@@ -303,6 +313,7 @@ fn live_line(index: usize, total: usize, row: &Row) -> String {
     );
     match &row.phase {
         Phase::Limited { words, .. } => format!("{line}  {words}"),
+        Phase::FellBack(fallback) => format!("{line}  fell back to {fallback}"),
         _ => line,
     }
 }
@@ -323,7 +334,11 @@ fn live_lines(rows: &[Row], max: usize) -> Vec<String> {
     let in_progress = |row: &Row| {
         matches!(
             row.phase,
-            Phase::Starting | Phase::Running | Phase::Limited { .. } | Phase::Closing
+            Phase::Starting
+                | Phase::Running
+                | Phase::Limited { .. }
+                | Phase::FellBack(_)
+                | Phase::Closing
         )
     };
     let room = max.saturating_sub(1).max(1);
@@ -440,6 +455,26 @@ mod tests {
         assert_eq!(json["rateLimit"]["until"], 1_000);
         assert_eq!(json["rateLimit"]["provider"], "anthropic");
         assert!(live_line(0, 1, &row).ends_with("rate-limited until 14:05:09 (anthropic)"));
+    }
+
+    #[test]
+    fn a_task_its_fallback_took_over_names_the_fallback_and_its_account() {
+        let fallback = "worker (fallback, claude-code): fix (anthropic, account WORK_KEY)";
+        let row = Row {
+            agent: "worker".into(),
+            phase: Phase::FellBack(fallback.into()),
+            started: None,
+            took: None,
+            task_id: Some("t-1".into()),
+        };
+        assert_eq!(
+            plain_line(0, 1, &row),
+            format!("[1/1] worker: fell back to {fallback} (task t-1)")
+        );
+        let json: serde_json::Value = serde_json::from_str(&json_line(0, 1, &row)).unwrap();
+        assert_eq!(json["state"], "running");
+        assert_eq!(json["fellBackTo"], fallback);
+        assert!(live_line(0, 1, &row).ends_with(&format!("fell back to {fallback}")));
     }
 
     fn rows(phases: &[Phase]) -> Vec<Row> {

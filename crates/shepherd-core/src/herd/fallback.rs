@@ -77,6 +77,21 @@ impl Herd {
     }
 }
 
+impl Herd {
+    /// The fallback `task_id` went on with, once it fell back, as shown: its display name and
+    /// its provider, with the account when it runs on another one (`worker (fallback, codex):
+    /// fix-login (openai)`).
+    pub fn fallback_view(&self, task_id: &TaskId) -> Option<String> {
+        let task = self.tasks.get(task_id)?;
+        task.fell_back_from.as_ref()?;
+        let name = self
+            .sheep
+            .get(&task.agent_id)
+            .map_or_else(|| task.agent_id.to_string(), super::Sheep::display_name);
+        Some(format!("{name} ({})", self.provider_of(&task.agent_id)))
+    }
+}
+
 /// Hands `task_id`, waiting on a limit on `from`, to `to`, a fresh sheep with nothing to do.
 /// Returns false (and changes nothing) when the task is no longer waiting on `from` or `to`
 /// cannot take it.

@@ -148,6 +148,11 @@ pub struct RunStepView {
     /// The provider limit its task waits out, while it does (`rate-limited until …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<crate::herd::limits::LimitView>,
+    /// The fallback its task went on with after a limit, once it did: the fallback's display
+    /// name and its provider, with the account when a `credential:` gave it one (`worker
+    /// (fallback, claude-code): fix-login (anthropic, account WORK_ANTHROPIC_KEY)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_back_to: Option<String>,
 }
 
 impl RunStepView {
@@ -162,6 +167,7 @@ impl RunStepView {
             started_at: step.started_at,
             finished_at: step.finished_at,
             rate_limit: None,
+            fell_back_to: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! waits and scripted delays end on events rather than polls.
 
 use std::cell::Cell;
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -23,6 +23,8 @@ use super::wire::{self, Reply, anthropic, chat, gemini, responses};
 
 /// How long a connection may stay silent before the server gives up on it.
 const IDLE: Duration = Duration::from_secs(60);
+/// How long a connection whose reply is written waits for the client to close its side.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// State shared by the handle and the server threads.
 #[derive(Debug, Default)]
@@ -119,7 +121,8 @@ fn serve(shared: &Shared, stream: TcpStream) {
         return;
     };
     let mut out = stream;
-    match http::read_request(&mut BufReader::new(read_half)) {
+    let mut reader = BufReader::new(read_half);
+    match http::read_request(&mut reader) {
         Ok(Some(request)) => route(shared, &request, &mut out),
         Ok(None) => {}
         Err(err) => {
@@ -128,6 +131,26 @@ fn serve(shared: &Shared, stream: TcpStream) {
                 400,
                 &json!({"error": err.to_string()}),
             ));
+        }
+    }
+    lingering_close(&out, reader.get_mut());
+}
+
+/// Ends a connection whose reply is written the way HTTP servers do: the write side is shut
+/// first, then the server waits (at most [`LINGER`]) for the client to close its side, reading
+/// and dropping anything it still sends. A server that closes at once, the way this one did,
+/// lost its reply now and then on a loaded machine: the fake had written a 429 for Claude
+/// Code's one request, and Claude Code reported `Unable to connect to API (ECONNRESET)`
+/// instead, which Shepherd rightly waits out as a server error, not a rate limit.
+fn lingering_close(out: &TcpStream, read_half: &mut TcpStream) {
+    drop(out.shutdown(std::net::Shutdown::Write));
+    drop(read_half.set_read_timeout(Some(LINGER)));
+    let deadline = Instant::now() + LINGER;
+    let mut sink = [0_u8; 4096];
+    while Instant::now() < deadline {
+        match read_half.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
         }
     }
 }

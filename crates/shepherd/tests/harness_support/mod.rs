@@ -153,6 +153,17 @@ impl World {
         second: &AgentBinary,
         second_env: &AgentEnv,
     ) -> (ExitStatus, Value) {
+        let (status, report, _) = self.run_plan_with_progress(plan, second, second_env);
+        (status, report)
+    }
+
+    /// [`World::run_plan`], with the progress lines it wrote (plain: stderr is a pipe).
+    pub fn run_plan_with_progress(
+        &self,
+        plan: &str,
+        second: &AgentBinary,
+        second_env: &AgentEnv,
+    ) -> (ExitStatus, Value, String) {
         let common = ["HOME", "TMPDIR", "NO_COLOR"];
         let second_vars: Vec<_> = second_env
             .vars()
@@ -181,7 +192,11 @@ impl World {
                 String::from_utf8_lossy(&output.stderr)
             )
         });
-        (output.status, report)
+        (
+            output.status,
+            report,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
     }
 
     /// Runs a command that prints one JSON document and must succeed.

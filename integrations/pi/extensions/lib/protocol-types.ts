@@ -2881,6 +2881,12 @@ export interface RunStepView {
 	 * The provider limit its task waits out, while it does (`rate-limited until …`).
 	 */
 	rateLimit?: LimitView | null;
+	/**
+	 * The fallback its task went on with after a limit, once it did: the fallback's display
+	 * name and its provider, with the account when a `credential:` gave it one (`worker
+	 * (fallback, claude-code): fix-login (anthropic, account WORK_ANTHROPIC_KEY)`).
+	 */
+	fellBackTo?: string | null;
 }
 /**
  * The report of a finished run.
