@@ -14,9 +14,16 @@ use shepherd_core::limit::{Classified, ProviderKey, Reset};
 use crate::UserEnv;
 
 /// The next instant, after `now` in `zone`, at the wall-clock time that follows one of
-/// `markers` in `text` (`6:55 PM`, `3pm`, `15:30`). The agents say it to the minute, so a time
-/// in the minute that is running now means the end of that minute, not the same time tomorrow
-/// (Codex says "try again at 4:10 AM" at 4:10:44 for a reset seconds ahead).
+/// `markers` in `text` (`6:55 PM`, `3pm`, `15:30`). The agents say it to the minute, cut
+/// short: Codex says "try again at 4:10 AM" at 4:10:44 for a reset seconds ahead. So a named
+/// minute still to come is waited for to its start, and one running now, or ended moments ago
+/// (the text read late), names no instant at all: the limit is over somewhere in it, and the
+/// herd probes on its short, doubling backoff instead of waiting out the minute (up to 60 s
+/// late) or, for a minute just gone, the same time tomorrow.
+/// How long ago a named minute may have begun and still be read as the limit's own minute
+/// (the one running, or one the text was read just after): beyond it, the time is tomorrow's.
+const RECENT_MINUTE_SECS: i64 = 5 * 60;
+
 pub(crate) fn clock_reset(
     text: &str,
     markers: &[&str],
@@ -40,12 +47,11 @@ pub(crate) fn clock_reset(
     let today = now.to_zoned(zone.clone());
     let mut at = today.with().time(time).build().ok()?;
     if at.timestamp() <= now {
-        let minute_end = at
-            .timestamp()
-            .checked_add(jiff::SignedDuration::from_secs(60))
+        let lately = now
+            .checked_sub(jiff::SignedDuration::from_secs(RECENT_MINUTE_SECS))
             .ok()?;
-        if minute_end > now {
-            return Some(Reset::AtMs(minute_end.as_millisecond()));
+        if at.timestamp() > lately {
+            return None;
         }
         at = at.tomorrow().ok()?;
     }
@@ -284,12 +290,22 @@ mod tests {
             Some("2026-12-04T00:05:00Z")
         );
         assert_eq!(
-            at("or try again at 4:10 AM.", "2026-12-03T04:10:44Z").as_deref(),
-            Some("2026-12-03T04:11:00Z"),
-            "the minute that is running ends soon"
+            at("or try again at 4:10 AM.", "2026-12-03T04:09:50Z").as_deref(),
+            Some("2026-12-03T04:10:00Z"),
+            "a minute to come is waited for to its start"
         );
         assert_eq!(
-            at("or try again at 4:10 AM.", "2026-12-03T04:11:00Z").as_deref(),
+            at("or try again at 4:10 AM.", "2026-12-03T04:10:44Z"),
+            None,
+            "the limit ends somewhere in the minute that is running: probe, do not wait it out"
+        );
+        assert_eq!(
+            at("or try again at 4:10 AM.", "2026-12-03T04:11:00Z"),
+            None,
+            "a minute just gone was read late, not named for tomorrow"
+        );
+        assert_eq!(
+            at("or try again at 4:10 AM.", "2026-12-03T04:16:00Z").as_deref(),
             Some("2026-12-04T04:10:00Z")
         );
         assert_eq!(at("try again at noon", "2026-12-03T18:40:00Z"), None);
