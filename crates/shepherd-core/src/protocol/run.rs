@@ -148,6 +148,10 @@ pub struct RunStepView {
     /// The provider limit its task waits out, while it does (`rate-limited until …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<crate::herd::limits::LimitView>,
+    /// The host its sheep runs on, when not this machine (its own, the run's or its
+    /// definition's; a definition's once its sheep is spawned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl RunStepView {
@@ -162,6 +166,7 @@ impl RunStepView {
             started_at: step.started_at,
             finished_at: step.finished_at,
             rate_limit: None,
+            host: step.outcome.as_ref().and_then(|o| o.host.clone()),
         }
     }
 }
