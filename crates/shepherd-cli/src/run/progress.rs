@@ -502,6 +502,7 @@ mod tests {
                 started: None,
                 took: None,
                 task_id: None,
+                host: None,
             })
             .collect()
     }
