@@ -141,12 +141,8 @@ pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
                     remote.host, remote.path
                 )
             };
-            if remote.brought_home {
-                out.push_str(&format!(
-                    "\n  {} brought home on branch {}",
-                    commits_phrase(remote.commits.len()),
-                    remote.branch
-                ));
+            if let Some(home) = remote.brought_home_phrase() {
+                out.push_str(&format!("\n  {home}"));
             }
             let clean = remote.commits.is_empty() && !remote.kept;
             if clean {
@@ -160,14 +156,5 @@ pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
             }
             out
         }
-    }
-}
-
-/// `1 commit`, `3 commits`.
-fn commits_phrase(count: usize) -> String {
-    if count == 1 {
-        "1 commit".to_owned()
-    } else {
-        format!("{count} commits")
     }
 }

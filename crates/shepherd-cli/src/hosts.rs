@@ -61,10 +61,62 @@ struct HostRow {
     def: Option<HostDef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// The links running herds keep to it (none: no herd has connected to it).
+    links: Vec<LinkRow>,
+}
+
+/// One herd's link to a host.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LinkRow {
+    /// The herd whose broker keeps it.
+    herd: String,
+    #[serde(flatten)]
+    status: shepherd_core::protocol::HostLinkStatus,
+}
+
+impl LinkRow {
+    /// `link up (herd cli-…)`, `link down since … (herd …): why`.
+    fn words(&self) -> String {
+        let herd = &self.herd;
+        if self.status.up {
+            return format!("link up (herd {herd})");
+        }
+        let since = self
+            .status
+            .down_since
+            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+            .map(|at| format!(" since {at}"))
+            .unwrap_or_default();
+        let why = self
+            .status
+            .error
+            .as_deref()
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default();
+        format!("link down{since} (herd {herd}){why}")
+    }
 }
 
 fn list(ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
     let hosts = shepherd_config::load_hosts(&ctx.dirs);
+    // Links belong to the brokers that keep them: ask every herd of this user.
+    let herds = shepherd_client::connect::runtime()?
+        .block_on(shepherd_client::herds::list(&ctx.dirs.runtime_dir));
+    let links_to = |host: &str| -> Vec<LinkRow> {
+        herds
+            .iter()
+            .flat_map(|herd| {
+                herd.links
+                    .iter()
+                    .filter(|link| link.host == host)
+                    .map(|link| LinkRow {
+                        herd: herd.identity.clone(),
+                        status: link.clone(),
+                    })
+            })
+            .collect()
+    };
     let mut rows: Vec<HostRow> = hosts
         .defined
         .iter()
@@ -72,12 +124,14 @@ fn list(ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
             name: name.clone(),
             def: Some(def.clone()),
             error: None,
+            links: links_to(name),
         })
         .collect();
     rows.extend(hosts.broken.iter().map(|(name, err)| HostRow {
         name: name.clone(),
         def: None,
         error: Some(err.to_string()),
+        links: links_to(name),
     }));
     printer.emit(&rows, || {
         if rows.is_empty() {
@@ -87,16 +141,25 @@ fn list(ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
             );
         }
         rows.iter()
-            .map(|row| match (&row.def, &row.error) {
-                (Some(def), _) => format!(
-                    "{:<12} {:<24} {:<10} {}",
-                    row.name,
-                    def.destination,
-                    def.backend.as_str(),
-                    def.project_path.display()
-                ),
-                (None, Some(err)) => format!("{:<12} unusable: {err}", row.name),
-                (None, None) => row.name.clone(),
+            .map(|row| {
+                let line = match (&row.def, &row.error) {
+                    (Some(def), _) => format!(
+                        "{:<12} {:<24} {:<10} {}",
+                        row.name,
+                        def.destination,
+                        def.backend.as_str(),
+                        def.project_path.display()
+                    ),
+                    (None, Some(err)) => format!("{:<12} unusable: {err}", row.name),
+                    (None, None) => row.name.clone(),
+                };
+                let links: Vec<String> = if row.links.is_empty() {
+                    vec!["no link (no running herd has connected to it)".to_owned()]
+                } else {
+                    row.links.iter().map(LinkRow::words).collect()
+                };
+                let links: String = links.iter().map(|l| format!("\n  {l}")).collect();
+                format!("{line}{links}")
             })
             .collect::<Vec<_>>()
             .join("\n")

@@ -92,6 +92,7 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         limits: None,
         credential: None,
     };
+    usable_agent(ctx, &args.herd, &params.agent)?;
     let result: SpawnResult = call::<calls::Spawn>(ctx, &args.herd, &params, spawn_wait())?;
     printer.emit(&result, || {
         let worktree = result
@@ -120,6 +121,24 @@ pub fn spawn(args: SpawnArgs, ctx: &Context, printer: &Printer) -> Result<ExitCo
         )
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a name the broker would refuse, unknown or its definition file skipped, before a
+/// broker is started for it: the broker resolves the same definitions from the same settings.
+fn usable_agent(ctx: &Context, herd: &HerdArgs, name: &str) -> Result<(), CliError> {
+    let root = shepherd_client::connect::target(ctx, herd)?
+        .address
+        .project_root;
+    let settings = shepherd_config::load_settings(&ctx.dirs, &root).settings;
+    shepherd_config::discover_agents(
+        &ctx.dirs,
+        &root,
+        settings.agent_scope,
+        settings.include_bundled_agents,
+    )
+    .get(name)
+    .map(|_| ())
+    .map_err(|err| CliError::new(err.code(), err.to_string()))
 }
 
 /// Hand a sheep a tracked task; returns at once with the task id.

@@ -13,7 +13,9 @@ use serde::Serialize;
 use serde_json::json;
 use shepherd_broker::client::Client;
 use shepherd_broker::paths::{BrokerAddress, BrokerPaths};
-use shepherd_core::protocol::{BrokerStatus, HerdResult, ParentConnection, Role, method};
+use shepherd_core::protocol::{
+    BrokerStatus, HerdResult, HostLinkStatus, ParentConnection, Role, method,
+};
 
 use crate::Context;
 use crate::connect::{Target, hello};
@@ -98,6 +100,8 @@ pub struct HerdEntry {
     pub working: usize,
     /// Open tasks.
     pub open_tasks: usize,
+    /// The host links its broker keeps.
+    pub links: Vec<HostLinkStatus>,
 }
 
 impl HerdEntry {
@@ -191,6 +195,7 @@ async fn ask(socket: &Path) -> Option<HerdEntry> {
         sheep: herd.sheep.len(),
         working: herd.sheep.iter().filter(|s| s.state == "working").count(),
         open_tasks: status.open_tasks,
+        links: status.links,
     })
 }
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use shepherd_core::agent_def::AgentDef;
 use shepherd_core::harness::Harness;
 use shepherd_harness::UserEnv;
-use shepherd_harness::needs::credentials;
+use shepherd_harness::needs::{credentials, endpoint_vars};
 
 /// One thing the sheep of some definitions need and the environment lacks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -182,6 +182,16 @@ pub struct Used {
     pub agents: Vec<String>,
 }
 
+/// The variables the sheep of `defs` would take from `host`, the environment of the program
+/// that started this one, that this one's own environment `own` lacks: what an MCP host has
+/// and did not pass on. Each is named once, with the definitions that use it.
+pub fn withheld(defs: &[AgentDef], host: &dyn UserEnv, own: &dyn UserEnv) -> Vec<Used> {
+    used_vars(defs, host)
+        .into_iter()
+        .filter(|used| own.var(&used.name).is_none_or(|value| value.is_empty()))
+        .collect()
+}
+
 /// The variables the sheep of `defs` take from `env` (see [`Used`]), in the definitions' order.
 pub fn used_vars(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Used> {
     let mut used: Vec<Used> = Vec::new();
@@ -208,6 +218,12 @@ pub fn used_vars(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Used> {
                 && let Some(name) = needed.set_var(env)
             {
                 add(name, &def.name);
+            }
+            // The endpoint is used with a login as with a key.
+            for name in endpoint_vars(def.harness) {
+                if env.var(name).is_some_and(|value| !value.is_empty()) {
+                    add(name, &def.name);
+                }
             }
         }
         for name in &def.needs_env {

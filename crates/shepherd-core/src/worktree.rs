@@ -212,6 +212,18 @@ pub struct RemoteWorktreeReport {
     pub integrate: String,
 }
 
+impl RemoteWorktreeReport {
+    /// `1 commit brought home on branch shepherd/w`, `3 commits …`: the one wording every
+    /// front end gives a remote worktree whose commits came home; `None` when they did not.
+    pub fn brought_home_phrase(&self) -> Option<String> {
+        self.brought_home.then(|| {
+            let count = self.commits.len();
+            let noun = if count == 1 { "commit" } else { "commits" };
+            format!("{count} {noun} brought home on branch {}", self.branch)
+        })
+    }
+}
+
 /// What became of a worktree, here or on a host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]

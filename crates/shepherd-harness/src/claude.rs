@@ -76,6 +76,24 @@ impl Adapter for ClaudeCode {
         crate::limits::classify_with_clock(error, &["resets ", "try again at "], now)
     }
 
+    fn missing_login(&self, error: &str, user: &dyn UserEnv) -> Option<String> {
+        // Claude Code's words when it finds neither a key nor a login: "Not logged in · Please
+        // run /login". A sheep cannot log in; its key comes from the environment it inherits,
+        // which an MCP host may have started bare.
+        if !error.to_lowercase().contains("not logged in") {
+            return None;
+        }
+        let set = |name: &str| user.var(name).is_some_and(|value| !value.is_empty());
+        let endpoint = if set("ANTHROPIC_BASE_URL") {
+            " for the endpoint ANTHROPIC_BASE_URL names"
+        } else {
+            ", and ANTHROPIC_BASE_URL if you use another endpoint"
+        };
+        Some(format!(
+            "the sheep's environment has no Anthropic key (none of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN is set) and there is no Claude Code login to copy; pass ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN{endpoint} to the environment Shepherd runs in (from an MCP host: its shepherd server entry; `shepherd doctor` shows how)"
+        ))
+    }
+
     fn program_var(&self) -> &'static str {
         "SHEPHERD_CLAUDE"
     }

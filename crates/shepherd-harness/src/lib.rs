@@ -272,6 +272,14 @@ pub trait Adapter: Sync {
         shepherd_core::limit::classify(error)
     }
 
+    /// What an error that ended a turn lacks from the sheep's environment, in words that name
+    /// the variables to pass (`user` is the environment the sheep was started with); `None`
+    /// when the error is not one of a missing login.
+    fn missing_login(&self, error: &str, user: &dyn UserEnv) -> Option<String> {
+        let _ = (error, user);
+        None
+    }
+
     /// The last provider error the TUI's screen (its text) shows, for agents that record it
     /// nowhere else a visible sheep can read; `None` when it shows none.
     fn screen_error(&self, screen: &str) -> Option<String> {

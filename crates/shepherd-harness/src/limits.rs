@@ -114,7 +114,7 @@ pub(crate) fn classify_with_clock(error: &str, markers: &[&str], now: Timestamp)
 /// and credential, most specific first.
 pub(crate) struct ProviderVars {
     pub(crate) provider: &'static str,
-    endpoints: &'static [&'static str],
+    pub(crate) endpoints: &'static [&'static str],
     pub(crate) credentials: &'static [&'static str],
 }
 

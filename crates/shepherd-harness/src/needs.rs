@@ -127,6 +127,13 @@ pub fn credentials(
     }
 }
 
+/// The variables that point a sheep on `harness` at another endpoint of its provider
+/// (`ANTHROPIC_BASE_URL` for Claude Code). A sheep started without one its user has set goes
+/// to the provider's default endpoint, with a key meant for another.
+pub fn endpoint_vars(harness: Harness) -> &'static [&'static str] {
+    provider_vars(harness).endpoints
+}
+
 /// The top-level `model_provider` of a Codex `config.toml` (the keys before the first table).
 fn codex_provider(config: &str) -> Option<String> {
     config

@@ -74,15 +74,10 @@ pub(crate) fn worktree_text(report: &WorktreeReport) -> String {
             if remote.commits.is_empty() && !remote.kept {
                 return format!("{place} (clean, no new commits)");
             }
-            let home = if remote.brought_home {
-                format!(
-                    "; {} brought home on branch {}",
-                    remote.commits.len(),
-                    remote.branch
-                )
-            } else {
-                String::new()
-            };
+            let home = remote
+                .brought_home_phrase()
+                .map(|home| format!("; {home}"))
+                .unwrap_or_default();
             format!(
                 "{place}{home}; commits: {}. {}",
                 remote.commits.join("; "),
@@ -181,7 +176,8 @@ mod tests {
     fn commits_brought_home_are_said() {
         let removed = worktree_text(&remote(false, &["1234567 add"], true));
         assert!(
-            removed.contains("removed") && removed.contains("1 brought home on branch shepherd/w"),
+            removed.contains("removed")
+                && removed.contains("; 1 commit brought home on branch shepherd/w;"),
             "{removed}"
         );
         assert!(!removed.contains("clean, no new commits"), "{removed}");

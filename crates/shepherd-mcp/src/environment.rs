@@ -22,9 +22,9 @@ use rmcp::model::{CallToolResult, ContentBlock, LoggingLevel, LoggingMessageNoti
 use rmcp::service::Peer;
 use serde_json::json;
 use shepherd_client::Context;
-use shepherd_client::needs::{Lack, lacks};
+use shepherd_client::needs::{Lack, Used, lacks, withheld};
 use shepherd_core::agent_def::AgentScope;
-use shepherd_harness::ProcessEnv;
+use shepherd_harness::{ProcessEnv, UserEnv};
 use tokio::sync::OnceCell;
 
 use super::feed::Level;
@@ -141,26 +141,72 @@ fn check(ctx: &Context, choice: &Choice, peer: &Peer<RoleServer>) -> Option<Stri
     // The user's and the project's own definitions; the bundled ones are `shepherd doctor`'s.
     let discovery = shepherd_config::discover_agents(&ctx.dirs, &project, AgentScope::Both, false);
     let missing = lacks(&discovery.agents, &ProcessEnv);
-    if missing.is_empty() {
+    // What the host itself has (a base URL, a key) and did not pass on; a key already named
+    // as missing is said once.
+    let named: Vec<&str> = missing.iter().flat_map(Lack::variables).collect();
+    let withheld: Vec<Used> = host_env()
+        .map(|host| withheld(&discovery.agents, &host, &ProcessEnv))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|used| !named.contains(&used.name.as_str()))
+        .collect();
+    if missing.is_empty() && withheld.is_empty() {
         return None;
     }
     let host = peer.peer_info().map_or(Host::Other, |info| {
         Host::from_client(&info.client_info.name)
     });
-    Some(words(&missing, host))
+    Some(words(&missing, &withheld, host))
 }
 
-/// The paragraph: what is missing, then how this host passes it.
-pub(crate) fn words(missing: &[Lack], host: Host) -> String {
+/// The environment of the program that started this server (the MCP host), when it can be
+/// read: what the user's shell gave the host, before the host chose what to pass on.
+fn host_env() -> Option<HostEnv> {
+    let parent = std::os::unix::process::parent_id();
+    let bytes = fs_err::read(format!("/proc/{parent}/environ")).ok()?;
+    let vars = bytes
+        .split(|byte| *byte == 0)
+        .filter_map(|entry| {
+            let text = std::str::from_utf8(entry).ok()?;
+            let (name, value) = text.split_once('=')?;
+            Some((name.to_owned(), std::ffi::OsString::from(value)))
+        })
+        .collect();
+    Some(HostEnv(vars))
+}
+
+/// The host's environment, as read once.
+struct HostEnv(std::collections::HashMap<String, std::ffi::OsString>);
+
+impl UserEnv for HostEnv {
+    fn var(&self, name: &str) -> Option<std::ffi::OsString> {
+        self.0.get(name).cloned()
+    }
+}
+
+/// The paragraph: what is missing, what the host has and keeps, then how this host passes it.
+pub(crate) fn words(missing: &[Lack], withheld: &[Used], host: Host) -> String {
     let mut text = format!(
         "Shepherd's environment lacks what some sheep need (a herd's sheep inherit the environment {} started `shepherd mcp` with): ",
         host.title()
     );
-    let described: Vec<String> = missing.iter().map(Lack::describe).collect();
+    let mut described: Vec<String> = missing.iter().map(Lack::describe).collect();
+    described.extend(withheld.iter().map(|used| {
+        format!(
+            "{} is set where {} runs but not passed on (used by the sheep of {})",
+            used.name,
+            host.title(),
+            used.agents.join(", ")
+        )
+    }));
     text.push_str(&described.join("; "));
     text.push('.');
     let mut vars: Vec<&str> = Vec::new();
-    for name in missing.iter().flat_map(Lack::variables) {
+    let names = missing
+        .iter()
+        .flat_map(Lack::variables)
+        .chain(withheld.iter().map(|used| used.name.as_str()));
+    for name in names {
         if !vars.contains(&name) {
             vars.push(name);
         }
@@ -235,7 +281,7 @@ mod tests {
 
     #[test]
     fn each_host_is_told_its_own_setting_for_every_variable_once() {
-        let codex = words(&missing(), Host::Codex);
+        let codex = words(&missing(), &[], Host::Codex);
         assert!(
             codex.starts_with("Shepherd's environment lacks what some sheep need (a herd's sheep inherit the environment Codex started `shepherd mcp` with): TOKEN_X is not set (named in the `needs-env` of bot); none of ANTHROPIC_API_KEY, TOKEN_X is set and there is no Claude Code login for anthropic (needed by reviewer). Codex passes"),
             "{codex}"
@@ -246,22 +292,23 @@ mod tests {
             ),
             "{codex}"
         );
-        let gemini = words(&missing(), Host::Gemini);
+        let gemini = words(&missing(), &[], Host::Gemini);
         assert!(
             gemini.contains("\"env\": {\"TOKEN_X\": \"$TOKEN_X\", \"ANTHROPIC_API_KEY\": \"$ANTHROPIC_API_KEY\"}")
                 && gemini.contains("-e 'TOKEN_X=$TOKEN_X' -e 'ANTHROPIC_API_KEY=$ANTHROPIC_API_KEY' shepherd shepherd mcp"),
             "{gemini}"
         );
-        let opencode = words(&missing(), Host::Opencode);
+        let opencode = words(&missing(), &[], Host::Opencode);
         assert!(
             opencode.contains("\"environment\": {\"TOKEN_X\": \"{env:TOKEN_X}\""),
             "{opencode}"
         );
         assert!(
-            words(&missing(), Host::ClaudeCode).contains("-e TOKEN_X=… -e ANTHROPIC_API_KEY=…")
+            words(&missing(), &[], Host::ClaudeCode)
+                .contains("-e TOKEN_X=… -e ANTHROPIC_API_KEY=…")
         );
         assert!(
-            words(&missing(), Host::Other)
+            words(&missing(), &[], Host::Other)
                 .contains("Set TOKEN_X, ANTHROPIC_API_KEY in the environment")
         );
     }
@@ -274,6 +321,7 @@ mod tests {
                 var: Some("SHEPHERD_PI".into()),
                 agents: vec!["scout".into()],
             }],
+            &[],
             Host::Codex,
         );
         assert!(

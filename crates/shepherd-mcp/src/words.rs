@@ -8,7 +8,7 @@ use shepherd_core::fieldnotes::status::Mode;
 use shepherd_core::run::{RunReport, RunResult};
 use shepherd_core::worktree::WorktreeReport;
 
-use super::text::clip;
+use super::text::{clip, plural};
 
 fn str_of<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
     value
@@ -49,22 +49,42 @@ pub(crate) fn completion_line(report: &Value) -> String {
 }
 
 /// The agent listing: the exact names a spawn accepts.
-pub(crate) fn agents_text(scope: &str, agents: &[Value]) -> String {
+/// Each definition file that was skipped (`name`, `file`, `reason`) follows the names, one line
+/// each, as `shepherd agents --verbose` lists them.
+pub(crate) fn agents_text(scope: &str, agents: &[Value], skipped: &[Value]) -> String {
+    let mut lines = Vec::new();
     if agents.is_empty() {
-        return format!(
+        lines.push(format!(
             "No agent definitions found in {scope} scope. Do not guess an agent name; add a definition or choose another scope."
+        ));
+    } else {
+        lines.push(
+            "Available agent names (copy the name exactly; names are case-sensitive):".to_owned(),
         );
+        lines.extend(agents.iter().map(|a| {
+            format!(
+                "{} ({}): {}",
+                str_of(a, "name").unwrap_or_default(),
+                str_of(a, "source").unwrap_or_default(),
+                str_of(a, "description").unwrap_or_default()
+            )
+        }));
     }
-    let mut lines =
-        vec!["Available agent names (copy the name exactly; names are case-sensitive):".to_owned()];
-    lines.extend(agents.iter().map(|a| {
-        format!(
-            "{} ({}): {}",
-            str_of(a, "name").unwrap_or_default(),
-            str_of(a, "source").unwrap_or_default(),
-            str_of(a, "description").unwrap_or_default()
-        )
-    }));
+    if !skipped.is_empty() {
+        lines.push(String::new());
+        lines.push(format!(
+            "Skipped {}, each defining no agent until it is fixed:",
+            plural(skipped.len(), "definition file")
+        ));
+        lines.extend(skipped.iter().map(|s| {
+            format!(
+                "{}: {}: {}",
+                str_of(s, "name").unwrap_or("?"),
+                str_of(s, "file").unwrap_or_default(),
+                str_of(s, "reason").unwrap_or_default()
+            )
+        }));
+    }
     lines.join("\n")
 }
 

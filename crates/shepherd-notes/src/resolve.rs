@@ -75,6 +75,16 @@ fn parent_key(identity: &str) -> Result<SessionKey, StoreError> {
     Ok(SessionKey::Parent(identity.to_owned()))
 }
 
+/// `key` with its identity or name checked (a name trimmed).
+fn checked_key(key: &SessionKey) -> Result<SessionKey, StoreError> {
+    Ok(match key {
+        SessionKey::Parent(identity) => parent_key(identity)?,
+        SessionKey::Name(name) => {
+            SessionKey::Name(shepherd_core::slug::validate_session_name(name)?.to_owned())
+        }
+    })
+}
+
 /// A session found or made for a delegation.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -200,14 +210,7 @@ impl Store {
         now: Timestamp,
         mut commit: impl FnMut(&SessionRef, Vec<NoteOp>) -> Result<Applied, E>,
     ) -> Result<AppliedIn, E> {
-        let key = match key {
-            SessionKey::Parent(identity) => parent_key(identity)?,
-            SessionKey::Name(name) => SessionKey::Name(
-                shepherd_core::slug::validate_session_name(name)
-                    .map_err(StoreError::from)?
-                    .to_owned(),
-            ),
-        };
+        let key = checked_key(key)?;
         if let Some(session) = self.indexed(&key) {
             let mut continued = vec![NoteOp::Continue {
                 key: key.clone(),
@@ -254,6 +257,17 @@ impl Store {
         })
     }
 
+    /// The session `key` selects, when one exists: nothing is created, continued or locked.
+    /// A session directory appears with the first note reserved in it, so this is what a spawn
+    /// reports before its herd has delegated anything.
+    pub fn existing_session(&self, key: &SessionKey) -> Result<Option<SessionRef>, StoreError> {
+        let key = checked_key(key)?;
+        if let Some((session, _)) = self.lookup(&key)? {
+            return Ok(Some(session));
+        }
+        Ok(self.scan_for(&key)?.map(|(session, _)| session))
+    }
+
     /// The session the index names for `key`, if its record (read now) confirms it.
     pub(crate) fn lookup(
         &self,
@@ -275,7 +289,8 @@ impl Store {
     }
 
     /// The first valid session (lowest ordinal) `key` selects, by reading every session; every
-    /// valid session met on the way is (re)indexed. Call with the root lock held.
+    /// valid session met on the way is (re)indexed. A caller that creates the session on a
+    /// miss holds the root lock; a reader need not, since the index is only a hint.
     fn scan_for(
         &self,
         key: &SessionKey,

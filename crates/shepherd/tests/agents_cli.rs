@@ -177,6 +177,32 @@ fn show_resolves_a_non_pi_project_agent_with_its_approval() {
     assert_eq!(doc["extra"]["color"], "teal");
 }
 
+/// A definition with a host says where its sheep run; one without has no host line.
+#[test]
+fn show_says_the_host_a_definition_runs_on() {
+    let machine = Machine::new();
+    machine.user_agent(
+        "scribe.md",
+        "---\nname: scribe\ndescription: Writes there\nhost: devbox\n---\nWrite.\n",
+    );
+    let shown = machine.run(&["agents", "show", "scribe"]);
+    let line = shown
+        .ok()
+        .lines()
+        .find(|line| line.trim_start().starts_with("host:"))
+        .unwrap_or_else(|| panic!("no host line: {}", shown.stdout));
+    assert!(line.contains("devbox"), "{line}");
+    let plain = machine.run(&["agents", "show", "worker"]);
+    assert!(
+        !plain
+            .ok()
+            .lines()
+            .any(|l| l.trim_start().starts_with("host:")),
+        "{}",
+        plain.stdout
+    );
+}
+
 #[test]
 fn unknown_names_fail_with_suggestions() {
     let machine = Machine::new();
@@ -306,4 +332,23 @@ fn a_skipped_definition_is_named_where_it_is_asked_for() {
     assert!(!said.contains("Unknown agent"), "{said}");
     let listed = machine.run(&["agents"]).transcript();
     assert!(listed.contains("Skipped 1 definition file"), "{listed}");
+
+    // A spawn of it is refused before a broker is started for it.
+    let spawned = machine.run(&["spawn", "h-bogus"]);
+    assert_eq!(spawned.code, 1, "{}", spawned.transcript());
+    assert!(
+        spawned.stderr.contains("h-bogus.md") && spawned.stderr.contains("was skipped"),
+        "{}",
+        spawned.transcript()
+    );
+    let status = machine.run(&["broker", "status"]);
+    if status.code != 3 {
+        machine.run(&["broker", "stop"]);
+    }
+    assert_eq!(status.code, 3, "{}", status.transcript());
+    assert!(
+        status.stdout.starts_with("not running"),
+        "{}",
+        status.transcript()
+    );
 }

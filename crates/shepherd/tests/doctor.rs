@@ -100,7 +100,11 @@ fn set_up_as_documented_every_host_is_ready() {
     let home = world.env.home().to_owned();
     let before = host_configs(&home);
     assert!(before.iter().all(|(_, text)| text.is_some()), "{before:#?}");
-    let (status, report) = doctor(&world, &[("OPENAI_API_KEY", "k")]);
+    // This user's sheep use the default endpoints (an empty variable is an unset one).
+    let (status, report) = doctor(
+        &world,
+        &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_BASE_URL", "")],
+    );
     assert_eq!(status, 0, "{report:#}");
     assert_eq!(report["ready"], true, "{report:#}");
     for host in ["claude-code", "codex", "gemini", "opencode"] {
@@ -118,6 +122,52 @@ fn set_up_as_documented_every_host_is_ready() {
         "{codex}"
     );
     assert_eq!(host_configs(&home), before, "doctor changed a file it read");
+}
+
+/// A base URL in the user's shell is something the sheep use: Codex, which passes only the
+/// variables listed for it, must pass it too, or the sheep reach the default endpoint.
+#[test]
+fn a_base_url_in_the_shell_is_one_more_variable_codex_must_pass() {
+    let Some(world) =
+        machine("doctor::a_base_url_in_the_shell_is_one_more_variable_codex_must_pass")
+    else {
+        return;
+    };
+    world.install_everywhere();
+    let (status, report) = doctor(
+        &world,
+        &[
+            ("OPENAI_API_KEY", "k"),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+        ],
+    );
+    assert_eq!(status, 69, "{report:#}");
+    let codex = findings(&report, "codex");
+    let miss = codex
+        .iter()
+        .find(|f| f["status"] == "miss")
+        .unwrap_or_else(|| panic!("{codex:#?}"));
+    assert!(
+        miss["detail"]
+            .as_str()
+            .unwrap()
+            .contains("does not pass ANTHROPIC_BASE_URL (needed by reviewer)"),
+        "{miss:#}"
+    );
+    assert!(
+        miss["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("add env_vars = [\"ANTHROPIC_BASE_URL\"]"),
+        "{miss:#}"
+    );
+    // Claude Code, Gemini CLI and opencode pass it on.
+    for host in ["claude-code", "gemini", "opencode"] {
+        assert!(
+            findings(&report, host).iter().all(|f| f["status"] == "ok"),
+            "{host}: {report:#}"
+        );
+    }
 }
 
 #[test]
@@ -168,7 +218,7 @@ fn set_up_halfway_each_gap_is_a_miss_with_its_fix() {
     );
     assert!(
         miss("codex", "ANTHROPIC_API_KEY (needed by reviewer)")
-            .contains("env_vars = [\"ANTHROPIC_API_KEY\"]"),
+            .contains("env_vars = [\"ANTHROPIC_API_KEY\", \"ANTHROPIC_BASE_URL\"]"),
         "{report:#}"
     );
     assert!(
@@ -199,4 +249,61 @@ fn set_up_halfway_each_gap_is_a_miss_with_its_fix() {
         text.contains("fix: add default_tools_approval_mode"),
         "{text}"
     );
+}
+
+/// Doctor asks every agent for its version side by side, and Gemini CLI's answer leaves
+/// nothing in the user's `~/.gemini`. Each stand-in agent answers `--version` only once all
+/// five have been asked (or gives up after 8 s, before doctor's 10 s deadline), so asking one
+/// after another gets no version at all; the Gemini stand-in writes a temp file under its home
+/// as Gemini CLI 0.61.0 does.
+#[test]
+fn versions_are_asked_side_by_side_and_gemini_leaves_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (bin, home, asked) = (root.join("bin"), root.join("home"), root.join("asked"));
+    for d in [&bin, &home, &asked] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let names = ["pi", "claude", "codex", "gemini", "opencode"];
+    for name in names {
+        let leaves = if name == "gemini" {
+            "mkdir -p \"${GEMINI_CLI_HOME:-$HOME}/.gemini\" && : > \"${GEMINI_CLI_HOME:-$HOME}/.gemini/projects.json.$$.tmp\"\n"
+        } else {
+            ""
+        };
+        let script = format!(
+            "#!/bin/sh\n: > '{asked}/{name}'\ni=0\nwhile [ \"$(ls '{asked}' | wc -l)\" -lt {count} ]; do\n  i=$((i+1)); [ $i -gt 160 ] && exit 1\n  sleep 0.05\ndone\n{leaves}echo '{name} 9.8.7'\n",
+            asked = asked.display(),
+            count = names.len(),
+        );
+        let path = bin.join(name);
+        std::fs::write(&path, script).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let output = std::process::Command::new(SHEPHERD)
+        .args(["doctor", "--json"])
+        .current_dir(&root)
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+    for (name, what) in names
+        .iter()
+        .zip(["pi", "claude-code", "codex", "gemini", "opencode"])
+    {
+        let agent = findings(&report, what)[0]["detail"].as_str().unwrap();
+        assert!(
+            agent.ends_with(&format!("({name} 9.8.7)")),
+            "{what}: {agent}"
+        );
+    }
+    let gemini_home = home.join(".gemini");
+    let left: Vec<_> = std::fs::read_dir(&gemini_home)
+        .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "doctor left {left:?} in ~/.gemini");
 }

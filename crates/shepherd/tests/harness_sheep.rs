@@ -303,3 +303,58 @@ fn a_budget_stops_the_agents_run(agent: &AgentBinary) {
 }
 
 shepherd_testkit::agent_tests!(a_budget_stops_the_agents_run);
+
+/// A Claude Code sheep started from an environment without an Anthropic key (an MCP host that
+/// passes nothing) fails with Claude Code's "Not logged in", and the failure names the
+/// variables to pass.
+#[test]
+fn a_claude_code_sheep_without_a_key_says_which_variables_to_pass() {
+    let test = "harness_sheep::a_claude_code_sheep_without_a_key_says_which_variables_to_pass";
+    let Some(agent) = shepherd_testkit::agents::installed_or_skip(
+        shepherd_testkit::agents::Host::ClaudeCode,
+        test,
+    ) else {
+        return;
+    };
+    let fake = FakeLlm::start(scripted([Step::text("never asked")])).unwrap();
+    let world = World::new(&agent, &fake);
+    // The spawn starts the herd's broker, whose environment every sheep inherits.
+    let mut spawn = world.command(&[
+        "spawn",
+        "worker",
+        "--harness",
+        "claude-code",
+        "--backend",
+        "headless",
+        "--json",
+    ]);
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+    ] {
+        spawn.env_remove(name);
+    }
+    let spawned = spawn.output().unwrap();
+    assert!(
+        spawned.status.success(),
+        "{}",
+        String::from_utf8_lossy(&spawned.stderr)
+    );
+    let spawned: serde_json::Value = serde_json::from_slice(&spawned.stdout).unwrap();
+    let id = spawned["agentId"].as_str().unwrap();
+    let task_id = world.delegate(id, "Do anything.", &[]);
+    // `watch` exits with the failed task's return code.
+    let output = world.run(&["watch", &task_id, "--wait", WAIT, "--json"]);
+    let watched: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let settled = &watched["settled"][0];
+    assert_eq!(settled["status"], "failed", "{watched}");
+    let error = settled["error"].as_str().unwrap_or_default();
+    assert!(error.contains("Not logged in"), "{error}");
+    assert!(
+        error.contains("pass ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN")
+            && error.contains("ANTHROPIC_BASE_URL"),
+        "{error}"
+    );
+    world.stop_and_check_nothing_left();
+}

@@ -99,3 +99,45 @@ async fn an_environment_that_has_everything_is_not_mentioned() {
     );
     mcp.close().await;
 }
+
+/// A host that has a base URL its sheep would use, and does not pass it on (Codex's bare
+/// environment), is told so: the server reads the environment of the program that started it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_url_the_host_has_and_does_not_pass_is_named() {
+    let world = World::new();
+    // A Claude Code sheep with a key to use: only its endpoint is missing.
+    world.define_file(
+        "reviewer",
+        "---\nname: reviewer\ndescription: Reviews.\nharness: claude-code\n---\nReview.\n",
+    );
+    let server = world.command(&["mcp"]);
+    // The host: a shell with the endpoint and the key, starting the server without the
+    // endpoint (and staying its parent: the server is not its last command).
+    let mut host = std::process::Command::new("sh");
+    host.arg("-c")
+        .arg("env -u ANTHROPIC_BASE_URL \"$0\" mcp; exit $?")
+        .arg(server.get_program())
+        .current_dir(&world.project)
+        .env_clear()
+        .envs(
+            server
+                .get_envs()
+                .filter_map(|(name, value)| value.map(|value| (name, value))),
+        )
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .env("ANTHROPIC_API_KEY", "k");
+    let mcp = Mcp::start_with(host, HostOptions::default()).await;
+    let first = mcp.call("shepherd", json!({"action": "agents"})).await;
+    assert!(
+        first.text.contains(
+            "ANTHROPIC_BASE_URL is set where the MCP host runs but not passed on (used by the sheep of reviewer)"
+        ) && first
+            .text
+            .contains("Set ANTHROPIC_BASE_URL in the environment"),
+        "{}",
+        first.text
+    );
+    // The key was passed, so it is not named.
+    assert!(!first.text.contains("ANTHROPIC_API_KEY"), "{}", first.text);
+    mcp.close().await;
+}

@@ -549,3 +549,41 @@ async fn a_herd_of_the_server_alone_ends_with_it_and_a_named_herd_does_not() {
     let status = world.json(&["herd", "--parent-session", "named"]);
     assert_eq!(status["sheep"], json!([]), "{status}");
 }
+
+/// A definition file that was skipped is listed by `shepherd {action: "agents"}` with its file
+/// and reason, as the refused spawn of it tells the model to look there.
+#[tokio::test]
+async fn the_agents_action_lists_skipped_definition_files_with_why() {
+    let world = World::new();
+    sheep(&world, "echo", "done completed {task}");
+    world.define_file(
+        "h-bogus",
+        "---\nname: h-bogus\ndescription: d\nharness: nosuch\n---\n",
+    );
+    let mcp = Mcp::start(&world, &[], HostOptions::default()).await;
+    let refused = mcp
+        .call("shepherd_spawn", json!({"agent": "h-bogus", "label": "x"}))
+        .await;
+    assert!(refused.is_error, "{}", refused.text);
+    assert!(
+        refused.text.contains("was skipped") && refused.text.contains("action \"agents\""),
+        "{}",
+        refused.text
+    );
+    let agents = mcp.call("shepherd", json!({"action": "agents"})).await;
+    assert!(!agents.is_error, "{}", agents.text);
+    let file = world.home.join(".pi/agent/agents/h-bogus.md");
+    let line = format!(
+        "h-bogus: {}: invalid harness \"nosuch\": expected one of",
+        file.display()
+    );
+    assert!(
+        agents.text.contains("Skipped 1 definition file") && agents.text.contains(&line),
+        "{}",
+        agents.text
+    );
+    // The names a spawn accepts are still listed, and the skipped one is not among them.
+    assert!(agents.text.contains("echo (user)"), "{}", agents.text);
+    assert!(!agents.text.contains("h-bogus (user)"), "{}", agents.text);
+    mcp.close().await;
+}

@@ -349,3 +349,53 @@ fn a_host_removed_from_the_settings_still_lets_its_sheep_be_read_and_closed() {
     world.json(&["close", &agent]);
     wait_no_process(&agent, std::time::Duration::from_secs(10));
 }
+
+/// Where a sheep runs is said in `run`'s progress lines, and `shepherd hosts` shows the link the
+/// herd's broker keeps to each host: none before any sheep went there, up while one runs.
+#[test]
+fn run_progress_and_the_hosts_list_say_where_sheep_run() {
+    if !required() {
+        return;
+    }
+    let devbox = LoopbackHost::start("devbox").unwrap();
+    let world = World::new();
+    checked_out_on(&world, &devbox);
+    define_hosts(&world, &[&devbox], serde_json::json!({}));
+    let script = "while :; do t=$(shepherd inbox --wait 60) || continue; [ -n \"$t\" ] || continue; \
+                  shepherd done --status completed --summary \"did $t\"; done";
+    world.define("doer", &["sh".into(), "-c".into(), script.into()]);
+
+    let before = world.json(&["hosts"]);
+    assert_eq!(before[0]["links"], serde_json::json!([]), "{before}");
+    let text = String::from_utf8(world.run(&["hosts"]).stdout).unwrap();
+    assert!(text.contains("no link"), "{text}");
+
+    let ran = world.run(&[
+        "run",
+        "doer",
+        "hello",
+        "--host",
+        "devbox",
+        "--progress",
+        "plain",
+    ]);
+    let progress = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{progress}");
+    assert!(
+        progress
+            .lines()
+            .any(|line| line.starts_with("[1/1] doer: running on host devbox")),
+        "{progress}"
+    );
+
+    // A sheep on the host keeps the herd's link up.
+    let spawned = world.json(&["spawn", "doer", "--host", "devbox"]);
+    assert_eq!(spawned["host"], "devbox", "{spawned}");
+    let after = world.json(&["hosts"]);
+    let links = after[0]["links"].as_array().unwrap();
+    assert_eq!(links.len(), 1, "{after}");
+    assert_eq!(links[0]["up"], true, "{after}");
+    let text = String::from_utf8(world.run(&["hosts"]).stdout).unwrap();
+    assert!(text.contains("link up (herd "), "{text}");
+    world.run(&["broker", "stop"]);
+}

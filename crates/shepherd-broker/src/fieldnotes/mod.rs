@@ -351,16 +351,42 @@ impl Fieldnotes {
         Ok(())
     }
 
-    /// Resolves (creating on first use) the session named `name`, else the parent-bound one.
-    pub(crate) fn session_summary(&self, name: Option<String>) -> BrokerResult<SessionSummary> {
+    /// The session named `name`, else the parent-bound one, when it exists. Nothing is created:
+    /// a session directory appears with the first note reserved in it.
+    pub(crate) fn session_summary(
+        &self,
+        name: Option<String>,
+    ) -> BrokerResult<Option<SessionSummary>> {
         let choice = name.map_or(SessionChoice::Parent, SessionChoice::Named);
-        let (session, _) = self.writer.session(&choice)?;
+        let known = self
+            .writer
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .get(&choice)
+            .map(|(session, _)| session.clone());
         let store = self.writer.store()?;
+        let session = match known {
+            Some(session) => session,
+            None => {
+                let key = match choice {
+                    SessionChoice::Named(name) => shepherd_notes::SessionKey::Name(name),
+                    _ => shepherd_notes::SessionKey::Parent(self.writer.identity.clone()),
+                };
+                match store
+                    .existing_session(&key)
+                    .map_err(|err| store_error(&err, store_code(&err)))?
+                {
+                    Some(session) => session,
+                    None => return Ok(None),
+                }
+            }
+        };
         let dir = store.session_dir(&session);
         let relative = store
             .relative(&dir)
             .unwrap_or_else(|| dir.display().to_string());
-        Ok(SessionSummary { relative })
+        Ok(Some(SessionSummary { relative }))
     }
 
     /// Reserves pending notes for a whole run, in input order, in one commit (shared with

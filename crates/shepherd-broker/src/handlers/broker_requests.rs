@@ -42,7 +42,39 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
         open_tasks,
         parents: distinct_parents(broker),
         notes_written: broker.fieldnotes().notes_written(),
+        links: host_links(broker),
     }
+}
+
+/// Each host link this broker keeps and where it stands, by host name.
+fn host_links(broker: &Broker) -> Vec<shepherd_core::protocol::HostLinkStatus> {
+    let now = broker.now();
+    let links = broker.remotes.links.lock().expect("links lock");
+    let mut shown: Vec<_> = links
+        .iter()
+        .map(|(host, link)| match link.state() {
+            crate::remote::link::LinkState::Up(_) => shepherd_core::protocol::HostLinkStatus {
+                host: host.clone(),
+                up: true,
+                down_since: None,
+                error: None,
+            },
+            crate::remote::link::LinkState::Down { since, error, .. } => {
+                shepherd_core::protocol::HostLinkStatus {
+                    host: host.clone(),
+                    up: false,
+                    down_since: since.map(|since| {
+                        let down_ms =
+                            i64::try_from(since.elapsed().as_millis()).unwrap_or(i64::MAX);
+                        now.saturating_sub(down_ms)
+                    }),
+                    error,
+                }
+            }
+        })
+        .collect();
+    shown.sort_by(|a, b| a.host.cmp(&b.host));
+    shown
 }
 
 /// Who drives the herd, each once: one front end holds several connections (an MCP server's

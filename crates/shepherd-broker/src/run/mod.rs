@@ -217,10 +217,22 @@ fn view_of(run: &Run, herd: &shepherd_core::herd::Herd) -> RunView {
                     .and_then(shepherd_core::ids::TaskId::parse);
                 let rate_limit = task_id.as_ref().and_then(|id| herd.limit_view(id));
                 let fell_back_to = task_id.as_ref().and_then(|id| herd.fallback_view(id));
+                let shown = RunStepView::of(step, agent);
+                // Where its sheep runs: the sheep's own host once spawned, else the one the
+                // run asked for.
+                let host = step
+                    .agent_id
+                    .as_deref()
+                    .and_then(shepherd_core::ids::AgentId::parse)
+                    .and_then(|id| herd.sheep.get(&id))
+                    .and_then(|sheep| sheep.host().map(str::to_owned))
+                    .or_else(|| spec.steps.get(index).and_then(|s| s.host.clone()))
+                    .or(shown.host.clone());
                 RunStepView {
                     rate_limit,
                     fell_back_to,
-                    ..RunStepView::of(step, agent)
+                    host,
+                    ..shown
                 }
             })
             .collect(),

@@ -344,6 +344,15 @@ fn show(args: &ShowArgs, ctx: &Context, printer: Printer) -> Result<(), CliError
                 ("user-invocable", def.user_invocable.to_string()),
                 ("approval", approval_text(def, approval, confirm)),
             ];
+            if let Some(host) = &def.host {
+                // Where its sheep run, as spawn, status and the notes say it.
+                rows.insert(
+                    rows.iter()
+                        .position(|(key, _)| *key == "sandbox")
+                        .unwrap_or(0),
+                    ("host", format!("{host} (its sheep run there)")),
+                );
+            }
             if !def.needs_env.is_empty() {
                 rows.push(("needs-env", def.needs_env.join(", ")));
             }

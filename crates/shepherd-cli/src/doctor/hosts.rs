@@ -24,6 +24,9 @@ const CODEX_PASSES: &[&str] = &[
 ];
 
 /// The parts of a name that make Gemini CLI hide a variable from its MCP servers.
+/// The line that registers Shepherd in Gemini CLI, as the README and docs/mcp.md give it.
+const GEMINI_ADD: &str = "gemini mcp add --scope user --trust -e 'ANTHROPIC_API_KEY=$ANTHROPIC_API_KEY' -e 'OPENAI_API_KEY=$OPENAI_API_KEY' -e 'GEMINI_API_KEY=$GEMINI_API_KEY' shepherd shepherd mcp";
+
 const GEMINI_HIDES: &[&str] = &[
     "TOKEN",
     "SECRET",
@@ -305,7 +308,7 @@ fn gemini(project: &Path, env: &dyn UserEnv, used: &[Used]) -> Vec<Finding> {
             HOST,
             "gemini",
             env,
-            "gemini mcp add --scope user --trust -e 'ANTHROPIC_API_KEY=$ANTHROPIC_API_KEY' shepherd shepherd mcp (docs/mcp.md#gemini-cli)",
+            &format!("{GEMINI_ADD} (docs/mcp.md#gemini-cli)"),
         )];
     };
     let shown = tilde(&file, env);
@@ -422,4 +425,28 @@ fn opencode(project: &Path, env: &dyn UserEnv) -> Vec<Finding> {
         ));
     }
     findings
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::disallowed_methods,
+        reason = "the test reads the repository's docs"
+    )]
+
+    use super::GEMINI_ADD;
+
+    /// The `to add:` line for Gemini CLI is the one the README and docs/mcp.md give, word for
+    /// word, so a user sees one line wherever they look.
+    #[test]
+    fn the_gemini_line_is_the_readmes() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for doc in ["README.md", "docs/mcp.md"] {
+            let text = fs_err::read_to_string(root.join(doc)).unwrap();
+            assert!(
+                text.lines().any(|line| line == GEMINI_ADD),
+                "{doc} has no line `{GEMINI_ADD}`"
+            );
+        }
+    }
 }

@@ -35,9 +35,14 @@ pub(super) fn backends(setting: Backend, env: &dyn UserEnv) -> Vec<Finding> {
         .filter(|v| !v.is_empty())
         .map_or_else(|| "herdr".to_owned(), |v| v.to_string_lossy().into_owned());
     let herdr = which(&herdr_named, env);
-    let found: Vec<(String, PathBuf, &[&str])> = tmux
+    let found: Vec<Probe> = tmux
         .iter()
-        .map(|path| ("tmux".to_owned(), path.clone(), &["-V"][..]))
+        .map(|path| Probe {
+            key: "tmux".to_owned(),
+            path: path.clone(),
+            args: &["-V"],
+            own_home: false,
+        })
         .collect();
     let versions = versions(found);
     findings.push(match &tmux {
@@ -102,8 +107,14 @@ pub(super) fn agents(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Finding> {
         located
             .iter()
             .filter_map(|(harness, path)| {
-                path.as_ref()
-                    .map(|p| (harness.as_str().to_owned(), p.clone(), &["--version"][..]))
+                path.as_ref().map(|p| Probe {
+                    key: harness.as_str().to_owned(),
+                    path: p.clone(),
+                    args: &["--version"],
+                    // Gemini CLI writes its project registry (and temp files beside it) under
+                    // its home even for `--version`.
+                    own_home: *harness == Harness::Gemini,
+                })
             })
             .collect(),
     );
@@ -216,20 +227,44 @@ fn found_at(path: &std::path::Path, version: Option<&String>) -> String {
     }
 }
 
+/// One program whose version doctor asks for.
+struct Probe {
+    key: String,
+    path: PathBuf,
+    args: &'static [&'static str],
+    /// Run it with `HOME` (and `GEMINI_CLI_HOME`) in a directory of its own, removed after:
+    /// for an agent that writes state under its home even to say its version, since doctor
+    /// reads and never changes.
+    own_home: bool,
+}
+
 /// Each program's version (the first line of what it prints for `args`), run side by side
 /// and each bounded by [`VERSION_DEADLINE`]; a program that fails or does not answer has none.
-fn versions(programs: Vec<(String, PathBuf, &[&str])>) -> HashMap<String, String> {
+fn versions(programs: Vec<Probe>) -> HashMap<String, String> {
     let deadline = Instant::now() + VERSION_DEADLINE;
     std::thread::scope(|scope| {
         let runs: Vec<_> = programs
             .into_iter()
-            .map(|(key, path, args)| {
+            .map(|probe| {
                 scope.spawn(move || {
+                    let Probe {
+                        key,
+                        path,
+                        args,
+                        own_home,
+                    } = probe;
                     let mut command = std::process::Command::new(&path);
                     command.args(args);
+                    let home = own_home.then(tempfile::TempDir::new).transpose().ok()?;
+                    if let Some(home) = &home {
+                        command
+                            .env("HOME", home.path())
+                            .env("GEMINI_CLI_HOME", home.path());
+                    }
                     let output = shepherd_term::process::run_with_deadline(&mut command, deadline)
                         .ok()
                         .filter(|out| out.success)?;
+                    drop(home);
                     let text = if output.stdout.trim().is_empty() {
                         output.stderr
                     } else {

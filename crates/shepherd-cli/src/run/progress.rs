@@ -73,6 +73,8 @@ struct Row {
     started: Option<Instant>,
     took: Option<Duration>,
     task_id: Option<String>,
+    /// The host its sheep runs on, when not this machine.
+    host: Option<String>,
 }
 
 impl Row {
@@ -111,6 +113,7 @@ impl Progress {
                 started: None,
                 took: None,
                 task_id: None,
+                host: None,
             })
             .collect();
         Self {
@@ -146,11 +149,22 @@ impl Progress {
         }
     }
 
+    /// Records the host task `index` runs on.
+    fn host(&self, index: usize, host: &str) {
+        let mut state = self.state.lock().expect("progress lock");
+        if let Some(row) = state.rows.get_mut(index) {
+            row.host = Some(host.to_owned());
+        }
+    }
+
     /// Shows the run as the broker pushed it.
     pub(super) fn update(&self, view: &shepherd_core::protocol::RunView) {
         for (index, step) in view.steps.iter().enumerate() {
             if let Some(task_id) = &step.task_id {
                 self.task_id(index, task_id);
+            }
+            if let Some(host) = &step.host {
+                self.host(index, host);
             }
             let phase = match (step.phase.as_str(), &step.status) {
                 ("done", Some(status)) => Phase::Done(status.clone()),
@@ -258,6 +272,9 @@ fn plain_line(index: usize, total: usize, row: &Row) -> String {
             phase => phase.word().to_owned(),
         }
     );
+    if let Some(host) = row.host.as_ref().filter(|_| row.phase != Phase::Queued) {
+        line.push_str(&format!(" on host {host}"));
+    }
     match &row.phase {
         Phase::Running | Phase::Limited { .. } | Phase::FellBack(_) => {
             if let Some(id) = &row.task_id {
@@ -280,6 +297,7 @@ fn json_line(index: usize, total: usize, row: &Row) -> String {
         "agent": row.agent,
         "state": row.phase.word(),
         "taskId": row.task_id,
+        "host": row.host,
         "elapsedMs": row.elapsed().map(|d| d.as_millis() as u64),
         "rateLimit": match &row.phase {
             Phase::Limited { words, until, provider } => {
@@ -304,13 +322,16 @@ fn live_line(index: usize, total: usize, row: &Row) -> String {
         Phase::Done(_) => "✗",
     };
     let width = total.to_string().len();
-    let line = format!(
+    let mut line = format!(
         "{mark} [{:>width$}/{total}] {:<16} {:<10} {}",
         index + 1,
         row.agent,
         row.phase.word(),
         seconds(row.elapsed())
     );
+    if let Some(host) = &row.host {
+        line.push_str(&format!("  on host {host}"));
+    }
     match &row.phase {
         Phase::Limited { words, .. } => format!("{line}  {words}"),
         Phase::FellBack(fallback) => format!("{line}  fell back to {fallback}"),
@@ -410,6 +431,7 @@ mod tests {
             started: None,
             took: None,
             task_id: Some("t-1".into()),
+            host: None,
         };
         assert_eq!(plain_line(0, 2, &row), "[1/2] worker: running (task t-1)");
         let done = Row {
@@ -425,12 +447,39 @@ mod tests {
             took: None,
             agent: "b".into(),
             task_id: None,
+            host: None,
         };
         assert_eq!(plain_line(1, 2, &skipped), "[2/2] b: skipped");
         let json: serde_json::Value = serde_json::from_str(&json_line(1, 2, &done)).unwrap();
         assert_eq!(json["state"], "failed");
         assert_eq!(json["elapsedMs"], 1500);
         assert!(live_line(1, 2, &done).starts_with("✗ [2/2] worker"));
+    }
+
+    /// A task whose sheep runs on a host says so in every form, once it is under way.
+    #[test]
+    fn a_task_on_a_host_says_where_it_runs() {
+        let queued = Row {
+            agent: "scribe".into(),
+            phase: Phase::Queued,
+            started: None,
+            took: None,
+            task_id: None,
+            host: Some("host-a".into()),
+        };
+        assert_eq!(plain_line(1, 2, &queued), "[2/2] scribe: queued");
+        let running = Row {
+            phase: Phase::Running,
+            task_id: Some("t-2".into()),
+            ..queued
+        };
+        assert_eq!(
+            plain_line(1, 2, &running),
+            "[2/2] scribe: running on host host-a (task t-2)"
+        );
+        assert!(live_line(1, 2, &running).ends_with("on host host-a"));
+        let json: serde_json::Value = serde_json::from_str(&json_line(1, 2, &running)).unwrap();
+        assert_eq!(json["host"], "host-a");
     }
 
     #[test]
@@ -445,6 +494,7 @@ mod tests {
             started: None,
             took: None,
             task_id: Some("t-1".into()),
+            host: None,
         };
         assert_eq!(
             plain_line(0, 1, &row),
@@ -466,6 +516,7 @@ mod tests {
             started: None,
             took: None,
             task_id: Some("t-1".into()),
+            host: None,
         };
         assert_eq!(
             plain_line(0, 1, &row),
@@ -487,6 +538,7 @@ mod tests {
                 started: None,
                 took: None,
                 task_id: None,
+                host: None,
             })
             .collect()
     }

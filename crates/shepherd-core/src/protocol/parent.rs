@@ -38,8 +38,9 @@ pub struct SpawnResult {
     pub display_name: String,
     /// The backend it runs on.
     pub backend: crate::backend::BackendKind,
-    /// The parent's fieldnotes session directory, relative to the project (null when
-    /// fieldnotes are off).
+    /// The fieldnotes session its notes go to, relative to the project: the named one, else the
+    /// parent's own; null when fieldnotes are off, or while that session has no note yet (its
+    /// first note makes its directory).
     pub fieldnote: Option<String>,
     /// Its git worktree (`path`, `branch`, and `host` when on a host), when it runs isolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]

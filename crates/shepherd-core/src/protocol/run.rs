@@ -153,6 +153,10 @@ pub struct RunStepView {
     /// (fallback, claude-code): fix-login (anthropic, account WORK_ANTHROPIC_KEY)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fell_back_to: Option<String>,
+    /// The host its sheep runs on, when not this machine (its own, the run's or its
+    /// definition's; a definition's once its sheep is spawned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl RunStepView {
@@ -168,6 +172,7 @@ impl RunStepView {
             finished_at: step.finished_at,
             rate_limit: None,
             fell_back_to: None,
+            host: step.outcome.as_ref().and_then(|o| o.host.clone()),
         }
     }
 }

@@ -175,6 +175,25 @@ pub struct BrokerStatus {
     /// `shepherd notes` changes made through this broker (`notes.write`) since it started.
     #[serde(default)]
     pub notes_written: u64,
+    /// The links to hosts it keeps (one SSH master connection each), by host name.
+    #[serde(default)]
+    pub links: Vec<HostLinkStatus>,
+}
+
+/// One host link a broker keeps, as `shepherd hosts` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostLinkStatus {
+    /// The host's name.
+    pub host: String,
+    /// Whether its SSH master connection is up and the host's `shepherd` answered.
+    pub up: bool,
+    /// Since when it has been down (ms), when it was up before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_since: Option<i64>,
+    /// Why the last attempt to connect failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One parent connection of a broker.

@@ -63,16 +63,25 @@ impl Parent {
                         })
                     })
                     .collect();
+                // Files that define no agent, with why: a spawn of such a name is refused and
+                // tells the model to look here.
+                let skipped: Vec<Value> = discovery
+                    .warnings
+                    .iter()
+                    .filter(|warning| warning.skipped)
+                    .map(|warning| serde_json::to_value(warning).unwrap_or_default())
+                    .collect();
                 let scope = discovery.scope.to_string();
                 let names: Vec<Value> = agents.iter().map(|a| a["name"].clone()).collect();
                 Ok(success(
                     "shepherd",
                     shown,
-                    &words::agents_text(&scope, &agents),
+                    &words::agents_text(&scope, &agents, &skipped),
                     &Value::Array(names),
                     &[
                         ("scope", Some(json!(scope))),
                         ("agents", Some(json!(agents))),
+                        ("skipped", (!skipped.is_empty()).then(|| json!(skipped))),
                     ],
                     &[],
                 ))

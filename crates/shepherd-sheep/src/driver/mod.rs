@@ -287,6 +287,17 @@ impl Driver {
             text = task.telemetry.final_text.clone();
             telemetry = Some(task.telemetry.to_metadata());
         }
+        // An agent that found no login says so in its own words ("Not logged in"); the sheep
+        // adds which variables its environment lacks, since the fix is the parent's.
+        let error = error.map(|error| {
+            match self
+                .adapter
+                .missing_login(&error, &shepherd_harness::ProcessEnv)
+            {
+                Some(lacks) => format!("{error}: {lacks}"),
+                None => error,
+            }
+        });
         let params = ReportParams {
             event: "run_settled".to_owned(),
             stop_reason: Some(if error.is_some() { "error" } else { "stop" }.to_owned()),

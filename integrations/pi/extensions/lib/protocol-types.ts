@@ -1038,8 +1038,9 @@ export interface SpawnResult {
 	 */
 	backend: BackendKind;
 	/**
-	 * The parent's fieldnotes session directory, relative to the project (null when
-	 * fieldnotes are off).
+	 * The fieldnotes session its notes go to, relative to the project: the named one, else the
+	 * parent's own; null when fieldnotes are off, or while that session has no note yet (its
+	 * first note makes its directory).
 	 */
 	fieldnote?: string | null;
 	/**
@@ -2652,6 +2653,10 @@ export interface BrokerStatus {
 	 * `shepherd notes` changes made through this broker (`notes.write`) since it started.
 	 */
 	notesWritten?: number;
+	/**
+	 * The links to hosts it keeps (one SSH master connection each), by host name.
+	 */
+	links?: HostLinkStatus[];
 }
 /**
  * One parent connection of a broker.
@@ -2672,6 +2677,30 @@ export interface ParentConnection {
 	 * The program it speaks for (an MCP host), when it said.
 	 */
 	driver?: Driver | null;
+}
+/**
+ * One host link a broker keeps, as `shepherd hosts` shows it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "HostLinkStatus".
+ */
+export interface HostLinkStatus {
+	/**
+	 * The host's name.
+	 */
+	host: string;
+	/**
+	 * Whether its SSH master connection is up and the host's `shepherd` answered.
+	 */
+	up: boolean;
+	/**
+	 * Since when it has been down (ms), when it was up before.
+	 */
+	downSince?: number | null;
+	/**
+	 * Why the last attempt to connect failed.
+	 */
+	error?: string | null;
 }
 /**
  * `broker.stop` result.
@@ -2887,6 +2916,11 @@ export interface RunStepView {
 	 * (fallback, claude-code): fix-login (anthropic, account WORK_ANTHROPIC_KEY)`).
 	 */
 	fellBackTo?: string | null;
+	/**
+	 * The host its sheep runs on, when not this machine (its own, the run's or its
+	 * definition's; a definition's once its sheep is spawned).
+	 */
+	host?: string | null;
 }
 /**
  * The report of a finished run.

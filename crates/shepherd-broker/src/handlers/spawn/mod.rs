@@ -350,7 +350,7 @@ async fn remote_place(
 }
 
 /// The fieldnotes session a spawn reports: the one the caller named, else the parent's own
-/// (created on first use) when fieldnotes are on.
+/// when fieldnotes are on, once it exists (the first note reserved in it creates it).
 pub(crate) async fn fieldnote_session(
     broker: &Arc<Broker>,
     params: &SpawnParams,
@@ -368,7 +368,7 @@ pub(crate) async fn fieldnote_session(
     let session = tokio::task::spawn_blocking(move || fieldnotes.session_summary(named))
         .await
         .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))??;
-    Ok(Some(session.relative))
+    Ok(session.map(|session| session.relative))
 }
 
 /// Answers a resent spawn from the sheep its first copy admitted: once it runs, or with why it
