@@ -210,7 +210,7 @@ fn a_limited_account_hands_the_task_to_another_account_of_the_same_provider() {
         .unwrap_or_else(|| panic!("the parent heard the fallback take over: {inbox}"));
     let text = fell_back["text"].as_str().unwrap_or_default();
     assert!(
-        text.contains("handed to pooled (fallback, claude-code): pool")
+        text.contains("handed to pooled (fallback, claude-code, WORK_ANTHROPIC_KEY): pool")
             && text.contains("on anthropic, account WORK_ANTHROPIC_KEY"),
         "the notice names the fallback and its account: {text}"
     );

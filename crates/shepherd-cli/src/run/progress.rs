@@ -509,7 +509,8 @@ mod tests {
 
     #[test]
     fn a_task_its_fallback_took_over_names_the_fallback_and_its_account() {
-        let fallback = "worker (fallback, claude-code): fix (anthropic, account WORK_KEY)";
+        let fallback =
+            "worker (fallback, claude-code, WORK_KEY): fix (anthropic, account WORK_KEY)";
         let row = Row {
             agent: "worker".into(),
             phase: Phase::FellBack(fallback.into()),

@@ -150,7 +150,8 @@ pub struct RunStepView {
     pub rate_limit: Option<crate::herd::limits::LimitView>,
     /// The fallback its task went on with after a limit, once it did: the fallback's display
     /// name and its provider, with the account when a `credential:` gave it one (`worker
-    /// (fallback, claude-code): fix-login (anthropic, account WORK_ANTHROPIC_KEY)`).
+    /// (fallback, claude-code, WORK_ANTHROPIC_KEY): fix-login (anthropic, account
+    /// WORK_ANTHROPIC_KEY)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fell_back_to: Option<String>,
     /// The host its sheep runs on, when not this machine (its own, the run's or its

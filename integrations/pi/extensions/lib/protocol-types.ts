@@ -2913,7 +2913,8 @@ export interface RunStepView {
 	/**
 	 * The fallback its task went on with after a limit, once it did: the fallback's display
 	 * name and its provider, with the account when a `credential:` gave it one (`worker
-	 * (fallback, claude-code): fix-login (anthropic, account WORK_ANTHROPIC_KEY)`).
+	 * (fallback, claude-code, WORK_ANTHROPIC_KEY): fix-login (anthropic, account
+	 * WORK_ANTHROPIC_KEY)`).
 	 */
 	fellBackTo?: string | null;
 	/**
