@@ -300,23 +300,37 @@ fn presence(request: &PresenceRequest) -> PresenceReply {
 }
 
 fn files(request: FilesRequest) -> Result<FilesReply, HostOpError> {
+    // A file a sheep turned into a link (or a link on its way) is skipped, not a failed step:
+    // the other notes in the same step still go and come back.
+    fn unless_refused<T>(done: std::io::Result<T>) -> std::io::Result<Option<T>> {
+        match done {
+            Ok(value) => Ok(Some(value)),
+            Err(err) if err.kind() == std::io::ErrorKind::InvalidData => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
     let within = &request.within;
     for file in &request.write {
         let path = &file.path;
-        let exists = || super::host_files::exists(within, path);
-        if file.keep_existing
-            && exists().map_err(|err| failed(&format!("looking at {}", path.display()), err))?
-        {
-            continue;
+        if file.keep_existing {
+            match unless_refused(super::host_files::exists(within, path)) {
+                Ok(Some(false)) => {}
+                Ok(_) => continue,
+                Err(err) => return Err(failed(&format!("looking at {}", path.display()), err)),
+            }
         }
-        super::host_files::write(within, path, file.content.as_bytes())
-            .map_err(|err| failed(&format!("writing {}", path.display()), err))?;
+        unless_refused(super::host_files::write(
+            within,
+            path,
+            file.content.as_bytes(),
+        ))
+        .map_err(|err| failed(&format!("writing {}", path.display()), err))?;
     }
     let mut reply = FilesReply::default();
     for probe in request.read {
-        let read = super::host_files::read(within, &probe.path, probe.since)
+        let read = unless_refused(super::host_files::read(within, &probe.path, probe.since))
             .map_err(|err| failed(&format!("reading {}", probe.path.display()), err))?;
-        let Some((modified, content)) = read else {
+        let Some(Some((modified, content))) = read else {
             continue;
         };
         reply.read.push(FileRead {
