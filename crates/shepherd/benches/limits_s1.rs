@@ -1,5 +1,5 @@
 //! The S1 rate-limit scenario as a bench (a bench binary, not a timed test): run with
-//! `cargo bench -p shepherd --bench limits_s1` (`-- --runs N` for N paired runs, 5 by default).
+//! `cargo bench -p shepherd --bench limits_s1` (`-- --runs N` for N runs of each mode, 5 by default).
 //!
 //! Eight headless Claude Code and eight headless Codex sheep in one `shepherd run --plan` of
 //! sixteen parallel tasks, offline against two fake models (one per API, so one provider key
@@ -8,13 +8,15 @@
 //! task takes two model requests (a `shepherd_done` call, then final words). Shepherd's
 //! settings are its defaults (`rateLimitWaitSeconds` 60) apart from room for sixteen tasks; the
 //! agents' own retries are off, as the test kit configures them, so every refusal reaches
-//! Shepherd. Paired runs, interleaved, with the limiter on (`holdProviderKeys`, the default)
-//! and off, report per run and as medians:
+//! Shepherd. Runs in threes, interleaved, with the limiter on (`holdProviderKeys`, the default)
+//! and off and with unlimited keys, report per run and as medians:
 //! - the wall time against the ideal schedule (per key: 8 tasks × 2 requests × 1.5 s ÷ 3 in
 //!   flight = 8 s; the keys run side by side);
 //! - the 429s per key, and the most refused in one 2 s window after the first window (the
 //!   burst sent before any sheep had heard);
-//! - whether all sixteen completed.
+//! - whether all sixteen completed;
+//! - and, as the floor, a third run whose keys are not limited at all: what sixteen agents take
+//!   on this machine with no refusal, which the limited runs cannot beat.
 
 // Benches set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -72,7 +74,29 @@ impl Outcome {
     }
 }
 
-fn model() -> FakeLlm {
+/// How a run's herd meets its provider.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Keys limited, Shepherd's limiter on (the default).
+    On,
+    /// Keys limited, the limiter off (`holdProviderKeys false`).
+    Off,
+    /// Keys unlimited: what sixteen agents take on this machine with no refusal at all, the
+    /// floor any limited run stands on.
+    Free,
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::On => "on  ",
+            Mode::Off => "off ",
+            Mode::Free => "free",
+        }
+    }
+}
+
+fn model(limited: bool) -> FakeLlm {
     let mut script = Script::new()
         .with_toolless(Step::text("Fake title"))
         .with_exhausted(Exhausted::Step(Box::new(Step::text(
@@ -92,11 +116,13 @@ fn model() -> FakeLlm {
         );
     }
     let fake = FakeLlm::start(script).unwrap();
-    fake.set_limits(
-        Limits::new()
-            .with_max_in_flight(IN_FLIGHT)
-            .with_retry_after(RETRY_AFTER),
-    );
+    if limited {
+        fake.set_limits(
+            Limits::new()
+                .with_max_in_flight(IN_FLIGHT)
+                .with_retry_after(RETRY_AFTER),
+        );
+    }
     fake
 }
 
@@ -124,9 +150,9 @@ fn shepherd(
     command
 }
 
-fn run_herd(agents: &[AgentBinary; 2], hold: bool) -> Outcome {
-    let claude_model = model();
-    let codex_model = model();
+fn run_herd(agents: &[AgentBinary; 2], mode: Mode) -> Outcome {
+    let claude_model = model(mode != Mode::Free);
+    let codex_model = model(mode != Mode::Free);
     let env = AgentEnv::builder(Host::ClaudeCode, &claude_model)
         .build()
         .unwrap();
@@ -157,7 +183,7 @@ fn run_herd(agents: &[AgentBinary; 2], hold: bool) -> Outcome {
     for (key, value) in [
         ("maxParallelTasks", total.to_string()),
         ("maxConcurrency", total.to_string()),
-        ("holdProviderKeys", hold.to_string()),
+        ("holdProviderKeys", (mode != Mode::Off).to_string()),
     ] {
         let set = shepherd(&env, &codex_env, agents, &runtime)
             .args(["settings", "set", key, &value])
@@ -234,22 +260,19 @@ fn main() {
         RETRY_AFTER.as_secs(),
         ANSWER.as_secs_f64()
     );
-    let mut walls = [Vec::new(), Vec::new()];
+    let mut walls = [Vec::new(), Vec::new(), Vec::new()];
     for run in 0..runs {
-        // Interleaved, the order swapped each time, so a busy spell hits both alike.
-        let order = if run % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
-        for hold in order {
-            let outcome = run_herd(&agents, hold);
-            walls[usize::from(!hold)].push(outcome.elapsed.as_secs_f64());
+        // Interleaved, the order turned each time, so a busy spell hits all three alike.
+        let mut order = [Mode::On, Mode::Off, Mode::Free];
+        order.rotate_left(run % 3);
+        for mode in order {
+            let outcome = run_herd(&agents, mode);
+            walls[mode as usize].push(outcome.elapsed.as_secs_f64());
             println!(
                 "  run {}: limiter {}: {:.1} s ({:.2}× ideal), {}/{} completed, 429s {} \
                  (Claude Code's key) / {} (Codex's), at most {} in one later window{}",
                 run + 1,
-                if hold { "on " } else { "off" },
+                mode.label(),
                 outcome.elapsed.as_secs_f64(),
                 outcome.elapsed.as_secs_f64() / ideal,
                 outcome.completed,
@@ -264,12 +287,14 @@ fn main() {
             );
         }
     }
-    let [on, off] = walls.map(median);
+    let [on, off, free] = walls.map(median);
     println!(
-        "  median: limiter on {on:.1} s ({:.2}× ideal), off {off:.1} s ({:.2}× ideal); on/off \
-         {:.2}",
+        "  median: limiter on {on:.1} s ({:.2}× ideal), off {off:.1} s ({:.2}× ideal), keys \
+         unlimited {free:.1} s ({:.2}× ideal); on/off {:.2}; on over unlimited {:+.1} s",
         on / ideal,
         off / ideal,
-        on / off
+        free / ideal,
+        on / off,
+        on - free
     );
 }

@@ -43,6 +43,7 @@ mod harness_chain;
 mod harness_fallback;
 mod harness_limits;
 mod harness_merge;
+mod harness_release;
 mod harness_remote;
 mod harness_sheep;
 mod harness_visible;

@@ -101,6 +101,20 @@ pub(crate) async fn report(
             return Ok(to_value(OkResult::ACK));
         }
         "turn" => return turn(broker, &sender, params, rid).await,
+        "answered" => {
+            // The run's first model response, reported as it shows rather than when the next
+            // one begins: a key letting its sheep go after a reset lets the next round go now,
+            // not a whole turn (a tool call, another request) later.
+            if broker.read(|herd| herd.awaits_answer(&sender)) {
+                broker
+                    .commit_reply(rid, |tx| {
+                        shepherd_core::herd::limits::progressed(tx, &sender);
+                        Ok(to_value(OkResult::ACK))
+                    })
+                    .await?;
+            }
+            return Ok(to_value(OkResult::ACK));
+        }
         "ridden_out" => {
             if let Some(ridden) = &params.ridden_out {
                 broker
@@ -134,8 +148,8 @@ pub(crate) async fn report(
             return Err(BrokerError::new(
                 ErrorCode::InvalidRequest,
                 format!(
-                    "report event `{other}` is not one of ready, agent_start, turn, ridden_out, \
-                     run_settled"
+                    "report event `{other}` is not one of ready, agent_start, answered, turn, \
+                     ridden_out, run_settled"
                 ),
             ));
         }

@@ -81,7 +81,8 @@ pub struct DoneResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportParams {
-    /// `ready`, `agent_start`, `turn`, `ridden_out` or `run_settled`.
+    /// `ready`, `agent_start`, `answered` (the run's first model response showed), `turn`,
+    /// `ridden_out` or `run_settled`.
     pub event: String,
     /// For `turn`: what the turn used (its tool calls, tokens and cost; `turns` counts 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -247,6 +247,19 @@ impl Driver {
         }
     }
 
+    /// Reports that the run's first model response showed: a sheep let go after a provider
+    /// limit has answered, so the next ones on its key may go.
+    async fn report_answered(&mut self) {
+        let params = ReportParams {
+            event: "answered".to_owned(),
+            ..ReportParams::default()
+        };
+        let params = serde_json::to_value(&params).expect("reports serialise");
+        if let Err(err) = self.link.request(method::REPORT, params, deadline()).await {
+            eprintln!("shepherd harness: reporting a model response to the broker failed: {err}");
+        }
+    }
+
     /// Reports a limit the agent rode out with its own retries, for the task's note.
     async fn report_ridden(&mut self, ridden: &shepherd_harness::Ridden) {
         let since = ridden

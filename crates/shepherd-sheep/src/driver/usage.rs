@@ -5,7 +5,9 @@
 //! the broker answers `stop` once the task has reached its budget (it has then settled the
 //! task `blocked`, naming the limit), and the driver ends the agent's run. A response counts as
 //! finished when the next one begins, or when the run ends; tokens and cost that an agent
-//! reports only at the end of its run count in the last response.
+//! reports only at the end of its run count in the last response. The run's first response is
+//! also told as soon as it shows (`answered`), for a provider key that lets its held sheep go
+//! one round after another once each round has answered.
 
 use shepherd_core::budget::Usage;
 use shepherd_harness::Turn;
@@ -15,6 +17,8 @@ use super::Driver;
 /// How much of a turn the broker has been told about.
 #[derive(Debug, Default)]
 pub(super) struct UsageReports {
+    /// Whether the run's first response was reported as it showed.
+    answered: bool,
     responses: u64,
     tool_calls: u64,
     tokens: u64,
@@ -31,6 +35,12 @@ impl UsageReports {
         turn: &Turn,
         run_ended: bool,
     ) -> Option<String> {
+        if !self.answered && turn.responses > 0 {
+            // Told at once, not when the next response begins: a key letting its sheep go
+            // after a limit waits for this answer before it lets the next ones go.
+            self.answered = true;
+            driver.report_answered().await;
+        }
         let finished = if run_ended {
             turn.responses
         } else {

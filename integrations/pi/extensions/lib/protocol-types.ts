@@ -2445,7 +2445,8 @@ export interface DoneResult {
  */
 export interface ReportParams {
 	/**
-	 * `ready`, `agent_start`, `turn`, `ridden_out` or `run_settled`.
+	 * `ready`, `agent_start`, `answered` (the run's first model response showed), `turn`,
+	 * `ridden_out` or `run_settled`.
 	 */
 	event: string;
 	/**

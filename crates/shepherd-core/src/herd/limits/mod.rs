@@ -61,6 +61,27 @@ impl Herd {
         }
     }
 
+    /// Whether a model response of `agent_id` would change anything here: its task came back
+    /// from a limit and has not answered since, or its key is letting sheep go and waits for
+    /// its answer. (A sheep reports its run's first response as it shows; most runs need not
+    /// journal it.)
+    pub fn awaits_answer(&self, agent_id: &AgentId) -> bool {
+        let Some(sheep) = self.sheep.get(agent_id) else {
+            return false;
+        };
+        let back_from_limit = sheep
+            .active_task
+            .as_ref()
+            .and_then(|t| self.tasks.get(t))
+            .is_some_and(|t| t.limited_since.is_some() && t.limit.is_none());
+        let released = sheep
+            .provider_key
+            .as_ref()
+            .and_then(|key| self.limiters.get(key))
+            .is_some_and(|l| l.releasing && l.answering.contains(agent_id));
+        back_from_limit || released
+    }
+
     /// The turns in flight on `key` (counted only under a turn cap).
     fn turns_on(&self, key: &ProviderKey) -> usize {
         self.sheep
