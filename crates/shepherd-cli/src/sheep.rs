@@ -375,8 +375,8 @@ pub fn done(args: DoneArgs, printer: &Printer) -> Result<ExitCode, CliError> {
 /// Report this sheep's run lifecycle (for integrations; `run_settled` after a turn ends).
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// `agent_start` or `run_settled`.
-    event: String,
+    /// What happened (`agent_start`, `run_settled`, …).
+    event: shepherd_core::protocol::ReportEvent,
     /// The run's stop reason (`stop`, `error`, `aborted`).
     #[arg(long)]
     stop_reason: Option<String>,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use shepherd_core::herd::{DoneInput, DoneOutcome, RunReport};
 use shepherd_core::ids::Participant;
 use shepherd_core::protocol::{
-    DoneParams, DoneResult, HerdMatesResult, MessageParams, OkResult, ReportParams,
+    DoneParams, DoneResult, HerdMatesResult, MessageParams, OkResult, ReportEvent, ReportParams,
 };
 
 use crate::error::{BrokerError, BrokerResult};
@@ -95,13 +95,13 @@ pub(crate) async fn report(
     rid: Option<&str>,
 ) -> BrokerResult<Value> {
     let sender = session.sheep()?.clone();
-    let report = match params.event.as_str() {
-        "ready" => {
+    let report = match params.event {
+        ReportEvent::Ready => {
             crate::handlers::supervisor::mark_ready(broker, &sender).await?;
             return Ok(to_value(OkResult::ACK));
         }
-        "turn" => return turn(broker, &sender, params, rid).await,
-        "answered" => {
+        ReportEvent::Turn => return turn(broker, &sender, params, rid).await,
+        ReportEvent::Answered => {
             // The run's first model response, reported as it shows rather than when the next
             // one begins: a key letting its sheep go after a reset lets the next round go now,
             // not a whole turn (a tool call, another request) later.
@@ -115,7 +115,7 @@ pub(crate) async fn report(
             }
             return Ok(to_value(OkResult::ACK));
         }
-        "ridden_out" => {
+        ReportEvent::RiddenOut => {
             if let Some(ridden) = &params.ridden_out {
                 broker
                     .commit_reply(rid, |tx| {
@@ -126,8 +126,8 @@ pub(crate) async fn report(
             }
             return Ok(to_value(OkResult::ACK));
         }
-        "agent_start" => RunReport::Started,
-        "run_settled" => RunReport::Settled {
+        ReportEvent::AgentStart => RunReport::Started,
+        ReportEvent::RunSettled => RunReport::Settled {
             limit: params
                 .error
                 .as_deref()
@@ -144,15 +144,6 @@ pub(crate) async fn report(
             error: params.error,
             text: params.text.clone(),
         },
-        other => {
-            return Err(BrokerError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "report event `{other}` is not one of ready, agent_start, answered, turn, \
-                     ridden_out, run_settled"
-                ),
-            ));
-        }
     };
     let settled = matches!(report, RunReport::Settled { .. });
     let limited = matches!(report, RunReport::Settled { limit: Some(_), .. });

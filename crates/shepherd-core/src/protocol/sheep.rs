@@ -77,13 +77,33 @@ pub struct DoneResult {
     pub supplied_task_id: Option<String>,
 }
 
+/// What a sheep's `report` tells the broker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", value(rename_all = "snake_case"))]
+#[serde(rename_all = "snake_case")]
+pub enum ReportEvent {
+    /// The sheep is up and may be handed work.
+    #[default]
+    Ready,
+    /// A run began.
+    AgentStart,
+    /// The run's first model response showed (told as it shows, not when the turn ends).
+    Answered,
+    /// One model response finished, with what it used.
+    Turn,
+    /// The agent rode out a provider limit with its own retries.
+    RiddenOut,
+    /// The run ended.
+    RunSettled,
+}
+
 /// `report` parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportParams {
-    /// `ready`, `agent_start`, `answered` (the run's first model response showed), `turn`,
-    /// `ridden_out` or `run_settled`.
-    pub event: String,
+    /// What happened.
+    pub event: ReportEvent,
     /// For `turn`: what the turn used (its tool calls, tokens and cost; `turns` counts 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::budget::Usage>,

@@ -38,7 +38,9 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         .ensure_subscribed()
         .await
         .map_err(|err| CliError::new(ErrorCode::BrokerUnavailable, err.to_string()))?;
-    driver.report(&report("ready")).await;
+    driver
+        .report(&report(shepherd_core::protocol::ReportEvent::Ready))
+        .await;
     let mut backoff = Duration::from_millis(50);
     loop {
         if let Some((prompt, seq)) = driver.next_prompt() {
@@ -82,7 +84,9 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
 
 /// Runs one turn with `prompt` and reports it: started, then settled with what it did.
 async fn run_turn(driver: &mut Driver, prompt: &str) {
-    driver.report(&report("agent_start")).await;
+    driver
+        .report(&report(shepherd_core::protocol::ReportEvent::AgentStart))
+        .await;
     show(&[format!("» {}", shown(prompt))]);
     // A prompt whose turn left no session behind is asked again with this one.
     let prompt = match driver.unsaved_prompt.take() {

@@ -28,7 +28,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{Value, json};
 use shepherd_broker::client::{ClientError, Link};
-use shepherd_core::protocol::{ReportParams, Role, event, method};
+use shepherd_core::protocol::{ReportEvent, ReportParams, Role, event, method};
 use shepherd_harness::{Adapter, Plan, Telemetry, Turn};
 use tokio::time::Instant;
 
@@ -233,7 +233,7 @@ impl Driver {
     /// broker says to stop.
     async fn report_usage(&mut self, usage: shepherd_core::budget::Usage) -> Option<String> {
         let params = ReportParams {
-            event: "turn".to_owned(),
+            event: ReportEvent::Turn,
             usage: Some(usage),
             ..ReportParams::default()
         };
@@ -251,7 +251,7 @@ impl Driver {
     /// limit has answered, so the next ones on its key may go.
     async fn report_answered(&mut self) {
         let params = ReportParams {
-            event: "answered".to_owned(),
+            event: ReportEvent::Answered,
             ..ReportParams::default()
         };
         let params = serde_json::to_value(&params).expect("reports serialise");
@@ -268,7 +268,7 @@ impl Driver {
             .unwrap_or_default();
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let params = ReportParams {
-            event: "ridden_out".to_owned(),
+            event: ReportEvent::RiddenOut,
             ridden_out: Some(shepherd_core::herd::limits::RiddenOut {
                 class: ridden.class,
                 since: ms(since),
@@ -312,7 +312,7 @@ impl Driver {
             }
         });
         let params = ReportParams {
-            event: "run_settled".to_owned(),
+            event: ReportEvent::RunSettled,
             stop_reason: Some(if error.is_some() { "error" } else { "stop" }.to_owned()),
             retry_after_ms: turn.retry_after_ms.filter(|_| error.is_some()),
             error,
@@ -334,9 +334,9 @@ impl Driver {
 }
 
 /// A report with nothing but its event.
-fn report(event: &str) -> ReportParams {
+fn report(event: ReportEvent) -> ReportParams {
     ReportParams {
-        event: event.to_owned(),
+        event,
         ..ReportParams::default()
     }
 }

@@ -346,7 +346,9 @@ impl Visible {
                     if !(self.screen.shows(ready) && self.screen.quiet()) {
                         return;
                     }
-                    driver.report(&report("ready")).await;
+                    driver
+                        .report(&report(shepherd_core::protocol::ReportEvent::Ready))
+                        .await;
                     self.phase = Phase::Idle;
                 }
                 Phase::Idle => {
@@ -354,7 +356,9 @@ impl Visible {
                         return;
                     };
                     driver.ack(seq).await;
-                    driver.report(&report("agent_start")).await;
+                    driver
+                        .report(&report(shepherd_core::protocol::ReportEvent::AgentStart))
+                        .await;
                     self.turn_started = Instant::now();
                     self.error_before = self.screen_error(driver);
                     let _typed = input.write_all(&typed(&prompt, &self.screen)).await;

@@ -260,6 +260,13 @@ export type NoticeKind =
 	| "rate_limited"
 	| "fell_back";
 /**
+ * What a sheep's `report` tells the broker.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ReportEvent".
+ */
+export type ReportEvent = "ready" | "agent_start" | "answered" | "turn" | "ridden_out" | "run_settled";
+/**
  * How a delegation runs its sheep.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -2445,10 +2452,9 @@ export interface DoneResult {
  */
 export interface ReportParams {
 	/**
-	 * `ready`, `agent_start`, `answered` (the run's first model response showed), `turn`,
-	 * `ridden_out` or `run_settled`.
+	 * What happened.
 	 */
-	event: string;
+	event: ReportEvent;
 	/**
 	 * For `turn`: what the turn used (its tool calls, tokens and cost; `turns` counts 1).
 	 */
