@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 use jiff::Timestamp;
-use shepherd_core::fieldnotes::ops::{TargetKind, check_related_target};
+use shepherd_core::fieldnotes::metadata::{TargetKind, check_related_target};
 use shepherd_core::fieldnotes::{NoteStatus, OpError, RelatedLink, SessionMetadata};
 use shepherd_core::time::iso;
 

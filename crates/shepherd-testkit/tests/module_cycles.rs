@@ -3,8 +3,7 @@
 //! the request handlers (`handlers`), the handlers below runs (`run`), and runs below the
 //! server and dispatcher (`wire`) and start-up (`serve`); every other crate keeps the same
 //! one-way order among its own modules, and inside each folder among its files.
-//! `scripts/module-cycles` checks one crate, level by level (a few known knots inside a folder
-//! are listed there and reported without failing);
+//! `scripts/module-cycles` checks one crate, level by level, with no exemption;
 //! this test runs it on every crate of the workspace so a new cycle
 //! fails `cargo nextest`, with the modules and the `file:line` of every import that closes it
 //! in the failure message.

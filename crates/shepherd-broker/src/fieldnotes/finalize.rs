@@ -151,10 +151,7 @@ fn limits_metadata(task: &shepherd_core::herd::Task, metadata: &mut Metadata) {
     episodes_metadata(&task.limit_episodes, metadata);
 }
 
-fn episodes_metadata(
-    episodes: &[shepherd_core::herd::limits::LimitEpisode],
-    metadata: &mut Metadata,
-) {
+fn episodes_metadata(episodes: &[shepherd_core::herd::LimitEpisode], metadata: &mut Metadata) {
     if episodes.is_empty() {
         return;
     }

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::herd::merge::Merge;
+use shepherd_core::herd::Merge;
 use shepherd_core::land::{BranchLanding, MergeIdParams, MergeParams, MergeView};
 use shepherd_core::protocol::event;
 use tokio_util::sync::CancellationToken;

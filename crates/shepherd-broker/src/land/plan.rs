@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::herd::merge::{MergeCandidate, MergePlan};
+use shepherd_core::herd::{MergeCandidate, MergePlan};
 use shepherd_core::land::{
     BranchLanding, BranchState, DEFAULT_FIX_ATTEMPTS, MAX_FIX_ATTEMPTS, MergeParams, MergeView,
 };

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use shepherd_core::herd::merge::{Landed, MergePlan};
+use shepherd_core::herd::{Landed, MergePlan};
 use shepherd_core::land::preview::{BranchPreview, CommitLine, MergePreview, PairConflict};
 
 use super::git;

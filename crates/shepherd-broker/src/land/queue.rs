@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use shepherd_core::herd::merge::{Merge, MergeCandidate, MergePlan};
+use shepherd_core::herd::{Merge, MergeCandidate, MergePlan};
 use shepherd_core::land::{BranchLanding, BranchState};
 use tokio_util::sync::CancellationToken;
 
@@ -113,7 +113,7 @@ async fn leftovers(broker: &Arc<Broker>, merge: &Merge, path: &Path) {
 async fn settle_advance(
     broker: &Arc<Broker>,
     merge: &Merge,
-    advance: &shepherd_core::herd::merge::Advance,
+    advance: &shepherd_core::herd::Advance,
 ) {
     let (repo, target) = (PathBuf::from(&merge.plan.repo), merge.plan.target.clone());
     let (from, to) = (advance.from.clone(), advance.to.clone());

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::herd::merge::MergeCandidate;
+use shepherd_core::herd::MergeCandidate;
 use shepherd_core::herd::{Herd, Sheep, Task};
 use shepherd_core::task::TaskState;
 use shepherd_core::worktree::{MadeWorktree, Worktree, WorktreeReport};

@@ -10,7 +10,7 @@
 //! committed something else, a fixer that reset it away — is rejected, naming what was found,
 //! and the target stays where it was.
 
-use shepherd_core::herd::merge::Advance;
+use shepherd_core::herd::Advance;
 use shepherd_core::label::Role;
 use shepherd_core::land::{BranchLanding, BranchState, Strategy};
 

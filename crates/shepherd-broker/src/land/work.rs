@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use shepherd_core::herd::merge::{MergeCandidate, MergePlan};
+use shepherd_core::herd::{MergeCandidate, MergePlan};
 use shepherd_core::land::message::{Landing, message};
 use shepherd_core::land::{BranchLanding, BranchState, Strategy};
 use tokio_util::sync::CancellationToken;

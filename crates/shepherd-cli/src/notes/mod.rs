@@ -492,7 +492,7 @@ fn link(args: LinkArgs, ctx: &Context, printer: Printer) -> Result<(), CliError>
     let session = store
         .find_session(&args.session)
         .map_err(|err| store_error(&err))?;
-    let target = if shepherd_core::fieldnotes::ops::is_url(&args.target) {
+    let target = if shepherd_core::fieldnotes::metadata::is_url(&args.target) {
         args.target
     } else {
         let path = ctx.cwd.join(&args.target);

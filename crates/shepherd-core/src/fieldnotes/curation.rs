@@ -6,8 +6,9 @@
 //! once the record is committed); feedback is a list on the note's record. Both refuse bad
 //! input without changing anything, like every other transition in [`super::ops`].
 
+use super::error::{MAX_FEEDBACK, OpError};
 use super::metadata::{Feedback, SessionMetadata};
-use super::ops::{MAX_FEEDBACK, OpError, check_label};
+use super::ops::check_label;
 
 impl SessionMetadata {
     /// Deletes a final note: the record stays, marked deleted (its ordinal and file name are

@@ -30,7 +30,7 @@
 
 use super::markdown::{display_name, inline_code, link, link_text};
 use super::metadata::{ArtifactRecord, Binding, SessionMetadata};
-use super::ops::{TargetKind, check_related_target};
+use super::metadata::{TargetKind, check_related_target};
 use super::shepherds_note::LEGACY_MARKER;
 use super::status::Mode;
 use crate::slug::hash8;
@@ -369,8 +369,8 @@ mod telemetry_tests {
 mod curation_tests {
     use super::*;
     use crate::fieldnotes::metadata::{LABEL_KEY, Metadata};
-    use crate::fieldnotes::ops::{OpError, PlannedNote};
     use crate::fieldnotes::status::NoteStatus;
+    use crate::fieldnotes::{OpError, PlannedNote};
 
     fn session() -> SessionMetadata {
         let mut session = SessionMetadata::new("fix", "fix", 1, None, "t0");
@@ -407,7 +407,8 @@ mod curation_tests {
 
     #[test]
     fn the_index_links_the_shepherds_note_and_no_generated_text_passes_for_the_shepherds() {
-        use crate::fieldnotes::shepherds_note::{ShepherdsNote, index_leftovers};
+        use crate::fieldnotes::ShepherdsNote;
+        use crate::fieldnotes::shepherds_note::index_leftovers;
         let mut session = session();
         assert!(!render_index(&session).contains("Shepherd's note"));
         session.shepherds_note = Some(ShepherdsNote::new("t0"));

@@ -19,6 +19,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::error::OpError;
 use super::status::{Mode, NoteStatus};
 use super::{
     INDEX_FILE, SESSION_METADATA_FILE, SESSION_VERSION, SESSIONS_RELATIVE, is_note_file_name,
@@ -89,7 +90,7 @@ pub struct SessionMetadata {
     pub related: Vec<RelatedLink>,
     /// The shepherd's own note, once Shepherd has created it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shepherds_note: Option<super::ShepherdsNote>,
+    pub shepherds_note: Option<ShepherdsNote>,
     /// The branches its isolated sheep left, and what became of each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub branches: Vec<super::branches::BranchRecord>,
@@ -202,6 +203,87 @@ pub struct RelatedLink {
     /// The link text; the target when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+}
+
+/// What a related link points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// An absolute URL (`scheme://…`).
+    Url,
+    /// A path relative to the project root.
+    ProjectPath,
+}
+
+/// Classifies a stored related-link target: a URL, or a project-relative path with `/`
+/// separators and no `.`, `..` or empty components.
+pub fn check_related_target(target: &str) -> Result<TargetKind, OpError> {
+    let refuse = |reason: &str| OpError::InvalidLink {
+        target: target.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if target.is_empty()
+        || target
+            .chars()
+            .any(|c| c.is_control() || c == '<' || c == '>')
+    {
+        return Err(refuse(
+            "it is empty or holds control characters or angle brackets",
+        ));
+    }
+    if is_url(target) {
+        return Ok(TargetKind::Url);
+    }
+    if target.starts_with('/') || target.contains('\\') {
+        return Err(refuse("a stored path must be relative to the project root"));
+    }
+    if target
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err(refuse(
+            "a stored path must not hold empty, `.` or `..` components",
+        ));
+    }
+    Ok(TargetKind::ProjectPath)
+}
+
+/// Whether `text` is an absolute URL: `scheme://rest` with no whitespace.
+pub fn is_url(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'))
+        && !rest.is_empty()
+        && !text.chars().any(char::is_whitespace)
+}
+
+/// The shepherd's note's file name in a session directory.
+pub const SHEPHERDS_NOTE_FILE: &str = "shepherds-note.md";
+
+/// The shepherd's note as `session.json` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShepherdsNote {
+    /// Its file name in the session directory (always [`SHEPHERDS_NOTE_FILE`]).
+    pub file_name: String,
+    /// Its path relative to the project root (re-derived).
+    #[serde(default)]
+    pub relative_path: String,
+    /// When Shepherd created it (ISO 8601).
+    pub created_at: String,
+}
+
+impl ShepherdsNote {
+    /// The record of a note created at `now`.
+    pub fn new(now: &str) -> Self {
+        Self {
+            file_name: SHEPHERDS_NOTE_FILE.to_owned(),
+            relative_path: String::new(),
+            created_at: now.to_owned(),
+        }
+    }
 }
 
 /// What a session is bound to.
@@ -318,11 +400,11 @@ impl SessionMetadata {
             }
         }
         for link in &self.related {
-            super::ops::check_related_target(&link.target)
+            check_related_target(&link.target)
                 .map_err(|err| Malformed(format!("related link: {err}")))?;
         }
         if let Some(note) = &self.shepherds_note
-            && note.file_name != super::SHEPHERDS_NOTE_FILE
+            && note.file_name != SHEPHERDS_NOTE_FILE
         {
             return bad(format!("unexpected shepherd's note {:?}", note.file_name));
         }

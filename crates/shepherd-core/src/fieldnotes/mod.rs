@@ -9,7 +9,10 @@
 //! either program reads the same to a person and to the other program. Everything here is pure:
 //! the store (`shepherd-notes`) reads files, hands their text in, and writes what comes back.
 //!
-//! - [`metadata`] — the `session.json` model, its defensive validation and path re-derivation.
+//! - [`metadata`] — the `session.json` model, its defensive validation and path re-derivation,
+//!   and the rule a related link's target follows.
+//! - `error` — why a change to the record was refused ([`OpError`]), below the record and the
+//!   transitions both.
 //! - [`ops`] — the state transitions the store applies under its lock (reserve, start, update,
 //!   finalise, delete, attach feedback, link, set status).
 //! - `curation` — deleting a note and attaching feedback to one.
@@ -17,12 +20,14 @@
 //! - [`frontmatter`], [`note`] — a note's frontmatter and body, with the store's own
 //!   orchestration section kept apart from what the sheep wrote.
 //! - [`index`] — `shepherd.md`, linking the shepherd's own note.
-//! - [`shepherds_note`] — the shepherd's own note, a file no rewrite of the index touches.
+//! - [`shepherds_note`] — the shepherd's own note, a file no rewrite of the index touches (its
+//!   entry in `session.json` is a record of [`metadata`]).
 //! - [`context`] — the text appended to a delegated task.
 
 pub mod branches;
 pub mod context;
 mod curation;
+mod error;
 pub mod frontmatter;
 pub mod index;
 mod markdown;
@@ -38,12 +43,12 @@ mod snapshot_tests;
 
 pub use branches::BranchRecord;
 pub use context::{SheepContext, render_context_block, split_context_block};
+pub use error::OpError;
 pub use metadata::{
     ArtifactRecord, Binding, Feedback, LABEL_KEY, Malformed, Metadata, ParentBinding, RelatedLink,
-    SessionMetadata,
+    SHEPHERDS_NOTE_FILE, SessionMetadata, ShepherdsNote,
 };
-pub use ops::{OpError, PlannedNote};
-pub use shepherds_note::{SHEPHERDS_NOTE_FILE, ShepherdsNote};
+pub use ops::PlannedNote;
 pub use status::{Mode, NoteStatus};
 
 /// The project-level Shepherd directory.

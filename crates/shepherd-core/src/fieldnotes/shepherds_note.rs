@@ -6,7 +6,8 @@
 //! `pi-shepherd`, which rewrites the whole file and would erase anything the shepherd wrote
 //! there. Neither program ever rewrites the shepherd's note: Shepherd creates it with its session
 //! (or, for a session it did not create, on its next write there), lists it in `session.json`
-//! (`shepherdsNote`) and links it from `shepherd.md`; from then on only the shepherd writes it,
+//! (`shepherdsNote`, a [`super::ShepherdsNote`] kept with the rest of the record in
+//! [`super::metadata`]) and links it from `shepherd.md`; from then on only the shepherd writes it,
 //! with its ordinary file tools.
 //!
 //! Text a shepherd wrote into `shepherd.md` itself — the `## Shepherd's note` section earlier
@@ -14,13 +15,8 @@
 //! own — is moved into the note on Shepherd's next write ([`index_leftovers`], [`with_moved`]),
 //! so nothing the shepherd wrote is lost to a rewrite of the index.
 
-use serde::{Deserialize, Serialize};
-
 use super::markdown::display_name;
 use super::metadata::SessionMetadata;
-
-/// The shepherd's note's file name in a session directory.
-pub const SHEPHERDS_NOTE_FILE: &str = "shepherds-note.md";
 
 /// The line that opened the shepherd's note at the end of `shepherd.md` in earlier versions;
 /// everything after it was the shepherd's. Still recognised, to move that text to the note.
@@ -29,30 +25,6 @@ pub const LEGACY_MARKER: &str = "<!-- Shepherd's note: guidance, feedback and a 
 /// The headings of the sections Shepherd generates in `shepherd.md`: any other `##` section
 /// there is the shepherd's.
 const GENERATED_SECTIONS: [&str; 4] = ["Notes", "Flow", "Related files", "Shepherd's note"];
-
-/// The shepherd's note as `session.json` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShepherdsNote {
-    /// Its file name in the session directory (always [`SHEPHERDS_NOTE_FILE`]).
-    pub file_name: String,
-    /// Its path relative to the project root (re-derived).
-    #[serde(default)]
-    pub relative_path: String,
-    /// When Shepherd created it (ISO 8601).
-    pub created_at: String,
-}
-
-impl ShepherdsNote {
-    /// The record of a note created at `now`.
-    pub fn new(now: &str) -> Self {
-        Self {
-            file_name: SHEPHERDS_NOTE_FILE.to_owned(),
-            relative_path: String::new(),
-            created_at: now.to_owned(),
-        }
-    }
-}
 
 /// The text of a new shepherd's note for `session`: a heading and what the file is for, ready
 /// for the shepherd to write below.

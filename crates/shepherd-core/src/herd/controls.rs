@@ -13,14 +13,11 @@ use crate::error_code::ErrorCode;
 
 use super::error::HerdError;
 use super::model::{Activity, Event, NoteLink, Notice, NoticeKind, Payload, Phase, StallWatch};
-use super::tasks::settle;
+use super::steps::{settle, touch};
 use super::{Herd, Tx};
 use crate::budget::{Reached, Usage};
 use crate::ids::{AgentId, Participant, TaskId};
 use crate::task::TaskState;
-
-/// Activity closer together than this is recorded once: the watchdog counts minutes.
-pub const ACTIVITY_RESOLUTION_MS: i64 = 1000;
 
 impl Herd {
     /// How many sheep run now (starting, ready or closing: their processes may be alive).
@@ -172,34 +169,6 @@ pub fn usage(tx: &mut Tx<'_>, sender: &AgentId, turn: Usage) -> Option<Reached> 
     let error = format!("{display} was stopped: {reached}.");
     settle(tx, &task_id, TaskState::Blocked, None, None, Some(error));
     Some(reached)
-}
-
-/// Records that `agent_id` showed activity, when its open task is under the stall watchdog.
-pub fn touch(tx: &mut Tx<'_>, agent_id: &AgentId) {
-    let task_id = tx
-        .herd()
-        .sheep
-        .get(agent_id)
-        .and_then(|s| s.active_task.clone());
-    if let Some(task_id) = task_id {
-        touch_task(tx, &task_id);
-    }
-}
-
-/// Restarts a task's silence clock (its sheep was active, or its question was answered).
-pub fn touch_task(tx: &mut Tx<'_>, task_id: &TaskId) {
-    let now = tx.now();
-    let due = tx.herd().tasks.get(task_id).is_some_and(|t| {
-        !t.state.is_terminal()
-            && t.stall
-                .is_some_and(|s| now.saturating_sub(s.active_at) >= ACTIVITY_RESOLUTION_MS)
-    });
-    if due {
-        tx.emit(Event::TaskActive {
-            task_id: task_id.clone(),
-            at: now,
-        });
-    }
 }
 
 /// The stall watchdog's turn in [`super::tick`]: nudges each silent sheep once, and settles

@@ -10,7 +10,7 @@ use super::Tx;
 use super::error::HerdError;
 use super::limits::LimitWaits;
 use super::model::{Activity, Event, Notice, NoticeKind, Payload};
-use super::tasks::settle;
+use super::steps::{settle, touch};
 use crate::envelope;
 use crate::error_code::ErrorCode;
 use crate::ids::{AgentId, MessageId, Participant, TaskId};
@@ -190,7 +190,7 @@ pub fn report_with(
     let active = sheep.active_task.clone();
     let display = sheep.display_name();
     let activity = sheep.activity;
-    super::controls::touch(tx, sender);
+    touch(tx, sender);
     match report {
         RunReport::Started => {
             if activity != Activity::Working {

@@ -9,37 +9,11 @@
 //! broker's hand-over then reserves the second note in the same session and finalises the first
 //! with a link to it.
 
-use serde::{Deserialize, Serialize};
-
-use super::Tx;
-use super::limits::LimitEpisode;
-use super::model::{Activity, Event, Notice, NoticeKind, Payload, Phase};
-use super::{Herd, NoteLink};
+use super::model::{Activity, Event, FellBack, Notice, NoticeKind, Payload, Phase};
+use super::{Herd, Tx};
 use crate::ids::{AgentId, Participant, TaskId};
 use crate::limit::ErrorClass;
 use crate::task::TaskState;
-
-/// What the sheep that first had a task left when the task fell back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FellBack {
-    /// The first sheep.
-    pub agent_id: AgentId,
-    /// Its display name.
-    pub display_name: String,
-    /// Its note, finalised when the second note is reserved.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<NoteLink>,
-    /// The limit episodes it went through, the last one the limit it fell back on.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub episodes: Vec<LimitEpisode>,
-    /// The provider that was limited.
-    pub provider: String,
-    /// Until when it was limited (ms).
-    pub until: i64,
-    /// When the task fell back (ms).
-    pub at: i64,
-}
 
 /// When a task waiting on a limit falls back, at `now`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use crate::error_code::ErrorCode;
 
 use super::error::HerdError;
 use super::model::{Activity, Event, ExitInfo, Payload, Phase, Sheep, Task};
-use super::tasks::{settle, settle_with_code};
+use super::steps::{settle, settle_with_code};
 use super::{Herd, Tx};
 use crate::ids::{AgentId, Participant, TaskId};
 use crate::task::TaskState;

@@ -127,7 +127,7 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
             sender: input.sender.clone(),
             target: target.clone(),
             task_id: task_id.clone(),
-            receipt: Some(super::receipts::Receipt::sent(tx.now(), &input.content)),
+            receipt: Some(super::model::Receipt::sent(tx.now(), &input.content)),
         },
     });
     if let Some(req) = &resolves
@@ -142,11 +142,11 @@ pub fn send(tx: &mut Tx<'_>, input: MessageInput) -> Result<MessageOutcome, Herd
     }
     tx.enqueue(target.clone(), Payload::Envelope { envelope });
     if let Participant::Sheep(sender) = &input.sender {
-        super::controls::touch(tx, sender);
+        super::steps::touch(tx, sender);
     }
     if let Some(req) = &resolves {
         // Back from waiting: its silence counts from the answer.
-        super::controls::touch_task(tx, &req.task_id);
+        super::steps::touch_task(tx, &req.task_id);
     }
 
     let task_state = task_id

@@ -13,11 +13,10 @@ mod apply;
 mod controls;
 mod done;
 mod error;
-mod event;
 pub mod fallback;
 mod lifecycle;
 pub mod limits;
-mod mail;
+mod lines;
 mod mates;
 pub mod merge;
 mod messaging;
@@ -25,6 +24,7 @@ mod model;
 mod receipts;
 mod resolve;
 mod run;
+mod steps;
 mod tasks;
 mod tick;
 mod view;
@@ -37,28 +37,27 @@ mod receipts_tests;
 #[cfg(test)]
 mod tests;
 
-pub use controls::{
-    ACTIVITY_RESOLUTION_MS, Reopen, reopen, touch, touch_task, usage, worktree_released,
-};
+pub use controls::{Reopen, reopen, usage, worktree_released};
 pub use done::{DoneInput, DoneOutcome, RunReport, done, report, report_with};
 pub use error::HerdError;
 pub use lifecycle::{
     NewSheep, admit, begin_close, closed, exited, failed_to_start, launched, ready,
 };
+pub use lines::{first_line, last_line};
 pub use mates::HerdMate;
 pub use messaging::{MessageInput, MessageOutcome, send};
 pub use model::*;
-pub use receipts::{MessageReceipt, RECEIPTS_LISTED, Receipt, ReceiptState, delivered};
+pub use receipts::{MessageReceipt, RECEIPTS_LISTED, ReceiptState, delivered};
 pub use resolve::Resolved;
-pub use run::{MAX_FINISHED_RUNS, Run, cancel_run, finish_run, plan_run, run_step, submit_run};
+pub use run::{MAX_FINISHED_RUNS, cancel_run, finish_run, plan_run, run_step, submit_run};
+pub use steps::{ACTIVITY_RESOLUTION_MS, settle, settle_with_code, touch, touch_task};
 pub use tasks::{
-    DelegateInput, attach_note, cursor, delegate, finalized, fix_fieldnotes, output, settle,
-    settle_with_code, start_task, withdraw,
+    DelegateInput, attach_note, cursor, delegate, finalized, fix_fieldnotes, output, start_task,
+    withdraw,
 };
 pub use tick::{HerdConfig, tick};
 pub use view::{
     SETTLED_LISTED, SessionLink, SettledTask, SheepStatus, StallView, TaskView, Usage, ack,
-    first_line, last_line,
 };
 pub use watch::{WatchOutcome, watch};
 
@@ -111,10 +110,10 @@ pub struct Herd {
     pub runs: IndexMap<String, Run>,
     /// Merges, in submission order (finished ones kept for a while).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub merges: IndexMap<String, merge::Merge>,
-    /// Every branch a merge landed, by target and branch ([`merge::landed_key`]).
+    pub merges: IndexMap<String, Merge>,
+    /// Every branch a merge landed, by target and branch ([`landed_key`]).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub landed: IndexMap<String, merge::Landed>,
+    pub landed: IndexMap<String, Landed>,
     /// Whether this herd writes fieldnotes: the `fieldnotes` setting as it was when the herd
     /// first needed it, fixed for the herd's life (as the original fixes it per session).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,41 +10,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::model::{Event, InboxItem, Payload};
-use super::view::first_line;
+use super::model::{Event, InboxItem, Payload, Receipt};
 use super::{Herd, Tx};
 use crate::ids::{MessageId, Participant, TaskId};
 
 /// How many of the messages sent to a sheep its `status` lists, newest first.
 pub const RECEIPTS_LISTED: usize = 10;
-
-/// The times a message went through, kept on its routing record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Receipt {
-    /// When it was queued for its recipient (ms).
-    pub sent_at: i64,
-    /// When its recipient first fetched it or had it pushed (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivered_at: Option<i64>,
-    /// When its recipient acknowledged it from its inbox (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_at: Option<i64>,
-    /// The message's first line, so a list of receipts says which message is which.
-    pub preview: String,
-}
-
-impl Receipt {
-    /// The receipt of a message `content` queued at `now`.
-    pub fn sent(now: i64, content: &str) -> Self {
-        Self {
-            sent_at: now,
-            delivered_at: None,
-            read_at: None,
-            preview: first_line(content),
-        }
-    }
-}
 
 /// Where a message is on its way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

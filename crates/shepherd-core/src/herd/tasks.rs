@@ -6,7 +6,7 @@ use crate::error_code::ErrorCode;
 
 use super::Tx;
 use super::error::HerdError;
-use super::model::{Event, NoteLink, Payload, Phase, Task, TaskResult};
+use super::model::{Event, NoteLink, Payload, Phase, Task};
 use crate::envelope::{self, Delivery, Envelope, Kind, SCHEMA_VERSION};
 use crate::ids::{MessageId, Participant, TaskId};
 use crate::task::TaskState;
@@ -249,66 +249,6 @@ pub fn withdraw(tx: &mut Tx<'_>, task_id: &TaskId) {
             task_id: task_id.clone(),
         });
     }
-}
-
-/// Settles a task unless it is already settled (the first settlement wins).
-pub fn settle(
-    tx: &mut Tx<'_>,
-    task_id: &TaskId,
-    status: TaskState,
-    summary: Option<String>,
-    text: Option<String>,
-    error: Option<String>,
-) {
-    let Some(task) = tx.herd().tasks.get(task_id) else {
-        return;
-    };
-    if task.state.is_terminal() || !status.is_terminal() {
-        return;
-    }
-    super::limits::settled_while_limited(tx, task_id, status);
-    let result = TaskResult {
-        status,
-        return_code: status.return_code().unwrap_or(1),
-        summary,
-        text,
-        error,
-        completed_at: tx.now(),
-    };
-    tx.emit(Event::TaskSettled {
-        task_id: task_id.clone(),
-        result,
-    });
-}
-
-/// Settles a task as failed (or another terminal state) with an explicit return code: a sheep
-/// that died fails its task with its own exit status.
-pub fn settle_with_code(
-    tx: &mut Tx<'_>,
-    task_id: &TaskId,
-    status: TaskState,
-    return_code: i32,
-    error: Option<String>,
-) {
-    let Some(task) = tx.herd().tasks.get(task_id) else {
-        return;
-    };
-    if task.state.is_terminal() || !status.is_terminal() {
-        return;
-    }
-    super::limits::settled_while_limited(tx, task_id, status);
-    let result = TaskResult {
-        status,
-        return_code,
-        summary: None,
-        text: None,
-        error,
-        completed_at: tx.now(),
-    };
-    tx.emit(Event::TaskSettled {
-        task_id: task_id.clone(),
-        result,
-    });
 }
 
 /// Records that a settled task's note is final, which lets watchers hear about it.

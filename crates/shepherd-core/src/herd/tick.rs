@@ -4,7 +4,7 @@
 //! [`Herd::next_deadline`] when to wake and calls [`tick`] when it does; nothing polls.
 
 use super::model::{Event, Payload, StaleWait};
-use super::tasks::settle;
+use super::steps::settle;
 use super::{Herd, Tx};
 use crate::ids::Participant;
 use crate::task::TaskState;

@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::lines::{first_line, last_line};
 use super::model::{Event, InboxItem, Phase, Sheep};
 use super::{Herd, Tx};
 use crate::ids::{AgentId, MessageId, Participant, TaskId};
@@ -234,30 +235,6 @@ pub struct SessionLink {
 
 /// How many settled tasks the herd view lists, newest first.
 pub const SETTLED_LISTED: usize = 50;
-
-/// Longest a line taken from text (a task's title, a last line) is kept, in characters.
-const LINE_CHARS: usize = 240;
-
-/// The first non-blank line of `text`, trimmed and cut to a readable length.
-pub fn first_line(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-    cut(line.unwrap_or_default())
-}
-
-/// The last non-blank line of `text`, trimmed and cut to a readable length.
-pub fn last_line(text: &str) -> Option<String> {
-    text.lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .map(cut)
-}
-
-fn cut(line: &str) -> String {
-    match line.char_indices().nth(LINE_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_owned(),
-    }
-}
 
 impl Herd {
     /// The status of one sheep at `now`.
@@ -498,7 +475,7 @@ pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
             at,
         });
         if let Participant::Sheep(id) = who {
-            super::controls::touch(tx, id);
+            super::steps::touch(tx, id);
         }
     }
 }

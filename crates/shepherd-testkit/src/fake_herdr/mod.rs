@@ -30,6 +30,7 @@ mod model;
 pub mod real;
 mod run;
 mod server;
+mod session;
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};

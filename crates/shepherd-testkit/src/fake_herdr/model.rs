@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use super::FakeOptions;
 use super::events::{EventKind, Ring, Subscriber};
 use super::ids;
+use super::session;
 
 mod handlers;
 mod panes;
@@ -126,6 +127,12 @@ impl FakePane {
     /// Whether `id` names this pane (its id or an earlier one).
     pub fn answers_to(&self, id: &str) -> bool {
         self.id == id || self.aliases.iter().any(|alias| alias == id)
+    }
+
+    /// Ends everything the pane runs at once (the pane is being dropped without a close).
+    pub(crate) fn end_everything(&mut self) {
+        session::kill_now(self.running, self.real_root.then_some(self.shell_pid));
+        self.stdin = None;
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::events::Subscriber;
 use super::model::{FakeState, Leaving, Outcome, error};
-use super::{Shared, run};
+use super::{Shared, run, session};
 
 /// Binds the socket and starts accepting.
 pub(crate) fn listen(shared: &Arc<Shared>) -> std::io::Result<JoinHandle<()>> {
@@ -38,7 +38,7 @@ pub(crate) fn stop_everything(state: &mut FakeState) {
     for id in ids {
         if let Some(pane) = state.pane_any_mut(&id) {
             pane.closing = true;
-            run::end_everything(pane);
+            pane.end_everything();
         }
     }
 }
@@ -176,7 +176,7 @@ fn close<'a>(
     let job = pane.running;
     pane.stdin = None;
     drop(state);
-    run::close_session(root, job);
+    session::close_session(root, job);
     let mut state = shared.lock();
     state.remove_pane(pane_id, Leaving::Closed);
     (state, Ok(json!({"type": "ok", "x_fake_field": null})))

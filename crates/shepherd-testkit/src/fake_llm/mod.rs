@@ -62,6 +62,8 @@
 
 mod http;
 mod limits;
+#[cfg(test)]
+mod limits_tests;
 mod request;
 mod server;
 mod state;
@@ -82,8 +84,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use limits::{ANONYMOUS, LimitReason, Limited, LimitedReply, Limits, UsageLimit, credential};
-pub use request::{Api, OfferedTool, RecordedRequest};
+pub use limits::{LimitedReply, Limits, UsageLimit};
+pub use request::{ANONYMOUS, Api, LimitReason, Limited, OfferedTool, RecordedRequest, credential};
 pub use script::{ErrorReply, Exhausted, NameMatch, Script, Step, ToolCall, Usage};
 pub use state::{DEFAULT_QUEUE, Mismatch, MismatchKind, TOOLLESS_QUEUE};
 

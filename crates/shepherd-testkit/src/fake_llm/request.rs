@@ -1,6 +1,7 @@
 //! One model request as the fake server received it, read the same way whatever wire format
 //! it came in: the text the model is answering, the tool results in the conversation, the
-//! tools offered, the system prompt.
+//! tools offered, the system prompt; the credential it carries; and, when the rate limiter
+//! refused it, how ([`Limited`]).
 //!
 //! Each coding agent speaks its own API (pi and opencode OpenAI chat completions, Claude Code
 //! Anthropic messages, Codex OpenAI responses, Gemini CLI Gemini `generateContent`), and a test
@@ -12,7 +13,58 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::limits::{Limited, credential};
+/// The credential of requests that carry none.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The credential a request carries: `x-api-key`, `authorization: Bearer …` (or the whole
+/// `authorization` value when it is another scheme), `x-goog-api-key`, or the `key` query
+/// parameter; [`ANONYMOUS`] when none. Header names are in lower case.
+#[must_use]
+pub fn credential(headers: &BTreeMap<String, String>, query: &str) -> String {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|value| value.trim())
+            .filter(|value| !value.is_empty())
+    };
+    let bearer = header("authorization").map(|value| {
+        value
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or(value, |(_, token)| token.trim())
+    });
+    let key = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("key="))
+        .filter(|key| !key.is_empty());
+    header("x-api-key")
+        .or(bearer)
+        .or_else(|| header("x-goog-api-key"))
+        .or(key)
+        .unwrap_or(ANONYMOUS)
+        .to_owned()
+}
+
+/// Which policy refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitReason {
+    /// [`Limits::max_in_flight`](super::Limits::max_in_flight).
+    InFlight,
+    /// [`Limits::requests`](super::Limits::requests) per [`Limits::window`](super::Limits::window).
+    Window,
+    /// A [`UsageLimit`](super::UsageLimit).
+    UsageLimit,
+}
+
+/// How a refused request was answered, as its request record shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limited {
+    /// The policy that refused it.
+    pub reason: LimitReason,
+    /// The HTTP status sent (429, or 529/503 when [`Limits::overloaded`](super::Limits::overloaded)).
+    pub status: u16,
+}
 
 /// The wire format of a model request, chosen by its path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

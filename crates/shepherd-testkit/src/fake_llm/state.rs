@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::limits::reply::{self, LimitReply};
-use super::limits::{Limited, LimitedReply, Limiter, as_millis, credential};
-use super::request::{Api, RecordedRequest, gemini_model};
+use super::limits::{LimitedReply, Limiter, as_millis};
+use super::request::{Api, Limited, RecordedRequest, credential, gemini_model};
 use super::script::{Exhausted, Script, Step};
 
 /// The name the default queue (`responses`) has in records and in `GET /_state`.

@@ -25,11 +25,10 @@ pub(super) use release::tick_limits;
 pub use release::{granted, progressed};
 
 use super::Tx;
-use super::model::{Event, Notice, NoticeKind, Payload};
+use super::model::{Event, LimitEpisode, Notice, NoticeKind, Payload, TaskLimit};
 use super::{Herd, Sheep};
 use crate::ids::{AgentId, Participant, TaskId};
 use crate::limit::{ErrorClass, LimitSignal, ProviderKey};
-use crate::task::TaskState;
 
 impl Herd {
     /// Whether `agent_id` may not be handed anything now: its provider key is closed for a
@@ -304,24 +303,7 @@ fn resume(tx: &mut Tx<'_>, agent_id: &AgentId, task_id: &TaskId) {
         (now - limit.since).max(0).div_euclid(1000),
     );
     tx.remind(Participant::Sheep(agent_id.clone()), task_id, content);
-    super::controls::touch_task(tx, task_id);
-}
-
-/// A task settled during its wait: the episode is closed with what ended it.
-pub(super) fn settled_while_limited(tx: &mut Tx<'_>, task_id: &TaskId, state: TaskState) {
-    if tx
-        .herd()
-        .tasks
-        .get(task_id)
-        .is_some_and(|t| t.limit.is_some())
-    {
-        let at = tx.now();
-        tx.emit(Event::LimitEnded {
-            task_id: task_id.clone(),
-            ended: state.as_str().to_owned(),
-            at,
-        });
-    }
+    super::steps::touch_task(tx, task_id);
 }
 
 /// Applies the limit events.

@@ -1,7 +1,8 @@
-//! The records of provider limits: how long limited tasks wait ([`LimitWaits`]), a task's
-//! limit episode ([`TaskLimit`], [`LimitEpisode`]), a provider key's [`Limiter`] and the view
-//! the front ends show of it, and the clock times they print. The rules that change them are in
-//! [`super`].
+//! The records of provider limits the rules keep: how long limited tasks wait
+//! ([`LimitWaits`]), a provider key's [`Limiter`], a limit an agent rode out ([`RiddenOut`]) and
+//! the view the front ends show of a task's limit, and the clock times they print. The rules
+//! that change them are in [`super`]; a task's own episodes ([`crate::herd::TaskLimit`],
+//! [`crate::herd::LimitEpisode`]) are records of the task, with the herd's model.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -9,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::AgentId;
-use crate::limit::{ErrorClass, ProviderKey};
+use crate::limit::ErrorClass;
 
 /// How long the sheep let go after a reset may take to show a model response before the next
 /// round on their key is let go anyway (ms).
@@ -50,49 +51,6 @@ impl LimitWaits {
             .saturating_mul(1_i64 << n.min(30))
             .min(self.limit_ms.max(0))
     }
-}
-
-/// A task's open limit episode.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskLimit {
-    /// Rate limit, usage limit or server error.
-    pub class: ErrorClass,
-    /// The provider, as shown to people.
-    pub provider: String,
-    /// The key it holds, when its sheep has one (a server error holds none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<ProviderKey>,
-    /// When the episode began (ms).
-    pub since: i64,
-    /// When the wait is due to end (ms).
-    pub until: i64,
-    /// The provider's message.
-    pub message: String,
-    /// Whether `until` is Shepherd's guess (the error named no reset): the probe tries then.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub guessed: bool,
-}
-
-/// A limit episode a task went through, as its note records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LimitEpisode {
-    /// Rate limit, usage limit or server error.
-    pub class: ErrorClass,
-    /// The provider.
-    pub provider: String,
-    /// When it began (ms).
-    pub since: i64,
-    /// How long the task waited (ms).
-    pub waited_ms: i64,
-    /// How many limit replies the episode drew.
-    pub replies: u32,
-    /// How it ended: `resumed`, [`RIDDEN_OUT`], or what ended the task during it.
-    pub ended: String,
-    /// Whether its wait was Shepherd's guess (the error named no reset).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub guessed: bool,
 }
 
 /// How an episode the agent rode out with its own retries ended.

@@ -9,7 +9,6 @@
 use serde_json::Map;
 
 use super::super::events::EventKind;
-use super::super::run;
 use super::FakeState;
 
 /// Why a pane goes away.
@@ -46,7 +45,7 @@ impl FakeState {
         };
         pane.closed = true;
         if why != Leaving::Closed {
-            run::end_everything(pane);
+            pane.end_everything();
         }
         let (id, ws, tab) = (
             pane.id.clone(),
@@ -122,7 +121,7 @@ impl FakeState {
         for pane in panes {
             if let Some(p) = self.pane_mut(&pane) {
                 p.closed = true;
-                run::end_everything(p);
+                p.end_everything();
             }
         }
         if let Some(t) = self.tabs.iter_mut().find(|t| t.id == tab) {

@@ -74,7 +74,7 @@ impl FakeState {
                     pane.commands.last().cloned().unwrap_or_default(),
                 ],
             ),
-            (None, true) => super::super::run::foreground_of(root).unwrap_or((root, root_argv)),
+            (None, true) => super::super::session::foreground_of(root).unwrap_or((root, root_argv)),
             (None, false) => (root, root_argv),
         };
         let name = argv.first().cloned().unwrap_or_default();

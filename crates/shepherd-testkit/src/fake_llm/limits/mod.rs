@@ -11,23 +11,18 @@
 //! ([`reply`]).
 //!
 //! A request's credential is its `x-api-key`, `authorization: Bearer …` or `x-goog-api-key`
-//! header, or its `key=` query parameter; requests without one share [`ANONYMOUS`]. The
+//! header, or its `key=` query parameter; requests without one share [`ANONYMOUS`](super::ANONYMOUS). The
 //! policies ([`Limits`]) apply to each credential separately and combine; the first that
 //! refuses decides the reply: a pending usage limit, then the in-flight cap, then the window.
 
 pub(crate) mod reply;
-#[cfg(test)]
-mod tests;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::request::Api;
-
-/// The credential of requests that carry none.
-pub const ANONYMOUS: &str = "anonymous";
+use super::request::{Api, LimitReason};
 
 /// The rate-limit policies of one server, each applied per credential; all off by default.
 ///
@@ -200,27 +195,6 @@ impl UsageLimit {
     }
 }
 
-/// Which policy refused a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitReason {
-    /// [`Limits::max_in_flight`].
-    InFlight,
-    /// [`Limits::requests`] per [`Limits::window`].
-    Window,
-    /// A [`UsageLimit`].
-    UsageLimit,
-}
-
-/// How a refused request was answered, as its request record shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limited {
-    /// The policy that refused it.
-    pub reason: LimitReason,
-    /// The HTTP status sent (429, or 529/503 when [`Limits::overloaded`]).
-    pub status: u16,
-}
-
 /// One refused request, in the order they were refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LimitedReply {
@@ -242,35 +216,6 @@ pub struct LimitedReply {
     /// When it was refused, since the server started. JSON: `at_ms`.
     #[serde(rename = "at_ms", with = "millis")]
     pub at: Duration,
-}
-
-/// The credential a request carries: `x-api-key`, `authorization: Bearer …` (or the whole
-/// `authorization` value when it is another scheme), `x-goog-api-key`, or the `key` query
-/// parameter; [`ANONYMOUS`] when none. Header names are in lower case.
-#[must_use]
-pub fn credential(headers: &BTreeMap<String, String>, query: &str) -> String {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .map(|value| value.trim())
-            .filter(|value| !value.is_empty())
-    };
-    let bearer = header("authorization").map(|value| {
-        value
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map_or(value, |(_, token)| token.trim())
-    });
-    let key = query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("key="))
-        .filter(|key| !key.is_empty());
-    header("x-api-key")
-        .or(bearer)
-        .or_else(|| header("x-goog-api-key"))
-        .or(key)
-        .unwrap_or(ANONYMOUS)
-        .to_owned()
 }
 
 /// Why a request is refused, with what the reply needs to say.

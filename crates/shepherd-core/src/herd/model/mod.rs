@@ -1,5 +1,12 @@
 //! The records a herd is made of, and the events that change them.
 //!
+//! Nothing here changes a herd: the commands beside this module do, through [`super::Tx`]. So
+//! every record an event carries and every record two commands share lives here, below all of
+//! them, and the commands import it from here rather than from each other. This file holds the
+//! sheep, the tasks (with the limit episodes they went through, in `limit`, and the sheep they
+//! fell back from) and the watchers; `mail` what participants send each other; `run` and
+//! `merge` a run and a merge as the herd keeps them; `event` the [`Event`]s.
+//!
 //! Two payloads stay open JSON: a stored reply's `result` (the answer of whichever method it
 //! was, kept verbatim so a resent request gets the same bytes back) and a task output's
 //! `telemetry` (note metadata, an open map in the fieldnotes format). Everything else — runs,
@@ -12,8 +19,17 @@ use serde_json::Value;
 use crate::ids::{AgentId, MessageId, TaskId, WatcherId};
 use crate::task::TaskState;
 
-pub use super::event::Event;
-pub use super::mail::*;
+mod event;
+mod limit;
+mod mail;
+mod merge;
+mod run;
+
+pub use event::Event;
+pub use limit::{LimitEpisode, TaskLimit};
+pub use mail::*;
+pub use merge::{Advance, Landed, Merge, MergeCandidate, MergePlan, landed_key};
+pub use run::Run;
 
 /// Where a sheep's process is in its life.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,10 +360,10 @@ pub struct Task {
     pub continues: Option<NoteLink>,
     /// The provider limit it waits out, while it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<super::limits::TaskLimit>,
+    pub limit: Option<TaskLimit>,
     /// The limit episodes it went through, for its note.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub limit_episodes: Vec<super::limits::LimitEpisode>,
+    pub limit_episodes: Vec<LimitEpisode>,
     /// Limit replies in its open episode.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub limit_replies: u32,
@@ -360,7 +376,29 @@ pub struct Task {
     pub limited_since: Option<i64>,
     /// The sheep that had it first, when it fell back from that sheep's limited provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fell_back_from: Option<super::fallback::FellBack>,
+    pub fell_back_from: Option<FellBack>,
+}
+
+/// What the sheep that first had a task left when the task fell back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FellBack {
+    /// The first sheep.
+    pub agent_id: AgentId,
+    /// Its display name.
+    pub display_name: String,
+    /// Its note, finalised when the second note is reserved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<NoteLink>,
+    /// The limit episodes it went through, the last one the limit it fell back on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub episodes: Vec<LimitEpisode>,
+    /// The provider that was limited.
+    pub provider: String,
+    /// Until when it was limited (ms).
+    pub until: i64,
+    /// When the task fell back (ms).
+    pub at: i64,
 }
 
 /// The stall watchdog of one task: its sheep is nudged once after `after_ms` without activity,

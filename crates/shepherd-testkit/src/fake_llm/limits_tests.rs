@@ -8,8 +8,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::reply::{go_duration, rfc3339, whole_seconds};
-use super::{LimitReason, Limiter, Limits, UsageLimit, credential};
+use super::limits::reply::{go_duration, rfc3339, whole_seconds};
+use super::limits::{Limiter, Limits, UsageLimit};
+use super::request::{LimitReason, credential};
 use crate::fake_llm::client::{self, HttpReply};
 use crate::fake_llm::{DEFAULT_QUEUE, Exhausted, FakeLlm, Options, Script, Step};
 

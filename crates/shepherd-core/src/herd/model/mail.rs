@@ -1,7 +1,8 @@
 //! What a herd's participants send each other and what waits for them: open requests, the
 //! record of who messaged whom, inboxes and their items (envelopes, completions, stale-wait
-//! reminders, notices), and the replies kept for resent requests. Split from [`super::model`],
-//! which re-exports all of it, so that the sheep and task records read on their own.
+//! reminders, notices), message receipts, and the replies kept for resent requests. Split from
+//! the sheep and task records of [`super`], which re-exports all of it, so that those read on
+//! their own.
 
 use std::collections::VecDeque;
 
@@ -9,8 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model::TaskReport;
+use super::TaskReport;
 use crate::envelope::Envelope;
+use crate::herd::lines::first_line;
 use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
 
 /// An open tracked request: a question whose task waits for the answer.
@@ -47,11 +49,39 @@ pub struct MessageRecord {
     /// When a message (not a task hand-over) was sent, handed out and read; absent for tasks
     /// and for records from journals written before receipts were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receipt: Option<super::receipts::Receipt>,
+    pub receipt: Option<Receipt>,
+}
+
+/// The times a message went through, kept on its routing record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    /// When it was queued for its recipient (ms).
+    pub sent_at: i64,
+    /// When its recipient first fetched it or had it pushed (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<i64>,
+    /// When its recipient acknowledged it from its inbox (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<i64>,
+    /// The message's first line, so a list of receipts says which message is which.
+    pub preview: String,
+}
+
+impl Receipt {
+    /// The receipt of a message `content` queued at `now`.
+    pub fn sent(now: i64, content: &str) -> Self {
+        Self {
+            sent_at: now,
+            delivered_at: None,
+            read_at: None,
+            preview: first_line(content),
+        }
+    }
 }
 
 /// A participant's queue of undelivered items. Nothing in it is ever dropped: a full inbox
-/// refuses new messages instead (see [`super::MAX_INBOX_ITEMS`]).
+/// refuses new messages instead (see [`crate::herd::MAX_INBOX_ITEMS`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Inbox {

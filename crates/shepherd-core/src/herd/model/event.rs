@@ -2,14 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{
-    Activity, ExitInfo, InboxItem, MessageRecord, NoteLink, Request, Sheep, StoredReply, Task,
-    TaskOutput, TaskResult, Watcher,
-};
+use super::limit::{LimitEpisode, TaskLimit};
+use super::mail::{InboxItem, MessageRecord, Request, StoredReply};
+use super::merge::{Advance, Landed, Merge};
+use super::run::Run;
+use super::{Activity, ExitInfo, NoteLink, Sheep, Task, TaskOutput, TaskResult, Watcher};
 use crate::ids::{AgentId, MessageId, Participant, TaskId, WatcherId};
 
-/// Every change a herd can undergo. The broker journals these; [`super::Herd::apply`] replays
-/// them.
+/// Every change a herd can undergo. The broker journals these; [`crate::herd::Herd::apply`]
+/// replays them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "event")]
 pub enum Event {
@@ -215,7 +216,7 @@ pub enum Event {
     /// A run was accepted.
     RunSubmitted {
         /// The run.
-        run: Box<super::run::Run>,
+        run: Box<Run>,
     },
     /// A run's notes were reserved.
     RunPlanned {
@@ -310,7 +311,7 @@ pub enum Event {
         /// Its open task.
         task_id: TaskId,
         /// The limit.
-        limit: super::limits::TaskLimit,
+        limit: TaskLimit,
     },
     /// A closed key's reset passed: its sheep are let go one at a time.
     LimitOpened {
@@ -355,7 +356,7 @@ pub enum Event {
         /// The task.
         task_id: TaskId,
         /// The episode, as its note records it.
-        episode: super::limits::LimitEpisode,
+        episode: LimitEpisode,
     },
     /// Every sheep on a key was let go: the key is open.
     LimitCleared {
@@ -381,7 +382,7 @@ pub enum Event {
     /// A merge was accepted.
     MergeSubmitted {
         /// The merge.
-        merge: Box<super::merge::Merge>,
+        merge: Box<Merge>,
     },
     /// A merge read (or made) its target: the tip it starts from.
     MergeStarted {
@@ -404,12 +405,12 @@ pub enum Event {
         /// The merge.
         merge_id: String,
         /// The move.
-        advance: super::merge::Advance,
+        advance: Advance,
     },
     /// A branch landed into a target, verified.
     BranchLanded {
         /// The landing.
-        landed: super::merge::Landed,
+        landed: Landed,
     },
     /// A merge was cancelled.
     MergeCancelled {
