@@ -156,10 +156,14 @@ fn serve(args: &ServeArgs, ctx: &Context, printer: Printer) -> Result<ExitCode, 
         adoption_grace: env_duration("SHEPHERD_ADOPTION_GRACE_MS", Duration::from_secs(10)),
         orphan_grace: env_duration("SHEPHERD_ORPHAN_GRACE_MS", Duration::from_secs(60)),
         hello_deadline: env_duration("SHEPHERD_HELLO_DEADLINE_MS", Duration::from_secs(10)),
-        pi_command: std::env::var("SHEPHERD_PI")
-            .ok()
-            .filter(|p| !p.is_empty())
-            .map(|p| vec![p]),
+        pi_command: std::env::var(
+            shepherd_harness::profile(shepherd_core::harness::Harness::Pi)
+                .program
+                .var,
+        )
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(|p| vec![p]),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -260,18 +260,8 @@ fn program_of(def: &AgentDef, env: &dyn UserEnv) -> (String, Option<&'static str
     if let Some(program) = def.command.as_ref().and_then(|argv| argv.first()) {
         return (program.clone(), None);
     }
-    let (var, name) = match def.harness {
-        Harness::Pi => ("SHEPHERD_PI", "pi"),
-        other => {
-            let adapter = shepherd_harness::adapter(other).expect("every other harness has one");
-            (adapter.program_var(), adapter.program_name())
-        }
-    };
-    let named = env
-        .var(var)
-        .filter(|value| !value.is_empty())
-        .map_or_else(|| name.to_owned(), |v| v.to_string_lossy().into_owned());
-    (named, Some(var))
+    let program = &shepherd_harness::profile(def.harness).program;
+    (program.named(env), Some(program.var))
 }
 
 /// Whether `program` is a file (named with a path) or on the environment's `PATH`.

@@ -52,8 +52,19 @@ impl Harness {
         Self::Opencode,
     ];
 
+    /// Every harness's name, in [`Harness::ALL`]'s order: the lists the front ends offer.
+    pub const NAMES: [&'static str; 5] = {
+        let mut names = [""; 5];
+        let mut at = 0;
+        while at < Self::ALL.len() {
+            names[at] = Self::ALL[at].as_str();
+            at += 1;
+        }
+        names
+    };
+
     /// The name used in definitions, on the command line and on the wire.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::Pi => "pi",
             Self::ClaudeCode => "claude-code",
@@ -76,11 +87,7 @@ impl Harness {
 
     /// The accepted names, for messages: `pi, claude-code, codex, gemini, opencode`.
     pub fn accepted() -> String {
-        Self::ALL
-            .iter()
-            .map(|h| h.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        Self::NAMES.join(", ")
     }
 }
 

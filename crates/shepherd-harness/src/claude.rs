@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use shepherd_core::harness::{Harness, ToolSet};
 
 use crate::compose::{copy_if_present, merge, read_object, write_json};
+use crate::profile::{Credentials, Login, Profile, Program, Provider};
 use crate::{Adapter, HarnessError, Plan, Turn, UserEnv};
 
 /// Claude Code's adapter.
@@ -64,9 +65,53 @@ fn claude_tools(tools: &[String]) -> Vec<String> {
     names
 }
 
+/// A Claude Code sheep: its key variables, or the login or key helper the user's
+/// configuration holds; nothing to check when the user runs it on Bedrock or Vertex.
+fn credentials(_model: Option<&str>, user: &dyn UserEnv) -> Option<Credentials> {
+    let set = |name: &str| user.var(name).is_some_and(|v| !v.is_empty() && v != "0");
+    if set("CLAUDE_CODE_USE_BEDROCK") || set("CLAUDE_CODE_USE_VERTEX") {
+        return None;
+    }
+    let dir = user.dir("CLAUDE_CONFIG_DIR", ".claude")?;
+    Some(Credentials::own(
+        &PROFILE,
+        vec![
+            Login::file(dir.join(".credentials.json")),
+            Login {
+                file: dir.join("settings.json"),
+                key: Some("apiKeyHelper".to_owned()),
+            },
+        ],
+    ))
+}
+
+/// What Shepherd knows about Claude Code besides how its turns run.
+pub(crate) const PROFILE: Profile = Profile {
+    harness: Harness::ClaudeCode,
+    program: Program {
+        var: "SHEPHERD_CLAUDE",
+        name: "claude",
+        install: "npm install -g @anthropic-ai/claude-code",
+        version_home: None,
+    },
+    provider: Provider {
+        name: Some("anthropic"),
+        endpoint_vars: &["ANTHROPIC_BASE_URL"],
+        key_vars: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ],
+        hosts: &["api.anthropic.com:443", "console.anthropic.com:443"],
+    },
+    login_with: "Claude Code",
+    credentials,
+    provider_config: None,
+};
+
 impl Adapter for ClaudeCode {
-    fn harness(&self) -> Harness {
-        Harness::ClaudeCode
+    fn profile(&self) -> &'static Profile {
+        &PROFILE
     }
 
     fn classify_error(&self, error: &str, now: jiff::Timestamp) -> Classified {
@@ -92,14 +137,6 @@ impl Adapter for ClaudeCode {
         Some(format!(
             "the sheep's environment has no Anthropic key (none of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN is set) and there is no Claude Code login to copy; pass ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN{endpoint} to the environment Shepherd runs in (from an MCP host: its shepherd server entry; `shepherd doctor` shows how)"
         ))
-    }
-
-    fn program_var(&self) -> &'static str {
-        "SHEPHERD_CLAUDE"
-    }
-
-    fn program_name(&self) -> &'static str {
-        "claude"
     }
 
     fn check_tools(&self, _tools: &ToolSet) -> Result<(), crate::Unsupported> {

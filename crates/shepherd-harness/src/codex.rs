@@ -25,6 +25,7 @@ use serde_json::Value;
 use shepherd_core::harness::{Harness, ToolSet};
 
 use crate::compose::{copy_if_present, toml_array, toml_string, write_text};
+use crate::profile::{Credentials, Login, Profile, Program, Provider};
 use crate::{Adapter, HarnessError, Plan, Turn, Unsupported, UserEnv};
 
 /// Codex's adapter.
@@ -60,9 +61,66 @@ fn configured_model(text: &str) -> Option<String> {
     None
 }
 
+/// A Codex sheep: its key variables or the user's `auth.json`; nothing to check when the
+/// user's configuration picks a provider other than OpenAI.
+fn credentials(_model: Option<&str>, user: &dyn UserEnv) -> Option<Credentials> {
+    let home = user.dir("CODEX_HOME", ".codex")?;
+    let config = fs_err::read_to_string(home.join("config.toml")).unwrap_or_default();
+    match codex_provider(&config) {
+        Some(provider) if provider != "openai" => None,
+        _ => Some(Credentials::own(
+            &PROFILE,
+            vec![Login::file(home.join("auth.json"))],
+        )),
+    }
+}
+
+/// The top-level `model_provider` of a Codex `config.toml` (the keys before the first table).
+fn codex_provider(config: &str) -> Option<String> {
+    config
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with('['))
+        .find_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == "model_provider")
+                .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
+        })
+}
+
+/// The user's `config.toml`, where a provider of their own names its endpoint.
+fn provider_config(user: &dyn UserEnv) -> Option<PathBuf> {
+    user.dir("CODEX_HOME", ".codex")
+        .map(|home| home.join("config.toml"))
+}
+
+/// What Shepherd knows about Codex besides how its turns run.
+pub(crate) const PROFILE: Profile = Profile {
+    harness: Harness::Codex,
+    program: Program {
+        var: "SHEPHERD_CODEX",
+        name: "codex",
+        install: "npm install -g @openai/codex",
+        version_home: None,
+    },
+    provider: Provider {
+        name: Some("openai"),
+        endpoint_vars: &["OPENAI_BASE_URL"],
+        key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+        hosts: &[
+            "api.openai.com:443",
+            "chatgpt.com:443",
+            "auth.openai.com:443",
+        ],
+    },
+    login_with: "Codex",
+    credentials,
+    provider_config: Some(provider_config),
+};
+
 impl Adapter for Codex {
-    fn harness(&self) -> Harness {
-        Harness::Codex
+    fn profile(&self) -> &'static Profile {
+        &PROFILE
     }
 
     fn classify_error(&self, error: &str, now: jiff::Timestamp) -> Classified {
@@ -76,14 +134,6 @@ impl Adapter for Codex {
             };
         }
         crate::limits::classify_with_clock(error, &["try again at "], now)
-    }
-
-    fn program_var(&self) -> &'static str {
-        "SHEPHERD_CODEX"
-    }
-
-    fn program_name(&self) -> &'static str {
-        "codex"
     }
 
     fn check_tools(&self, tools: &ToolSet) -> Result<(), Unsupported> {

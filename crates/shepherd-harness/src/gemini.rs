@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use shepherd_core::harness::Harness;
 
 use crate::compose::{copy_if_present, merge, read_object, write_json, write_text};
+use crate::profile::{Credentials, Login, Profile, Program, Provider};
 use crate::{Adapter, HarnessError, Plan, Turn, UserEnv};
 
 /// Gemini CLI's adapter.
@@ -75,9 +76,47 @@ fn core_tools(tools: &[String]) -> Vec<String> {
     names
 }
 
+/// A Gemini CLI sheep: its key variables or the user's OAuth login, when the user's settings
+/// pick one of those; nothing to check for Vertex or another kind of login.
+fn credentials(_model: Option<&str>, user: &dyn UserEnv) -> Option<Credentials> {
+    let dot = user.dir("GEMINI_CLI_HOME", "")?.join(".gemini");
+    let settings = Value::Object(read_object(&dot.join("settings.json")));
+    match settings["security"]["auth"]["selectedType"].as_str() {
+        None | Some("gemini-api-key" | "oauth-personal") => Some(Credentials::own(
+            &PROFILE,
+            vec![Login::file(dot.join("oauth_creds.json"))],
+        )),
+        Some(_) => None,
+    }
+}
+
+/// What Shepherd knows about Gemini CLI besides how its turns run.
+pub(crate) const PROFILE: Profile = Profile {
+    harness: Harness::Gemini,
+    program: Program {
+        var: "SHEPHERD_GEMINI",
+        name: "gemini",
+        install: "npm install -g @google/gemini-cli",
+        version_home: Some("GEMINI_CLI_HOME"),
+    },
+    provider: Provider {
+        name: Some("google"),
+        endpoint_vars: &["GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL"],
+        key_vars: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        hosts: &[
+            "generativelanguage.googleapis.com:443",
+            "cloudcode-pa.googleapis.com:443",
+            "oauth2.googleapis.com:443",
+        ],
+    },
+    login_with: "Gemini CLI",
+    credentials,
+    provider_config: None,
+};
+
 impl Adapter for Gemini {
-    fn harness(&self) -> Harness {
-        Harness::Gemini
+    fn profile(&self) -> &'static Profile {
+        &PROFILE
     }
 
     fn classify_error(&self, error: &str, now: jiff::Timestamp) -> Classified {
@@ -93,14 +132,6 @@ impl Adapter for Gemini {
             };
         }
         shared
-    }
-
-    fn program_var(&self) -> &'static str {
-        "SHEPHERD_GEMINI"
-    }
-
-    fn program_name(&self) -> &'static str {
-        "gemini"
     }
 
     fn prepare(&self, plan: &mut Plan, user: &dyn UserEnv) -> Result<(), HarnessError> {

@@ -6,19 +6,27 @@
 //! composed from the user's (the user's files are read, never changed), the command line of one
 //! headless turn and of the interactive program, and how its machine-readable output reads as
 //! a [`Turn`]. The broker composes a [`Plan`] at spawn and writes it beside the sheep's state;
-//! the sheep's driver (`shepherd harness`) reads it back and runs the agent. Adding a harness
-//! is one more module and one line in [`adapter`].
+//! the sheep's driver (`shepherd harness`) reads it back and runs the agent. Each harness's
+//! module also declares its [`Profile`] — its program and install line, its provider's
+//! variables and hosts, its logins — which the front ends, the sandbox and the environment
+//! checks read through [`profile`] (pi's module holds only that). Adding a harness is one more
+//! module and one line in [`adapter`] and in [`profile`].
 
 mod claude;
 mod codex;
 mod compose;
+mod gemini;
+#[cfg(test)]
+mod hand_lists;
 mod limits;
 pub mod needs;
+mod opencode;
+mod pi;
+mod profile;
+mod turn;
 
 pub use limits::{key_var, provider_key, provider_name};
-mod gemini;
-mod opencode;
-mod turn;
+pub use profile::{Profile, Program, Provider};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -209,14 +217,14 @@ impl UserEnv for ProcessEnv {
 
 /// What differs between coding agents.
 pub trait Adapter: Sync {
+    /// What Shepherd knows about the agent besides how its turns run (its module's
+    /// [`Profile`]).
+    fn profile(&self) -> &'static Profile;
+
     /// Which harness this is.
-    fn harness(&self) -> Harness;
-
-    /// The variable naming the agent's program, e.g. `SHEPHERD_CLAUDE`.
-    fn program_var(&self) -> &'static str;
-
-    /// The program's usual name on `PATH`.
-    fn program_name(&self) -> &'static str;
+    fn harness(&self) -> Harness {
+        self.profile().harness
+    }
 
     /// Refuses a tool allowlist the agent cannot enforce.
     ///
@@ -354,13 +362,38 @@ pub fn adapter(harness: Harness) -> Option<&'static dyn Adapter> {
     }
 }
 
+/// The profile of `harness`.
+pub fn profile(harness: Harness) -> &'static Profile {
+    match harness {
+        Harness::Pi => &pi::PROFILE,
+        Harness::ClaudeCode => &claude::PROFILE,
+        Harness::Codex => &codex::PROFILE,
+        Harness::Gemini => &gemini::PROFILE,
+        Harness::Opencode => &opencode::PROFILE,
+    }
+}
+
+/// What the error that ended a turn of `harness` means (a rate or usage limit, a server error,
+/// or fatal), and when its limit resets: its adapter's reading, and for pi the shared rules.
+pub fn classify_error(
+    harness: Harness,
+    error: &str,
+    now: jiff::Timestamp,
+) -> shepherd_core::limit::Classified {
+    match adapter(harness) {
+        Some(adapter) => adapter.classify_error(error, now),
+        None => pi::classify_error(error),
+    }
+}
+
 /// The program a harness runs: `$SHEPHERD_<AGENT>` when set (a path or a name), else its usual
 /// name, found on `path`.
 pub fn locate_program(adapter: &dyn Adapter, user: &dyn UserEnv) -> Result<PathBuf, String> {
+    let program = &adapter.profile().program;
     let named = user
-        .var(adapter.program_var())
+        .var(program.var)
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| adapter.program_name().into());
+        .unwrap_or_else(|| program.name.into());
     let named = PathBuf::from(named);
     if named.components().count() > 1 {
         return if named.is_file() {
@@ -370,7 +403,7 @@ pub fn locate_program(adapter: &dyn Adapter, user: &dyn UserEnv) -> Result<PathB
                 "{} is not installed at {} ({} names it)",
                 adapter.harness().title(),
                 named.display(),
-                adapter.program_var()
+                program.var
             ))
         };
     }
@@ -383,7 +416,7 @@ pub fn locate_program(adapter: &dyn Adapter, user: &dyn UserEnv) -> Result<PathB
                 "{} is not installed: `{}` is not on PATH (install it, or set {} to its program)",
                 adapter.harness().title(),
                 named.display(),
-                adapter.program_var()
+                program.var
             )
         })
 }

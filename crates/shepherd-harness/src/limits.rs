@@ -12,6 +12,8 @@ use shepherd_core::harness::Harness;
 use shepherd_core::limit::{Classified, ProviderKey, Reset};
 
 use crate::UserEnv;
+use crate::pi::provider_key_vars;
+use crate::profile;
 
 /// The next instant, after `now` in `zone`, at the wall-clock time that follows one of
 /// `markers` in `text` (`6:55 PM`, `3pm`, `15:30`). The agents say it to the minute, cut
@@ -110,43 +112,6 @@ pub(crate) fn classify_with_clock(error: &str, markers: &[&str], now: Timestamp)
     shared.or_reset(clock_reset(error, markers, now, &TimeZone::system()))
 }
 
-/// Where an agent's model requests go: its provider, and the variables that name its endpoint
-/// and credential, most specific first.
-pub(crate) struct ProviderVars {
-    pub(crate) provider: &'static str,
-    pub(crate) endpoints: &'static [&'static str],
-    pub(crate) credentials: &'static [&'static str],
-}
-
-pub(crate) fn provider_vars(harness: Harness) -> ProviderVars {
-    match harness {
-        Harness::ClaudeCode => ProviderVars {
-            provider: "anthropic",
-            endpoints: &["ANTHROPIC_BASE_URL"],
-            credentials: &[
-                "ANTHROPIC_API_KEY",
-                "ANTHROPIC_AUTH_TOKEN",
-                "CLAUDE_CODE_OAUTH_TOKEN",
-            ],
-        },
-        Harness::Codex => ProviderVars {
-            provider: "openai",
-            endpoints: &["OPENAI_BASE_URL"],
-            credentials: &["CODEX_API_KEY", "OPENAI_API_KEY"],
-        },
-        Harness::Gemini => ProviderVars {
-            provider: "google",
-            endpoints: &["GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL"],
-            credentials: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        },
-        Harness::Opencode | Harness::Pi => ProviderVars {
-            provider: "",
-            endpoints: &[],
-            credentials: &[],
-        },
-    }
-}
-
 /// The provider key of a sheep on `harness` with `model` (`provider/id` for pi and opencode),
 /// read from the environment it inherits (`user`, with `overrides` on top) and, for a sheep on
 /// another machine, its host. Only a digest of the endpoint and credential is kept.
@@ -165,18 +130,18 @@ pub fn provider_key(
             .or_else(|| user.var(name).and_then(|v| v.into_string().ok()))
             .filter(|v| !v.is_empty())
     };
-    let vars = provider_vars(harness);
-    let provider = match (vars.provider, model.and_then(|m| m.split_once('/'))) {
-        ("", Some((provider, _))) => provider.to_owned(),
-        ("", None) => harness.as_str().to_owned(),
-        (provider, _) => provider.to_owned(),
+    let vars = &profile(harness).provider;
+    let provider = match (vars.name, model.and_then(|m| m.split_once('/'))) {
+        (None, Some((provider, _))) => provider.to_owned(),
+        (None, None) => harness.as_str().to_owned(),
+        (Some(provider), _) => provider.to_owned(),
     };
-    let credentials = match vars.credentials {
+    let credentials = match vars.key_vars {
         [] => provider_key_vars(&provider).unwrap_or_default(),
         named => named,
     };
     let endpoint = vars
-        .endpoints
+        .endpoint_vars
         .iter()
         .find_map(|name| var(name))
         .map(|url| match host {
@@ -197,14 +162,14 @@ pub fn provider_key(
 /// The provider `harness` reaches when it has one of its own (`anthropic`, `openai`,
 /// `google`); `None` for pi and opencode, whose provider is their model's.
 pub fn provider_name(harness: Harness) -> Option<&'static str> {
-    Some(provider_vars(harness).provider).filter(|p| !p.is_empty())
+    profile(harness).provider.name
 }
 
 /// The variable a sheep on `harness` running `model` (`provider/id` for pi and opencode) reads
 /// its provider's key from: the one of its variables the user has set, else the first. `None`
 /// when it cannot be told (opencode or pi on a provider Shepherd does not know, or no model).
 pub fn key_var(harness: Harness, model: Option<&str>, user: &dyn UserEnv) -> Option<&'static str> {
-    let vars = match provider_vars(harness).credentials {
+    let vars = match profile(harness).provider.key_vars {
         [] => {
             let (provider, _) = model?.split_once('/')?;
             provider_key_vars(provider)?
@@ -215,32 +180,6 @@ pub fn key_var(harness: Harness, model: Option<&str>, user: &dyn UserEnv) -> Opt
         .copied()
         .find(|name| user.var(name).is_some_and(|v| !v.is_empty()))
         .or_else(|| vars.first().copied())
-}
-
-/// The variables pi (and opencode, which reads the same ones) takes `provider`'s key from
-/// (pi-ai's `getApiKeyEnvVars`), most specific first; `None` for a provider Shepherd does not
-/// know.
-pub(crate) fn provider_key_vars(provider: &str) -> Option<&'static [&'static str]> {
-    Some(match provider {
-        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
-        "openai" => &["OPENAI_API_KEY"],
-        "google" => &["GEMINI_API_KEY"],
-        "github-copilot" => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
-        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "groq" => &["GROQ_API_KEY"],
-        "cerebras" => &["CEREBRAS_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
-        "zai" => &["ZAI_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY"],
-        "moonshotai" => &["MOONSHOT_API_KEY"],
-        "huggingface" => &["HF_TOKEN"],
-        "fireworks" => &["FIREWORKS_API_KEY"],
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -9,69 +9,10 @@
 //! for sure is said: an agent whose provider is configured some other way (opencode's own
 //! configuration, a Codex provider of the user's, Vertex or Bedrock) needs nothing here.
 
-use std::path::PathBuf;
-
-use serde_json::Value;
 use shepherd_core::harness::Harness;
 
-use crate::UserEnv;
-use crate::compose::read_object;
-use crate::limits::{provider_key_vars, provider_vars};
-
-/// What reaching a provider takes: any one of `vars` set (not empty), or one of `logins`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// The provider, as the agent names it (`anthropic`, `openai`, `google`, pi's provider).
-    pub provider: String,
-    /// The variables the agent reads a key from; any one is enough.
-    pub vars: Vec<&'static str>,
-    /// Logins the user's configuration may hold instead.
-    pub logins: Vec<Login>,
-}
-
-/// A login an agent keeps in a file of the user's configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Login {
-    /// The file.
-    pub file: PathBuf,
-    /// The key the file's JSON object must have (pi's `auth.json` holds one per provider);
-    /// `None` when the file alone is the login.
-    pub key: Option<String>,
-}
-
-impl Login {
-    fn file(file: PathBuf) -> Self {
-        Self { file, key: None }
-    }
-
-    /// Whether the user has it.
-    pub fn present(&self) -> bool {
-        match &self.key {
-            None => self.file.is_file(),
-            Some(key) => read_object(&self.file).contains_key(key),
-        }
-    }
-}
-
-impl Credentials {
-    /// The variable of `vars` the user has set (not empty), if any.
-    pub fn set_var(&self, user: &dyn UserEnv) -> Option<&'static str> {
-        self.vars
-            .iter()
-            .copied()
-            .find(|name| user.var(name).is_some_and(|value| !value.is_empty()))
-    }
-
-    /// The login the user has, if any.
-    pub fn login(&self) -> Option<&Login> {
-        self.logins.iter().find(|login| login.present())
-    }
-
-    /// Whether the user has what it takes: a variable set or a login.
-    pub fn found(&self, user: &dyn UserEnv) -> bool {
-        self.set_var(user).is_some() || self.login().is_some()
-    }
-}
+pub use crate::profile::{Credentials, Login};
+use crate::{UserEnv, profile};
 
 /// What a sheep on `harness` running `model` (pi's `provider/id`; `None` for the agent's own
 /// default) needs to reach its provider, read against the user's configuration; `None` when
@@ -81,86 +22,14 @@ pub fn credentials(
     model: Option<&str>,
     user: &dyn UserEnv,
 ) -> Option<Credentials> {
-    let shared = |logins: Vec<Login>| {
-        let vars = provider_vars(harness);
-        Credentials {
-            provider: vars.provider.to_owned(),
-            vars: vars.credentials.to_vec(),
-            logins,
-        }
-    };
-    match harness {
-        Harness::Pi => pi(model?, user),
-        Harness::Opencode => None,
-        Harness::ClaudeCode => {
-            let set = |name: &str| user.var(name).is_some_and(|v| !v.is_empty() && v != "0");
-            if set("CLAUDE_CODE_USE_BEDROCK") || set("CLAUDE_CODE_USE_VERTEX") {
-                return None;
-            }
-            let dir = user.dir("CLAUDE_CONFIG_DIR", ".claude")?;
-            Some(shared(vec![
-                Login::file(dir.join(".credentials.json")),
-                Login {
-                    file: dir.join("settings.json"),
-                    key: Some("apiKeyHelper".to_owned()),
-                },
-            ]))
-        }
-        Harness::Codex => {
-            let home = user.dir("CODEX_HOME", ".codex")?;
-            let config = fs_err::read_to_string(home.join("config.toml")).unwrap_or_default();
-            match codex_provider(&config) {
-                Some(provider) if provider != "openai" => None,
-                _ => Some(shared(vec![Login::file(home.join("auth.json"))])),
-            }
-        }
-        Harness::Gemini => {
-            let dot = user.dir("GEMINI_CLI_HOME", "")?.join(".gemini");
-            let settings = Value::Object(read_object(&dot.join("settings.json")));
-            match settings["security"]["auth"]["selectedType"].as_str() {
-                None | Some("gemini-api-key" | "oauth-personal") => {
-                    Some(shared(vec![Login::file(dot.join("oauth_creds.json"))]))
-                }
-                Some(_) => None,
-            }
-        }
-    }
+    (profile(harness).credentials)(model, user)
 }
 
 /// The variables that point a sheep on `harness` at another endpoint of its provider
 /// (`ANTHROPIC_BASE_URL` for Claude Code). A sheep started without one its user has set goes
 /// to the provider's default endpoint, with a key meant for another.
 pub fn endpoint_vars(harness: Harness) -> &'static [&'static str] {
-    provider_vars(harness).endpoints
-}
-
-/// The top-level `model_provider` of a Codex `config.toml` (the keys before the first table).
-fn codex_provider(config: &str) -> Option<String> {
-    config
-        .lines()
-        .map(str::trim)
-        .take_while(|line| !line.starts_with('['))
-        .find_map(|line| {
-            let (key, value) = line.split_once('=')?;
-            (key.trim() == "model_provider")
-                .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
-        })
-}
-
-/// A pi sheep on `model`: the variables pi reads its provider's key from (pi-ai's
-/// `getApiKeyEnvVars`), or a login for that provider in pi's `auth.json`.
-fn pi(model: &str, user: &dyn UserEnv) -> Option<Credentials> {
-    let (provider, _) = model.split_once('/')?;
-    let vars = provider_key_vars(provider)?;
-    let agent_dir = user.dir("PI_CODING_AGENT_DIR", ".pi/agent")?;
-    Some(Credentials {
-        provider: provider.to_owned(),
-        vars: vars.to_vec(),
-        logins: vec![Login {
-            file: agent_dir.join("auth.json"),
-            key: Some(provider.to_owned()),
-        }],
-    })
+    profile(harness).provider.endpoint_vars
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use shepherd_core::harness::Harness;
 
 use crate::compose::{copy_if_present, merge, read_object, write_json, write_text};
+use crate::profile::{MODEL_PROVIDER_HOSTS, Profile, Program, Provider};
 use crate::{Adapter, Export, HarnessError, Plan, Turn, UserEnv};
 
 /// opencode's adapter.
@@ -39,17 +40,35 @@ fn root(plan: &Plan) -> PathBuf {
     plan.dir.join("opencode")
 }
 
+/// The file `OPENCODE_CONFIG` names, else the user's global `opencode.json`, where a provider
+/// of their own names its endpoint.
+fn provider_config(user: &dyn UserEnv) -> Option<PathBuf> {
+    user.dir("OPENCODE_CONFIG", ".config/opencode/opencode.json")
+}
+
+/// What Shepherd knows about opencode besides how its turns run.
+pub(crate) const PROFILE: Profile = Profile {
+    harness: Harness::Opencode,
+    program: Program {
+        var: "SHEPHERD_OPENCODE",
+        name: "opencode",
+        install: "npm install -g opencode-ai",
+        version_home: None,
+    },
+    provider: Provider {
+        name: None,
+        endpoint_vars: &[],
+        key_vars: &[],
+        hosts: MODEL_PROVIDER_HOSTS,
+    },
+    login_with: "opencode",
+    credentials: crate::profile::unchecked,
+    provider_config: Some(provider_config),
+};
+
 impl Adapter for Opencode {
-    fn harness(&self) -> Harness {
-        Harness::Opencode
-    }
-
-    fn program_var(&self) -> &'static str {
-        "SHEPHERD_OPENCODE"
-    }
-
-    fn program_name(&self) -> &'static str {
-        "opencode"
+    fn profile(&self) -> &'static Profile {
+        &PROFILE
     }
 
     fn prepare(&self, plan: &mut Plan, user: &dyn UserEnv) -> Result<(), HarnessError> {

@@ -10,7 +10,7 @@
 //! value); only the variable's name is ever kept or shown.
 
 use shepherd_core::agent_def::AgentDef;
-use shepherd_core::harness::{Harness, Runtime};
+use shepherd_core::harness::Runtime;
 use shepherd_core::herd::limits::LimitWaits;
 use shepherd_core::ids::AgentId;
 use shepherd_core::limit::{LimitSignal, ProviderKey};
@@ -70,8 +70,7 @@ pub(crate) fn signal_of(
     let runtime = broker.read(|herd| herd.sheep.get(agent_id).map(|s| s.runtime))?;
     let now = jiff::Timestamp::from_millisecond(broker.clock.now_ms()).ok()?;
     let classified = match runtime {
-        Runtime::Agent(Harness::Pi) => crate::sheep::pi::classify_error(error),
-        Runtime::Agent(harness) => shepherd_harness::adapter(harness)?.classify_error(error, now),
+        Runtime::Agent(harness) => shepherd_harness::classify_error(harness, error, now),
         Runtime::Command => return None,
     };
     let announced = retry_after_ms

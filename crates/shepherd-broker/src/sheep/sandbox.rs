@@ -226,7 +226,10 @@ fn state_dirs(broker: &Broker, id: &AgentId, runtime: Runtime) -> (Vec<PathBuf>,
 /// Where a sheep with `network: model` may connect: its provider's own hosts, any endpoint a
 /// base-URL variable names, and, for pi, every provider `models.json` configures.
 fn model_endpoints(broker: &Broker, runtime: Runtime) -> Vec<String> {
-    let mut endpoints: Vec<String> = shepherd_core::sandbox::provider_hosts(runtime.harness())
+    // A `command` sheep has no provider of its own: only what its environment names.
+    let profile = runtime.harness().map(shepherd_harness::profile);
+    let mut endpoints: Vec<String> = profile
+        .map_or(&[][..], |profile| profile.provider.hosts)
         .iter()
         .map(|host| (*host).to_owned())
         .collect();
@@ -242,27 +245,31 @@ fn model_endpoints(broker: &Broker, runtime: Runtime) -> Vec<String> {
             endpoints.extend(shepherd_core::sandbox::pi_model_endpoints(&text));
         }
     }
-    // Codex and opencode name a custom provider's endpoint in their configuration file.
-    let home = &broker.config.dirs.home;
-    let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
-    let config = match runtime.harness() {
-        Some(Harness::Codex) => Some(
-            var("CODEX_HOME")
-                .map_or_else(|| home.join(".codex"), PathBuf::from)
-                .join("config.toml"),
-        ),
-        Some(Harness::Opencode) => Some(var("OPENCODE_CONFIG").map_or_else(
-            || home.join(".config/opencode/opencode.json"),
-            PathBuf::from,
-        )),
-        _ => None,
-    };
+    // Some agents (Codex, opencode) name a custom provider's endpoint in their configuration
+    // file.
+    let user = BrokerEnv(&broker.config.dirs.home);
+    let config = profile
+        .and_then(|profile| profile.provider_config)
+        .and_then(|config| config(&user));
     if let Some(text) = config.and_then(|file| fs_err::read_to_string(file).ok()) {
         endpoints.extend(shepherd_core::sandbox::config_endpoints(&text));
     }
     endpoints.sort();
     endpoints.dedup();
     endpoints
+}
+
+/// The broker's own environment, with the home directory its configuration resolved.
+struct BrokerEnv<'a>(&'a Path);
+
+impl shepherd_harness::UserEnv for BrokerEnv<'_> {
+    fn var(&self, name: &str) -> Option<std::ffi::OsString> {
+        std::env::var_os(name)
+    }
+
+    fn home(&self) -> Option<PathBuf> {
+        Some(self.0.to_path_buf())
+    }
 }
 
 #[cfg(test)]

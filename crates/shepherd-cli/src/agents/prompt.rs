@@ -136,10 +136,11 @@ fn capture(
         .map_err(|err| io_error("writing the pi sheep extension", &err))?;
     let captured = work.join("prompt.md");
     let definition = shepherd_broker::definition_args(def, model, None, &body);
-    let pi = std::env::var("SHEPHERD_PI")
+    let pi_program = &shepherd_harness::profile(shepherd_core::harness::Harness::Pi).program;
+    let pi = std::env::var(pi_program.var)
         .ok()
         .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "pi".to_owned());
+        .unwrap_or_else(|| pi_program.name.to_owned());
     let mut command = tokio::process::Command::new(&pi);
     command
         .args(["--no-session", "--mode", "json", "-p", "-e"])
@@ -162,7 +163,10 @@ fn capture(
         let child = command.spawn().map_err(|err| {
             CliError::new(
                 ErrorCode::PiUnavailable,
-                format!("cannot start pi ({pi:?}): {err}; install pi or set SHEPHERD_PI"),
+                format!(
+                    "cannot start pi ({pi:?}): {err}; install pi or set {}",
+                    pi_program.var
+                ),
             )
         })?;
         tokio::time::timeout(CAPTURE_DEADLINE, child.wait_with_output())

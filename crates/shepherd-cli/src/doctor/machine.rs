@@ -19,7 +19,7 @@ use shepherd_client::needs::{Lack, lacks, which};
 use shepherd_core::agent_def::AgentDef;
 use shepherd_core::harness::Harness;
 use shepherd_core::settings::Backend;
-use shepherd_harness::UserEnv;
+use shepherd_harness::{Program, UserEnv, profile};
 
 use super::Finding;
 
@@ -41,7 +41,7 @@ pub(super) fn backends(setting: Backend, env: &dyn UserEnv) -> Vec<Finding> {
             key: "tmux".to_owned(),
             path: path.clone(),
             args: &["-V"],
-            own_home: false,
+            own_home: None,
         })
         .collect();
     let versions = versions(found);
@@ -68,40 +68,16 @@ pub(super) fn backends(setting: Backend, env: &dyn UserEnv) -> Vec<Finding> {
 
 /// pi and the other coding agents, and the programs of `command` definitions.
 pub(super) fn agents(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Finding> {
-    let mut programs: Vec<(Harness, &'static str, String, &'static str)> = Vec::new();
-    for harness in Harness::ALL {
-        let (var, name, install) = match harness {
-            Harness::Pi => (
-                "SHEPHERD_PI",
-                "pi",
-                "npm install -g @mariozechner/pi-coding-agent",
-            ),
-            Harness::ClaudeCode => (
-                "SHEPHERD_CLAUDE",
-                "claude",
-                "npm install -g @anthropic-ai/claude-code",
-            ),
-            Harness::Codex => ("SHEPHERD_CODEX", "codex", "npm install -g @openai/codex"),
-            Harness::Gemini => (
-                "SHEPHERD_GEMINI",
-                "gemini",
-                "npm install -g @google/gemini-cli",
-            ),
-            Harness::Opencode => (
-                "SHEPHERD_OPENCODE",
-                "opencode",
-                "npm install -g opencode-ai",
-            ),
-        };
-        let named = env
-            .var(var)
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| name.to_owned(), |v| v.to_string_lossy().into_owned());
-        programs.push((harness, var, named, install));
-    }
+    let programs: Vec<(Harness, &Program, String)> = Harness::ALL
+        .into_iter()
+        .map(|harness| {
+            let program = &profile(harness).program;
+            (harness, program, program.named(env))
+        })
+        .collect();
     let located: Vec<(Harness, Option<PathBuf>)> = programs
         .iter()
-        .map(|(harness, _, named, _)| (*harness, which(named, env)))
+        .map(|(harness, _, named)| (*harness, which(named, env)))
         .collect();
     let versions = versions(
         located
@@ -111,15 +87,13 @@ pub(super) fn agents(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Finding> {
                     key: harness.as_str().to_owned(),
                     path: p.clone(),
                     args: &["--version"],
-                    // Gemini CLI writes its project registry (and temp files beside it) under
-                    // its home even for `--version`.
-                    own_home: *harness == Harness::Gemini,
+                    own_home: profile(*harness).program.version_home,
                 })
             })
             .collect(),
     );
     let mut findings = Vec::new();
-    for ((harness, var, named, install), (_, path)) in programs.iter().zip(&located) {
+    for ((harness, program, named), (_, path)) in programs.iter().zip(&located) {
         let users: Vec<&str> = defs
             .iter()
             .filter(|def| def.command.is_none() && runs_on(def, *harness))
@@ -134,7 +108,7 @@ pub(super) fn agents(defs: &[AgentDef], env: &dyn UserEnv) -> Vec<Finding> {
             None => Finding::miss(
                 what,
                 format!("`{named}` not found; needed by {}", users.join(", ")),
-                format!("{install}, or set {var} to its path"),
+                format!("{}, or set {} to its path", program.install, program.var),
             ),
         });
     }
@@ -196,17 +170,11 @@ pub(super) fn environment(ctx: &Context, defs: &[AgentDef], env: &dyn UserEnv) -
             Lack::Credential { harness, vars, .. } => findings.push(Finding::miss(
                 vars.first().cloned().unwrap_or_default(),
                 lack.describe(),
-                match harness {
-                    Harness::Pi => format!(
-                        "export one of {} in your shell profile, or log in with pi's /login",
-                        vars.join(", ")
-                    ),
-                    other => format!(
-                        "export one of {} in your shell profile, or log in with {}",
-                        vars.join(", "),
-                        other.title()
-                    ),
-                },
+                format!(
+                    "export one of {} in your shell profile, or log in with {}",
+                    vars.join(", "),
+                    profile(*harness).login_with
+                ),
             )),
             Lack::Variable { name, .. } => findings.push(Finding::miss(
                 name.clone(),
@@ -232,10 +200,10 @@ struct Probe {
     key: String,
     path: PathBuf,
     args: &'static [&'static str],
-    /// Run it with `HOME` (and `GEMINI_CLI_HOME`) in a directory of its own, removed after:
-    /// for an agent that writes state under its home even to say its version, since doctor
-    /// reads and never changes.
-    own_home: bool,
+    /// Run it with `HOME` (and this variable, its agent's home) in a directory of its own,
+    /// removed after: for an agent that writes state under its home even to say its version,
+    /// since doctor reads and never changes.
+    own_home: Option<&'static str>,
 }
 
 /// Each program's version (the first line of what it prints for `args`), run side by side
@@ -255,11 +223,12 @@ fn versions(programs: Vec<Probe>) -> HashMap<String, String> {
                     } = probe;
                     let mut command = std::process::Command::new(&path);
                     command.args(args);
-                    let home = own_home.then(tempfile::TempDir::new).transpose().ok()?;
-                    if let Some(home) = &home {
-                        command
-                            .env("HOME", home.path())
-                            .env("GEMINI_CLI_HOME", home.path());
+                    let home = own_home
+                        .map(|var| tempfile::TempDir::new().map(|dir| (var, dir)))
+                        .transpose()
+                        .ok()?;
+                    if let Some((var, home)) = &home {
+                        command.env("HOME", home.path()).env(var, home.path());
                     }
                     let output = shepherd_term::process::run_with_deadline(&mut command, deadline)
                         .ok()

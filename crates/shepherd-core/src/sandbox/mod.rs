@@ -204,32 +204,6 @@ pub const BASE_URL_VARIABLES: [&str; 6] = [
     "OLLAMA_HOST",
 ];
 
-/// The hosts a harness's own provider answers on, by default (its API and its login).
-pub fn provider_hosts(harness: Option<crate::harness::Harness>) -> &'static [&'static str] {
-    use crate::harness::Harness;
-    match harness {
-        Some(Harness::ClaudeCode) => &["api.anthropic.com:443", "console.anthropic.com:443"],
-        Some(Harness::Codex) => &[
-            "api.openai.com:443",
-            "chatgpt.com:443",
-            "auth.openai.com:443",
-        ],
-        Some(Harness::Gemini) => &[
-            "generativelanguage.googleapis.com:443",
-            "cloudcode-pa.googleapis.com:443",
-            "oauth2.googleapis.com:443",
-        ],
-        Some(Harness::Pi | Harness::Opencode) => &[
-            "api.anthropic.com:443",
-            "api.openai.com:443",
-            "generativelanguage.googleapis.com:443",
-            "openrouter.ai:443",
-        ],
-        // A `command` sheep has no provider of its own: only what its environment names.
-        None => &[],
-    }
-}
-
 /// `host:port` of a URL (`http://127.0.0.1:4000/v1` → `127.0.0.1:4000`), the port the scheme's
 /// own when none is written; a bare `host:port` is taken as it is. `None` when there is no host.
 pub fn url_endpoint(url: &str) -> Option<String> {

@@ -35,6 +35,9 @@ pub enum Kind {
     String,
     /// A string of a fixed set of values.
     Choice(&'static [&'static str]),
+    /// One of the coding agents ([`HARNESSES`]): a choice whose description goes on to list
+    /// them, so that neither the values nor the words need a line when a harness is added.
+    Harness,
     Number,
     /// A number above 0. pi's schema says so; the MCP schema leaves the bound to the call's
     /// check, since hosts differ in the bounds they pass on.
@@ -77,6 +80,17 @@ pub struct Tool {
     pub args: &'static [Arg],
 }
 
+impl Arg {
+    /// The description the model reads: a [`Kind::Harness`] argument's goes on to list the
+    /// harnesses (`…: pi | claude-code | …`).
+    pub fn described(&self) -> std::borrow::Cow<'static, str> {
+        match self.kind {
+            Kind::Harness => format!("{}: {}", self.description, HARNESSES.join(" | ")).into(),
+            _ => self.description.into(),
+        }
+    }
+}
+
 impl Tool {
     /// The description `front` shows.
     pub fn description_for(&self, front: Front) -> &'static str {
@@ -89,8 +103,8 @@ impl Tool {
 
 /// Where a sheep can be placed.
 pub const PLACEMENTS: &[&str] = &["tab", "pane_right", "pane_down", "workspace"];
-/// The coding agents a sheep can run on.
-pub const HARNESSES: &[&str] = &["pi", "claude-code", "codex", "gemini", "opencode"];
+/// The coding agents a sheep can run on: every harness, in its wire spelling.
+pub const HARNESSES: &[&str] = &shepherd_core::harness::Harness::NAMES;
 /// How a sheep may be confined.
 pub const SANDBOXES: &[&str] = &["off", "workspace", "strict"];
 /// What `shepherd_read` can read.
@@ -147,8 +161,8 @@ const fn mcp_only(arg: Arg) -> Arg {
 const AGENT_ID: Arg = required("id", Kind::String, "The sheep's agent id");
 const HARNESS: Arg = arg(
     "harness",
-    Kind::Choice(HARNESSES),
-    "Run the definition on this coding agent instead of its own: pi | claude-code | codex | gemini | opencode",
+    Kind::Harness,
+    "Run the definition on this coding agent instead of its own",
 );
 const HOST: Arg = arg(
     "host",

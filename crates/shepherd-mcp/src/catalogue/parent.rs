@@ -1,10 +1,9 @@
 //! The parent's tools: what a shepherd uses to run its herd, as the catalogue writes them.
 
 use super::{
-    ACTIONS, AGENT_ID, Arg, DELIVERY, EXPECTS_REPLY, Front, HARNESS, HARNESSES, HOST, INBOX_WAIT,
-    Kind, MAX_COST, MAX_TOKENS, MAX_TOOL_CALLS, MAX_TURNS, MESSAGE_TASK, MESSAGE_TEXT,
-    MESSAGE_THREAD, PLACEMENTS, PROJECT_CWD, REPLY_TO, SANDBOX, SCOPES, SOURCES, Tool, arg,
-    mcp_only, required,
+    ACTIONS, AGENT_ID, Arg, DELIVERY, EXPECTS_REPLY, Front, HARNESS, HOST, INBOX_WAIT, Kind,
+    MAX_COST, MAX_TOKENS, MAX_TOOL_CALLS, MAX_TURNS, MESSAGE_TASK, MESSAGE_TEXT, MESSAGE_THREAD,
+    PLACEMENTS, PROJECT_CWD, REPLY_TO, SANDBOX, SCOPES, SOURCES, Tool, arg, mcp_only, required,
 };
 
 pub const CONTROL: Tool = Tool {
@@ -237,8 +236,8 @@ pub const RUN: Tool = Tool {
         PROJECT_CWD,
         arg(
             "harness",
-            Kind::Choice(HARNESSES),
-            "Run every task on this coding agent (a task may name its own): pi | claude-code | codex | gemini | opencode",
+            Kind::Harness,
+            "Run every task on this coding agent (a task may name its own)",
         ),
         arg(
             "host",

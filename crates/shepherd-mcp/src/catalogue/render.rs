@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Arg, Front, HIDDEN_DETAILS, Kind, PARENT, SHEEP, Tool, offered};
+use super::{Arg, Front, HARNESSES, HIDDEN_DETAILS, Kind, PARENT, SHEEP, Tool, offered};
 
 impl Kind {
     /// This kind as an MCP input property: flat, one type, no combinators (see
@@ -14,6 +14,7 @@ impl Kind {
         match self {
             Kind::String => string(description),
             Kind::Choice(values) => choice(values, description),
+            Kind::Harness => choice(HARNESSES, description),
             Kind::Number | Kind::Positive | Kind::NonNegative => number(description),
             Kind::Integer { minimum } => integer(minimum, description),
             Kind::Boolean => boolean(description),
@@ -27,6 +28,7 @@ impl Kind {
         let mut schema = match self {
             Kind::String => json!({ "type": "string" }),
             Kind::Choice(values) => json!({ "type": "string", "enum": values }),
+            Kind::Harness => json!({ "type": "string", "enum": HARNESSES }),
             Kind::Number => json!({ "type": "number" }),
             Kind::Positive => json!({ "type": "number", "exclusiveMinimum": 0 }),
             Kind::NonNegative => json!({ "type": "number", "minimum": 0 }),
@@ -48,6 +50,7 @@ impl Kind {
         let said = quoted(description);
         match self {
             Kind::String => format!("Type.String({{ description: {said} }})"),
+            Kind::Harness => Kind::Choice(HARNESSES).typebox(description),
             Kind::Choice(values) => {
                 let union: Vec<String> = values.iter().map(|v| quoted(v)).collect();
                 format!(
@@ -87,7 +90,7 @@ fn object_of(args: &[Arg], front: Front) -> Value {
     let offered: Vec<&Arg> = args.iter().filter(|a| a.fronts.offers(front)).collect();
     let properties: Vec<(&str, Value)> = offered
         .iter()
-        .map(|a| (a.name, a.kind.mcp(a.description)))
+        .map(|a| (a.name, a.kind.mcp(&a.described())))
         .collect();
     let required: Vec<&str> = offered
         .iter()
@@ -103,7 +106,7 @@ fn pi_object(args: &[Arg]) -> Value {
     let offered: Vec<&Arg> = args.iter().filter(|a| a.fronts.offers(Front::Pi)).collect();
     let properties: Map<String, Value> = offered
         .iter()
-        .map(|a| (a.name.to_owned(), a.kind.pi(a.description)))
+        .map(|a| (a.name.to_owned(), a.kind.pi(&a.described())))
         .collect();
     let required: Vec<&str> = offered
         .iter()
@@ -123,7 +126,7 @@ fn typebox_object(args: &[Arg], indent: &str) -> String {
         .iter()
         .filter(|a| a.fronts.offers(Front::Pi))
         .map(|a| {
-            let schema = a.kind.typebox(a.description);
+            let schema = a.kind.typebox(&a.described());
             let schema = if a.required {
                 schema
             } else {
@@ -170,10 +173,11 @@ fn typebox_tools(constant: &str, tools: &[Tool]) -> String {
 }
 
 /// The pi extension's `lib/tool-catalogue.ts`: the parent's and the sheep's pi tools as
-/// TypeBox schemas (so each tool's parameters keep their static type), and the hidden detail
-/// keys.
+/// TypeBox schemas (so each tool's parameters keep their static type), the hidden detail
+/// keys, and the harnesses.
 pub fn pi_catalogue_text() -> String {
     let hidden: Vec<String> = HIDDEN_DETAILS.iter().map(|key| quoted(key)).collect();
+    let harnesses: Vec<String> = HARNESSES.iter().map(|name| quoted(name)).collect();
     format!(
         "/**\n * The tools the pi extension offers, generated from Shepherd's tool catalogue\n * \
          (crates/shepherd-mcp/src/catalogue.rs), which the MCP server's tools are written from too:\n * \
@@ -183,9 +187,12 @@ pub fn pi_catalogue_text() -> String {
          /** A sheep's own tools (extensions/shepherd-sheep.ts). */\n{}\n\
          /** Detail keys a parent tool's result never shows: the call and the return value have their\n * \
          own sections, and lists the service line already spells out. */\n\
-         export const HIDDEN_DETAILS: readonly string[] = [{}];\n",
+         export const HIDDEN_DETAILS: readonly string[] = [{}];\n\n\
+         /** The coding agents a sheep can run on: every harness, in its wire spelling. */\n\
+         export const HARNESSES = [{}] as const;\n",
         typebox_tools("PARENT_TOOLS", PARENT),
         typebox_tools("SHEEP_TOOLS", SHEEP),
         hidden.join(", "),
+        harnesses.join(", "),
     )
 }

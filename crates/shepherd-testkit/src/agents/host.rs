@@ -6,6 +6,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use shepherd_core::harness::Harness;
+
 use super::AgentError;
 use crate::fake_llm::Api;
 
@@ -25,6 +27,17 @@ pub enum Host {
 impl Host {
     /// Every host.
     pub const ALL: [Self; 4] = [Self::ClaudeCode, Self::Codex, Self::Gemini, Self::Opencode];
+
+    /// The harness Shepherd runs this agent through.
+    #[must_use]
+    pub fn harness(self) -> Harness {
+        match self {
+            Self::ClaudeCode => Harness::ClaudeCode,
+            Self::Codex => Harness::Codex,
+            Self::Gemini => Harness::Gemini,
+            Self::Opencode => Harness::Opencode,
+        }
+    }
 
     /// The exact version `scripts/setup` pins.
     #[must_use]
@@ -245,4 +258,17 @@ macro_rules! agent_tests {
             }
         }
     )+};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every harness but pi (which the testkit runs through its own helpers) has its test host,
+    /// in `Harness::ALL`'s order.
+    #[test]
+    fn every_harness_but_pi_has_a_test_host() {
+        let hosts: Vec<Harness> = Host::ALL.iter().map(|host| host.harness()).collect();
+        assert_eq!(hosts, Harness::ALL[1..]);
+    }
 }

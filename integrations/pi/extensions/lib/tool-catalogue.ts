@@ -169,3 +169,6 @@ export const SHEEP_TOOLS = {
 /** Detail keys a parent tool's result never shows: the call and the return value have their
  * own sections, and lists the service line already spells out. */
 export const HIDDEN_DETAILS: readonly string[] = ["call", "agent", "label", "model", "status", "artifactSession", "returnValue", "result", "agents", "sheep", "completed"];
+
+/** The coding agents a sheep can run on: every harness, in its wire spelling. */
+export const HARNESSES = ["pi", "claude-code", "codex", "gemini", "opencode"] as const;

@@ -33,9 +33,6 @@ export function member<T extends string>(value: string | undefined, set: readonl
 	return set.find((candidate) => candidate === value);
 }
 
-/** The coding agents a definition can run on, for the tools' `harness` argument. */
-export const HARNESSES: Harness[] = ["pi", "claude-code", "codex", "gemini", "opencode"];
-
 function parentModel(ctx: ExtensionContext): string | undefined {
 	const model = ctx?.model;
 	return model?.provider && model?.id ? `${model.provider}/${model.id}` : undefined;

@@ -13,7 +13,8 @@ import { type Static, Type } from "typebox";
 import type { Harness, Mode, RunReport, RunResult, RunStepParams, RunSubmitParams } from "../lib/broker.ts";
 import * as path from "node:path";
 import { ShepherdError } from "./cli.ts";
-import { HARNESSES, agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
+import { HARNESSES } from "../lib/tool-catalogue.ts";
+import { agentNeedingApproval, confirmProjectAgent, parentChoices } from "./ops.ts";
 import { callerContext, piCommand } from "./state.ts";
 import { renderCall, renderResult } from "./render.ts";
 import type { ParentState } from "./state.ts";
@@ -21,8 +22,8 @@ import type { ParentState } from "./state.ts";
 const HarnessParam = Type.Optional(
 	Type.Unsafe<Harness>({
 		type: "string",
-		enum: HARNESSES,
-		description: "The coding agent to run this definition on instead of its own: pi | claude-code | codex | gemini | opencode",
+		enum: [...HARNESSES],
+		description: `The coding agent to run this definition on instead of its own: ${HARNESSES.join(" | ")}`,
 	}),
 );
 
