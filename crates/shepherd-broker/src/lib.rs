@@ -3,12 +3,13 @@
 //! One broker serves one parent in one project. It owns the herd (sheep, tasks, messages,
 //! watchers), journals every accepted change before acknowledging it, fires deadlines, writes
 //! fieldnotes, and talks to every participant over a Unix socket. Front ends — the CLI, the pi
-//! extension, supervisors, sheep — are clients of [`client`].
+//! extension, supervisors, sheep — are clients of it through `shepherd_client::wire`, which
+//! also says where a broker lives (`shepherd_client::paths`).
 //!
 //! Layout, from the bottom up: one folder per layer, and no layer imports one above it, so no
 //! two of these top-level modules import each other in a cycle (`scripts/module-cycles`
 //! checks it, counting each folder as one module):
-//! - [`paths`]: where a broker lives; [`clock`]: its time source; `error`: its one error type;
+//! - [`clock`]: its time source; `error`: its one error type;
 //!   `git`: the one hardened git runner, the isolation layout (a sheep's repository of its own)
 //!   and the checks on what a sheep could have written in a repository.
 //! - `fieldnotes/`: the batched note writer; [`remote`]: SSH links to hosts, the wire and the
@@ -31,8 +32,6 @@
 //!   `resend` (exactly-once answers).
 //! - [`serve`]: start-up, loops and shutdown, with `effects` (carries out commits' effects) and
 //!   `recovery` (re-adoption after a restart).
-//!
-//! [`client`] is the other side of the socket and imports none of these.
 
 // Unit tests set up files and processes directly; the code they test keeps clippy.toml's rules.
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
@@ -48,12 +47,9 @@ mod sheep;
 mod state;
 mod wire;
 
-pub mod client;
 pub mod clock;
-pub mod paths;
 pub mod serve;
 
 pub use error::BrokerError;
-pub use sheep::pi_launch::{PiLaunch, definition_args, install_sheep_extension};
 pub use state::broker::BrokerConfig;
 pub use state::journal;

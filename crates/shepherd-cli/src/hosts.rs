@@ -1,8 +1,11 @@
-//! `shepherd hosts`: the hosts a user defined for remote sheep, and what each one lacks; and
-//! `shepherd remote <op>`, the host's side of a remote sheep, run by the broker over SSH.
+//! `shepherd hosts`: the hosts a user defined for remote sheep, and what each one lacks.
+//!
+//! Asking a host what it has goes over SSH by the broker's remote link, which the binary hands
+//! in ([`Probe`]), so this crate does not link the broker.
 
 use shepherd_core::error_code::ErrorCode;
-use std::io::Read as _;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
@@ -37,19 +40,38 @@ enum HostsCommand {
     },
 }
 
-/// The arguments of `shepherd remote`.
-#[derive(Debug, Args)]
-pub struct RemoteArgs {
-    /// The op (hello, launch, read, close, presence, files, branch, agent); its JSON request
-    /// comes on standard input. `serve` answers many: one JSON line each, until input ends.
-    op: String,
+/// What a host's `shepherd` said it has, as `hosts check` reads it.
+#[derive(Debug, Clone)]
+pub struct HostProbe {
+    /// The host's `shepherd` executable.
+    pub exe: PathBuf,
+    /// Its version.
+    pub version: String,
+    /// The broker protocol it speaks.
+    pub protocol: u32,
+    /// Whether the host's project path is a directory.
+    pub project_exists: bool,
+    /// Which backends can run there.
+    pub backends: BTreeMap<String, bool>,
+    /// Which of the asked programs are on the host's PATH.
+    pub programs: BTreeMap<String, bool>,
 }
 
-/// Runs `shepherd hosts`.
-pub fn run(args: HostsArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+/// Asks a host whether it answers and what it has, naming the programs to look for; `Err`
+/// says why it could not (starting with `reachable` when SSH reached it). The binary hands it
+/// in.
+pub type Probe = fn(&HostDef, Vec<String>) -> Result<HostProbe, String>;
+
+/// Runs `shepherd hosts`; `check` asks the host with `probe`.
+pub fn run(
+    args: HostsArgs,
+    ctx: &Context,
+    printer: &Printer,
+    probe: Probe,
+) -> Result<ExitCode, CliError> {
     match args.command.unwrap_or(HostsCommand::List) {
         HostsCommand::List => list(ctx, printer),
-        HostsCommand::Check { name } => check(&name, ctx, printer),
+        HostsCommand::Check { name } => check(&name, ctx, printer, probe),
     }
 }
 
@@ -175,7 +197,7 @@ struct Finding {
     detail: String,
 }
 
-fn check(name: &str, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+fn check(name: &str, ctx: &Context, printer: &Printer, probe: Probe) -> Result<ExitCode, CliError> {
     let hosts = shepherd_config::load_hosts(&ctx.dirs);
     let def = hosts
         .get(name)
@@ -194,7 +216,7 @@ fn check(name: &str, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliEr
             detail,
         });
     };
-    match shepherd_broker::remote::probe(&def, programs) {
+    match probe(&def, programs) {
         Err(why) => {
             let reached = why.starts_with("reachable");
             finding("reachable", reached, format!("ssh {}", def.destination));
@@ -294,52 +316,4 @@ fn check(name: &str, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliEr
     } else {
         ExitCode::from(ErrorCode::HostUnreachable.exit_status())
     })
-}
-
-/// Runs `shepherd remote <op>` on a host: one JSON request in, one JSON answer out.
-pub fn remote(args: &RemoteArgs, printer: &Printer) -> Result<ExitCode, CliError> {
-    let ctx = Context::from_env()?;
-    if args.op == shepherd_broker::remote::ops::name::SERVE {
-        return serve(&ctx);
-    }
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|err| CliError::new(ErrorCode::Io, format!("reading the request: {err}")))?;
-    let answer = shepherd_broker::remote::host::run_op(&args.op, &input, &ctx.dirs)
-        .map_err(|err| CliError::new(ErrorCode::InvalidRequest, err.to_string()))?;
-    printer.line(&answer);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `shepherd remote serve`: many ops over one session. The session's own standard input and
-/// output move to private descriptors first, and the process's are pointed at `/dev/null`, so
-/// nothing an op starts (a supervisor, tmux, git) can read the next op or write into an answer.
-fn serve(ctx: &Context) -> Result<ExitCode, CliError> {
-    use std::os::fd::AsFd as _;
-    let io_error = |what: &str, err: std::io::Error| {
-        CliError::new(ErrorCode::Io, format!("{what} for `remote serve`: {err}"))
-    };
-    let private = |fd: std::os::fd::BorrowedFd<'_>| {
-        rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(std::io::Error::from)
-    };
-    let input = private(std::io::stdin().as_fd()).map_err(|err| io_error("keeping stdin", err))?;
-    let output =
-        private(std::io::stdout().as_fd()).map_err(|err| io_error("keeping stdout", err))?;
-    let null = rustix::fs::open(
-        "/dev/null",
-        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .map_err(|err| io_error("opening /dev/null", err.into()))?;
-    rustix::stdio::dup2_stdin(&null)
-        .and_then(|()| rustix::stdio::dup2_stdout(&null))
-        .map_err(|err| io_error("detaching stdio", err.into()))?;
-    shepherd_broker::remote::host::serve(
-        std::io::BufReader::new(std::fs::File::from(input)),
-        std::io::BufWriter::new(std::fs::File::from(output)),
-        &ctx.dirs,
-    )
-    .map_err(|err| io_error("answering", err))?;
-    Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,9 @@
 //! help text). Parent-side commands reach the herd through `shepherd-client`; sheep-side ones
 //! (`inbox`, `tell`, `done`, `note`) use the capability in the environment. Results go out
 //! through the [`Printer`] the binary hands in, so this crate never writes to stdout itself.
+//! It links neither the broker nor another front end: what a command runs of theirs (the
+//! dashboard for `herd --tui`, the broker for `broker serve`, a host's probe for
+//! `hosts check`) the binary hands in as a function.
 
 #![deny(clippy::print_stdout)]
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::json;
-use shepherd_broker::client::Link;
+use shepherd_client::wire::Link;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::land::preview::MergePreview;
 use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView, Strategy};

@@ -73,7 +73,7 @@ fn remember_task(cap: &SheepCapability, items: &[InboxItem]) {
             continue;
         };
         if let Some(dir) = file.parent()
-            && shepherd_broker::paths::ensure_private_dir(dir).is_ok()
+            && shepherd_client::paths::ensure_private_dir(dir).is_ok()
         {
             let _kept = shepherd_fs::write_atomic(&file, value.as_bytes(), Some(0o600));
         }
@@ -221,7 +221,7 @@ pub fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, CliError> 
 /// Waits for inbox items until `until`, across broker restarts: a lost connection is
 /// reconnected and the wait goes on for what is left of it.
 async fn fetch(
-    link: &mut shepherd_broker::client::Link,
+    link: &mut shepherd_client::wire::Link,
     until: Instant,
     deadline: Instant,
 ) -> Result<Vec<InboxItem>, CliError> {
@@ -244,7 +244,7 @@ async fn fetch(
             Ok(Err(err)) => return Err(err.into()),
             Err(_) => {
                 link.disconnect();
-                return Err(shepherd_broker::client::ClientError::Timeout {
+                return Err(shepherd_client::wire::ClientError::Timeout {
                     method: method::INBOX.to_owned(),
                     after: Duration::ZERO,
                 }

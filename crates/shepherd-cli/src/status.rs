@@ -19,7 +19,7 @@ use super::short_ids;
 use crate::Printer;
 use shepherd_client::CliError;
 use shepherd_client::Context;
-use shepherd_client::connect::{HerdArgs, deadline_after, parent, runtime, target};
+use shepherd_client::connect::{HerdArgs, ViewArgs, deadline_after, parent, runtime, target};
 use shepherd_client::connect::{call, read_call};
 
 /// Show a sheep's state, task and the latest messages sent to it with their receipts, a
@@ -213,14 +213,25 @@ pub struct HerdListArgs {
     #[arg(long)]
     tui: bool,
     #[command(flatten)]
-    view: shepherd_dash::ViewArgs,
+    view: ViewArgs,
     #[command(flatten)]
     herd: HerdArgs,
 }
 
-pub fn herd(args: &HerdListArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
+/// Runs the live dashboard on this terminal (the dashboard's `run`, with `--json` given or
+/// not). The binary hands it in: front ends do not depend on one another.
+pub type Dashboard = fn(&ViewArgs, &HerdArgs, &Context, bool) -> Result<ExitCode, CliError>;
+
+/// Runs `shepherd herd`: the list, `--follow`'s stream, or with `--tui` (or `--all`) the
+/// `dashboard`.
+pub fn herd(
+    args: &HerdListArgs,
+    ctx: &Context,
+    printer: &Printer,
+    dashboard: Dashboard,
+) -> Result<ExitCode, CliError> {
     if args.tui || args.view.all {
-        return shepherd_dash::run(&args.view, &args.herd, ctx, printer.is_json());
+        return dashboard(&args.view, &args.herd, ctx, printer.is_json());
     }
     if args.follow {
         return follow_herd(args, ctx, *printer);

@@ -5,9 +5,9 @@ use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::paths::{BrokerAddress, BrokerPaths, cli_parent_identity};
+use crate::wire::{ClientError, Link, LinkSpec, StartSpec};
 use clap::Args;
-use shepherd_broker::client::{ClientError, Link, LinkSpec, StartSpec};
-use shepherd_broker::paths::{BrokerAddress, BrokerPaths, cli_parent_identity};
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
 
 use tokio::time::Instant;
@@ -25,6 +25,19 @@ pub struct HerdArgs {
     /// Act for this parent identity (e.g. a pi session id) instead of this user's CLI herd.
     #[arg(long, value_name = "ID", global = true)]
     pub parent_session: Option<String>,
+}
+
+/// The dashboard's own options: `shepherd dash` and `shepherd herd --tui` both take them.
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
+    /// Start by picking among every herd running on this machine (a pi session's, a named
+    /// herd, the command line's), instead of this project's.
+    #[arg(long)]
+    pub all: bool,
+    /// Show ages at the broker's clock as of the last pushed view, never ticking locally (for
+    /// tests, whose broker clock stands still).
+    #[arg(long, hide = true)]
+    pub frozen_clock: bool,
 }
 
 impl From<ClientError> for CliError {
@@ -150,7 +163,7 @@ pub fn start_spec(target: &Target) -> Result<StartSpec, CliError> {
 /// not ended it (an orderly stop with no sheep left forgets it). A command that only reads
 /// starts no broker for a herd that is not alive.
 pub fn herd_alive(target: &Target) -> bool {
-    shepherd_broker::client::start::env_file(&target.paths.state_dir).exists()
+    crate::wire::start::env_file(&target.paths.state_dir).exists()
 }
 
 /// A link to this target's broker as its parent, starting the broker when none runs, connected

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
+use crate::wire::{ClientError, Link, LinkSpec};
 use serde_json::json;
-use shepherd_broker::client::{ClientError, Link, LinkSpec};
 use shepherd_core::protocol::{HerdResult, Role, event, method};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;

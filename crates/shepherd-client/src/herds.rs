@@ -9,10 +9,10 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::paths::{BrokerAddress, BrokerPaths};
+use crate::wire::Client;
 use serde::Serialize;
 use serde_json::json;
-use shepherd_broker::client::Client;
-use shepherd_broker::paths::{BrokerAddress, BrokerPaths};
 use shepherd_core::protocol::{
     BrokerStatus, HerdResult, HostLinkStatus, ParentConnection, Role, method,
 };

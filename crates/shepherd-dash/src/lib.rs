@@ -31,6 +31,7 @@ use clap::Args;
 
 use shepherd_client::CliError;
 use shepherd_client::Context;
+pub use shepherd_client::connect::ViewArgs;
 use shepherd_client::connect::{HerdArgs, runtime, target};
 
 /// The live herd dashboard (the same as `shepherd herd --tui`).
@@ -40,19 +41,6 @@ pub struct DashArgs {
     pub view: ViewArgs,
     #[command(flatten)]
     pub herd: HerdArgs,
-}
-
-/// The dashboard's own options.
-#[derive(Debug, Clone, Args)]
-pub struct ViewArgs {
-    /// Start by picking among every herd running on this machine (a pi session's, a named
-    /// herd, the command line's), instead of this project's.
-    #[arg(long)]
-    pub all: bool,
-    /// Show ages at the broker's clock as of the last pushed view, never ticking locally (for
-    /// tests, whose broker clock stands still).
-    #[arg(long, hide = true)]
-    pub frozen_clock: bool,
 }
 
 /// Runs the dashboard on this terminal until the person quits.

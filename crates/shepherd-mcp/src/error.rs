@@ -6,7 +6,7 @@
 //! tool result marked as an error ([`super::text::failure`]); protocol errors are kept for what
 //! is not a tool call at all (an unknown tool name).
 
-use shepherd_broker::client::ClientError;
+use shepherd_client::wire::ClientError;
 use shepherd_core::error_code::ErrorCode;
 
 use shepherd_client::CliError;

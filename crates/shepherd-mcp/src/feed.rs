@@ -24,7 +24,7 @@ use rmcp::RoleServer;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::Peer;
 use serde_json::{Value, json};
-use shepherd_broker::client::Link;
+use shepherd_client::wire::Link;
 use shepherd_core::protocol::{event, method};
 use tokio::sync::Notify;
 use tokio::time::Instant;

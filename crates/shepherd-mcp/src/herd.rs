@@ -23,7 +23,7 @@ use std::time::Duration;
 use rmcp::RoleServer;
 use rmcp::service::Peer;
 use serde_json::{Value, json};
-use shepherd_broker::client::{Link, LinkSpec};
+use shepherd_client::wire::{Link, LinkSpec};
 use shepherd_core::protocol::{Driver, Hello, PROTOCOL_VERSION, Role, StatusParams, method};
 use tokio::time::Instant;
 

@@ -19,7 +19,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use shepherd_broker::client::Link;
+use shepherd_client::wire::Link;
 use shepherd_core::protocol::{AckParams, DoneParams, InboxParams, Role, StatusParams, method};
 use shepherd_core::task::DoneStatus;
 use tokio::sync::{Notify, OnceCell};

@@ -1,6 +1,6 @@
 //! The test kit's own tests (its fake model server, agents, sshd hosts and scripts behave as the
 //! scenarios that use them assume), and the project-wide checks kept beside them: the docs'
-//! links and the modules' import cycles.
+//! links, the modules' import cycles and which crates the front ends depend on.
 //!
 //! One binary instead of one per file keeps a clean build's disk and link time small; the
 //! scenarios test `every_scenario_file_is_a_module_here` names any file left out of this list.
@@ -14,6 +14,7 @@ mod doc_links;
 mod fake_llm;
 mod fake_llm_bin;
 mod fake_llm_formats;
+mod front_end_deps;
 mod module_cycles;
 mod pi_print;
 mod pi_rpc;

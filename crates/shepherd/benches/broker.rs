@@ -35,7 +35,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shepherd_broker::client::Client;
+use shepherd_client::wire::Client;
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
 
 struct World {

@@ -20,7 +20,7 @@ use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
-use shepherd_broker::client::Client;
+use shepherd_client::wire::Client;
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
 
 const HERD: &str = "bench";

@@ -105,7 +105,7 @@ pub(crate) enum Command {
     Man(crate::shell::ManArgs),
     /// A remote host's side of a remote sheep (run by the broker over SSH).
     #[command(hide = true)]
-    Remote(commands::hosts::RemoteArgs),
+    Remote(crate::remote_host::RemoteArgs),
     /// Run one sheep under supervision (started by Shepherd itself).
     #[command(hide = true)]
     Supervise(shepherd_sheep::supervise::SuperviseArgs),

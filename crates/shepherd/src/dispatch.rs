@@ -1,5 +1,8 @@
 //! Hands each command to the crate that serves it: the sheep-side and broker-host commands need
-//! only the environment, the rest get the command's resolved [`Context`] first.
+//! only the environment, the rest get the command's resolved [`Context`] first. Where one
+//! front end's command runs another part (`herd --tui` the dashboard, `broker serve` the
+//! broker, `hosts check` the broker's probe), it is handed in here, so front ends depend on
+//! neither the broker nor each other.
 
 use std::process::ExitCode;
 
@@ -13,7 +16,7 @@ use clap::CommandFactory as _;
 use crate::cli::{Cli, Command};
 use shepherd_cli::Printer;
 
-use crate::shell;
+use crate::{broker_process, remote_host, shell};
 use shepherd_client::{CliError, Context};
 
 /// Runs one command and returns the process exit status.
@@ -28,7 +31,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Supervise(args) => return shepherd_sheep::supervise::run(&args),
         Command::SandboxEnter(args) => return shepherd_sheep::supervise::run_enter(&args),
         Command::FlushInput => return Ok(shepherd_sheep::supervise::flush_input()),
-        Command::Remote(args) => return hosts::remote(&args, printer),
+        Command::Remote(args) => return remote_host::remote(&args, printer),
         Command::Harness(args) => return shepherd_sheep::driver::run(&args),
         Command::Completions(args) => return shell::completions(&args, Cli::command()),
         Command::Man(args) => return shell::man(&args, &Cli::command(), printer),
@@ -46,7 +49,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Close(args) => parent::close(args, &ctx, printer),
         Command::Resume(args) => controls::resume(args, &ctx, printer),
         Command::Read(args) => parent::read(args, &ctx, printer),
-        Command::Herd(args) => status::herd(&args, &ctx, printer),
+        Command::Herd(args) => status::herd(&args, &ctx, printer, shepherd_dash::run),
         Command::Herds(args) => herds::run(&args, &ctx, printer),
         Command::Merge(args) => merge::run(&args, &ctx, printer),
         Command::Dash(args) => shepherd_dash::dash(&args, &ctx, printer.is_json()),
@@ -60,7 +63,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
             printer.emit(ready, || ready.url.clone());
         }),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
-        Command::Broker(cmd) => broker::run(cmd, &ctx, printer),
+        Command::Broker(cmd) => broker::run(cmd, &ctx, printer, broker_process::serve),
         Command::Inbox(_)
         | Command::Tell(_)
         | Command::Done(_)
@@ -79,7 +82,7 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Notes(cmd) => notes::run(cmd, &ctx, printer),
         Command::Agents(args) => agents::run(args, &ctx, printer),
         Command::Settings(args) => settings::run(args, &ctx, printer),
-        Command::Hosts(args) => hosts::run(args, &ctx, printer),
+        Command::Hosts(args) => hosts::run(args, &ctx, printer, remote_host::probe),
         Command::Doctor(args) => doctor::run(&args, &ctx, printer),
     }
 }

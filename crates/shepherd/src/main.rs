@@ -5,13 +5,17 @@
 //! dashboard in `shepherd-dash`, the browser front end in `shepherd-web`, the supervisor and
 //! the agent driver in `shepherd-sheep`) and renders the outcome once (`output`): a human line,
 //! or with `--json` exactly one compact JSON document. Shell completions and manual pages
-//! (`shell`) are made from the argument tree here.
+//! (`shell`) are made from the argument tree here. The two commands that run the broker crate
+//! itself are here too, so no front end links it: the broker's process (`broker_process`) and
+//! a remote host's side of it (`remote_host`).
 
+mod broker_process;
 mod cli;
 mod dispatch;
 #[cfg(test)]
 mod docs_names;
 mod output;
+mod remote_host;
 mod shell;
 
 use shepherd_core::error_code::ErrorCode;

@@ -15,10 +15,10 @@ use std::time::Duration;
 use herd_support::World;
 use serde_json::{Value, json};
 use shepherd_broker::BrokerConfig;
-use shepherd_broker::client::Client;
 use shepherd_broker::clock::ManualClock;
-use shepherd_broker::paths::{BrokerAddress, BrokerPaths};
 use shepherd_broker::serve::{RunningBroker, start};
+use shepherd_client::paths::{BrokerAddress, BrokerPaths};
+use shepherd_client::wire::Client;
 use shepherd_core::dirs::UserDirs;
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role};
 

@@ -132,8 +132,8 @@ fn link_dir(dirs: &UserDirs) -> PathBuf {
 fn hello(request: &HelloRequest, dirs: &UserDirs) -> Result<HelloReply, HostOpError> {
     valid_link_name(&request.link_name)?;
     let links = link_dir(dirs);
-    crate::paths::ensure_private_dir(&dirs.runtime_dir)
-        .and_then(|()| crate::paths::ensure_private_dir(&links))
+    shepherd_client::paths::ensure_private_dir(&dirs.runtime_dir)
+        .and_then(|()| shepherd_client::paths::ensure_private_dir(&links))
         .map_err(|err| failed(&format!("making {}", links.display()), err))?;
     let link_socket = links.join(format!("{}.sock", request.link_name));
     // The forward of an earlier link (its broker or connection gone) left its socket behind.
@@ -143,7 +143,7 @@ fn hello(request: &HelloRequest, dirs: &UserDirs) -> Result<HelloReply, HostOpEr
         Err(err) => return Err(failed("removing the old link socket", err)),
     }
     let state_dir = dirs.state_dir.join("remote").join(&request.link_name);
-    crate::paths::ensure_private_dir(&state_dir.join("sheep"))
+    shepherd_client::paths::ensure_private_dir(&state_dir.join("sheep"))
         .map_err(|err| failed(&format!("making {}", state_dir.display()), err))?;
     let exe = std::env::current_exe().map_err(|err| failed("finding this shepherd", err))?;
     let mut backends = BTreeMap::new();
@@ -204,7 +204,7 @@ fn launch(
         request.spec.agent_id,
         uuid::Uuid::new_v4().simple()
     ));
-    crate::paths::ensure_private_dir(&creds)
+    shepherd_client::paths::ensure_private_dir(&creds)
         .and_then(|()| shepherd_fs::write_atomic(&file, request.credential.as_bytes(), Some(0o600)))
         .map_err(|err| failed("writing the supervisor's credential", err))?;
     request

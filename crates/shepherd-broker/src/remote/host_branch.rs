@@ -28,7 +28,7 @@ fn failed(err: impl std::fmt::Display) -> String {
 /// Carries out a `branch` request on this host.
 pub(super) fn branch(request: &BranchRequest, dirs: &UserDirs) -> Result<BranchReply, String> {
     // Two sheep of one run get their worktrees at once: branch steps on this host take turns.
-    crate::paths::ensure_private_dir(&dirs.runtime_dir)
+    shepherd_client::paths::ensure_private_dir(&dirs.runtime_dir)
         .map_err(|err| failed(format!("making the runtime directory: {err}")))?;
     let _turn = shepherd_fs::lock_exclusive(
         &dirs.runtime_dir.join("branch.lock"),

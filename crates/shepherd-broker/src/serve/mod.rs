@@ -30,9 +30,9 @@ use shepherd_term::{Backend, BackendKind};
 use tokio::net::UnixListener;
 
 use crate::clock::Clock;
-use crate::paths::ensure_private_dir;
 use crate::state::broker::{Broker, BrokerConfig};
 use crate::state::journal::Journal;
+use shepherd_client::paths::ensure_private_dir;
 
 /// Why a broker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +224,7 @@ impl RunningBroker {
         self.broker.journal.close();
         let _removed = fs_err::remove_file(&self.broker.config.paths.socket);
         if !self.broker.read(shepherd_core::herd::Herd::has_live_sheep) {
-            crate::client::start::forget_env(&self.broker.config.paths.state_dir);
+            shepherd_client::wire::start::forget_env(&self.broker.config.paths.state_dir);
         }
         tracing::info!("broker stopped");
     }

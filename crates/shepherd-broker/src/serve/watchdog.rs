@@ -18,8 +18,8 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::net::UnixListener;
 
-use crate::paths::ensure_private_dir;
 use crate::state::broker::Broker;
+use shepherd_client::paths::ensure_private_dir;
 
 /// How often a broker without inotify looks at its socket and project.
 const POLL_EVERY: Duration = Duration::from_secs(5);

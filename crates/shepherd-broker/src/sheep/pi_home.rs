@@ -54,7 +54,7 @@ pub(crate) fn compose(user_dir: &Path, sheep_dir: &Path) -> std::io::Result<Path
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(err),
     }
-    crate::paths::ensure_private_dir(&agent)?;
+    shepherd_client::paths::ensure_private_dir(&agent)?;
     for name in COPIED {
         match fs_err::read(user_dir.join(name)) {
             Ok(bytes) => shepherd_fs::write_atomic(&agent.join(name), &bytes, Some(0o600))?,

@@ -3,8 +3,9 @@
 //! A pi sheep is `pi --session <file> -e <our sheep extension>` with the definition's model,
 //! thinking level and tools (always including `shepherd_message` and `shepherd_done`); headless,
 //! it runs in RPC mode with its stdin held open by the supervisor. The sheep extension ships
-//! inside this binary and is written next to the broker's state on first use, so the extension a
-//! sheep loads always speaks this broker's protocol. Each sheep's files live in its own
+//! inside this binary (`shepherd_client::pi_sheep`, which also gives the definition's flags) and
+//! is written next to the broker's state on first use, so the extension a sheep loads always
+//! speaks this broker's protocol. Each sheep's files live in its own
 //! directory, `<state>/agents/<id>/` (the one directory a confined sheep may write): its session
 //! file, recorded in its notes, its system prompt, and `<id>.env.json` (readable by its user
 //! alone), which keeps the sheep's Shepherd variables for the sheep extension to put back when
@@ -23,37 +24,9 @@ use shepherd_core::protocol::SpawnParams;
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 
-/// The sheep extension, the protocol client it imports, the client's generated protocol types,
-/// the receipt words it shares with the parent, the generated tool catalogue its tools are
-/// written from and how it tells it runs as a sheep, as shipped in this binary.
-const SHEEP_EXTENSION: &str =
-    include_str!("../../../../integrations/pi/extensions/shepherd-sheep.ts");
-const BROKER_CLIENT: &str = include_str!("../../../../integrations/pi/extensions/lib/broker.ts");
-const PROTOCOL_TYPES: &str =
-    include_str!("../../../../integrations/pi/extensions/lib/protocol-types.ts");
-const RECEIPT_WORDS: &str = include_str!("../../../../integrations/pi/extensions/lib/receipts.ts");
-const TOOL_CATALOGUE: &str =
-    include_str!("../../../../integrations/pi/extensions/lib/tool-catalogue.ts");
-const SHEEP_LAUNCH: &str =
-    include_str!("../../../../integrations/pi/extensions/lib/sheep-launch.ts");
-
-/// The tools every pi sheep needs on top of its definition's allowlist.
-const SHEEP_TOOLS: [&str; 4] = [
-    "shepherd_message",
-    "shepherd_done",
-    "shepherd_herd",
-    "shepherd_status",
-];
-
-/// The command and environment that start one pi sheep.
-#[derive(Debug, Clone)]
-pub struct PiLaunch {
-    /// The arguments (the whole command line in `launch`, only the flags in
-    /// [`definition_args`]).
-    pub argv: Vec<String>,
-    /// Environment variables pi needs on top of the sheep's own.
-    pub env: Vec<(String, String)>,
-}
+pub(crate) use shepherd_client::pi_sheep::{
+    PiLaunch, definition_args, extension_digest, extension_files, install_sheep_extension,
+};
 
 /// Where a sheep's pi session lives: in its own directory (a sheep started by an earlier
 /// version keeps the one it has beside the output logs).
@@ -78,7 +51,7 @@ fn own_file(broker: &Broker, id: &AgentId, extension: &str) -> PathBuf {
 /// left in it (Shepherd writes there again, outside any sandbox).
 fn prepare_own_dir(broker: &Broker, id: &AgentId) -> std::io::Result<PathBuf> {
     let dir = broker.config.paths.sheep_dir(id.as_str());
-    crate::paths::ensure_private_dir(&dir)?;
+    shepherd_client::paths::ensure_private_dir(&dir)?;
     shepherd_fs::remove_symlinks_under(&dir)?;
     Ok(dir)
 }
@@ -115,43 +88,6 @@ fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
             format!("writing the pi sheep extension: {err}"),
         )
     })
-}
-
-/// The shipped sheep extension's files, relative to its directory (the entry point first).
-pub(crate) fn extension_files() -> [(&'static str, &'static str); 6] {
-    [
-        ("shepherd-sheep.ts", SHEEP_EXTENSION),
-        ("lib/broker.ts", BROKER_CLIENT),
-        ("lib/protocol-types.ts", PROTOCOL_TYPES),
-        ("lib/receipts.ts", RECEIPT_WORDS),
-        ("lib/tool-catalogue.ts", TOOL_CATALOGUE),
-        ("lib/sheep-launch.ts", SHEEP_LAUNCH),
-    ]
-}
-
-/// The directory name of this build's extension: a digest of its content, so a sheep never
-/// loads another build's extension.
-pub(crate) fn extension_digest() -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    for (_, content) in extension_files() {
-        hasher.update(content);
-    }
-    hex::encode(hasher.finalize())[..12].to_owned()
-}
-
-/// Writes the shipped sheep extension under `state_dir` (once per content) and returns the path
-/// pi loads with `-e`.
-pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
-    let dir = state_dir.join("pi-extension").join(extension_digest());
-    let entry = dir.join("shepherd-sheep.ts");
-    if !entry.exists() {
-        // The entry point last: once it exists, the whole extension does.
-        for (relative, content) in extension_files().iter().rev() {
-            shepherd_fs::write_atomic(&dir.join(relative), content.as_bytes(), None)?;
-        }
-    }
-    Ok(entry)
 }
 
 /// The pi command line for a sheep of `def`; a `confined` one gets an agent directory of its
@@ -227,80 +163,6 @@ pub(crate) fn choices(def: &AgentDef, params: &SpawnParams) -> (Option<String>, 
     )
 }
 
-/// The flags and environment that give pi a sheep's definition: its model and thinking level,
-/// its tools (with the two every sheep needs), context files, and its system prompt, whose body
-/// is at `prompt` (replacing pi's prompt, or pi's identity sentence in the sheep extension).
-pub fn definition_args(
-    def: &AgentDef,
-    model: Option<String>,
-    thinking: Option<String>,
-    prompt: &Path,
-) -> PiLaunch {
-    let mut argv: Vec<String> = Vec::new();
-    if let Some(model) = model {
-        argv.extend(["--model".into(), model]);
-    }
-    if let Some(thinking) = thinking {
-        argv.extend(["--thinking".into(), thinking]);
-    }
-    if let Some(tools) = &def.tools {
-        let mut all: Vec<String> = tools.clone();
-        for tool in SHEEP_TOOLS {
-            if !all.iter().any(|t| t == tool) {
-                all.push(tool.to_owned());
-            }
-        }
-        argv.extend(["--tools".into(), all.join(",")]);
-    }
-    if def.omit_context_files {
-        argv.push("--no-context-files".into());
-    }
-    let mut env = Vec::new();
-    if def.omit_system_prompt {
-        argv.extend(["--system-prompt".into(), path(prompt)]);
-    } else {
-        env.push(("SHEPHERD_AGENT_PROMPT_FILE".into(), path(prompt)));
-    }
-    if def.omit_pi_documentation {
-        env.push(("SHEPHERD_OMIT_PI_DOCUMENTATION".into(), "1".into()));
-    }
-    PiLaunch { argv, env }
-}
-
 fn path(path: &Path) -> String {
     path.display().to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::extension_files;
-
-    /// Every relative module a shipped file imports is shipped too: a sheep's pi loads the
-    /// extension from the broker's state directory, where nothing else is.
-    #[test]
-    fn the_shipped_extension_holds_every_file_it_imports() {
-        let files = extension_files();
-        let shipped: Vec<&str> = files.iter().map(|(path, _)| *path).collect();
-        for (path, content) in files {
-            let dir = std::path::Path::new(path)
-                .parent()
-                .unwrap_or(std::path::Path::new(""));
-            // `from "./…"` wherever it stands, so an import spread over lines counts too.
-            for spec in content
-                .split("from \"")
-                .skip(1)
-                .filter_map(|rest| rest.split('"').next())
-            {
-                if !spec.starts_with("./") {
-                    continue;
-                }
-                let joined = dir.join(spec.trim_start_matches("./"));
-                let wanted = joined.to_string_lossy();
-                assert!(
-                    shipped.contains(&wanted.as_ref()),
-                    "{path} imports {spec}, which the shipped extension lacks"
-                );
-            }
-        }
-    }
 }

@@ -113,7 +113,7 @@ pub(crate) fn write_credential(
 ) -> BrokerResult<std::path::PathBuf> {
     let dir = broker.config.paths.runtime_dir.join("cred");
     let path = dir.join(format!("{id}.{}", uuid::Uuid::new_v4().simple()));
-    crate::paths::ensure_private_dir(&dir)
+    shepherd_client::paths::ensure_private_dir(&dir)
         .and_then(|()| shepherd_fs::write_atomic(&path, token.as_bytes(), Some(0o600)))
         .map_err(|err| {
             BrokerError::new(

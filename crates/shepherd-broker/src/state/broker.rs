@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::error::{BrokerError, BrokerResult};
-use crate::paths::{BrokerAddress, BrokerPaths};
 use crate::state::journal::Journal;
+use shepherd_client::paths::{BrokerAddress, BrokerPaths};
 
 /// What a broker needs to know about its place in the world.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //! before any handler runs (unknown methods, bad parameters or request ids, a role's limits).
 
 use serde_json::json;
-use shepherd_broker::client::ClientError;
+use shepherd_client::wire::ClientError;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::protocol::{Role, event, method};
 

@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use shepherd_broker::BrokerConfig;
-use shepherd_broker::client::{Client, ClientError};
 use shepherd_broker::clock::SystemClock;
-use shepherd_broker::paths::{BrokerAddress, BrokerPaths};
 use shepherd_broker::serve::{RunningBroker, start};
+use shepherd_client::paths::{BrokerAddress, BrokerPaths};
+use shepherd_client::wire::{Client, ClientError};
 use shepherd_core::dirs::UserDirs;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::protocol::{Hello, PROTOCOL_VERSION, Role, event, method};

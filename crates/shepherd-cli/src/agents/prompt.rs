@@ -89,7 +89,8 @@ pub(super) fn run(
         ModelChoice::Inherit => None,
     });
     let prompt = capture(def, model, &search.project_root, work.path())?;
-    let flags = shepherd_broker::definition_args(def, None, None, Path::new("<body>")).argv;
+    let flags =
+        shepherd_client::pi_sheep::definition_args(def, None, None, Path::new("<body>")).argv;
     match &args.output {
         Some(file) => {
             shepherd_fs::write_atomic(file, prompt.as_bytes(), Some(0o600))
@@ -132,10 +133,10 @@ fn capture(
     let body = work.join("body.md");
     shepherd_fs::write_atomic(&body, def.system_prompt.as_bytes(), Some(0o600))
         .map_err(|err| io_error("writing the definition's body", &err))?;
-    let extension = shepherd_broker::install_sheep_extension(work)
+    let extension = shepherd_client::pi_sheep::install_sheep_extension(work)
         .map_err(|err| io_error("writing the pi sheep extension", &err))?;
     let captured = work.join("prompt.md");
-    let definition = shepherd_broker::definition_args(def, model, None, &body);
+    let definition = shepherd_client::pi_sheep::definition_args(def, model, None, &body);
     let pi_program = &shepherd_harness::profile(shepherd_core::harness::Harness::Pi).program;
     let pi = std::env::var(pi_program.var)
         .ok()

@@ -49,7 +49,7 @@ fn note_task_held_by_broker(
             );
             let opened = tokio::time::timeout(
                 std::time::Duration::from_secs(2),
-                shepherd_broker::client::Client::open(&socket, &hello),
+                shepherd_client::wire::Client::open(&socket, &hello),
             )
             .await;
             let Ok(Ok((mut client, greeting))) = opened else {

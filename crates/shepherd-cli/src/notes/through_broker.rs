@@ -88,7 +88,7 @@ fn through_broker(
     let answer = runtime()?.block_on(async {
         let opened = tokio::time::timeout(
             BROKER_PATIENCE,
-            shepherd_broker::client::Client::open(&socket, &hello(Role::Parent, None, None)),
+            shepherd_client::wire::Client::open(&socket, &hello(Role::Parent, None, None)),
         )
         .await;
         let Ok(Ok((mut client, greeting))) = opened else {
@@ -103,7 +103,7 @@ fn through_broker(
         )
         .await
         .map_err(|_| {
-            CliError::from(shepherd_broker::client::ClientError::Timeout {
+            CliError::from(shepherd_client::wire::ClientError::Timeout {
                 method: method::NOTES_WRITE.to_owned(),
                 after: BROKER_PATIENCE,
             })

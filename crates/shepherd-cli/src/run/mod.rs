@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
-use shepherd_broker::client::Link;
+use shepherd_client::wire::Link;
 use shepherd_core::protocol::{
     RunIdParams, RunStepParams, RunSubmitParams, RunView, event, method,
 };

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
-use shepherd_broker::client::{ClientError, Link};
+use shepherd_client::wire::{ClientError, Link};
 use shepherd_core::protocol::{ReportEvent, ReportParams, Role, event, method};
 use shepherd_harness::{Adapter, Plan, Telemetry, Turn};
 use tokio::time::Instant;

@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::Value;
-use shepherd_broker::client::{ClientError, Link};
+use shepherd_client::wire::{ClientError, Link};
 use shepherd_core::protocol::{Role, SupervisorExited, SupervisorStarted, event, method};
 use shepherd_term::process;
 use tokio::signal::unix::{SignalKind, signal};

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use shepherd_broker::client::start::{ensure_broker, recorded_spec};
+use shepherd_client::wire::start::{ensure_broker, recorded_spec};
 
 /// Longest a revival may take.
 const START_LIMIT: Duration = Duration::from_secs(10);

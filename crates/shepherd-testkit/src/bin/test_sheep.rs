@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shepherd_broker::client::Client;
+use shepherd_client::wire::Client;
 use shepherd_core::envelope::{Envelope, Kind};
 use shepherd_core::herd::Payload;
 use shepherd_core::protocol::{Hello, InboxResult, PROTOCOL_VERSION, Role, event, method};
@@ -165,7 +165,7 @@ impl Sheep {
 
     async fn call(&mut self, name: &str, params: Value) -> Result<Value, String> {
         match self.client.call_value(name, params.clone()).await {
-            Err(shepherd_broker::client::ClientError::Remote(err)) => {
+            Err(shepherd_client::wire::ClientError::Remote(err)) => {
                 Err(format!("{}: {}", err.code, err.message))
             }
             Err(_) => {

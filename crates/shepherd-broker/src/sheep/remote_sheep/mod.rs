@@ -61,7 +61,7 @@ pub(crate) fn link(broker: &Broker, host: &str) -> BrokerResult<Arc<HostLink>> {
         .paths
         .runtime_dir
         .join(format!("ssh-{}", broker.config.address.key));
-    crate::paths::ensure_private_dir(&ssh_dir).map_err(|err| {
+    shepherd_client::paths::ensure_private_dir(&ssh_dir).map_err(|err| {
         BrokerError::new(
             ErrorCode::Io,
             format!("cannot make {}: {err}", ssh_dir.display()),

@@ -83,7 +83,7 @@ impl BrokerPaths {
             runtime_dir: dirs.runtime_dir.clone(),
             socket: dirs.runtime_dir.join(format!("b-{}.sock", address.key)),
             remote_socket: dirs.runtime_dir.join(format!("r-{}.sock", address.key)),
-            key: crate::client::herd_key_file(
+            key: crate::wire::herd_key_file(
                 &dirs.runtime_dir.join(format!("b-{}.sock", address.key)),
             ),
             lock: dirs.runtime_dir.join(format!("b-{}.lock", address.key)),

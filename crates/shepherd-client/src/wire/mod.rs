@@ -1,5 +1,5 @@
-//! The broker client: what the CLI, supervisors and test sheep use to talk to a broker, and how
-//! a broker is started on demand.
+//! The wire client: what the front ends, supervisors and test sheep use to talk to a broker,
+//! and how a broker is started on demand.
 //!
 //! A [`Client`] is one connection: it says `hello` with its role, then makes requests; pushed
 //! lines (`{"event", …}`) that arrive while it waits for a response are kept for
