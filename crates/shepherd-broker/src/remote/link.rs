@@ -267,7 +267,6 @@ impl HostLink {
     fn connect(&self) -> Result<(Child, HelloReply), String> {
         let _stale = fs_err::remove_file(&self.control);
         let _old_log = fs_err::remove_file(&self.master_log);
-        let broker = std::process::id();
         let mut command = Command::new("ssh");
         command
             .args(&self.def.ssh_args)
@@ -291,15 +290,12 @@ impl HostLink {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // SAFETY: the hook runs in the forked child before exec and makes only
-        // async-signal-safe system calls (prctl, getppid); it allocates nothing. The keeper
-        // thread that forks lives as long as the link, so the signal fires only when the broker
-        // itself is gone.
-        #[allow(unsafe_code)]
-        unsafe {
-            use std::os::unix::process::CommandExt as _;
-            command.pre_exec(move || shepherd_term::platform::die_with_parent(broker));
-        }
+        // The keeper thread that spawns the master lives as long as the link, so the master
+        // dies only when the broker itself is gone.
+        shepherd_term::platform::tie_to_this_process(
+            &mut command,
+            shepherd_term::platform::NothingMore,
+        );
         let mut master = command
             .spawn()
             .map_err(|err| format!("cannot run ssh: {err}"))?;

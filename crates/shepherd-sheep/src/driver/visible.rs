@@ -167,8 +167,9 @@ struct Agent {
     input: OwnedWritePty,
 }
 
-/// Starts the agent's TUI in a pseudo-terminal of `size`.
-#[allow(unsafe_code)]
+/// Starts the agent's TUI in a pseudo-terminal of `size`, tied to the driver: the runtime is
+/// single-threaded, so the forking thread is the driver's main thread, which lives as long as
+/// the driver.
 fn start_agent(driver: &Driver, (rows, cols): PaneSize) -> Result<Agent, CliError> {
     let plan = &driver.plan;
     let (program, before) = plan.program.split_first().expect("plans name a program");
@@ -180,17 +181,18 @@ fn start_agent(driver: &Driver, (rows, cols): PaneSize) -> Result<Agent, CliErro
     };
     let (pty, pts) = pty_process::open().map_err(terminal)?;
     pty.resize(Size::new(rows, cols)).map_err(terminal)?;
-    let me = std::process::id();
-    let command = pty_process::Command::new(program)
+    let mut agent = tokio::process::Command::new(program);
+    agent
         .args(before)
         .args(driver.adapter.interactive_args(plan))
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&plan.cwd)
         .kill_on_drop(true);
-    // SAFETY: the hook runs in the forked child before exec and makes only async-signal-safe
-    // system calls (prctl, getppid); the runtime is single-threaded, so the forking thread is
-    // the driver's main thread, which lives as long as the driver.
-    let command = unsafe { command.pre_exec(move || shepherd_term::platform::die_with_parent(me)) };
+    shepherd_term::platform::tie_to_this_process(
+        agent.as_std_mut(),
+        shepherd_term::platform::NothingMore,
+    );
+    let command = pty_process::Command::from(agent);
     let child = command.spawn(pts).map_err(|err| {
         CliError::new(
             ErrorCode::HarnessMissing,

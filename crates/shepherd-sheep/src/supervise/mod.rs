@@ -493,20 +493,10 @@ impl Drop for NetProxy {
 /// Sets SIGKILL as the sheep's parent-death signal, between fork and exec, and starts it
 /// under its limits (`limits`: its cgroup entered, its rlimits set). The supervisor runs a
 /// single-threaded runtime, so the thread that forks (whose end would fire the signal) is the
-/// main thread, which lives as long as the supervisor.
-#[allow(unsafe_code)]
+/// main thread, which lives as long as the supervisor. The sheep does not start when the
+/// supervisor died before the signal was set, or when its limits cannot be set.
 fn tie_to_supervisor(command: &mut tokio::process::Command, limits: limits::ChildHook) {
-    let supervisor = std::process::id();
-    // SAFETY: the hook runs in the forked child before exec and makes only async-signal-safe
-    // system calls (prctl, getppid, write to descriptors opened before the fork, setrlimit);
-    // it allocates nothing and touches no locks. It refuses to start the sheep when the
-    // supervisor died before the signal was set, or when its limits cannot be set.
-    unsafe {
-        command.pre_exec(move || {
-            shepherd_term::platform::die_with_parent(supervisor)?;
-            limits.enter()
-        });
-    }
+    shepherd_term::platform::tie_to_this_process(command.as_std_mut(), limits);
 }
 
 /// Ends the sheep's process group: SIGTERM, `grace`, SIGKILL. The exit itself is noticed by

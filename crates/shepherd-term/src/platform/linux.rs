@@ -97,7 +97,7 @@ pub fn set_child_subreaper(on: bool) -> std::io::Result<()> {
 /// Between fork and exec: have this (child) process killed when its parent dies, and refuse
 /// to start when the parent — `parent` — is already gone. Makes only async-signal-safe system
 /// calls (`prctl`, `getppid`) and allocates nothing.
-pub fn die_with_parent(parent: u32) -> std::io::Result<()> {
+pub(super) fn die_with_parent(parent: u32) -> std::io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
     let now = rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get().cast_unsigned());
     if now == Some(parent) {

@@ -12,16 +12,20 @@
 //! Linux is the platform today (`linux.rs`). A port is one more file with the same functions:
 //! on macOS, for example, `kqueue` with `EVFILT_PROC`/`EVFILT_VNODE` for the descriptors,
 //! `proc_listpids`/`proc_pidinfo` for the table; macOS has no subreaper or parent-death signal,
-//! so there `set_child_subreaper` and `die_with_parent` report `Unsupported` and the supervisor
+//! so there `set_child_subreaper` and the tie of [`tie_to_this_process`] report `Unsupported` and the supervisor
 //! falls back to ending the sheep's process group.
 
 #[cfg(target_os = "linux")]
 mod linux;
+mod tie;
+#[cfg(target_os = "linux")]
+use linux::die_with_parent;
 #[cfg(target_os = "linux")]
 pub use linux::{
-    children, die_with_parent, dir_watch, environ_var, exit_watch, peer_process, process_ids,
-    same_pid_namespace, set_child_subreaper, socket_peer, stat,
+    children, dir_watch, environ_var, exit_watch, peer_process, process_ids, same_pid_namespace,
+    set_child_subreaper, socket_peer, stat,
 };
+pub use tie::{BeforeExec, NothingMore, tie_to_this_process};
 
 #[cfg(not(target_os = "linux"))]
 compile_error!(

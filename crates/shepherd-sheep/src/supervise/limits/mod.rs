@@ -173,10 +173,12 @@ pub(super) struct ChildHook {
     rlimits: Vec<rlimit::Set>,
 }
 
-impl ChildHook {
-    /// Runs in the forked child before exec. Async-signal-safe: only `write` and `setrlimit`
-    /// system calls on descriptors and values prepared before the fork; nothing is allocated.
-    pub(super) fn enter(&self) -> std::io::Result<()> {
+// SAFETY: `run` makes only `write` and `setrlimit` system calls on descriptors and values
+// prepared before the fork; it allocates nothing and takes no lock.
+#[allow(unsafe_code)]
+unsafe impl shepherd_term::platform::BeforeExec for ChildHook {
+    /// Runs in the forked child before exec: enters the cgroups, sets the rlimits.
+    fn run(&self) -> std::io::Result<()> {
         for procs in &self.procs {
             rustix::io::write(procs, b"0").map_err(std::io::Error::from)?;
         }
