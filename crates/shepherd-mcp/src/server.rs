@@ -235,7 +235,7 @@ impl ServerHandler for Parent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::herd::to_value;
+    use shepherd_core::envelope::Delivery;
 
     #[test]
     fn message_arguments_become_the_brokers_message() {
@@ -247,8 +247,8 @@ mod tests {
             false,
         )
         .unwrap();
-        let params = to_value(&message_params(message).unwrap());
-        assert_eq!(params["delivery"], "steer");
-        assert_eq!(params["expectsReply"], true);
+        let params = message_params(message).unwrap();
+        assert_eq!(params.delivery, Some(Delivery::Steer));
+        assert!(params.expects_reply);
     }
 }
