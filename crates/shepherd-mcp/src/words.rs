@@ -4,6 +4,8 @@
 //! typed answers and never fails: an empty text reads as absent.
 
 use serde_json::{Map, Value, json};
+use shepherd_config::DiscoveryWarning;
+use shepherd_core::agent_def::AgentDef;
 use shepherd_core::envelope::Kind;
 use shepherd_core::fieldnotes::status::Mode;
 use shepherd_core::herd::{InboxItem, Payload, SheepStatus, TaskReport};
@@ -13,13 +15,6 @@ use shepherd_core::task::TaskState;
 use shepherd_core::worktree::WorktreeReport;
 
 use super::text::{clip, plural};
-
-fn str_of<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
 
 /// An optional text that is there and not empty.
 fn said(text: Option<&String>) -> Option<&str> {
@@ -71,7 +66,11 @@ pub(crate) fn completion_line(report: &TaskReport) -> String {
 /// The agent listing: the exact names a spawn accepts.
 /// Each definition file that was skipped (`name`, `file`, `reason`) follows the names, one line
 /// each, as `shepherd agents --verbose` lists them.
-pub(crate) fn agents_text(scope: &str, agents: &[Value], skipped: &[Value]) -> String {
+pub(crate) fn agents_text(
+    scope: &str,
+    agents: &[AgentDef],
+    skipped: &[&DiscoveryWarning],
+) -> String {
     let mut lines = Vec::new();
     if agents.is_empty() {
         lines.push(format!(
@@ -81,14 +80,11 @@ pub(crate) fn agents_text(scope: &str, agents: &[Value], skipped: &[Value]) -> S
         lines.push(
             "Available agent names (copy the name exactly; names are case-sensitive):".to_owned(),
         );
-        lines.extend(agents.iter().map(|a| {
-            format!(
-                "{} ({}): {}",
-                str_of(a, "name").unwrap_or_default(),
-                str_of(a, "source").unwrap_or_default(),
-                str_of(a, "description").unwrap_or_default()
-            )
-        }));
+        lines.extend(
+            agents
+                .iter()
+                .map(|a| format!("{} ({}): {}", a.name, a.source, a.description)),
+        );
     }
     if !skipped.is_empty() {
         lines.push(String::new());
@@ -99,9 +95,9 @@ pub(crate) fn agents_text(scope: &str, agents: &[Value], skipped: &[Value]) -> S
         lines.extend(skipped.iter().map(|s| {
             format!(
                 "{}: {}: {}",
-                str_of(s, "name").unwrap_or("?"),
-                str_of(s, "file").unwrap_or_default(),
-                str_of(s, "reason").unwrap_or_default()
+                said(s.name.as_ref()).unwrap_or("?"),
+                s.file.to_string_lossy(),
+                s.reason
             )
         }));
     }
@@ -426,5 +422,66 @@ mod tests {
         .expect("a task report");
         let line = completion_line(&report);
         assert_eq!(line, "w: a task t1 failed (rc 1): boom Note: n.md");
+    }
+
+    const SHEEP: &str = "shepherd-agent-1a2b3c4d-0f0e0d0c";
+
+    /// An inbox item as the broker sends it.
+    fn item(json: Value) -> InboxItem {
+        serde_json::from_value(json).expect("an inbox item")
+    }
+
+    fn name(id: &str) -> String {
+        if id == SHEEP {
+            "worker: a".to_owned()
+        } else {
+            id.to_owned()
+        }
+    }
+
+    #[test]
+    fn a_stale_wait_reads_as_pi_words_with_its_threshold_as_json_writes_it() {
+        let stale = item(json!({"seq": 3, "at": 1, "type": "stale_wait",
+            "taskId": "shepherd-task-1", "agentId": SHEEP, "displayName": "worker: a",
+            "description": "fix the login", "waitingSince": 0, "elapsedMs": 125_000,
+            "requestId": "shepherd-message-9", "question": "which branch?",
+            "recipient": "shepherd", "recipientName": "shepherd", "thresholdMinutes": 30.0}));
+        let words = inbox_item(&stale, &name).expect("words");
+        assert_eq!(
+            words.lines().take(4).collect::<Vec<_>>(),
+            [
+                "Shepherd stale wait: worker: a has waited 02:05 for a reply (stale after 30.0 min).",
+                &format!(
+                    "Task: shepherd-task-1 (owner worker: a, agent id {SHEEP}) - fix the login"
+                ),
+                "Question: which branch?",
+                "Pending request: shepherd-message-9 (waiting on shepherd)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_notice_says_its_kind_as_on_the_wire_and_names_its_sheep() {
+        let notice = item(json!({"seq": 4, "at": 1, "type": "notice",
+            "notice": "sheep_exited", "text": "it ended", "agentId": SHEEP}));
+        assert_eq!(
+            inbox_item(&notice, &name).as_deref(),
+            Some("Shepherd notice: sheep_exited (worker: a)\nit ended")
+        );
+    }
+
+    #[test]
+    fn a_question_from_a_sheep_names_its_ids_and_how_to_answer() {
+        let question = item(json!({"seq": 5, "at": 1, "type": "envelope", "envelope": {
+            "schemaVersion": 1, "messageId": "shepherd-message-7", "kind": "message",
+            "senderId": SHEEP, "targetId": "shepherd", "taskId": "shepherd-task-1",
+            "expectsReply": true, "delivery": "followUp", "content": "which branch?",
+            "createdAt": 1}}));
+        assert_eq!(
+            inbox_item(&question, &name).expect("words"),
+            format!(
+                "Shepherd message from worker: a\nMessage ID: shepherd-message-7\nFrom agent id: {SHEEP}\nTask ID: shepherd-task-1\nExpects reply: yes (answer with shepherd_message target {SHEEP}, replyTo shepherd-message-7, taskId shepherd-task-1)\n\nwhich branch?"
+            )
+        );
     }
 }

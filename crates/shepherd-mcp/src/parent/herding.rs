@@ -8,7 +8,7 @@ use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
-use shepherd_config::{discover_agents, load_settings};
+use shepherd_config::{DiscoveryWarning, discover_agents, load_settings};
 use shepherd_core::agent_def::AgentScope;
 use shepherd_core::protocol::{DelegateParams, NoParams, SpawnParams, calls};
 use tokio::time::Instant;
@@ -49,34 +49,33 @@ impl Parent {
                     scope,
                     settings.settings.include_bundled_agents,
                 );
+                // What the model needs to choose an agent, not the whole definition.
                 let agents: Vec<Value> = discovery
                     .agents
                     .iter()
                     .map(|def| {
-                        let full = serde_json::to_value(def).unwrap_or_default();
                         json!({
-                            "name": full["name"], "source": full["source"],
-                            "description": full["description"], "model": full["model"],
-                            "thinking": full["thinking"], "tools": full["tools"],
-                            "filePath": full["filePath"],
+                            "name": def.name, "source": def.source,
+                            "description": def.description, "model": def.model,
+                            "thinking": def.thinking, "tools": def.tools,
+                            "filePath": def.file_path.to_string_lossy(),
                         })
                     })
                     .collect();
                 // Files that define no agent, with why: a spawn of such a name is refused and
                 // tells the model to look here.
-                let skipped: Vec<Value> = discovery
+                let skipped: Vec<&DiscoveryWarning> = discovery
                     .warnings
                     .iter()
                     .filter(|warning| warning.skipped)
-                    .map(|warning| serde_json::to_value(warning).unwrap_or_default())
                     .collect();
                 let scope = discovery.scope.to_string();
-                let names: Vec<Value> = agents.iter().map(|a| a["name"].clone()).collect();
+                let names: Vec<&str> = discovery.agents.iter().map(|a| a.name.as_str()).collect();
                 Ok(success(
                     "shepherd",
                     shown,
-                    &words::agents_text(&scope, &agents, &skipped),
-                    &Value::Array(names),
+                    &words::agents_text(&scope, &discovery.agents, &skipped),
+                    &json!(names),
                     &[
                         ("scope", Some(json!(scope))),
                         ("agents", Some(json!(agents))),
