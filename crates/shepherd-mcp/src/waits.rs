@@ -24,6 +24,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::json;
 use shepherd_core::herd::{InboxItem, Payload};
+use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::{
     AckParams, IdList, InboxParams, NoParams, WaitParams, WatchParams, calls,
 };
@@ -412,7 +413,7 @@ fn author_of(item: &InboxItem) -> Option<&str> {
     match &item.payload {
         Payload::Envelope { envelope } => Some(envelope.author().as_str()),
         Payload::StaleWait(wait) => Some(wait.agent_id.as_str()),
-        Payload::Notice(notice) => notice.agent_id.as_ref().map(|id| id.as_str()),
+        Payload::Notice(notice) => notice.agent_id.as_ref().map(AgentId::as_str),
         Payload::Completion { .. } => None,
     }
 }

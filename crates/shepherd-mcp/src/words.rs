@@ -9,6 +9,7 @@ use shepherd_core::agent_def::AgentDef;
 use shepherd_core::envelope::Kind;
 use shepherd_core::fieldnotes::status::Mode;
 use shepherd_core::herd::{InboxItem, Payload, SheepStatus, TaskReport};
+use shepherd_core::ids::{MessageId, TaskId};
 use shepherd_core::protocol::MessageResult;
 use shepherd_core::run::{RunReport, RunResult};
 use shepherd_core::task::TaskState;
@@ -336,7 +337,7 @@ pub(crate) fn inbox_item(item: &InboxItem, name: &dyn Fn(&str) -> String) -> Opt
             let task_id = envelope
                 .task_id
                 .as_ref()
-                .map(|t| t.as_str())
+                .map(TaskId::as_str)
                 .filter(|t| !t.is_empty());
             for (value, label) in [
                 (task_id, "Task ID"),
@@ -345,7 +346,7 @@ pub(crate) fn inbox_item(item: &InboxItem, name: &dyn Fn(&str) -> String) -> Opt
                     envelope
                         .reply_to
                         .as_ref()
-                        .map(|r| r.as_str())
+                        .map(MessageId::as_str)
                         .filter(|r| !r.is_empty()),
                     "Reply to",
                 ),
