@@ -9,13 +9,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde::Deserialize;
 use serde_json::json;
-use shepherd_core::protocol::{ResumeParams, method};
+use shepherd_core::protocol::{ResumeParams, calls};
 use shepherd_core::worktree::WorktreeReport;
 use tokio::time::Instant;
 
 use super::catalogue;
 use super::error::ToolError;
-use super::herd::to_value;
 use super::schema::input;
 use super::server::{Parent, respond};
 use super::text::success;
@@ -128,24 +127,22 @@ impl Parent {
         };
         // A resume of an exited sheep closes what is left of it first.
         let deadline = Instant::now() + spawn_wait() + Duration::from_secs(30) + broker_timeout()?;
-        let result = herd
-            .call(method::RESUME, to_value(&params), deadline)
-            .await?;
-        herd.remember(result["agentId"].as_str(), result["displayName"].as_str());
+        let result = herd.send::<calls::Resume>(&params, deadline).await?;
+        herd.remember(result.agent_id.as_str(), &result.display_name);
         Ok(success(
             "shepherd_resume",
             args,
             &format!(
                 "resumed {} on {}",
-                result["displayName"].as_str().unwrap_or_default(),
-                result["backend"].as_str().unwrap_or_default()
+                result.display_name,
+                result.backend.as_str()
             ),
-            &json!({ "id": result["agentId"], "resumes": result["resumes"] }),
+            &json!({ "id": result.agent_id, "resumes": result.resumes }),
             &[
-                ("id", Some(result["agentId"].clone())),
-                ("displayName", Some(result["displayName"].clone())),
-                ("backend", Some(result["backend"].clone())),
-                ("resumes", Some(result["resumes"].clone())),
+                ("id", Some(json!(result.agent_id))),
+                ("displayName", Some(json!(result.display_name))),
+                ("backend", Some(json!(result.backend))),
+                ("resumes", Some(json!(result.resumes))),
             ],
             &[("id", "agent id")],
         ))

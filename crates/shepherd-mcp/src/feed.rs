@@ -23,9 +23,11 @@ use std::time::Duration;
 use rmcp::RoleServer;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::Peer;
-use serde_json::{Value, json};
+use serde_json::json;
 use shepherd_client::wire::Link;
-use shepherd_core::protocol::{event, method};
+use shepherd_core::envelope::Kind;
+use shepherd_core::herd::{InboxItem, Payload};
+use shepherd_core::protocol::{InboxResult, NoParams, calls, event};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -75,20 +77,18 @@ fn rank(level: LoggingLevel) -> u8 {
 
 /// How urgent an item is: a question or a stale wait asks for an answer, a completion or a
 /// reply for attention, a plain message or a notice is information.
-pub(crate) fn level_of(item: &Value) -> LoggingLevel {
-    match item["type"].as_str() {
-        Some("stale_wait") => LoggingLevel::Warning,
-        Some("envelope") if item["envelope"]["expectsReply"] == json!(true) => {
-            LoggingLevel::Warning
-        }
-        Some("completion") => LoggingLevel::Notice,
-        Some("envelope") if item["envelope"]["kind"] == json!("reply") => LoggingLevel::Notice,
+pub(crate) fn level_of(item: &InboxItem) -> LoggingLevel {
+    match &item.payload {
+        Payload::StaleWait(_) => LoggingLevel::Warning,
+        Payload::Envelope { envelope } if envelope.expects_reply => LoggingLevel::Warning,
+        Payload::Completion { .. } => LoggingLevel::Notice,
+        Payload::Envelope { envelope } if envelope.kind == Kind::Reply => LoggingLevel::Notice,
         _ => LoggingLevel::Info,
     }
 }
 
 /// The words for an item, or `None` for an item not worth a message.
-pub(crate) type Words = Box<dyn Fn(&Value) -> Option<String> + Send + Sync>;
+pub(crate) type Words = Box<dyn Fn(&InboxItem) -> Option<String> + Send + Sync>;
 
 /// What the feed needs from the server.
 pub(crate) struct Feed {
@@ -127,7 +127,7 @@ impl Feed {
             if link.generation() != subscribed || !link.is_connected() {
                 let deadline = Instant::now() + Duration::from_secs(15);
                 let subscribed_now = tokio::select! {
-                    answer = link.request(method::SUBSCRIBE, json!({}), deadline) => answer.is_ok(),
+                    answer = link.send::<calls::Subscribe>(&NoParams {}, deadline) => answer.is_ok(),
                     () = stop.cancelled() => return,
                 };
                 if !subscribed_now {
@@ -147,12 +147,18 @@ impl Feed {
             };
             match push {
                 Ok((name, data)) if name == event::INBOX => {
-                    for item in data["items"].as_array().into_iter().flatten() {
-                        let seq = item["seq"].as_u64().unwrap_or(0);
-                        if seq <= last_seq {
+                    let pushed = match serde_json::from_value::<InboxResult>(data) {
+                        Ok(pushed) => pushed,
+                        Err(err) => {
+                            tracing::debug!("an inbox push that is not an inbox: {err}");
                             continue;
                         }
-                        last_seq = seq;
+                    };
+                    for item in &pushed.items {
+                        if item.seq <= last_seq {
+                            continue;
+                        }
+                        last_seq = item.seq;
                         send(&peer, &level, logger, &words, item).await;
                     }
                 }
@@ -171,7 +177,13 @@ impl Feed {
     }
 }
 
-async fn send(peer: &Peer<RoleServer>, level: &Level, logger: &str, words: &Words, item: &Value) {
+async fn send(
+    peer: &Peer<RoleServer>,
+    level: &Level,
+    logger: &str,
+    words: &Words,
+    item: &InboxItem,
+) {
     let item_level = level_of(item);
     if !level.allows(item_level) {
         return;
@@ -191,11 +203,10 @@ async fn send(peer: &Peer<RoleServer>, level: &Level, logger: &str, words: &Word
 /// Parent inbox items in words, display names from `herd`.
 pub(crate) fn parent_words(herd: Arc<Herd>) -> Words {
     Box::new(move |item| {
-        for completion in item["completions"].as_array().into_iter().flatten() {
-            herd.remember(
-                completion["agentId"].as_str(),
-                completion["displayName"].as_str(),
-            );
+        if let Payload::Completion { completions, .. } = &item.payload {
+            for completion in completions {
+                herd.remember(completion.agent_id.as_str(), &completion.display_name);
+            }
         }
         words::inbox_item(item, &|id| herd.known_name(id))
     })

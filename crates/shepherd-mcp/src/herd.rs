@@ -22,9 +22,11 @@ use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::service::Peer;
-use serde_json::{Value, json};
 use shepherd_client::wire::{Link, LinkSpec};
-use shepherd_core::protocol::{Driver, Hello, PROTOCOL_VERSION, Role, StatusParams, method};
+use shepherd_core::protocol::{
+    Call, Driver, Hello, HerdResult, NoParams, PROTOCOL_VERSION, Role, StatusParams, StatusResult,
+    calls,
+};
 use tokio::time::Instant;
 
 use super::error::ToolError;
@@ -128,47 +130,43 @@ impl Herd {
         Link::new(self.spec.clone())
     }
 
-    /// One request on a pooled link, answered before `deadline`.
-    pub(crate) async fn call(
+    /// One request of the method table (`C`) on a pooled link, answered before `deadline`.
+    pub(crate) async fn send<C: Call>(
         &self,
-        method: &str,
-        params: Value,
+        params: &C::Params,
         deadline: Instant,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<C::Result, ToolError> {
         let mut link = self
             .pool
             .lock()
             .expect("pool lock")
             .pop()
             .unwrap_or_else(|| self.link());
-        let answer = link.request(method, params, deadline).await;
+        let answer = link.send::<C>(params, deadline).await;
         self.pool.lock().expect("pool lock").push(link);
         Ok(answer?)
     }
 
     /// One request that answers at once, within the broker timeout.
-    pub(crate) async fn quick(&self, method: &str, params: Value) -> Result<Value, ToolError> {
-        self.call(method, params, Instant::now() + broker_timeout()?)
+    pub(crate) async fn quick<C: Call>(&self, params: &C::Params) -> Result<C::Result, ToolError> {
+        self.send::<C>(params, Instant::now() + broker_timeout()?)
             .await
     }
 
     /// Remembers display names seen in any answer.
-    pub(crate) fn remember(&self, agent_id: Option<&str>, name: Option<&str>) {
-        if let (Some(id), Some(name)) = (agent_id, name)
-            && !id.is_empty()
-            && !name.is_empty()
-        {
+    pub(crate) fn remember(&self, agent_id: &str, name: &str) {
+        if !agent_id.is_empty() && !name.is_empty() {
             self.names
                 .lock()
                 .expect("names lock")
-                .insert(id.to_owned(), name.to_owned());
+                .insert(agent_id.to_owned(), name.to_owned());
         }
     }
 
     /// Remembers the names of every sheep in a herd document.
-    pub(crate) fn remember_herd(&self, herd: &Value) {
-        for sheep in herd["sheep"].as_array().into_iter().flatten() {
-            self.remember(sheep["agentId"].as_str(), sheep["displayName"].as_str());
+    pub(crate) fn remember_herd(&self, herd: &HerdResult) {
+        for sheep in &herd.sheep {
+            self.remember(sheep.agent_id.as_str(), &sheep.display_name);
         }
     }
 
@@ -184,8 +182,8 @@ impl Herd {
         let params = StatusParams {
             id: Some(agent_id.to_owned()),
         };
-        if let Ok(status) = self.quick(method::STATUS, to_value(&params)).await {
-            self.remember(status["agentId"].as_str(), status["displayName"].as_str());
+        if let Ok(StatusResult::One(status)) = self.quick::<calls::Status>(&params).await {
+            self.remember(status.agent_id.as_str(), &status.display_name);
         }
         self.known_name(agent_id)
     }
@@ -244,7 +242,7 @@ impl Herd {
             return Ok(());
         }
         let within = broker_timeout()? + Duration::from_secs(30);
-        self.call(method::BROKER_STOP, json!({}), Instant::now() + within)
+        self.send::<calls::BrokerStop>(&NoParams {}, Instant::now() + within)
             .await
             .map(|_| ())
     }
@@ -302,11 +300,6 @@ pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
 /// `cwd` as the broker takes it: absolute, a relative one against the project.
 pub(crate) fn absolute(project: &Path, cwd: Option<String>) -> Option<String> {
     cwd.map(|dir| project.join(dir).display().to_string())
-}
-
-/// Parameters as JSON (protocol types always serialise).
-pub(crate) fn to_value<T: serde::Serialize>(params: &T) -> Value {
-    serde_json::to_value(params).expect("protocol types serialise")
 }
 
 #[cfg(test)]

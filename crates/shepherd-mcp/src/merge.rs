@@ -10,15 +10,13 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::json;
 use shepherd_core::error_code::ErrorCode;
-use shepherd_core::land::preview::MergePreview;
 use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView, Strategy};
-use shepherd_core::protocol::{event, method};
+use shepherd_core::protocol::{calls, event};
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
 use super::catalogue;
 use super::error::ToolError;
-use super::herd::to_value;
 use super::schema::input;
 use super::server::{Parent, respond};
 use super::text;
@@ -83,42 +81,28 @@ impl Parent {
             caller: Some(caller_context()),
         };
         if merge.dry_run == Some(true) {
-            let answer = link
-                .request(method::MERGE_PREVIEW, to_value(&params), budget.hard)
+            let preview = link
+                .send::<calls::MergePreview>(&params, budget.hard)
                 .await?;
-            let preview: MergePreview = serde_json::from_value(answer).map_err(|err| {
-                ToolError::new(ErrorCode::Protocol, format!("the merge's preview: {err}"))
-            })?;
             return Ok(text::plain(
                 shepherd_client::land_words::preview_text(&preview),
                 false,
             ));
         }
-        let answer = match (merge.cancel, merge.merge_id) {
+        let mut view = match (merge.cancel, merge.merge_id) {
             (Some(merge_id), _) => {
-                link.request(
-                    method::MERGE_CANCEL,
-                    to_value(&MergeIdParams { merge_id }),
-                    budget.hard,
-                )
-                .await?
+                link.send::<calls::MergeCancel>(&MergeIdParams { merge_id }, budget.hard)
+                    .await?
             }
             (None, Some(merge_id)) => {
-                link.request(
-                    method::MERGE_ATTACH,
-                    to_value(&MergeIdParams { merge_id }),
-                    budget.hard,
-                )
-                .await?
+                link.send::<calls::MergeAttach>(&MergeIdParams { merge_id }, budget.hard)
+                    .await?
             }
             (None, None) => {
-                link.request(method::MERGE_SUBMIT, to_value(&params), budget.hard)
+                link.send::<calls::MergeSubmit>(&params, budget.hard)
                     .await?
             }
         };
-        let mut view: MergeView = serde_json::from_value(answer).map_err(|err| {
-            ToolError::new(ErrorCode::Protocol, format!("the merge's view: {err}"))
-        })?;
         while !view.finished && !budget.over() {
             tokio::select! {
                 push = link.next_push() => match push {

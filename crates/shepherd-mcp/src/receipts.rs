@@ -1,19 +1,18 @@
 //! Receipts and herd-mates in words, as the pi package puts them (`parent/tools.ts`'s status,
 //! the sheep extension's `shepherd_status` and `shepherd_herd`): whether a message was
 //! delivered and read, the latest messages a sheep was sent, and who is in a sheep's herd.
-//! Everything works on the broker's JSON answers and never fails: a missing field reads as
-//! empty.
+//! Everything works on the broker's typed answers.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use shepherd_core::error_code::ErrorCode;
+use shepherd_core::herd::{MessageReceipt, SheepStatus};
+use shepherd_core::protocol::{HerdMatesResult, StatusResult};
 
-fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
-    value.get(key).and_then(Value::as_str).unwrap_or_default()
-}
+use super::error::ToolError;
 
 /// A broker time (ms since the epoch) as an RFC 3339 UTC timestamp.
-fn at(value: &Value, key: &str) -> Option<String> {
-    let ms = value.get(key).and_then(Value::as_i64)?;
-    jiff::Timestamp::from_millisecond(ms)
+fn at(ms: Option<i64>) -> Option<String> {
+    jiff::Timestamp::from_millisecond(ms?)
         .ok()
         .map(|t| t.to_string())
 }
@@ -31,59 +30,61 @@ fn meaning(state: &str) -> &'static str {
 
 /// `Message <id> from <a> to <b> is read (acknowledged by its recipient): sent …, delivered …,
 /// read ….`
-pub(crate) fn receipt_text(receipt: &Value) -> String {
-    let state = str_of(receipt, "state");
+pub(crate) fn receipt_text(receipt: &MessageReceipt) -> String {
+    let state = receipt.state.as_str();
     let times: Vec<String> = [
-        ("sent", "sentAt"),
-        ("delivered", "deliveredAt"),
-        ("read", "readAt"),
+        ("sent", Some(receipt.sent_at)),
+        ("delivered", receipt.delivered_at),
+        ("read", receipt.read_at),
     ]
     .iter()
-    .filter_map(|(word, key)| at(receipt, key).map(|t| format!("{word} {t}")))
+    .filter_map(|(word, ms)| at(*ms).map(|t| format!("{word} {t}")))
     .collect();
     format!(
         "Message {} from {} to {} is {state} ({}): {}.",
-        str_of(receipt, "messageId"),
-        str_of(receipt, "senderName"),
-        str_of(receipt, "targetName"),
+        receipt.message_id,
+        receipt.sender_name,
+        receipt.target_name,
         meaning(state),
         times.join(", ")
     )
 }
 
 /// A receipt as a tool returns it.
-pub(crate) fn public_receipt(receipt: &Value) -> Value {
-    let mut out = json!({ "messageId": receipt.get("messageId"), "state": receipt.get("state") });
-    for key in [
-        "sender",
-        "target",
-        "taskId",
-        "sentAt",
-        "deliveredAt",
-        "readAt",
-    ] {
-        if let Some(value) = receipt.get(key).filter(|v| !v.is_null()) {
-            out[key] = value.clone();
-        }
+pub(crate) fn public_receipt(receipt: &MessageReceipt) -> Value {
+    let mut out = Map::new();
+    out.insert("messageId".into(), json!(receipt.message_id));
+    out.insert("state".into(), json!(receipt.state));
+    out.insert("sender".into(), json!(receipt.sender));
+    out.insert("target".into(), json!(receipt.target));
+    if let Some(task) = &receipt.task_id {
+        out.insert("taskId".into(), json!(task));
     }
-    out
+    out.insert("sentAt".into(), json!(receipt.sent_at));
+    if let Some(delivered) = receipt.delivered_at {
+        out.insert("deliveredAt".into(), json!(delivered));
+    }
+    if let Some(read) = receipt.read_at {
+        out.insert("readAt".into(), json!(read));
+    }
+    Value::Object(out)
 }
 
 /// The lines a sheep's status adds for the messages it was sent, newest first.
-pub(crate) fn messages_text(status: &Value) -> String {
-    let messages = status.get("messages").and_then(Value::as_array);
-    let Some(messages) = messages.filter(|m| !m.is_empty()) else {
+pub(crate) fn messages_text(status: &SheepStatus) -> String {
+    if status.messages.is_empty() {
         return String::new();
-    };
-    let lines: Vec<String> = messages
+    }
+    let lines: Vec<String> = status
+        .messages
         .iter()
         .map(|m| {
             format!(
                 "- {} from {}: {} \"{}\"",
-                str_of(m, "messageId"),
-                str_of(m, "senderName"),
-                str_of(m, "state"),
-                str_of(m, "preview")
+                m.message_id,
+                m.sender_name,
+                m.state.as_str(),
+                m.preview
             )
         })
         .collect();
@@ -95,42 +96,52 @@ pub(crate) fn messages_text(status: &Value) -> String {
 
 /// What `status` answered, in words and as the tool returns it: a message's receipt, or one
 /// sheep (`sheep_text` and `sheep_shown` render the sheep itself) with its latest messages.
+/// A whole herd is not an answer to a status of one.
 pub(crate) fn status_answer(
-    status: &Value,
-    sheep_text: impl FnOnce(&Value) -> String,
-    sheep_shown: impl FnOnce(&Value) -> Value,
-) -> (String, Value) {
-    if status.get("messageId").is_some() {
-        return (receipt_text(status), public_receipt(status));
+    status: &StatusResult,
+    sheep_text: impl FnOnce(&SheepStatus) -> String,
+    sheep_shown: impl FnOnce(&SheepStatus) -> Value,
+) -> Result<(String, Value), ToolError> {
+    let sheep = match status {
+        StatusResult::Message(receipt) => {
+            return Ok((receipt_text(receipt), public_receipt(receipt)));
+        }
+        StatusResult::One(sheep) => sheep,
+        StatusResult::All(_) => {
+            return Err(ToolError::new(
+                ErrorCode::Protocol,
+                "status answered with the whole herd instead of one sheep or message",
+            ));
+        }
+    };
+    let mut shown = sheep_shown(sheep);
+    if !sheep.messages.is_empty()
+        && let Value::Object(fields) = &mut shown
+    {
+        fields.insert(
+            "messages".into(),
+            sheep.messages.iter().map(public_receipt).collect(),
+        );
     }
-    let mut shown = sheep_shown(status);
-    if let Some(messages) = status.get("messages").and_then(Value::as_array) {
-        shown["messages"] = messages.iter().map(public_receipt).collect();
-    }
-    (
-        format!("{}{}", sheep_text(status), messages_text(status)),
+    Ok((
+        format!("{}{}", sheep_text(sheep), messages_text(sheep)),
         shown,
-    )
+    ))
 }
 
 /// The herd as a sheep sees it (`herd.mates`), one line per sheep, itself marked.
-pub(crate) fn mates_text(result: &Value) -> String {
-    let mates = result.get("mates").and_then(Value::as_array);
-    let lines: Vec<String> = mates
-        .into_iter()
-        .flatten()
+pub(crate) fn mates_text(result: &HerdMatesResult) -> String {
+    let lines: Vec<String> = result
+        .mates
+        .iter()
         .map(|m| {
-            let you = if m.get("isSelf").and_then(Value::as_bool) == Some(true) {
-                " (you)"
-            } else {
-                ""
-            };
+            let you = if m.is_self { " (you)" } else { "" };
             format!(
                 "- {} ({}): {}, {}{you}",
-                str_of(m, "displayName"),
-                str_of(m, "agentId"),
-                str_of(m, "state"),
-                m.get("runtime").and_then(Value::as_str).unwrap_or("pi")
+                m.display_name,
+                m.agent_id,
+                m.state,
+                m.runtime.as_str()
             )
         })
         .collect();

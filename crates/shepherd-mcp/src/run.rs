@@ -8,17 +8,15 @@
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
-use serde_json::{Value, json};
+use serde_json::json;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::status::Mode;
-use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, event, method};
-use shepherd_core::run::RunReport;
+use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, RunView, calls, event};
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
 use super::catalogue;
 use super::error::ToolError;
-use super::herd::to_value;
 use super::herd::{Herd, absolute};
 use super::schema::input;
 use super::server::{Parent, progress_of, respond};
@@ -74,14 +72,13 @@ impl Parent {
                         "runId follows a run started earlier: give it alone (with cancel or wait), not with agent, task, tasks or chain",
                     ));
                 }
-                let id = to_value(&RunIdParams {
+                let id = RunIdParams {
                     run_id: run_id.clone(),
-                });
+                };
                 if cancel {
-                    link.request(method::RUN_CANCEL, id.clone(), budget.hard)
-                        .await?;
+                    link.send::<calls::RunCancel>(&id, budget.hard).await?;
                 }
-                link.request(method::RUN_ATTACH, id, budget.hard).await?
+                link.send::<calls::RunAttach>(&id, budget.hard).await?
             }
             None if cancel => {
                 return Err(ToolError::new(
@@ -91,22 +88,20 @@ impl Parent {
             }
             None => {
                 let params = submit_params(&herd, run)?;
-                link.request(method::RUN_SUBMIT, to_value(&params), budget.hard)
-                    .await?
+                link.send::<calls::RunSubmit>(&params, budget.hard).await?
             }
         };
-        let run_id = view["runId"].as_str().unwrap_or_default().to_owned();
+        let run_id = view.run_id.clone();
         let mut following = link.generation();
         let mut report_at = Instant::now();
-        while view.get("report").is_none_or(Value::is_null) && !budget.over() {
+        while view.report.is_none() && !budget.over() {
             if link.generation() != following || !link.is_connected() {
                 // A new connection (the broker restarted): follow the run again.
                 view = link
-                    .request(
-                        method::RUN_ATTACH,
-                        to_value(&RunIdParams {
+                    .send::<calls::RunAttach>(
+                        &RunIdParams {
                             run_id: run_id.clone(),
-                        }),
+                        },
                         budget.hard,
                     )
                     .await?;
@@ -128,7 +123,13 @@ impl Parent {
                 .min(report_at.saturating_duration_since(Instant::now()));
             tokio::select! {
                 push = link.next_push() => match push {
-                    Ok((name, data)) if name == event::RUN && data["runId"] == json!(run_id) => view = data,
+                    Ok((name, data)) if name == event::RUN => {
+                        if let Ok(pushed) = serde_json::from_value::<RunView>(data)
+                            && pushed.run_id == run_id
+                        {
+                            view = pushed;
+                        }
+                    }
                     Ok(_) => {}
                     Err(_) => link.disconnect(),
                 },
@@ -136,12 +137,9 @@ impl Parent {
                 () = ctx.ct.cancelled() => break,
             }
         }
-        match view.get("report").filter(|r| !r.is_null()) {
+        match &view.report {
             Some(report) => {
-                let report: RunReport = serde_json::from_value(report.clone()).map_err(|err| {
-                    ToolError::new(ErrorCode::Protocol, format!("the run's report: {err}"))
-                })?;
-                let (words, failed) = words::run_text(&report);
+                let (words, failed) = words::run_text(report);
                 Ok(text::plain(words, failed))
             }
             None => Ok(text::plain(still_running(&view, self.bound_secs()), false)),
@@ -231,19 +229,13 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
 }
 
 /// One line of a run's progress: `1 of 3 tasks done; scout running`.
-fn run_progress(view: &Value) -> String {
-    let steps = view["steps"].as_array().cloned().unwrap_or_default();
-    let done = steps.iter().filter(|s| s["phase"] == json!("done")).count();
+fn run_progress(view: &RunView) -> String {
+    let steps = &view.steps;
+    let done = steps.iter().filter(|s| s.phase == "done").count();
     let running: Vec<String> = steps
         .iter()
-        .filter(|s| s["phase"] != json!("done") && s["phase"] != json!("queued"))
-        .map(|s| {
-            format!(
-                "{} {}",
-                s["agent"].as_str().unwrap_or_default(),
-                s["phase"].as_str().unwrap_or_default()
-            )
-        })
+        .filter(|s| s.phase != "done" && s.phase != "queued")
+        .map(|s| format!("{} {}", s.agent, s.phase))
         .collect();
     let mut line = format!("{done} of {} done", plural(steps.len(), "task"));
     if !running.is_empty() {
@@ -253,25 +245,27 @@ fn run_progress(view: &Value) -> String {
 }
 
 /// The "still running" words for a run: what to call, and where each task stands.
-fn still_running(view: &Value, bound: f64) -> String {
-    let run_id = view["runId"].as_str().unwrap_or_default();
+fn still_running(view: &RunView, bound: f64) -> String {
+    let run_id = &view.run_id;
     let follow = json!({ "runId": run_id });
     let cancel = json!({ "runId": run_id, "cancel": true });
-    let session = view["sessionName"]
-        .as_str()
+    let session = view
+        .session_name
+        .as_ref()
         .map(|s| format!("; session {s}"))
         .unwrap_or_default();
     let mut out = format!(
         "still running — call shepherd_run {follow} again to keep waiting (each call waits up to {bound} s), or shepherd_run {cancel} to cancel it; the run goes on in the background either way.\nRun {run_id} ({}{session}): {}",
-        view["mode"].as_str().unwrap_or_default(),
+        view.mode,
         run_progress(view)
     );
-    for (index, step) in view["steps"].as_array().into_iter().flatten().enumerate() {
-        let status = step["status"]
-            .as_str()
+    for (index, step) in view.steps.iter().enumerate() {
+        let status = step
+            .status
+            .as_ref()
             .map(|s| format!(" {s}"))
             .unwrap_or_default();
-        let task = match (step["taskId"].as_str(), step["agentId"].as_str()) {
+        let task = match (&step.task_id, &step.agent_id) {
             (Some(t), Some(a)) => format!(" (task {t}, sheep {a})"),
             (Some(t), None) => format!(" (task {t})"),
             (None, Some(a)) => format!(" (sheep {a})"),
@@ -280,8 +274,8 @@ fn still_running(view: &Value, bound: f64) -> String {
         out.push_str(&format!(
             "\n- {}. {}: {}{status}{task}",
             index + 1,
-            step["agent"].as_str().unwrap_or_default(),
-            step["phase"].as_str().unwrap_or_default()
+            step.agent,
+            step.phase
         ));
     }
     out
@@ -293,9 +287,12 @@ mod tests {
 
     #[test]
     fn a_run_still_running_names_the_calls_to_make() {
-        let view = json!({"runId": "run-1a2b3c4d", "mode": "chain", "sessionName": "demo",
+        let view: RunView = serde_json::from_value(
+            json!({"runId": "run-1a2b3c4d", "mode": "chain", "sessionName": "demo",
             "steps": [{"agent": "scout", "phase": "done", "status": "completed"},
-                      {"agent": "planner", "phase": "running", "taskId": "t2"}]});
+                      {"agent": "planner", "phase": "running", "taskId": "t2"}]}),
+        )
+        .expect("a run view");
         let text = still_running(&view, 25.0);
         assert!(
             text.starts_with(

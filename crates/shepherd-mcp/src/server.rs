@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
-use serde_json::json;
+use shepherd_core::envelope::Delivery;
 use shepherd_core::protocol::MessageParams;
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
@@ -142,9 +142,12 @@ impl Parent {
 /// The broker's `message` parameters from the tool's arguments.
 pub(crate) fn message_params(message: args::Message) -> Result<MessageParams, ToolError> {
     let delivery = one_of("delivery", message.delivery, args::DELIVERIES)?
-        .map(|d| serde_json::from_value(json!(d)))
-        .transpose()
-        .map_err(|err| ToolError::arguments(format!("delivery: {err}")))?;
+        .map(|d| {
+            Delivery::parse(&d).ok_or_else(|| {
+                ToolError::arguments(format!("delivery `{d}` is not followUp or steer"))
+            })
+        })
+        .transpose()?;
     Ok(MessageParams {
         target: message.target,
         message: message.message,
@@ -235,7 +238,7 @@ impl ServerHandler for Parent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::herd::to_value;
+    use serde_json::json;
 
     #[test]
     fn message_arguments_become_the_brokers_message() {
@@ -247,8 +250,8 @@ mod tests {
             false,
         )
         .unwrap();
-        let params = to_value(&message_params(message).unwrap());
-        assert_eq!(params["delivery"], "steer");
-        assert_eq!(params["expectsReply"], true);
+        let params = message_params(message).unwrap();
+        assert_eq!(params.delivery, Some(Delivery::Steer));
+        assert!(params.expects_reply);
     }
 }

@@ -18,9 +18,12 @@ use rmcp::model::{CallToolResult, Implementation, JsonObject, ProtocolVersion, S
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use shepherd_client::wire::Link;
-use shepherd_core::protocol::{AckParams, DoneParams, InboxParams, Role, StatusParams, method};
+use shepherd_core::envelope::{Envelope, Kind};
+use shepherd_core::herd::{InboxItem, Payload};
+use shepherd_core::protocol::{
+    AckParams, Call, DoneParams, InboxParams, NoParams, Role, StatusParams, calls,
+};
 use shepherd_core::task::DoneStatus;
 use tokio::sync::{Notify, OnceCell};
 use tokio::time::Instant;
@@ -30,7 +33,6 @@ use super::args::{self, one_of, wait_seconds};
 use super::catalogue;
 use super::error::ToolError;
 use super::feed::{Feed, Level, capabilities};
-use super::herd::to_value;
 use super::schema::input;
 use super::server::message_params;
 use super::text::{self, plural};
@@ -107,12 +109,12 @@ impl Sheep {
         })
     }
 
-    async fn call(
+    /// One request of the method table (`C`) on a pooled link, answered before `deadline`.
+    async fn send<C: Call>(
         &self,
-        method: &str,
-        params: Value,
+        params: &C::Params,
         deadline: Instant,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<C::Result, ToolError> {
         let cap = self.cap()?;
         self.shared.wake.notify_waiters();
         let mut link = self
@@ -122,7 +124,7 @@ impl Sheep {
             .expect("pool lock")
             .pop()
             .unwrap_or_else(|| sheep(cap, Role::Sheep));
-        let outcome = link.request(method, params, deadline).await;
+        let outcome = link.send::<C>(params, deadline).await;
         self.shared.pool.lock().expect("pool lock").push(link);
         Ok(outcome?)
     }
@@ -191,21 +193,17 @@ impl Sheep {
             task_id,
         };
         let result = self
-            .call(
-                method::DONE,
-                to_value(&params),
-                Instant::now() + broker_timeout()?,
-            )
+            .send::<calls::Done>(&params, Instant::now() + broker_timeout()?)
             .await?;
-        let note = if result["suppliedTaskId"].is_string() {
+        let note = if result.supplied_task_id.is_some() {
             " (task id corrected to the delegated task)"
         } else {
             ""
         };
         Ok(format!(
             "Task {} {}{note}.",
-            result["taskId"].as_str().unwrap_or_default(),
-            result["status"].as_str().unwrap_or_default()
+            result.task_id,
+            result.status.as_str()
         ))
     }
 
@@ -234,22 +232,20 @@ impl Sheep {
         }
         let params = message_params(message)?;
         let result = self
-            .call(
-                method::TELL,
-                to_value(&params),
-                Instant::now() + broker_timeout()?,
-            )
+            .send::<calls::Tell>(&params, Instant::now() + broker_timeout()?)
             .await?;
         Ok(format!(
             "Shepherd message accepted for asynchronous delivery ({id}). {changed}shepherd_status {{messageId: \"{id}\"}} shows whether it was delivered and read.",
             changed = words::changed_delivery(&result),
-            id = result["messageId"].as_str().unwrap_or_default()
+            id = result.message_id
         ))
     }
 
     async fn herd(&self) -> Result<String, ToolError> {
         let deadline = Instant::now() + broker_timeout()?;
-        let result = self.call(method::HERD_MATES, json!({}), deadline).await?;
+        let result = self
+            .send::<calls::HerdMates>(&NoParams {}, deadline)
+            .await?;
         Ok(super::receipts::mates_text(&result))
     }
 
@@ -259,10 +255,8 @@ impl Sheep {
             id: asked.message_id,
         };
         let deadline = Instant::now() + broker_timeout()?;
-        let status = self
-            .call(method::STATUS, to_value(&params), deadline)
-            .await?;
-        Ok(super::receipts::status_answer(&status, words::status_text, words::public_status).0)
+        let status = self.send::<calls::Status>(&params, deadline).await?;
+        Ok(super::receipts::status_answer(&status, words::status_text, words::public_status)?.0)
     }
 
     async fn inbox(&self, args: &JsonObject) -> Result<String, ToolError> {
@@ -273,42 +267,34 @@ impl Sheep {
         let budget = Budget::new(Instant::now(), self.shared.bound, wait);
         let waited = budget.until.saturating_duration_since(budget.started);
         let answer = self
-            .call(
-                method::INBOX,
-                to_value(&InboxParams {
+            .send::<calls::Inbox>(
+                &InboxParams {
                     wait_ms: millis(waited),
-                }),
+                },
                 budget.hard,
             )
             .await?;
-        let items = answer["items"].as_array().cloned().unwrap_or_default();
+        let items = answer.items;
         let mut shown = Vec::new();
         for item in &items {
-            let envelope = &item["envelope"];
-            if item["type"] != json!("envelope") {
+            let Payload::Envelope { envelope } = &item.payload else {
                 continue;
-            }
-            if let Some(task) = envelope["taskId"].as_str() {
-                if envelope["kind"] == json!("task") {
-                    *self.shared.current_task.lock().expect("task lock") = Some(task.to_owned());
+            };
+            if let Some(task) = &envelope.task_id {
+                if envelope.kind == Kind::Task {
+                    *self.shared.current_task.lock().expect("task lock") = Some(task.to_string());
                 }
-                if let Some(id) = envelope["messageId"].as_str() {
-                    self.shared
-                        .task_of
-                        .lock()
-                        .expect("task lock")
-                        .insert(id.to_owned(), task.to_owned());
-                }
+                self.shared
+                    .task_of
+                    .lock()
+                    .expect("task lock")
+                    .insert(envelope.message_id.to_string(), task.to_string());
             }
-            shown.push(shepherd_client::envelope_text::sheep_envelope(envelope));
+            shown.push(envelope_words(envelope));
         }
-        if let Some(last) = items.last().and_then(|item| item["seq"].as_u64()) {
-            self.call(
-                method::ACK,
-                to_value(&AckParams { seq: last }),
-                Instant::now() + broker_timeout()?,
-            )
-            .await?;
+        if let Some(last) = items.last().map(|item| item.seq) {
+            self.send::<calls::Ack>(&AckParams { seq: last }, Instant::now() + broker_timeout()?)
+                .await?;
         }
         Ok(if shown.is_empty() {
             "Nothing new since you last asked.".to_owned()
@@ -320,6 +306,12 @@ impl Sheep {
             )
         })
     }
+}
+
+/// An envelope in the words a sheep reads it (the client library's, which reads it as JSON).
+fn envelope_words(envelope: &Envelope) -> String {
+    let json = serde_json::to_value(envelope).expect("an envelope serialises");
+    shepherd_client::envelope_text::sheep_envelope(&json)
 }
 
 /// The sheep's `shepherd_status`: itself, or a message it sent or received.
@@ -365,9 +357,9 @@ impl ServerHandler for Sheep {
                 level: shared.level.clone(),
                 stop: shared.stop.clone(),
                 wake: shared.wake.clone(),
-                words: Box::new(|item: &Value| {
-                    (item["type"] == json!("envelope"))
-                        .then(|| shepherd_client::envelope_text::sheep_envelope(&item["envelope"]))
+                words: Box::new(|item: &InboxItem| match &item.payload {
+                    Payload::Envelope { envelope } => Some(envelope_words(envelope)),
+                    _ => None,
                 }),
                 logger: "shepherd",
             };

@@ -22,15 +22,18 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
-use serde_json::{Value, json};
-use shepherd_core::protocol::{AckParams, IdList, InboxParams, WaitParams, WatchParams, method};
+use serde_json::json;
+use shepherd_core::herd::{InboxItem, Payload};
+use shepherd_core::ids::AgentId;
+use shepherd_core::protocol::{
+    AckParams, IdList, InboxParams, NoParams, WaitParams, WatchParams, calls,
+};
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
 use super::catalogue;
 use super::error::ToolError;
 use super::herd::Herd;
-use super::herd::to_value;
 use super::schema::input;
 use super::server::{Parent, progress_of, respond};
 use super::text::{plural, success};
@@ -150,19 +153,18 @@ impl Parent {
         // A durable watcher, once per task: completions then also reach the inbox (and the
         // host, as notifications) whoever asks next.
         let fresh = herd.unwatched(&ids);
-        let mut watcher_id = Value::Null;
+        let mut watcher_id = None;
         if !fresh.is_empty() {
             match herd
-                .call(
-                    method::WATCH,
-                    to_value(&WatchParams {
+                .send::<calls::Watch>(
+                    &WatchParams {
                         id: IdList::Many(fresh.clone()),
-                    }),
+                    },
                     budget.hard,
                 )
                 .await
             {
-                Ok(answer) => watcher_id = answer["watcherId"].clone(),
+                Ok(answer) => watcher_id = answer.watcher_id,
                 Err(err) => {
                     herd.unwatch(&fresh);
                     return Err(err);
@@ -174,16 +176,16 @@ impl Parent {
         // The first look answers at once; then a progress report before each slice of waiting.
         let mut slice = Duration::ZERO;
         loop {
-            let params = to_value(&WaitParams {
+            let params = WaitParams {
                 id: IdList::Many(ids.clone()),
                 timeout_ms: millis(slice),
                 wait_output: true,
-            });
+            };
             result = tokio::select! {
-                answer = herd.call(method::WAIT, params, budget.hard) => answer?,
+                answer = herd.send::<calls::Wait>(&params, budget.hard) => answer?,
                 () = ctx.ct.cancelled() => return Err(ToolError::new(ErrorCode::Cancelled, "the host cancelled the call")),
             };
-            let pending = result["pending"].as_array().map_or(0, Vec::len);
+            let pending = result.pending.len();
             if pending == 0 || budget.over() {
                 break;
             }
@@ -195,16 +197,11 @@ impl Parent {
             progress_of(ctx, budget.elapsed(), Some(budget.wait), &message).await;
             slice = budget.slice();
         }
-        let settled = result["settled"].as_array().cloned().unwrap_or_default();
-        let pending: Vec<String> = result["pending"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|id| id.as_str().map(str::to_owned))
-            .collect();
+        let settled = result.settled;
+        let pending: Vec<String> = result.pending.iter().map(ToString::to_string).collect();
         for report in &settled {
-            herd.remember(report["agentId"].as_str(), report["displayName"].as_str());
-            herd.report(report["taskId"].as_str().unwrap_or_default());
+            herd.remember(report.agent_id.as_str(), &report.display_name);
+            herd.report(report.task_id.as_str());
         }
         let lines: Vec<String> = settled
             .iter()
@@ -228,7 +225,7 @@ impl Parent {
             &service,
             &returned,
             &[
-                ("watcherId", Some(watcher_id)),
+                ("watcherId", Some(json!(watcher_id))),
                 ("taskIds", Some(json!(ids))),
                 ("pending", Some(json!(pending))),
                 ("completed", Some(json!(settled))),
@@ -258,28 +255,31 @@ impl Parent {
             out.push_str(line);
         }
         let sheep = herd
-            .call(method::HERD, json!({}), hard)
+            .send::<calls::Herd>(&NoParams {}, hard)
             .await
             .map(|h| {
                 herd.remember_herd(&h);
-                h["sheep"].as_array().cloned().unwrap_or_default()
+                h.sheep
             })
             .unwrap_or_default();
         for id in pending {
-            let holder = sheep
-                .iter()
-                .find(|s| s["task"]["id"].as_str() == Some(id.as_str()));
+            let holder = sheep.iter().find_map(|s| {
+                s.task
+                    .as_ref()
+                    .filter(|task| task.id.as_str() == id)
+                    .map(|task| (s, task))
+            });
             let line = match holder {
-                Some(s) => {
-                    let task = &s["task"];
-                    let waiting = task["waitingOn"]
-                        .as_str()
+                Some((s, task)) => {
+                    let waiting = task
+                        .waiting_on
+                        .as_ref()
                         .map(|on| format!(", waiting on {on}"))
                         .unwrap_or_default();
                     format!(
                         "- {} task {id} {}{waiting}",
-                        s["displayName"].as_str().unwrap_or_default(),
-                        task["state"].as_str().unwrap_or("running")
+                        s.display_name,
+                        task.state.as_str()
                     )
                 }
                 None => format!("- task {id} still open"),
@@ -287,9 +287,9 @@ impl Parent {
             out.push('\n');
             out.push_str(&line);
         }
-        let now = to_value(&InboxParams { wait_ms: 0 });
-        if let Ok(inbox) = herd.call(method::INBOX, now, hard).await {
-            let unread = fresh_items(herd, &inbox["items"]).len();
+        let now = InboxParams { wait_ms: 0 };
+        if let Ok(inbox) = herd.send::<calls::Inbox>(&now, hard).await {
+            let unread = fresh_items(herd, &inbox.items).len();
             if unread > 0 {
                 out.push_str(&format!(
                     "\n{} waiting for you (messages, questions or completions): call shepherd_inbox.",
@@ -315,14 +315,14 @@ impl Parent {
         let herd = self.herd(&ctx.peer).await?;
         let mut slice = Duration::ZERO;
         let items = loop {
-            let params = to_value(&InboxParams {
+            let params = InboxParams {
                 wait_ms: millis(slice),
-            });
+            };
             let answer = tokio::select! {
-                answer = herd.call(method::INBOX, params, budget.hard) => answer?,
+                answer = herd.send::<calls::Inbox>(&params, budget.hard) => answer?,
                 () = ctx.ct.cancelled() => return Err(ToolError::new(ErrorCode::Cancelled, "the host cancelled the call")),
             };
-            let items = answer["items"].as_array().cloned().unwrap_or_default();
+            let items = answer.items;
             if !items.is_empty() || budget.over() {
                 break items;
             }
@@ -335,15 +335,11 @@ impl Parent {
             .await;
             slice = budget.slice();
         };
-        let shown = fresh_items(&herd, &Value::Array(items.clone()));
+        let shown = fresh_items(&herd, &items);
         let unknown = shown.iter().any(|item| {
-            let author = item["envelope"]["originSenderId"]
-                .as_str()
-                .or_else(|| item["envelope"]["senderId"].as_str())
-                .or_else(|| item["agentId"].as_str());
-            author.is_some_and(|id| herd.known_name(id) == id && id != "shepherd")
+            author_of(item).is_some_and(|id| herd.known_name(id) == id && id != "shepherd")
         });
-        if unknown && let Ok(all) = herd.call(method::HERD, json!({}), budget.hard).await {
+        if unknown && let Ok(all) = herd.send::<calls::Herd>(&NoParams {}, budget.hard).await {
             herd.remember_herd(&all);
         }
         let words: Vec<String> = shown
@@ -351,13 +347,15 @@ impl Parent {
             .filter_map(|item| words::inbox_item(item, &|id| herd.known_name(id)))
             .collect();
         for item in &shown {
-            for report in item["completions"].as_array().into_iter().flatten() {
-                herd.report(report["taskId"].as_str().unwrap_or_default());
+            if let Payload::Completion { completions, .. } = &item.payload {
+                for report in completions {
+                    herd.report(report.task_id.as_str());
+                }
             }
         }
         // Shown first, acknowledged after: a lost acknowledgement means a repeat, never a loss.
-        if let Some(last) = items.last().and_then(|item| item["seq"].as_u64()) {
-            herd.call(method::ACK, to_value(&AckParams { seq: last }), budget.hard)
+        if let Some(last) = items.last().map(|item| item.seq) {
+            herd.send::<calls::Ack>(&AckParams { seq: last }, budget.hard)
                 .await?;
         }
         let service = if words.is_empty() {
@@ -381,29 +379,43 @@ impl Parent {
 
 /// The inbox items not yet told to the model: a completion whose tasks `shepherd_watch`
 /// already reported here is left out (the rest of its reports stay).
-fn fresh_items(herd: &Herd, items: &Value) -> Vec<Value> {
+fn fresh_items(herd: &Herd, items: &[InboxItem]) -> Vec<InboxItem> {
     items
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .filter_map(|item| {
-            if item["type"] != json!("completion") {
+            let Payload::Completion {
+                watcher_id,
+                completions,
+            } = &item.payload
+            else {
                 return Some(item.clone());
-            }
-            let reports: Vec<Value> = item["completions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|r| !herd.was_reported(r["taskId"].as_str().unwrap_or_default()))
+            };
+            let reports: Vec<_> = completions
+                .iter()
+                .filter(|r| !herd.was_reported(r.task_id.as_str()))
                 .cloned()
                 .collect();
-            (!reports.is_empty()).then(|| {
-                let mut item = item.clone();
-                item["completions"] = Value::Array(reports);
-                item
+            (!reports.is_empty()).then(|| InboxItem {
+                seq: item.seq,
+                at: item.at,
+                payload: Payload::Completion {
+                    watcher_id: watcher_id.clone(),
+                    completions: reports,
+                },
             })
         })
         .collect()
+}
+
+/// Who an item is from or about: a message's author, else the sheep a reminder or notice
+/// names.
+fn author_of(item: &InboxItem) -> Option<&str> {
+    match &item.payload {
+        Payload::Envelope { envelope } => Some(envelope.author().as_str()),
+        Payload::StaleWait(wait) => Some(wait.agent_id.as_str()),
+        Payload::Notice(notice) => notice.agent_id.as_ref().map(AgentId::as_str),
+        Payload::Completion { .. } => None,
+    }
 }
 
 #[cfg(test)]

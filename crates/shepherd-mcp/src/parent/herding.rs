@@ -7,16 +7,15 @@ use shepherd_core::error_code::ErrorCode;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
-use serde_json::{Value, json};
-use shepherd_config::{discover_agents, load_settings};
+use serde_json::{Map, Value, json};
+use shepherd_config::{DiscoveryWarning, discover_agents, load_settings};
 use shepherd_core::agent_def::AgentScope;
-use shepherd_core::protocol::{DelegateParams, SpawnParams, method};
+use shepherd_core::protocol::{DelegateParams, NoParams, SpawnParams, calls};
 use tokio::time::Instant;
 
 use crate::args::{self, one_of};
 use crate::error::ToolError;
 use crate::herd::absolute;
-use crate::herd::to_value;
 use crate::server::{Parent, progress};
 use crate::text::{plural, success};
 use crate::words;
@@ -50,34 +49,33 @@ impl Parent {
                     scope,
                     settings.settings.include_bundled_agents,
                 );
+                // What the model needs to choose an agent, not the whole definition.
                 let agents: Vec<Value> = discovery
                     .agents
                     .iter()
                     .map(|def| {
-                        let full = serde_json::to_value(def).unwrap_or_default();
                         json!({
-                            "name": full["name"], "source": full["source"],
-                            "description": full["description"], "model": full["model"],
-                            "thinking": full["thinking"], "tools": full["tools"],
-                            "filePath": full["filePath"],
+                            "name": def.name, "source": def.source,
+                            "description": def.description, "model": def.model,
+                            "thinking": def.thinking, "tools": def.tools,
+                            "filePath": def.file_path.to_string_lossy(),
                         })
                     })
                     .collect();
                 // Files that define no agent, with why: a spawn of such a name is refused and
                 // tells the model to look here.
-                let skipped: Vec<Value> = discovery
+                let skipped: Vec<&DiscoveryWarning> = discovery
                     .warnings
                     .iter()
                     .filter(|warning| warning.skipped)
-                    .map(|warning| serde_json::to_value(warning).unwrap_or_default())
                     .collect();
                 let scope = discovery.scope.to_string();
-                let names: Vec<Value> = agents.iter().map(|a| a["name"].clone()).collect();
+                let names: Vec<&str> = discovery.agents.iter().map(|a| a.name.as_str()).collect();
                 Ok(success(
                     "shepherd",
                     shown,
-                    &words::agents_text(&scope, &agents, &skipped),
-                    &Value::Array(names),
+                    &words::agents_text(&scope, &discovery.agents, &skipped),
+                    &json!(names),
                     &[
                         ("scope", Some(json!(scope))),
                         ("agents", Some(json!(agents))),
@@ -87,39 +85,35 @@ impl Parent {
                 ))
             }
             "herd" => {
-                let result = herd.quick(method::HERD, json!({})).await?;
+                let result = herd.quick::<calls::Herd>(&NoParams {}).await?;
                 herd.remember_herd(&result);
-                let sheep = result["sheep"].as_array().cloned().unwrap_or_default();
-                let ids: Vec<Value> = sheep.iter().map(|s| s["agentId"].clone()).collect();
+                let sheep = result.sheep;
+                let ids: Vec<&str> = sheep.iter().map(|s| s.agent_id.as_str()).collect();
                 Ok(success(
                     "shepherd",
                     shown,
                     &words::herd_text(&sheep),
-                    &Value::Array(ids),
+                    &json!(ids),
                     &[("sheep", Some(json!(sheep)))],
                     &[],
                 ))
             }
             _ => {
-                let result = herd.quick(method::PRUNE, json!({})).await?;
-                let pruned = result["pruned"].as_u64().unwrap_or(0);
-                let remaining = result["remaining"].as_u64().unwrap_or(0);
+                let result = herd.quick::<calls::Prune>(&NoParams {}).await?;
+                let (pruned, remaining) = (result.pruned, result.remaining);
                 let service = if pruned == 0 {
                     format!("No stale sheep records found ({remaining} kept).")
                 } else {
                     format!(
                         "Removed {}; {remaining} remain.",
-                        plural(
-                            usize::try_from(pruned).unwrap_or(usize::MAX),
-                            "stale sheep record"
-                        )
+                        plural(pruned, "stale sheep record")
                     )
                 };
                 Ok(success(
                     "shepherd",
                     shown,
                     &service,
-                    &result,
+                    &json!(result),
                     &[
                         ("pruned", Some(json!(pruned))),
                         ("remaining", Some(json!(remaining))),
@@ -164,7 +158,7 @@ impl Parent {
         progress(ctx, 0.0, &format!("Spawning {}…", spawn.agent)).await;
         let deadline = Instant::now() + super::spawn_wait() + broker_timeout()?;
         let result = herd
-            .call(method::SPAWN, to_value(&params), deadline)
+            .send::<calls::Spawn>(&params, deadline)
             .await
             .map_err(|err| match err.code {
                 ErrorCode::UnknownAgent => ToolError::new(
@@ -176,33 +170,36 @@ impl Parent {
                 ),
                 _ => err,
             })?;
-        herd.remember(result["agentId"].as_str(), result["displayName"].as_str());
-        let mut returned =
-            json!({ "id": result["agentId"], "agent": result["agent"], "label": result["label"] });
-        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
+        herd.remember(result.agent_id.as_str(), &result.display_name);
+        let worktree = result.worktree.as_ref().map(|w| json!(w));
+        let mut returned = Map::new();
+        returned.insert("id".into(), json!(result.agent_id));
+        returned.insert("agent".into(), json!(result.agent));
+        returned.insert("label".into(), json!(result.label));
         if let Some(worktree) = &worktree {
-            returned["worktree"] = worktree.clone();
+            returned.insert("worktree".into(), worktree.clone());
         }
         Ok(success(
             "shepherd_spawn",
             args,
             &format!(
                 "shepherd_spawn spawned {}{}",
-                result["displayName"].as_str().unwrap_or_default(),
-                result["host"]
-                    .as_str()
+                result.display_name,
+                result
+                    .host
+                    .as_ref()
                     .map(|host| format!(" on host {host}"))
                     .unwrap_or_default()
             ),
-            &returned,
+            &Value::Object(returned),
             &[
-                ("id", Some(result["agentId"].clone())),
-                ("agent", Some(result["agent"].clone())),
-                ("label", Some(result["label"].clone())),
-                ("displayName", Some(result["displayName"].clone())),
-                ("backend", Some(result["backend"].clone())),
-                ("host", result.get("host").cloned()),
-                ("fieldnote", Some(result["fieldnote"].clone())),
+                ("id", Some(json!(result.agent_id))),
+                ("agent", Some(json!(result.agent))),
+                ("label", Some(json!(result.label))),
+                ("displayName", Some(json!(result.display_name))),
+                ("backend", Some(json!(result.backend))),
+                ("host", result.host.as_ref().map(|host| json!(host))),
+                ("fieldnote", Some(json!(result.fieldnote))),
                 ("worktree", worktree),
             ],
             &[("id", "agent id"), ("fieldnote", "agent fieldnote")],
@@ -260,51 +257,46 @@ impl Parent {
             budget,
             stall,
         };
-        let result = herd.quick(method::DELEGATE, to_value(&params)).await?;
-        let name = herd
-            .name_of(result["agentId"].as_str().unwrap_or_default())
-            .await;
-        let note = result["noteRelative"].as_str().map(|n| json!(n));
+        let result = herd.quick::<calls::Delegate>(&params).await?;
+        let name = herd.name_of(result.agent_id.as_str()).await;
+        let note = result.note_relative.as_ref().map(|n| json!(n));
+        let task = json!(result.task_id);
+        let agent_id = json!(result.agent_id);
         if turn {
             // A prompt is a one-turn task: its prompt id is that task's id.
-            let task = &result["taskId"];
             return Ok(success(
                 tool,
                 args,
-                &format!(
-                    "Prompted {name} (prompt id {})",
-                    task.as_str().unwrap_or("?")
-                ),
+                &format!("Prompted {name} (prompt id {})", result.task_id),
                 &json!({ "id": task, "promptId": task }),
                 &[
                     ("id", Some(task.clone())),
                     ("promptId", Some(task.clone())),
-                    ("taskId", Some(task.clone())),
-                    ("agentId", Some(result["agentId"].clone())),
+                    ("taskId", Some(task)),
+                    ("agentId", Some(agent_id)),
                     ("note", note),
                 ],
                 &[],
             ));
         }
+        let state = json!(result.state);
         Ok(success(
             tool,
             args,
             &format!(
                 "Delegated task to {name}{}",
-                match (result["sessionName"].as_str(), &session_name) {
-                    (Some(name), Some(_)) => shepherd_client::session_words::named_session(
-                        name,
-                        result["resumed"] == true
-                    ),
+                match (&result.session_name, &session_name) {
+                    (Some(name), Some(_)) =>
+                        shepherd_client::session_words::named_session(name, result.resumed),
                     _ => String::new(),
                 }
             ),
-            &json!({ "taskId": result["taskId"], "agentId": result["agentId"], "state": result["state"] }),
+            &json!({ "taskId": task, "agentId": agent_id, "state": state }),
             &[
-                ("id", Some(result["taskId"].clone())),
-                ("taskId", Some(result["taskId"].clone())),
-                ("agentId", Some(result["agentId"].clone())),
-                ("state", Some(result["state"].clone())),
+                ("id", Some(task.clone())),
+                ("taskId", Some(task)),
+                ("agentId", Some(agent_id)),
+                ("state", Some(state)),
                 ("note", note),
             ],
             &[],

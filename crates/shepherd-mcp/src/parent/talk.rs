@@ -7,13 +7,12 @@ use std::time::Duration;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
-use serde_json::json;
-use shepherd_core::protocol::{CloseParams, ReadParams, StatusParams, method};
+use serde_json::{Map, Value, json};
+use shepherd_core::protocol::{CloseParams, ReadParams, StatusParams, StatusResult, calls};
 use tokio::time::Instant;
 
 use crate::args;
 use crate::error::ToolError;
-use crate::herd::to_value;
 use crate::server::{Parent, message_params};
 use crate::text::success;
 use crate::words;
@@ -32,20 +31,19 @@ impl Parent {
         let message: args::Message = args::read("shepherd_message", args, false)?;
         let params = message_params(message)?;
         let herd = self.herd(&ctx.peer).await?;
-        let result = herd.quick(method::MESSAGE, to_value(&params)).await?;
-        let name = herd
-            .name_of(result["targetId"].as_str().unwrap_or_default())
-            .await;
-        let state = result["targetTaskState"]
-            .as_str()
-            .map(|s| format!(" (task {s})"))
+        let result = herd.quick::<calls::Message>(&params).await?;
+        let name = herd.name_of(&result.target_id).await;
+        let state = result
+            .target_task_state
+            .map(|s| format!(" (task {})", s.as_str()))
             .unwrap_or_default();
-        let mut returned = json!({
-            "messageId": result["messageId"], "accepted": result["accepted"],
-            "delivery": "queued", "targetId": result["targetId"],
-        });
-        if let Some(request) = result.get("requestId").filter(|r| !r.is_null()) {
-            returned["requestId"] = request.clone();
+        let mut returned = Map::new();
+        returned.insert("messageId".into(), json!(result.message_id));
+        returned.insert("accepted".into(), json!(result.accepted));
+        returned.insert("delivery".into(), json!("queued"));
+        returned.insert("targetId".into(), json!(result.target_id));
+        if let Some(request) = &result.request_id {
+            returned.insert("requestId".into(), json!(request));
         }
         Ok(success(
             "shepherd_message",
@@ -53,15 +51,21 @@ impl Parent {
             &format!(
                 "Message queued to {name}{state}; {}shepherd_status {{id: \"{}\"}} shows whether it was delivered and read",
                 words::changed_delivery(&result),
-                result["messageId"].as_str().unwrap_or_default()
+                result.message_id
             ),
-            &returned,
+            &Value::Object(returned),
             &[
-                ("id", Some(result["messageId"].clone())),
-                ("messageId", Some(result["messageId"].clone())),
-                ("requestId", result.get("requestId").cloned()),
-                ("targetTaskState", result.get("targetTaskState").cloned()),
-                ("deliveryChanged", result.get("deliveryChanged").cloned()),
+                ("id", Some(json!(result.message_id))),
+                ("messageId", Some(json!(result.message_id))),
+                ("requestId", result.request_id.as_ref().map(|r| json!(r))),
+                (
+                    "targetTaskState",
+                    result.target_task_state.map(|s| json!(s)),
+                ),
+                (
+                    "deliveryChanged",
+                    result.delivery_changed.as_ref().map(|d| json!(d)),
+                ),
             ],
             &[],
         ))
@@ -75,10 +79,12 @@ impl Parent {
         let id: args::AgentId = args::read("shepherd_status", args, false)?;
         let herd = self.herd(&ctx.peer).await?;
         let params = StatusParams { id: Some(id.id) };
-        let status = herd.quick(method::STATUS, to_value(&params)).await?;
-        herd.remember(status["agentId"].as_str(), status["displayName"].as_str());
+        let status = herd.quick::<calls::Status>(&params).await?;
+        if let StatusResult::One(sheep) = &status {
+            herd.remember(sheep.agent_id.as_str(), &sheep.display_name);
+        }
         let (text, shown) =
-            crate::receipts::status_answer(&status, words::status_text, words::public_status);
+            crate::receipts::status_answer(&status, words::status_text, words::public_status)?;
         Ok(success(
             "shepherd_status",
             args,
@@ -101,37 +107,34 @@ impl Parent {
             keep_pane: false,
         };
         let deadline = Instant::now() + CLOSE_WAIT + broker_timeout()?;
-        let result = herd
-            .call(method::CLOSE, to_value(&params), deadline)
-            .await?;
-        let cancelled = result.get("cancelled").filter(|c| c.is_object()).cloned();
-        let cancelled_text = cancelled
+        let result = herd.send::<calls::Close>(&params, deadline).await?;
+        let cancelled_text = result
+            .cancelled
             .as_ref()
-            .and_then(|c| c["taskId"].as_str())
-            .map(|t| format!(" (task {t} cancelled)"))
+            .map(|c| format!(" (task {} cancelled)", c.task_id))
             .unwrap_or_default();
-        let worktree = result.get("worktree").filter(|w| w.is_object()).cloned();
-        let worktree_text = worktree
-            .as_ref()
-            .and_then(|w| serde_json::from_value(w.clone()).ok())
+        let worktree_text = result
+            .worktree
             .as_ref()
             .map(crate::controls::worktree_text)
             .unwrap_or_default();
-        let mut returned = json!({ "id": result["agentId"] });
+        let worktree = result.worktree.as_ref().map(|w| json!(w));
+        let mut returned = Map::new();
+        returned.insert("id".into(), json!(result.agent_id));
         if let Some(worktree) = &worktree {
-            returned["worktree"] = worktree.clone();
+            returned.insert("worktree".into(), worktree.clone());
         }
         Ok(success(
             "shepherd_close",
             args,
             &format!(
                 "closed {}{cancelled_text}{worktree_text}",
-                result["displayName"].as_str().unwrap_or_default()
+                result.display_name
             ),
-            &returned,
+            &Value::Object(returned),
             &[
-                ("id", Some(result["agentId"].clone())),
-                ("cancelled", cancelled),
+                ("id", Some(json!(result.agent_id))),
+                ("cancelled", result.cancelled.as_ref().map(|c| json!(c))),
                 ("worktree", worktree),
             ],
             &[],
@@ -164,17 +167,16 @@ impl Parent {
             lines,
             source,
         };
-        let result = herd.quick(method::READ, to_value(&params)).await?;
-        let text = result["text"].as_str().unwrap_or_default().to_owned();
+        let result = herd.quick::<calls::Read>(&params).await?;
         Ok(success(
             "shepherd_read",
             args,
-            &text,
-            &json!(text),
+            &result.text,
+            &json!(result.text),
             &[
-                ("target", Some(result["target"].clone())),
-                ("lines", Some(result["lines"].clone())),
-                ("source", Some(result["source"].clone())),
+                ("target", Some(json!(result.target))),
+                ("lines", Some(json!(result.lines))),
+                ("source", Some(json!(result.source))),
             ],
             &[],
         ))
