@@ -50,10 +50,7 @@ pub(crate) async fn dispatch(
     {
         return Err(BrokerError::new(
             ErrorCode::InvalidRequest,
-            format!(
-                "requestId `{id}` must be 1 to {} printable ASCII characters",
-                MAX_REQUEST_ID
-            ),
+            format!("requestId `{id}` must be 1 to {MAX_REQUEST_ID} printable ASCII characters"),
         ));
     }
     match request_id.filter(|_| method.keyed()) {

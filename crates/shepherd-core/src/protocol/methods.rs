@@ -261,7 +261,10 @@ mod tests {
             serde_json::json!([1, 2]),
             serde_json::json!(7),
         ] {
-            assert_eq!(serde_json::from_value::<NoParams>(sent).ok(), Some(NoParams {}));
+            assert_eq!(
+                serde_json::from_value::<NoParams>(sent).ok(),
+                Some(NoParams {})
+            );
         }
     }
 
