@@ -409,3 +409,28 @@ pub struct AgentReply {
     /// The driver's command line on the host.
     pub argv: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_name_is_read_back_as_its_op() {
+        for &op in HostOp::ALL {
+            assert_eq!(HostOp::from_name(op.name()), Some(op));
+        }
+        assert_eq!(HostOp::from_name(SERVE), None);
+        assert_eq!(
+            HostOp::names(),
+            [
+                "hello", "launch", "read", "close", "presence", "files", "branch", "agent"
+            ]
+        );
+    }
+
+    #[test]
+    fn close_answers_an_empty_object() {
+        let answer = serde_json::to_string(&CloseReply {}).expect("serialises");
+        assert_eq!(answer, "{}");
+    }
+}

@@ -53,24 +53,16 @@ pub(crate) async fn dispatch(
             format!("requestId `{id}` must be 1 to {MAX_REQUEST_ID} printable ASCII characters"),
         ));
     }
-    match request_id.filter(|_| method.keyed()) {
-        Some(id) => {
-            let route = Route {
-                broker,
-                session,
-                rid: Some(&id),
-            };
-            let routed = handle(&route, method, params);
-            crate::wire::resend::once(broker, &id, routed).await
-        }
-        None => {
-            let route = Route {
-                broker,
-                session,
-                rid: None,
-            };
-            handle(&route, method, params).await
-        }
+    let keyed = request_id.filter(|_| method.keyed());
+    let route = Route {
+        broker,
+        session,
+        rid: keyed.as_deref(),
+    };
+    let answer = handle(&route, method, params);
+    match keyed.as_deref() {
+        Some(id) => crate::wire::resend::once(broker, id, answer).await,
+        None => answer.await,
     }
 }
 
