@@ -26,7 +26,7 @@ pub(crate) struct RemoteArgs {
 /// Runs `shepherd remote <op>` on a host: one JSON request in, one JSON answer out.
 pub(crate) fn remote(args: &RemoteArgs, printer: &Printer) -> Result<ExitCode, CliError> {
     let ctx = Context::from_env()?;
-    if args.op == shepherd_broker::remote::ops::name::SERVE {
+    if args.op == shepherd_broker::remote::ops::SERVE {
         return serve(&ctx);
     }
     let mut input = String::new();

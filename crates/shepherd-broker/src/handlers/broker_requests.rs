@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::Value;
 use shepherd_core::herd::Phase;
 use shepherd_core::protocol::{BrokerStatus, StopResult};
 
@@ -94,7 +93,7 @@ fn distinct_parents(broker: &Broker) -> Vec<shepherd_core::protocol::ParentConne
 /// first): cancels every run and closes every sheep. The server stops the broker once this
 /// answer is written (a run's report is written by the next broker, which finishes the
 /// cancelled run).
-pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
+pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<StopResult> {
     let open: Vec<String> = broker.read(|herd| {
         herd.runs
             .values()
@@ -140,9 +139,9 @@ pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<Value> {
             Err(err) => failed.push(err.to_string()),
         }
     }
-    Ok(crate::state::session::to_value(StopResult {
+    Ok(StopResult {
         stopping: true,
         closed,
         failed,
-    }))
+    })
 }

@@ -8,14 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use shepherd_core::herd::InboxItem;
 use shepherd_core::ids::Participant;
 use shepherd_core::protocol::{AckParams, InboxParams, InboxResult, OkResult, event};
 
 use crate::error::BrokerResult;
 use crate::state::broker::Broker;
-use crate::state::session::to_value;
 use crate::state::session::{Session, forbidden};
 
 fn participant(session: &Session) -> BrokerResult<Participant> {
@@ -79,7 +77,7 @@ pub(crate) async fn ack(
     broker: &Arc<Broker>,
     session: &Session,
     params: AckParams,
-) -> BrokerResult<Value> {
+) -> BrokerResult<OkResult> {
     let who = participant(session)?;
     broker
         .commit_durable(|tx| {
@@ -87,12 +85,15 @@ pub(crate) async fn ack(
             Ok(())
         })
         .await?;
-    Ok(to_value(OkResult::ACK))
+    Ok(OkResult::ACK)
 }
 
 /// Runs `subscribe`: from now on, every unacknowledged item is pushed to this connection as
 /// soon as it is durable (items already waiting are pushed at once).
-pub(crate) async fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerResult<Value> {
+pub(crate) async fn subscribe(
+    broker: &Arc<Broker>,
+    session: &Arc<Session>,
+) -> BrokerResult<OkResult> {
     let who = participant(session)?;
     let broker = broker.clone();
     let session = session.clone();
@@ -124,5 +125,5 @@ pub(crate) async fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> B
             }
         }
     });
-    Ok(to_value(OkResult::ACK))
+    Ok(OkResult::ACK)
 }

@@ -5,18 +5,17 @@ use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Resolved, Sheep};
 use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
     DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
-    ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, WaitParams,
-    WaitResult, WatchParams, WatchResult,
+    ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, StatusResult,
+    WaitParams, WaitResult, WatchParams, WatchResult,
 };
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::{Broker, duration_ms};
-use crate::state::session::{Session, to_value};
+use crate::state::session::Session;
 
 /// Minutes as given by a caller, checked and turned into milliseconds.
 pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
@@ -156,11 +155,11 @@ pub(crate) async fn send_message(
     broker: &Arc<Broker>,
     input: MessageInput,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MessageResult> {
     broker
         .commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::send(tx, input)?;
-            Ok(to_value(MessageResult {
+            Ok(MessageResult {
                 accepted: true,
                 message_id: outcome.message_id,
                 target_id: outcome.target.to_string(),
@@ -169,7 +168,7 @@ pub(crate) async fn send_message(
                 request_id: outcome.request_id,
                 target_task_state: outcome.task_state,
                 delivery_changed: outcome.delivery_changed,
-            }))
+            })
         })
         .await
 }
@@ -179,7 +178,7 @@ pub(crate) async fn message(
     broker: &Arc<Broker>,
     params: MessageParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MessageResult> {
     let input = message_input(broker, Participant::Parent, params)?;
     send_message(broker, input, rid).await
 }
@@ -189,7 +188,7 @@ pub(crate) async fn watch(
     broker: &Arc<Broker>,
     params: WatchParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<WatchResult> {
     let ids = params.id.into_vec();
     let watcher_id = WatcherId::mint(
         &broker.config.address.namespace,
@@ -198,12 +197,12 @@ pub(crate) async fn watch(
     broker
         .commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::watch(tx, watcher_id, &ids)?;
-            Ok(to_value(WatchResult {
+            Ok(WatchResult {
                 watcher_id: outcome.watcher_id,
                 task_ids: outcome.task_ids,
                 completed: outcome.completed,
                 pending: outcome.pending,
-            }))
+            })
         })
         .await
 }
@@ -269,9 +268,10 @@ pub(crate) fn status(
     broker: &Arc<Broker>,
     session: &Session,
     params: StatusParams,
-) -> BrokerResult<Value> {
+) -> BrokerResult<StatusResult> {
     if let Some(message_id) = params.id.as_deref().and_then(MessageId::parse) {
-        return crate::handlers::receipts::status(broker, session, &message_id);
+        return crate::handlers::receipts::status(broker, session, &message_id)
+            .map(|receipt| StatusResult::Message(Box::new(receipt)));
     }
     let now = broker.now();
     let own = match session.role {
@@ -296,16 +296,15 @@ pub(crate) fn status(
                 Ok::<_, BrokerError>(status)
             })?;
             crate::sheep::remote_sheep::overlay_links(broker, std::slice::from_mut(&mut status));
-            Ok(serde_json::to_value(status).expect("status serialises"))
+            Ok(StatusResult::One(Box::new(status)))
         }
         None => {
             let mut sheep = broker.read(|herd| herd.herd_view(now, false));
             crate::sheep::remote_sheep::overlay_links(broker, &mut sheep);
-            Ok(serde_json::to_value(HerdResult {
+            Ok(StatusResult::All(HerdResult {
                 sheep,
                 ..HerdResult::default()
-            })
-            .expect("herd serialises"))
+            }))
         }
     }
 }

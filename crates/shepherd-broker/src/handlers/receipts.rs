@@ -5,21 +5,20 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use shepherd_core::error_code::ErrorCode;
+use shepherd_core::herd::MessageReceipt;
 use shepherd_core::ids::{MessageId, Participant};
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 use crate::state::session::Session;
-use crate::state::session::to_value;
 
 /// The receipt of `message_id`, as `session` may see it.
 pub(crate) fn status(
     broker: &Arc<Broker>,
     session: &Session,
     message_id: &MessageId,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MessageReceipt> {
     let asker = session.participant();
     let receipt = broker
         .read(|herd| herd.message_receipt(message_id))
@@ -35,5 +34,5 @@ pub(crate) fn status(
                 format!("no message `{message_id}` with a receipt in this herd"),
             )
         })?;
-    Ok(to_value(receipt))
+    Ok(receipt)
 }

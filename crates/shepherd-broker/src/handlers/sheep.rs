@@ -5,17 +5,16 @@
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
-use serde_json::Value;
 use shepherd_core::herd::{DoneInput, DoneOutcome, RunReport};
 use shepherd_core::ids::Participant;
 use shepherd_core::protocol::{
-    DoneParams, DoneResult, HerdMatesResult, MessageParams, OkResult, ReportEvent, ReportParams,
+    DoneParams, DoneResult, HerdMatesResult, MessageParams, MessageResult, OkResult, ReportEvent,
+    ReportParams,
 };
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 use crate::state::session::Session;
-use crate::state::session::to_value;
 
 /// Runs `tell`: a sheep messages the parent or a herd-mate.
 pub(crate) async fn tell(
@@ -23,7 +22,7 @@ pub(crate) async fn tell(
     session: &Session,
     params: MessageParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MessageResult> {
     let sender = Participant::Sheep(session.sheep()?.clone());
     let mut params = params;
     params.target = broker.read(|herd| herd.mate_target(&params.target))?;
@@ -51,7 +50,7 @@ pub(crate) async fn done(
     session: &Session,
     params: DoneParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<DoneResult> {
     let sender = session.sheep()?.clone();
     let input = DoneInput {
         sender,
@@ -76,13 +75,13 @@ pub(crate) async fn done(
                 }
             };
             let status = tx.herd().tasks[&task_id].state;
-            Ok(to_value(DoneResult {
+            Ok(DoneResult {
                 accepted: true,
                 task_id,
                 status,
                 duplicate,
                 supplied_task_id: supplied,
-            }))
+            })
         })
         .await
 }
@@ -93,12 +92,12 @@ pub(crate) async fn report(
     session: &Session,
     params: ReportParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<OkResult> {
     let sender = session.sheep()?.clone();
     let report = match params.event {
         ReportEvent::Ready => {
             crate::handlers::supervisor::mark_ready(broker, &sender).await?;
-            return Ok(to_value(OkResult::ACK));
+            return Ok(OkResult::ACK);
         }
         ReportEvent::Turn => return turn(broker, &sender, params, rid).await,
         ReportEvent::Answered => {
@@ -109,22 +108,22 @@ pub(crate) async fn report(
                 broker
                     .commit_reply(rid, |tx| {
                         shepherd_core::herd::limits::progressed(tx, &sender);
-                        Ok(to_value(OkResult::ACK))
+                        Ok(OkResult::ACK)
                     })
                     .await?;
             }
-            return Ok(to_value(OkResult::ACK));
+            return Ok(OkResult::ACK);
         }
         ReportEvent::RiddenOut => {
             if let Some(ridden) = &params.ridden_out {
                 broker
                     .commit_reply(rid, |tx| {
                         shepherd_core::herd::limits::ridden_out(tx, &sender, ridden);
-                        Ok(to_value(OkResult::ACK))
+                        Ok(OkResult::ACK)
                     })
                     .await?;
             }
-            return Ok(to_value(OkResult::ACK));
+            return Ok(OkResult::ACK);
         }
         ReportEvent::AgentStart => RunReport::Started,
         ReportEvent::RunSettled => RunReport::Settled {
@@ -152,7 +151,7 @@ pub(crate) async fn report(
     broker
         .commit_reply(rid, |tx| {
             shepherd_core::herd::report_with(tx, &sender, report, budget, &waits);
-            Ok(to_value(OkResult::ACK))
+            Ok(OkResult::ACK)
         })
         .await?;
     if settled {
@@ -163,7 +162,7 @@ pub(crate) async fn report(
     if limited {
         crate::handlers::fallback::consider(broker, &sender);
     }
-    Ok(to_value(OkResult::ACK))
+    Ok(OkResult::ACK)
 }
 
 /// A `turn` report: what one turn of the sheep's task used. The answer says `stop` (with the
@@ -174,7 +173,7 @@ async fn turn(
     sender: &shepherd_core::ids::AgentId,
     params: ReportParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<OkResult> {
     let mut usage = params.usage.unwrap_or_default();
     usage.turns = 1;
     let open = broker.read(|herd| herd.sheep.get(sender).and_then(|s| s.active_task.clone()));
@@ -184,17 +183,17 @@ async fn turn(
     // A turn whose response was a provider's refusal (pi reports it like any other) used
     // nothing and shows no model response: it lets no held sheep go.
     if params.stop_reason.as_deref() == Some("error") {
-        return Ok(to_value(OkResult::ACK));
+        return Ok(OkResult::ACK);
     }
     broker
         .commit_reply(rid, |tx| {
             let reached = shepherd_core::herd::usage(tx, sender, usage);
             Ok(match reached {
-                Some(reached) => to_value(OkResult {
+                Some(reached) => OkResult {
                     ok: true,
                     stop: Some(reached.to_string()),
-                }),
-                None => to_value(OkResult::ACK),
+                },
+                None => OkResult::ACK,
             })
         })
         .await

@@ -6,7 +6,6 @@
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
-use serde_json::Value;
 use shepherd_core::herd::ExitInfo;
 use shepherd_core::protocol::{OkResult, SupervisorExited, SupervisorStarted};
 use shepherd_term::LaunchRecord;
@@ -14,14 +13,13 @@ use shepherd_term::LaunchRecord;
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 use crate::state::session::Session;
-use crate::state::session::to_value;
 
 /// `supervisor.started`: the sheep's program runs.
 pub(crate) async fn started(
     broker: &Arc<Broker>,
     session: &Session,
     params: SupervisorStarted,
-) -> BrokerResult<Value> {
+) -> BrokerResult<OkResult> {
     let id = session
         .agent_id
         .clone()
@@ -58,7 +56,7 @@ pub(crate) async fn started(
         mark_ready(broker, &id).await?;
     }
     crate::handlers::adoption::adopted(broker, &id);
-    Ok(to_value(OkResult::ACK))
+    Ok(OkResult::ACK)
 }
 
 /// A supervisor reports its own pid and its sheep's; both are checked against what the kernel
@@ -114,7 +112,7 @@ pub(crate) async fn exited(
     broker: &Arc<Broker>,
     session: &Session,
     params: SupervisorExited,
-) -> BrokerResult<Value> {
+) -> BrokerResult<OkResult> {
     let id = session
         .agent_id
         .clone()
@@ -147,7 +145,7 @@ pub(crate) async fn exited(
         .exit_reported
         .insert(id.clone());
     record_exit(broker, &id, exit).await?;
-    Ok(to_value(OkResult::ACK))
+    Ok(OkResult::ACK)
 }
 
 /// Called when any connection closes. A supervisor connection that closes without an exit

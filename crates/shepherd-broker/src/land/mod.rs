@@ -35,6 +35,7 @@ use std::time::Duration;
 use serde_json::Value;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::herd::Merge;
+use shepherd_core::land::preview::MergePreview;
 use shepherd_core::land::{BranchLanding, MergeIdParams, MergeParams, MergeView};
 use shepherd_core::protocol::event;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +55,7 @@ pub(crate) async fn submit(
     session: &Arc<Session>,
     params: MergeParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MergeView> {
     if let Some(merge_id) =
         rid.and_then(|rid| broker.read(|herd| herd.merge_by_request(rid).map(|m| m.id.clone())))
     {
@@ -80,7 +81,7 @@ pub(crate) async fn submit(
         .await?;
     follow(broker, session, &merge_id);
     queue::start(broker, &merge_id);
-    Ok(to_value(&current(broker, &merge_id).unwrap_or(view)))
+    Ok(current(broker, &merge_id).unwrap_or(view))
 }
 
 /// Runs `merge.attach`: the merge now, and its changes pushed to this connection from now on.
@@ -88,12 +89,12 @@ pub(crate) fn attach(
     broker: &Arc<Broker>,
     session: &Arc<Session>,
     params: &MergeIdParams,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MergeView> {
     let view = current(broker, &params.merge_id).ok_or_else(|| unknown(&params.merge_id))?;
     if !view.finished {
         follow(broker, session, &params.merge_id);
     }
-    Ok(to_value(&view))
+    Ok(view)
 }
 
 /// Runs `merge.cancel`: journals the cancel, kills the check, and lets the queue end (its
@@ -103,18 +104,21 @@ pub(crate) async fn cancel(
     broker: &Arc<Broker>,
     session: &Arc<Session>,
     params: &MergeIdParams,
-) -> BrokerResult<Value> {
+) -> BrokerResult<MergeView> {
     let view = current(broker, &params.merge_id).ok_or_else(|| unknown(&params.merge_id))?;
     if view.finished {
-        return Ok(to_value(&view));
+        return Ok(view);
     }
     cancel_one(broker, &params.merge_id, "cancelled by its caller").await?;
     follow(broker, session, &params.merge_id);
-    Ok(to_value(&current(broker, &params.merge_id).unwrap_or(view)))
+    Ok(current(broker, &params.merge_id).unwrap_or(view))
 }
 
 /// Runs `merge.preview`: what a merge would land, and what would conflict, changing nothing.
-pub(crate) async fn preview(broker: &Arc<Broker>, params: MergeParams) -> BrokerResult<Value> {
+pub(crate) async fn preview(
+    broker: &Arc<Broker>,
+    params: MergeParams,
+) -> BrokerResult<MergePreview> {
     let plan = plan::plan(broker, &params).await?;
     let landed = broker.read(|herd| {
         plan.candidates
@@ -126,7 +130,7 @@ pub(crate) async fn preview(broker: &Arc<Broker>, params: MergeParams) -> Broker
         .await
         .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
         .map_err(|err| BrokerError::new(ErrorCode::WorktreeFailed, err.to_string()))?;
-    Ok(to_value(&previewed))
+    Ok(previewed)
 }
 
 /// Resumes every merge a broker before this one left unfinished, in the order they were

@@ -16,7 +16,7 @@ use shepherd_core::backend::{BackendKind, LaunchRecord, Placement, ReadSource};
 use shepherd_term::{Backend, LaunchSpec, Presence, TermError};
 
 use super::link::HostLink;
-use super::ops::{CloseRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, name};
+use super::ops::{CloseRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, op};
 
 /// How long a launch or a read on the host may take.
 const STEP_DEADLINE: Duration = Duration::from_secs(30);
@@ -149,7 +149,7 @@ impl Backend for RemoteBackend {
         };
         let mut record: LaunchRecord = self
             .link
-            .call(name::LAUNCH, &request, Self::step_deadline())
+            .call::<op::Launch>(&request, Self::step_deadline())
             .map_err(TermError::Launch)?;
         // The pids and log are the host's: recorded, never used on this machine.
         record.server = Some(match record.server.take() {
@@ -175,7 +175,7 @@ impl Backend for RemoteBackend {
             lines,
         };
         self.link
-            .call::<_, String>(name::READ, &request, Self::step_deadline())
+            .call::<op::Read>(&request, Self::step_deadline())
             .map_err(TermError::Read)
     }
 
@@ -205,7 +205,7 @@ impl Backend for RemoteBackend {
         };
         // The host gets the caller's time; the SSH session a little more.
         self.link
-            .call::<_, serde_json::Value>(name::CLOSE, &request, deadline + Duration::from_secs(5))
+            .call::<op::Close>(&request, deadline + Duration::from_secs(5))
             .map(|_| ())
             .map_err(TermError::NotConfirmed)
     }
@@ -220,7 +220,7 @@ impl Backend for RemoteBackend {
         };
         match self
             .link
-            .call::<_, PresenceReply>(name::PRESENCE, &request, Self::step_deadline())
+            .call::<op::Presence>(&request, Self::step_deadline())
         {
             Ok(PresenceReply::Present) => Presence::Present,
             Ok(PresenceReply::Gone) => Presence::Gone,

@@ -14,54 +14,57 @@ use shepherd_core::dirs::UserDirs;
 use shepherd_core::protocol::PROTOCOL_VERSION;
 use shepherd_term::{Backend, Presence};
 
-use super::ops::{
-    AgentReply, AgentRequest, CloseRequest, FileRead, FilesReply, FilesRequest, HelloReply,
-    HelloRequest, LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, ServeAnswer,
-    ServeFrame, name,
-};
+use shepherd_core::backend::LaunchRecord;
 
-/// Why an op failed, in one line for the broker to show.
-#[derive(Debug, thiserror::Error)]
-pub enum HostOpError {
-    /// Not an op this `shepherd` knows.
-    #[error("unknown remote op `{0}`; this shepherd knows {known}", known = super::ops::OPS.join(", "))]
-    UnknownOp(String),
-    /// The request does not parse.
-    #[error("the `{op}` request does not parse: {source}")]
-    Request {
-        /// The op.
-        op: String,
-        /// Why.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The op itself failed.
-    #[error("{0}")]
-    Failed(String),
-}
+use super::ops::{
+    AgentReply, AgentRequest, BranchReply, BranchRequest, CloseReply, CloseRequest, FileRead,
+    FilesReply, FilesRequest, HelloReply, HelloRequest, HostOp, HostOpError, HostOps,
+    LaunchRequest, PresenceReply, PresenceRequest, ReadRequest, ServeAnswer, ServeFrame, answer,
+};
 
 /// Carries out `op` with `input` (its JSON request) and returns its JSON answer.
 pub fn run_op(op: &str, input: &str, dirs: &UserDirs) -> Result<String, HostOpError> {
-    fn parse<T: serde::de::DeserializeOwned>(op: &str, input: &str) -> Result<T, HostOpError> {
-        serde_json::from_str(input).map_err(|source| HostOpError::Request {
-            op: op.to_owned(),
-            source,
-        })
+    let op = HostOp::from_name(op).ok_or_else(|| HostOpError::UnknownOp(op.to_owned()))?;
+    answer(&Host { dirs }, op, input)
+}
+
+/// This host, carrying out the ops with the user's directories.
+struct Host<'a> {
+    dirs: &'a UserDirs,
+}
+
+impl HostOps for Host<'_> {
+    fn hello(&self, request: HelloRequest) -> Result<HelloReply, HostOpError> {
+        hello(&request, self.dirs)
     }
-    let answer = match op {
-        name::HELLO => serde_json::to_value(hello(&parse(op, input)?, dirs)?),
-        name::LAUNCH => serde_json::to_value(launch(parse(op, input)?, dirs)?),
-        name::READ => serde_json::to_value(read(&parse(op, input)?)?),
-        name::CLOSE => serde_json::to_value(close(&parse(op, input)?, dirs)?),
-        name::PRESENCE => serde_json::to_value(presence(&parse(op, input)?)),
-        name::FILES => serde_json::to_value(files(parse(op, input)?)?),
-        name::BRANCH => serde_json::to_value(
-            super::host_branch::branch(&parse(op, input)?, dirs).map_err(HostOpError::Failed)?,
-        ),
-        name::AGENT => serde_json::to_value(agent(parse(op, input)?)?),
-        other => return Err(HostOpError::UnknownOp(other.to_owned())),
-    };
-    Ok(answer.expect("answers serialise").to_string())
+
+    fn launch(&self, request: LaunchRequest) -> Result<LaunchRecord, HostOpError> {
+        launch(request, self.dirs)
+    }
+
+    fn read(&self, request: ReadRequest) -> Result<String, HostOpError> {
+        read(&request)
+    }
+
+    fn close(&self, request: CloseRequest) -> Result<CloseReply, HostOpError> {
+        close(&request, self.dirs)
+    }
+
+    fn presence(&self, request: PresenceRequest) -> Result<PresenceReply, HostOpError> {
+        Ok(presence(&request))
+    }
+
+    fn files(&self, request: FilesRequest) -> Result<FilesReply, HostOpError> {
+        files(request)
+    }
+
+    fn branch(&self, request: BranchRequest) -> Result<BranchReply, HostOpError> {
+        super::host_branch::branch(&request, self.dirs).map_err(HostOpError::Failed)
+    }
+
+    fn agent(&self, request: AgentRequest) -> Result<AgentReply, HostOpError> {
+        agent(request)
+    }
 }
 
 /// `shepherd remote serve`: answers ops one line at a time until `input` ends, so a broker's
@@ -193,10 +196,7 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
-fn launch(
-    mut request: LaunchRequest,
-    dirs: &UserDirs,
-) -> Result<shepherd_core::backend::LaunchRecord, HostOpError> {
+fn launch(mut request: LaunchRequest, dirs: &UserDirs) -> Result<LaunchRecord, HostOpError> {
     let backend = backend(request.backend)?;
     let creds = dirs.runtime_dir.join("cred");
     let file = creds.join(format!(
@@ -261,7 +261,7 @@ fn read(request: &ReadRequest) -> Result<String, HostOpError> {
         .map_err(|err| failed("reading the sheep", err))
 }
 
-fn close(request: &CloseRequest, dirs: &UserDirs) -> Result<serde_json::Value, HostOpError> {
+fn close(request: &CloseRequest, dirs: &UserDirs) -> Result<CloseReply, HostOpError> {
     let deadline = Instant::now() + Duration::from_millis(request.deadline_ms);
     let registry = registry(dirs);
     if let Some(pane) = &request.record.pane {
@@ -288,7 +288,7 @@ fn close(request: &CloseRequest, dirs: &UserDirs) -> Result<serde_json::Value, H
             .unregister(request.backend, pane)
             .map_err(|err| failed("updating the pane registry", err))?;
     }
-    Ok(serde_json::json!({}))
+    Ok(CloseReply {})
 }
 
 fn presence(request: &PresenceRequest) -> PresenceReply {

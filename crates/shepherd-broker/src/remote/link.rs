@@ -26,7 +26,7 @@ use shepherd_core::protocol::PROTOCOL_VERSION;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::ops::{HelloReply, HelloRequest};
+use super::ops::{HelloReply, HelloRequest, Op, op};
 use super::session::OpSessions;
 
 /// How long one connection attempt may take (the master answering, `hello`, the forward).
@@ -334,7 +334,7 @@ impl HostLink {
             project_path: self.def.project_path.clone(),
             programs: Vec::new(),
         };
-        let hello: HelloReply = match self.call(super::ops::name::HELLO, &request, deadline) {
+        let hello: HelloReply = match self.call::<op::Hello>(&request, deadline) {
             Ok(hello) => hello,
             Err(err) => return Err(fail(&mut master, err)),
         };
@@ -406,12 +406,12 @@ impl HostLink {
 
     /// Runs one op on the host over the master and parses its answer: over a `serve` session
     /// when the host's `shepherd` said it serves, else in a session of its own.
-    pub(crate) fn call<Req: serde::Serialize, Reply: serde::de::DeserializeOwned>(
+    pub(crate) fn call<O: Op>(
         &self,
-        op: &str,
-        request: &Req,
+        request: &O::Request,
         deadline: Instant,
-    ) -> Result<Reply, String> {
+    ) -> Result<O::Reply, String> {
+        let op = O::OP.name();
         let started = Instant::now();
         if !self.hello().is_some_and(|hello| hello.serves) {
             let answer = self.call_alone(op, request, deadline);
@@ -419,7 +419,7 @@ impl HostLink {
             return answer;
         }
         let request = serde_json::to_value(request).expect("remote requests serialise");
-        let open = || self.host_command(super::ops::name::SERVE);
+        let open = || self.host_command(super::ops::SERVE);
         let answer = self.sessions.call(&self.name, open, op, request, deadline);
         tracing::debug!(host = self.name, op, took = ?started.elapsed(), "remote step");
         serde_json::from_value(answer?).map_err(|err| {

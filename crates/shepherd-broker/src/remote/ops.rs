@@ -6,48 +6,144 @@
 //! line on standard error). The host's `shepherd` carries the step out with the same backends a
 //! local broker uses, so a remote sheep runs under the same supervisor as a local one. Both
 //! sides are this crate, so the two ends of every op share these types.
+//!
+//! The ops are declared once, in the `host_ops!` table: each one's name, request and answer.
+//! It makes the [`HostOp`] enum, the [`op`] markers the broker calls with (its request and
+//! answer typed by the line), and the [`HostOps`] the host implements (one method per op, held
+//! to its line), with [`answer`], the one place a host decodes a request and encodes its answer.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use shepherd_core::backend::{BackendKind, LaunchRecord, ReadSource};
 use shepherd_term::LaunchSpec;
 
-/// The op names, as passed after `shepherd remote`.
-pub mod name {
-    /// [`super::HelloRequest`].
-    pub const HELLO: &str = "hello";
-    /// [`super::LaunchRequest`].
-    pub const LAUNCH: &str = "launch";
-    /// [`super::ReadRequest`].
-    pub const READ: &str = "read";
-    /// [`super::CloseRequest`].
-    pub const CLOSE: &str = "close";
-    /// [`super::PresenceRequest`].
-    pub const PRESENCE: &str = "presence";
-    /// [`super::FilesRequest`].
-    pub const FILES: &str = "files";
-    /// [`super::BranchRequest`].
-    pub const BRANCH: &str = "branch";
-    /// [`super::AgentRequest`].
-    pub const AGENT: &str = "agent";
-    /// Not an op of its own: answers many ops, one [`super::ServeFrame`] a line, until its
-    /// input ends (see [`super::HelloReply::serves`]).
-    pub const SERVE: &str = "serve";
+/// One op with its request and answer types, for the broker's side of a call.
+pub trait Op {
+    /// The op.
+    const OP: HostOp;
+    /// What the broker sends.
+    type Request: Serialize + DeserializeOwned;
+    /// What the host answers.
+    type Reply: Serialize + DeserializeOwned;
 }
 
-/// Every op: its name, then its request.
-pub const OPS: [&str; 8] = [
-    name::HELLO,
-    name::LAUNCH,
-    name::READ,
-    name::CLOSE,
-    name::PRESENCE,
-    name::FILES,
-    name::BRANCH,
-    name::AGENT,
-];
+/// Why an op failed on the host, in one line for the broker to show.
+#[derive(Debug, thiserror::Error)]
+pub enum HostOpError {
+    /// Not an op this `shepherd` knows.
+    #[error("unknown remote op `{0}`; this shepherd knows {known}", known = HostOp::names().join(", "))]
+    UnknownOp(String),
+    /// The request does not parse.
+    #[error("the `{op}` request does not parse: {source}")]
+    Request {
+        /// The op.
+        op: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The op itself failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Not an op of its own, but the name `shepherd remote` answers many ops under, one
+/// [`ServeFrame`] a line, until its input ends (see [`HelloReply::serves`]).
+pub const SERVE: &str = "serve";
+
+macro_rules! host_ops {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident / $handler:ident = $name:literal, $request:ty => $reply:ty;
+    )*) => {
+        /// Every op a host's `shepherd` carries out.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum HostOp {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl HostOp {
+            /// Every op, in table order.
+            pub const ALL: &[HostOp] = &[$(HostOp::$variant,)*];
+
+            /// The name passed after `shepherd remote` (and in a [`ServeFrame`]).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(HostOp::$variant => $name,)*
+                }
+            }
+
+            /// The op `name` names, if any.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($name => Some(HostOp::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// Every op's name, in table order.
+            pub fn names() -> Vec<&'static str> {
+                Self::ALL.iter().map(|op| op.name()).collect()
+            }
+        }
+
+        /// One marker type per op, naming its [`Op`]: `link.call::<op::Files>(&request, …)`.
+        pub mod op {
+            $($(#[doc = $doc])* #[derive(Debug, Clone, Copy)] pub struct $variant;)*
+        }
+
+        $(impl Op for op::$variant {
+            const OP: HostOp = HostOp::$variant;
+            type Request = $request;
+            type Reply = $reply;
+        })*
+
+        /// The host's side: one method per op, taking its request and answering its reply.
+        /// [`answer`] decodes a request for its method and encodes the answer.
+        pub trait HostOps {
+            $(
+                $(#[doc = $doc])*
+                fn $handler(&self, request: $request) -> Result<$reply, HostOpError>;
+            )*
+        }
+
+        /// Carries out `op` on `host` with `input` (its JSON request) and returns its JSON
+        /// answer.
+        pub fn answer<H: HostOps>(host: &H, op: HostOp, input: &str) -> Result<String, HostOpError> {
+            match op {
+                $(HostOp::$variant => {
+                    let request: $request = serde_json::from_str(input).map_err(|source| {
+                        HostOpError::Request { op: $name.to_owned(), source }
+                    })?;
+                    let reply: $reply = host.$handler(request)?;
+                    Ok(serde_json::to_value(reply).expect("answers serialise").to_string())
+                })*
+            }
+        }
+    };
+}
+
+host_ops! {
+    /// What the host has, and where the broker's socket is forwarded.
+    Hello / hello = "hello", HelloRequest => HelloReply;
+    /// Place a supervisor with the host's backend.
+    Launch / launch = "launch", LaunchRequest => LaunchRecord;
+    /// What a remote sheep shows.
+    Read / read = "read", ReadRequest => String;
+    /// Make sure a remote sheep is gone.
+    Close / close = "close", CloseRequest => CloseReply;
+    /// Whether a remote sheep's processes or pane still exist.
+    Presence / presence = "presence", PresenceRequest => PresenceReply;
+    /// Write files on the host, then read the ones that changed.
+    Files / files = "files", FilesRequest => FilesReply;
+    /// Make or inspect an isolated remote sheep's own branch and worktree.
+    Branch / branch = "branch", BranchRequest => BranchReply;
+    /// Compose another coding agent's sheep on the host.
+    Agent / agent = "agent", AgentRequest => AgentReply;
+}
 
 /// `hello`: what the host has, and the private path the broker's socket is forwarded to.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -94,7 +190,7 @@ pub struct HelloReply {
 /// One op over a `remote serve` session: a line of JSON on its standard input.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServeFrame {
-    /// The op's name (one of [`OPS`]).
+    /// The op's name (one of [`HostOp::ALL`]'s).
     pub op: String,
     /// Its request, as the op alone would read it.
     pub request: serde_json::Value,
@@ -154,6 +250,10 @@ pub struct CloseRequest {
     /// How long the host may take to confirm.
     pub deadline_ms: u64,
 }
+
+/// The answer to `close`: nothing but that it is done (`{}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloseReply {}
 
 /// `presence`: whether a remote sheep's processes or pane still exist.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -308,4 +408,29 @@ pub struct AgentRequest {
 pub struct AgentReply {
     /// The driver's command line on the host.
     pub argv: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_name_is_read_back_as_its_op() {
+        for &op in HostOp::ALL {
+            assert_eq!(HostOp::from_name(op.name()), Some(op));
+        }
+        assert_eq!(HostOp::from_name(SERVE), None);
+        assert_eq!(
+            HostOp::names(),
+            [
+                "hello", "launch", "read", "close", "presence", "files", "branch", "agent"
+            ]
+        );
+    }
+
+    #[test]
+    fn close_answers_an_empty_object() {
+        let answer = serde_json::to_string(&CloseReply {}).expect("serialises");
+        assert_eq!(answer, "{}");
+    }
 }

@@ -21,7 +21,6 @@ use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use shepherd_core::herd::Run;
 use shepherd_core::protocol::{RunIdParams, RunStepView, RunSubmitParams, RunView, event};
 
@@ -41,7 +40,7 @@ pub(crate) async fn submit(
     session: &Arc<Session>,
     params: RunSubmitParams,
     rid: Option<&str>,
-) -> BrokerResult<Value> {
+) -> BrokerResult<RunView> {
     if let Some(run_id) = rid.and_then(|rid| {
         broker.read(|herd| {
             herd.runs
@@ -119,7 +118,7 @@ pub(crate) fn attach(
     broker: &Arc<Broker>,
     session: &Arc<Session>,
     params: &RunIdParams,
-) -> BrokerResult<Value> {
+) -> BrokerResult<RunView> {
     let found = broker.read(|herd| herd.runs.contains_key(&params.run_id));
     if !found {
         return Err(unknown_run(&params.run_id));
@@ -130,7 +129,7 @@ pub(crate) fn attach(
 
 /// Runs `run.cancel`: queued tasks never start, running ones are closed (their tasks end
 /// cancelled, rc 130); the run then finishes as usual.
-pub(crate) async fn cancel(broker: &Arc<Broker>, params: &RunIdParams) -> BrokerResult<Value> {
+pub(crate) async fn cancel(broker: &Arc<Broker>, params: &RunIdParams) -> BrokerResult<RunView> {
     cancel_run(broker, &params.run_id, "cancelled by its client").await?;
     view(broker, &params.run_id)
 }
@@ -189,11 +188,10 @@ fn unknown_run(run_id: &str) -> BrokerError {
 }
 
 /// The run as its followers see it.
-pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<Value> {
-    let run = broker
+pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<RunView> {
+    broker
         .read(|herd| herd.runs.get(run_id).map(|run| view_of(run, herd)))
-        .ok_or_else(|| unknown_run(run_id))?;
-    Ok(serde_json::to_value(run).expect("views serialise"))
+        .ok_or_else(|| unknown_run(run_id))
 }
 
 /// The run's view, each running task with the provider limit it waits out, if any.
@@ -263,9 +261,10 @@ pub(crate) fn push_view(broker: &Arc<Broker>, run_id: &str) {
     if followers.is_empty() {
         return;
     }
-    let Ok(data) = view(broker, run_id) else {
+    let Ok(view) = view(broker, run_id) else {
         return;
     };
+    let data = serde_json::to_value(view).expect("views serialise");
     for follower in followers {
         follower.push(event::RUN, data.clone());
     }

@@ -12,9 +12,9 @@
 use shepherd_core::error_code::ErrorCode;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
 use shepherd_core::herd::SheepStatus;
 use shepherd_core::ids::AgentId;
+use shepherd_core::protocol::OkResult;
 use shepherd_term::{BackendKind, ReadSource};
 
 use crate::error::{BrokerError, BrokerResult};
@@ -25,7 +25,7 @@ use crate::state::session::Session;
 const LINES_READ: u32 = 8;
 
 /// `supervisor.output`: the sheep printed something.
-pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerResult<Value> {
+pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerResult<OkResult> {
     let id = session
         .agent_id
         .clone()
@@ -37,7 +37,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
             .map(|s| (s.backend, s.runtime))
     });
     let Some((kind, runtime)) = sheep else {
-        return Ok(json!({ "ok": true }));
+        return Ok(OkResult::ACK);
     };
     let text = recent_output(
         broker,
@@ -49,7 +49,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
     )
     .await?;
     let Some(line) = shepherd_core::herd::last_line(&printable(&text)) else {
-        return Ok(json!({ "ok": true }));
+        return Ok(OkResult::ACK);
     };
     let changed = {
         let mut links = broker.links.lock().expect("links lock");
@@ -58,7 +58,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
     if changed {
         broker.generation.send_modify(|g| *g += 1);
     }
-    Ok(json!({ "ok": true }))
+    Ok(OkResult::ACK)
 }
 
 /// Puts the last printed line into each live sheep's status (an ended sheep keeps the end of

@@ -12,6 +12,8 @@ use shepherd_core::error_code::ErrorCode;
 use std::future::Future;
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use shepherd_core::herd::{Event, StoredReply, Tx};
 use tokio::sync::watch;
@@ -81,11 +83,14 @@ impl Broker {
     /// under `request_id` in the same journaled change whenever the command changed anything.
     /// A request already answered gets its stored answer back and changes nothing. Waits until
     /// the change is durable.
-    pub(crate) async fn commit_reply(
+    ///
+    /// A stored answer read back here is read as the handler's own type `T`; a resend that
+    /// arrives once it is stored never gets this far, [`once`] resends it as it was stored.
+    pub(crate) async fn commit_reply<T: Serialize + DeserializeOwned>(
         self: &Arc<Self>,
         request_id: Option<&str>,
-        f: impl FnOnce(&mut Tx<'_>) -> BrokerResult<Value>,
-    ) -> BrokerResult<Value> {
+        f: impl FnOnce(&mut Tx<'_>) -> BrokerResult<T>,
+    ) -> BrokerResult<T> {
         let mut stored = None;
         let committed = self.commit(|tx| {
             if let Some(id) = request_id
@@ -100,7 +105,7 @@ impl Broker {
             {
                 let reply = match &result {
                     Ok(value) => StoredReply {
-                        result: Some(value.clone()),
+                        result: Some(serde_json::to_value(value).expect("results serialise")),
                         error: None,
                     },
                     Err(err) => StoredReply {
@@ -117,7 +122,17 @@ impl Broker {
         });
         if let Some(stored) = stored {
             self.durable_now().await?;
-            return stored_result(stored);
+            return stored_result(stored).and_then(|value| {
+                serde_json::from_value(value).map_err(|err| {
+                    BrokerError::new(
+                        ErrorCode::Internal,
+                        format!(
+                            "the answer stored under `{}` is not this request's: {err}",
+                            request_id.unwrap_or_default()
+                        ),
+                    )
+                })
+            });
         }
         self.durable(committed.pos).await?;
         committed.value

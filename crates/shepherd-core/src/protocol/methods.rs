@@ -1,37 +1,49 @@
 //! The broker's methods, declared once: each one's name, the roles that may call it, its
 //! parameters and result types, and whether a resend of it must be recognised. Everything that
-//! lists methods is made from this table: the [`Method`] enum the broker dispatches on (a
-//! `match` over it must name every method), the [`method`] name constants, the typed [`Call`]
-//! markers a client sends ([`calls`]), and the methods of the JSON Schema (and so of the
-//! generated TypeScript types). Adding a method is one line here and its handler.
+//! lists methods is made from this table: the [`Method`] enum the broker dispatches on, the
+//! [`method`] name constants, the typed [`Call`] markers a client sends ([`calls`]), the
+//! [`Handlers`] a server implements (one method per line, typed by it) with [`handle`], which
+//! carries a request from JSON to its handler and back, and the methods of the JSON Schema (and
+//! so of the generated TypeScript types). Adding a method is one line here and its handler; a
+//! handler whose parameters or result differ from its line does not compile.
 //!
-//! Untyped JSON here is only the schema being built: each entry's JSON Schema document.
+//! Untyped JSON here is only what crosses the wire: the request's parameters before they are
+//! decoded, the answer once encoded, and each schema entry's JSON Schema document.
+
+use std::future::Future;
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::*;
 
 /// Parameters of a method that takes none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NoParams {}
+
+// Whatever such a request carries is ignored, as it always was: the broker never read it.
+impl<'de> Deserialize<'de> for NoParams {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer).map(|_| NoParams {})
+    }
+}
 
 /// A method with its parameter and result types, for a client that sends it typed.
 pub trait Call {
     /// The method.
     const METHOD: Method;
     /// What it is sent with.
-    type Params: Serialize;
+    type Params: Serialize + DeserializeOwned;
     /// What it answers.
-    type Result: DeserializeOwned;
+    type Result: Serialize + DeserializeOwned;
 }
 
 macro_rules! methods {
     ($(
         $(#[doc = $doc:literal])*
-        $variant:ident = $konst:ident, $name:literal, $params:ty => $result:ty,
+        $variant:ident / $handler:ident = $konst:ident, $name:literal, $params:ty => $result:ty,
         [$($role:ident),*], keyed: $keyed:literal;
     )*) => {
         /// Every broker method.
@@ -97,6 +109,47 @@ macro_rules! methods {
             type Result = $result;
         })*
 
+        /// A server of the table: one handler per method, taking that method's parameters and
+        /// answering its result. [`handle`] decodes a request for its handler and encodes the
+        /// answer; nothing else in a server touches a request's JSON.
+        pub trait Handlers: Sync {
+            /// Why a request failed.
+            type Error: Send;
+
+            /// The refusal of parameters that do not decode as `method`'s.
+            fn invalid_params(method: Method, err: serde_json::Error) -> Self::Error;
+
+            $(
+                $(#[doc = $doc])*
+                fn $handler(
+                    &self,
+                    params: $params,
+                ) -> impl Future<Output = Result<$result, Self::Error>> + Send;
+            )*
+        }
+
+        /// Runs `method` on `handlers`: decodes `params` (none, `null`, reads as `{}`) as the
+        /// method's parameters, calls its handler and encodes the answer.
+        pub async fn handle<H: Handlers>(
+            handlers: &H,
+            method: Method,
+            params: Value,
+        ) -> Result<Value, H::Error> {
+            let params = if params.is_null() {
+                Value::Object(serde_json::Map::new())
+            } else {
+                params
+            };
+            match method {
+                $(Method::$variant => {
+                    let params: $params = serde_json::from_value(params)
+                        .map_err(|err| H::invalid_params(method, err))?;
+                    let result: $result = handlers.$handler(params).await?;
+                    Ok(serde_json::to_value(result).expect("results serialise"))
+                })*
+            }
+        }
+
         /// Each method's schema entry, `{params, result}`, in table order.
         pub(super) fn schema_entries(
             generator: &mut schemars::SchemaGenerator,
@@ -108,76 +161,76 @@ macro_rules! methods {
 
 methods! {
     /// Opens a session on a connection.
-    Hello = HELLO, "hello", Hello => HelloResult, [], keyed: false;
+    Hello / hello = HELLO, "hello", Hello => HelloResult, [], keyed: false;
     /// Parent: start a sheep.
-    Spawn = SPAWN, "spawn", SpawnParams => SpawnResult, [Parent], keyed: true;
+    Spawn / spawn = SPAWN, "spawn", SpawnParams => SpawnResult, [Parent], keyed: true;
     /// Parent: hand a sheep a tracked task.
-    Delegate = DELEGATE, "delegate", DelegateParams => DelegateResult, [Parent], keyed: true;
+    Delegate / delegate = DELEGATE, "delegate", DelegateParams => DelegateResult, [Parent], keyed: true;
     /// Parent: message a sheep.
-    Message = MESSAGE, "message", MessageParams => MessageResult, [Parent], keyed: true;
+    Message / message = MESSAGE, "message", MessageParams => MessageResult, [Parent], keyed: true;
     /// Parent: register a durable watcher.
-    Watch = WATCH, "watch", WatchParams => WatchResult, [Parent], keyed: true;
+    Watch / watch = WATCH, "watch", WatchParams => WatchResult, [Parent], keyed: true;
     /// Parent or observer: wait on this connection for tasks to settle.
-    Wait = WAIT, "wait", WaitParams => WaitResult, [Parent, Observer], keyed: false;
+    Wait / wait = WAIT, "wait", WaitParams => WaitResult, [Parent, Observer], keyed: false;
     /// Parent, sheep or observer: one sheep's status, or all.
-    Status = STATUS, "status", StatusParams => StatusResult, [Parent, Sheep, Observer], keyed: false;
+    Status / status = STATUS, "status", StatusParams => StatusResult, [Parent, Sheep, Observer], keyed: false;
     /// Parent: close a sheep.
-    Close = CLOSE, "close", CloseParams => CloseResult, [Parent], keyed: false;
+    Close / close = CLOSE, "close", CloseParams => CloseResult, [Parent], keyed: false;
     /// Parent: reopen a closed or exited sheep on its own session.
-    Resume = RESUME, "resume", ResumeParams => SpawnResult, [Parent], keyed: true;
+    Resume / resume = RESUME, "resume", ResumeParams => SpawnResult, [Parent], keyed: true;
     /// Parent or observer: the herd.
-    Herd = HERD, "herd", NoParams => HerdResult, [Parent, Observer], keyed: false;
+    Herd / herd = HERD, "herd", NoParams => HerdResult, [Parent, Observer], keyed: false;
     /// Parent or observer: the sheep or task a short name (id prefix, display name) stands for.
-    Resolve = RESOLVE, "resolve", ResolveParams => ResolveResult, [Parent, Observer], keyed: false;
+    Resolve / resolve = RESOLVE, "resolve", ResolveParams => ResolveResult, [Parent, Observer], keyed: false;
     /// Parent or observer: the herd now, then pushed `herd` events whenever it changes.
-    HerdSubscribe = HERD_SUBSCRIBE, "herd.subscribe", NoParams => HerdResult, [Parent, Observer], keyed: false;
+    HerdSubscribe / herd_subscribe = HERD_SUBSCRIBE, "herd.subscribe", NoParams => HerdResult, [Parent, Observer], keyed: false;
     /// Sheep: its herd-mates (ids, display names, agents, states; no task texts).
-    HerdMates = HERD_MATES, "herd.mates", NoParams => HerdMatesResult, [Sheep], keyed: false;
+    HerdMates / herd_mates = HERD_MATES, "herd.mates", NoParams => HerdMatesResult, [Sheep], keyed: false;
     /// Parent: drop records of sheep that are gone.
-    Prune = PRUNE, "prune", NoParams => PruneResult, [Parent], keyed: false;
+    Prune / prune = PRUNE, "prune", NoParams => PruneResult, [Parent], keyed: false;
     /// Parent or observer: a sheep's recent output.
-    Read = READ, "read", ReadParams => ReadResult, [Parent, Observer], keyed: false;
+    Read / read = READ, "read", ReadParams => ReadResult, [Parent, Observer], keyed: false;
     /// Parent or sheep: push inbox items on this connection as they arrive.
-    Subscribe = SUBSCRIBE, "subscribe", NoParams => OkResult, [Parent, Sheep], keyed: false;
+    Subscribe / subscribe = SUBSCRIBE, "subscribe", NoParams => OkResult, [Parent, Sheep], keyed: false;
     /// Parent or sheep: fetch inbox items, waiting up to a deadline.
-    Inbox = INBOX, "inbox", InboxParams => InboxResult, [Parent, Sheep], keyed: false;
+    Inbox / inbox = INBOX, "inbox", InboxParams => InboxResult, [Parent, Sheep], keyed: false;
     /// Parent or sheep: acknowledge inbox items.
-    Ack = ACK, "ack", AckParams => OkResult, [Parent, Sheep], keyed: false;
+    Ack / ack = ACK, "ack", AckParams => OkResult, [Parent, Sheep], keyed: false;
     /// Sheep: message the parent or a herd-mate.
-    Tell = TELL, "tell", MessageParams => MessageResult, [Sheep], keyed: true;
+    Tell / tell = TELL, "tell", MessageParams => MessageResult, [Sheep], keyed: true;
     /// Sheep: settle its task.
-    Done = DONE, "done", DoneParams => DoneResult, [Sheep], keyed: true;
+    Done / done = DONE, "done", DoneParams => DoneResult, [Sheep], keyed: true;
     /// Sheep: report its run's lifecycle.
-    Report = REPORT, "report", ReportParams => OkResult, [Sheep], keyed: true;
+    Report / report = REPORT, "report", ReportParams => OkResult, [Sheep], keyed: true;
     /// Supervisor: the sheep's program runs.
-    SupervisorStarted = SUPERVISOR_STARTED, "supervisor.started", SupervisorStarted => OkResult, [Supervisor], keyed: false;
+    SupervisorStarted / supervisor_started = SUPERVISOR_STARTED, "supervisor.started", SupervisorStarted => OkResult, [Supervisor], keyed: false;
     /// Supervisor: the sheep's program ended.
-    SupervisorExited = SUPERVISOR_EXITED, "supervisor.exited", SupervisorExited => OkResult, [Supervisor], keyed: false;
+    SupervisorExited / supervisor_exited = SUPERVISOR_EXITED, "supervisor.exited", SupervisorExited => OkResult, [Supervisor], keyed: false;
     /// Supervisor: the sheep printed something (its last line is read again).
-    SupervisorOutput = SUPERVISOR_OUTPUT, "supervisor.output", NoParams => OkResult, [Supervisor], keyed: false;
+    SupervisorOutput / supervisor_output = SUPERVISOR_OUTPUT, "supervisor.output", NoParams => OkResult, [Supervisor], keyed: false;
     /// Parent: bring a visible sheep's pane to the front of the caller's terminal.
-    Focus = FOCUS, "focus", FocusParams => FocusResult, [Parent], keyed: false;
+    Focus / focus = FOCUS, "focus", FocusParams => FocusResult, [Parent], keyed: false;
     /// Parent, sheep or observer: the broker's own status.
-    BrokerStatus = BROKER_STATUS, "broker.status", NoParams => BrokerStatus, [Parent, Sheep, Observer], keyed: false;
+    BrokerStatus / broker_status = BROKER_STATUS, "broker.status", NoParams => BrokerStatus, [Parent, Sheep, Observer], keyed: false;
     /// Parent: stop the broker (closing every sheep first).
-    BrokerStop = BROKER_STOP, "broker.stop", NoParams => StopResult, [Parent], keyed: false;
+    BrokerStop / broker_stop = BROKER_STOP, "broker.stop", NoParams => StopResult, [Parent], keyed: false;
     /// Parent: submit a run (single, parallel or chain) for the broker to carry out.
-    RunSubmit = RUN_SUBMIT, "run.submit", RunSubmitParams => RunView, [Parent], keyed: true;
+    RunSubmit / run_submit = RUN_SUBMIT, "run.submit", RunSubmitParams => RunView, [Parent], keyed: true;
     /// Parent or observer: follow a run's progress until it finishes.
-    RunAttach = RUN_ATTACH, "run.attach", RunIdParams => RunView, [Parent, Observer], keyed: false;
+    RunAttach / run_attach = RUN_ATTACH, "run.attach", RunIdParams => RunView, [Parent, Observer], keyed: false;
     /// Parent: cancel a run.
-    RunCancel = RUN_CANCEL, "run.cancel", RunIdParams => RunView, [Parent], keyed: false;
+    RunCancel / run_cancel = RUN_CANCEL, "run.cancel", RunIdParams => RunView, [Parent], keyed: false;
     /// Parent: land branches Shepherd made, one by one, into a target branch (a merge queue).
-    MergeSubmit = MERGE_SUBMIT, "merge.submit", MergeParams => MergeView, [Parent], keyed: true;
+    MergeSubmit / merge_submit = MERGE_SUBMIT, "merge.submit", MergeParams => MergeView, [Parent], keyed: true;
     /// Parent or observer: follow a merge until it is over.
-    MergeAttach = MERGE_ATTACH, "merge.attach", MergeIdParams => MergeView, [Parent, Observer], keyed: false;
+    MergeAttach / merge_attach = MERGE_ATTACH, "merge.attach", MergeIdParams => MergeView, [Parent, Observer], keyed: false;
     /// Parent: cancel a merge (the target stays at its last verified landing).
-    MergeCancel = MERGE_CANCEL, "merge.cancel", MergeIdParams => MergeView, [Parent], keyed: false;
+    MergeCancel / merge_cancel = MERGE_CANCEL, "merge.cancel", MergeIdParams => MergeView, [Parent], keyed: false;
     /// Parent: what a merge would land, in order, and what would conflict, changing nothing.
-    MergePreview = MERGE_PREVIEW, "merge.preview", MergeParams => MergePreview, [Parent], keyed: false;
+    MergePreview / merge_preview = MERGE_PREVIEW, "merge.preview", MergeParams => MergePreview, [Parent], keyed: false;
     /// Parent: change the project's fieldnotes (what `shepherd notes` writes), in its session's
     /// next group commit.
-    NotesWrite = NOTES_WRITE, "notes.write", NotesWriteParams => NotesWriteResult, [Parent], keyed: false;
+    NotesWrite / notes_write = NOTES_WRITE, "notes.write", NotesWriteParams => NotesWriteResult, [Parent], keyed: false;
 }
 
 impl std::fmt::Display for Method {
@@ -197,6 +250,22 @@ mod tests {
         }
         assert_eq!(Method::from_name("spawn "), None);
         assert_eq!(Method::ALL.len(), 35);
+    }
+
+    #[test]
+    fn a_method_without_parameters_ignores_what_it_is_sent() {
+        for sent in [
+            serde_json::json!({}),
+            serde_json::json!({"id": "x"}),
+            serde_json::json!("text"),
+            serde_json::json!([1, 2]),
+            serde_json::json!(7),
+        ] {
+            assert_eq!(
+                serde_json::from_value::<NoParams>(sent).ok(),
+                Some(NoParams {})
+            );
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod sheep;
 
 pub use crate::land::preview::MergePreview;
 pub use crate::land::{MergeIdParams, MergeParams, MergeView};
-pub use methods::{Call, Method, NoParams, calls, method};
+pub use methods::{Call, Handlers, Method, NoParams, calls, handle, method};
 pub use notes::*;
 pub use parent::*;
 pub use run::*;

@@ -19,7 +19,7 @@ use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
 
 use crate::error::{BrokerError, BrokerResult};
-use crate::remote::ops::{AgentReply, AgentRequest, name};
+use crate::remote::ops::{AgentRequest, op};
 use crate::state::broker::Broker;
 
 /// How long composing the sheep on the host may take.
@@ -48,7 +48,7 @@ pub(crate) async fn launch(
     let plan = crate::sheep::harness::plan_for(harness, def, params, dir, cwd, visible);
     let request = AgentRequest { plan };
     let composed = tokio::task::spawn_blocking(move || {
-        link.call::<_, AgentReply>(name::AGENT, &request, Instant::now() + STEP_DEADLINE)
+        link.call::<op::Agent>(&request, Instant::now() + STEP_DEADLINE)
     })
     .await
     .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?;

@@ -20,7 +20,7 @@ use shepherd_core::worktree::{RemoteWorktree, RemoteWorktreeReport, WorktreeRepo
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::remote::link::HostLink;
-use crate::remote::ops::{BranchAction, BranchReply, BranchRequest, name};
+use crate::remote::ops::{BranchAction, BranchReply, BranchRequest, op};
 use crate::state::broker::Broker;
 
 /// How long one git or `branch` step may take.
@@ -61,7 +61,7 @@ pub(crate) async fn create(
 async fn branch(link: &Arc<HostLink>, request: BranchRequest) -> Result<BranchReply, String> {
     let link = link.clone();
     tokio::task::spawn_blocking(move || {
-        link.call(name::BRANCH, &request, Instant::now() + STEP_DEADLINE)
+        link.call::<op::Branch>(&request, Instant::now() + STEP_DEADLINE)
     })
     .await
     .map_err(|err| err.to_string())?

@@ -19,7 +19,7 @@ use shepherd_core::herd::NoteLink;
 use shepherd_core::ids::TaskId;
 
 use crate::remote::RemoteNote;
-use crate::remote::ops::{FileContent, FileProbe, FilesReply, FilesRequest, name};
+use crate::remote::ops::{FileContent, FileProbe, FilesRequest, op};
 use crate::state::broker::Broker;
 
 /// How often open remote notes are read back.
@@ -224,7 +224,7 @@ async fn sync_host(broker: &Arc<Broker>, host: &str) {
         });
     }
     let step = tokio::task::spawn_blocking(move || {
-        link.call::<_, FilesReply>(name::FILES, &request, Instant::now() + STEP_DEADLINE)
+        link.call::<op::Files>(&request, Instant::now() + STEP_DEADLINE)
     })
     .await;
     let reply = match step {

@@ -18,7 +18,7 @@ use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
 
 use crate::error::{BrokerError, BrokerResult};
-use crate::remote::ops::{FileContent, FileProbe, FilesReply, FilesRequest, name};
+use crate::remote::ops::{FileContent, FileProbe, FilesRequest, op};
 use crate::sheep::pi_launch::PiLaunch;
 use crate::state::broker::Broker;
 
@@ -73,8 +73,7 @@ pub(crate) async fn launch(
     let copying = link.clone();
     let within = hello.state_dir.clone();
     tokio::task::spawn_blocking(move || {
-        copying.call::<_, FilesReply>(
-            name::FILES,
+        copying.call::<op::Files>(
             &FilesRequest {
                 within,
                 write,
@@ -130,7 +129,7 @@ pub(crate) async fn pull_session(broker: &Arc<Broker>, id: &AgentId) {
         }],
     };
     let read = tokio::task::spawn_blocking(move || {
-        link.call::<_, FilesReply>(name::FILES, &request, Instant::now() + STEP_DEADLINE)
+        link.call::<op::Files>(&request, Instant::now() + STEP_DEADLINE)
     })
     .await;
     let content = match read {
