@@ -12,6 +12,7 @@ use serde_json::json;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::status::Mode;
 use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, RunView, calls, event};
+use shepherd_core::run::StepPhase;
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
@@ -231,10 +232,10 @@ fn submit_params(herd: &Herd, run: args::Run) -> Result<RunSubmitParams, ToolErr
 /// One line of a run's progress: `1 of 3 tasks done; scout running`.
 fn run_progress(view: &RunView) -> String {
     let steps = &view.steps;
-    let done = steps.iter().filter(|s| s.phase == "done").count();
+    let done = steps.iter().filter(|s| s.phase == StepPhase::Done).count();
     let running: Vec<String> = steps
         .iter()
-        .filter(|s| s.phase != "done" && s.phase != "queued")
+        .filter(|s| !matches!(s.phase, StepPhase::Done | StepPhase::Queued))
         .map(|s| format!("{} {}", s.agent, s.phase))
         .collect();
     let mut line = format!("{done} of {} done", plural(steps.len(), "task"));

@@ -173,7 +173,7 @@ fn of_run(herd: &Herd, run_id: &str) -> BrokerResult<Vec<Found>> {
             c.owner = Some(result.agent.clone());
         }
         // The run's own word for how the task ended (a step never run is `skipped`).
-        c.task_status = (!result.completed()).then(|| result.status.clone());
+        c.task_status = (!result.completed()).then(|| result.status.as_str().to_owned());
         if c.note.is_none() {
             c.note.clone_from(&result.note_relative);
             c.note_path.clone_from(&result.note);

@@ -17,7 +17,7 @@ use shepherd_notes::{Mode, NoteStatus, PlannedNote};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::model::{Outcome, Plan as PlanResult, Run, RunSpec, StepPhase, StepState};
+use super::model::{Outcome, Plan as PlanResult, Run, RunSpec, StepPhase, StepState, StepStatus};
 use super::step::step;
 use crate::error::{BrokerError, BrokerResult};
 use crate::fieldnotes::{PlanRequest, ReleaseRequest, SessionChoice};
@@ -205,7 +205,7 @@ async fn parallel(run: &Arc<Run>) -> Vec<Outcome> {
         .into_iter()
         .map(|outcome| {
             outcome.unwrap_or_else(|| {
-                Outcome::not_run("failed", Some(1), "its driver failed".to_owned())
+                Outcome::not_run(StepStatus::Failed, Some(1), "its driver failed".to_owned())
             })
         })
         .collect()
@@ -220,7 +220,7 @@ async fn chain(run: &Arc<Run>) -> Vec<Outcome> {
         let agent = run.spec.steps[index].agent.clone();
         let outcome = if let Some((at, why)) = &stop {
             let skipped = Outcome::not_run(
-                "skipped",
+                StepStatus::Skipped,
                 None,
                 format!("not run: the chain stopped at step {}, {why}", at + 1),
             );
@@ -328,7 +328,7 @@ async fn release_unlaunched(run: &Arc<Run>, outcomes: &[Outcome]) -> Vec<String>
         };
         let request = ReleaseRequest {
             note: note.into(),
-            status: if outcome.status == "failed" {
+            status: if outcome.status == StepStatus::Failed {
                 NoteStatus::Failed
             } else {
                 NoteStatus::Cancelled

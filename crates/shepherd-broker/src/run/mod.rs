@@ -24,7 +24,7 @@ use std::time::Duration;
 use shepherd_core::herd::Run;
 use shepherd_core::protocol::{RunIdParams, RunStepView, RunSubmitParams, RunView, event};
 
-use self::model::StepState;
+use self::model::{StepState, StepStatus};
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 use crate::state::session::Session;
@@ -89,7 +89,7 @@ pub(crate) async fn submit(
         let outcomes: Vec<model::Outcome> = spec
             .steps
             .iter()
-            .map(|_| model::Outcome::not_run("cancelled", Some(130), reason.clone()))
+            .map(|_| model::Outcome::not_run(StepStatus::Cancelled, Some(130), reason.clone()))
             .collect();
         let report = report::build(&report::Finished {
             run_id: &run_id,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 pub(crate) use shepherd_core::run::{
-    Outcome, RunPlan as Plan, RunSpec, SpecStep, StepPhase, StepState,
+    Outcome, RunPlan as Plan, RunSpec, SpecStep, StepPhase, StepState, StepStatus,
 };
 
 use crate::state::broker::Broker;

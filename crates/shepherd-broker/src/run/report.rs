@@ -92,7 +92,7 @@ pub(crate) fn build(run: &Finished<'_>) -> RunReport {
                 host: outcome.host.clone(),
                 agent_id: outcome.agent_id.clone(),
                 task_id: outcome.task_id.clone(),
-                status: outcome.status.clone(),
+                status: outcome.status,
                 return_code: outcome.return_code,
                 text: shown.text.clone(),
                 error: outcome.error.clone(),
@@ -110,7 +110,7 @@ pub(crate) fn build(run: &Finished<'_>) -> RunReport {
         stopped: stopped_at.map(|index| Stopped {
             step: index + 1,
             agent: agents[index].to_owned(),
-            status: run.outcomes[index].status.clone(),
+            status: run.outcomes[index].status,
             phrase: run.outcomes[index].phrase(),
         }),
         interrupted: run.cancelled.is_some(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use shepherd_core::herd::TaskReport;
 use shepherd_core::protocol::{CloseParams, DelegateParams, SpawnParams};
 
-use super::model::{Outcome, Run, StepPhase, StepState};
+use super::model::{Outcome, Run, StepPhase, StepState, StepStatus};
 use crate::sheep::worktree;
 use crate::state::broker::Broker;
 
@@ -25,7 +25,11 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
     let mut state = run.state(index);
     if state.phase == StepPhase::Done {
         return state.outcome.unwrap_or_else(|| {
-            Outcome::not_run("failed", Some(1), "its outcome was lost".to_owned())
+            Outcome::not_run(
+                StepStatus::Failed,
+                Some(1),
+                "its outcome was lost".to_owned(),
+            )
         });
     }
     if state.phase == StepPhase::Queued {
@@ -65,7 +69,7 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
         (Some(report), _) => from_report(report),
         (None, Some(early)) => early,
         (None, None) => Outcome::not_run(
-            "failed",
+            StepStatus::Failed,
             Some(1),
             "its final report could not be read".to_owned(),
         ),
@@ -89,7 +93,7 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
             None => format!("close: {err}"),
         });
         if outcome.completed() {
-            outcome.status = "failed".to_owned();
+            outcome.status = StepStatus::Failed;
             outcome.return_code = Some(1);
         }
     }
@@ -123,7 +127,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
             }
             Err(err) => {
                 state.outcome = Some(Outcome::not_run(
-                    "failed",
+                    StepStatus::Failed,
                     Some(1),
                     format!("its worktree could not be made: {err}"),
                 ));
@@ -167,7 +171,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         }
         Err(err) => {
             state.outcome = Some(Outcome::not_run(
-                "failed",
+                StepStatus::Failed,
                 Some(1),
                 format!("its sheep could not be started: {}", err.message),
             ));
@@ -204,7 +208,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         }
         Err(err) => {
             state.outcome = Some(Outcome::not_run(
-                "failed",
+                StepStatus::Failed,
                 Some(1),
                 format!("the task could not be handed over: {}", err.message),
             ));
@@ -216,10 +220,13 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
 
 /// Records the task done, after releasing its worktree.
 async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool) -> Outcome {
-    let mut outcome = state
-        .outcome
-        .take()
-        .unwrap_or_else(|| Outcome::not_run("failed", Some(1), "its outcome was lost".to_owned()));
+    let mut outcome = state.outcome.take().unwrap_or_else(|| {
+        Outcome::not_run(
+            StepStatus::Failed,
+            Some(1),
+            "its outcome was lost".to_owned(),
+        )
+    });
     if let Some(made) = state.worktree.clone()
         && outcome.worktree.is_none()
     {
@@ -338,7 +345,7 @@ fn from_report(report: TaskReport) -> Outcome {
     Outcome {
         agent_id: Some(report.agent_id.to_string()),
         task_id: Some(report.task_id.to_string()),
-        status: report.status.as_str().to_owned(),
+        status: report.status.into(),
         return_code: Some(report.return_code.unwrap_or(1)),
         text,
         error: report.error,

@@ -84,7 +84,7 @@ fn branch_line(worktree: &shepherd_core::worktree::WorktreeReport) -> String {
 fn phrase(result: &RunResult) -> String {
     match result.return_code {
         Some(rc) => format!("{} (rc {rc})", result.status),
-        None => result.status.clone(),
+        None => result.status.as_str().to_owned(),
     }
 }
 

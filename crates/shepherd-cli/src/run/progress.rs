@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use serde_json::json;
+use shepherd_core::run::{StepPhase, StepStatus};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,7 +51,7 @@ pub(super) enum Phase {
     /// Its sheep is being closed.
     Closing,
     /// Finished with this status (`completed`, `failed`, `cancelled`, `skipped`, …).
-    Done(String),
+    Done(StepStatus),
 }
 
 impl Phase {
@@ -61,7 +62,7 @@ impl Phase {
             Self::Running | Self::FellBack(_) => "running",
             Self::Limited { .. } => "rate-limited",
             Self::Closing => "closing",
-            Self::Done(status) => status,
+            Self::Done(status) => status.as_str(),
         }
     }
 }
@@ -166,10 +167,10 @@ impl Progress {
             if let Some(host) = &step.host {
                 self.host(index, host);
             }
-            let phase = match (step.phase.as_str(), &step.status) {
-                ("done", Some(status)) => Phase::Done(status.clone()),
-                ("starting", _) => Phase::Starting,
-                ("running", _) => match &step.rate_limit {
+            let phase = match (step.phase, step.status) {
+                (StepPhase::Done, Some(status)) => Phase::Done(status),
+                (StepPhase::Starting, _) => Phase::Starting,
+                (StepPhase::Running, _) => match &step.rate_limit {
                     Some(limit) => Phase::Limited {
                         words: limit.describe(),
                         until: limit.until,
@@ -180,8 +181,8 @@ impl Progress {
                         None => Phase::Running,
                     },
                 },
-                ("closing", _) => Phase::Closing,
-                _ => Phase::Queued,
+                (StepPhase::Closing, _) => Phase::Closing,
+                (StepPhase::Queued | StepPhase::Done, _) => Phase::Queued,
             };
             // Starting and closing can pass between two pushes; show them in order anyway.
             self.set(index, phase);
@@ -318,7 +319,7 @@ fn live_line(index: usize, total: usize, row: &Row) -> String {
         Phase::Queued => "·",
         Phase::Starting | Phase::Running | Phase::FellBack(_) | Phase::Closing => "▸",
         Phase::Limited { .. } => "⏸",
-        Phase::Done(status) if status == "completed" => "✓",
+        Phase::Done(StepStatus::Completed) => "✓",
         Phase::Done(_) => "✗",
     };
     let width = total.to_string().len();
@@ -435,14 +436,14 @@ mod tests {
         };
         assert_eq!(plain_line(0, 2, &row), "[1/2] worker: running (task t-1)");
         let done = Row {
-            phase: Phase::Done("failed".into()),
+            phase: Phase::Done(StepStatus::Failed),
             started: Some(Instant::now()),
             took: Some(Duration::from_millis(1500)),
             ..row
         };
         assert_eq!(plain_line(1, 2, &done), "[2/2] worker: failed in 1.5s");
         let skipped = Row {
-            phase: Phase::Done("skipped".into()),
+            phase: Phase::Done(StepStatus::Skipped),
             started: None,
             took: None,
             agent: "b".into(),
@@ -546,7 +547,7 @@ mod tests {
 
     #[test]
     fn a_block_taller_than_the_terminal_keeps_the_running_rows_and_counts_the_rest() {
-        let done = Phase::Done("completed".into());
+        let done = Phase::Done(StepStatus::Completed);
         let all = rows(&[
             done.clone(),
             done,

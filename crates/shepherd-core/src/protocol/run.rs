@@ -129,10 +129,10 @@ pub struct RunStepView {
     /// The agent.
     pub agent: String,
     /// `queued`, `starting`, `running`, `closing` or `done`.
-    pub phase: String,
+    pub phase: crate::run::StepPhase,
     /// Once done: `completed`, `failed`, `blocked`, `timed_out`, `cancelled` or `skipped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<crate::run::StepStatus>,
     /// Its task, once delegated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
@@ -165,8 +165,8 @@ impl RunStepView {
     pub fn of(step: &crate::run::StepState, agent: &str) -> Self {
         Self {
             agent: agent.to_owned(),
-            phase: step.phase.as_str().to_owned(),
-            status: step.outcome.as_ref().map(|o| o.status.clone()),
+            phase: step.phase,
+            status: step.outcome.as_ref().map(|o| o.status),
             task_id: step.task_id.clone(),
             agent_id: step.agent_id.clone(),
             started_at: step.started_at,

@@ -8,10 +8,12 @@ mod report;
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::fieldnotes::status::Mode;
 use crate::spawn::CallerContext;
+use crate::task::TaskState;
 use crate::worktree::{Repo, Worktree, WorktreeReport};
 
 pub use report::{RunReport, RunResult, Stopped};
@@ -94,7 +96,7 @@ pub struct SpecStep {
 }
 
 /// Where a task is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepPhase {
     /// Waiting for its turn.
@@ -120,6 +122,76 @@ impl StepPhase {
             Self::Closing => "closing",
             Self::Done => "done",
         }
+    }
+}
+
+impl std::fmt::Display for StepPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a task of a run ended: its task's state, or `skipped` (a chain stopped before it).
+/// Journals keep it by its wire spelling; every task state is one, so a record written while a
+/// task was still open reads back too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Not yet started.
+    Created,
+    /// Its sheep works on it.
+    Running,
+    /// Its sheep waits for an answer.
+    Waiting,
+    /// Done.
+    Completed,
+    /// Its sheep could not go on without help.
+    Blocked,
+    /// It failed.
+    Failed,
+    /// It was cancelled.
+    Cancelled,
+    /// Its deadline passed.
+    TimedOut,
+    /// A chain stopped before it.
+    Skipped,
+}
+
+impl StepStatus {
+    /// Its spelling on the wire and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skipped => "skipped",
+            Self::Created => TaskState::Created.as_str(),
+            Self::Running => TaskState::Running.as_str(),
+            Self::Waiting => TaskState::Waiting.as_str(),
+            Self::Completed => TaskState::Completed.as_str(),
+            Self::Blocked => TaskState::Blocked.as_str(),
+            Self::Failed => TaskState::Failed.as_str(),
+            Self::Cancelled => TaskState::Cancelled.as_str(),
+            Self::TimedOut => TaskState::TimedOut.as_str(),
+        }
+    }
+}
+
+impl From<TaskState> for StepStatus {
+    fn from(state: TaskState) -> Self {
+        match state {
+            TaskState::Created => Self::Created,
+            TaskState::Running => Self::Running,
+            TaskState::Waiting => Self::Waiting,
+            TaskState::Completed => Self::Completed,
+            TaskState::Blocked => Self::Blocked,
+            TaskState::Failed => Self::Failed,
+            TaskState::Cancelled => Self::Cancelled,
+            TaskState::TimedOut => Self::TimedOut,
+        }
+    }
+}
+
+impl std::fmt::Display for StepStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -154,7 +226,7 @@ pub struct Outcome {
     #[serde(default)]
     pub task_id: Option<String>,
     /// A task state (`completed`, `failed`, `cancelled`, `timed_out`, …) or `skipped`.
-    pub status: String,
+    pub status: StepStatus,
     #[serde(default)]
     pub return_code: Option<i32>,
     /// The full result text ([`result_text`]).
@@ -175,11 +247,11 @@ pub struct Outcome {
 
 impl Outcome {
     /// A task that never reached a sheep.
-    pub fn not_run(status: &str, return_code: Option<i32>, why: String) -> Self {
+    pub fn not_run(status: StepStatus, return_code: Option<i32>, why: String) -> Self {
         Self {
             agent_id: None,
             task_id: None,
-            status: status.to_owned(),
+            status,
             return_code,
             text: why.clone(),
             error: Some(why),
@@ -193,7 +265,7 @@ impl Outcome {
     /// Cancelled before it reached a sheep.
     pub fn cancelled_before_start() -> Self {
         Self::not_run(
-            "cancelled",
+            StepStatus::Cancelled,
             Some(130),
             "cancelled before it started".to_owned(),
         )
@@ -201,14 +273,14 @@ impl Outcome {
 
     /// Whether the task completed.
     pub fn completed(&self) -> bool {
-        self.status == "completed"
+        self.status == StepStatus::Completed
     }
 
     /// `failed (rc 1)`.
     pub fn phrase(&self) -> String {
         match self.return_code {
             Some(rc) => format!("{} (rc {rc})", self.status),
-            None => self.status.clone(),
+            None => self.status.as_str().to_owned(),
         }
     }
 }
@@ -237,7 +309,35 @@ pub fn result_text(
 
 #[cfg(test)]
 mod tests {
-    use super::result_text;
+    use super::{StepPhase, StepStatus, result_text};
+    use crate::task::TaskState;
+
+    #[test]
+    fn a_step_status_is_spelled_as_its_task_state_and_reads_back() {
+        let states = [
+            TaskState::Created,
+            TaskState::Running,
+            TaskState::Waiting,
+            TaskState::Completed,
+            TaskState::Blocked,
+            TaskState::Failed,
+            TaskState::Cancelled,
+            TaskState::TimedOut,
+        ];
+        for state in states {
+            let status = StepStatus::from(state);
+            assert_eq!(status.as_str(), state.as_str());
+            let wire = serde_json::to_value(status).unwrap();
+            assert_eq!(wire, serde_json::to_value(state).unwrap());
+            assert_eq!(serde_json::from_value::<StepStatus>(wire).unwrap(), status);
+        }
+        // Journals written before the closed set kept these spellings.
+        let skipped: StepStatus = serde_json::from_str("\"skipped\"").unwrap();
+        assert_eq!(skipped, StepStatus::Skipped);
+        assert_eq!(skipped.to_string(), "skipped");
+        assert!(serde_json::from_str::<StepStatus>("\"done\"").is_err());
+        assert_eq!(StepPhase::Closing.to_string(), "closing");
+    }
 
     #[test]
     fn the_result_is_the_final_words_with_the_summary_they_lack() {

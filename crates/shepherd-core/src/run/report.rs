@@ -72,7 +72,7 @@ pub struct RunResult {
     #[serde(default)]
     pub task_id: Option<String>,
     /// A task state (`completed`, `failed`, `blocked`, `timed_out`, `cancelled`) or `skipped`.
-    pub status: String,
+    pub status: super::StepStatus,
     /// Its return code.
     #[serde(default)]
     pub return_code: Option<i32>,
@@ -98,7 +98,7 @@ pub struct RunResult {
 impl RunResult {
     /// Whether the task completed.
     pub fn completed(&self) -> bool {
-        self.status == "completed"
+        self.status == super::StepStatus::Completed
     }
 }
 
@@ -110,7 +110,7 @@ pub struct Stopped {
     /// Its agent definition.
     pub agent: String,
     /// How it ended.
-    pub status: String,
+    pub status: super::StepStatus,
     /// `failed (rc 1)`.
     pub phrase: String,
 }

@@ -274,6 +274,23 @@ export type ReportEvent = "ready" | "agent_start" | "answered" | "turn" | "ridde
  */
 export type Mode = "single" | "parallel" | "chain";
 /**
+ * Where a task is.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StepPhase".
+ */
+export type StepPhase = "queued" | "starting" | "running" | "closing" | "done";
+/**
+ * How a task of a run ended: its task's state, or `skipped` (a chain stopped before it).
+ * Journals keep it by its wire spelling; every task state is one, so a record written while a
+ * task was still open reads back too.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StepStatus".
+ */
+export type StepStatus =
+	"created" | "running" | "waiting" | "completed" | "blocked" | "failed" | "cancelled" | "timed_out" | "skipped";
+/**
  * How a branch lands on its target.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -2892,11 +2909,11 @@ export interface RunStepView {
 	/**
 	 * `queued`, `starting`, `running`, `closing` or `done`.
 	 */
-	phase: string;
+	phase: StepPhase;
 	/**
 	 * Once done: `completed`, `failed`, `blocked`, `timed_out`, `cancelled` or `skipped`.
 	 */
-	status?: string | null;
+	status?: StepStatus | null;
 	/**
 	 * Its task, once delegated.
 	 */
@@ -3027,7 +3044,7 @@ export interface RunResult {
 	/**
 	 * A task state (`completed`, `failed`, `blocked`, `timed_out`, `cancelled`) or `skipped`.
 	 */
-	status: string;
+	status: StepStatus;
 	/**
 	 * Its return code.
 	 */
@@ -3075,7 +3092,7 @@ export interface Stopped {
 	/**
 	 * How it ended.
 	 */
-	status: string;
+	status: StepStatus;
 	/**
 	 * `failed (rc 1)`.
 	 */
