@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 use shepherd_core::envelope::{Envelope, Kind};
-use shepherd_core::ids::PARENT_WIRE_NAME;
+use shepherd_core::ids::{MessageId, PARENT_WIRE_NAME, TaskId};
 
 /// An envelope as a sheep reads it (the pi sheep extension's header, then the content).
 pub fn envelope_for_sheep(envelope: &Envelope) -> String {
@@ -21,8 +21,8 @@ pub fn envelope_for_sheep(envelope: &Envelope) -> String {
         Kind::Message | Kind::Reply => format!("[Shepherd message from {from}]"),
     };
     let mut lines = vec![title, format!("Message ID: {}", envelope.message_id)];
-    let task_id = envelope.task_id.as_ref().map(|id| id.as_str());
-    let reply_to = envelope.reply_to.as_ref().map(|id| id.as_str());
+    let task_id = envelope.task_id.as_ref().map(TaskId::as_str);
+    let reply_to = envelope.reply_to.as_ref().map(MessageId::as_str);
     for (value, label) in [
         (task_id, "Task ID"),
         (envelope.thread_id.as_deref(), "Thread ID"),
@@ -56,7 +56,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn envelope(extra: Value) -> Value {
+    fn envelope(extra: &Value) -> Value {
         let mut envelope = json!({
             "schemaVersion": 1,
             "messageId": "shepherd-message-1",
@@ -76,7 +76,7 @@ mod tests {
 
     #[test]
     fn a_task_from_the_shepherd_names_its_ids_then_its_content() {
-        let text = sheep_envelope(&envelope(json!({ "taskId": "shepherd-task-1" })));
+        let text = sheep_envelope(&envelope(&json!({ "taskId": "shepherd-task-1" })));
         assert_eq!(
             text,
             "[Shepherd delegated task from Shepherd]\nMessage ID: shepherd-message-1\n\
@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn a_relayed_question_names_its_author_and_asks_for_a_reply() {
-        let text = sheep_envelope(&envelope(json!({
+        let text = sheep_envelope(&envelope(&json!({
             "kind": "message",
             "senderId": "shepherd",
             "originSenderId": "shepherd-agent-0123abcd-2",
@@ -100,7 +100,7 @@ mod tests {
              Thread ID: t\nReply to: shepherd-message-0\n\
              Expects reply: yes (answer with shepherd_message and replyTo)\n\ndo it"
         );
-        let reminder = sheep_envelope(&envelope(json!({ "kind": "reminder" })));
+        let reminder = sheep_envelope(&envelope(&json!({ "kind": "reminder" })));
         assert!(reminder.starts_with("[Shepherd reminder]\n"), "{reminder}");
     }
 }
