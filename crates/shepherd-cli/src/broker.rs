@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use shepherd_client::wire::{Link, LinkSpec};
-use shepherd_core::protocol::{BrokerStatus, Role, method};
+use shepherd_core::protocol::{NoParams, Role, calls};
 
 use shepherd_client::connect::{HerdArgs, broker_timeout, hello, runtime, target};
 
@@ -107,12 +107,10 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         // Something listens: it must answer in time, or that is an error, not "not running".
         let deadline = shepherd_client::connect::deadline_after(Duration::ZERO)?;
         let mut link = shepherd_client::connect::observer(&target, deadline).await?;
-        let value = link
-            .request(method::BROKER_STATUS, json!({}), deadline)
+        let status = link
+            .send::<calls::BrokerStatus>(&NoParams {}, deadline)
             .await?;
-        serde_json::from_value::<BrokerStatus>(value)
-            .map(|status| (Some(status), herds))
-            .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))
+        Ok::<_, CliError>((Some(status), herds))
     })?;
     // The project's other herds (an MCP host's, a pi session's) are listed too: they are the
     // brokers this project has, whichever herd this command speaks for.
@@ -187,6 +185,11 @@ fn status(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     Ok(ExitCode::SUCCESS)
 }
 
+/// The moment `within` from now, as the link's deadlines are given.
+fn after(within: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + within
+}
+
 /// `broker status`'s exit status when no broker runs for the herd.
 pub(crate) const EXIT_NOT_RUNNING: u8 = 3;
 
@@ -205,16 +208,12 @@ fn stop(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, C
             hello: hello(Role::Parent, None, None),
             start: None,
         });
-        let status: BrokerStatus = link
-            .call(method::BROKER_STATUS, &json!({}), broker_timeout()?)
+        let status = link
+            .send::<calls::BrokerStatus>(&NoParams {}, after(broker_timeout()?))
             .await?;
         // Closing a herd of many sheep takes a while; each close has its own deadline.
-        let stopped: serde_json::Value = link
-            .call(
-                method::BROKER_STOP,
-                &json!({}),
-                broker_timeout()? + STOP_WAIT,
-            )
+        let stopped = link
+            .send::<calls::BrokerStop>(&NoParams {}, after(broker_timeout()? + STOP_WAIT))
             .await?;
         Ok::<_, CliError>(Some((status.pid, stopped)))
     })?;
@@ -231,9 +230,9 @@ fn stop(args: &HerdArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, C
                     format!("the broker (pid {pid}) did not stop within 15 s"),
                 ));
             }
-            let closed = stopped["closed"].as_u64().unwrap_or(0);
+            let closed = stopped.closed;
             printer.emit(
-                &json!({ "stopped": true, "closed": closed, "failed": stopped["failed"] }),
+                &json!({ "stopped": true, "closed": closed, "failed": stopped.failed }),
                 || format!("stopped (closed {closed} sheep)"),
             );
         }

@@ -17,12 +17,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use serde_json::json;
-use shepherd_client::wire::Link;
+use shepherd_client::wire::{Link, Push};
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::land::preview::MergePreview;
 use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView, Strategy};
-use shepherd_core::protocol::{event, method};
+use shepherd_core::protocol::{Call, calls};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Printer;
@@ -142,14 +141,7 @@ fn preview(ctx: &Context, herd: &HerdArgs, params: &MergeParams) -> Result<Merge
     let target = target(ctx, herd)?;
     runtime()?.block_on(async {
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-        let value = link
-            .request(
-                method::MERGE_PREVIEW,
-                to_value(params)?,
-                deadline_after(Duration::ZERO)?,
-            )
-            .await?;
-        serde_json::from_value(value).map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))
+        send::<calls::MergePreview>(&mut link, params).await
     })
 }
 
@@ -158,27 +150,19 @@ fn cancel(ctx: &Context, herd: &HerdArgs, merge_id: &str) -> Result<MergeView, C
     let target = target(ctx, herd)?;
     runtime()?.block_on(async {
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-        let params = json!(MergeIdParams {
-            merge_id: merge_id.to_owned()
-        });
-        let view = request_view(&mut link, method::MERGE_CANCEL, params).await?;
+        let params = MergeIdParams {
+            merge_id: merge_id.to_owned(),
+        };
+        let view = send::<calls::MergeCancel>(&mut link, &params).await?;
         follow(&mut link, view, false).await
     })
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, CliError> {
-    serde_json::to_value(value).map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))
-}
-
-async fn request_view(
-    link: &mut Link,
-    name: &str,
-    params: serde_json::Value,
-) -> Result<MergeView, CliError> {
-    let value = link
-        .request(name, params, deadline_after(Duration::ZERO)?)
-        .await?;
-    serde_json::from_value(value).map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))
+/// Sends `C` on `link` within the broker timeout.
+async fn send<C: Call>(link: &mut Link, params: &C::Params) -> Result<C::Result, CliError> {
+    Ok(link
+        .send::<C>(params, deadline_after(Duration::ZERO)?)
+        .await?)
 }
 
 /// Lands `params` in the herd of `herd` and returns the finished merge; `tell` says on stderr
@@ -192,7 +176,7 @@ pub(crate) fn land(
     let target = target(ctx, herd)?;
     runtime()?.block_on(async {
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-        let view = request_view(&mut link, method::MERGE_SUBMIT, to_value(params)?).await?;
+        let view = send::<calls::MergeSubmit>(&mut link, params).await?;
         follow(&mut link, view, tell).await
     })
 }
@@ -220,21 +204,19 @@ async fn follow(link: &mut Link, mut view: MergeView, tell: bool) -> Result<Merg
     while !view.finished {
         progress.show(&view);
         if link.generation() != following || !link.is_connected() {
-            let params = json!(MergeIdParams {
-                merge_id: view.merge_id.clone()
-            });
-            view = request_view(link, method::MERGE_ATTACH, params).await?;
+            let params = MergeIdParams {
+                merge_id: view.merge_id.clone(),
+            };
+            view = send::<calls::MergeAttach>(link, &params).await?;
             following = link.generation();
             continue;
         }
         let signalled = tokio::select! {
-            push = link.next_push() => {
+            push = link.next_event() => {
                 match push {
-                    Ok((name, data)) if name == event::MERGE => {
-                        if let Ok(pushed) = serde_json::from_value::<MergeView>(data)
-                            && pushed.merge_id == view.merge_id
-                        {
-                            view = pushed;
+                    Ok(Push::Merge(pushed)) => {
+                        if pushed.merge_id == view.merge_id {
+                            view = *pushed;
                         }
                     }
                     Ok(_) => {}
@@ -254,10 +236,10 @@ async fn follow(link: &mut Link, mut view: MergeView, tell: bool) -> Result<Merg
         if signalled && !cancel_asked {
             cancel_asked = true;
             progress.say(&format!("cancelling {}…", view.merge_id));
-            let params = json!(MergeIdParams {
-                merge_id: view.merge_id.clone()
-            });
-            view = request_view(link, method::MERGE_CANCEL, params).await?;
+            let params = MergeIdParams {
+                merge_id: view.merge_id.clone(),
+            };
+            view = send::<calls::MergeCancel>(link, &params).await?;
         }
     }
     Ok(view)

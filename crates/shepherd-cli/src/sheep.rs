@@ -12,8 +12,7 @@ use shepherd_core::envelope::Kind;
 use shepherd_core::fieldnotes::split_context_block;
 use shepherd_core::herd::{InboxItem, Payload};
 use shepherd_core::protocol::{
-    AckParams, DoneParams, DoneResult, InboxParams, InboxResult, MessageResult, ReportParams, Role,
-    method,
+    AckParams, Call, DoneParams, InboxParams, ReportParams, Role, calls,
 };
 use shepherd_core::task::DoneStatus;
 
@@ -29,20 +28,11 @@ pub(crate) const EXIT_NOTHING: u8 = 75;
 /// Makes one request as this sheep. It rides out a broker restart (the herd's supervisors
 /// bring the broker back) until the broker timeout, resending under the same request id, so
 /// the request is applied exactly once.
-fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
-    name: &str,
-    params: &P,
-) -> Result<R, CliError> {
+fn call<C: Call>(params: &C::Params) -> Result<C::Result, CliError> {
     let cap = SheepCapability::from_env()?;
-    let params = serde_json::to_value(params)
-        .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
     runtime()?.block_on(async {
         let deadline = deadline_after(Duration::ZERO)?;
-        let value = sheep(&cap, Role::Sheep)
-            .request(name, params, deadline)
-            .await?;
-        serde_json::from_value(value)
-            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
+        Ok(sheep(&cap, Role::Sheep).send::<C>(params, deadline).await?)
     })
 }
 
@@ -202,9 +192,8 @@ pub fn inbox(args: &InboxArgs, printer: &Printer) -> Result<ExitCode, CliError> 
     if let Some(last) = items.last() {
         let acked = rt.block_on(async {
             let deadline = deadline_after(Duration::ZERO)?;
-            let params = serde_json::to_value(AckParams { seq: last.seq })
-                .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
-            link.request(method::ACK, params, deadline).await?;
+            link.send::<calls::Ack>(&AckParams { seq: last.seq }, deadline)
+                .await?;
             Ok::<_, CliError>(())
         });
         if let Err(err) = acked {
@@ -228,24 +217,19 @@ async fn fetch(
     loop {
         let wait_ms = u64::try_from(until.saturating_duration_since(Instant::now()).as_millis())
             .unwrap_or(u64::MAX);
-        let params = serde_json::to_value(InboxParams { wait_ms })
-            .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
+        let params = InboxParams { wait_ms };
         // Reaching the broker (again, after a restart) gets the broker timeout, never more
         // than what is left of the whole wait.
         let reach_by = deadline_after(Duration::ZERO)?.min(deadline);
         let client = link.reach(reach_by).await?;
-        match tokio::time::timeout_at(deadline, client.request(method::INBOX, params, None)).await {
-            Ok(Ok(value)) => {
-                let result: InboxResult = serde_json::from_value(value)
-                    .map_err(|e| CliError::new(ErrorCode::Protocol, format!("inbox: {e}")))?;
-                return Ok(result.items);
-            }
+        match tokio::time::timeout_at(deadline, client.send::<calls::Inbox>(&params)).await {
+            Ok(Ok(result)) => return Ok(result.items),
             Ok(Err(err)) if err.is_lost() => link.disconnect(),
             Ok(Err(err)) => return Err(err.into()),
             Err(_) => {
                 link.disconnect();
                 return Err(shepherd_client::wire::ClientError::Timeout {
-                    method: method::INBOX.to_owned(),
+                    method: calls::Inbox::METHOD.name().to_owned(),
                     after: Duration::ZERO,
                 }
                 .into());
@@ -316,7 +300,7 @@ pub fn tell(args: TellArgs, printer: &Printer) -> Result<ExitCode, CliError> {
         args.expects_reply,
         args.steer,
     );
-    let result: MessageResult = call(method::TELL, &params)?;
+    let result = call::<calls::Tell>(&params)?;
     super::parent::print_message(printer, &result);
     Ok(ExitCode::SUCCESS)
 }
@@ -356,7 +340,7 @@ pub fn done(args: DoneArgs, printer: &Printer) -> Result<ExitCode, CliError> {
         summary: args.summary,
         task_id,
     };
-    let result: DoneResult = call(method::DONE, &params)?;
+    let result = call::<calls::Done>(&params)?;
     printer.emit(&result, || {
         let duplicate = if result.duplicate {
             " (already settled; the first result stands)"
@@ -397,7 +381,7 @@ pub fn report(args: ReportArgs, printer: &Printer) -> Result<ExitCode, CliError>
         retry_after_ms: None,
         ridden_out: None,
     };
-    let result: Value = call(method::REPORT, &params)?;
+    let result = call::<calls::Report>(&params)?;
     printer.emit(&result, || "reported".to_owned());
     Ok(ExitCode::SUCCESS)
 }

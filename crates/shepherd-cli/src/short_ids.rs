@@ -7,12 +7,10 @@
 //! herd does not know goes on unchanged, so the command fails with its own error; a herd that
 //! is not running is not started for this.
 
-use shepherd_core::error_code::ErrorCode;
 use std::time::Duration;
 
-use serde_json::json;
 use shepherd_core::ids::{AgentId, TaskId};
-use shepherd_core::protocol::{ResolveKind, ResolveParams, ResolveResult, method};
+use shepherd_core::protocol::{ResolveKind, ResolveParams, calls};
 
 use shepherd_client::CliError;
 use shepherd_client::Context;
@@ -56,18 +54,16 @@ fn resolve(
     text: String,
 ) -> Result<String, CliError> {
     let target = target(ctx, herd)?;
-    let params = json!(ResolveParams {
+    let params = ResolveParams {
         kind,
-        text: text.clone()
-    });
+        text: text.clone(),
+    };
     runtime()?.block_on(async {
         let deadline = deadline_after(Duration::ZERO)?;
         let Some(mut link) = parent_if_alive(&target, deadline).await? else {
             return Ok(text);
         };
-        let value = link.request(method::RESOLVE, params, deadline).await?;
-        let result: ResolveResult = serde_json::from_value(value)
-            .map_err(|e| CliError::new(ErrorCode::Protocol, format!("resolve: {e}")))?;
+        let result = link.send::<calls::Resolve>(&params, deadline).await?;
         Ok(result.id.unwrap_or(text))
     })
 }

@@ -7,13 +7,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use shepherd_client::wire::Push;
 use shepherd_core::herd::{MessageReceipt, SheepStatus};
 use shepherd_core::ids::MessageId;
-use shepherd_core::protocol::{
-    Call, HerdMatesResult, HerdResult, Method, NoParams, StatusParams, StatusResult, calls, event,
-    method,
-};
+use shepherd_core::protocol::{HerdResult, NoParams, StatusParams, StatusResult, calls, event};
 
 use super::short_ids;
 use crate::Printer;
@@ -129,25 +127,13 @@ fn receipt_line(receipt: &MessageReceipt) -> String {
     )
 }
 
-/// `status` read as the JSON the broker sent, so `--json` prints it exactly as it came.
-struct StatusAsSent;
-
-impl Call for StatusAsSent {
-    const METHOD: Method = Method::Status;
-    type Params = StatusParams;
-    type Result = Value;
-}
-
 /// Prints what `status` answered: one sheep, a message's receipt or the herd.
-fn print_status(printer: &Printer, value: &Value) -> Result<(), CliError> {
-    let result: StatusResult = serde_json::from_value(value.clone())
-        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("status: {e}")))?;
-    printer.emit(value, || match &result {
+fn print_status(printer: &Printer, result: &StatusResult) {
+    printer.emit(result, || match result {
         StatusResult::One(status) => sheep_lines(status),
         StatusResult::All(herd) => herd_lines(herd),
         StatusResult::Message(receipt) => receipt_line(receipt),
     });
-    Ok(())
 }
 
 pub fn status(args: &StatusArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode, CliError> {
@@ -161,19 +147,18 @@ pub fn status(args: &StatusArgs, ctx: &Context, printer: &Printer) -> Result<Exi
         && args.herd.project.is_none()
         && let Ok(cap) = shepherd_client::connect::SheepCapability::from_env()
     {
-        let params = json!(params);
-        let value = runtime()?.block_on(async {
+        let result = runtime()?.block_on(async {
             let deadline = deadline_after(Duration::ZERO)?;
             Ok::<_, CliError>(
                 shepherd_client::connect::sheep(&cap, shepherd_core::protocol::Role::Sheep)
-                    .request(method::STATUS, params, deadline)
+                    .send::<calls::Status>(&params, deadline)
                     .await?,
             )
         })?;
-        print_status(printer, &value)?;
+        print_status(printer, &result);
         return Ok(ExitCode::SUCCESS);
     }
-    let value: Value = if let Some(id) = &args.agent_id {
+    let result = if let Some(id) = &args.agent_id {
         // A message id is exact (messages have no short names); anything else names a sheep.
         let id = if MessageId::parse(id.trim()).is_some() {
             id.trim().to_owned()
@@ -181,12 +166,12 @@ pub fn status(args: &StatusArgs, ctx: &Context, printer: &Printer) -> Result<Exi
             short_ids::sheep_id(ctx, &args.herd, id.clone())?
         };
         let params = StatusParams { id: Some(id) };
-        call::<StatusAsSent>(ctx, &args.herd, &params, Duration::ZERO)?
+        call::<calls::Status>(ctx, &args.herd, &params, Duration::ZERO)?
     } else {
-        read_call::<StatusAsSent>(ctx, &args.herd, &params)?
-            .unwrap_or_else(|| json!(HerdResult::default()))
+        read_call::<calls::Status>(ctx, &args.herd, &params)?
+            .unwrap_or_else(|| StatusResult::All(HerdResult::default()))
     };
-    print_status(printer, &value)?;
+    print_status(printer, &result);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -266,28 +251,24 @@ fn follow_herd(args: &HerdListArgs, ctx: &Context, printer: Printer) -> Result<E
             if link.generation() != subscribed || !link.is_connected() {
                 // A new connection (the broker restarted): follow the herd again from now.
                 let deadline = deadline_after(Duration::ZERO)?;
-                let now: HerdResult = match link
-                    .request(method::HERD_SUBSCRIBE, json!({}), deadline)
-                    .await
-                {
-                    Ok(value) => serde_json::from_value(value)
-                        .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?,
-                    Err(err) => return Err(err.into()),
-                };
+                let now = link
+                    .send::<calls::HerdSubscribe>(&NoParams {}, deadline)
+                    .await?;
                 subscribed = link.generation();
                 show(&now);
             }
             let push = tokio::select! {
-                push = link.next_push() => push,
+                push = link.next_event() => push,
                 _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
             };
             match push {
-                Ok((name, data)) if name == event::HERD => {
-                    let herd: HerdResult = serde_json::from_value(data)
-                        .map_err(|e| CliError::new(ErrorCode::Protocol, e.to_string()))?;
-                    show(&herd);
+                Ok(Push::Herd(herd)) => show(&herd),
+                // A pushed herd this build cannot read is the broker's error, not a gap.
+                Ok(Push::Other { event, data }) if event == event::HERD => {
+                    let err = HerdResult::deserialize(&data).err().map(|e| e.to_string());
+                    return Err(CliError::new(ErrorCode::Protocol, err.unwrap_or_default()));
                 }
-                Ok((name, _)) if name == event::SHUTDOWN => return Ok(ExitCode::SUCCESS),
+                Ok(Push::Shutdown) => return Ok(ExitCode::SUCCESS),
                 Ok(_) => {}
                 Err(err) if err.is_lost() => {}
                 Err(err) => return Err(err.into()),
@@ -302,16 +283,14 @@ fn herd_mates(
     cap: &shepherd_client::connect::SheepCapability,
     printer: &Printer,
 ) -> Result<ExitCode, CliError> {
-    let value = runtime()?.block_on(async {
+    let result = runtime()?.block_on(async {
         let deadline = deadline_after(Duration::ZERO)?;
         Ok::<_, CliError>(
             shepherd_client::connect::sheep(cap, shepherd_core::protocol::Role::Sheep)
-                .request(method::HERD_MATES, json!({}), deadline)
+                .send::<calls::HerdMates>(&NoParams {}, deadline)
                 .await?,
         )
     })?;
-    let result: HerdMatesResult = serde_json::from_value(value)
-        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("herd.mates: {e}")))?;
     printer.emit(&result, || {
         result
             .mates

@@ -2,52 +2,105 @@
 //! extension's header (who sent it, its ids, whether a reply is expected), then the content.
 //! The MCP sheep tools and the agent driver both hand envelopes on in these words.
 
+use serde::Deserialize;
 use serde_json::Value;
-
-fn str_of<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
+use shepherd_core::envelope::{Envelope, Kind};
+use shepherd_core::ids::{MessageId, PARENT_WIRE_NAME, TaskId};
 
 /// An envelope as a sheep reads it (the pi sheep extension's header, then the content).
-pub fn sheep_envelope(envelope: &Value) -> String {
-    let author = str_of(envelope, "originSenderId")
-        .or_else(|| str_of(envelope, "senderId"))
-        .unwrap_or_default();
-    let from = if author == "shepherd" {
+pub fn envelope_for_sheep(envelope: &Envelope) -> String {
+    let author = envelope.author().as_str();
+    let from = if author == PARENT_WIRE_NAME {
         "Shepherd"
     } else {
         author
     };
-    let title = match str_of(envelope, "kind") {
-        Some("task") => format!("[Shepherd delegated task from {from}]"),
-        Some("reminder") => "[Shepherd reminder]".to_owned(),
-        _ => format!("[Shepherd message from {from}]"),
+    let title = match envelope.kind {
+        Kind::Task => format!("[Shepherd delegated task from {from}]"),
+        Kind::Reminder => "[Shepherd reminder]".to_owned(),
+        Kind::Message | Kind::Reply => format!("[Shepherd message from {from}]"),
     };
-    let mut lines = vec![
-        title,
-        format!(
-            "Message ID: {}",
-            str_of(envelope, "messageId").unwrap_or_default()
-        ),
-    ];
-    for (key, label) in [
-        ("taskId", "Task ID"),
-        ("threadId", "Thread ID"),
-        ("replyTo", "Reply to"),
+    let mut lines = vec![title, format!("Message ID: {}", envelope.message_id)];
+    let task_id = envelope.task_id.as_ref().map(TaskId::as_str);
+    let reply_to = envelope.reply_to.as_ref().map(MessageId::as_str);
+    for (value, label) in [
+        (task_id, "Task ID"),
+        (envelope.thread_id.as_deref(), "Thread ID"),
+        (reply_to, "Reply to"),
     ] {
-        if let Some(value) = str_of(envelope, key) {
+        if let Some(value) = value.filter(|value| !value.is_empty()) {
             lines.push(format!("{label}: {value}"));
         }
     }
-    if envelope.get("expectsReply").and_then(Value::as_bool) == Some(true) {
+    if envelope.expects_reply {
         lines.push("Expects reply: yes (answer with shepherd_message and replyTo)".to_owned());
     }
     format!(
         "{}\n\n{}",
         lines.join("\n"),
-        str_of(envelope, "content").unwrap_or_default()
+        envelope.content.as_deref().unwrap_or_default()
     )
+}
+
+/// [`envelope_for_sheep`] for an envelope still in its JSON form; one that is not an envelope
+/// reads as an empty message.
+pub fn sheep_envelope(envelope: &Value) -> String {
+    match Envelope::deserialize(envelope) {
+        Ok(envelope) => envelope_for_sheep(&envelope),
+        Err(_) => "[Shepherd message from ]\nMessage ID: \n\n".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn envelope(extra: &Value) -> Value {
+        let mut envelope = json!({
+            "schemaVersion": 1,
+            "messageId": "shepherd-message-1",
+            "kind": "task",
+            "senderId": "shepherd",
+            "targetId": "shepherd-agent-0123abcd-1",
+            "delivery": "followUp",
+            "content": "do it",
+            "createdAt": 1,
+        });
+        envelope
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        envelope
+    }
+
+    #[test]
+    fn a_task_from_the_shepherd_names_its_ids_then_its_content() {
+        let text = sheep_envelope(&envelope(&json!({ "taskId": "shepherd-task-1" })));
+        assert_eq!(
+            text,
+            "[Shepherd delegated task from Shepherd]\nMessage ID: shepherd-message-1\n\
+             Task ID: shepherd-task-1\n\ndo it"
+        );
+    }
+
+    #[test]
+    fn a_relayed_question_names_its_author_and_asks_for_a_reply() {
+        let text = sheep_envelope(&envelope(&json!({
+            "kind": "message",
+            "senderId": "shepherd",
+            "originSenderId": "shepherd-agent-0123abcd-2",
+            "threadId": "t",
+            "replyTo": "shepherd-message-0",
+            "expectsReply": true,
+        })));
+        assert_eq!(
+            text,
+            "[Shepherd message from shepherd-agent-0123abcd-2]\nMessage ID: shepherd-message-1\n\
+             Thread ID: t\nReply to: shepherd-message-0\n\
+             Expects reply: yes (answer with shepherd_message and replyTo)\n\ndo it"
+        );
+        let reminder = sheep_envelope(&envelope(&json!({ "kind": "reminder" })));
+        assert!(reminder.starts_with("[Shepherd reminder]\n"), "{reminder}");
+    }
 }

@@ -10,9 +10,8 @@
 
 use std::time::Duration;
 
-use crate::wire::{ClientError, Link, LinkSpec};
-use serde_json::json;
-use shepherd_core::protocol::{HerdResult, Role, event, method};
+use crate::wire::{Link, LinkSpec, Push};
+use shepherd_core::protocol::{HerdResult, NoParams, Role, calls};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
@@ -51,15 +50,12 @@ pub async fn follow(target: Target, events: UnboundedSender<FeedEvent>) {
         let timeout = broker_timeout().unwrap_or(Duration::from_secs(15));
         let subscribed = match link.reach(Instant::now() + timeout).await {
             Ok(_) => {
-                link.request(method::HERD_SUBSCRIBE, json!({}), Instant::now() + timeout)
+                link.send::<calls::HerdSubscribe>(&NoParams {}, Instant::now() + timeout)
                     .await
             }
             Err(err) => Err(err),
         };
-        let view = match subscribed.and_then(|value| {
-            serde_json::from_value::<HerdResult>(value)
-                .map_err(|err| ClientError::Protocol(err.to_string()))
-        }) {
+        let view = match subscribed {
             Ok(view) => view,
             Err(err) => {
                 if events
@@ -83,16 +79,13 @@ pub async fn follow(target: Target, events: UnboundedSender<FeedEvent>) {
             return;
         }
         let stopped = loop {
-            match link.next_push().await {
-                Ok((name, data)) if name == event::HERD => {
-                    let Ok(view) = serde_json::from_value::<HerdResult>(data) else {
-                        continue;
-                    };
-                    if events.send(FeedEvent::View(Box::new(view))).is_err() {
+            match link.next_event().await {
+                Ok(Push::Herd(view)) => {
+                    if events.send(FeedEvent::View(view)).is_err() {
                         return;
                     }
                 }
-                Ok((name, _)) if name == event::SHUTDOWN => break true,
+                Ok(Push::Shutdown) => break true,
                 Ok(_) => {}
                 Err(_) => break false,
             }

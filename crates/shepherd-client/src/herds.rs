@@ -12,10 +12,7 @@ use std::time::Duration;
 use crate::paths::{BrokerAddress, BrokerPaths};
 use crate::wire::Client;
 use serde::Serialize;
-use serde_json::json;
-use shepherd_core::protocol::{
-    BrokerStatus, HerdResult, HostLinkStatus, ParentConnection, Role, method,
-};
+use shepherd_core::protocol::{HostLinkStatus, NoParams, ParentConnection, Role, calls};
 
 use crate::Context;
 use crate::connect::{Target, hello};
@@ -182,8 +179,11 @@ async fn ask(socket: &Path) -> Option<HerdEntry> {
     let (mut client, hello) = Client::open(socket, &hello(Role::Observer, None, None))
         .await
         .ok()?;
-    let status: BrokerStatus = client.call(method::BROKER_STATUS, &json!({})).await.ok()?;
-    let herd: HerdResult = client.call(method::HERD, &json!({})).await.ok()?;
+    let status = client
+        .send::<calls::BrokerStatus>(&NoParams {})
+        .await
+        .ok()?;
+    let herd = client.send::<calls::Herd>(&NoParams {}).await.ok()?;
     Some(HerdEntry {
         kind: ParentKind::of(&hello.parent_identity),
         identity: hello.parent_identity,

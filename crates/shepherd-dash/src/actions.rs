@@ -3,14 +3,10 @@
 //! takes seconds never holds up the feed or another key. The answer comes back to the loop as
 //! an [`Outcome`].
 
-use shepherd_core::error_code::ErrorCode;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use shepherd_core::protocol::{
-    CloseParams, CloseResult, DelegateParams, DelegateResult, FocusParams, FocusResult,
-    MessageParams, MessageResult, ReadParams, ReadResult, method,
+    Call, CloseParams, DelegateParams, FocusParams, MessageParams, ReadParams, calls,
 };
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -83,9 +79,8 @@ async fn run(
 ) -> Result<Outcome, CliError> {
     Ok(match request {
         Request::Focus => {
-            let result: FocusResult = call(
+            let result = call::<calls::Focus>(
                 target,
-                method::FOCUS,
                 &FocusParams {
                     id: agent_id.to_owned(),
                     caller: Some(shepherd_client::connect::caller_context()),
@@ -103,9 +98,8 @@ async fn run(
                 ReadKind::Screen if !headless => Some(shepherd_core::backend::ReadSource::Visible),
                 _ => None,
             };
-            let result: ReadResult = call(
+            let result = call::<calls::Read>(
                 target,
-                method::READ,
                 &ReadParams {
                     target: agent_id.to_owned(),
                     lines: Some(READ_LINES),
@@ -122,9 +116,8 @@ async fn run(
         }
         Request::Message { text, reply_to } => {
             let answer = reply_to.is_some();
-            let _sent: MessageResult = call(
+            let _sent = call::<calls::Message>(
                 target,
-                method::MESSAGE,
                 &MessageParams {
                     target: agent_id.to_owned(),
                     message: text,
@@ -141,9 +134,8 @@ async fn run(
             }
         }
         Request::Delegate { text } => {
-            let result: DelegateResult = call(
+            let result = call::<calls::Delegate>(
                 target,
-                method::DELEGATE,
                 &DelegateParams {
                     target: agent_id.to_owned(),
                     task: text,
@@ -159,9 +151,8 @@ async fn run(
             Outcome::Done(format!("task handed to {name}{note}"))
         }
         Request::Close => {
-            let result: CloseResult = call(
+            let result = call::<calls::Close>(
                 target,
-                method::CLOSE,
                 &CloseParams {
                     id: agent_id.to_owned(),
                     keep_pane: false,
@@ -181,16 +172,11 @@ async fn run(
 
 /// One parent request; `wait` is how long the request itself may take beyond the broker
 /// timeout.
-async fn call<P: Serialize, R: DeserializeOwned>(
+async fn call<C: Call>(
     target: &Target,
-    name: &str,
-    params: &P,
+    params: &C::Params,
     wait: Duration,
-) -> Result<R, CliError> {
-    let params = serde_json::to_value(params)
-        .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
+) -> Result<C::Result, CliError> {
     let mut link = parent(target, deadline_after(Duration::ZERO)?).await?;
-    let value = link.request(name, params, deadline_after(wait)?).await?;
-    serde_json::from_value(value)
-        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
+    Ok(link.send::<C>(params, deadline_after(wait)?).await?)
 }

@@ -20,13 +20,15 @@
 //! and `{id}` the task id. Targets are `shepherd` or an agent id.
 //! Questions that arrive are answered with `--on-question reply <text>` or ignored.
 
+use shepherd_core::task::DoneStatus;
+
 /// One step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Settle the task.
     Done {
         /// `completed`, `blocked` or `failed`.
-        status: String,
+        status: DoneStatus,
         /// The summary template.
         text: String,
     },
@@ -85,11 +87,11 @@ pub fn parse(script: &str) -> Result<Vec<Step>, ScriptError> {
             let rest = rest.trim();
             let (first, tail) = rest.split_once(' ').unwrap_or((rest, ""));
             Ok(match word {
-                "done" if matches!(first, "completed" | "blocked" | "failed") => Step::Done {
-                    status: first.to_owned(),
+                "done" => Step::Done {
+                    status: DoneStatus::parse(first)
+                        .ok_or_else(|| bad("status must be completed, blocked or failed"))?,
                     text: tail.trim().to_owned(),
                 },
-                "done" => return Err(bad("status must be completed, blocked or failed")),
                 "ask" if !first.is_empty() => Step::Ask {
                     target: first.to_owned(),
                     text: tail.trim().to_owned(),
@@ -146,7 +148,7 @@ mod tests {
         assert_eq!(
             steps[3],
             Step::Done {
-                status: "completed".into(),
+                status: DoneStatus::Completed,
                 text: "got {reply}".into()
             }
         );

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use shepherd_core::protocol::{IdList, WaitParams, calls};
 use shepherd_notes::LocatedNote;
 
 use shepherd_client::CliError;
@@ -58,13 +59,13 @@ fn note_task_held_by_broker(
             if greeting.project_root != root {
                 continue;
             }
-            let params = serde_json::json!({ "id": task, "timeoutMs": 0 });
-            if let Ok(waited) = client
-                .call_value(shepherd_core::protocol::method::WAIT, params)
-                .await
-                && waited["pending"]
-                    .as_array()
-                    .is_some_and(|pending| pending.iter().any(|id| id == task))
+            let params = WaitParams {
+                id: IdList::One(task.to_owned()),
+                timeout_ms: 0,
+                wait_output: false,
+            };
+            if let Ok(waited) = client.send::<calls::Wait>(&params).await
+                && waited.pending.iter().any(|id| id.as_str() == task)
             {
                 return Ok(Some(task.to_owned()));
             }

@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::{ArtifactRecord, RelatedLink};
-use shepherd_core::protocol::{
-    NoteChange, NotesSession, NotesWriteParams, NotesWriteResult, Role, method,
-};
+use shepherd_core::protocol::{Call, NoteChange, NotesSession, NotesWriteParams, Role, calls};
 use shepherd_notes::{SessionRef, Store, StoreError};
 
 use shepherd_client::connect::{HerdArgs, hello, runtime, target};
@@ -97,17 +95,15 @@ fn through_broker(
         if Path::new(&greeting.project_root) != root {
             return Ok(None);
         }
-        let called = tokio::time::timeout(
-            BROKER_PATIENCE,
-            client.call::<_, NotesWriteResult>(method::NOTES_WRITE, &params),
-        )
-        .await
-        .map_err(|_| {
-            CliError::from(shepherd_client::wire::ClientError::Timeout {
-                method: method::NOTES_WRITE.to_owned(),
-                after: BROKER_PATIENCE,
-            })
-        })?;
+        let called =
+            tokio::time::timeout(BROKER_PATIENCE, client.send::<calls::NotesWrite>(&params))
+                .await
+                .map_err(|_| {
+                    CliError::from(shepherd_client::wire::ClientError::Timeout {
+                        method: calls::NotesWrite::METHOD.name().to_owned(),
+                        after: BROKER_PATIENCE,
+                    })
+                })?;
         match called {
             Ok(result) => Ok(Some(result)),
             // A broker from before `notes.write`: nothing was changed, so the store takes it.

@@ -20,11 +20,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{Value, json};
-use shepherd_client::wire::Link;
-use shepherd_core::protocol::{
-    RunIdParams, RunStepParams, RunSubmitParams, RunView, event, method,
-};
+use serde_json::json;
+use shepherd_client::wire::{Link, Push};
+use shepherd_core::protocol::{Call, RunIdParams, RunStepParams, RunSubmitParams, RunView, calls};
 use shepherd_core::run::RunReport;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -141,10 +139,10 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     if let Some(run_id) = &args.attach {
         let report = runtime()?.block_on(async {
             let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-            let params = json!(RunIdParams {
-                run_id: run_id.clone()
-            });
-            let view = request_view(&mut link, method::RUN_ATTACH, params).await?;
+            let params = RunIdParams {
+                run_id: run_id.clone(),
+            };
+            let view = send::<calls::RunAttach>(&mut link, &params).await?;
             let agents: Vec<String> = view.steps.iter().map(|s| s.agent.clone()).collect();
             follow(&mut link, view, &Progress::new(args.progress, &agents)).await
         })?;
@@ -234,9 +232,7 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     let progress = Progress::new(args.progress, &agents);
     let followed = runtime()?.block_on(async {
         let mut link = parent(&target, deadline_after(Duration::ZERO)?).await?;
-        let params = serde_json::to_value(&params)
-            .map_err(|e| CliError::new(ErrorCode::Internal, e.to_string()))?;
-        let view = request_view(&mut link, method::RUN_SUBMIT, params).await?;
+        let view = send::<calls::RunSubmit>(&mut link, &params).await?;
         if args.detach {
             return Ok(Err(view.run_id));
         }
@@ -275,12 +271,11 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
     }
 }
 
-async fn request_view(link: &mut Link, name: &str, params: Value) -> Result<RunView, CliError> {
-    let value = link
-        .request(name, params, deadline_after(Duration::ZERO)?)
-        .await?;
-    serde_json::from_value(value)
-        .map_err(|e| CliError::new(ErrorCode::Protocol, format!("{name}: {e}")))
+/// Sends `C` on `link` within the broker timeout.
+async fn send<C: Call>(link: &mut Link, params: &C::Params) -> Result<C::Result, CliError> {
+    Ok(link
+        .send::<C>(params, deadline_after(Duration::ZERO)?)
+        .await?)
 }
 
 /// Follows the run until it finishes and returns its report. The first SIGINT, SIGTERM or
@@ -315,21 +310,19 @@ async fn follow(
         }
         if link.generation() != following || !link.is_connected() {
             // A new connection (the broker restarted): follow the run again from now.
-            let params = json!(RunIdParams {
-                run_id: run_id.clone()
-            });
-            view = request_view(link, method::RUN_ATTACH, params).await?;
+            let params = RunIdParams {
+                run_id: run_id.clone(),
+            };
+            view = send::<calls::RunAttach>(link, &params).await?;
             following = link.generation();
             continue;
         }
         let signalled = tokio::select! {
-            push = link.next_push() => {
+            push = link.next_event() => {
                 match push {
-                    Ok((name, data)) if name == event::RUN => {
-                        if let Ok(pushed) = serde_json::from_value::<RunView>(data)
-                            && pushed.run_id == run_id
-                        {
-                            view = pushed;
+                    Ok(Push::Run(pushed)) => {
+                        if pushed.run_id == run_id {
+                            view = *pushed;
                         }
                     }
                     Ok(_) => {}
@@ -348,10 +341,10 @@ async fn follow(
         };
         if signalled && !cancel_asked {
             cancel_asked = true;
-            let params = json!(RunIdParams {
-                run_id: run_id.clone()
-            });
-            view = request_view(link, method::RUN_CANCEL, params).await?;
+            let params = RunIdParams {
+                run_id: run_id.clone(),
+            };
+            view = send::<calls::RunCancel>(link, &params).await?;
         }
     }
 }

@@ -3,16 +3,24 @@
 //!
 //! A [`Client`] is one connection: it says `hello` with its role, then makes requests; pushed
 //! lines (`{"event", …}`) that arrive while it waits for a response are kept for
-//! [`Client::next_push`]. A [`Link`] is what front ends use: a connection that rides out a
+//! [`Client::next_event`]. A [`Link`] is what front ends use: a connection that rides out a
 //! broker restart, reconnecting with backoff (starting the broker again when it may) and
 //! resending the request in flight under the same client request id, so it is applied once.
 //! [`start`] starts a broker with the environment its herd was created with. Every wait here
 //! has a deadline.
+//!
+//! Requests are typed by the method table: `send::<calls::X>(&params)` sends `X` with its own
+//! parameter type and reads its own result type, and pushes are read as [`Push`]. The untyped
+//! forms that take a method name and JSON ([`Client::call_value`], [`Client::request`],
+//! [`Link::request`]) are the raw path, for tests of the protocol itself (which send what no
+//! typed client can) and for code not yet typed.
 
 mod link;
+mod push;
 pub mod start;
 
 pub use link::{Link, LinkSpec};
+pub use push::Push;
 pub use start::{StartSpec, ensure_broker};
 
 use shepherd_core::error_code::ErrorCode;
@@ -23,7 +31,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use shepherd_core::protocol::{Hello, HelloResult, Request, Role, ServerLine, WireError, method};
+use shepherd_core::protocol::{
+    Call, Hello, HelloResult, Request, Role, ServerLine, WireError, calls,
+};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -149,34 +159,29 @@ impl Client {
     pub async fn open(socket: &Path, hello: &Hello) -> Result<(Self, HelloResult), ClientError> {
         let mut client = Self::connect(socket).await?;
         let result = client
-            .call(method::HELLO, &credentialed(hello, socket))
+            .send::<calls::Hello>(&credentialed(hello, socket))
             .await?;
         Ok((client, result))
     }
 
-    /// Makes one request and waits for its response (pushes arriving meanwhile are kept).
-    pub async fn call<P: Serialize, R: DeserializeOwned>(
-        &mut self,
-        method: &str,
-        params: &P,
-    ) -> Result<R, ClientError> {
-        let value = self
-            .call_value(
-                method,
-                serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?,
-            )
-            .await?;
-        serde_json::from_value(value)
-            .map_err(|err| ClientError::Protocol(format!("{method}: {err}")))
+    /// Sends the method `C` with its own parameter type and reads its own result type (the
+    /// method table's [`Call`]), waiting for the answer (pushes arriving meanwhile are kept).
+    pub async fn send<C: Call>(&mut self, params: &C::Params) -> Result<C::Result, ClientError> {
+        let name = C::METHOD.name();
+        let value = self.request(name, encode(params)?, None).await?;
+        decode(name, value)
     }
 
-    /// Makes one request with raw JSON parameters.
+    /// The raw path: one request by method name with JSON parameters, answered as JSON. For
+    /// tests of the protocol itself and benchmarks that send requests by hand; a front end
+    /// sends typed ([`Client::send`]).
     pub async fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.request(method, params, None).await
     }
 
-    /// Makes one request, tagged with a client request id when given, and waits for its answer
-    /// (pushes arriving meanwhile are kept).
+    /// The raw path with a client request id: one request by method name, tagged with the id
+    /// when given, waiting for its answer (pushes arriving meanwhile are kept). [`Link`] resends
+    /// through it; tests of resends use it directly.
     pub async fn request(
         &mut self,
         method: &str,
@@ -212,7 +217,15 @@ impl Client {
         }
     }
 
-    /// The next pushed event. Cancel-safe: a push is never lost when a select drops this call.
+    /// The next pushed event, read as its type. Cancel-safe: a push is never lost when a select
+    /// drops this call.
+    pub async fn next_event(&mut self) -> Result<Push, ClientError> {
+        let (name, data) = self.next_push().await?;
+        Ok(Push::read(name, data))
+    }
+
+    /// The next pushed event as it came: its name and JSON data (see [`Client::next_event`]).
+    /// Cancel-safe: a push is never lost when a select drops this call.
     pub async fn next_push(&mut self) -> Result<(String, Value), ClientError> {
         if let Some(push) = self.pushes.pop_front() {
             return Ok(push);
@@ -228,4 +241,14 @@ impl Client {
         let line = self.lines.next_line().await?.ok_or(ClientError::Closed)?;
         serde_json::from_str(&line).map_err(|err| ClientError::Protocol(format!("{err}: {line}")))
     }
+}
+
+/// `params` as the JSON a request carries.
+fn encode<P: Serialize>(params: &P) -> Result<Value, ClientError> {
+    serde_json::to_value(params).map_err(|err| ClientError::Protocol(err.to_string()))
+}
+
+/// The answer to `method` as its result type.
+fn decode<R: DeserializeOwned>(method: &str, value: Value) -> Result<R, ClientError> {
+    serde_json::from_value(value).map_err(|err| ClientError::Protocol(format!("{method}: {err}")))
 }

@@ -67,9 +67,9 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
         }
         backoff = Duration::from_millis(50);
         tokio::select! {
-            push = driver.link.next_push() => match push {
-                Ok((name, data)) => {
-                    if !driver.take_push(&name, &data) {
+            push = driver.link.next_event() => match push {
+                Ok(push) => {
+                    if !driver.take_push(push) {
                         // The broker is stopping on purpose: its supervisor ends this sheep.
                         driver.link.disconnect();
                     }

@@ -26,9 +26,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{Value, json};
-use shepherd_client::wire::{ClientError, Link};
-use shepherd_core::protocol::{ReportEvent, ReportParams, Role, event, method};
+use shepherd_client::wire::{ClientError, Link, Push};
+use shepherd_core::envelope::{Envelope, Kind};
+use shepherd_core::herd::Payload;
+use shepherd_core::protocol::{AckParams, NoParams, ReportEvent, ReportParams, Role, calls};
 use shepherd_harness::{Adapter, Plan, Telemetry, Turn};
 use tokio::time::Instant;
 
@@ -95,15 +96,14 @@ pub fn run(args: &HarnessArgs) -> Result<ExitCode, CliError> {
 #[derive(Debug, Clone)]
 pub(super) struct Pending {
     seq: u64,
-    envelope: Value,
+    envelope: Envelope,
 }
 
 impl Pending {
     /// Whether this item starts a turn (a task, a reply, a question, a reminder); a plain
     /// message waits for the next one, as with pi.
     fn triggers(&self) -> bool {
-        let kind = self.envelope["kind"].as_str().unwrap_or_default();
-        matches!(kind, "task" | "reply" | "reminder") || self.envelope["expectsReply"] == true
+        self.envelope.triggers_turn()
     }
 }
 
@@ -165,30 +165,28 @@ impl Driver {
             return Ok(());
         }
         self.link
-            .request(method::SUBSCRIBE, json!({}), deadline())
+            .send::<calls::Subscribe>(&NoParams {}, deadline())
             .await?;
         self.subscribed = self.link.generation();
         Ok(())
     }
 
     /// Takes what a push brought into the queue (each item once).
-    fn take_push(&mut self, name: &str, data: &Value) -> bool {
-        if name == event::SHUTDOWN {
-            return false;
-        }
-        if name != event::INBOX {
-            return true;
-        }
-        for item in data["items"].as_array().into_iter().flatten() {
-            let seq = item["seq"].as_u64().unwrap_or(0);
-            if seq <= self.last_seq {
+    fn take_push(&mut self, push: Push) -> bool {
+        let inbox = match push {
+            Push::Shutdown => return false,
+            Push::Inbox(inbox) => inbox,
+            _ => return true,
+        };
+        for item in inbox.items {
+            if item.seq <= self.last_seq {
                 continue;
             }
-            self.last_seq = seq;
-            if item["type"] == "envelope" {
+            self.last_seq = item.seq;
+            if let Payload::Envelope { envelope } = item.payload {
                 self.queue.push_back(Pending {
-                    seq,
-                    envelope: item["envelope"].clone(),
+                    seq: item.seq,
+                    envelope,
                 });
             }
         }
@@ -202,7 +200,7 @@ impl Driver {
         let items: Vec<Pending> = self.queue.drain(..=until).collect();
         let mut parts = Vec::new();
         for item in &items {
-            if item.envelope["kind"] == "task" {
+            if item.envelope.kind == Kind::Task {
                 self.task = Some(TaskTrack {
                     telemetry: Telemetry {
                         harness: Some(self.plan.harness),
@@ -211,7 +209,7 @@ impl Driver {
                     settled: false,
                 });
             }
-            parts.push(shepherd_client::envelope_text::sheep_envelope(
+            parts.push(shepherd_client::envelope_text::envelope_for_sheep(
                 &item.envelope,
             ));
         }
@@ -222,7 +220,7 @@ impl Driver {
     async fn ack(&mut self, seq: u64) {
         if let Err(err) = self
             .link
-            .request(method::ACK, json!({ "seq": seq }), deadline())
+            .send::<calls::Ack>(&AckParams { seq }, deadline())
             .await
         {
             eprintln!("shepherd harness: acknowledging the inbox failed: {err}");
@@ -237,9 +235,8 @@ impl Driver {
             usage: Some(usage),
             ..ReportParams::default()
         };
-        let params = serde_json::to_value(&params).expect("reports serialise");
-        match self.link.request(method::REPORT, params, deadline()).await {
-            Ok(answer) => answer["stop"].as_str().map(str::to_owned),
+        match self.link.send::<calls::Report>(&params, deadline()).await {
+            Ok(answer) => answer.stop,
             Err(err) => {
                 eprintln!("shepherd harness: a usage report to the broker failed: {err}");
                 None
@@ -254,8 +251,7 @@ impl Driver {
             event: ReportEvent::Answered,
             ..ReportParams::default()
         };
-        let params = serde_json::to_value(&params).expect("reports serialise");
-        if let Err(err) = self.link.request(method::REPORT, params, deadline()).await {
+        if let Err(err) = self.link.send::<calls::Report>(&params, deadline()).await {
             eprintln!("shepherd harness: reporting a model response to the broker failed: {err}");
         }
     }
@@ -326,8 +322,7 @@ impl Driver {
     }
 
     async fn report(&mut self, params: &ReportParams) {
-        let params = serde_json::to_value(params).expect("reports serialise");
-        if let Err(err) = self.link.request(method::REPORT, params, deadline()).await {
+        if let Err(err) = self.link.send::<calls::Report>(params, deadline()).await {
             eprintln!("shepherd harness: a report to the broker failed: {err}");
         }
     }

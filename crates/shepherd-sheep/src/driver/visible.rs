@@ -264,9 +264,9 @@ pub(super) async fn drive(driver: &mut Driver) -> Result<u8, CliError> {
                 let (rows, cols) = dimensions(size);
                 visible.screen.parser.set_size(rows, cols);
             }
-            push = driver.link.next_push(), if connected => match push {
-                Ok((name, data)) => {
-                    if !driver.take_push(&name, &data) {
+            push = driver.link.next_event(), if connected => match push {
+                Ok(push) => {
+                    if !driver.take_push(push) {
                         // The broker is stopping on purpose: its supervisor ends this sheep.
                         driver.link.disconnect();
                     }

@@ -47,9 +47,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::Value;
-use shepherd_client::wire::{ClientError, Link};
-use shepherd_core::protocol::{Role, SupervisorExited, SupervisorStarted, event, method};
+use shepherd_client::wire::{ClientError, Link, Push};
+use shepherd_core::protocol::{
+    Call, NoParams, OkResult, Role, SupervisorExited, SupervisorStarted, calls, event,
+};
 use shepherd_term::process;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
@@ -130,14 +131,14 @@ impl BrokerLink {
         self.backoff = Duration::from_millis(50);
     }
 
-    async fn report(
+    /// Sends one report `C`, noting a lost broker.
+    async fn report<C: Call<Result = OkResult>>(
         &mut self,
-        name: &str,
-        params: &impl serde::Serialize,
+        params: &C::Params,
     ) -> Result<(), ClientError> {
         let result = self
             .link
-            .call::<_, Value>(name, params, REPORT_DEADLINE)
+            .send::<C>(params, Instant::now() + REPORT_DEADLINE)
             .await;
         match &result {
             Err(err)
@@ -177,7 +178,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                 error: Some(err),
                 ..SupervisorExited::default()
             };
-            let _reported = broker.report(method::SUPERVISOR_EXITED, &report).await;
+            let _reported = broker.report::<calls::SupervisorExited>(&report).await;
             return Ok(127);
         }
     };
@@ -190,7 +191,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                 error: Some(err),
                 ..SupervisorExited::default()
             };
-            let _reported = broker.report(method::SUPERVISOR_EXITED, &report).await;
+            let _reported = broker.report::<calls::SupervisorExited>(&report).await;
             return Ok(127);
         }
     };
@@ -233,7 +234,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
     };
     if broker.connected
         && let Err(ClientError::Remote(err)) =
-            broker.report(method::SUPERVISOR_STARTED, &started).await
+            broker.report::<calls::SupervisorStarted>(&started).await
     {
         // Refused (the sheep was closed meanwhile): nobody wants this sheep.
         eprintln!(
@@ -254,7 +255,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
         if let Some(report) = &exit
             && broker.connected
         {
-            match broker.report(method::SUPERVISOR_EXITED, report).await {
+            match broker.report::<calls::SupervisorExited>(report).await {
                 Ok(()) | Err(ClientError::Remote(_)) => return Ok(exit_code(report)),
                 Err(_) => continue,
             }
@@ -282,10 +283,13 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                     tail,
                 });
             }
-            push = broker.link.next_push(), if broker.connected => match push {
-                Ok((name, data)) if name == event::TERMINATE => {
-                    let grace_ms = data["graceMs"].as_u64().unwrap_or(3000);
-                    stop_sheep(pid, Duration::from_millis(grace_ms)).await;
+            push = broker.link.next_event(), if broker.connected => match push {
+                Ok(Push::Terminate(terminate)) => {
+                    stop_sheep(pid, Duration::from_millis(terminate.grace_ms)).await;
+                }
+                // Told to end in words this build cannot read: end it all the same.
+                Ok(Push::Other { event, .. }) if event == event::TERMINATE => {
+                    stop_sheep(pid, STOP_GRACE).await;
                 }
                 Ok(_) => {}
                 Err(_) => broker.lost(),
@@ -300,7 +304,7 @@ async fn supervise(args: &SuperviseArgs, cap: &SheepCapability) -> Result<u8, Cl
                 output_reported = Instant::now();
                 // Only a hint for the herd view: a lost one is made up by the next output.
                 let _hinted = broker
-                    .report(method::SUPERVISOR_OUTPUT, &serde_json::json!({}))
+                    .report::<calls::SupervisorOutput>(&NoParams {})
                     .await;
             }
             _ = terminate.recv(), if exit.is_none() => stop_sheep(pid, STOP_GRACE).await,
@@ -346,7 +350,7 @@ async fn reconnect(
                 return;
             }
             if broker
-                .report(method::SUPERVISOR_STARTED, started)
+                .report::<calls::SupervisorStarted>(started)
                 .await
                 .is_ok()
             {

@@ -9,11 +9,14 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use shepherd_client::wire::Client;
+use shepherd_client::wire::{Client, ClientError, Push};
 use shepherd_core::envelope::{Envelope, Kind};
 use shepherd_core::herd::Payload;
-use shepherd_core::protocol::{Hello, InboxResult, PROTOCOL_VERSION, Role, event, method};
+use shepherd_core::protocol::{
+    AckParams, Call, DoneParams, Hello, MessageParams, NoParams, PROTOCOL_VERSION, ReportEvent,
+    ReportParams, Role, calls, event,
+};
+use shepherd_core::task::DoneStatus;
 use shepherd_testkit::script::{Step, fill, parse};
 
 /// How long the sheep keeps trying to reach a broker that went away.
@@ -89,7 +92,7 @@ async fn connect(socket: &str, hello: &Hello) -> Result<Client, String> {
         .await
         .map_err(|e| e.to_string())?;
     client
-        .call_value(method::SUBSCRIBE, json!({}))
+        .send::<calls::Subscribe>(&NoParams {})
         .await
         .map_err(|e| e.to_string())?;
     Ok(client)
@@ -125,18 +128,21 @@ impl Sheep {
             {
                 return Ok(self.backlog.remove(pos));
             }
-            let Ok((name, data)) = self.client.next_push().await else {
-                self.reconnect().await?;
-                continue;
+            let inbox = match self.client.next_event().await {
+                Ok(Push::Inbox(inbox)) => inbox,
+                Ok(Push::Other { event, data }) if event == event::INBOX => {
+                    return Err(format!("unreadable inbox push: {data}"));
+                }
+                Ok(_) => continue,
+                Err(_) => {
+                    self.reconnect().await?;
+                    continue;
+                }
             };
-            if name != event::INBOX {
-                continue;
-            }
-            let inbox: InboxResult = serde_json::from_value(data).map_err(|e| e.to_string())?;
             if let Some(last) = inbox.items.last() {
                 let _acked = self
                     .client
-                    .call_value(method::ACK, json!({ "seq": last.seq }))
+                    .send::<calls::Ack>(&AckParams { seq: last.seq })
                     .await;
             }
             for item in inbox.items {
@@ -159,24 +165,46 @@ impl Sheep {
     }
 
     async fn reply(&mut self, question: &Envelope, text: &str) -> Result<(), String> {
-        let reply = json!({ "target": question.author().as_str(), "message": text, "replyTo": question.message_id });
-        self.call(method::TELL, reply).await.map(|_| ())
+        let reply = MessageParams {
+            target: question.author().as_str().to_owned(),
+            message: text.to_owned(),
+            reply_to: Some(question.message_id.to_string()),
+            ..MessageParams::default()
+        };
+        self.call::<calls::Tell>(&reply).await.map(|_| ())
     }
 
-    async fn call(&mut self, name: &str, params: Value) -> Result<Value, String> {
-        match self.client.call_value(name, params.clone()).await {
-            Err(shepherd_client::wire::ClientError::Remote(err)) => {
-                Err(format!("{}: {}", err.code, err.message))
-            }
+    /// Sends `C`, once more after a reconnect when the connection was lost.
+    async fn call<C: Call>(&mut self, params: &C::Params) -> Result<C::Result, String> {
+        match self.client.send::<C>(params).await {
+            Err(ClientError::Remote(err)) => Err(format!("{}: {}", err.code, err.message)),
             Err(_) => {
                 self.reconnect().await?;
                 self.client
-                    .call_value(name, params)
+                    .send::<C>(params)
                     .await
                     .map_err(|e| e.to_string())
             }
-            Ok(value) => Ok(value),
+            Ok(answer) => Ok(answer),
         }
+    }
+}
+
+/// `done` with `status` and `summary`, for the sheep's open task.
+fn done(status: DoneStatus, summary: String) -> DoneParams {
+    DoneParams {
+        status,
+        summary: Some(summary),
+        task_id: None,
+    }
+}
+
+/// A plain message to `target`.
+fn message(target: String, message: String) -> MessageParams {
+    MessageParams {
+        target,
+        message,
+        ..MessageParams::default()
     }
 }
 
@@ -228,16 +256,14 @@ async fn run(options: &Options) -> Result<u8, String> {
             match step {
                 Step::Done { status, text } => {
                     let summary = fill(text, &reply);
-                    sheep
-                        .call(
-                            method::DONE,
-                            json!({ "status": status, "summary": summary }),
-                        )
-                        .await?;
+                    sheep.call::<calls::Done>(&done(*status, summary)).await?;
                 }
                 Step::Ask { target, text } => {
-                    let question = json!({ "target": fill(target, &reply), "message": fill(text, &reply), "expectsReply": true });
-                    sheep.call(method::TELL, question).await?;
+                    let question = MessageParams {
+                        expects_reply: true,
+                        ..message(fill(target, &reply), fill(text, &reply))
+                    };
+                    sheep.call::<calls::Tell>(&question).await?;
                     loop {
                         let answer = sheep.next(true).await?;
                         if answer.kind == Kind::Reply {
@@ -262,7 +288,8 @@ async fn run(options: &Options) -> Result<u8, String> {
                     }
                 },
                 Step::Tell { target, text } => {
-                    sheep.call(method::TELL, json!({ "target": fill(target, &reply), "message": fill(text, &reply) })).await?;
+                    let told = message(fill(target, &reply), fill(text, &reply));
+                    sheep.call::<calls::Tell>(&told).await?;
                 }
                 Step::Sleep(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
                 Step::Print(text) => println!("{}", fill(text, &reply)),
@@ -271,12 +298,12 @@ async fn run(options: &Options) -> Result<u8, String> {
                     return Ok(u8::try_from(*code).unwrap_or(1));
                 }
                 Step::Forget => {
-                    sheep
-                        .call(
-                            method::REPORT,
-                            json!({ "event": "run_settled", "stopReason": "stop" }),
-                        )
-                        .await?;
+                    let settled = ReportParams {
+                        event: ReportEvent::RunSettled,
+                        stop_reason: Some("stop".to_owned()),
+                        ..ReportParams::default()
+                    };
+                    sheep.call::<calls::Report>(&settled).await?;
                     loop {
                         if sheep.next(true).await?.kind == Kind::Reminder {
                             break;
@@ -289,10 +316,7 @@ async fn run(options: &Options) -> Result<u8, String> {
                         let summary = format!("{name} is not set");
                         println!("{summary}");
                         sheep
-                            .call(
-                                method::DONE,
-                                json!({ "status": "failed", "summary": summary }),
-                            )
+                            .call::<calls::Done>(&done(DoneStatus::Failed, summary))
                             .await?;
                         break;
                     }
