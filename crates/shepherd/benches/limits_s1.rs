@@ -5,13 +5,14 @@
 //! sixteen parallel tasks, offline against two fake models (one per API, so one provider key
 //! each) that answer each request after 1.5 s, let 3 requests of a key be in flight at once and
 //! refuse beyond that with a 429 announcing `retry-after: 2` and the provider's own body. Each
-//! task takes two model requests (a `shepherd_done` call, then final words). Shepherd's
+//! task takes three model requests (a harmless `shepherd_herd` call, a `shepherd_done` call,
+//! then final words), as the scenario measured with the real providers does. Shepherd's
 //! settings are its defaults (`rateLimitWaitSeconds` 60) apart from room for sixteen tasks; the
 //! agents' own retries are off, as the test kit configures them, so every refusal reaches
 //! Shepherd. Runs in threes, interleaved, with the limiter on (`holdProviderKeys`, the default)
 //! and off and with unlimited keys, report per run and as medians:
-//! - the wall time against the ideal schedule (per key: 8 tasks × 2 requests × 1.5 s ÷ 3 in
-//!   flight = 8 s; the keys run side by side);
+//! - the wall time against the ideal schedule (per key: 8 tasks × 3 requests × 1.5 s ÷ 3 in
+//!   flight = 12 s; the keys run side by side);
 //! - the 429s per key, and the most refused in one 2 s window after the first window (the
 //!   burst sent before any sheep had heard);
 //! - whether all sixteen completed;
@@ -39,7 +40,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(2);
 /// How long each answer takes.
 const ANSWER: Duration = Duration::from_millis(1500);
 /// Model requests each task makes.
-const REQUESTS_PER_TASK: usize = 2;
+const REQUESTS_PER_TASK: usize = 3;
 
 /// One run of the herd.
 struct Outcome {
@@ -106,6 +107,7 @@ fn model(limited: bool) -> FakeLlm {
         script = script.with_queue(
             &format!("m{n}"),
             [
+                Step::tool_call_suffix("shepherd_herd", json!({})).with_delay(ANSWER),
                 Step::tool_call_suffix(
                     "shepherd_done",
                     json!({"status": "completed", "summary": "one of the herd"}),

@@ -229,6 +229,7 @@ pub fn report_with(
             }
             if !failed {
                 super::limits::progressed(tx, sender);
+                super::limits::run_ended(tx, sender);
             }
             let Some(task_id) = active else { return };
             if failed

@@ -10,7 +10,10 @@
 //! sheep probes (`release`): while it is refused nobody else on the key goes, so a key still
 //! limited draws one refusal per reset; once it shows a model response the others go in rounds
 //! that double while every one of a round answers and halve when one is refused, bounded by
-//! `maxConcurrentTurns`, so a held herd comes back as fast as the provider takes it. A server
+//! `maxConcurrentTurns`, so a held herd comes back as fast as the provider takes it. Sheep whose
+//! runs the key was still serving at the reset show its room ([`Limiter::room`]): while they
+//! fill it no probe goes, each of their runs that ends cleanly hands its place to the next held
+//! sheep, and the rounds fill the room instead of growing from two. A server
 //! error waits the same way for the sheep alone. Limits an agent rode out with its own retries
 //! are recorded as episodes too ([`ridden_out`]). The clock is [`super::tick`]'s: nothing here
 //! polls.
@@ -22,10 +25,10 @@ mod release;
 
 pub use records::*;
 pub(super) use release::tick_limits;
-pub use release::{granted, progressed};
+pub use release::{granted, progressed, run_ended};
 
 use super::Tx;
-use super::model::{Event, LimitEpisode, Notice, NoticeKind, Payload, TaskLimit};
+use super::model::{Activity, Event, LimitEpisode, Notice, NoticeKind, Payload, TaskLimit};
 use super::{Herd, Sheep};
 use crate::ids::{AgentId, Participant, TaskId};
 use crate::limit::{ErrorClass, LimitSignal, ProviderKey};
@@ -140,6 +143,46 @@ impl Herd {
             .or_else(|| sheep.provider_key.as_ref().map(|k| k.provider().to_owned()))
             .unwrap_or_else(|| "provider".to_owned())
     }
+}
+
+/// How many sheep on `key` (other than `but`) the provider is serving: their tasks are under
+/// way with everything handed to them taken, and wait for no limit.
+fn serving(herd: &Herd, key: &ProviderKey, but: Option<&AgentId>) -> u32 {
+    let count = herd
+        .sheep
+        .values()
+        .filter(|s| s.provider_key.as_ref() == Some(key) && Some(&s.id) != but)
+        .filter(|s| served(herd, s))
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+/// Whether the provider is serving `sheep`. (Its activity says `working` from its task's
+/// start, so a task handed over while the key was closed, not taken yet, is told apart by its
+/// inbox.)
+fn served(herd: &Herd, sheep: &Sheep) -> bool {
+    let limited = sheep
+        .active_task
+        .as_ref()
+        .and_then(|t| herd.tasks.get(t))
+        .is_some_and(|t| t.limit.is_some());
+    let untaken = herd
+        .inboxes
+        .get(&Participant::Sheep(sheep.id.clone()))
+        .is_some_and(|inbox| !inbox.items.is_empty());
+    sheep.is_live() && sheep.activity == Activity::Working && !limited && !untaken
+}
+
+/// How many sheep hold a place in `key`'s room: those it is serving, and those let go that
+/// have not shown a model response yet.
+fn occupying(herd: &Herd, key: &ProviderKey, limiter: &Limiter) -> u32 {
+    let count = herd
+        .sheep
+        .values()
+        .filter(|s| s.provider_key.as_ref() == Some(key))
+        .filter(|s| limiter.answering.contains(&s.id) || served(herd, s))
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 /// Whether a sheep under a turn cap was handed a turn whose run has not settled. (Its
@@ -334,7 +377,10 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
             }
         }
         Event::LimitOpened { key, at } => {
+            let serving = serving(herd, key, None);
             if let Some(limiter) = herd.limiters.get_mut(key) {
+                // Runs still going at the reset: the key was serving them all at once.
+                limiter.room = limiter.room.max(serving);
                 limiter.releasing = true;
                 limiter.probed = false;
                 limiter.answering.clear();
@@ -350,13 +396,17 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
             }
         }
         Event::LimitAnswered { key, agent_id, .. } => {
+            let serving = serving(herd, key, None);
             if let Some(limiter) = herd.limiters.get_mut(key)
                 && limiter.answering.remove(agent_id)
-                && limiter.answering.is_empty()
             {
-                if limiter.probed {
+                // An answer beside more sheep than the room held: the room grew.
+                if limiter.room > 0 {
+                    limiter.room = limiter.room.max(serving);
+                }
+                if limiter.answering.is_empty() && limiter.probed {
                     limiter.batch = limiter.batch.saturating_mul(2);
-                } else {
+                } else if limiter.answering.is_empty() {
                     limiter.probed = true;
                 }
             }
@@ -409,6 +459,7 @@ pub(super) fn apply(herd: &mut Herd, event: &Event) {
 /// being let go closes it again — the refused sheep goes last next time, and the rounds after
 /// the next probe are half as large when the probe had answered.
 fn closed(herd: &mut Herd, key: &ProviderKey, agent_id: &AgentId, limit: &TaskLimit) {
+    let beside = serving(herd, key, Some(agent_id));
     let limiter = herd.limiters.entry(key.clone()).or_insert_with(|| Limiter {
         provider: limit.provider.clone(),
         until: limit.until,
@@ -420,9 +471,14 @@ fn closed(herd: &mut Herd, key: &ProviderKey, agent_id: &AgentId, limit: &TaskLi
         probed: false,
         batch: FIRST_BATCH,
         guesses: 0,
+        room: 0,
     });
     let reopened = limiter.releasing;
     if reopened {
+        // Refused beside sheep still served: the key serves no more than them.
+        if limiter.room > 0 && beside > 0 {
+            limiter.room = limiter.room.min(beside);
+        }
         limiter.until = limit.until;
         if limiter.probed {
             limiter.batch = (limiter.batch / 2).max(1);

@@ -90,6 +90,16 @@ pub struct Limiter {
     /// Refusals in a row that named no reset: the next guessed wait is doubled this often.
     #[serde(default)]
     pub guesses: u32,
+    /// The key's known room: the most of its sheep it was seen serving at once (their runs
+    /// going when a reset passed, or when one let go answered), lowered to the sheep still
+    /// served when one let go beside them is refused. 0 while unknown: no sheep was being
+    /// served at a reset, and the release is the probe and rounds of [`Limiter::batch`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub room: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn first_batch() -> u32 {

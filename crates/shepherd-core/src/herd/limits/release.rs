@@ -10,10 +10,18 @@
 //! and `maxConcurrentTurns` bounds it. A round that does not answer within
 //! [`super::PROBE_GRACE_MS`] (a slow start-up, a sheep that ended without a response) is
 //! followed by the next anyway. With nobody left to let go, the key is open again.
+//!
+//! A key whose sheep were still being served when its reset passed showed its room
+//! ([`super::Limiter::room`]): sending a probe while they fill it would only draw a refusal
+//! (a wasted restart and a doubled wait). So none goes then; each of the key's runs that ends
+//! without an error hands its place to the next held sheep at once ([`run_ended`]: a run just
+//! finished shows the key serves), and once a round answered the next lets go as many as the
+//! room has free places. A refusal closes the key as ever, and the room shrinks to the sheep
+//! still served beside it; an answer beside more sheep than the room held grows it.
 
-use super::{Tx, in_turn, resume};
-use crate::herd::Sheep;
+use super::{Limiter, Tx, in_turn, occupying, resume};
 use crate::herd::model::Event;
+use crate::herd::{Herd, Sheep};
 use crate::ids::{AgentId, Participant};
 use crate::limit::ProviderKey;
 
@@ -58,9 +66,42 @@ pub fn progressed(tx: &mut Tx<'_>, agent_id: &AgentId) {
         .limiters
         .get(&key)
         .filter(|l| l.answering.is_empty())
-        .map(|l| l.batch);
-    if let Some(batch) = next {
-        release_round(tx, &key, batch);
+        .map(|l| next_round(tx.herd(), &key, l));
+    if let Some(size) = next.filter(|size| *size > 0) {
+        release_round(tx, &key, size);
+    }
+}
+
+/// How many go in `key`'s next round once the last one answered: [`super::Limiter::batch`],
+/// or, when the key's room is known, as many as it has free places.
+fn next_round(herd: &Herd, key: &ProviderKey, limiter: &Limiter) -> u32 {
+    if limiter.room == 0 {
+        limiter.batch
+    } else {
+        limiter.room.saturating_sub(occupying(herd, key, limiter))
+    }
+}
+
+/// `agent_id`'s run ended without an error. When its key is letting its sheep go and knows
+/// its room, the place the run held goes to the next held sheep at once: a run just finished
+/// is evidence the key serves, so it needs no probe.
+pub fn run_ended(tx: &mut Tx<'_>, agent_id: &AgentId) {
+    let Some(key) = tx
+        .herd()
+        .sheep
+        .get(agent_id)
+        .and_then(|s| s.provider_key.clone())
+    else {
+        return;
+    };
+    let free = tx
+        .herd()
+        .limiters
+        .get(&key)
+        .filter(|l| l.releasing && l.room > 0)
+        .map(|l| l.room.saturating_sub(occupying(tx.herd(), &key, l)));
+    if let Some(free) = free.filter(|free| *free > 0) {
+        release_round(tx, &key, free);
     }
 }
 
@@ -104,7 +145,16 @@ pub(in crate::herd) fn tick_limits(tx: &mut Tx<'_>) {
                 key: key.clone(),
                 at: now,
             });
-            release_round(tx, &key, 1);
+            // Sheep still served fill the room the key showed: their runs' ends let the held
+            // ones go (`run_ended`), or the grace does.
+            let full = tx
+                .herd()
+                .limiters
+                .get(&key)
+                .is_some_and(|l| l.room > 0 && occupying(tx.herd(), &key, l) >= l.room);
+            if !full {
+                release_round(tx, &key, 1);
+            }
         }
     }
     let due: Vec<(AgentId, crate::ids::TaskId)> = tx

@@ -211,3 +211,138 @@ fn a_limit_met_again_after_the_reset_closes_the_key_until_the_new_one() {
     assert_eq!(h.herd.tasks[&t].limit_episodes.len(), 2);
     assert_eq!(notices(&h).len(), 3, "one notice per episode per task");
 }
+
+/// `id`'s run ends without an error (its last answer given).
+fn ended_run(h: &mut Harness, id: &AgentId) {
+    let settled = RunReport::Settled {
+        stop_reason: Some("end_turn".into()),
+        error: None,
+        text: None,
+        limit: None,
+    };
+    h.run(|tx| report(tx, id, settled, 1));
+}
+
+/// `count` sheep on `key` whose runs the provider took, then `held` more that it refused with a
+/// reset at `reset`.
+fn served_and_held(
+    h: &mut Harness,
+    k: &ProviderKey,
+    count: usize,
+    held: usize,
+    reset: i64,
+) -> (Vec<AgentId>, Vec<AgentId>) {
+    let served: Vec<AgentId> = (0..count)
+        .map(|n| spawn_on(h, &format!("w{n}"), k, None))
+        .collect();
+    let waiting: Vec<AgentId> = (0..held)
+        .map(|n| spawn_on(h, &format!("h{n}"), k, None))
+        .collect();
+    for id in served.iter().chain(&waiting) {
+        h.delegate(id, "work");
+        assert_eq!(take(h, id).len(), 1);
+        started(h, id);
+    }
+    for id in &waiting {
+        limited_run(h, id, ErrorClass::RateLimit, Some(reset));
+    }
+    (served, waiting)
+}
+
+/// Which of `ids` were handed something since they last looked, by index.
+fn handed(h: &mut Harness, ids: &[AgentId]) -> Vec<usize> {
+    (0..ids.len())
+        .filter(|n| !take(h, &ids[*n]).is_empty())
+        .collect()
+}
+
+#[test]
+fn sheep_still_working_at_the_reset_fill_the_room_and_hand_their_slots_on() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let reset = h.now + 2_000;
+    let (served, held) = served_and_held(&mut h, &k, 3, 5, reset);
+    h.tick(2_000);
+    assert_eq!(h.herd.limiters[&k].room, 3, "three were being served");
+    assert!(
+        handed(&mut h, &held).is_empty(),
+        "no probe while the working sheep fill the key's room"
+    );
+    // Each clean end of a served run hands its slot to the next held sheep, at once.
+    ended_run(&mut h, &served[0]);
+    assert_eq!(handed(&mut h, &held), [0], "the first slot");
+    started(&mut h, &held[0]);
+    ended_run(&mut h, &served[1]);
+    assert_eq!(handed(&mut h, &held), [1], "the second slot");
+    started(&mut h, &held[1]);
+    h.run(|tx| usage(tx, &held[0], crate::budget::Usage::default()));
+    h.run(|tx| usage(tx, &held[1], crate::budget::Usage::default()));
+    assert!(
+        handed(&mut h, &held).is_empty(),
+        "the room is full: the answers let nobody more go"
+    );
+    ended_run(&mut h, &served[2]);
+    assert_eq!(handed(&mut h, &held), [2], "the third slot");
+    started(&mut h, &held[2]);
+    h.run(|tx| usage(tx, &held[2], crate::budget::Usage::default()));
+    assert!(handed(&mut h, &held).is_empty(), "still full");
+    // A sheep let go that ends cleanly hands its slot on too.
+    h.done(&held[0], None, DoneStatus::Completed, "ok").unwrap();
+    ended_run(&mut h, &held[0]);
+    assert_eq!(handed(&mut h, &held), [3]);
+    started(&mut h, &held[3]);
+    // A refusal closes the key again, as ever.
+    let again = h.now + 2_000;
+    limited_run(&mut h, &held[3], ErrorClass::RateLimit, Some(again));
+    assert!(!h.herd.limiters[&k].releasing, "closed again");
+    ended_run(&mut h, &held[1]);
+    assert!(handed(&mut h, &held).is_empty(), "nobody goes while closed");
+}
+
+#[test]
+fn a_refusal_beside_working_sheep_shrinks_the_room_and_the_round_after_the_probe_fills_it() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let reset = h.now + 2_000;
+    let (served, held) = served_and_held(&mut h, &k, 5, 6, reset);
+    h.tick(2_000);
+    assert!(handed(&mut h, &held).is_empty(), "no probe");
+    ended_run(&mut h, &served[0]);
+    assert_eq!(handed(&mut h, &held), [0]);
+    started(&mut h, &held[0]);
+    // Refused while four others were served: the key serves at most four.
+    let again = h.now + 2_000;
+    limited_run(&mut h, &held[0], ErrorClass::RateLimit, Some(again));
+    assert_eq!(h.herd.limiters[&k].room, 4);
+    for id in &served[1..] {
+        ended_run(&mut h, id);
+    }
+    assert!(handed(&mut h, &held).is_empty(), "closed");
+    h.tick(2_000);
+    // Nobody works at this reset: the probe goes alone, the longest waiting first.
+    assert_eq!(handed(&mut h, &held), [1], "the probe");
+    started(&mut h, &held[1]);
+    h.run(|tx| usage(tx, &held[1], crate::budget::Usage::default()));
+    // The round after it fills the known room (four, the probe one of them), not two.
+    assert_eq!(handed(&mut h, &held), [2, 3, 4]);
+}
+
+#[test]
+fn runs_that_hold_the_room_past_the_grace_let_a_probe_go_and_its_answer_grows_the_room() {
+    let mut h = Harness::new();
+    let k = key("anthropic");
+    let reset = h.now + 2_000;
+    let (_served, held) = served_and_held(&mut h, &k, 2, 3, reset);
+    h.tick(2_000);
+    assert!(handed(&mut h, &held).is_empty(), "no probe");
+    h.tick(crate::herd::limits::PROBE_GRACE_MS - 1);
+    assert!(handed(&mut h, &held).is_empty(), "not before the grace");
+    h.tick(1);
+    // Long runs hold the room: after the grace the probe goes anyway.
+    assert_eq!(handed(&mut h, &held), [0], "the probe, after the grace");
+    started(&mut h, &held[0]);
+    h.run(|tx| usage(tx, &held[0], crate::budget::Usage::default()));
+    // Served beside the two: the key has room for three.
+    assert_eq!(h.herd.limiters[&k].room, 3);
+    assert!(handed(&mut h, &held).is_empty(), "the room is full again");
+}
