@@ -2,8 +2,6 @@
 //! extension's header (who sent it, its ids, whether a reply is expected), then the content.
 //! The MCP sheep tools and the agent driver both hand envelopes on in these words.
 
-use serde::Deserialize;
-use serde_json::Value;
 use shepherd_core::envelope::{Envelope, Kind};
 use shepherd_core::ids::{MessageId, PARENT_WIRE_NAME, TaskId};
 
@@ -43,8 +41,10 @@ pub fn envelope_for_sheep(envelope: &Envelope) -> String {
 }
 
 /// [`envelope_for_sheep`] for an envelope still in its JSON form; one that is not an envelope
-/// reads as an empty message.
-pub fn sheep_envelope(envelope: &Value) -> String {
+/// reads as an empty message. (The tests hold the typed words to what this form printed.)
+#[cfg(test)]
+fn sheep_envelope(envelope: &serde_json::Value) -> String {
+    use serde::Deserialize as _;
     match Envelope::deserialize(envelope) {
         Ok(envelope) => envelope_for_sheep(&envelope),
         Err(_) => "[Shepherd message from ]\nMessage ID: \n\n".to_owned(),
@@ -54,7 +54,7 @@ pub fn sheep_envelope(envelope: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn envelope(extra: &Value) -> Value {
         let mut envelope = json!({

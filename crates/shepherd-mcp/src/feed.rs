@@ -25,9 +25,10 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::Peer;
 use serde_json::json;
 use shepherd_client::wire::Link;
+use shepherd_client::wire::Push;
 use shepherd_core::envelope::Kind;
 use shepherd_core::herd::{InboxItem, Payload};
-use shepherd_core::protocol::{InboxResult, NoParams, calls, event};
+use shepherd_core::protocol::{NoParams, calls};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -142,18 +143,11 @@ impl Feed {
                 subscribed = link.generation();
             }
             let push = tokio::select! {
-                push = link.next_push() => push,
+                push = link.next_event() => push,
                 () = stop.cancelled() => return,
             };
             match push {
-                Ok((name, data)) if name == event::INBOX => {
-                    let pushed = match serde_json::from_value::<InboxResult>(data) {
-                        Ok(pushed) => pushed,
-                        Err(err) => {
-                            tracing::debug!("an inbox push that is not an inbox: {err}");
-                            continue;
-                        }
-                    };
+                Ok(Push::Inbox(pushed)) => {
                     for item in &pushed.items {
                         if item.seq <= last_seq {
                             continue;
@@ -162,7 +156,7 @@ impl Feed {
                         send(&peer, &level, logger, &words, item).await;
                     }
                 }
-                Ok((name, _)) if name == event::SHUTDOWN => {
+                Ok(Push::Shutdown) => {
                     // Stopped on purpose: come back only when the model uses a tool again.
                     link.disconnect();
                     tokio::select! {

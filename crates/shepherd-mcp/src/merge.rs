@@ -9,9 +9,10 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::json;
+use shepherd_client::wire::Push;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::land::{BranchState, MergeIdParams, MergeParams, MergeView, Strategy};
-use shepherd_core::protocol::{calls, event};
+use shepherd_core::protocol::calls;
 use tokio::time::Instant;
 
 use super::args::{self, wait_seconds};
@@ -105,12 +106,10 @@ impl Parent {
         };
         while !view.finished && !budget.over() {
             tokio::select! {
-                push = link.next_push() => match push {
-                    Ok((name, data)) if name == event::MERGE => {
-                        if let Ok(pushed) = serde_json::from_value::<MergeView>(data)
-                            && pushed.merge_id == view.merge_id
-                        {
-                            view = pushed;
+                push = link.next_event() => match push {
+                    Ok(Push::Merge(pushed)) => {
+                        if pushed.merge_id == view.merge_id {
+                            view = *pushed;
                         }
                     }
                     Ok(_) => {}

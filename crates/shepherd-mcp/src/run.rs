@@ -9,9 +9,10 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::json;
+use shepherd_client::wire::Push;
 use shepherd_core::error_code::ErrorCode;
 use shepherd_core::fieldnotes::status::Mode;
-use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, RunView, calls, event};
+use shepherd_core::protocol::{RunIdParams, RunStepParams, RunSubmitParams, RunView, calls};
 use shepherd_core::run::StepPhase;
 use tokio::time::Instant;
 
@@ -123,12 +124,10 @@ impl Parent {
                 .slice()
                 .min(report_at.saturating_duration_since(Instant::now()));
             tokio::select! {
-                push = link.next_push() => match push {
-                    Ok((name, data)) if name == event::RUN => {
-                        if let Ok(pushed) = serde_json::from_value::<RunView>(data)
-                            && pushed.run_id == run_id
-                        {
-                            view = pushed;
+                push = link.next_event() => match push {
+                    Ok(Push::Run(pushed)) => {
+                        if pushed.run_id == run_id {
+                            view = *pushed;
                         }
                     }
                     Ok(_) => {}

@@ -308,10 +308,9 @@ impl Sheep {
     }
 }
 
-/// An envelope in the words a sheep reads it (the client library's, which reads it as JSON).
+/// An envelope in the words a sheep reads it (the client library's).
 fn envelope_words(envelope: &Envelope) -> String {
-    let json = serde_json::to_value(envelope).expect("an envelope serialises");
-    shepherd_client::envelope_text::sheep_envelope(&json)
+    shepherd_client::envelope_text::envelope_for_sheep(envelope)
 }
 
 /// The sheep's `shepherd_status`: itself, or a message it sent or received.
