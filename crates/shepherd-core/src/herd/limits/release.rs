@@ -39,12 +39,7 @@ pub fn progressed(tx: &mut Tx<'_>, agent_id: &AgentId) {
     if let Some(task_id) = over {
         tx.emit(Event::LimitOver { task_id });
     }
-    let Some(key) = tx
-        .herd()
-        .sheep
-        .get(agent_id)
-        .and_then(|s| s.provider_key.clone())
-    else {
+    let Some(key) = key_of(tx.herd(), agent_id) else {
         return;
     };
     let answering = tx
@@ -82,16 +77,18 @@ fn next_round(herd: &Herd, key: &ProviderKey, limiter: &Limiter) -> u32 {
     }
 }
 
+/// The provider key `agent_id` spends, when it has one.
+fn key_of(herd: &Herd, agent_id: &AgentId) -> Option<ProviderKey> {
+    herd.sheep
+        .get(agent_id)
+        .and_then(|s| s.provider_key.clone())
+}
+
 /// `agent_id`'s run ended without an error. When its key is letting its sheep go and knows
 /// its room, the place the run held goes to the next held sheep at once: a run just finished
 /// is evidence the key serves, so it needs no probe.
 pub fn run_ended(tx: &mut Tx<'_>, agent_id: &AgentId) {
-    let Some(key) = tx
-        .herd()
-        .sheep
-        .get(agent_id)
-        .and_then(|s| s.provider_key.clone())
-    else {
+    let Some(key) = key_of(tx.herd(), agent_id) else {
         return;
     };
     let free = tx
