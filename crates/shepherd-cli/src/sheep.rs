@@ -308,9 +308,9 @@ pub fn tell(args: TellArgs, printer: &Printer) -> Result<ExitCode, CliError> {
 /// Finish this sheep's task: the only signal that a task is done.
 #[derive(Debug, Args)]
 pub struct DoneArgs {
-    /// completed, blocked or failed.
-    #[arg(long)]
-    status: String,
+    /// How the task ended.
+    #[arg(long, value_enum)]
+    status: DoneStatus,
     /// What was done, or why not.
     #[arg(long)]
     summary: Option<String>,
@@ -320,15 +320,7 @@ pub struct DoneArgs {
 }
 
 pub fn done(args: DoneArgs, printer: &Printer) -> Result<ExitCode, CliError> {
-    let status = DoneStatus::parse(&args.status).ok_or_else(|| {
-        CliError::new(
-            ErrorCode::InvalidStatus,
-            format!(
-                "--status `{}` is not one of completed, blocked, failed",
-                args.status
-            ),
-        )
-    })?;
+    let status = args.status;
     // Name the task being settled: the one given, else the last task `inbox` printed here.
     let task_id = args.task_id.or_else(|| {
         SheepCapability::from_env()

@@ -85,7 +85,7 @@ pub fn install_sheep_extension(state_dir: &Path) -> std::io::Result<PathBuf> {
 pub fn definition_args(
     def: &AgentDef,
     model: Option<String>,
-    thinking: Option<String>,
+    thinking: Option<shepherd_core::agent_def::ThinkingLevel>,
     prompt: &Path,
 ) -> PiLaunch {
     let mut argv: Vec<String> = Vec::new();
@@ -93,7 +93,7 @@ pub fn definition_args(
         argv.extend(["--model".into(), model]);
     }
     if let Some(thinking) = thinking {
-        argv.extend(["--thinking".into(), thinking]);
+        argv.extend(["--thinking".into(), thinking.as_str().to_owned()]);
     }
     if let Some(tools) = &def.tools {
         let mut all: Vec<String> = tools.clone();

@@ -83,8 +83,6 @@ catalogue! {
     InvalidWait = "invalid_wait", exit EXIT_USAGE, hint None;
     /// A timeout is not a positive number of seconds.
     InvalidTimeout = "invalid_timeout", exit EXIT_USAGE, hint None;
-    /// A task status is not one of completed, blocked, failed.
-    InvalidStatus = "invalid_status", exit EXIT_USAGE, hint None;
     /// A command that only works inside a sheep was run elsewhere.
     NotASheep = "not_a_sheep", exit EXIT_FAILURE, hint Some("Sheep commands work inside a sheep started by Shepherd, which puts SHEPHERD_SOCKET, SHEPHERD_AGENT_ID and SHEPHERD_TOKEN in its environment.");
     /// The sheep has no note to show yet.

@@ -37,9 +37,14 @@ pub struct SpawnParams {
     /// The parent's own model (`provider/id`), inherited by pi sheep whose definition names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_model: Option<String>,
-    /// The parent's thinking level, inherited likewise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_thinking: Option<String>,
+    /// The parent's thinking level, inherited likewise (a level this Shepherd does not know is
+    /// dropped, so the sheep runs at its agent's default).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::agent_def::ThinkingLevel::deserialize_known"
+    )]
+    pub parent_thinking: Option<crate::agent_def::ThinkingLevel>,
     /// The command that runs pi for a pi sheep (the parent's own pi, e.g. `[node, …/cli.js]`),
     /// so sheep run the same pi as their parent; `SHEPHERD_PI`, when set, wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,4 +108,38 @@ pub struct CallerContext {
     /// variables above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parent's level comes from whatever pi the parent runs: one Shepherd knows is kept, in any
+    /// case, and one it does not (a newer pi's) is dropped instead of refusing the spawn.
+    #[test]
+    fn a_parent_s_thinking_level_is_read_leniently() {
+        let read = |json: &str| {
+            serde_json::from_str::<SpawnParams>(json)
+                .expect(json)
+                .parent_thinking
+        };
+        assert_eq!(
+            read(r#"{"agent":"a","parentThinking":"high"}"#),
+            Some(crate::agent_def::ThinkingLevel::High)
+        );
+        assert_eq!(
+            read(r#"{"agent":"a","parentThinking":" XHigh "}"#),
+            Some(crate::agent_def::ThinkingLevel::Xhigh)
+        );
+        assert_eq!(read(r#"{"agent":"a","parentThinking":"ultra"}"#), None);
+        assert_eq!(read(r#"{"agent":"a","parentThinking":null}"#), None);
+        assert_eq!(read(r#"{"agent":"a"}"#), None);
+        let written = serde_json::to_value(SpawnParams {
+            agent: "a".into(),
+            parent_thinking: Some(crate::agent_def::ThinkingLevel::Max),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(written["parentThinking"], "max");
+    }
 }

@@ -79,6 +79,7 @@ impl TaskState {
 /// What a sheep may report with `shepherd_done`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum DoneStatus {
     /// The task is finished.
     Completed,
@@ -98,14 +99,32 @@ impl DoneStatus {
         }
     }
 
+    /// Every status, in the order a sheep is offered them.
+    pub const ALL: [Self; 3] = [Self::Completed, Self::Blocked, Self::Failed];
+
+    /// The word a sheep reports it with.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Blocked => "blocked",
+            Self::Failed => "failed",
+        }
+    }
+
     /// Parses `completed`, `blocked` or `failed`.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "completed" => Some(Self::Completed),
-            "blocked" => Some(Self::Blocked),
-            "failed" => Some(Self::Failed),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|status| status.as_str() == text)
+    }
+}
+
+impl std::str::FromStr for DoneStatus {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text).ok_or_else(|| {
+            let accepted: Vec<&str> = Self::ALL.iter().map(|status| status.as_str()).collect();
+            format!("`{text}` is not one of {}", accepted.join(", "))
+        })
     }
 }
 

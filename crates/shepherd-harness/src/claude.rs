@@ -21,6 +21,7 @@ use shepherd_core::limit::Classified;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use shepherd_core::agent_def::ThinkingLevel;
 use shepherd_core::harness::{Harness, ToolSet};
 
 use crate::compose::{copy_if_present, merge, read_object, write_json};
@@ -212,7 +213,7 @@ impl Adapter for ClaudeCode {
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
-        if plan.thinking.as_deref() == Some("off") {
+        if plan.thinking == Some(ThinkingLevel::Off) {
             plan.env
                 .push(("MAX_THINKING_TOKENS".to_owned(), "0".to_owned()));
         }
@@ -397,7 +398,7 @@ fn common_args(plan: &Plan) -> Vec<String> {
     if let Some(model) = &plan.model {
         args.extend(["--model".into(), model.clone()]);
     }
-    if let Some(effort) = plan.thinking.as_deref().and_then(effort) {
+    if let Some(effort) = plan.thinking.and_then(effort) {
         args.extend(["--effort".into(), effort.into()]);
     }
     let sheep_tools = format!("mcp__{SERVER}");
@@ -430,14 +431,14 @@ fn common_args(plan: &Plan) -> Vec<String> {
 }
 
 /// Claude Code's `--effort` for a thinking level (`off` is an environment variable instead).
-fn effort(level: &str) -> Option<&'static str> {
+fn effort(level: ThinkingLevel) -> Option<&'static str> {
     match level {
-        "minimal" | "low" => Some("low"),
-        "medium" => Some("medium"),
-        "high" => Some("high"),
-        "xhigh" => Some("xhigh"),
-        "max" => Some("max"),
-        _ => None,
+        ThinkingLevel::Minimal | ThinkingLevel::Low => Some("low"),
+        ThinkingLevel::Medium => Some("medium"),
+        ThinkingLevel::High => Some("high"),
+        ThinkingLevel::Xhigh => Some("xhigh"),
+        ThinkingLevel::Max => Some("max"),
+        ThinkingLevel::Off => None,
     }
 }
 

@@ -22,6 +22,7 @@ use shepherd_core::limit::{Classified, ErrorClass};
 use std::path::PathBuf;
 
 use serde_json::Value;
+use shepherd_core::agent_def::ThinkingLevel;
 use shepherd_core::harness::{Harness, ToolSet};
 
 use crate::compose::{copy_if_present, toml_array, toml_string, write_text};
@@ -435,7 +436,7 @@ fn common_args(plan: &Plan) -> Vec<String> {
             ));
         }
     }
-    if let Some(effort) = plan.thinking.as_deref().map(effort) {
+    if let Some(effort) = plan.thinking.map(effort) {
         config.push(("model_reasoning_effort".into(), toml_string(effort)));
     }
     let tools = plan.tool_set();
@@ -462,14 +463,14 @@ fn common_args(plan: &Plan) -> Vec<String> {
 }
 
 /// Codex's reasoning effort for a thinking level.
-fn effort(level: &str) -> &'static str {
+fn effort(level: ThinkingLevel) -> &'static str {
     match level {
-        "off" => "none",
-        "minimal" => "minimal",
-        "low" => "low",
-        "medium" => "medium",
-        "high" => "high",
-        _ => "xhigh",
+        ThinkingLevel::Off => "none",
+        ThinkingLevel::Minimal => "minimal",
+        ThinkingLevel::Low => "low",
+        ThinkingLevel::Medium => "medium",
+        ThinkingLevel::High => "high",
+        ThinkingLevel::Xhigh | ThinkingLevel::Max => "xhigh",
     }
 }
 

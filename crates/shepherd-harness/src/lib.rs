@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use shepherd_core::agent_def::ThinkingLevel;
 use shepherd_core::harness::{Harness, ToolSet};
 
 pub use claude::content_text;
@@ -98,8 +99,12 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The thinking level (pi's names), `None` for the agent's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thinking: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "ThinkingLevel::deserialize_known"
+    )]
+    pub thinking: Option<ThinkingLevel>,
     /// The definition's tool allowlist; `None` for the agent's full set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,

@@ -23,6 +23,7 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use shepherd_core::agent_def::ThinkingLevel;
 use shepherd_core::harness::Harness;
 
 use crate::compose::{copy_if_present, merge, read_object, write_json, write_text};
@@ -156,7 +157,7 @@ impl Adapter for Opencode {
         if let Some(model) = &plan.model {
             args.extend(["-m".into(), model.clone()]);
         }
-        if let Some(variant) = plan.thinking.as_deref().and_then(variant) {
+        if let Some(variant) = plan.thinking.and_then(variant) {
             args.extend(["--variant".into(), variant.into()]);
         }
         if let Some(session) = session {
@@ -304,14 +305,14 @@ fn error_message(error: &Value) -> String {
 }
 
 /// opencode's `--variant` for a thinking level.
-fn variant(level: &str) -> Option<&'static str> {
+fn variant(level: ThinkingLevel) -> Option<&'static str> {
     match level {
-        "minimal" => Some("minimal"),
-        "low" => Some("low"),
-        "medium" => Some("medium"),
-        "high" => Some("high"),
-        "xhigh" | "max" => Some("max"),
-        _ => None,
+        ThinkingLevel::Minimal => Some("minimal"),
+        ThinkingLevel::Low => Some("low"),
+        ThinkingLevel::Medium => Some("medium"),
+        ThinkingLevel::High => Some("high"),
+        ThinkingLevel::Xhigh | ThinkingLevel::Max => Some("max"),
+        ThinkingLevel::Off => None,
     }
 }
 

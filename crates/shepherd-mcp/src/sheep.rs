@@ -29,7 +29,7 @@ use tokio::sync::{Notify, OnceCell};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{self, one_of, wait_seconds};
+use super::args::{self, wait_seconds};
 use super::catalogue;
 use super::error::ToolError;
 use super::feed::{Feed, Level, capabilities};
@@ -181,9 +181,8 @@ impl Sheep {
 impl Sheep {
     async fn done(&self, args: &JsonObject) -> Result<String, ToolError> {
         let done: args::Done = args::read("shepherd_done", args, true)?;
-        let status = one_of("status", Some(done.status), args::DONE_STATUSES)?
-            .and_then(|s| DoneStatus::parse(&s))
-            .expect("checked");
+        let status: DoneStatus = args::closed("status", Some(done.status), args::DONE_STATUSES)?
+            .expect("a status was given");
         let task_id = done
             .task_id
             .or_else(|| self.shared.current_task.lock().expect("task lock").clone());

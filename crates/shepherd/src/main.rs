@@ -82,7 +82,14 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     }
     let rendered = err.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
-    let message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    // The human form lists the accepted values on a line of their own; the JSON form keeps
+    // them in its one message.
+    if let Some(clap::error::ContextValue::Strings(accepted)) =
+        err.get(clap::error::ContextKind::ValidValue)
+    {
+        message.push_str(&format!(" (accepted: {})", accepted.join(", ")));
+    }
     output::error(
         true,
         &shepherd_client::CliError::new(ErrorCode::InvalidArgument, message).with_exit(2),

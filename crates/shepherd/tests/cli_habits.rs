@@ -91,6 +91,7 @@ fn a_bad_closed_set_value_is_a_usage_error_before_anything_starts() {
         vec!["spawn", "worker", "--placement", "sideways"],
         vec!["read", "x", "--source", "everything"],
         vec!["run", "worker", "task", "--backend", "foo"],
+        vec!["done", "--status", "maybe"],
     ] {
         let output = world.run(&args);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
@@ -101,6 +102,13 @@ fn a_bad_closed_set_value_is_a_usage_error_before_anything_starts() {
             "{said}"
         );
     }
+    // With `--json` the accepted values stay in the one message.
+    let (exit, code, message) = world.error(&["done", "--status", "maybe"]);
+    assert_eq!((exit, code.as_str()), (2, "invalid_argument"), "{message}");
+    assert_eq!(
+        message,
+        "invalid value 'maybe' for '--status <STATUS>' (accepted: completed, blocked, failed)"
+    );
     let (code, status) = world.json_status(&["broker", "status"]);
     assert_eq!(code, 3, "no broker was started: {status}");
     assert_eq!(status["running"], false);

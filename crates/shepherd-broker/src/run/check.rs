@@ -147,7 +147,7 @@ pub(crate) fn check(
         timeout_minutes,
         backend: params.backend,
         parent_model: params.parent_model.clone(),
-        parent_thinking: params.parent_thinking.clone(),
+        parent_thinking: params.parent_thinking,
         caller: params.caller.clone().unwrap_or_default(),
         pi_command: params.pi_command.clone(),
         keep_pane: settings.keep_open,

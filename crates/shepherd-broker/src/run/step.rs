@@ -150,7 +150,7 @@ async fn start_task(run: &Arc<Run>, index: usize, state: &mut StepState) {
         harness: spec.harness,
         caller: Some(run.spec.caller.clone()),
         parent_model: run.spec.parent_model.clone(),
-        parent_thinking: run.spec.parent_thinking.clone(),
+        parent_thinking: run.spec.parent_thinking,
         pi_command: run.spec.pi_command.clone(),
         session_name: Some(run.plan.session_name.clone())
             .filter(|name| !name.is_empty() && run.spec.fieldnotes),

@@ -249,7 +249,7 @@ pub(crate) fn plan_for(
             params.model.as_deref(),
             params.parent_model.as_deref(),
         ),
-        thinking: def.thinking_for(harness, params.parent_thinking.as_deref()),
+        thinking: def.thinking_for(harness, params.parent_thinking),
         tools: def.tools.clone(),
         instructions: def.system_prompt.clone(),
         replace_system_prompt: def.omit_system_prompt,

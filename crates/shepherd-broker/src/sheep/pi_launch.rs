@@ -16,7 +16,7 @@
 use shepherd_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
-use shepherd_core::agent_def::AgentDef;
+use shepherd_core::agent_def::{AgentDef, ThinkingLevel};
 use shepherd_core::harness::Harness;
 use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::SpawnParams;
@@ -152,14 +152,17 @@ pub(crate) fn launch(
 /// ([`AgentDef::model_for`], [`AgentDef::thinking_for`]): the spawn's model, else the
 /// definition's for pi (`models: {pi: …}`, or `model` when pi is its own harness), else the
 /// parent's; the definition's thinking level, else the parent's.
-pub(crate) fn choices(def: &AgentDef, params: &SpawnParams) -> (Option<String>, Option<String>) {
+pub(crate) fn choices(
+    def: &AgentDef,
+    params: &SpawnParams,
+) -> (Option<String>, Option<ThinkingLevel>) {
     (
         def.model_for(
             Harness::Pi,
             params.model.as_deref(),
             params.parent_model.as_deref(),
         ),
-        def.thinking_for(Harness::Pi, params.parent_thinking.as_deref()),
+        def.thinking_for(Harness::Pi, params.parent_thinking),
     )
 }
 

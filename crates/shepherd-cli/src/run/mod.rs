@@ -106,7 +106,8 @@ pub struct RunArgs {
     /// definition names none.
     #[arg(long, value_name = "PROVIDER/ID")]
     parent_model: Option<String>,
-    /// For integrations: the parent's thinking level, inherited likewise.
+    /// For integrations: the parent's thinking level, inherited likewise (one this Shepherd
+    /// does not know, a newer pi's, is dropped: the sheep runs at its default).
     #[arg(long, value_name = "LEVEL")]
     parent_thinking: Option<String>,
     /// Once the run is over, land its isolated tasks' branches into the branch the project had
@@ -224,7 +225,10 @@ pub fn run(args: &RunArgs, ctx: &Context, printer: &Printer) -> Result<ExitCode,
         sandbox: plan.sandbox,
         user_sandbox: args.sandbox,
         parent_model: args.parent_model.clone(),
-        parent_thinking: args.parent_thinking.clone(),
+        parent_thinking: args
+            .parent_thinking
+            .as_deref()
+            .and_then(shepherd_core::agent_def::ThinkingLevel::parse),
         caller: Some(caller_context()),
         pi_command: None,
         detach: args.detach,

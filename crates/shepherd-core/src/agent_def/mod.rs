@@ -160,7 +160,7 @@ impl<'de> Deserialize<'de> for ModelChoice {
 }
 
 /// A reasoning level pi understands. pi clamps it to what the chosen model supports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     /// No reasoning.
@@ -202,6 +202,25 @@ impl ThinkingLevel {
             Self::Xhigh => "xhigh",
             Self::Max => "max",
         }
+    }
+
+    /// The level named `text` (any case, spaces around it ignored), if Shepherd knows it.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        Self::ALL
+            .into_iter()
+            .find(|level| level.as_str().eq_ignore_ascii_case(text))
+    }
+
+    /// Reads an optional level that comes from elsewhere (a parent pi's own level, a record
+    /// an older Shepherd wrote): a level this Shepherd does not know is no level, so the sheep
+    /// runs at its agent's default instead of failing to start.
+    pub fn deserialize_known<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Self>, D::Error> {
+        Ok(Option::<String>::deserialize(deserializer)?
+            .as_deref()
+            .and_then(Self::parse))
     }
 }
 
@@ -405,10 +424,14 @@ impl AgentDef {
 
     /// The thinking level a sheep of this definition asks for on `harness`: the definition's,
     /// else (pi only) the parent's; `None` leaves it to the harness.
-    pub fn thinking_for(&self, harness: Harness, parent: Option<&str>) -> Option<String> {
+    pub fn thinking_for(
+        &self,
+        harness: Harness,
+        parent: Option<ThinkingLevel>,
+    ) -> Option<ThinkingLevel> {
         match self.thinking {
-            ThinkingChoice::Level(level) => Some(level.as_str().to_owned()),
-            ThinkingChoice::Inherit if harness == Harness::Pi => parent.map(str::to_owned),
+            ThinkingChoice::Level(level) => Some(level),
+            ThinkingChoice::Inherit if harness == Harness::Pi => parent,
             ThinkingChoice::Inherit => None,
         }
     }

@@ -431,10 +431,13 @@ fn a_harness_and_models_per_harness_are_read() {
         Some("p/m")
     );
     assert_eq!(plain.model_for(Harness::Opencode, None, Some("p/m")), None);
-    assert_eq!(plain.thinking_for(Harness::Codex, Some("high")), None);
     assert_eq!(
-        plain.thinking_for(Harness::Pi, Some("high")).as_deref(),
-        Some("high")
+        plain.thinking_for(Harness::Codex, Some(ThinkingLevel::High)),
+        None
+    );
+    assert_eq!(
+        plain.thinking_for(Harness::Pi, Some(ThinkingLevel::High)),
+        Some(ThinkingLevel::High)
     );
 }
 

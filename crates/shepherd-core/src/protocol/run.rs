@@ -71,9 +71,14 @@ pub struct RunSubmitParams {
     /// The parent's model, inherited by pi sheep whose definition names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_model: Option<String>,
-    /// The parent's thinking level, inherited likewise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_thinking: Option<String>,
+    /// The parent's thinking level, inherited likewise (a level this Shepherd does not know is
+    /// dropped, so the sheep runs at its agent's default).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::agent_def::ThinkingLevel::deserialize_known"
+    )]
+    pub parent_thinking: Option<crate::agent_def::ThinkingLevel>,
     /// Where the caller runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,

@@ -43,8 +43,11 @@ pub struct RunSpec {
     pub backend: Option<crate::settings::Backend>,
     #[serde(default)]
     pub parent_model: Option<String>,
-    #[serde(default)]
-    pub parent_thinking: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "crate::agent_def::ThinkingLevel::deserialize_known"
+    )]
+    pub parent_thinking: Option<crate::agent_def::ThinkingLevel>,
     #[serde(default)]
     pub caller: CallerContext,
     #[serde(default)]

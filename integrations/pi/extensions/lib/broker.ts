@@ -40,6 +40,7 @@ export type {
 	SheepStatus,
 	SpawnResult,
 	TaskReport,
+	ThinkingLevel,
 	WorktreeReport,
 } from "./protocol-types.ts";
 

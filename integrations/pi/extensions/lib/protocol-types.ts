@@ -32,6 +32,13 @@ export type Placement = "tab" | "pane_right" | "pane_down" | "workspace";
  */
 export type Harness = "pi" | "claude-code" | "codex" | "gemini" | "opencode";
 /**
+ * A reasoning level pi understands. pi clamps it to what the chosen model supports.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "ThinkingLevel".
+ */
+export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
+/**
  * What a sheep's processes may see and change.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -480,7 +487,6 @@ export type ErrorCode =
 	| "invalid_project"
 	| "invalid_wait"
 	| "invalid_timeout"
-	| "invalid_status"
 	| "not_a_sheep"
 	| "no_note"
 	| "not_pi"
@@ -908,9 +914,10 @@ export interface SpawnParams {
 	 */
 	parentModel?: string | null;
 	/**
-	 * The parent's thinking level, inherited likewise.
+	 * The parent's thinking level, inherited likewise (a level this Shepherd does not know is
+	 * dropped, so the sheep runs at its agent's default).
 	 */
-	parentThinking?: string | null;
+	parentThinking?: ThinkingLevel | null;
 	/**
 	 * The command that runs pi for a pi sheep (the parent's own pi, e.g. `[node, …/cli.js]`),
 	 * so sheep run the same pi as their parent; `SHEPHERD_PI`, when set, wins.
@@ -2796,9 +2803,10 @@ export interface RunSubmitParams {
 	 */
 	parentModel?: string | null;
 	/**
-	 * The parent's thinking level, inherited likewise.
+	 * The parent's thinking level, inherited likewise (a level this Shepherd does not know is
+	 * dropped, so the sheep runs at its agent's default).
 	 */
-	parentThinking?: string | null;
+	parentThinking?: ThinkingLevel | null;
 	/**
 	 * Where the caller runs.
 	 */

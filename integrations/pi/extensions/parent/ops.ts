@@ -6,7 +6,7 @@
  */
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { Harness, Placement, ReadSource, SheepStatus, SpawnResult } from "../lib/broker.ts";
+import type { Harness, Placement, ReadSource, SheepStatus, SpawnResult, ThinkingLevel } from "../lib/broker.ts";
 import { type AgentListed, type AgentListing, type AgentShown, runShepherd, ShepherdError } from "./cli.ts";
 import { callerContext, piCommand, type ParentState } from "./state.ts";
 
@@ -108,15 +108,16 @@ export function agentNeedingApproval(error: unknown): string | undefined {
 }
 
 /** The parent's model (`provider/id`) and thinking level, which sheep whose definitions name
- * none inherit. */
-export function parentChoices(pi: ExtensionAPI, ctx: ExtensionContext): { parentModel?: string; parentThinking?: string } {
+ * none inherit. pi's level goes as pi names it: one Shepherd does not know (a newer pi's) is
+ * dropped by the broker, and the sheep runs at its default. */
+export function parentChoices(pi: ExtensionAPI, ctx: ExtensionContext): { parentModel?: string; parentThinking?: ThinkingLevel } {
 	let thinking: string | undefined;
 	try {
 		thinking = pi.getThinkingLevel?.();
 	} catch {
 		thinking = undefined;
 	}
-	return { parentModel: parentModel(ctx), parentThinking: thinking };
+	return { parentModel: parentModel(ctx), parentThinking: thinking as ThinkingLevel | undefined };
 }
 
 /** The project definition's file, content hash and confinement, as shown in the confirmation
