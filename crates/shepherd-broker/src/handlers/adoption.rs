@@ -14,12 +14,13 @@ use shepherd_core::herd::{ExitInfo, Phase};
 use shepherd_core::ids::AgentId;
 
 use crate::state::broker::Broker;
+use crate::state::store::Store;
 
 /// Gives a surviving sheep's supervisor the adoption grace to reconnect; then ends the sheep.
 /// A sheep that was being closed is closed again once its supervisor is back (or not). A
 /// remote sheep gets as long as its host may stay unreachable.
 pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
-    if crate::sheep::remote_sheep::host_of(broker, &id).is_some() {
+    if crate::sheep::remote_sheep::host_of(&broker.store, &id).is_some() {
         await_remote(broker, id, phase);
         return;
     }
@@ -29,8 +30,8 @@ pub(crate) fn await_adoption(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
 
 /// Gives a remote sheep's supervisor `remoteLinkTimeoutMinutes` to come back through its link.
 pub(crate) fn await_remote(broker: &Arc<Broker>, id: AgentId, phase: Phase) {
-    let grace = broker.settings().remote_link_timeout();
-    let host = crate::sheep::remote_sheep::host_of(broker, &id).unwrap_or_default();
+    let grace = broker.config.settings().remote_link_timeout();
+    let host = crate::sheep::remote_sheep::host_of(&broker.store, &id).unwrap_or_default();
     let reason = format!(
         "ended: host {host} was unreachable for {} (remoteLinkTimeoutMinutes)",
         shown_duration(grace)
@@ -56,7 +57,7 @@ fn await_reconnect(
 ) {
     let broker = broker.clone();
     tokio::spawn(async move {
-        let mut generation = broker.generation.subscribe();
+        let mut generation = broker.store.generation.subscribe();
         let deadline = tokio::time::Instant::now() + grace;
         while !crate::sheep::supervisor_link::is_attached(&broker, &id) {
             tokio::select! {
@@ -75,19 +76,23 @@ fn await_reconnect(
             tracing::warn!("could not confirm that {id} ended: {err}");
         }
         if phase == Phase::Closing {
-            broker.commit(|tx| shepherd_core::herd::closed(tx, &id));
+            broker
+                .store
+                .commit(|tx| shepherd_core::herd::closed(tx, &id));
         } else {
             let exit = ExitInfo {
                 reason: Some(reason),
                 ..ExitInfo::default()
             };
-            broker.commit(|tx| shepherd_core::herd::exited(tx, &id, exit));
+            broker
+                .store
+                .commit(|tx| shepherd_core::herd::exited(tx, &id, exit));
         }
     });
 }
 
 /// Called when a supervisor reports in; adoption waits notice it through the generation.
-pub(crate) fn adopted(broker: &Arc<Broker>, id: &AgentId) {
+pub(crate) fn adopted(store: &Store, id: &AgentId) {
     tracing::debug!("supervisor of {id} reported in");
-    broker.generation.send_modify(|g| *g += 1);
+    store.generation.send_modify(|g| *g += 1);
 }

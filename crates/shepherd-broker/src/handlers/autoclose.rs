@@ -11,26 +11,27 @@ use shepherd_core::ids::{Participant, TaskId};
 use shepherd_core::protocol::CloseParams;
 
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// How long a settled sheep is left before it is closed.
 pub(crate) const AUTO_CLOSE_AFTER: Duration = Duration::from_secs(10);
 
 /// Closes the sheep of `task_id` after the delay, when the settings ask for it then as now.
 pub(crate) fn schedule(broker: &Arc<Broker>, task_id: TaskId) {
-    if !wanted(broker) {
+    if !wanted(&broker.config) {
         return;
     }
     let broker = broker.clone();
-    let due = broker.now() + crate::state::broker::duration_ms(AUTO_CLOSE_AFTER);
+    let due = broker.store.now() + crate::state::broker::duration_ms(AUTO_CLOSE_AFTER);
     tokio::spawn(async move {
         tokio::select! {
-            () = broker.clock.sleep_until(due) => {}
+            () = broker.store.clock.sleep_until(due) => {}
             () = broker.shutdown.cancelled() => return,
         }
-        if !wanted(&broker) {
+        if !wanted(&broker.config) {
             return;
         }
-        let target = broker.read(|herd| {
+        let target = broker.store.read(|herd| {
             let task = herd.tasks.get(&task_id)?;
             let sheep = herd.sheep.get(&task.agent_id)?;
             let latest = herd.tasks.values().rev().find(|t| t.agent_id == sheep.id)?;
@@ -60,7 +61,7 @@ pub(crate) fn schedule(broker: &Arc<Broker>, task_id: TaskId) {
                 ),
             ),
         };
-        broker.commit(|tx| {
+        broker.store.commit(|tx| {
             let notice = Notice {
                 notice,
                 text,
@@ -72,7 +73,7 @@ pub(crate) fn schedule(broker: &Arc<Broker>, task_id: TaskId) {
     });
 }
 
-fn wanted(broker: &Broker) -> bool {
-    let settings = broker.settings();
+fn wanted(config: &BrokerConfig) -> bool {
+    let settings = config.settings();
     !settings.keep_open && !settings.stay_open
 }

@@ -5,7 +5,6 @@
 //! broker and so sits above the dispatcher.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use shepherd_core::herd::Phase;
 use shepherd_core::protocol::{BrokerStatus, StopResult};
@@ -15,7 +14,7 @@ use crate::state::broker::Broker;
 
 /// `broker.status`.
 pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
-    let (live_sheep, open_tasks) = broker.read(|herd| {
+    let (live_sheep, open_tasks) = broker.store.read(|herd| {
         (
             herd.sheep
                 .values()
@@ -33,13 +32,13 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
         project_root: broker.config.address.project_root.display().to_string(),
         pid: std::process::id(),
         socket: broker.config.paths.socket.display().to_string(),
-        journal: broker.journal.path().display().to_string(),
+        journal: broker.store.journal.path().display().to_string(),
         started_at: broker.started_at,
         // The connection asking is not one of the clients it asks about.
-        clients: broker.clients.load(Ordering::SeqCst).saturating_sub(1),
+        clients: broker.connections.clients().saturating_sub(1),
         live_sheep,
         open_tasks,
-        parents: distinct_parents(broker),
+        parents: broker.connections.distinct_parents(),
         notes_written: broker.fieldnotes().notes_written(),
         links: host_links(broker),
     }
@@ -47,7 +46,7 @@ pub(crate) fn status(broker: &Arc<Broker>) -> BrokerStatus {
 
 /// Each host link this broker keeps and where it stands, by host name.
 fn host_links(broker: &Broker) -> Vec<shepherd_core::protocol::HostLinkStatus> {
-    let now = broker.now();
+    let now = broker.store.now();
     let links = broker.remotes.links.lock().expect("links lock");
     let mut shown: Vec<_> = links
         .iter()
@@ -76,25 +75,12 @@ fn host_links(broker: &Broker) -> Vec<shepherd_core::protocol::HostLinkStatus> {
     shown
 }
 
-/// Who drives the herd, each once: one front end holds several connections (an MCP server's
-/// calls and the watch that feeds its inbox), the same process and driver on each.
-fn distinct_parents(broker: &Broker) -> Vec<shepherd_core::protocol::ParentConnection> {
-    let connections = broker.parents.lock().expect("parents lock");
-    let mut distinct: Vec<shepherd_core::protocol::ParentConnection> = Vec::new();
-    for parent in connections.values() {
-        if !distinct.contains(parent) {
-            distinct.push(parent.clone());
-        }
-    }
-    distinct
-}
-
 /// `broker.stop`, once its merges are cancelled (`land::stop_all`, which the caller runs
 /// first): cancels every run and closes every sheep. The server stops the broker once this
 /// answer is written (a run's report is written by the next broker, which finishes the
 /// cancelled run).
 pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<StopResult> {
-    let open: Vec<String> = broker.read(|herd| {
+    let open: Vec<String> = broker.store.read(|herd| {
         herd.runs
             .values()
             .filter(|run| !run.is_finished())
@@ -102,6 +88,7 @@ pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<StopResult> {
             .collect()
     });
     broker
+        .store
         .commit_durable(|tx| {
             for run_id in &open {
                 shepherd_core::herd::cancel_run(tx, run_id, "the broker was stopped");
@@ -109,7 +96,7 @@ pub(crate) async fn stop(broker: &Arc<Broker>) -> BrokerResult<StopResult> {
             Ok(())
         })
         .await?;
-    let live: Vec<_> = broker.read(|herd| {
+    let live: Vec<_> = broker.store.read(|herd| {
         herd.sheep
             .values()
             .filter(|s| !matches!(s.phase, Phase::Closed))

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::store::Store;
 
 /// How long a sheep gets to end after being asked.
 const TERMINATE_GRACE: Duration = Duration::from_secs(3);
@@ -26,7 +27,7 @@ const CLOSE_BUDGET: Duration = Duration::from_secs(10);
 /// Runs `close`. Closing a sheep that is closed already is a no-op that says so, on every
 /// backend.
 pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerResult<CloseResult> {
-    let closed = broker.read(|herd| {
+    let closed = broker.store.read(|herd| {
         herd.sheep_by_text(&params.id).map(|s| {
             (s.phase == Phase::Closed).then(|| {
                 let released = s.worktree.as_ref().and_then(|w| w.released.clone());
@@ -42,7 +43,7 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
             worktree,
         });
     }
-    let last_task = broker.read(|herd| {
+    let last_task = broker.store.read(|herd| {
         let id = herd.sheep_by_text(&params.id).ok()?.id.clone();
         herd.tasks
             .values()
@@ -52,13 +53,14 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
     });
     if let Some(task) = &last_task {
         // Nothing reads or ends a pi sheep while it can still be writing its last words.
-        crate::sheep::pi::await_output(broker, task, crate::sheep::pi::OUTPUT_GRACE).await;
+        crate::sheep::pi::await_output(&broker.store, task, crate::sheep::pi::OUTPUT_GRACE).await;
     }
-    let (id, display, active) = broker.read(|herd| {
+    let (id, display, active) = broker.store.read(|herd| {
         herd.sheep_by_text(&params.id)
             .map(|s| (s.id.clone(), s.display_name(), s.active_task.clone()))
     })?;
     broker
+        .store
         .commit_durable(|tx| Ok(shepherd_core::herd::begin_close(tx, &id)))
         .await?;
     end_sheep(broker, &id, params.keep_pane).await.map_err(|err| {
@@ -71,15 +73,16 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
         )
     })?;
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::closed(tx, &id);
             Ok(())
         })
         .await?;
-    let cancelled = active.and_then(|task| broker.read(|herd| herd.task_report(&task)));
+    let cancelled = active.and_then(|task| broker.store.read(|herd| herd.task_report(&task)));
     let worktree = crate::sheep::isolation::release(broker, &id, true).await;
     // A sheep that took a task over from this one (its fallback) belongs to it.
-    for taken_over in taken_over_from(broker, &id) {
+    for taken_over in taken_over_from(&broker.store, &id) {
         let params = CloseParams {
             id: taken_over.to_string(),
             keep_pane: params.keep_pane,
@@ -97,8 +100,8 @@ pub(crate) async fn close(broker: &Arc<Broker>, params: CloseParams) -> BrokerRe
 }
 
 /// The live sheep that took tasks over from `agent_id` (its fallbacks).
-fn taken_over_from(broker: &Broker, agent_id: &AgentId) -> Vec<AgentId> {
-    broker.read(|herd| {
+fn taken_over_from(store: &Store, agent_id: &AgentId) -> Vec<AgentId> {
+    store.read(|herd| {
         herd.tasks
             .values()
             .filter(|t| {
@@ -160,14 +163,15 @@ pub(crate) async fn end_sheep(
         let _exited =
             tokio::time::timeout(TERMINATE_GRACE + Duration::from_secs(2), exited_rx).await;
     }
-    let record = crate::sheep::launch_record::current_launch(broker, id);
+    let record = crate::sheep::launch_record::current_launch(&broker.store, id);
     let kind = broker
+        .store
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .ok_or_else(|| EndError::UnknownSheep(id.clone()))?;
     let backend =
         crate::sheep::remote_sheep::backend_of(broker, id, kind).map_err(EndError::Backend)?;
     // A remote sheep's pane is its host's: the host checks who made it.
-    let local = crate::sheep::remote_sheep::host_of(broker, id).is_none();
+    let local = crate::sheep::remote_sheep::host_of(&broker.store, id).is_none();
     if let Some(pane) = record.pane.as_ref().filter(|_| local) {
         let identity = &broker.config.address.identity;
         let project = broker.config.address.project_root.display().to_string();
@@ -191,7 +195,7 @@ pub(crate) async fn end_sheep(
 /// more (exited or failed to start) are recorded closed; then this herd's registered panes that
 /// are gone are forgotten. Anything whose presence is unknown is kept.
 pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
-    let candidates: Vec<(AgentId, BackendKind)> = broker.read(|herd| {
+    let candidates: Vec<(AgentId, BackendKind)> = broker.store.read(|herd| {
         herd.sheep
             .values()
             .filter(|s| matches!(s.phase, Phase::Exited | Phase::Failed))
@@ -200,7 +204,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
     });
     let mut pruned = 0;
     for (id, kind) in candidates {
-        let record = crate::sheep::launch_record::current_launch(broker, &id);
+        let record = crate::sheep::launch_record::current_launch(&broker.store, &id);
         let Ok(backend) = crate::sheep::remote_sheep::backend_of(broker, &id, kind) else {
             continue;
         };
@@ -212,6 +216,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
             continue;
         }
         broker
+            .store
             .commit_durable(|tx| {
                 shepherd_core::herd::closed(tx, &id);
                 Ok(())
@@ -227,7 +232,7 @@ pub(crate) async fn prune(broker: &Arc<Broker>) -> BrokerResult<PruneResult> {
         pruned += 1;
     }
     pruned += prune_registry(broker).await?;
-    let remaining = broker.read(|herd| {
+    let remaining = broker.store.read(|herd| {
         herd.sheep
             .values()
             .filter(|s| s.phase != Phase::Closed)

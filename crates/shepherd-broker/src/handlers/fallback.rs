@@ -28,15 +28,19 @@ use shepherd_core::settings::Backend;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::store::Store;
 
 /// After a sheep's run ended on a limit: when the limit lasts past `fallbackAfterMinutes` and
 /// the sheep's agent names a fallback, the task goes to it (in the background); when it may
 /// yet, it is considered again once it has waited that long.
 pub(crate) fn consider(broker: &Arc<Broker>, agent_id: &AgentId) {
-    let after = broker.settings().fallback_after();
+    let after = broker.config.settings().fallback_after();
     let after_ms = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
-    let now = broker.now();
-    let task_id = match broker.read(|herd| herd.fallback_due(agent_id, after_ms, now)) {
+    let now = broker.store.now();
+    let task_id = match broker
+        .store
+        .read(|herd| herd.fallback_due(agent_id, after_ms, now))
+    {
         None => return,
         Some(FallbackDue::At(task_id, at)) => return later(broker, agent_id, task_id, at),
         Some(FallbackDue::Now(task_id)) => task_id,
@@ -78,7 +82,7 @@ fn later(broker: &Arc<Broker>, agent_id: &AgentId, task_id: TaskId, at: i64) {
     let agent_id = agent_id.clone();
     tokio::spawn(async move {
         tokio::select! {
-            () = broker.clock.sleep_until(at) => {}
+            () = broker.store.clock.sleep_until(at) => {}
             () = broker.shutdown.cancelled() => return,
         }
         broker
@@ -92,7 +96,7 @@ fn later(broker: &Arc<Broker>, agent_id: &AgentId, task_id: TaskId, at: i64) {
 
 /// Every sheep that waits on a lasting limit is considered again (after a restart).
 pub(crate) fn consider_all(broker: &Arc<Broker>) {
-    let waiting: Vec<AgentId> = broker.read(|herd| {
+    let waiting: Vec<AgentId> = broker.store.read(|herd| {
         herd.tasks
             .values()
             .filter(|t| t.limit.is_some() && !t.state.is_terminal())
@@ -105,7 +109,7 @@ pub(crate) fn consider_all(broker: &Arc<Broker>) {
 }
 
 async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> BrokerResult<()> {
-    let first = broker.read(|herd| {
+    let first = broker.store.read(|herd| {
         herd.sheep.get(from).map(|s| {
             (
                 s.agent.clone(),
@@ -119,7 +123,7 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
     let Some((agent, label, backend, cwd, recipe)) = first else {
         return Ok(());
     };
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     let def = shepherd_config::resolve_agent(
         &broker.config.dirs,
         &broker.config.address.project_root,
@@ -137,7 +141,7 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
     let mut last_error = None;
     for (index, fallback) in def.fallback.iter().enumerate() {
         let params = fallback_params(&recipe, fallback, &label, backend, &cwd);
-        if held(broker, &def, fallback, &params) {
+        if held(&broker.store, &def, fallback, &params) {
             continue;
         }
         let rid = format!("fallback/{task_id}/{}", index + 1);
@@ -156,6 +160,7 @@ async fn fall_back(broker: &Arc<Broker>, task_id: &TaskId, from: &AgentId) -> Br
         };
         let to = spawned.agent_id;
         let moved = broker
+            .store
             .commit_durable(|tx| {
                 Ok(shepherd_core::herd::fallback::fall_back(
                     tx, task_id, from, &to,
@@ -206,14 +211,14 @@ fn fallback_params(
 
 /// Whether the fallback's own provider key is limited right now, so it would only wait too
 /// (a fallback whose credential is not set is left to its spawn, which says why).
-fn held(broker: &Broker, def: &AgentDef, fallback: &Fallback, params: &SpawnParams) -> bool {
+fn held(store: &Store, def: &AgentDef, fallback: &Fallback, params: &SpawnParams) -> bool {
     let key = crate::sheep::provider_limits::key_for(
         Runtime::Agent(fallback.harness),
         def,
         params,
         params.host.as_deref(),
     );
-    matches!(key, Ok(Some(key)) if broker.read(|herd| herd.limiters.contains_key(&key)))
+    matches!(key, Ok(Some(key)) if store.read(|herd| herd.limiters.contains_key(&key)))
 }
 
 #[cfg(test)]

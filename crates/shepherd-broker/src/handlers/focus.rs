@@ -17,7 +17,7 @@ use crate::state::broker::Broker;
 
 /// Runs `focus`.
 pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerResult<FocusResult> {
-    let (id, display_name, kind) = broker.read(|herd| {
+    let (id, display_name, kind) = broker.store.read(|herd| {
         let sheep = herd.sheep_by_text(&params.id)?;
         if !sheep.holds_resources() {
             return Err(BrokerError::new(
@@ -31,7 +31,7 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
         }
         Ok((sheep.id.clone(), sheep.display_name(), sheep.backend))
     })?;
-    if let Some(host) = crate::sheep::remote_sheep::host_of(broker, &id) {
+    if let Some(host) = crate::sheep::remote_sheep::host_of(&broker.store, &id) {
         return Err(BrokerError::new(
             ErrorCode::NoPane,
             format!(
@@ -40,7 +40,7 @@ pub(crate) async fn focus(broker: &Arc<Broker>, params: FocusParams) -> BrokerRe
             ),
         ));
     }
-    let record = crate::sheep::launch_record::current_launch(broker, &id);
+    let record = crate::sheep::launch_record::current_launch(&broker.store, &id);
     let pane = record.pane.clone().ok_or_else(|| {
         BrokerError::new(
             ErrorCode::NoPane,

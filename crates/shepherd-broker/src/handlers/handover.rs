@@ -24,10 +24,10 @@ use crate::state::broker::Broker;
 
 /// Hands an accepted task over (idempotent): reserves or finds its note and starts it.
 pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerResult<()> {
-    let Some((handover, request)) = broker.read(|herd| note_request(herd, task_id)) else {
+    let Some((handover, request)) = broker.store.read(|herd| note_request(herd, task_id)) else {
         return Ok(());
     };
-    let (mut content, continues, fell_back) = broker.read(|herd| {
+    let (mut content, continues, fell_back) = broker.store.read(|herd| {
         herd.tasks
             .get(task_id)
             .map(|t| {
@@ -59,8 +59,9 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
         ));
     }
     let remote = broker
+        .store
         .read(|herd| herd.tasks.get(task_id).map(|t| t.agent_id.clone()))
-        .and_then(|id| crate::sheep::remote_sheep::host_of(broker, &id))
+        .and_then(|id| crate::sheep::remote_sheep::host_of(&broker.store, &id))
         .and_then(|host| {
             let link = crate::sheep::remote_sheep::link(broker, &host).ok()?;
             Some((host, link.def.project_path.clone()))
@@ -97,6 +98,7 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
                 }
                 Err(err) => {
                     broker
+                        .store
                         .commit_durable(|tx| {
                             shepherd_core::herd::withdraw(tx, task_id);
                             Ok(())
@@ -120,6 +122,7 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
         &crate::state::broker::unique(),
     );
     broker
+        .store
         .commit_durable(|tx| {
             let state = tx.herd().tasks.get(task_id).map(|t| t.state);
             match state {
@@ -154,8 +157,9 @@ pub(crate) async fn hand_over(broker: &Arc<Broker>, task_id: &TaskId) -> BrokerR
 /// The first note of a task that fell back is final from now on, linking the note that goes
 /// on with it.
 async fn finalize_first_note(broker: &Arc<Broker>, task_id: &TaskId, next: &NoteLink) {
-    let job =
-        broker.read(|herd| crate::fieldnotes::FinalizeJob::for_fallen_back(herd, task_id, next));
+    let job = broker
+        .store
+        .read(|herd| crate::fieldnotes::FinalizeJob::for_fallen_back(herd, task_id, next));
     let Some(job) = job else { return };
     let fieldnotes = broker.fieldnotes();
     match tokio::task::spawn_blocking(move || fieldnotes.finalize(&job)).await {
@@ -167,7 +171,7 @@ async fn finalize_first_note(broker: &Arc<Broker>, task_id: &TaskId, next: &Note
 
 /// The note a resumed sheep's first task continues gets a link to the task's new note.
 async fn link_continuation(broker: &Arc<Broker>, previous: &NoteLink, next: &NoteLink) {
-    let old_task = broker.read(|herd| {
+    let old_task = broker.store.read(|herd| {
         herd.tasks
             .values()
             .rev()

@@ -24,7 +24,7 @@ const COALESCE: Duration = Duration::from_millis(20);
 /// Runs `herd.subscribe`: answers with the herd now; later views are pushed as `herd` events
 /// (once per connection however often it subscribes).
 pub(crate) fn subscribe(broker: &Arc<Broker>, session: &Arc<Session>) -> BrokerResult<HerdResult> {
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     generation.borrow_and_update();
     let now = crate::handlers::parent::herd(broker)?;
     if session.follows_herd.swap(true, Ordering::SeqCst) {

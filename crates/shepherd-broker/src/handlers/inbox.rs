@@ -29,11 +29,11 @@ pub(crate) async fn inbox(
     params: InboxParams,
 ) -> BrokerResult<InboxResult> {
     let who = participant(session)?;
-    let mut signal = broker.inbox_signal(&who);
+    let mut signal = broker.store.inbox_signal(&who);
     let deadline = tokio::time::Instant::now() + Duration::from_millis(params.wait_ms);
     loop {
         signal.borrow_and_update();
-        let items = broker.read(|herd| herd.pending_items(&who));
+        let items = broker.store.read(|herd| herd.pending_items(&who));
         if !items.is_empty() || tokio::time::Instant::now() >= deadline {
             handed_out(broker, &who, &items).await?;
             let items = crate::sheep::remote_sheep::for_host(broker, session, items);
@@ -59,6 +59,7 @@ async fn handed_out(
     match items.last() {
         Some(last) => {
             broker
+                .store
                 .commit_durable(|tx| {
                     shepherd_core::herd::delivered(tx, who, last.seq);
                     if let Participant::Sheep(id) = who {
@@ -68,7 +69,7 @@ async fn handed_out(
                 })
                 .await
         }
-        None => broker.durable_now().await,
+        None => broker.store.durable_now().await,
     }
 }
 
@@ -80,6 +81,7 @@ pub(crate) async fn ack(
 ) -> BrokerResult<OkResult> {
     let who = participant(session)?;
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::ack(tx, &who, params.seq);
             Ok(())
@@ -97,12 +99,13 @@ pub(crate) async fn subscribe(
     let who = participant(session)?;
     let broker = broker.clone();
     let session = session.clone();
-    let mut signal = broker.inbox_signal(&who);
+    let mut signal = broker.store.inbox_signal(&who);
     tokio::spawn(async move {
         let mut last_pushed = 0;
         loop {
             signal.borrow_and_update();
             let items: Vec<_> = broker
+                .store
                 .read(|herd| herd.pending_items(&who))
                 .into_iter()
                 .filter(|item| item.seq > last_pushed)

@@ -16,6 +16,7 @@ use shepherd_core::protocol::{
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::{Broker, duration_ms};
 use crate::state::session::Session;
+use crate::state::store::Store;
 
 /// Minutes as given by a caller, checked and turned into milliseconds.
 pub(crate) fn timeout_ms(minutes: f64) -> BrokerResult<i64> {
@@ -54,23 +55,29 @@ pub(crate) async fn delegate(
     placed: RunNote,
     rid: Option<&str>,
 ) -> BrokerResult<DelegateResult> {
-    if let Some(task_id) =
-        rid.and_then(|rid| broker.read(|h| h.task_by_request(rid).map(|t| t.id.clone())))
-    {
+    if let Some(task_id) = rid.and_then(|rid| {
+        broker
+            .store
+            .read(|h| h.task_by_request(rid).map(|t| t.id.clone()))
+    }) {
         crate::handlers::handover::hand_over(broker, &task_id).await?;
-        return broker.read(|herd| crate::handlers::handover::delegate_result(herd, &task_id));
+        return broker
+            .store
+            .read(|herd| crate::handlers::handover::delegate_result(herd, &task_id));
     }
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     let timeout_ms = timeout_ms(params.timeout.unwrap_or(settings.timeout_minutes))?;
     let mode = placed.mode;
     let task_id = TaskId::mint(
         &broker.config.address.namespace,
         &crate::state::broker::unique(),
     );
-    let agent_id = broker.read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
+    let agent_id = broker
+        .store
+        .read(|herd| herd.sheep_by_text(&params.target).map(|s| s.id.clone()));
     let stall_after_ms = crate::sheep::controls::stall_ms(params.stall, &settings)?;
     if let Ok(agent_id) = &agent_id {
-        let (harness, own, who) = broker.read(|herd| {
+        let (harness, own, who) = broker.store.read(|herd| {
             let sheep = &herd.sheep[agent_id];
             (
                 crate::sheep::harness::Controls::of(sheep.runtime)
@@ -120,10 +127,13 @@ pub(crate) async fn delegate(
         stall_after_ms,
     };
     broker
+        .store
         .commit_durable(|tx| shepherd_core::herd::delegate(tx, input))
         .await?;
     crate::handlers::handover::hand_over(broker, &task_id).await?;
-    broker.read(|herd| crate::handlers::handover::delegate_result(herd, &task_id))
+    broker
+        .store
+        .read(|herd| crate::handlers::handover::delegate_result(herd, &task_id))
 }
 
 /// Builds a herd message from protocol parameters.
@@ -132,7 +142,7 @@ pub(crate) fn message_input(
     sender: Participant,
     params: MessageParams,
 ) -> BrokerResult<MessageInput> {
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     Ok(MessageInput {
         message_id: MessageId::mint(
             &broker.config.address.namespace,
@@ -157,6 +167,7 @@ pub(crate) async fn send_message(
     rid: Option<&str>,
 ) -> BrokerResult<MessageResult> {
     broker
+        .store
         .commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::send(tx, input)?;
             Ok(MessageResult {
@@ -195,6 +206,7 @@ pub(crate) async fn watch(
         &crate::state::broker::unique(),
     );
     broker
+        .store
         .commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::watch(tx, watcher_id, &ids)?;
             Ok(WatchResult {
@@ -215,12 +227,12 @@ pub(crate) async fn wait(
     params: WaitParams,
 ) -> BrokerResult<WaitResult> {
     let ids = params.id.into_vec();
-    let task_ids = broker.read(|herd| herd.resolve_task_ids(&ids))?;
+    let task_ids = broker.store.read(|herd| herd.resolve_task_ids(&ids))?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(params.timeout_ms);
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     loop {
         generation.borrow_and_update();
-        let (settled, pending) = broker.read(|herd| {
+        let (settled, pending) = broker.store.read(|herd| {
             let mut settled = Vec::new();
             let mut pending = Vec::new();
             for id in &task_ids {
@@ -239,18 +251,18 @@ pub(crate) async fn wait(
                     .saturating_duration_since(tokio::time::Instant::now())
                     .min(crate::sheep::pi::OUTPUT_GRACE);
                 for report in &settled {
-                    crate::sheep::pi::await_output(broker, &report.task_id, grace).await;
+                    crate::sheep::pi::await_output(&broker.store, &report.task_id, grace).await;
                 }
-                let settled = broker.read(|herd| {
+                let settled = broker.store.read(|herd| {
                     settled
                         .iter()
                         .filter_map(|r| herd.task_report(&r.task_id))
                         .collect()
                 });
-                broker.durable_now().await?;
+                broker.store.durable_now().await?;
                 return Ok(WaitResult { settled, pending });
             }
-            broker.durable_now().await?;
+            broker.store.durable_now().await?;
             return Ok(WaitResult { settled, pending });
         }
         tokio::select! {
@@ -273,7 +285,7 @@ pub(crate) fn status(
         return crate::handlers::receipts::status(broker, session, &message_id)
             .map(|receipt| StatusResult::Message(Box::new(receipt)));
     }
-    let now = broker.now();
+    let now = broker.store.now();
     let own = match session.role {
         Role::Sheep => Some(session.sheep()?.to_string()),
         _ => None,
@@ -289,7 +301,7 @@ pub(crate) fn status(
     };
     match id {
         Some(id) => {
-            let mut status = broker.read(|herd| {
+            let mut status = broker.store.read(|herd| {
                 let sheep = herd.sheep_by_text(&id)?;
                 let mut status = herd.status_of(sheep, now);
                 status.messages = herd.receipts_to(&Participant::Sheep(sheep.id.clone()));
@@ -299,7 +311,7 @@ pub(crate) fn status(
             Ok(StatusResult::One(Box::new(status)))
         }
         None => {
-            let mut sheep = broker.read(|herd| herd.herd_view(now, false));
+            let mut sheep = broker.store.read(|herd| herd.herd_view(now, false));
             crate::sheep::remote_sheep::overlay_links(broker, &mut sheep);
             Ok(StatusResult::All(HerdResult {
                 sheep,
@@ -313,8 +325,8 @@ pub(crate) fn status(
 /// the last line each sheep printed where a supervisor reported it and what each open task's
 /// turns used so far.
 pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
-    let now = broker.now();
-    let mut view = broker.read(|herd| HerdResult {
+    let now = broker.store.now();
+    let mut view = broker.store.read(|herd| HerdResult {
         sheep: herd.herd_view(now, false),
         now: Some(now),
         settled: herd.settled_view(),
@@ -327,8 +339,8 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
 }
 
 /// Runs `resolve`: the full id a person's short name stands for.
-pub(crate) fn resolve(broker: &Arc<Broker>, params: &ResolveParams) -> BrokerResult<ResolveResult> {
-    let found = broker.read(|herd| match params.kind {
+pub(crate) fn resolve(store: &Store, params: &ResolveParams) -> BrokerResult<ResolveResult> {
+    let found = store.read(|herd| match params.kind {
         ResolveKind::Sheep => herd
             .resolve_sheep(&params.text)
             .map(|r| resolved(r, ToString::to_string)),
@@ -379,7 +391,7 @@ pub(crate) async fn read(broker: &Arc<Broker>, params: ReadParams) -> BrokerResu
     }
     let source = params.source.unwrap_or_default();
     let lines = params.lines.unwrap_or(40).clamp(1, 10_000);
-    let (id, kind, runtime) = broker.read(|herd| {
+    let (id, kind, runtime) = broker.store.read(|herd| {
         read_target(herd, &params.target)
             .map(|s| (s.id.clone(), s.backend, s.runtime))
             .ok_or_else(|| {

@@ -21,6 +21,7 @@ pub(crate) fn status(
 ) -> BrokerResult<MessageReceipt> {
     let asker = session.participant();
     let receipt = broker
+        .store
         .read(|herd| herd.message_receipt(message_id))
         .filter(|receipt| match &asker {
             Some(Participant::Sheep(me)) => {

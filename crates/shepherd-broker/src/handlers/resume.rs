@@ -27,7 +27,9 @@ pub(crate) async fn resume(
     params: ResumeParams,
     rid: Option<&str>,
 ) -> BrokerResult<SpawnResult> {
-    let sheep = broker.read(|herd| herd.sheep_by_text(&params.id).cloned())?;
+    let sheep = broker
+        .store
+        .read(|herd| herd.sheep_by_text(&params.id).cloned())?;
     let recipe_params = || -> SpawnParams {
         sheep.recipe.clone().unwrap_or_else(|| SpawnParams {
             agent: sheep.agent.clone(),
@@ -84,7 +86,7 @@ pub(crate) async fn resume(
     let mut spawn = recipe_params();
     spawn.caller = params.caller.clone();
     spawn.backend = params.backend.or(Some(sheep.backend.into()));
-    let isolated = broker.read(|herd| {
+    let isolated = broker.store.read(|herd| {
         herd.sheep.get(&sheep.id).and_then(|s| match &s.worktree {
             Some(SheepWorktree {
                 made: MadeWorktree::Here(made),
@@ -114,9 +116,10 @@ pub(crate) async fn resume(
         token_digest: crate::state::auth::digest(&credentials.token),
         supervisor_digest: Some(crate::state::auth::digest(&credentials.supervisor)),
         request_id: rid.map(str::to_owned),
-        max_sheep: broker.settings().max_sheep(),
+        max_sheep: broker.config.settings().max_sheep(),
     };
     if let Err(err) = broker
+        .store
         .commit_durable(|tx| shepherd_core::herd::reopen(tx, reopen))
         .await
     {
@@ -132,7 +135,7 @@ pub(crate) async fn resume(
     let fieldnote =
         crate::handlers::spawn::fieldnote_session(broker, &spawn, broker.fieldnotes_on().await?)
             .await?;
-    broker.read(|herd| {
+    broker.store.read(|herd| {
         let sheep = herd.sheep.get(&sheep.id).ok_or_else(|| {
             BrokerError::new(ErrorCode::Internal, format!("sheep {} vanished", sheep.id))
         })?;

@@ -15,6 +15,7 @@ use shepherd_core::protocol::{
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
 use crate::state::session::Session;
+use crate::state::store::Store;
 
 /// Runs `tell`: a sheep messages the parent or a herd-mate.
 pub(crate) async fn tell(
@@ -25,17 +26,17 @@ pub(crate) async fn tell(
 ) -> BrokerResult<MessageResult> {
     let sender = Participant::Sheep(session.sheep()?.clone());
     let mut params = params;
-    params.target = broker.read(|herd| herd.mate_target(&params.target))?;
+    params.target = broker.store.read(|herd| herd.mate_target(&params.target))?;
     let input = crate::handlers::parent::message_input(broker, sender, params)?;
     crate::handlers::parent::send_message(broker, input, rid).await
 }
 
 /// Runs `herd.mates`: the herd as the asking sheep may see it (see
 /// [`shepherd_core::herd::HerdMate`]).
-pub(crate) fn mates(broker: &Arc<Broker>, session: &Session) -> BrokerResult<HerdMatesResult> {
+pub(crate) fn mates(store: &Store, session: &Session) -> BrokerResult<HerdMatesResult> {
     let me = session.sheep()?.clone();
-    let now = broker.now();
-    let mates = broker.read(|herd| herd.mates_view(&me, now));
+    let now = store.now();
+    let mates = store.read(|herd| herd.mates_view(&me, now));
     Ok(HerdMatesResult {
         agent_id: me,
         mates,
@@ -59,7 +60,7 @@ pub(crate) async fn done(
         summary: params.summary,
     };
     broker
-        .commit_reply(rid, |tx| {
+        .store.commit_reply(rid, |tx| {
             let outcome = shepherd_core::herd::done(tx, input)?;
             let (task_id, duplicate, supplied) = match outcome {
                 DoneOutcome::Settled {
@@ -104,8 +105,9 @@ pub(crate) async fn report(
             // The run's first model response, reported as it shows rather than when the next
             // one begins: a key letting its sheep go after a reset lets the next round go now,
             // not a whole turn (a tool call, another request) later.
-            if broker.read(|herd| herd.awaits_answer(&sender)) {
+            if broker.store.read(|herd| herd.awaits_answer(&sender)) {
                 broker
+                    .store
                     .commit_reply(rid, |tx| {
                         shepherd_core::herd::limits::progressed(tx, &sender);
                         Ok(OkResult::ACK)
@@ -117,6 +119,7 @@ pub(crate) async fn report(
         ReportEvent::RiddenOut => {
             if let Some(ridden) = &params.ridden_out {
                 broker
+                    .store
                     .commit_reply(rid, |tx| {
                         shepherd_core::herd::limits::ridden_out(tx, &sender, ridden);
                         Ok(OkResult::ACK)
@@ -133,7 +136,7 @@ pub(crate) async fn report(
                 .filter(|_| params.stop_reason.as_deref() == Some("error"))
                 .and_then(|error| {
                     crate::sheep::provider_limits::signal_of(
-                        broker,
+                        &broker.store,
                         &sender,
                         error,
                         params.retry_after_ms,
@@ -146,9 +149,10 @@ pub(crate) async fn report(
     };
     let settled = matches!(report, RunReport::Settled { .. });
     let limited = matches!(report, RunReport::Settled { limit: Some(_), .. });
-    let budget = broker.settings().done_nudges;
-    let waits = crate::sheep::provider_limits::waits(broker);
+    let budget = broker.config.settings().done_nudges;
+    let waits = crate::sheep::provider_limits::waits(&broker.config);
     broker
+        .store
         .commit_reply(rid, |tx| {
             shepherd_core::herd::report_with(tx, &sender, report, budget, &waits);
             Ok(OkResult::ACK)
@@ -176,7 +180,9 @@ async fn turn(
 ) -> BrokerResult<OkResult> {
     let mut usage = params.usage.unwrap_or_default();
     usage.turns = 1;
-    let open = broker.read(|herd| herd.sheep.get(sender).and_then(|s| s.active_task.clone()));
+    let open = broker
+        .store
+        .read(|herd| herd.sheep.get(sender).and_then(|s| s.active_task.clone()));
     if let Some(task) = &open {
         crate::sheep::live_usage::count(broker, sender, task, &usage);
     }
@@ -186,6 +192,7 @@ async fn turn(
         return Ok(OkResult::ACK);
     }
     broker
+        .store
         .commit_reply(rid, |tx| {
             let reached = shepherd_core::herd::usage(tx, sender, usage);
             Ok(match reached {

@@ -27,7 +27,9 @@ pub(crate) async fn started(
     check_reported_pids(session, &params)?;
     // A sheep already recorded as ended (its supervisor came back too late) is not taken back:
     // its supervisor hears so and ends it.
-    let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
+    let phase = broker
+        .store
+        .read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
     if !phase
         .as_ref()
         .is_some_and(crate::sheep::supervisor_link::may_be_running)
@@ -43,11 +45,11 @@ pub(crate) async fn started(
         limits: params.limits.clone(),
         ..LaunchRecord::default()
     };
-    crate::sheep::launch_record::merge_launch(broker, &id, &update);
+    crate::sheep::launch_record::merge_launch(&broker.store, &id, &update);
     // A command sheep is ready once its program runs; a coding agent once it reports in
     // (`report ready`): pi's extension once pi loaded it, another agent's driver once the agent
     // can take input.
-    let reports = broker.read(|herd| {
+    let reports = broker.store.read(|herd| {
         herd.sheep
             .get(&id)
             .is_some_and(|s| s.runtime.reports_runs())
@@ -55,7 +57,7 @@ pub(crate) async fn started(
     if !reports {
         mark_ready(broker, &id).await?;
     }
-    crate::handlers::adoption::adopted(broker, &id);
+    crate::handlers::adoption::adopted(&broker.store, &id);
     Ok(OkResult::ACK)
 }
 
@@ -93,8 +95,8 @@ pub(crate) async fn mark_ready(
     broker: &Arc<Broker>,
     id: &shepherd_core::ids::AgentId,
 ) -> BrokerResult<()> {
-    let committed = broker.commit(|tx| shepherd_core::herd::ready(tx, id));
-    broker.durable(committed.pos).await?;
+    let committed = broker.store.commit(|tx| shepherd_core::herd::ready(tx, id));
+    broker.store.durable(committed.pos).await?;
     let waiter = broker
         .links
         .lock()
@@ -122,7 +124,7 @@ pub(crate) async fn exited(
         tail_of(
             broker,
             &id,
-            &crate::sheep::launch_record::current_launch(broker, &id),
+            &crate::sheep::launch_record::current_launch(&broker.store, &id),
         )
     } else {
         params.tail
@@ -177,16 +179,18 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
         notify_exit_waiters(broker, &id);
         return;
     }
-    if crate::sheep::remote_sheep::host_of(broker, &id).is_some() {
+    if crate::sheep::remote_sheep::host_of(&broker.store, &id).is_some() {
         // A remote supervisor's connection drops with its link; the supervisor keeps its sheep
         // and reconnects when the link returns. It gets as long as a host may stay unreachable.
-        let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
+        let phase = broker
+            .store
+            .read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
         if let Some(phase) = phase.filter(crate::sheep::supervisor_link::may_be_running) {
             crate::handlers::adoption::await_remote(broker, id, phase);
         }
         return;
     }
-    let record = crate::sheep::launch_record::current_launch(broker, &id);
+    let record = crate::sheep::launch_record::current_launch(&broker.store, &id);
     // A process killed outright closes its sockets a moment before it is gone: give it that
     // moment before deciding it lives on.
     let supervisor_alive = match record.supervisor_pid {
@@ -201,7 +205,9 @@ pub(crate) async fn connection_closed(broker: &Arc<Broker>, session: &Session) {
         None => false,
     };
     if supervisor_alive {
-        let phase = broker.read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
+        let phase = broker
+            .store
+            .read(|herd| herd.sheep.get(&id).map(|s| s.phase.clone()));
         if let Some(phase) = phase.filter(crate::sheep::supervisor_link::may_be_running) {
             crate::handlers::adoption::await_adoption(broker, id, phase);
         }
@@ -238,8 +244,10 @@ async fn record_exit(
             let _spawn_gone = waiter.send(Err(exit));
         }
         None => {
-            let committed = broker.commit(|tx| shepherd_core::herd::exited(tx, id, exit));
-            broker.durable(committed.pos).await?;
+            let committed = broker
+                .store
+                .commit(|tx| shepherd_core::herd::exited(tx, id, exit));
+            broker.store.durable(committed.pos).await?;
         }
     }
     notify_exit_waiters(broker, id);
@@ -261,6 +269,7 @@ fn notify_exit_waiters(broker: &Broker, id: &shepherd_core::ids::AgentId) {
 
 fn tail_of(broker: &Broker, id: &shepherd_core::ids::AgentId, record: &LaunchRecord) -> String {
     broker
+        .store
         .read(|herd| herd.sheep.get(id).map(|s| s.backend))
         .and_then(|kind| crate::sheep::remote_sheep::backend_of(broker, id, kind).ok())
         .and_then(|backend| {

@@ -39,7 +39,7 @@ pub(super) async fn turn(
     cancel: &CancellationToken,
     mut waiting: impl FnMut(Option<String>),
 ) -> bool {
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     let mut told: Option<Option<String>> = None;
     loop {
         generation.borrow_and_update();
@@ -69,5 +69,5 @@ pub(super) fn leave(broker: &Broker, lane: &str, merge_id: &str) {
             }
         }
     }
-    broker.generation.send_modify(|g| *g += 1);
+    broker.store.generation.send_modify(|g| *g += 1);
 }

@@ -56,9 +56,11 @@ pub(crate) async fn submit(
     params: MergeParams,
     rid: Option<&str>,
 ) -> BrokerResult<MergeView> {
-    if let Some(merge_id) =
-        rid.and_then(|rid| broker.read(|herd| herd.merge_by_request(rid).map(|m| m.id.clone())))
-    {
+    if let Some(merge_id) = rid.and_then(|rid| {
+        broker
+            .store
+            .read(|herd| herd.merge_by_request(rid).map(|m| m.id.clone()))
+    }) {
         return attach(broker, session, &MergeIdParams { merge_id });
     }
     let plan = plan::plan(broker, &params).await?;
@@ -67,13 +69,14 @@ pub(crate) async fn submit(
     let merge = Merge {
         id: merge_id.clone(),
         request_id: rid.map(str::to_owned),
-        created_at: broker.now(),
+        created_at: broker.store.now(),
         plan,
         view: view.clone(),
         tip: None,
         advancing: None,
     };
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::merge::submit_merge(tx, merge);
             Ok(())
@@ -120,7 +123,7 @@ pub(crate) async fn preview(
     params: MergeParams,
 ) -> BrokerResult<MergePreview> {
     let plan = plan::plan(broker, &params).await?;
-    let landed = broker.read(|herd| {
+    let landed = broker.store.read(|herd| {
         plan.candidates
             .iter()
             .map(|c| herd.landed_into(&plan.target, &c.branch).cloned())
@@ -136,7 +139,7 @@ pub(crate) async fn preview(
 /// Resumes every merge a broker before this one left unfinished, in the order they were
 /// submitted (after a restart).
 pub(crate) fn resume(broker: &Arc<Broker>) {
-    let open: Vec<String> = broker.read(|herd| {
+    let open: Vec<String> = broker.store.read(|herd| {
         herd.merges
             .values()
             .filter(|m| !m.is_finished())
@@ -151,7 +154,7 @@ pub(crate) fn resume(broker: &Arc<Broker>) {
 
 /// Cancels every merge under way (`broker stop`), and waits a while for them to end.
 pub(crate) async fn stop_all(broker: &Arc<Broker>) {
-    let open: Vec<String> = broker.read(|herd| {
+    let open: Vec<String> = broker.store.read(|herd| {
         herd.merges
             .values()
             .filter(|m| !m.is_finished())
@@ -167,10 +170,13 @@ pub(crate) async fn stop_all(broker: &Arc<Broker>) {
         }
     }
     let deadline = tokio::time::Instant::now() + STOP_WAIT;
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     loop {
         generation.borrow_and_update();
-        if !broker.read(shepherd_core::herd::Herd::has_open_merges) {
+        if !broker
+            .store
+            .read(shepherd_core::herd::Herd::has_open_merges)
+        {
             return;
         }
         tokio::select! {
@@ -185,6 +191,7 @@ pub(crate) async fn stop_all(broker: &Arc<Broker>) {
 
 async fn cancel_one(broker: &Arc<Broker>, merge_id: &str, reason: &str) -> BrokerResult<()> {
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::merge::cancel_merge(tx, merge_id, reason);
             Ok(())
@@ -224,7 +231,9 @@ fn with_entry<T>(
     merge_id: &str,
     f: impl FnOnce(&mut MergeEntry) -> T,
 ) -> Option<T> {
-    let recorded = broker.read(|herd| herd.merges.get(merge_id).map(|m| m.view.clone()))?;
+    let recorded = broker
+        .store
+        .read(|herd| herd.merges.get(merge_id).map(|m| m.view.clone()))?;
     let mut links = broker.links.lock().expect("links lock");
     let entry = links
         .merges
@@ -247,7 +256,9 @@ pub(super) fn cancel_token(broker: &Broker, merge_id: &str) -> CancellationToken
 /// The merge as its followers see it: its record, with the branch being worked on and the
 /// merge it waits for as they are now.
 fn current(broker: &Broker, merge_id: &str) -> Option<MergeView> {
-    let recorded = broker.read(|herd| herd.merges.get(merge_id).map(|m| m.view.clone()))?;
+    let recorded = broker
+        .store
+        .read(|herd| herd.merges.get(merge_id).map(|m| m.view.clone()))?;
     let links = broker.links.lock().expect("links lock");
     let Some(entry) = links.merges.get(merge_id) else {
         return Some(recorded);
@@ -281,7 +292,7 @@ pub(super) fn publish_branch(
     index: usize,
     live: Option<&BranchLanding>,
 ) {
-    let recorded = broker.read(|herd| {
+    let recorded = broker.store.read(|herd| {
         herd.merges
             .get(merge_id)
             .and_then(|m| m.view.branches.get(index).cloned())

@@ -108,7 +108,7 @@ fn check_options(
 
 /// Checks a merge before anything is merged and returns its plan.
 pub(super) async fn plan(broker: &Arc<Broker>, params: &MergeParams) -> BrokerResult<MergePlan> {
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     let strategy = params.strategy.unwrap_or(settings.merge_strategy);
     check_options(params, strategy)?;
     if params.targets.is_empty() && params.session.is_none() {
@@ -117,8 +117,9 @@ pub(super) async fn plan(broker: &Arc<Broker>, params: &MergeParams) -> BrokerRe
             "name what to land: a run id, a sheep's agent id, a shepherd/… branch, or --session",
         ));
     }
-    let mut found =
-        broker.read(|herd| select::candidates(herd, &params.targets, params.session.as_deref()))?;
+    let mut found = broker
+        .store
+        .read(|herd| select::candidates(herd, &params.targets, params.session.as_deref()))?;
     if found.is_empty() {
         return Err(refuse(
             ErrorCode::NothingToLand,
@@ -180,7 +181,7 @@ pub(super) async fn plan(broker: &Arc<Broker>, params: &MergeParams) -> BrokerRe
         ));
     }
     // The targets each branch was landed into (by a merge of this herd).
-    let landed: Vec<Vec<String>> = broker.read(|herd| {
+    let landed: Vec<Vec<String>> = broker.store.read(|herd| {
         found
             .iter()
             .map(|f| {

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::git::{self, MergeWorktree};
 use super::step::{self, Ctx, Next, blocking};
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// Drives merge `merge_id` in the background, unless it is driven already.
 pub(super) fn start(broker: &Arc<Broker>, merge_id: &str) {
@@ -32,6 +33,7 @@ pub(super) fn start(broker: &Arc<Broker>, merge_id: &str) {
         }
         entry.driving = true;
         broker
+            .store
             .read(|herd| herd.merges.get(merge_id).map(Merge::lane))
             .unwrap_or_default()
     };
@@ -41,14 +43,14 @@ pub(super) fn start(broker: &Arc<Broker>, merge_id: &str) {
 }
 
 /// The directory of a merge's worktree.
-fn worktree_path(broker: &Broker, plan: &MergePlan, merge_id: &str) -> PathBuf {
+fn worktree_path(config: &BrokerConfig, plan: &MergePlan, merge_id: &str) -> PathBuf {
     let repo = repo_of(Path::new(&plan.repo));
-    crate::sheep::worktree::path_for(&broker.config.dirs.state_dir, &repo, merge_id)
+    crate::sheep::worktree::path_for(&config.dirs.state_dir, &repo, merge_id)
 }
 
 /// What every process of a merge's check carries.
-fn mark(broker: &Broker, merge_id: &str) -> String {
-    format!("{}:{merge_id}", broker.config.address.namespace)
+fn mark(config: &BrokerConfig, merge_id: &str) -> String {
+    format!("{}:{merge_id}", config.address.namespace)
 }
 
 async fn drive(broker: &Arc<Broker>, merge_id: &str, lane: &str) {
@@ -57,11 +59,11 @@ async fn drive(broker: &Arc<Broker>, merge_id: &str, lane: &str) {
         super::set_waiting(broker, merge_id, waiting);
     })
     .await;
-    if turn && let Some(merge) = broker.read(|herd| herd.merges.get(merge_id).cloned()) {
+    if turn && let Some(merge) = broker.store.read(|herd| herd.merges.get(merge_id).cloned()) {
         let plan = Arc::new(merge.plan.clone());
         let path = {
             let (broker, plan, id) = (broker.clone(), plan.clone(), merge_id.to_owned());
-            blocking(move || worktree_path(&broker, &plan, &id))
+            blocking(move || worktree_path(&broker.config, &plan, &id))
                 .await
                 .unwrap_or_default()
         };
@@ -81,7 +83,7 @@ async fn drive(broker: &Arc<Broker>, merge_id: &str, lane: &str) {
 /// What a broker before this one may have left of the merge: a check still running, its
 /// resolver or fixer, a move of the target it recorded (made or not), and its worktree.
 async fn leftovers(broker: &Arc<Broker>, merge: &Merge, path: &Path) {
-    let mark = mark(broker, &merge.id);
+    let mark = mark(&broker.config, &merge.id);
     blocking(move || super::check::end_leftovers(&mark)).await;
     let sheep: Vec<String> = merge
         .view
@@ -92,7 +94,7 @@ async fn leftovers(broker: &Arc<Broker>, merge: &Merge, path: &Path) {
         .map(|s| s.agent_id.clone())
         .collect();
     for agent_id in sheep {
-        let open = broker.read(|herd| {
+        let open = broker.store.read(|herd| {
             herd.sheep_by_text(&agent_id)
                 .is_ok_and(|s| s.phase != shepherd_core::herd::Phase::Closed)
         });
@@ -133,7 +135,7 @@ async fn settle_advance(
             landing.state = BranchState::Merged;
             landing.commit = Some(advance.to.clone());
             landing.why = None;
-            broker.commit(|tx| {
+            broker.store.commit(|tx| {
                 shepherd_core::herd::merge::merge_landed(tx, &merge.id, index, landing.clone());
             });
             after_landing(broker, &merge.plan, &merge.plan.candidates[index], &landing).await;
@@ -141,7 +143,7 @@ async fn settle_advance(
         Err(why) => {
             landing.state = BranchState::Refused;
             landing.why = Some(why);
-            broker.commit(|tx| {
+            broker.store.commit(|tx| {
                 shepherd_core::herd::merge::merge_branch(tx, &merge.id, index, landing.clone());
             });
             record(broker, &merge.plan.candidates[index], &landing).await;
@@ -176,11 +178,15 @@ async fn land(
         .unwrap_or_else(|| Err("the target could not be read".to_owned()))
     };
     // Where the queue is: its last landed step, else the target as it found it.
-    let recorded = broker.read(|herd| herd.merges.get(&merge_id).and_then(|m| m.tip.clone()));
+    let recorded = broker
+        .store
+        .read(|herd| herd.merges.get(&merge_id).and_then(|m| m.tip.clone()));
     let mut tip = match (recorded, start) {
         (Some(tip), _) => tip,
         (None, Ok(tip)) => {
-            broker.commit(|tx| shepherd_core::herd::merge::merge_started(tx, &merge_id, &tip));
+            broker
+                .store
+                .commit(|tx| shepherd_core::herd::merge::merge_started(tx, &merge_id, &tip));
             tip
         }
         (None, Err(why)) => {
@@ -208,11 +214,11 @@ async fn land(
         repo,
         worktree,
         cancel: cancel.clone(),
-        mark: mark(broker, &merge_id),
+        mark: mark(&broker.config, &merge_id),
         tainted: std::sync::atomic::AtomicBool::new(false),
     };
     for index in 0..plan.candidates.len() {
-        let current = broker.read(|herd| {
+        let current = broker.store.read(|herd| {
             herd.merges
                 .get(&merge_id)
                 .and_then(|m| m.view.branches.get(index).cloned())
@@ -241,7 +247,7 @@ async fn land(
         match next {
             Next::Landed(new) => {
                 tip = new;
-                broker.commit(|tx| {
+                broker.store.commit(|tx| {
                     shepherd_core::herd::merge::merge_landed(tx, &merge_id, index, landing.clone());
                 });
                 ctx.show(index, None);
@@ -314,7 +320,7 @@ async fn stop_rest(
     state: BranchState,
     why: &str,
 ) {
-    let rest: Vec<(usize, BranchLanding)> = broker.read(|herd| {
+    let rest: Vec<(usize, BranchLanding)> = broker.store.read(|herd| {
         herd.merges
             .get(merge_id)
             .map(|m| {
@@ -332,7 +338,7 @@ async fn stop_rest(
     for (index, mut landing) in rest {
         landing.state = state;
         landing.why = Some(why.to_owned());
-        broker.commit(|tx| {
+        broker.store.commit(|tx| {
             shepherd_core::herd::merge::merge_branch(tx, merge_id, index, landing.clone());
         });
         if state == BranchState::Refused {
@@ -344,7 +350,7 @@ async fn stop_rest(
 /// Ends the merge: every branch not reached is skipped (saying why: cancelled, or stopped),
 /// the end is journaled, and its followers get the final view.
 async fn finish(broker: &Arc<Broker>, merge_id: &str) {
-    let Some(merge) = broker.read(|herd| herd.merges.get(merge_id).cloned()) else {
+    let Some(merge) = broker.store.read(|herd| herd.merges.get(merge_id).cloned()) else {
         return;
     };
     if !merge.is_finished() {
@@ -354,6 +360,7 @@ async fn finish(broker: &Arc<Broker>, merge_id: &str) {
         );
         stop_rest(broker, merge_id, &merge.plan, 0, BranchState::Skipped, &why).await;
         if let Err(err) = broker
+            .store
             .commit_durable(|tx| {
                 shepherd_core::herd::merge::finish_merge(tx, merge_id);
                 Ok(())
@@ -421,7 +428,7 @@ async fn discard(broker: &Arc<Broker>, merge: &Merge) {
                 landing.why = Some(why);
             }
         }
-        broker.commit(|tx| {
+        broker.store.commit(|tx| {
             shepherd_core::herd::merge::merge_branch(tx, &merge.id, index, landing.clone());
         });
         super::publish_branch(broker, &merge.id, index, None);

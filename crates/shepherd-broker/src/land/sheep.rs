@@ -169,7 +169,7 @@ pub(super) async fn hand(
     view.agent_id = spawned.agent_id.to_string();
     view.display_name = Some(spawned.display_name.clone());
     started(&view);
-    let timeout_minutes = broker.settings().timeout_minutes;
+    let timeout_minutes = broker.config.settings().timeout_minutes;
     let delegate = DelegateParams {
         target: spawned.agent_id.to_string(),
         task: handoff.task.clone(),
@@ -187,7 +187,7 @@ pub(super) async fn hand(
             view.note = delegated.note_relative.clone();
             let budget = Duration::from_secs_f64(timeout_minutes * 60.0) + REPORT_MARGIN;
             tokio::select! {
-                report = crate::run::step::settled(broker, delegated.task_id.as_str(), budget) => {
+                report = crate::run::step::settled(&broker.store, delegated.task_id.as_str(), budget) => {
                     match report {
                         Some(report) => {
                             view.status = Some(report.status.as_str().to_owned());

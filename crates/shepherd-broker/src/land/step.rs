@@ -30,6 +30,7 @@ pub(super) async fn step(ctx: &Ctx, index: usize, tip: &str, landing: &mut Branc
         .flatten();
     let recorded = ctx
         .broker
+        .store
         .read(|herd| herd.landed_into(&plan.target, &c.branch).cloned());
     let commit = match (recorded, commit) {
         (Some(landed), Some(commit)) if landed.tip == commit => {
@@ -428,6 +429,7 @@ async fn landed(
     let merge_id = ctx.merge_id.clone();
     if let Err(err) = ctx
         .broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::merge::merge_advancing(tx, &merge_id, advance);
             Ok(())

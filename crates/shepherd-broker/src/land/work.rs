@@ -52,7 +52,7 @@ impl Ctx {
     /// Records where a branch stands (journaled) and shows it to the merge's followers.
     pub(super) fn keep(&self, index: usize, landing: &BranchLanding) {
         let landing = landing.clone();
-        self.broker.commit(|tx| {
+        self.broker.store.commit(|tx| {
             shepherd_core::herd::merge::merge_branch(tx, &self.merge_id, index, landing);
         });
         self.show(index, None);

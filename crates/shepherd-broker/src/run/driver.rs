@@ -48,7 +48,7 @@ pub(crate) fn start(broker: &Arc<Broker>, run_id: &str) {
 }
 
 async fn drive(broker: &Arc<Broker>, run_id: &str) {
-    let Some(record) = broker.read(|herd| herd.runs.get(run_id).cloned()) else {
+    let Some(record) = broker.store.read(|herd| herd.runs.get(run_id).cloned()) else {
         return;
     };
     if record.is_finished() {
@@ -88,6 +88,7 @@ async fn drive(broker: &Arc<Broker>, run_id: &str) {
         results_dir: &results_dir,
     });
     let finished = broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::finish_run(tx, run_id, report);
             Ok(())
@@ -108,6 +109,7 @@ pub(crate) async fn plan_notes(
     if !spec.fieldnotes {
         let plan = PlanResult::default();
         broker
+            .store
             .commit_durable(|tx| {
                 shepherd_core::herd::plan_run(tx, run_id, plan.clone());
                 Ok(())
@@ -157,6 +159,7 @@ pub(crate) async fn plan_notes(
             .collect(),
     };
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::plan_run(tx, run_id, plan.clone());
             Ok(())
@@ -242,7 +245,7 @@ async fn chain(run: &Arc<Run>) -> Vec<Outcome> {
 
 impl Run {
     pub(super) fn state(&self, index: usize) -> StepState {
-        self.broker.read(|herd| {
+        self.broker.store.read(|herd| {
             herd.runs
                 .get(&self.id)
                 .and_then(|run| run.steps.get(index))
@@ -255,6 +258,7 @@ impl Run {
     pub(super) async fn save(&self, index: usize, state: &StepState) {
         let saved = self
             .broker
+            .store
             .commit_durable(|tx| {
                 shepherd_core::herd::run_step(tx, &self.id, index, state.clone());
                 Ok(())
@@ -270,7 +274,7 @@ impl Run {
     }
 
     fn cancel_reason(&self) -> Option<String> {
-        self.broker.read(|herd| {
+        self.broker.store.read(|herd| {
             herd.runs
                 .get(&self.id)
                 .and_then(|run| run.cancelled.clone())
@@ -283,7 +287,7 @@ impl Run {
 
     /// Resolves once the run is cancelled (or the broker stops).
     pub(super) async fn until_cancelled(&self) {
-        let mut generation = self.broker.generation.subscribe();
+        let mut generation = self.broker.store.generation.subscribe();
         loop {
             generation.borrow_and_update();
             if self.cancelled() {
@@ -307,7 +311,7 @@ impl Run {
             return done;
         }
         state.phase = StepPhase::Done;
-        state.finished_at = Some(self.broker.now());
+        state.finished_at = Some(self.broker.store.now());
         state.outcome = Some(outcome.clone());
         self.save(index, &state).await;
         outcome

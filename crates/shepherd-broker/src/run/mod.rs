@@ -27,6 +27,7 @@ use shepherd_core::protocol::{RunIdParams, RunStepView, RunSubmitParams, RunView
 use self::model::{StepState, StepStatus};
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 use crate::state::session::Session;
 
 /// How long a run that is not detached goes on with nobody following it.
@@ -42,7 +43,7 @@ pub(crate) async fn submit(
     rid: Option<&str>,
 ) -> BrokerResult<RunView> {
     if let Some(run_id) = rid.and_then(|rid| {
-        broker.read(|herd| {
+        broker.store.read(|herd| {
             herd.runs
                 .values()
                 .find(|run| run.request_id.as_deref() == Some(rid))
@@ -52,7 +53,7 @@ pub(crate) async fn submit(
         follow(broker, session, &run_id);
         return view(broker, &run_id);
     }
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     check::depth(broker.config.depth, settings.max_depth)?;
     let root = broker.config.address.project_root.clone();
     let dirs = broker.config.dirs.clone();
@@ -61,14 +62,14 @@ pub(crate) async fn submit(
         shepherd_config::resolve_agent(&dirs, &root, &resolve_settings, name)
             .map_err(|err| BrokerError::new(err.code(), err.to_string()))
     })?;
-    hosts_defined(broker, &spec)?;
+    hosts_defined(&broker.config, &spec)?;
     // With fieldnotes off the run writes no notes, unless it names a session to write them in.
     spec.fieldnotes = params.session_name.is_some() || broker.fieldnotes_on().await?;
     let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let run = Run {
         id: run_id.clone(),
         request_id: rid.map(str::to_owned),
-        created_at: broker.now(),
+        created_at: broker.store.now(),
         detach: params.detach,
         planned: None,
         steps: vec![StepState::default(); spec.steps.len()],
@@ -77,6 +78,7 @@ pub(crate) async fn submit(
         finished: None,
     };
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::submit_run(tx, run);
             Ok(())
@@ -101,6 +103,7 @@ pub(crate) async fn submit(
             results_dir: &broker.config.paths.runtime_dir.join("results"),
         });
         broker
+            .store
             .commit_durable(|tx| {
                 shepherd_core::herd::cancel_run(tx, &run_id, &reason);
                 shepherd_core::herd::finish_run(tx, &run_id, report);
@@ -119,7 +122,9 @@ pub(crate) fn attach(
     session: &Arc<Session>,
     params: &RunIdParams,
 ) -> BrokerResult<RunView> {
-    let found = broker.read(|herd| herd.runs.contains_key(&params.run_id));
+    let found = broker
+        .store
+        .read(|herd| herd.runs.contains_key(&params.run_id));
     if !found {
         return Err(unknown_run(&params.run_id));
     }
@@ -135,11 +140,12 @@ pub(crate) async fn cancel(broker: &Arc<Broker>, params: &RunIdParams) -> Broker
 }
 
 async fn cancel_run(broker: &Arc<Broker>, run_id: &str, reason: &str) -> BrokerResult<()> {
-    let known = broker.read(|herd| herd.runs.contains_key(run_id));
+    let known = broker.store.read(|herd| herd.runs.contains_key(run_id));
     if !known {
         return Err(unknown_run(run_id));
     }
     broker
+        .store
         .commit_durable(|tx| {
             shepherd_core::herd::cancel_run(tx, run_id, reason);
             Ok(())
@@ -150,14 +156,14 @@ async fn cancel_run(broker: &Arc<Broker>, run_id: &str, reason: &str) -> BrokerR
 /// Every host a run names — a task's own, the run's, or its definition's — must be one the user
 /// defines, before its first step runs: a chain must not run its early steps and then fail on
 /// a host that never existed.
-fn hosts_defined(broker: &Broker, spec: &model::RunSpec) -> BrokerResult<()> {
-    let settings = broker.settings();
+fn hosts_defined(config: &BrokerConfig, spec: &model::RunSpec) -> BrokerResult<()> {
+    let settings = config.settings();
     for (index, step) in spec.steps.iter().enumerate() {
         let host = match &step.host {
             Some(host) => Some(host.clone()),
             None => shepherd_config::resolve_agent(
-                &broker.config.dirs,
-                &broker.config.address.project_root,
+                &config.dirs,
+                &config.address.project_root,
                 &settings,
                 &step.agent,
             )
@@ -165,17 +171,14 @@ fn hosts_defined(broker: &Broker, spec: &model::RunSpec) -> BrokerResult<()> {
             .and_then(|def| def.host),
         };
         let Some(host) = host else { continue };
-        shepherd_config::host_def(
-            &broker.config.dirs,
-            &broker.config.address.project_root,
-            &host,
-        )
-        .map_err(|err| {
-            BrokerError::new(
-                ErrorCode::UnknownHost,
-                format!("task {} ({}): {err}", index + 1, step.agent),
-            )
-        })?;
+        shepherd_config::host_def(&config.dirs, &config.address.project_root, &host).map_err(
+            |err| {
+                BrokerError::new(
+                    ErrorCode::UnknownHost,
+                    format!("task {} ({}): {err}", index + 1, step.agent),
+                )
+            },
+        )?;
     }
     Ok(())
 }
@@ -190,6 +193,7 @@ fn unknown_run(run_id: &str) -> BrokerError {
 /// The run as its followers see it.
 pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<RunView> {
     broker
+        .store
         .read(|herd| herd.runs.get(run_id).map(|run| view_of(run, herd)))
         .ok_or_else(|| unknown_run(run_id))
 }
@@ -304,7 +308,7 @@ fn watch_orphan(broker: &Arc<Broker>, run_id: String, grace: Duration) {
             .run_followers
             .get(&run_id)
             .is_some_and(|f| f.iter().any(|s| !s.closed.is_cancelled()));
-        let open = broker.read(|herd| {
+        let open = broker.store.read(|herd| {
             herd.runs
                 .get(&run_id)
                 .is_some_and(|run| !run.detach && !run.is_finished() && run.cancelled.is_none())
@@ -321,7 +325,7 @@ fn watch_orphan(broker: &Arc<Broker>, run_id: String, grace: Duration) {
 /// After a restart: every unfinished run goes on, and those that are not detached get the
 /// grace to be followed again.
 pub(crate) fn resume(broker: &Arc<Broker>) {
-    let unfinished: Vec<(String, bool)> = broker.read(|herd| {
+    let unfinished: Vec<(String, bool)> = broker.store.read(|herd| {
         herd.runs
             .values()
             .filter(|run| !run.is_finished())

@@ -4,6 +4,7 @@
 //! carry request ids derived from the run and the task, so a spawn or delegation that was in
 //! flight is followed rather than made twice.
 
+use crate::state::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,6 @@ use shepherd_core::protocol::{CloseParams, DelegateParams, SpawnParams};
 
 use super::model::{Outcome, Run, StepPhase, StepState, StepStatus};
 use crate::sheep::worktree;
-use crate::state::broker::Broker;
 
 /// Extra wait beyond a task's own timeout: the broker settles the task at its deadline, then
 /// finalises the note and may wait for a pi sheep's final words.
@@ -37,7 +37,7 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
             return run.not_run(index, Outcome::cancelled_before_start()).await;
         }
         state.phase = StepPhase::Starting;
-        state.started_at = Some(run.broker.now());
+        state.started_at = Some(run.broker.store.now());
         state.task_text = Some(text);
         run.save(index, &state).await;
     }
@@ -79,7 +79,7 @@ pub(super) async fn step(run: &Arc<Run>, index: usize, text: String) -> Outcome 
         .agent_id
         .as_deref()
         .and_then(shepherd_core::ids::AgentId::parse)
-        .and_then(|id| crate::sheep::remote_sheep::host_of(&run.broker, &id));
+        .and_then(|id| crate::sheep::remote_sheep::host_of(&run.broker.store, &id));
     outcome.delegated = state.task_id.is_some();
     if let Ok(Some(branch)) = &closed
         && spec_remote_isolate(run, index)
@@ -260,7 +260,7 @@ async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool
         .await;
     }
     state.phase = StepPhase::Done;
-    state.finished_at = Some(run.broker.now());
+    state.finished_at = Some(run.broker.store.now());
     state.outcome = Some(outcome.clone());
     run.save(index, &state).await;
     outcome
@@ -271,23 +271,19 @@ async fn finish(run: &Arc<Run>, index: usize, mut state: StepState, closed: bool
 async fn wait_task(run: &Arc<Run>, task_id: &str) -> Option<TaskReport> {
     let budget = Duration::from_secs_f64(run.spec.timeout_minutes * 60.0) + WAIT_MARGIN;
     tokio::select! {
-        report = settled(&run.broker, task_id, budget) => report,
+        report = settled(&run.broker.store, task_id, budget) => report,
         () = run.until_cancelled() => None,
     }
 }
 
 /// The task's report once it is settled and its note final, within `budget`.
-pub(crate) async fn settled(
-    broker: &Arc<Broker>,
-    task_id: &str,
-    budget: Duration,
-) -> Option<TaskReport> {
+pub(crate) async fn settled(store: &Store, task_id: &str, budget: Duration) -> Option<TaskReport> {
     let id = shepherd_core::ids::TaskId::parse(task_id)?;
     let deadline = tokio::time::Instant::now() + budget;
-    let mut generation = broker.generation.subscribe();
+    let mut generation = store.generation.subscribe();
     loop {
         generation.borrow_and_update();
-        let reportable = broker.read(|herd| {
+        let reportable = store.read(|herd| {
             herd.tasks
                 .get(&id)
                 .is_some_and(shepherd_core::herd::Task::is_reportable)
@@ -296,8 +292,8 @@ pub(crate) async fn settled(
             let grace = deadline
                 .saturating_duration_since(tokio::time::Instant::now())
                 .min(crate::sheep::pi::OUTPUT_GRACE);
-            crate::sheep::pi::await_output(broker, &id, grace).await;
-            return broker.read(|herd| herd.task_report(&id));
+            crate::sheep::pi::await_output(store, &id, grace).await;
+            return store.read(|herd| herd.task_report(&id));
         }
         tokio::select! {
             changed = generation.changed() => if changed.is_err() { return None },
@@ -307,7 +303,7 @@ pub(crate) async fn settled(
 }
 
 async fn report_after_close(run: &Arc<Run>, task_id: &str) -> Option<TaskReport> {
-    settled(&run.broker, task_id, REPORT_AFTER_CLOSE).await
+    settled(&run.broker.store, task_id, REPORT_AFTER_CLOSE).await
 }
 
 /// Closes the sheep (its open task ends cancelled, rc 130); closing a closed sheep is a no-op.

@@ -1,6 +1,6 @@
 //! Carrying out what commits ask for.
 //!
-//! [`crate::state::broker::Broker::commit`] applies a change and returns, besides its own wake-ups,
+//! [`crate::state::store::Store::commit`] applies a change and returns, besides its own wake-ups,
 //! the [`Effect`]s the change calls for; the broker runs them through [`carry_out`], which
 //! `serve` hands the broker when it starts it. This is the one place that connects the commit
 //! path to the modules that act on a change (auto-close, the note finaliser, run followers), so

@@ -22,7 +22,6 @@ mod watchdog;
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use shepherd_term::headless::HeadlessBackend;
@@ -142,10 +141,10 @@ pub async fn start(
         backends.insert(backend.kind(), backend);
     }
     let broker = Broker::new(config, herd, journal, clock, backends, effects::carry_out);
-    broker.set_herd_key_digest(key);
+    broker.connections.set_herd_key_digest(key);
     for note in replayed.notes {
         // What a damaged journal cost is the parent's to know, not only the log's.
-        broker.commit(|tx| {
+        broker.store.commit(|tx| {
             tx.enqueue(
                 shepherd_core::ids::Participant::Parent,
                 shepherd_core::herd::Payload::Notice(shepherd_core::herd::Notice {
@@ -221,9 +220,13 @@ impl RunningBroker {
         // Every shepherd.md a reservation put off is written before the broker goes.
         let fieldnotes = self.broker.fieldnotes();
         let _caught_up = tokio::task::spawn_blocking(move || fieldnotes.catch_up_all()).await;
-        self.broker.journal.close();
+        self.broker.store.journal.close();
         let _removed = fs_err::remove_file(&self.broker.config.paths.socket);
-        if !self.broker.read(shepherd_core::herd::Herd::has_live_sheep) {
+        if !self
+            .broker
+            .store
+            .read(shepherd_core::herd::Herd::has_live_sheep)
+        {
             shepherd_client::wire::start::forget_env(&self.broker.config.paths.state_dir);
         }
         tracing::info!("broker stopped");
@@ -241,17 +244,17 @@ pub(super) async fn stop_and_exit(broker: &Arc<Broker>) {
 
 /// Fires deadlines: sleeps until the herd's next deadline (or a change), then ticks.
 async fn timer_loop(broker: Arc<Broker>) {
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     loop {
         generation.borrow_and_update();
-        let config = Broker::herd_config(&broker.settings());
-        let next = broker.read(|herd| herd.next_deadline(&config));
-        let sleep = next.map(|at| broker.clock.sleep_until(at));
+        let config = Broker::herd_config(&broker.config.settings());
+        let next = broker.store.read(|herd| herd.next_deadline(&config));
+        let sleep = next.map(|at| broker.store.clock.sleep_until(at));
         tokio::select! {
             () = broker.shutdown.cancelled() => return,
             changed = generation.changed() => if changed.is_err() { return },
             () = async { match sleep { Some(sleep) => sleep.await, None => std::future::pending().await } } => {
-                broker.commit(|tx| shepherd_core::herd::tick(tx, &config));
+                broker.store.commit(|tx| shepherd_core::herd::tick(tx, &config));
             }
         }
     }
@@ -259,14 +262,14 @@ async fn timer_loop(broker: Arc<Broker>) {
 
 /// Shuts the broker down after the idle time with no live sheep and no clients.
 async fn idle_loop(broker: Arc<Broker>) {
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     loop {
         generation.borrow_and_update();
-        let idle = broker.clients.load(Ordering::SeqCst) == 0
-            && !broker.read(|herd| {
+        let idle = broker.connections.clients() == 0
+            && !broker.store.read(|herd| {
                 herd.has_live_sheep() || herd.has_open_runs() || herd.has_open_merges()
             });
-        let minutes = broker.settings().broker_idle_minutes;
+        let minutes = broker.config.settings().broker_idle_minutes;
         let idle_for = Duration::from_secs_f64((minutes * 60.0).max(0.0));
         tokio::select! {
             () = broker.shutdown.cancelled() => return,

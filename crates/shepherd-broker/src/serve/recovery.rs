@@ -20,6 +20,7 @@ use shepherd_core::task::TaskState;
 use shepherd_term::Presence;
 
 use crate::state::broker::Broker;
+use crate::state::store::Store;
 
 /// Runs once, right after replay (in the background: clients may connect meanwhile).
 pub(crate) fn recover(broker: &Arc<Broker>) {
@@ -28,7 +29,7 @@ pub(crate) fn recover(broker: &Arc<Broker>) {
 }
 
 async fn recover_herd(broker: &Arc<Broker>) {
-    let unstarted: Vec<_> = broker.read(|herd| {
+    let unstarted: Vec<_> = broker.store.read(|herd| {
         herd.tasks
             .values()
             .filter(|t| {
@@ -48,7 +49,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     }
     // A limit that lasts was met before the restart, maybe with its fallback cut short.
     crate::handlers::fallback::consider_all(broker);
-    let (unfinalized, running) = broker.read(|herd| {
+    let (unfinalized, running) = broker.store.read(|herd| {
         let unfinalized: Vec<_> = herd
             .tasks
             .values()
@@ -63,13 +64,13 @@ async fn recover_herd(broker: &Arc<Broker>) {
             .collect();
         (unfinalized, running)
     });
-    let pos = broker.journal.position();
+    let pos = broker.store.journal.position();
     for task_id in unfinalized {
         crate::sheep::notes::finalize(broker, task_id, pos);
     }
     // The broker before may have died owing a session its shepherd.md (a reservation puts it
     // off for a moment): each session the herd's notes are in is caught up if it lags.
-    let sessions: std::collections::BTreeSet<String> = broker.read(|herd| {
+    let sessions: std::collections::BTreeSet<String> = broker.store.read(|herd| {
         herd.tasks
             .values()
             .filter_map(|task| task.note.as_ref().map(|note| note.session.clone()))
@@ -82,7 +83,7 @@ async fn recover_herd(broker: &Arc<Broker>) {
     crate::run::resume(broker);
     crate::land::resume(broker);
     for (id, phase, backend) in running {
-        let record = crate::sheep::launch_record::current_launch(broker, &id);
+        let record = crate::sheep::launch_record::current_launch(&broker.store, &id);
         let backend = crate::sheep::remote_sheep::backend_of(broker, &id, backend).ok();
         // A launch the previous broker never recorded (it died while the backend placed the
         // sheep) may still have a supervisor on its way: only its reconnection can tell.
@@ -104,16 +105,16 @@ async fn recover_herd(broker: &Arc<Broker>) {
                 tail,
                 ..ExitInfo::default()
             };
-            settle_gone(broker, &id, &phase, exit);
+            settle_gone(&broker.store, &id, &phase, exit);
         } else {
             crate::handlers::adoption::await_adoption(broker, id, phase);
         }
     }
 }
 
-fn settle_gone(broker: &Arc<Broker>, id: &AgentId, phase: &Phase, exit: ExitInfo) {
-    broker.commit(|tx| shepherd_core::herd::exited(tx, id, exit));
+fn settle_gone(store: &Store, id: &AgentId, phase: &Phase, exit: ExitInfo) {
+    store.commit(|tx| shepherd_core::herd::exited(tx, id, exit));
     if *phase == Phase::Closing {
-        broker.commit(|tx| shepherd_core::herd::closed(tx, id));
+        store.commit(|tx| shepherd_core::herd::closed(tx, id));
     }
 }

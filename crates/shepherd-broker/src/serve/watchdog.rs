@@ -19,6 +19,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::UnixListener;
 
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 use shepherd_client::paths::ensure_private_dir;
 
 /// How often a broker without inotify looks at its socket and project.
@@ -62,7 +63,7 @@ fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
 async fn watched(broker: Arc<Broker>, watch: AsyncFd<OwnedFd>) {
     let mut buffer = [MaybeUninit::<u8>::uninit(); 4096];
     loop {
-        add_watches(&broker, &watch);
+        add_watches(&broker.config, &watch);
         tokio::select! {
             () = broker.shutdown.cancelled() => return,
             ready = watch.readable() => {
@@ -109,9 +110,9 @@ async fn polled(broker: Arc<Broker>) {
 
 /// (Re)adds both watches; adding a watch that exists keeps it, and a folder that is gone has
 /// nothing to watch.
-fn add_watches(broker: &Broker, watch: &AsyncFd<OwnedFd>) {
-    let runtime_dir = &broker.config.paths.runtime_dir;
-    let project = &broker.config.address.project_root;
+fn add_watches(config: &BrokerConfig, watch: &AsyncFd<OwnedFd>) {
+    let runtime_dir = &config.paths.runtime_dir;
+    let project = &config.address.project_root;
     let _runtime = inotify::add_watch(watch.get_ref(), runtime_dir, RUNTIME_EVENTS);
     let _project = inotify::add_watch(watch.get_ref(), project, PROJECT_EVENTS);
 }

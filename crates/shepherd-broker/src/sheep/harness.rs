@@ -27,6 +27,7 @@ use shepherd_harness::{Adapter, Plan, ProcessEnv};
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// What a sheep's runtime can do for the controls that depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +74,7 @@ impl Controls {
             Runtime::Agent(Harness::Pi) => Some(crate::sheep::pi_launch::session_file(broker, id))
                 .filter(|file| fs_err::metadata(file).is_ok_and(|m| m.len() > 0))
                 .map(|file| file.display().to_string()),
-            Runtime::Agent(_) => shepherd_harness::recorded_session(&sheep_dir(broker, id)),
+            Runtime::Agent(_) => shepherd_harness::recorded_session(&sheep_dir(&broker.config, id)),
         }
     }
 
@@ -160,14 +161,14 @@ pub(crate) fn check(harness: Harness, def: &AgentDef, here: bool) -> BrokerResul
 }
 
 /// The sheep's own directory: the agent's configuration home and its plan.
-pub(crate) fn sheep_dir(broker: &Broker, id: &AgentId) -> PathBuf {
-    broker.config.paths.sheep_dir(id.as_str())
+pub(crate) fn sheep_dir(config: &BrokerConfig, id: &AgentId) -> PathBuf {
+    config.paths.sheep_dir(id.as_str())
 }
 
 /// Composes the sheep's configuration and plan, and returns the driver's command line. A
 /// `visible` sheep (in a pane) runs the agent's own TUI there.
 pub(crate) fn launch(
-    broker: &Broker,
+    config: &BrokerConfig,
     checked: &Checked,
     def: &AgentDef,
     params: &SpawnParams,
@@ -176,7 +177,7 @@ pub(crate) fn launch(
     visible: bool,
 ) -> BrokerResult<Vec<String>> {
     let harness = checked.adapter.harness();
-    let dir = sheep_dir(broker, id);
+    let dir = sheep_dir(config, id);
     // A confined sheep wrote here: nothing it linked elsewhere is written through or read.
     if fs_err::symlink_metadata(&dir).is_ok() {
         shepherd_fs::remove_symlinks_under(&dir).map_err(|err| {
@@ -186,7 +187,7 @@ pub(crate) fn launch(
             )
         })?;
     }
-    let exe = broker.config.shepherd_exe.display().to_string();
+    let exe = config.shepherd_exe.display().to_string();
     let mut plan = plan_for(harness, def, params, dir.clone(), cwd, visible);
     plan.program = checked
         .program

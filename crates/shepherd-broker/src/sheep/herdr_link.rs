@@ -77,7 +77,7 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                     AgentStatus::Idle | AgentStatus::Done | AgentStatus::Blocked => Activity::Idle,
                     AgentStatus::Unknown => continue,
                 };
-                let sheep = broker.read(|herd| {
+                let sheep = broker.store.read(|herd| {
                     herd.sheep
                         .values()
                         .find(|s| {
@@ -89,7 +89,7 @@ async fn consume(broker: Arc<Broker>, mut events: HerdrEvents) {
                         .map(|s| s.id.clone())
                 });
                 if let Some(agent_id) = sheep {
-                    broker.commit(|tx| {
+                    broker.store.commit(|tx| {
                         let at = Some(tx.now());
                         tx.emit(Event::SheepActivity {
                             agent_id,

@@ -60,7 +60,9 @@ pub(crate) async fn release(
     id: &AgentId,
     closed: bool,
 ) -> Option<WorktreeReport> {
-    let record = broker.read(|herd| herd.sheep.get(id).and_then(|s| s.worktree.clone()))?;
+    let record = broker
+        .store
+        .read(|herd| herd.sheep.get(id).and_then(|s| s.worktree.clone()))?;
     let report = match record {
         SheepWorktree {
             released: Some(_), ..
@@ -81,13 +83,13 @@ pub(crate) async fn release(
             .ok()?,
         ),
     };
-    let committed = broker.commit(|tx| {
+    let committed = broker.store.commit(|tx| {
         shepherd_core::herd::worktree_released(tx, id, report.clone());
     });
-    if let Err(err) = broker.durable(committed.pos).await {
+    if let Err(err) = broker.store.durable(committed.pos).await {
         tracing::error!("recording the worktree of {id} failed: {err}");
     }
-    let last_task = broker.read(|herd| {
+    let last_task = broker.store.read(|herd| {
         herd.tasks
             .values()
             .rev()

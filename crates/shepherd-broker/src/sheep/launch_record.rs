@@ -3,18 +3,16 @@
 //! reading, focusing and re-adopting the sheep read it. It lives apart from `spawn` so that
 //! those readers do not depend on how a sheep is started.
 
-use std::sync::Arc;
+use crate::state::store::Store;
 
 use shepherd_core::ids::AgentId;
 use shepherd_term::LaunchRecord;
 
-use crate::state::broker::Broker;
-
 /// Merges backend facts into the sheep's launch record and journals it. The record is read and
 /// written inside one commit: the spawn (which learns the pane) and the supervisor (which
 /// reports the pids) merge at the same moment, and neither may lose what the other added.
-pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRecord) {
-    broker.commit(|tx| {
+pub(crate) fn merge_launch(store: &Store, id: &AgentId, update: &LaunchRecord) {
+    store.commit(|tx| {
         let mut record = tx
             .herd()
             .sheep
@@ -30,8 +28,8 @@ pub(crate) fn merge_launch(broker: &Arc<Broker>, id: &AgentId, update: &LaunchRe
 }
 
 /// The sheep's launch record as journaled.
-pub(crate) fn current_launch(broker: &Broker, id: &AgentId) -> LaunchRecord {
-    broker.read(|herd| {
+pub(crate) fn current_launch(store: &Store, id: &AgentId) -> LaunchRecord {
+    store.read(|herd| {
         herd.sheep
             .get(id)
             .and_then(|s| s.launch.clone())

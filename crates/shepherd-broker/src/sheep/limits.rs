@@ -13,12 +13,11 @@ use shepherd_core::resources::{Limits, Resource};
 use shepherd_core::spawn::SpawnParams;
 
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// The limits a sheep of `def` spawned with `params` runs with.
-pub(crate) fn chosen(broker: &Broker, params: &SpawnParams, def: &AgentDef) -> Limits {
-    let settings = shepherd_config::load_sandbox_options(&broker.config.dirs)
-        .0
-        .limits;
+pub(crate) fn chosen(config: &BrokerConfig, params: &SpawnParams, def: &AgentDef) -> Limits {
+    let settings = shepherd_config::load_sandbox_options(&config.dirs).0.limits;
     let limits = def.limits(&settings);
     match &params.limits {
         Some(asked) => limits.tightest(asked),
@@ -53,6 +52,7 @@ pub(crate) fn stop_reason(
     how: &shepherd_core::herd::ExitInfo,
 ) -> String {
     let limits = broker
+        .store
         .read(|herd| {
             herd.sheep
                 .get(id)

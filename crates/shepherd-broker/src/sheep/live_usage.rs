@@ -28,7 +28,7 @@ pub(crate) fn count(broker: &Broker, sender: &AgentId, task: &TaskId, turn: &Tur
         }
         entry.1.add(turn);
     }
-    broker.generation.send_modify(|g| *g += 1);
+    broker.store.generation.send_modify(|g| *g += 1);
 }
 
 /// Adds what each sheep's open task used so far to its status.

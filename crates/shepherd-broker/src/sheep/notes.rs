@@ -30,13 +30,15 @@ pub(crate) fn finalize(broker: &Arc<Broker>, task_id: TaskId, pos: u64) {
     }
     let broker = broker.clone();
     tokio::spawn(async move {
-        if let Err(err) = broker.durable(pos).await {
+        if let Err(err) = broker.store.durable(pos).await {
             tracing::error!("not finalising the note of {task_id}: {err}");
             return;
         }
         // A remote sheep's last words in its host's copy come in first.
         crate::sheep::remote_sheep::notes::close(&broker, &task_id).await;
-        let job = broker.read(|herd| FinalizeJob::for_task(herd, &task_id));
+        let job = broker
+            .store
+            .read(|herd| FinalizeJob::for_task(herd, &task_id));
         let had_output = job.as_ref().is_some_and(|job| job.with_run_output);
         if let Some(job) = job {
             let fieldnotes = broker.fieldnotes();
@@ -49,7 +51,9 @@ pub(crate) fn finalize(broker: &Arc<Broker>, task_id: TaskId, pos: u64) {
                 Err(err) => tracing::error!("finalising the note of {task_id} panicked: {err}"),
             }
         }
-        broker.commit(|tx| shepherd_core::herd::finalized(tx, &task_id));
+        broker
+            .store
+            .commit(|tx| shepherd_core::herd::finalized(tx, &task_id));
         // Final words that arrived while the note was being finalised go in now.
         if !had_output {
             complete_output(&broker, &task_id).await;
@@ -65,7 +69,7 @@ pub(crate) fn finalize(broker: &Arc<Broker>, task_id: TaskId, pos: u64) {
 /// Puts a settled task's run output (final words, telemetry) into its already final note.
 /// A note not final yet gets them from its finaliser instead.
 pub(crate) async fn complete_output(broker: &Arc<Broker>, task_id: &TaskId) {
-    let job = broker.read(|herd| {
+    let job = broker.store.read(|herd| {
         let task = herd.tasks.get(task_id)?;
         let output = task.output.clone()?;
         task.finalized.then_some(())?;
@@ -95,10 +99,10 @@ pub(crate) async fn annotate_final(
     metadata: Metadata,
 ) -> BrokerResult<()> {
     let deadline = tokio::time::Instant::now() + crate::fieldnotes::FIELDNOTES_DEADLINE;
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     loop {
         generation.borrow_and_update();
-        let job = broker.read(|herd| {
+        let job = broker.store.read(|herd| {
             let task = herd.tasks.get(task_id)?;
             task.finalized
                 .then(|| FinalizeJob::for_task(herd, task_id))

@@ -15,6 +15,7 @@ use crate::error::BrokerResult;
 use crate::sheep::pi_launch::session_file;
 use crate::sheep::telemetry::{Telemetry, session_size};
 use crate::state::broker::Broker;
+use crate::state::store::Store;
 
 /// How long close and `run` wait for a pi sheep's run to settle after its task did.
 pub(crate) const OUTPUT_GRACE: Duration = Duration::from_secs(10);
@@ -22,18 +23,20 @@ pub(crate) const OUTPUT_GRACE: Duration = Duration::from_secs(10);
 /// Where a pi sheep's session file stands now (`None` for other sheep): taken before a task is
 /// handed over, so the task's telemetry counts only its own turns.
 pub(crate) fn session_cursor(broker: &Broker, id: &AgentId) -> Option<u64> {
-    let is_pi = broker.read(|herd| herd.sheep.get(id).is_some_and(|s| s.runtime.is_pi()));
+    let is_pi = broker
+        .store
+        .read(|herd| herd.sheep.get(id).is_some_and(|s| s.runtime.is_pi()));
     is_pi.then(|| session_size(&session_file(broker, id)))
 }
 
 /// Waits (up to `grace`) for a settled task's final words, when its sheep is a coding agent
 /// whose run has not settled yet.
-pub(crate) async fn await_output(broker: &Arc<Broker>, task_id: &TaskId, grace: Duration) {
-    let mut generation = broker.generation.subscribe();
+pub(crate) async fn await_output(store: &Store, task_id: &TaskId, grace: Duration) {
+    let mut generation = store.generation.subscribe();
     let deadline = tokio::time::Instant::now() + grace;
     loop {
         generation.borrow_and_update();
-        let waiting = broker.read(|herd| {
+        let waiting = store.read(|herd| {
             let Some(task) = herd.tasks.get(task_id) else {
                 return false;
             };
@@ -61,7 +64,7 @@ pub(crate) async fn record_output(
 ) -> BrokerResult<()> {
     // A run that ends while the task is still open is a turn without `shepherd_done` (the
     // herd nudges); only a run that settles after the task did carries its final words.
-    let target = broker.read(|herd| {
+    let target = broker.store.read(|herd| {
         let sheep = herd.sheep.get(id)?;
         if sheep.active_task.is_some() {
             return None;
@@ -97,8 +100,10 @@ pub(crate) async fn record_output(
     // Another agent's driver reads its agent's own output and reports the task's figures.
     let telemetry = read.map_or_else(|| reported.unwrap_or(Value::Null), |t| t.to_metadata());
     let output = TaskOutput { text, telemetry };
-    let committed = broker.commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
-    broker.durable(committed.pos).await?;
+    let committed = broker
+        .store
+        .commit(|tx| shepherd_core::herd::output(tx, &task_id, output));
+    broker.store.durable(committed.pos).await?;
     crate::sheep::notes::complete_output(broker, &task_id).await;
     Ok(())
 }

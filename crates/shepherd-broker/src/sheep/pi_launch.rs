@@ -23,6 +23,7 @@ use shepherd_core::protocol::SpawnParams;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 pub(crate) use shepherd_client::pi_sheep::{
     PiLaunch, definition_args, extension_digest, extension_files, install_sheep_extension,
@@ -49,8 +50,8 @@ fn own_file(broker: &Broker, id: &AgentId, extension: &str) -> PathBuf {
 
 /// Makes the sheep's own directory ready for a launch: private, and with no symlink a sheep
 /// left in it (Shepherd writes there again, outside any sandbox).
-fn prepare_own_dir(broker: &Broker, id: &AgentId) -> std::io::Result<PathBuf> {
-    let dir = broker.config.paths.sheep_dir(id.as_str());
+fn prepare_own_dir(config: &BrokerConfig, id: &AgentId) -> std::io::Result<PathBuf> {
+    let dir = config.paths.sheep_dir(id.as_str());
     shepherd_client::paths::ensure_private_dir(&dir)?;
     shepherd_fs::remove_symlinks_under(&dir)?;
     Ok(dir)
@@ -81,8 +82,8 @@ pub(crate) fn write_launch_env(
 
 /// Writes the shipped sheep extension under the broker's state directory (once per content) and
 /// returns the path pi loads.
-fn sheep_extension(broker: &Broker) -> BrokerResult<PathBuf> {
-    install_sheep_extension(&broker.config.paths.state_dir).map_err(|err| {
+fn sheep_extension(config: &BrokerConfig) -> BrokerResult<PathBuf> {
+    install_sheep_extension(&config.paths.state_dir).map_err(|err| {
         BrokerError::new(
             ErrorCode::Io,
             format!("writing the pi sheep extension: {err}"),
@@ -101,8 +102,8 @@ pub(crate) fn launch(
 ) -> BrokerResult<PiLaunch> {
     let io =
         |what: &str, err: std::io::Error| BrokerError::new(ErrorCode::Io, format!("{what}: {err}"));
-    let own =
-        prepare_own_dir(broker, id).map_err(|err| io("preparing the sheep's directory", err))?;
+    let own = prepare_own_dir(&broker.config, id)
+        .map_err(|err| io("preparing the sheep's directory", err))?;
     let session = session_file(broker, id);
     let prompt = own_file(broker, id, "prompt.md");
     shepherd_fs::write_atomic(&prompt, def.system_prompt.as_bytes(), Some(0o600)).map_err(
@@ -125,7 +126,7 @@ pub(crate) fn launch(
         "--session".into(),
         path(&session),
         "-e".into(),
-        path(&sheep_extension(broker)?),
+        path(&sheep_extension(&broker.config)?),
     ]);
     if headless {
         argv.extend(["--mode".into(), "rpc".into()]);

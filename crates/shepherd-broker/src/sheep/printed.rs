@@ -30,7 +30,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
         .agent_id
         .clone()
         .expect("supervisor sessions carry an agent");
-    let sheep = broker.read(|herd| {
+    let sheep = broker.store.read(|herd| {
         herd.sheep
             .get(&id)
             .filter(|s| s.is_live())
@@ -56,7 +56,7 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
         links.printed.insert(id, line.clone()).as_ref() != Some(&line)
     };
     if changed {
-        broker.generation.send_modify(|g| *g += 1);
+        broker.store.generation.send_modify(|g| *g += 1);
     }
     Ok(OkResult::ACK)
 }
@@ -90,7 +90,7 @@ pub(crate) async fn recent_output(
     source: ReadSource,
     lines: u32,
 ) -> BrokerResult<String> {
-    let record = crate::sheep::launch_record::current_launch(broker, id);
+    let record = crate::sheep::launch_record::current_launch(&broker.store, id);
     let backend = crate::sheep::remote_sheep::backend_of(broker, id, kind)?;
     // A headless pi sheep's log is pi's RPC event stream: read enough of it to fill `lines`
     // once rendered as a transcript.

@@ -18,7 +18,8 @@ use shepherd_core::protocol::SpawnParams;
 use shepherd_harness::ProcessEnv;
 
 use crate::error::BrokerResult;
-use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
+use crate::state::store::Store;
 
 /// The provider key of a sheep of `def` run by `runtime` (on `host`, when not here), spending
 /// the spawn's credential when it names one; `None` for a plain command.
@@ -62,13 +63,13 @@ pub(crate) fn provider_name(key: &ProviderKey, params: &SpawnParams) -> String {
 /// fatal error, or one from a sheep that is no coding agent, is `None`: the task fails). A
 /// reset its words do not name is the wait the agent's own last retry announced, when it did.
 pub(crate) fn signal_of(
-    broker: &Broker,
+    store: &Store,
     agent_id: &AgentId,
     error: &str,
     retry_after_ms: Option<u64>,
 ) -> Option<LimitSignal> {
-    let runtime = broker.read(|herd| herd.sheep.get(agent_id).map(|s| s.runtime))?;
-    let now = jiff::Timestamp::from_millisecond(broker.clock.now_ms()).ok()?;
+    let runtime = store.read(|herd| herd.sheep.get(agent_id).map(|s| s.runtime))?;
+    let now = jiff::Timestamp::from_millisecond(store.clock.now_ms()).ok()?;
     let classified = match runtime {
         Runtime::Agent(harness) => shepherd_harness::classify_error(harness, error, now),
         Runtime::Command => return None,
@@ -85,8 +86,8 @@ pub(crate) fn signal_of(
 }
 
 /// The waits the settings give a limit whose error names no reset.
-pub(crate) fn waits(broker: &Broker) -> LimitWaits {
-    let wait = broker.settings().rate_limit_wait();
+pub(crate) fn waits(config: &BrokerConfig) -> LimitWaits {
+    let wait = config.settings().rate_limit_wait();
     LimitWaits {
         limit_ms: i64::try_from(wait.as_millis()).unwrap_or(i64::MAX),
         ..LimitWaits::default()

@@ -24,6 +24,7 @@ use shepherd_core::spawn::SpawnParams;
 use crate::error::{BrokerError, BrokerResult};
 use crate::sheep::worktree::GitBinds;
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// The sandbox a spawn runs its sheep in: the user's setting is a floor that only the user's
 /// own definitions and flag may lower ([`SandboxChoices`]).
@@ -124,7 +125,7 @@ pub(crate) fn supervisor_args(
                 add("--sandbox-read", &guarded);
             }
         }
-        let (read, write) = state_dirs(broker, id, runtime);
+        let (read, write) = state_dirs(&broker.config, id, runtime);
         for path in read {
             add("--sandbox-read", &path);
         }
@@ -209,14 +210,18 @@ fn real_directory(root: &Path, dir: &Path) -> BrokerResult<()> {
 /// What the sheep's program keeps its own state in, `(read-only, writable)`: its own directory
 /// (its agent's composed configuration home, its session and launch files) and nothing of the
 /// user's own agent configuration but, for pi, what its agent directory links to read-only.
-fn state_dirs(broker: &Broker, id: &AgentId, runtime: Runtime) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let own = broker.config.paths.sheep_dir(id.as_str());
+fn state_dirs(
+    config: &BrokerConfig,
+    id: &AgentId,
+    runtime: Runtime,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let own = config.paths.sheep_dir(id.as_str());
     match runtime {
         Runtime::Command => (Vec::new(), Vec::new()),
         Runtime::Agent(Harness::Pi) => {
-            let mut read = crate::sheep::pi_home::shared(&broker.config.dirs.pi_agent_dir);
+            let mut read = crate::sheep::pi_home::shared(&config.dirs.pi_agent_dir);
             // The shipped sheep extension: read, never changed.
-            read.push(broker.config.paths.state_dir.join("pi-extension"));
+            read.push(config.paths.state_dir.join("pi-extension"));
             (read, vec![own])
         }
         Runtime::Agent(_) => (Vec::new(), vec![own]),

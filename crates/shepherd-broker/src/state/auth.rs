@@ -16,6 +16,8 @@
 //! sandbox has its own), and its ancestry must be readable to the end and pass through none of
 //! this herd's sheep: a sheep may start a herd of its own, but never act as its own parent.
 
+use crate::state::connections::Connections;
+use crate::state::store::Store;
 use shepherd_core::error_code::ErrorCode;
 use std::path::Path;
 use std::sync::Arc;
@@ -29,6 +31,7 @@ use shepherd_term::platform::PeerProcess;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// The process that connected, as the kernel recorded it at `connect`.
 #[derive(Debug, Default)]
@@ -69,9 +72,13 @@ pub(crate) fn ensure_herd_key(path: &Path) -> std::io::Result<String> {
 }
 
 /// Checks the herd's key a parent or observer `hello` carries.
-pub(crate) fn check_herd_key(broker: &Broker, hello: &Hello) -> BrokerResult<()> {
+pub(crate) fn check_herd_key(
+    connections: &Connections,
+    key_path: &Path,
+    hello: &Hello,
+) -> BrokerResult<()> {
     let presented = hello.token.as_deref().map(digest);
-    let expected = broker.herd_key_digest();
+    let expected = connections.herd_key_digest();
     if expected.is_some() && presented.as_deref() == expected {
         return Ok(());
     }
@@ -85,7 +92,7 @@ pub(crate) fn check_herd_key(broker: &Broker, hello: &Hello) -> BrokerResult<()>
         format!(
             "the {role} role needs this herd's key, which only its user can read ({}); a sheep \
              connects with the SHEPHERD_AGENT_ID and SHEPHERD_TOKEN it was started with",
-            broker.config.paths.key.display()
+            key_path.display()
         ),
     ))
 }
@@ -107,11 +114,11 @@ pub(crate) fn new_token() -> String {
 /// Hands a supervisor its credential: a private file it reads and deletes before it starts the
 /// sheep, so the credential is never in the sheep's environment, command line or reach.
 pub(crate) fn write_credential(
-    broker: &Broker,
+    config: &BrokerConfig,
     id: &AgentId,
     token: &str,
 ) -> BrokerResult<std::path::PathBuf> {
-    let dir = broker.config.paths.runtime_dir.join("cred");
+    let dir = config.paths.runtime_dir.join("cred");
     let path = dir.join(format!("{id}.{}", uuid::Uuid::new_v4().simple()));
     shepherd_client::paths::ensure_private_dir(&dir)
         .and_then(|()| shepherd_fs::write_atomic(&path, token.as_bytes(), Some(0o600)))
@@ -130,7 +137,7 @@ pub(crate) fn write_credential(
 /// Checks a sheep or supervisor hello: the agent must be this herd's and the token its own — a
 /// sheep's capability for a sheep, the supervisor's own credential for a supervisor (a sheep
 /// can never claim to be its own supervisor).
-pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<AgentId> {
+pub(crate) fn check_token(store: &Store, hello: &Hello) -> BrokerResult<AgentId> {
     let text = hello.agent_id.as_deref().unwrap_or_default();
     let unauthenticated = || {
         BrokerError::new(
@@ -143,7 +150,7 @@ pub(crate) fn check_token(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<A
     };
     let token = hello.token.as_deref().ok_or_else(unauthenticated)?;
     let id = AgentId::parse(text).ok_or_else(unauthenticated)?;
-    broker.read(|herd| {
+    store.read(|herd| {
         let sheep = herd.sheep.get(&id).ok_or_else(unauthenticated)?;
         let expected = match hello.role {
             Role::Supervisor => sheep
@@ -177,8 +184,10 @@ pub(crate) fn check_remote(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<
             ),
         ));
     }
-    let id = check_token(broker, hello)?;
-    let remote = broker.read(|herd| herd.sheep.get(&id).is_some_and(|s| s.host().is_some()));
+    let id = check_token(&broker.store, hello)?;
+    let remote = broker
+        .store
+        .read(|herd| herd.sheep.get(&id).is_some_and(|s| s.host().is_some()));
     if remote {
         Ok(())
     } else {
@@ -192,7 +201,7 @@ pub(crate) fn check_remote(broker: &Arc<Broker>, hello: &Hello) -> BrokerResult<
 /// Refuses a parent or observer connection whose process cannot be vouched for: gone (its
 /// connection handed on), in another pid namespace (a sandbox), with an ancestry that cannot
 /// be read to its end, or inside one of this herd's sheep.
-pub(crate) fn check_peer(broker: &Arc<Broker>, peer: &Peer, role: Role) -> BrokerResult<()> {
+pub(crate) fn check_peer(store: &Store, peer: &Peer, role: Role) -> BrokerResult<()> {
     let refuse = |why: String| {
         BrokerError::new(
             ErrorCode::Forbidden,
@@ -228,7 +237,7 @@ pub(crate) fn check_peer(broker: &Arc<Broker>, peer: &Peer, role: Role) -> Broke
         }
         None => return Err(refuse(format!("process {pid} cannot be read"))),
     }
-    check_not_inside_a_sheep(broker, pid)?;
+    check_not_inside_a_sheep(store, pid)?;
     // The checks read /proc by pid: the pidfd says whether that pid was still this process.
     match peer.process() {
         PeerProcess::Here(now) if now == pid => Ok(()),
@@ -249,9 +258,9 @@ fn role_name(role: Role) -> &'static str {
 
 /// Refuses a process that descends from one of this herd's local sheep (its supervisor or
 /// program), or whose ancestry cannot be read to the end.
-fn check_not_inside_a_sheep(broker: &Arc<Broker>, pid: u32) -> BrokerResult<()> {
+fn check_not_inside_a_sheep(store: &Store, pid: u32) -> BrokerResult<()> {
     // Each local sheep's supervisor and program pids, to look for among the caller's ancestors.
-    let sheep: Vec<(u32, AgentId, String)> = broker.read(|herd| {
+    let sheep: Vec<(u32, AgentId, String)> = store.read(|herd| {
         herd.sheep
             .values()
             // A remote sheep's pids are its host's: they say nothing about processes here.

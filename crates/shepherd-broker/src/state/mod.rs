@@ -2,11 +2,13 @@
 //! makes every change durable before anyone hears of it, who a connection speaks for, and who
 //! may connect as what.
 //!
-//! `broker` holds the herd, the backends, the fieldnotes handle and the runtime links, and
-//! commits each change: decide on the pure herd, journal, apply, wake waiters, and return the
-//! effects the change calls for instead of calling the modules that act on them. `journal`
-//! appends and replays; `session` is a connection's identity and how a handler answers it;
-//! `auth` mints and checks capability tokens.
+//! `broker` holds the broker's services and the runtime links. `store` is the herd and its
+//! journal: it commits each change (decide on the pure herd, journal, apply, wake waiters) and
+//! hands on the effects the change calls for instead of calling the modules that act on them.
+//! `connections` counts the clients and lists the parents; `journal` appends and replays;
+//! `session` is a connection's identity and how a handler answers it; `auth` mints and checks
+//! capability tokens. Code that touches one service takes that service (`&Store`,
+//! `&BrokerConfig`, `&Connections`), not the broker.
 //!
 //! It may call only what sits below it — `clock`, `paths`, `error`, `fieldnotes` (the note
 //! writer whose handle it holds) and `remote` (the host links whose state it holds) — and
@@ -14,5 +16,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod broker;
+pub(crate) mod connections;
 pub mod journal;
 pub(crate) mod session;
+pub(crate) mod store;

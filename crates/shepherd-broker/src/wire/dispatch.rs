@@ -125,7 +125,7 @@ impl Handlers for Route<'_> {
     }
 
     async fn resolve(&self, params: ResolveParams) -> BrokerResult<ResolveResult> {
-        crate::handlers::parent::resolve(self.broker, &params)
+        crate::handlers::parent::resolve(&self.broker.store, &params)
     }
 
     async fn herd_subscribe(&self, _: NoParams) -> BrokerResult<HerdResult> {
@@ -133,7 +133,7 @@ impl Handlers for Route<'_> {
     }
 
     async fn herd_mates(&self, _: NoParams) -> BrokerResult<HerdMatesResult> {
-        crate::handlers::sheep::mates(self.broker, self.session)
+        crate::handlers::sheep::mates(&self.broker.store, self.session)
     }
 
     async fn prune(&self, _: NoParams) -> BrokerResult<PruneResult> {

@@ -4,7 +4,7 @@
 //! sends the same request again under the same client request id. Three things make that safe:
 //! a request still being worked on in this broker is joined rather than run twice
 //! ([`once`]); a request that changed the herd left its answer in the herd, journaled in the
-//! same commit as the change ([`Broker::commit_reply`]), so a resend after a restart gets that
+//! same commit as the change ([`Store::commit_reply`]), so a resend after a restart gets that
 //! answer back; and the requests that take several steps (spawn, delegate, runs) record the id
 //! on what they create, so a resend after a restart picks up where the first attempt stopped.
 
@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use crate::error::{BrokerError, BrokerResult};
 use crate::state::broker::Broker;
+use crate::state::store::Store;
 
 /// Runs `run` once for `request_id`: a stored answer is returned as it was, a copy still in
 /// flight is joined, and otherwise `run` runs and its answer is shared with any copy that
@@ -28,8 +29,11 @@ pub(crate) async fn once<F>(broker: &Arc<Broker>, request_id: &str, run: F) -> B
 where
     F: Future<Output = BrokerResult<Value>>,
 {
-    if let Some(stored) = broker.read(|herd| herd.replies.get(request_id).cloned()) {
-        broker.durable_now().await?;
+    if let Some(stored) = broker
+        .store
+        .read(|herd| herd.replies.get(request_id).cloned())
+    {
+        broker.store.durable_now().await?;
         return stored_result(stored);
     }
     let joined = {
@@ -78,8 +82,8 @@ fn stored_result(stored: StoredReply) -> BrokerResult<Value> {
     }
 }
 
-impl Broker {
-    /// Applies a command that answers a request, like [`Broker::commit`], and keeps its answer
+impl Store {
+    /// Applies a command that answers a request, like [`Store::commit`], and keeps its answer
     /// under `request_id` in the same journaled change whenever the command changed anything.
     /// A request already answered gets its stored answer back and changes nothing. Waits until
     /// the change is durable.
@@ -87,7 +91,7 @@ impl Broker {
     /// A stored answer read back here is read as the handler's own type `T`; a resend that
     /// arrives once it is stored never gets this far, [`once`] resends it as it was stored.
     pub(crate) async fn commit_reply<T: Serialize + DeserializeOwned>(
-        self: &Arc<Self>,
+        &self,
         request_id: Option<&str>,
         f: impl FnOnce(&mut Tx<'_>) -> BrokerResult<T>,
     ) -> BrokerResult<T> {

@@ -229,21 +229,18 @@ fn track_parent(
     peer_pid: Option<u32>,
     closed: &CancellationToken,
 ) {
-    use std::sync::atomic::Ordering;
-    let number = broker.next_parent.fetch_add(1, Ordering::Relaxed);
-    broker.parents.lock().expect("parents lock").insert(
-        number,
-        shepherd_core::protocol::ParentConnection {
+    let number = broker
+        .connections
+        .track_parent(shepherd_core::protocol::ParentConnection {
             client: hello.client.clone(),
             pid: peer_pid,
             driver: hello.driver.clone(),
-        },
-    );
+        });
     let (broker, closed) = (Arc::downgrade(broker), closed.clone());
     tokio::spawn(async move {
         closed.cancelled().await;
         if let Some(broker) = broker.upgrade() {
-            broker.parents.lock().expect("parents lock").remove(&number);
+            broker.connections.forget_parent(number);
         }
     });
 }
@@ -280,8 +277,12 @@ async fn hello(
     }
     let agent_id = match hello.role {
         Role::Parent => {
-            crate::state::auth::check_herd_key(broker, &hello)?;
-            crate::state::auth::check_peer(broker, peer, hello.role)?;
+            crate::state::auth::check_herd_key(
+                &broker.connections,
+                &broker.config.paths.key,
+                &hello,
+            )?;
+            crate::state::auth::check_peer(&broker.store, peer, hello.role)?;
             if let Some(file) = hello.session_file.as_deref() {
                 broker.fieldnotes().set_parent_session_file(file)?;
             }
@@ -289,11 +290,17 @@ async fn hello(
             None
         }
         Role::Observer => {
-            crate::state::auth::check_herd_key(broker, &hello)?;
-            crate::state::auth::check_peer(broker, peer, hello.role)?;
+            crate::state::auth::check_herd_key(
+                &broker.connections,
+                &broker.config.paths.key,
+                &hello,
+            )?;
+            crate::state::auth::check_peer(&broker.store, peer, hello.role)?;
             None
         }
-        Role::Sheep | Role::Supervisor => Some(crate::state::auth::check_token(broker, &hello)?),
+        Role::Sheep | Role::Supervisor => {
+            Some(crate::state::auth::check_token(&broker.store, &hello)?)
+        }
     };
     let session = Arc::new(Session {
         role: hello.role,

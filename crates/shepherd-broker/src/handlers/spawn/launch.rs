@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 use crate::error::{BrokerError, BrokerResult};
 use crate::sheep::launch_record::{current_launch, merge_launch};
 use crate::state::broker::Broker;
+use crate::state::broker::BrokerConfig;
 
 /// Everything a spawn or a resume decided before its sheep is admitted.
 pub(crate) struct Prepared {
@@ -102,8 +103,8 @@ pub(crate) async fn launch(
 ) -> BrokerResult<()> {
     let def = &prepared.def;
     let kind = prepared.kind;
-    let settings = broker.settings();
-    let mut env = sheep_env(broker, id, &credentials.token);
+    let settings = broker.config.settings();
+    let mut env = sheep_env(&broker.config, id, &credentials.token);
     let launched = match (&def.command, &prepared.agent) {
         (Some(argv), _) => Ok(argv.clone()),
         (None, Some(checked)) => {
@@ -123,7 +124,7 @@ pub(crate) async fn launch(
                     .await
                 }
                 None => crate::sheep::harness::launch(
-                    broker,
+                    &broker.config,
                     checked,
                     def,
                     params,
@@ -167,6 +168,7 @@ pub(crate) async fn launch(
     // A sheep Shepherd made for a task carries its role in its name (`worker (fallback, codex)`,
     // `claude-resolver (resolver)`), as the herd records it.
     let display = broker
+        .store
         .read(|herd| {
             herd.sheep
                 .get(id)
@@ -175,14 +177,14 @@ pub(crate) async fn launch(
         .unwrap_or_else(|| display_name(&def.name, &prepared.label));
     let caller = params.caller.clone().unwrap_or_default();
     let (caller_pane, tmux_socket) = placement_context(kind, &caller);
-    let credential = match crate::state::auth::write_credential(broker, id, &credentials.supervisor)
-    {
-        Ok(path) => path,
-        Err(err) => {
-            never_launched(broker, id, err.message.clone()).await;
-            return Err(err);
-        }
-    };
+    let credential =
+        match crate::state::auth::write_credential(&broker.config, id, &credentials.supervisor) {
+            Ok(path) => path,
+            Err(err) => {
+                never_launched(broker, id, err.message.clone()).await;
+                return Err(err);
+            }
+        };
     let mut supervisor_args = vec![
         "--credential-file".to_owned(),
         credential.display().to_string(),
@@ -196,7 +198,7 @@ pub(crate) async fn launch(
         (
             &prepared.cwd,
             prepared.agent.as_ref().and_then(|agent| agent.program()),
-            &git_binds(broker, prepared),
+            &git_binds(&broker.config, prepared),
         ),
         prepared.host.is_some(),
     );
@@ -242,7 +244,7 @@ pub(crate) async fn launch(
             ));
         }
     };
-    merge_launch(broker, id, &record);
+    merge_launch(&broker.store, id, &record);
     // A remote sheep's pane is on its host: this machine's pane registry never holds it.
     let registered = if prepared.host.is_some() {
         Ok(())
@@ -272,7 +274,7 @@ pub(crate) async fn launch(
     let Err(mut exit) = outcome else {
         return Ok(());
     };
-    let record = current_launch(broker, id);
+    let record = current_launch(&broker.store, id);
     if exit.tail.is_empty() {
         exit.tail = prepared
             .backend
@@ -319,7 +321,7 @@ pub(crate) async fn never_launched(broker: &Arc<Broker>, id: &AgentId, reason: S
         ..ExitInfo::default()
     };
     // Nothing of it runs: it is done with at once, not left listed until a prune.
-    broker.commit(|tx| {
+    broker.store.commit(|tx| {
         shepherd_core::herd::failed_to_start(tx, id, exit);
         shepherd_core::herd::closed(tx, id);
     });
@@ -355,7 +357,7 @@ async fn abandon_launch(
     })
     .await;
     // Its processes and pane are ended: it is done with at once, not left listed until a prune.
-    broker.commit(|tx| {
+    broker.store.commit(|tx| {
         shepherd_core::herd::failed_to_start(tx, id, exit);
         shepherd_core::herd::closed(tx, id);
     });
@@ -365,24 +367,21 @@ async fn abandon_launch(
 
 /// The environment a sheep starts with: its capability, where to find the broker and the
 /// `shepherd` binary, and how deep it is nested.
-fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)> {
-    let exe = &broker.config.shepherd_exe;
+fn sheep_env(config: &BrokerConfig, id: &AgentId, token: &str) -> Vec<(String, String)> {
+    let exe = &config.shepherd_exe;
     // `shepherd` itself goes on the sheep's PATH in its supervisor: some terminals (tmux) give a
     // new pane the launching client's PATH whatever the launch asked for.
     vec![
         (
             "SHEPHERD_SOCKET".to_owned(),
-            broker.config.paths.socket.display().to_string(),
+            config.paths.socket.display().to_string(),
         ),
         ("SHEPHERD_AGENT_ID".to_owned(), id.to_string()),
         ("SHEPHERD_TOKEN".to_owned(), token.to_owned()),
-        (
-            "SHEPHERD_DEPTH".to_owned(),
-            (broker.config.depth + 1).to_string(),
-        ),
+        ("SHEPHERD_DEPTH".to_owned(), (config.depth + 1).to_string()),
         (
             "SHEPHERD_PROJECT".to_owned(),
-            broker.config.address.project_root.display().to_string(),
+            config.address.project_root.display().to_string(),
         ),
         ("SHEPHERD_BIN".to_owned(), exe.display().to_string()),
     ]
@@ -391,7 +390,7 @@ fn sheep_env(broker: &Broker, id: &AgentId, token: &str) -> Vec<(String, String)
 /// What of git a confined sheep's sandbox holds: what its spawn decided, else what the broker
 /// knows of its working directory (a worktree it made, or a `.git` to keep read-only; on a
 /// host, the working directory's `.git`, read-only).
-fn git_binds(broker: &Broker, prepared: &Prepared) -> crate::sheep::worktree::GitBinds {
+fn git_binds(config: &BrokerConfig, prepared: &Prepared) -> crate::sheep::worktree::GitBinds {
     if !prepared.sandbox.is_on() {
         return crate::sheep::worktree::GitBinds::default();
     }
@@ -400,8 +399,8 @@ fn git_binds(broker: &Broker, prepared: &Prepared) -> crate::sheep::worktree::Gi
     }
     match prepared.host {
         None => crate::sheep::worktree::sandbox_binds(
-            &broker.config.dirs.state_dir,
-            &broker.config.address.project_root,
+            &config.dirs.state_dir,
+            &config.address.project_root,
             &prepared.cwd,
         ),
         Some(_) => crate::sheep::worktree::GitBinds {
@@ -423,6 +422,7 @@ fn register_pane(
         return Ok(());
     };
     let cwd = broker
+        .store
         .read(|herd| herd.sheep.get(id).map(|s| s.cwd.clone()))
         .unwrap_or_default();
     broker
@@ -432,7 +432,9 @@ fn register_pane(
             tab_id: record.window.clone(),
             name: display.to_owned(),
             cwd,
-            created_at: shepherd_core::time::iso(shepherd_core::time::from_millis(broker.now())),
+            created_at: shepherd_core::time::iso(shepherd_core::time::from_millis(
+                broker.store.now(),
+            )),
             dir: None,
             owner_session: Some(broker.config.address.identity.clone()),
             owner_project: Some(broker.config.address.project_root.display().to_string()),

@@ -48,16 +48,18 @@ pub(crate) async fn spawn_as(
     rid: Option<&str>,
     role: Option<shepherd_core::label::Role>,
 ) -> BrokerResult<SpawnResult> {
-    if let Some(id) =
-        rid.and_then(|rid| broker.read(|herd| herd.sheep_by_request(rid).map(|s| s.id.clone())))
-    {
+    if let Some(id) = rid.and_then(|rid| {
+        broker
+            .store
+            .read(|herd| herd.sheep_by_request(rid).map(|s| s.id.clone()))
+    }) {
         // The first copy's sheep never got as far as being placed (a broker restart cut its
         // launch short): it is recorded as failed and a fresh one started under the same id.
         // Any other sheep of the first copy is followed to its end.
-        let record = current_launch(broker, &id);
+        let record = current_launch(&broker.store, &id);
         let placed =
             record.supervisor_pid.is_some() || record.pid.is_some() || record.pane.is_some();
-        let starting = broker.read(|herd| {
+        let starting = broker.store.read(|herd| {
             herd.sheep
                 .get(&id)
                 .is_some_and(|s| s.phase == shepherd_core::herd::Phase::Starting)
@@ -72,11 +74,13 @@ pub(crate) async fn spawn_as(
         )
         .await;
     }
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     let mut prepared = prepare(broker, &params, None).await?;
     let def = &prepared.def;
     let shown = shepherd_core::herd::shown_agent(&def.name, role, prepared.runtime, Some(&params));
-    broker.read(|herd| herd.check_unique_display_name(&shown, &prepared.label))?;
+    broker
+        .store
+        .read(|herd| herd.check_unique_display_name(&shown, &prepared.label))?;
     // What the sheep spends: its provider key (a credential of its own makes another one) and
     // its provider's name, known whether keys are held or not.
     let key = crate::sheep::provider_limits::key_for(
@@ -85,7 +89,9 @@ pub(crate) async fn spawn_as(
         &params,
         prepared.host.as_deref(),
     )?;
-    broker.read(|herd| herd.check_sheep_room(settings.max_sheep()))?;
+    broker
+        .store
+        .read(|herd| herd.check_sheep_room(settings.max_sheep()))?;
     let repo = if params.isolate && prepared.host.is_none() {
         Some(crate::sheep::isolation::probe(&prepared.cwd)?)
     } else {
@@ -160,6 +166,7 @@ pub(crate) async fn spawn_as(
     };
     let ready_rx = launch::await_ready(broker, &id);
     if let Err(err) = broker
+        .store
         .commit_durable(|tx| shepherd_core::herd::admit(tx, new))
         .await
     {
@@ -215,7 +222,7 @@ pub(crate) async fn prepare(
 ) -> BrokerResult<Prepared> {
     let label = validate_label(params.label.as_deref().unwrap_or_default())
         .map_err(|err| BrokerError::new(err.code(), err.to_string()))?;
-    let settings = broker.settings();
+    let settings = broker.config.settings();
     let def = shepherd_config::resolve_agent(
         &broker.config.dirs,
         &broker.config.address.project_root,
@@ -260,7 +267,7 @@ pub(crate) async fn prepare(
     if host.is_none() {
         crate::sheep::sandbox::check_here(sandbox, &def)?;
     }
-    let limits = crate::sheep::limits::chosen(broker, params, &def);
+    let limits = crate::sheep::limits::chosen(&broker.config, params, &def);
     let caller = params.caller.clone().unwrap_or_default();
     let (kind, backend, cwd) = match &host {
         Some(host) => {
@@ -382,10 +389,11 @@ pub(crate) async fn follow(
         + broker.config.adoption_grace
         + std::time::Duration::from_secs(5);
     let deadline = tokio::time::Instant::now() + limit;
-    let mut generation = broker.generation.subscribe();
+    let mut generation = broker.store.generation.subscribe();
     loop {
         generation.borrow_and_update();
         let sheep = broker
+            .store
             .read(|herd| herd.sheep.get(id).cloned())
             .ok_or_else(|| BrokerError::new(ErrorCode::Internal, format!("sheep {id} vanished")))?;
         match sheep.phase {

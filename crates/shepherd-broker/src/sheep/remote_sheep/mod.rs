@@ -10,6 +10,7 @@ pub(crate) mod code;
 pub(crate) mod notes;
 pub(crate) mod pi;
 
+use crate::state::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -155,13 +156,13 @@ pub(crate) async fn backend_for_spawn(
     Ok(Arc::new(backend::RemoteBackend::new(
         link,
         kind,
-        broker.settings().remote_link_timeout(),
+        broker.config.settings().remote_link_timeout(),
     )))
 }
 
 /// The host a sheep runs on, when it runs on one.
-pub(crate) fn host_of(broker: &Broker, id: &AgentId) -> Option<String> {
-    broker.read(|herd| herd.sheep.get(id).and_then(|s| s.host().map(str::to_owned)))
+pub(crate) fn host_of(store: &Store, id: &AgentId) -> Option<String> {
+    store.read(|herd| herd.sheep.get(id).and_then(|s| s.host().map(str::to_owned)))
 }
 
 /// The backend an existing sheep runs on: its host's, or this machine's.
@@ -170,14 +171,14 @@ pub(crate) fn backend_of(
     id: &AgentId,
     kind: BackendKind,
 ) -> BrokerResult<Arc<dyn Backend>> {
-    match host_of(broker, id) {
+    match host_of(&broker.store, id) {
         Some(host) => {
             let link = link(broker, &host)?;
             link.keep();
             Ok(Arc::new(backend::RemoteBackend::new(
                 link,
                 kind,
-                broker.settings().remote_link_timeout(),
+                broker.config.settings().remote_link_timeout(),
             )))
         }
         None => broker.backend(kind),
@@ -190,7 +191,7 @@ pub(crate) fn overlay_links(broker: &Broker, sheep: &mut [shepherd_core::herd::S
     if sheep.iter().all(|s| s.host.is_none()) {
         return;
     }
-    let now = broker.now();
+    let now = broker.store.now();
     let links = broker.remotes.links.lock().expect("links lock");
     for status in sheep.iter_mut() {
         let Some(link) = status.host.as_deref().and_then(|host| links.get(host)) else {
@@ -210,7 +211,7 @@ pub(crate) fn overlay_links(broker: &Broker, sheep: &mut [shepherd_core::herd::S
 /// supervisors can reconnect.
 pub(crate) fn relink(broker: &Arc<Broker>) {
     notes::reopen(broker);
-    let hosts: std::collections::BTreeSet<String> = broker.read(|herd| {
+    let hosts: std::collections::BTreeSet<String> = broker.store.read(|herd| {
         herd.sheep
             .values()
             .filter(|s| crate::sheep::supervisor_link::may_be_running(&s.phase))
@@ -235,7 +236,7 @@ pub(crate) fn for_host(
         .agent_id
         .as_ref()
         .filter(|_| session.remote)
-        .and_then(|id| host_of(broker, id))
+        .and_then(|id| host_of(&broker.store, id))
     else {
         return items;
     };

@@ -39,7 +39,7 @@ pub(crate) fn context_for_host(context: &str, local_root: &Path, host_root: &Pat
 /// Registers again the open notes of remote sheep's tasks after a broker restart: their hosts
 /// already have their copies (and what the sheep wrote since), so nothing is copied over them.
 pub(crate) fn reopen(broker: &Arc<Broker>) {
-    let open: Vec<(TaskId, String, NoteLink)> = broker.read(|herd| {
+    let open: Vec<(TaskId, String, NoteLink)> = broker.store.read(|herd| {
         herd.tasks
             .values()
             .filter(|task| !task.state.is_terminal() || (task.result.is_some() && !task.finalized))

@@ -108,7 +108,7 @@ pub(crate) async fn launch(
 /// broker reads of it here is what the host has. Not a remote pi sheep, or an unreachable
 /// host: nothing changes.
 pub(crate) async fn pull_session(broker: &Arc<Broker>, id: &AgentId) {
-    let remote_pi = broker.read(|herd| {
+    let remote_pi = broker.store.read(|herd| {
         herd.sheep
             .get(id)
             .filter(|s| s.runtime.is_pi())
