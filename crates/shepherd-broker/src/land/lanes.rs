@@ -9,25 +9,25 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::broker::Broker;
+use crate::state::work::Work;
 
-/// Puts `merge_id` at the end of `lane` (once).
-pub(super) fn join(broker: &Broker, lane: &str, merge_id: &str) {
-    let mut links = broker.links.lock().expect("links lock");
-    let queue = links.merge_lanes.entry(lane.to_owned()).or_default();
-    if !queue.iter().any(|id| id == merge_id) {
-        queue.push_back(merge_id.to_owned());
+impl Work {
+    /// Puts `merge_id` at the end of `lane` (once).
+    pub(super) fn join_lane(&mut self, lane: &str, merge_id: &str) {
+        let queue = self.merge_lanes.entry(lane.to_owned()).or_default();
+        if !queue.iter().any(|id| id == merge_id) {
+            queue.push_back(merge_id.to_owned());
+        }
     }
-}
 
-/// The merge first in `lane`, when it is not `merge_id`.
-fn ahead(broker: &Broker, lane: &str, merge_id: &str) -> Option<String> {
-    let links = broker.links.lock().expect("links lock");
-    links
-        .merge_lanes
-        .get(lane)
-        .and_then(VecDeque::front)
-        .filter(|first| *first != merge_id)
-        .cloned()
+    /// The merge first in `lane`, when it is not `merge_id`.
+    fn ahead_in_lane(&self, lane: &str, merge_id: &str) -> Option<String> {
+        self.merge_lanes
+            .get(lane)
+            .and_then(VecDeque::front)
+            .filter(|first| *first != merge_id)
+            .cloned()
+    }
 }
 
 /// Waits until `merge_id` is first in `lane`, telling `waiting` which merge it waits for each
@@ -43,7 +43,11 @@ pub(super) async fn turn(
     let mut told: Option<Option<String>> = None;
     loop {
         generation.borrow_and_update();
-        let first = ahead(broker, lane, merge_id);
+        let first = broker
+            .work
+            .lock()
+            .expect("work lock")
+            .ahead_in_lane(lane, merge_id);
         if told.as_ref() != Some(&first) {
             waiting(first.clone());
             told = Some(first.clone());
@@ -61,11 +65,11 @@ pub(super) async fn turn(
 /// Takes `merge_id` out of `lane`, and wakes the merges waiting there.
 pub(super) fn leave(broker: &Broker, lane: &str, merge_id: &str) {
     {
-        let mut links = broker.links.lock().expect("links lock");
-        if let Some(queue) = links.merge_lanes.get_mut(lane) {
+        let mut work = broker.work.lock().expect("work lock");
+        if let Some(queue) = work.merge_lanes.get_mut(lane) {
             queue.retain(|id| id != merge_id);
             if queue.is_empty() {
-                links.merge_lanes.remove(lane);
+                work.merge_lanes.remove(lane);
             }
         }
     }

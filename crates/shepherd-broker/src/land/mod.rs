@@ -41,8 +41,9 @@ use shepherd_core::protocol::event;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{BrokerError, BrokerResult};
-use crate::state::broker::{Broker, MergeEntry};
+use crate::state::broker::Broker;
 use crate::state::session::Session;
+use crate::state::work::MergeEntry;
 
 /// How long `broker stop` waits for its cancelled merges to end.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -200,9 +201,9 @@ async fn cancel_one(broker: &Arc<Broker>, merge_id: &str, reason: &str) -> Broke
     let token = cancel_token(broker, merge_id);
     token.cancel();
     let pgid = broker
-        .links
+        .work
         .lock()
-        .expect("links lock")
+        .expect("work lock")
         .merges
         .get(merge_id)
         .map_or(0, |e| e.check);
@@ -234,8 +235,8 @@ fn with_entry<T>(
     let recorded = broker
         .store
         .read(|herd| herd.merges.get(merge_id).map(|m| m.view.clone()))?;
-    let mut links = broker.links.lock().expect("links lock");
-    let entry = links
+    let mut work = broker.work.lock().expect("work lock");
+    let entry = work
         .merges
         .entry(merge_id.to_owned())
         .or_insert_with(|| MergeEntry {
@@ -259,8 +260,8 @@ fn current(broker: &Broker, merge_id: &str) -> Option<MergeView> {
     let recorded = broker
         .store
         .read(|herd| herd.merges.get(merge_id).map(|m| m.view.clone()))?;
-    let links = broker.links.lock().expect("links lock");
-    let Some(entry) = links.merges.get(merge_id) else {
+    let work = broker.work.lock().expect("work lock");
+    let Some(entry) = work.merges.get(merge_id) else {
         return Some(recorded);
     };
     if recorded.finished {
@@ -341,8 +342,8 @@ fn push(broker: &Broker, merge_id: &str) {
         return;
     };
     let followers = {
-        let mut links = broker.links.lock().expect("links lock");
-        let Some(entry) = links.merges.get_mut(merge_id) else {
+        let mut work = broker.work.lock().expect("work lock");
+        let Some(entry) = work.merges.get_mut(merge_id) else {
             return;
         };
         entry.followers.retain(|f| !f.closed.is_cancelled());

@@ -24,8 +24,8 @@ use crate::state::broker::BrokerConfig;
 /// Drives merge `merge_id` in the background, unless it is driven already.
 pub(super) fn start(broker: &Arc<Broker>, merge_id: &str) {
     let lane = {
-        let mut links = broker.links.lock().expect("links lock");
-        let Some(entry) = links.merges.get_mut(merge_id) else {
+        let mut work = broker.work.lock().expect("work lock");
+        let Some(entry) = work.merges.get_mut(merge_id) else {
             return;
         };
         if entry.driving {
@@ -37,7 +37,11 @@ pub(super) fn start(broker: &Arc<Broker>, merge_id: &str) {
             .read(|herd| herd.merges.get(merge_id).map(Merge::lane))
             .unwrap_or_default()
     };
-    super::lanes::join(broker, &lane, merge_id);
+    broker
+        .work
+        .lock()
+        .expect("work lock")
+        .join_lane(&lane, merge_id);
     let (broker, merge_id) = (broker.clone(), merge_id.to_owned());
     tokio::spawn(async move { drive(&broker, &merge_id, &lane).await });
 }

@@ -26,9 +26,9 @@ use crate::state::broker::Broker;
 /// Starts (or, after a restart, resumes) the driver of run `run_id`, unless one is running.
 pub(crate) fn start(broker: &Arc<Broker>, run_id: &str) {
     let fresh = broker
-        .links
+        .work
         .lock()
-        .expect("links lock")
+        .expect("work lock")
         .run_drivers
         .insert(run_id.to_owned());
     if !fresh {
@@ -39,9 +39,9 @@ pub(crate) fn start(broker: &Arc<Broker>, run_id: &str) {
     tokio::spawn(async move {
         drive(&broker, &run_id).await;
         broker
-            .links
+            .work
             .lock()
-            .expect("links lock")
+            .expect("work lock")
             .run_drivers
             .remove(&run_id);
     });

@@ -50,7 +50,11 @@ pub(crate) async fn submit(
                 .map(|run| run.id.clone())
         })
     }) {
-        follow(broker, session, &run_id);
+        broker
+            .work
+            .lock()
+            .expect("work lock")
+            .follow_run(session, &run_id);
         return view(broker, &run_id);
     }
     let settings = broker.config.settings();
@@ -84,7 +88,11 @@ pub(crate) async fn submit(
             Ok(())
         })
         .await?;
-    follow(broker, session, &run_id);
+    broker
+        .work
+        .lock()
+        .expect("work lock")
+        .follow_run(session, &run_id);
     if let Err(err) = driver::plan_notes(broker, &run_id, &spec).await {
         // Nothing was launched: the run ends here, cancelled with the reason.
         let reason = format!("its notes could not be reserved: {}", err.message);
@@ -128,7 +136,11 @@ pub(crate) fn attach(
     if !found {
         return Err(unknown_run(&params.run_id));
     }
-    follow(broker, session, &params.run_id);
+    broker
+        .work
+        .lock()
+        .expect("work lock")
+        .follow_run(session, &params.run_id);
     view(broker, &params.run_id)
 }
 
@@ -243,20 +255,11 @@ fn view_of(run: &Run, herd: &shepherd_core::herd::Herd) -> RunView {
     }
 }
 
-/// Adds `session` to the run's followers.
-fn follow(broker: &Broker, session: &Arc<Session>, run_id: &str) {
-    let mut links = broker.links.lock().expect("links lock");
-    let followers = links.run_followers.entry(run_id.to_owned()).or_default();
-    if !followers.iter().any(|f| Arc::ptr_eq(f, session)) {
-        followers.push(session.clone());
-    }
-}
-
 /// Pushes the run's view to everyone following it.
 pub(crate) fn push_view(broker: &Arc<Broker>, run_id: &str) {
     let followers: Vec<Arc<Session>> = {
-        let mut links = broker.links.lock().expect("links lock");
-        let Some(followers) = links.run_followers.get_mut(run_id) else {
+        let mut work = broker.work.lock().expect("work lock");
+        let Some(followers) = work.run_followers.get_mut(run_id) else {
             return;
         };
         followers.retain(|f| !f.closed.is_cancelled());
@@ -277,9 +280,9 @@ pub(crate) fn push_view(broker: &Arc<Broker>, run_id: &str) {
 /// A connection closed: the runs it followed may now have nobody following them.
 pub(crate) fn connection_closed(broker: &Arc<Broker>, session: &Arc<Session>) {
     let orphaned: Vec<String> = {
-        let mut links = broker.links.lock().expect("links lock");
+        let mut work = broker.work.lock().expect("work lock");
         let mut orphaned = Vec::new();
-        for (run_id, followers) in &mut links.run_followers {
+        for (run_id, followers) in &mut work.run_followers {
             let before = followers.len();
             followers.retain(|f| !Arc::ptr_eq(f, session) && !f.closed.is_cancelled());
             if before > 0 && followers.is_empty() {
@@ -302,9 +305,9 @@ fn watch_orphan(broker: &Arc<Broker>, run_id: String, grace: Duration) {
             () = broker.shutdown.cancelled() => return,
         }
         let followed = broker
-            .links
+            .work
             .lock()
-            .expect("links lock")
+            .expect("work lock")
             .run_followers
             .get(&run_id)
             .is_some_and(|f| f.iter().any(|s| !s.closed.is_cancelled()));

@@ -2,14 +2,14 @@
 //!
 //! A running broker is a few owned services, each handed to the code that touches it as
 //! mini-redis hands its `&Db`: the herd and its journal ([`Store`], the one way to change the
-//! herd), the connections that speak for the parent and the key they present (`parents`,
-//! `herd_key`), the backends sheep run on, the remote hosts (`remotes`) and the fieldnotes
-//! writer. A handler that only reads or changes the herd takes the `&Store`; one that needs
-//! more takes the broker.
+//! herd), its configuration ([`BrokerConfig`]), who is connected (`connections`), the runs and
+//! merges under way (`work`), the remote hosts (`remotes`), the backends sheep run on and the
+//! fieldnotes writer. A function that touches one service takes that service; one that needs
+//! several takes the broker.
 //!
-//! Runtime-only bookkeeping that is not part of the herd (supervisors' push channels, spawns
-//! waiting for readiness, closes waiting for an exit, run followers, live merges) lives in
-//! [`Links`]; it is rebuilt, not replayed, after a restart.
+//! Runtime-only bookkeeping about sheep that is not part of the herd (supervisors' push
+//! channels, spawns waiting for readiness, closes waiting for an exit, the last line each
+//! printed) lives in [`Links`]; it is rebuilt, not replayed, after a restart.
 
 use shepherd_core::error_code::ErrorCode;
 use std::collections::HashMap;
@@ -77,32 +77,10 @@ pub(crate) struct Links {
     pub(crate) exit_reported: std::collections::HashSet<AgentId>,
     /// Requests being worked on, by client request id: a resent copy joins the first.
     pub(crate) in_flight: HashMap<String, watch::Sender<Option<BrokerResult<serde_json::Value>>>>,
-    /// Connections following each run.
-    pub(crate) run_followers: HashMap<String, Vec<Arc<crate::state::session::Session>>>,
-    /// Runs whose driver is running.
-    pub(crate) run_drivers: std::collections::HashSet<String>,
     /// The last line each sheep printed, as its supervisor last reported (see `printed`).
     pub(crate) printed: HashMap<AgentId, String>,
     /// What each sheep's open task used so far, as its turns reported (see `live_usage`).
     pub(crate) live_usage: HashMap<AgentId, (TaskId, shepherd_core::budget::Usage)>,
-    /// The merges this broker drives or was asked about, by id: what is live about each
-    /// (see `land`; the merge itself is herd state).
-    pub(crate) merges: HashMap<String, MergeEntry>,
-    /// The merges landing into each target, in turn: the first lands, the others wait (see
-    /// `land::lanes`).
-    pub(crate) merge_lanes: HashMap<String, std::collections::VecDeque<String>>,
-}
-
-/// What is live about one merge: its view as shown (the step in progress, the merge it waits
-/// for), the connections following it, what cancels it, and its running check.
-pub(crate) struct MergeEntry {
-    pub(crate) view: shepherd_core::land::MergeView,
-    pub(crate) followers: Vec<Arc<crate::state::session::Session>>,
-    pub(crate) cancel: CancellationToken,
-    /// The process group of its running check (0: none).
-    pub(crate) check: u32,
-    /// Whether a driver runs it.
-    pub(crate) driving: bool,
 }
 
 /// Carries out one [`Effect`] of a commit, given the broker it belongs to.
@@ -116,6 +94,8 @@ pub(crate) struct Broker {
     /// Where sheep can run; Herdr joins when first asked for.
     backends: std::sync::RwLock<HashMap<BackendKind, Arc<dyn Backend>>>,
     pub(crate) links: Mutex<Links>,
+    /// The runs and merges under way: who follows them and what drives them.
+    pub(crate) work: Mutex<crate::state::work::Work>,
     /// Cancelled when the broker shuts down.
     pub(crate) shutdown: CancellationToken,
     /// Who is connected, and the key a parent presents.
@@ -189,6 +169,7 @@ impl Broker {
             store,
             backends: std::sync::RwLock::new(backends),
             links: Mutex::new(Links::default()),
+            work: Mutex::default(),
             shutdown: CancellationToken::new(),
             connections: crate::state::connections::Connections::default(),
             started_at,

@@ -5,10 +5,11 @@
 //! `broker` holds the broker's services and the runtime links. `store` is the herd and its
 //! journal: it commits each change (decide on the pure herd, journal, apply, wake waiters) and
 //! hands on the effects the change calls for instead of calling the modules that act on them.
-//! `connections` counts the clients and lists the parents; `journal` appends and replays;
+//! `connections` counts the clients and lists the parents; `work` follows the runs and merges
+//! under way; `journal` appends and replays;
 //! `session` is a connection's identity and how a handler answers it; `auth` mints and checks
 //! capability tokens. Code that touches one service takes that service (`&Store`,
-//! `&BrokerConfig`, `&Connections`), not the broker.
+//! `&BrokerConfig`, `&Connections`, `Work`), not the broker.
 //!
 //! It may call only what sits below it — `clock`, `paths`, `error`, `fieldnotes` (the note
 //! writer whose handle it holds) and `remote` (the host links whose state it holds) — and
@@ -20,3 +21,4 @@ pub(crate) mod connections;
 pub mod journal;
 pub(crate) mod session;
 pub(crate) mod store;
+pub(crate) mod work;
