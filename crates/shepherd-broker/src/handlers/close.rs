@@ -159,7 +159,7 @@ pub(crate) async fn end_sheep(
         .or_default()
         .push(exited_tx);
     let grace_ms = u64::try_from(TERMINATE_GRACE.as_millis()).unwrap_or(u64::MAX);
-    if crate::sheep::supervisor_link::request_terminate(broker, id, grace_ms) {
+    if crate::sheep::supervisor_link::request_terminate(&broker.links, id, grace_ms) {
         let _exited =
             tokio::time::timeout(TERMINATE_GRACE + Duration::from_secs(2), exited_rx).await;
     }

@@ -332,8 +332,8 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
         settled: herd.settled_view(),
         session: herd.latest_session(),
     });
-    crate::sheep::printed::overlay(broker, &mut view.sheep);
-    crate::sheep::live_usage::overlay(broker, &mut view.sheep);
+    crate::sheep::printed::overlay(&broker.links, &mut view.sheep);
+    crate::sheep::live_usage::overlay(&broker.links, &mut view.sheep);
     crate::sheep::remote_sheep::overlay_links(broker, &mut view.sheep);
     Ok(view)
 }

@@ -13,7 +13,9 @@ use shepherd_core::budget::Usage as TurnUsage;
 use shepherd_core::herd::SheepStatus;
 use shepherd_core::ids::{AgentId, TaskId};
 
-use crate::state::broker::Broker;
+use std::sync::Mutex;
+
+use crate::state::broker::{Broker, Links};
 
 /// Adds one turn of `sender`'s open task `task`.
 pub(crate) fn count(broker: &Broker, sender: &AgentId, task: &TaskId, turn: &TurnUsage) {
@@ -32,8 +34,8 @@ pub(crate) fn count(broker: &Broker, sender: &AgentId, task: &TaskId, turn: &Tur
 }
 
 /// Adds what each sheep's open task used so far to its status.
-pub(crate) fn overlay(broker: &Broker, sheep: &mut [SheepStatus]) {
-    let links = broker.links.lock().expect("links lock");
+pub(crate) fn overlay(links: &Mutex<Links>, sheep: &mut [SheepStatus]) {
+    let links = links.lock().expect("links lock");
     for status in sheep.iter_mut() {
         let Some((task, used)) = links.live_usage.get(&status.agent_id) else {
             continue;

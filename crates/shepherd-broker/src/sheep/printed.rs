@@ -17,8 +17,10 @@ use shepherd_core::ids::AgentId;
 use shepherd_core::protocol::OkResult;
 use shepherd_term::{BackendKind, ReadSource};
 
+use std::sync::Mutex;
+
 use crate::error::{BrokerError, BrokerResult};
-use crate::state::broker::Broker;
+use crate::state::broker::{Broker, Links};
 use crate::state::session::Session;
 
 /// How many lines are read to find the last one that is not blank.
@@ -63,8 +65,8 @@ pub(crate) async fn output(broker: &Arc<Broker>, session: &Session) -> BrokerRes
 
 /// Puts the last printed line into each live sheep's status (an ended sheep keeps the end of
 /// its output recorded with its exit).
-pub(crate) fn overlay(broker: &Broker, sheep: &mut [SheepStatus]) {
-    let links = broker.links.lock().expect("links lock");
+pub(crate) fn overlay(links: &Mutex<Links>, sheep: &mut [SheepStatus]) {
+    let links = links.lock().expect("links lock");
     for status in sheep.iter_mut().filter(|s| s.error.is_none()) {
         if !matches!(status.state.as_str(), "exited" | "closing" | "closed")
             && let Some(line) = links.printed.get(&status.agent_id)

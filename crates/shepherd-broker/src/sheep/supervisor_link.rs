@@ -4,18 +4,18 @@
 //! `supervisor`; closing (`close`) and re-adoption (`recovery`) only need this line, so it is
 //! kept apart from those handlers.
 
-use std::sync::Arc;
-
 use shepherd_core::herd::Phase;
 use shepherd_core::protocol::{TerminateData, event};
 
-use crate::state::broker::Broker;
+use std::sync::Mutex;
+
+use crate::state::broker::{Broker, Links};
 use crate::state::session::{Session, to_value};
 
 /// Registers a supervisor connection's push channel.
-pub(crate) fn attach(broker: &Arc<Broker>, session: &Session) {
+pub(crate) fn attach(links: &Mutex<Links>, session: &Session) {
     if let Some(id) = &session.agent_id {
-        let mut links = broker.links.lock().expect("links lock");
+        let mut links = links.lock().expect("links lock");
         links.supervisors.insert(id.clone(), session.out.clone());
         links.exit_reported.remove(id);
     }
@@ -23,11 +23,11 @@ pub(crate) fn attach(broker: &Arc<Broker>, session: &Session) {
 
 /// Asks a sheep's supervisor to end it. Returns false when no supervisor is connected.
 pub(crate) fn request_terminate(
-    broker: &Broker,
+    links: &Mutex<Links>,
     id: &shepherd_core::ids::AgentId,
     grace_ms: u64,
 ) -> bool {
-    let links = broker.links.lock().expect("links lock");
+    let links = links.lock().expect("links lock");
     let Some(out) = links.supervisors.get(id) else {
         return false;
     };

@@ -312,7 +312,7 @@ async fn hello(
         remote,
     });
     if hello.role == Role::Supervisor {
-        crate::sheep::supervisor_link::attach(broker, &session);
+        crate::sheep::supervisor_link::attach(&broker.links, &session);
     }
     let result = HelloResult {
         protocol: PROTOCOL_VERSION,
