@@ -137,10 +137,21 @@ impl Link {
     }
 
     /// The raw path: one request by method name with JSON parameters, answered as JSON, before
-    /// `deadline`. When the connection is lost first, it reconnects and sends the same request
-    /// again under the same client request id. Front ends send typed ([`Link::send`]); this is
-    /// for tests of the protocol itself and for code not yet typed.
+    /// `deadline`. Only for tests of the protocol itself (the `raw` feature, which only their
+    /// dev-dependencies turn on); front ends send typed ([`Link::send`]).
+    #[cfg(feature = "raw")]
     pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+    ) -> Result<Value, ClientError> {
+        self.exchange(method, params, deadline).await
+    }
+
+    /// One request by method name before `deadline`. When the connection is lost first, it
+    /// reconnects and sends the same request again under the same client request id.
+    async fn exchange(
         &mut self,
         method: &str,
         params: Value,
@@ -152,7 +163,7 @@ impl Link {
             let client = self.reach(deadline).await?;
             let answer = tokio::time::timeout_at(
                 deadline,
-                client.request(method, params.clone(), Some(&request_id)),
+                client.exchange(method, params.clone(), Some(&request_id)),
             )
             .await;
             match answer {
@@ -181,24 +192,29 @@ impl Link {
         deadline: Instant,
     ) -> Result<M::Result, ClientError> {
         let name = M::METHOD.name();
-        let value = self.request(name, encode(params)?, deadline).await?;
+        let value = self.exchange(name, encode(params)?, deadline).await?;
         decode(name, value)
     }
 
     /// The next push on the current connection, read as its type; `Closed` when the
     /// connection is lost (reconnect with [`Link::reach`] and ask for the pushes again).
     pub async fn next_event(&mut self) -> Result<Push, ClientError> {
-        let (name, data) = self.next_push().await?;
+        let (name, data) = self.pushed().await?;
         Ok(Push::read(name, data))
     }
 
-    /// The next push on the current connection as it came, its name and JSON data (see
-    /// [`Link::next_event`]); `Closed` when the connection is lost.
+    /// The next push on the current connection as it came, its name and JSON data (the `raw`
+    /// feature; see [`Link::request`]); `Closed` when the connection is lost.
+    #[cfg(feature = "raw")]
     pub async fn next_push(&mut self) -> Result<(String, Value), ClientError> {
+        self.pushed().await
+    }
+
+    async fn pushed(&mut self) -> Result<(String, Value), ClientError> {
         let Some(client) = self.client.as_mut() else {
             return Err(ClientError::Closed);
         };
-        let push = client.next_push().await;
+        let push = client.pushed().await;
         if push.as_ref().is_err_and(ClientError::is_lost) {
             self.client = None;
         }

@@ -11,9 +11,10 @@
 //!
 //! Requests are typed by the method table: `send::<calls::X>(&params)` sends `X` with its own
 //! parameter type and reads its own result type, and pushes are read as [`Push`]. The untyped
-//! forms that take a method name and JSON ([`Client::call_value`], [`Client::request`],
-//! [`Link::request`]) are the raw path, for tests of the protocol itself (which send what no
-//! typed client can) and for code not yet typed.
+//! forms that take a method name and JSON (`Client::call_value`, `Client::request`,
+//! `Link::request`, `next_push`) are the raw path for tests of the protocol itself, which send
+//! what no typed client can: they exist only with the `raw` feature, which only
+//! dev-dependencies turn on, so no front end can send an untyped request.
 
 mod link;
 mod push;
@@ -168,21 +169,34 @@ impl Client {
     /// method table's [`Call`]), waiting for the answer (pushes arriving meanwhile are kept).
     pub async fn send<C: Call>(&mut self, params: &C::Params) -> Result<C::Result, ClientError> {
         let name = C::METHOD.name();
-        let value = self.request(name, encode(params)?, None).await?;
+        let value = self.exchange(name, encode(params)?, None).await?;
         decode(name, value)
     }
 
-    /// The raw path: one request by method name with JSON parameters, answered as JSON. For
-    /// tests of the protocol itself and benchmarks that send requests by hand; a front end
-    /// sends typed ([`Client::send`]).
+    /// The raw path: one request by method name with JSON parameters, answered as JSON. Only
+    /// for tests of the protocol itself and benchmarks that send requests by hand (the `raw`
+    /// feature, which only their dev-dependencies turn on); a front end sends typed
+    /// ([`Client::send`]).
+    #[cfg(feature = "raw")]
     pub async fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
-        self.request(method, params, None).await
+        self.exchange(method, params, None).await
     }
 
-    /// The raw path with a client request id: one request by method name, tagged with the id
-    /// when given, waiting for its answer (pushes arriving meanwhile are kept). [`Link`] resends
-    /// through it; tests of resends use it directly.
+    /// The raw path with a client request id (the `raw` feature; see [`Client::call_value`]):
+    /// one request by method name, tagged with the id when given.
+    #[cfg(feature = "raw")]
     pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        request_id: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        self.exchange(method, params, request_id).await
+    }
+
+    /// One request by method name, tagged with the client request id when given, waiting for
+    /// its answer (pushes arriving meanwhile are kept). [`Link`] resends through it.
+    pub(crate) async fn exchange(
         &mut self,
         method: &str,
         params: Value,
@@ -220,13 +234,20 @@ impl Client {
     /// The next pushed event, read as its type. Cancel-safe: a push is never lost when a select
     /// drops this call.
     pub async fn next_event(&mut self) -> Result<Push, ClientError> {
-        let (name, data) = self.next_push().await?;
+        let (name, data) = self.pushed().await?;
         Ok(Push::read(name, data))
     }
 
-    /// The next pushed event as it came: its name and JSON data (see [`Client::next_event`]).
-    /// Cancel-safe: a push is never lost when a select drops this call.
+    /// The next pushed event as it came: its name and JSON data (the `raw` feature; see
+    /// [`Client::call_value`]). Cancel-safe.
+    #[cfg(feature = "raw")]
     pub async fn next_push(&mut self) -> Result<(String, Value), ClientError> {
+        self.pushed().await
+    }
+
+    /// The next pushed event as it came. Cancel-safe: a push is never lost when a select drops
+    /// this call.
+    pub(crate) async fn pushed(&mut self) -> Result<(String, Value), ClientError> {
         if let Some(push) = self.pushes.pop_front() {
             return Ok(push);
         }
