@@ -58,6 +58,14 @@ impl Delivery {
     }
 }
 
+impl std::str::FromStr for Delivery {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text).ok_or_else(|| format!("delivery `{text}` is not followUp or steer"))
+    }
+}
+
 /// One message between participants of a herd.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -22,7 +22,7 @@ use shepherd_core::protocol::MessageParams;
 use tokio::sync::{Notify, OnceCell};
 use tokio_util::sync::CancellationToken;
 
-use super::args::{self, one_of};
+use super::args;
 use super::environment::Notice;
 use super::error::ToolError;
 use super::feed::{self, Feed, Level, parent_words};
@@ -141,13 +141,7 @@ impl Parent {
 
 /// The broker's `message` parameters from the tool's arguments.
 pub(crate) fn message_params(message: args::Message) -> Result<MessageParams, ToolError> {
-    let delivery = one_of("delivery", message.delivery, args::DELIVERIES)?
-        .map(|d| {
-            Delivery::parse(&d).ok_or_else(|| {
-                ToolError::arguments(format!("delivery `{d}` is not followUp or steer"))
-            })
-        })
-        .transpose()?;
+    let delivery: Option<Delivery> = args::closed("delivery", message.delivery, args::DELIVERIES)?;
     Ok(MessageParams {
         target: message.target,
         message: message.message,

@@ -116,7 +116,7 @@ fn handle_to_id(handle: Value) -> Value {
 }
 
 /// `value` when it is one of `accepted`, else an error naming both.
-pub(crate) fn one_of(
+fn one_of(
     name: &str,
     value: Option<String>,
     accepted: &[&str],

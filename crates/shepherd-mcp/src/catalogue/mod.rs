@@ -111,8 +111,44 @@ pub const SANDBOXES: &[&str] = &["off", "workspace", "strict"];
 pub const SOURCES: &[&str] = &["visible", "recent", "recent-unwrapped", "detection"];
 /// How a message is delivered.
 pub const DELIVERIES: &[&str] = &["followUp", "steer"];
-/// The `shepherd` tool's actions.
+/// The `shepherd` tool's actions (the words of [`ControlAction`]).
 pub const ACTIONS: &[&str] = &["herd", "agents", "prune"];
+
+/// What the `shepherd` tool does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlAction {
+    /// Lists the herd.
+    Herd,
+    /// Lists the agent definitions.
+    Agents,
+    /// Forgets stale sheep records.
+    Prune,
+}
+
+impl ControlAction {
+    /// Every action, in the order [`ACTIONS`] lists them.
+    pub const ALL: [Self; 3] = [Self::Herd, Self::Agents, Self::Prune];
+
+    /// The word the tool takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Herd => "herd",
+            Self::Agents => "agents",
+            Self::Prune => "prune",
+        }
+    }
+}
+
+impl std::str::FromStr for ControlAction {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|action| action.as_str() == text)
+            .ok_or_else(|| format!("action `{text}` is not one of {}", ACTIONS.join(", ")))
+    }
+}
 /// Which agent definitions are listed.
 pub const SCOPES: &[&str] = &["user", "project", "both"];
 /// How a sheep can finish its task.
@@ -267,6 +303,16 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The choices the tools offer are the core's closed sets, in their wire spelling.
+    #[test]
+    fn the_control_actions_are_the_words_the_schema_offers() {
+        let words: Vec<&str> = ControlAction::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(words, ACTIONS);
+        for action in ControlAction::ALL {
+            assert_eq!(action.as_str().parse::<ControlAction>(), Ok(action));
+        }
+        assert!("fly".parse::<ControlAction>().is_err());
+    }
+
     #[test]
     fn choices_are_the_cores_closed_sets() {
         use shepherd_core::backend::{Placement, ReadSource};

@@ -13,7 +13,8 @@ use shepherd_core::agent_def::AgentScope;
 use shepherd_core::protocol::{DelegateParams, NoParams, SpawnParams, calls};
 use tokio::time::Instant;
 
-use crate::args::{self, one_of};
+use crate::args;
+use crate::catalogue::ControlAction;
 use crate::error::ToolError;
 use crate::herd::absolute;
 use crate::server::{Parent, progress};
@@ -29,20 +30,18 @@ impl Parent {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ToolError> {
         let control: args::Control = args::read("shepherd", args, true)?;
-        let action = one_of("action", Some(control.action), args::ACTIONS)?.unwrap_or_default();
-        let scope = one_of("agentScope", control.agent_scope, args::SCOPES)?;
-        let shown = json!({ "action": action, "agentScope": scope });
+        let action: ControlAction = args::closed("action", Some(control.action), args::ACTIONS)?
+            .expect("an action was given");
+        let scope: Option<AgentScope> =
+            args::closed("agentScope", control.agent_scope, args::SCOPES)?;
+        let shown =
+            json!({ "action": action.as_str(), "agentScope": scope.map(AgentScope::as_str) });
         let shown = shown.as_object().expect("an object");
         let herd = self.herd(&ctx.peer).await?;
-        match action.as_str() {
-            "agents" => {
+        match action {
+            ControlAction::Agents => {
                 let settings = load_settings(&self.shared.ctx.dirs, &herd.project);
-                let scope = match scope.as_deref() {
-                    Some("user") => AgentScope::User,
-                    Some("project") => AgentScope::Project,
-                    Some(_) => AgentScope::Both,
-                    None => settings.settings.agent_scope,
-                };
+                let scope = scope.unwrap_or(settings.settings.agent_scope);
                 let discovery = discover_agents(
                     &self.shared.ctx.dirs,
                     &herd.project,
@@ -84,7 +83,7 @@ impl Parent {
                     &[],
                 ))
             }
-            "herd" => {
+            ControlAction::Herd => {
                 let result = herd.quick::<calls::Herd>(&NoParams {}).await?;
                 herd.remember_herd(&result);
                 let sheep = result.sheep;
@@ -98,7 +97,7 @@ impl Parent {
                     &[],
                 ))
             }
-            _ => {
+            ControlAction::Prune => {
                 let result = herd.quick::<calls::Prune>(&NoParams {}).await?;
                 let (pruned, remaining) = (result.pruned, result.remaining);
                 let service = if pruned == 0 {
