@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use shepherd_core::protocol::{
-    Hello, HelloResult, PROTOCOL_VERSION, Request, Role, ServerLine, method,
+    Hello, HelloResult, Method, PROTOCOL_VERSION, Request, Role, ServerLine,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -143,7 +143,7 @@ async fn handle_connection(broker: Arc<Broker>, stream: UnixStream, remote: bool
                 let session = session.clone();
                 tokio::spawn(async move {
                     let id = request.id;
-                    let stopping = request.method == method::BROKER_STOP;
+                    let stopping = Method::from_name(&request.method) == Some(Method::BrokerStop);
                     let result = crate::wire::dispatch::dispatch(&broker, &session, request).await;
                     let stop = stopping && result.is_ok();
                     respond(&session.out, id, result);
@@ -252,7 +252,7 @@ async fn hello(
     out: &mpsc::UnboundedSender<String>,
     closed: &CancellationToken,
 ) -> BrokerResult<(Arc<Session>, Value)> {
-    if request.method != method::HELLO {
+    if Method::from_name(&request.method) != Some(Method::Hello) {
         return Err(BrokerError::new(
             ErrorCode::HelloRequired,
             format!(
@@ -262,7 +262,7 @@ async fn hello(
         ));
     }
     let hello: Hello = serde_json::from_value(request.params.clone())
-        .map_err(|err| BrokerError::invalid_params(method::HELLO, &err))?;
+        .map_err(|err| BrokerError::invalid_params(Method::Hello.name(), &err))?;
     if hello.protocol != PROTOCOL_VERSION {
         return Err(BrokerError::new(
             ErrorCode::ProtocolMismatch,
