@@ -245,6 +245,13 @@ fn track_parent(
     });
 }
 
+/// The checks a parent or observer `hello` passes: the herd's key, and a process that can be
+/// vouched for.
+fn check_herd_member(broker: &Broker, peer: &Peer, hello: &Hello) -> BrokerResult<()> {
+    crate::state::auth::check_herd_key(&broker.connections, &broker.config.paths.key, hello)?;
+    crate::state::auth::check_peer(&broker.store, peer, hello.role)
+}
+
 async fn hello(
     broker: &Arc<Broker>,
     request: &Request,
@@ -277,12 +284,7 @@ async fn hello(
     }
     let agent_id = match hello.role {
         Role::Parent => {
-            crate::state::auth::check_herd_key(
-                &broker.connections,
-                &broker.config.paths.key,
-                &hello,
-            )?;
-            crate::state::auth::check_peer(&broker.store, peer, hello.role)?;
+            check_herd_member(broker, peer, &hello)?;
             if let Some(file) = hello.session_file.as_deref() {
                 broker.fieldnotes().set_parent_session_file(file)?;
             }
@@ -290,12 +292,7 @@ async fn hello(
             None
         }
         Role::Observer => {
-            crate::state::auth::check_herd_key(
-                &broker.connections,
-                &broker.config.paths.key,
-                &hello,
-            )?;
-            crate::state::auth::check_peer(&broker.store, peer, hello.role)?;
+            check_herd_member(broker, peer, &hello)?;
             None
         }
         Role::Sheep | Role::Supervisor => {
