@@ -2,7 +2,9 @@
 // 1. A region with data-live="URL" takes the HTML each "html" server event carries; the server
 //    sends it when the herd (or the file) changes, so nothing here polls or reloads.
 // 2. A form with class "act" is sent with fetch, carrying the page's CSRF token in a header, and
-//    the server's answer (what changed, or why not) is shown in #said.
+//    the server's answer (what changed, or why not) is shown in #said. Each form carries a
+//    random "once" value from its first send until one succeeds, so a second send of the same
+//    change (a double click, a retry after a lost answer) is recognised as a repeat.
 "use strict";
 
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
@@ -43,7 +45,12 @@ document.addEventListener("submit", async (event) => {
   const form = event.target;
   if (!form.classList.contains("act")) return;
   event.preventDefault();
+  if (!form.dataset.once) {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    form.dataset.once = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
   const body = new URLSearchParams(new FormData(form));
+  body.set("once", form.dataset.once);
   const button = form.querySelector("button");
   if (button) button.disabled = true;
   said.textContent = "…";
@@ -57,7 +64,10 @@ document.addEventListener("submit", async (event) => {
     });
     said.textContent = (await response.text()).trim();
     said.className = response.ok ? "ok" : "failed";
-    if (response.ok) form.reset();
+    if (response.ok) {
+      form.reset();
+      delete form.dataset.once;
+    }
   } catch (error) {
     said.textContent = "could not reach the server: " + error;
     said.className = "failed";

@@ -35,6 +35,9 @@ pub(crate) struct ActForm {
     /// `yes` when the person ticked the confirmation a close needs.
     #[serde(default)]
     pub(crate) confirm: Option<String>,
+    /// The key that makes a second send of the same form a repeat (see `once`).
+    #[serde(default)]
+    pub(crate) once: Option<String>,
 }
 
 /// An action, checked.
@@ -188,6 +191,7 @@ mod tests {
             text: text.map(Into::into),
             reply_to: reply_to.map(Into::into),
             confirm: confirm.map(Into::into),
+            once: None,
         }
     }
 

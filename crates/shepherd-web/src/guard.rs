@@ -1,12 +1,16 @@
 //! What every request passes before a handler sees it, and the headers every response carries.
 //!
-//! In order: the Host header must name this server as the browser reached it (a page on some
-//! other site that rebinds its own name to 127.0.0.1 sends its own name, and is refused: 403);
-//! the token must come along, either in the URL (the first visit: it is put in a cookie and the
-//! browser is sent to the same path without it, so it leaves the address bar and the history)
-//! or in that cookie (401 without it); and a request that changes something must come from a
-//! page of this server (its Origin, 403 otherwise) and carry the CSRF token the page was given
-//! (403 otherwise). The check itself is a pure function of the request's parts, tested here.
+//! In order: the Host header must be the board's own name, `herd-<label>.localhost` with any
+//! port (a page elsewhere that rebinds its own name to 127.0.0.1 sends its own name, and the
+//! loopback addresses themselves are refused too, so a cookie is never set for them: 403);
+//! the browser must be signed in, either by the token in the URL (the first visit: it is traded
+//! for a session in a cookie and the browser is sent to the same path without it, so it leaves
+//! the address bar, and the token is spent, so a copy in the history opens nothing) or by that
+//! cookie (401 without it); and a request that changes something must come from a page of this
+//! server (its Origin, 403 otherwise) and carry the CSRF token the page was given (403
+//! otherwise). [`judge`] decides from the request's parts and the herd's [`Access`].
+
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -15,24 +19,37 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::access::{Access, SESSION_LIFE, Trade, same_secret};
+
 /// The header a page sends its CSRF token in.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The cookie a signed-in browser carries (on the board's own host name only).
+pub(crate) const COOKIE: &str = "shepherd-board";
 
 /// The policy every response carries: nothing but this server's own script, styles, images and
 /// event streams; no inline script, no plugins, no framing, no form sent elsewhere.
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-/// The secrets and names a request is checked against.
-#[derive(Debug, Clone)]
+/// What a request is checked against.
+#[derive(Debug)]
 pub(crate) struct Keys {
-    /// The token in the printed URL, then in the cookie.
-    pub(crate) token: String,
+    /// Who is signed in, and this start's token.
+    pub(crate) access: Arc<Access>,
+    /// The board's host name, without a port.
+    pub(crate) host_name: String,
     /// The token pages put in the header of what they send.
     pub(crate) csrf: String,
-    /// The cookie's name (with the port: cookies are per host, not per port).
-    pub(crate) cookie: String,
-    /// The Host values this server answers to (`127.0.0.1:PORT`, `localhost:PORT`, …).
-    pub(crate) hosts: Vec<String>,
+}
+
+impl Keys {
+    pub(crate) fn new(access: Arc<Access>) -> Self {
+        Self {
+            host_name: access.host_name(),
+            csrf: access.csrf(),
+            access,
+        }
+    }
 }
 
 /// What becomes of a request.
@@ -40,20 +57,12 @@ pub(crate) struct Keys {
 pub(crate) enum Verdict {
     /// Let it through.
     Pass,
-    /// The token came in the URL: set the cookie and send the browser to `location`.
-    SetCookie { location: String },
+    /// The URL's token was traded: set the session's cookie and send the browser to `location`.
+    SignIn { session: String, location: String },
+    /// A signed-in browser came with a spent token: send it to `location`, without the token.
+    Strip { location: String },
     /// Refuse it, saying why.
     Refuse(StatusCode, &'static str),
-}
-
-/// Compares two secrets in time that does not depend on where they differ.
-fn same_secret(given: &str, expected: &str) -> bool {
-    given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0_u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
 }
 
 fn header(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
@@ -86,6 +95,23 @@ fn take_token(query: &str) -> (Option<&str>, String) {
     (token, rest.join("&"))
 }
 
+/// Whether `host` (a Host header) is `name`, with or without a port: any port, so an SSH
+/// forward from another port reaches it too. No DNS name ends in `.localhost`, so a rebinding
+/// page cannot send it.
+fn is_our_host(host: &str, name: &str) -> bool {
+    let bare = match host.rsplit_once(':') {
+        Some((bare, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => bare,
+        _ => host,
+    };
+    bare.eq_ignore_ascii_case(name)
+}
+
+/// Whether `host` is a loopback address or `localhost`, which the board does not answer to.
+fn is_loopback_name(host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+}
+
 /// Judges one request.
 pub(crate) fn judge(
     keys: &Keys,
@@ -95,28 +121,42 @@ pub(crate) fn judge(
     headers: &HeaderMap,
 ) -> Verdict {
     let host = header(headers, header::HOST).unwrap_or_default();
-    if !keys.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+    if !is_our_host(host, &keys.host_name) {
         return Verdict::Refuse(
             StatusCode::FORBIDDEN,
-            "this server does not answer to that Host",
+            if is_loopback_name(host) {
+                "open the URL `shepherd web` printed: the board answers only at its own name (herd-….localhost), so its cookie reaches no other local server"
+            } else {
+                "this server does not answer to that Host"
+            },
         );
     }
-    if let (Some(token), rest) = take_token(query.unwrap_or_default()) {
-        if !same_secret(token, &keys.token) {
-            return Verdict::Refuse(StatusCode::UNAUTHORIZED, "wrong token");
-        }
-        if method == Method::GET {
-            let location = if rest.is_empty() {
-                path.to_owned()
-            } else {
-                format!("{path}?{rest}")
-            };
-            return Verdict::SetCookie { location };
-        }
-    } else if !cookie(headers, &keys.cookie).is_some_and(|c| same_secret(c, &keys.token)) {
+    let signed_in = || cookie(headers, COOKIE).is_some_and(|c| keys.access.signed_in(c));
+    if let (Some(token), rest) = take_token(query.unwrap_or_default())
+        && (method == Method::GET || method == Method::HEAD)
+    {
+        let location = if rest.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}?{rest}")
+        };
+        return match keys.access.trade(token) {
+            Ok(Trade::Session(session)) => Verdict::SignIn { session, location },
+            Ok(Trade::Refused) if signed_in() => Verdict::Strip { location },
+            Ok(Trade::Refused) => Verdict::Refuse(
+                StatusCode::UNAUTHORIZED,
+                "this link was used already or is from an earlier start of `shepherd web`: each start prints a new one, good for one browser",
+            ),
+            Err(_) => Verdict::Refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the board could not record the sign-in in the herd's state directory",
+            ),
+        };
+    }
+    if !signed_in() {
         return Verdict::Refuse(
             StatusCode::UNAUTHORIZED,
-            "open the URL `shepherd web` printed (it carries the token)",
+            "open the URL `shepherd web` printed (it carries a one-time token)",
         );
     }
     if method != Method::GET && method != Method::HEAD {
@@ -134,11 +174,26 @@ pub(crate) fn judge(
     Verdict::Pass
 }
 
+fn see_other(location: &str) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
 /// Puts the protective headers on a response.
 fn protect(response: &mut Response) {
     let headers = response.headers_mut();
+    // A handler may have set a stricter policy of its own (an SVG's); every other gets this one.
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
+    }
     for (name, value) in [
-        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::REFERRER_POLICY, "no-referrer"),
@@ -149,11 +204,7 @@ fn protect(response: &mut Response) {
 }
 
 /// The middleware: judges the request, then protects whatever answers it.
-pub(crate) async fn guard(
-    State(keys): State<std::sync::Arc<Keys>>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(crate) async fn guard(State(keys): State<Arc<Keys>>, request: Request, next: Next) -> Response {
     let verdict = judge(
         &keys,
         request.method(),
@@ -163,22 +214,18 @@ pub(crate) async fn guard(
     );
     let mut response = match verdict {
         Verdict::Pass => next.run(request).await,
-        Verdict::SetCookie { location } => {
+        Verdict::SignIn { session, location } => {
+            let mut response = see_other(&location);
             let cookie = format!(
-                "{}={}; Path=/; HttpOnly; SameSite=Strict",
-                keys.cookie, keys.token
+                "{COOKIE}={session}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict",
+                SESSION_LIFE.as_secs()
             );
-            let mut response = Response::new(Body::empty());
-            *response.status_mut() = StatusCode::SEE_OTHER;
-            if let (Ok(cookie), Ok(location)) = (
-                HeaderValue::from_str(&cookie),
-                HeaderValue::from_str(&location),
-            ) {
+            if let Ok(cookie) = HeaderValue::from_str(&cookie) {
                 response.headers_mut().insert(header::SET_COOKIE, cookie);
-                response.headers_mut().insert(header::LOCATION, location);
             }
             response
         }
+        Verdict::Strip { location } => see_other(&location),
         Verdict::Refuse(status, why) => (status, format!("{why}\n")).into_response(),
     };
     protect(&mut response);

@@ -6,7 +6,8 @@
 //! under the project (read-only); live pages receive their new HTML as server-sent events; the
 //! only changes a browser can make are the four actions in `actions`, each one parent request.
 //!
-//! The parts: `feed` follows the herd, `board` works out the columns and cards (pure), `notes`
+//! The parts: `access` keeps who is signed in across restarts, `once` makes each change happen
+//! once however often it is sent, `feed` follows the herd, `board` works out the columns and cards (pure), `notes`
 //! renders Markdown safely (pure), `files` maps a URL path to a file inside the project and
 //! nowhere else, `guard` is the token, Host, Origin and CSRF check every request passes, `html` escapes and
 //! encodes, `pages` lays out the HTML, `actions` makes the requests, and `server` ties them to routes.
@@ -14,6 +15,7 @@
 #![deny(clippy::print_stdout)]
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+mod access;
 mod actions;
 mod board;
 mod feed;
@@ -21,6 +23,7 @@ mod files;
 mod guard;
 mod html;
 mod notes;
+mod once;
 mod pages;
 mod server;
 
@@ -36,13 +39,17 @@ use shepherd_core::error_code::ErrorCode;
 /// Serve the herd and its fieldnotes to a browser.
 #[derive(Debug, Args)]
 pub struct WebArgs {
-    /// The port to listen on (default: a free one).
+    /// The port to listen on (default: the one this herd's board used last, else a free one).
     #[arg(long, value_name = "PORT")]
     pub port: Option<u16>,
-    /// Listen on this address instead of 127.0.0.1 (the token is still required; anyone who can
-    /// reach the address and learns the URL can act as this herd's parent).
+    /// Listen on this loopback address instead of 127.0.0.1. The board speaks plain HTTP, so it
+    /// refuses any other address: reach it from elsewhere through an SSH forward (docs/web.md).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<IpAddr>,
+    /// Forget every browser signed in to this herd's board before serving: each must open the
+    /// newly printed URL.
+    #[arg(long)]
+    pub revoke_sessions: bool,
     #[command(flatten)]
     pub herd: HerdArgs,
 }
@@ -51,12 +58,10 @@ pub struct WebArgs {
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Announcement {
-    /// The URL to open, with the token that lets the browser in.
+    /// The URL to open, with the one-time token that signs one browser in.
     pub url: String,
-    /// The address it listens on.
+    /// The address it listens on (loopback).
     pub listen: SocketAddr,
-    /// Whether that address is reachable from beyond this machine (`--listen`).
-    pub exposed: bool,
 }
 
 /// Serves until interrupted; `announce` is called once the server listens, with the URL to open.
@@ -65,25 +70,41 @@ pub fn web(
     ctx: &Context,
     announce: impl FnOnce(&Announcement),
 ) -> Result<ExitCode, CliError> {
-    let target = target(ctx, &args.herd)?;
     let ip = args.listen.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let address = SocketAddr::new(ip, args.port.unwrap_or(0));
+    if !ip.is_loopback() {
+        return Err(CliError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "--listen {ip} is not a loopback address: the board speaks plain HTTP, so it listens on loopback only (127.0.0.1, ::1); reach it from another machine through an SSH forward (docs/web.md)"
+            ),
+        )
+        .with_exit(2));
+    }
+    let target = target(ctx, &args.herd)?;
+    let state = |err: std::io::Error| {
+        CliError::new(
+            ErrorCode::Internal,
+            format!("the board's access file: {err}"),
+        )
+    };
+    shepherd_client::paths::ensure_private_dir(&target.paths.state_dir).map_err(state)?;
+    let access = std::sync::Arc::new(
+        access::Access::open(
+            &target.paths.state_dir.join("web.json"),
+            args.revoke_sessions,
+        )
+        .map_err(state)?,
+    );
     runtime()?.block_on(async {
-        let listener = tokio::net::TcpListener::bind(address).await.map_err(|err| {
-            CliError::new(
-                ErrorCode::InvalidArgument,
-                format!("cannot listen on {address}: {err} (give a free --port, or leave it out for any free one)"),
-            )
-            .with_exit(2)
-        })?;
+        let listener = bind(ip, args.port, access.last_port()).await?;
         let listen = listener
             .local_addr()
             .map_err(|err| CliError::new(ErrorCode::Internal, err.to_string()))?;
-        let server = server::Server::new(target, listen);
+        access.remember_port(listen.port()).map_err(state)?;
+        let server = server::Server::new(target, listen, access);
         announce(&Announcement {
             url: server.entry_url(),
             listen,
-            exposed: !ip.is_loopback(),
         });
         server
             .serve(listener)
@@ -91,4 +112,27 @@ pub fn web(
             .map_err(|err| CliError::new(ErrorCode::Internal, format!("web server: {err}")))
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Listens on `port` when given; else on the port served last, so an open page finds the
+/// restarted server where it left it; else (or when that one is taken) on any free port.
+async fn bind(
+    ip: IpAddr,
+    port: Option<u16>,
+    last: Option<u16>,
+) -> Result<tokio::net::TcpListener, CliError> {
+    if port.is_none()
+        && let Some(last) = last
+        && let Ok(listener) = tokio::net::TcpListener::bind(SocketAddr::new(ip, last)).await
+    {
+        return Ok(listener);
+    }
+    let address = SocketAddr::new(ip, port.unwrap_or(0));
+    tokio::net::TcpListener::bind(address).await.map_err(|err| {
+        CliError::new(
+            ErrorCode::InvalidArgument,
+            format!("cannot listen on {address}: {err} (give a free --port, or leave it out for any free one)"),
+        )
+        .with_exit(2)
+    })
 }

@@ -20,16 +20,22 @@ use shepherd_client::connect::Target;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::access::Access;
 use crate::actions::{self, ActForm, Action};
 use crate::feed::{self, Herd};
 use crate::files::{self, Kind};
 use crate::guard::{self, Keys};
 use crate::html::{esc, path_url};
+use crate::once::{Done, Once};
 use crate::pages::{self, Section};
 use crate::{board, notes};
 
 /// How often a file's page looks at its file again (on the server: the browser never polls).
 const FILE_LOOK: Duration = Duration::from_millis(500);
+
+/// An image's own policy: opened by itself (an SVG is a document then) it runs and loads
+/// nothing, in a sandbox of its own.
+const IMAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
 /// The stylesheet and script, compiled in.
 const STYLE: &str = include_str!("../assets/style.css");
@@ -41,6 +47,8 @@ struct Shared {
     root: PathBuf,
     keys: Arc<Keys>,
     herd: watch::Receiver<Herd>,
+    /// The changes done so far, so none is done twice.
+    once: Once,
 }
 
 /// The web server of one herd.
@@ -50,33 +58,11 @@ pub(crate) struct Server {
     feed: watch::Sender<Herd>,
 }
 
-/// A fresh random secret (two v4 UUIDs: 244 random bits).
-fn secret() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
 impl Server {
-    /// A server for `target`'s herd that will listen on `listen`.
-    pub(crate) fn new(target: Target, listen: SocketAddr) -> Self {
-        let port = listen.port();
-        let mut hosts = vec![
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ];
-        if !listen.ip().is_unspecified() {
-            hosts.push(listen.to_string());
-        }
-        let keys = Arc::new(Keys {
-            token: secret(),
-            csrf: secret(),
-            cookie: format!("shepherd-web-{port}"),
-            hosts,
-        });
+    /// A server for `target`'s herd that will listen on `listen`, letting in whom `access`
+    /// lets in.
+    pub(crate) fn new(target: Target, listen: SocketAddr, access: Arc<Access>) -> Self {
+        let keys = Arc::new(Keys::new(access));
         let (feed, herd) = watch::channel(Herd::Connecting);
         let root = target.address.project_root.clone();
         Self {
@@ -85,20 +71,22 @@ impl Server {
                 root,
                 keys,
                 herd,
+                once: Once::default(),
             }),
             listen,
             feed,
         }
     }
 
-    /// The URL to open first: it carries the token.
+    /// The URL to open first: the board's own name, with this start's one-time token.
     pub(crate) fn entry_url(&self) -> String {
-        let host = if self.listen.ip().is_unspecified() {
-            format!("127.0.0.1:{}", self.listen.port())
-        } else {
-            self.listen.to_string()
-        };
-        format!("http://{host}/?token={}", self.shared.keys.token)
+        let keys = &self.shared.keys;
+        format!(
+            "http://{}:{}/?token={}",
+            keys.host_name,
+            self.listen.port(),
+            keys.access.entry_token().unwrap_or_default()
+        )
     }
 
     /// Follows the herd and answers requests until the listener fails.
@@ -312,7 +300,14 @@ async fn file_page(State(shared): Shares, Path(path): Path<String>) -> Response 
             .into_response()
         }
         Kind::Image(mime) => match fs_err::read(&file) {
-            Ok(bytes) => ([(header::CONTENT_TYPE, mime)], bytes).into_response(),
+            Ok(bytes) => (
+                [
+                    (header::CONTENT_TYPE, mime),
+                    (header::CONTENT_SECURITY_POLICY, IMAGE_POLICY),
+                ],
+                bytes,
+            )
+                .into_response(),
             Err(_) => not_found().await,
         },
         Kind::Text => match fs_err::read(&file) {
@@ -342,13 +337,63 @@ async fn file_events(State(shared): Shares, Path(path): Path<String>) -> Respons
     )
 }
 
+/// Whether the question `reply_to` of sheep `agent` is no longer open in the herd's view (when
+/// there is one: without it the broker decides).
+fn answered_already(herd: &Herd, agent: &str, reply_to: &str) -> bool {
+    let Herd::View(view) = herd else {
+        return false;
+    };
+    view.sheep
+        .iter()
+        .find(|s| s.agent_id.to_string() == agent)
+        .is_some_and(|sheep| {
+            sheep
+                .task
+                .as_ref()
+                .and_then(|t| t.pending_request.as_ref())
+                .is_none_or(|open| open.to_string() != reply_to)
+        })
+}
+
 async fn act(State(shared): Shares, Form(form): Form<ActForm>) -> Response {
     let action = match Action::from_form(&form) {
         Ok(action) => action,
         Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
-    match actions::perform(&shared.target, &form.agent, action).await {
-        Ok(said) => said.into_response(),
+    let key = match (&action, form.once.as_deref()) {
+        (Action::Reply { reply_to, .. }, _) => format!("reply {reply_to}"),
+        (_, Some(once)) if !once.is_empty() && once.len() <= 64 => format!("once {once}"),
+        (_, _) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "a change needs its `once` value (1 to 64 characters), which the page gives each form it sends",
+            )
+                .into_response();
+        }
+    };
+    let reply = matches!(action, Action::Reply { .. });
+    if let Action::Reply { reply_to, .. } = &action
+        && answered_already(&shared.herd.borrow(), &form.agent, reply_to)
+    {
+        return format!("{}'s question was already answered", form.agent).into_response();
+    }
+    let target = shared.target.clone();
+    let agent = form.agent.clone();
+    let done = shared
+        .once
+        .run(&key, || async move {
+            actions::perform(&target, &agent, action).await
+        })
+        .await;
+    match done {
+        Ok(Done {
+            said,
+            repeat: false,
+        }) => said.into_response(),
+        Ok(Done { said, repeat: true }) if reply => {
+            format!("{}'s question was already answered ({said})", form.agent).into_response()
+        }
+        Ok(Done { said, repeat: true }) => format!("already done: {said}").into_response(),
         Err(err) => (StatusCode::CONFLICT, err.message).into_response(),
     }
 }

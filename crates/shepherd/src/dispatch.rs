@@ -54,12 +54,6 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Merge(args) => merge::run(&args, &ctx, printer),
         Command::Dash(args) => shepherd_dash::dash(&args, &ctx, printer.is_json()),
         Command::Web(args) => shepherd_web::web(&args, &ctx, |ready| {
-            if ready.exposed {
-                eprintln!(
-                    "warning: listening on {} is reachable beyond this machine; anyone who can reach it and has the URL's token can act as this herd's parent",
-                    ready.listen
-                );
-            }
             printer.emit(ready, || ready.url.clone());
         }),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),

@@ -2,7 +2,8 @@
 //! the board, its question under *needs you*, a reply typed in the page settles its wait, and
 //! its note opens from the session's page through working links, all while the board page is
 //! never reloaded; a note carrying a script runs nothing; a note being written updates on its
-//! page; the layout fits 390 px.
+//! page; the layout fits 390 px; the board's cookie goes to no other local server; an open page
+//! comes back live after `shepherd web` and the broker restart.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -253,4 +254,183 @@ fn a_sheep_page_sends_a_message_and_closes_the_sheep_once_confirmed() {
         !herd.to_string().contains(&agent),
         "the sheep is gone from the herd: {herd}"
     );
+}
+
+/// A plain HTTP server on another loopback port that records the headers of each request it
+/// gets: a stand-in for any other local server a link in a note could lead to.
+struct Other {
+    port: u16,
+    heads: std::sync::mpsc::Receiver<String>,
+}
+
+impl Other {
+    fn start() -> Self {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (send, heads) = std::sync::mpsc::channel();
+        // A connection per thread: the browser also opens connections it sends nothing on
+        // (preconnects), which must not hold up the real request.
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let send = send.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut head = String::new();
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        head.push_str(&line);
+                        line.clear();
+                    }
+                    let mut stream = stream;
+                    let _written = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nother",
+                    );
+                    if !head.is_empty() {
+                        let _sent = send.send(head);
+                    }
+                });
+            }
+        });
+        Self { port, heads }
+    }
+
+    /// The next request's head, waited for (the browser's own asks for a favicon skipped).
+    fn next(&self) -> String {
+        loop {
+            let head = self
+                .heads
+                .recv_timeout(web_support::PAGE_LIMIT)
+                .expect("the other server got the request");
+            if !head.starts_with("GET /favicon.ico ") {
+                return head;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_boards_cookie_never_reaches_another_local_server() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    let other = Other::start();
+    std::fs::write(
+        world.project.join("links.md"),
+        format!(
+            "# Links\n\n[by address](http://127.0.0.1:{port}/a)\n\n[by name](http://localhost:{port}/b)\n",
+            port = other.port
+        ),
+    )
+    .unwrap();
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(1280, 800).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        browser.appears(Locator::Css("main"), "the board").await;
+        for (link, path) in [("by address", "/a"), ("by name", "/b")] {
+            client.goto(&web.at("/files/links.md")).await.unwrap();
+            browser.click(Locator::LinkText(link), link).await;
+            let head = other.next();
+            assert!(head.starts_with(&format!("GET {path} ")), "{head}");
+            assert!(
+                !head.to_lowercase().contains("\ncookie:"),
+                "the board's cookie went to another server: {head}"
+            );
+        }
+        // The browser still holds its session for the board itself.
+        client.goto(&web.at("/notes")).await.unwrap();
+        browser
+            .appears(Locator::Css("main"), "the board still lets the browser in")
+            .await;
+        let status = client
+            .execute("return document.title", vec![])
+            .await
+            .unwrap();
+        assert!(
+            status.as_str().unwrap_or_default().contains("shepherd"),
+            "{status}"
+        );
+        browser.close().await;
+    });
+}
+
+#[test]
+fn an_open_page_comes_back_live_after_the_server_and_the_broker_restart() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    world.define_test_sheep("helper", "idle", None);
+    let web = Web::start(&world);
+    let host = web.host.clone();
+    runtime().block_on(async {
+        let browser = Browser::start(1280, 800).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        client
+            .execute("window.shepherdMark = 'same page'; return true", vec![])
+            .await
+            .unwrap();
+        let first = world.spawn("helper", "first");
+        let card = |agent: &str| format!(r#"article[data-agent="{agent}"]"#);
+        browser
+            .appears(Locator::Css(&card(&first)), "the first sheep's card")
+            .await;
+
+        // `shepherd web` stops and starts again: the same name and port, a new token.
+        drop(web);
+        let web = Web::start(&world);
+        assert_eq!(
+            web.host, host,
+            "the restarted server is where the page left it"
+        );
+        let second = world.spawn("helper", "second");
+        browser
+            .appears(
+                Locator::Css(&card(&second)),
+                "a sheep spawned after the restart shows",
+            )
+            .await;
+
+        // The broker stops and starts again under the same page.
+        world.json(&["broker", "stop"]);
+        world.json(&["broker", "ensure"]);
+        let third = world.spawn("helper", "third");
+        browser
+            .appears(
+                Locator::Css(&card(&third)),
+                "a sheep spawned after the broker's restart shows",
+            )
+            .await;
+        let mark = client
+            .execute("return window.shepherdMark || null", vec![])
+            .await
+            .unwrap();
+        assert_eq!(mark, "same page", "the page was never reloaded");
+
+        // A change still goes through: the page's CSRF token outlived both restarts.
+        let name = format!(r#"{} a.name"#, card(&third));
+        browser
+            .click(Locator::Css(&name), "the third sheep's name")
+            .await;
+        let message = browser
+            .appears(
+                Locator::Css("form.act:not(.close) input[name=text]"),
+                "the message box",
+            )
+            .await;
+        message.send_keys("still here").await.unwrap();
+        browser
+            .click(
+                Locator::Css("form.act:not(.close) button"),
+                "the message's button",
+            )
+            .await;
+        browser.said("message ").await;
+        drop(web);
+        browser.close().await;
+    });
 }

@@ -1,107 +1,192 @@
 use super::*;
 
-fn keys() -> Keys {
-    Keys {
-        token: "t0k3n".into(),
-        csrf: "csrf1".into(),
-        cookie: "shepherd-web-4000".into(),
-        hosts: vec!["127.0.0.1:4000".into(), "localhost:4000".into()],
+struct Fixture {
+    _dir: tempfile::TempDir,
+    keys: Keys,
+    /// `herd-….localhost:4000`
+    host: String,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let access = Arc::new(Access::open(&dir.path().join("web.json"), false).unwrap());
+    let keys = Keys::new(access);
+    let host = format!("{}:4000", keys.host_name);
+    Fixture {
+        _dir: dir,
+        keys,
+        host,
     }
 }
 
-fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-    let mut map = HeaderMap::new();
-    for (name, value) in pairs {
-        map.append(*name, HeaderValue::from_str(value).unwrap());
+impl Fixture {
+    fn token(&self) -> String {
+        self.keys.access.entry_token().unwrap()
     }
-    map
-}
 
-const SIGNED_IN: (&str, &str) = ("cookie", "other=1; shepherd-web-4000=t0k3n");
-
-#[test]
-fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_url() {
-    let verdict = judge(
-        &keys(),
-        &Method::GET,
-        "/files/a.md",
-        Some("x=1&token=t0k3n"),
-        &headers(&[("host", "127.0.0.1:4000")]),
-    );
-    assert_eq!(
-        verdict,
-        Verdict::SetCookie {
-            location: "/files/a.md?x=1".into()
+    /// Signs in with the entry token; the cookie header it gives.
+    fn sign_in(&self) -> String {
+        let query = format!("token={}", self.token());
+        match self.judge(&Method::GET, "/", Some(&query), &[]) {
+            Verdict::SignIn { session, .. } => format!("other=1; {COOKIE}={session}"),
+            other => panic!("not signed in: {other:?}"),
         }
-    );
+    }
+
+    fn judge(
+        &self,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        extra: &[(&'static str, &str)],
+    ) -> Verdict {
+        let mut map = HeaderMap::new();
+        map.append("host", HeaderValue::from_str(&self.host).unwrap());
+        for (name, value) in extra {
+            map.append(*name, HeaderValue::from_str(value).unwrap());
+        }
+        judge(&self.keys, method, path, query, &map)
+    }
 }
 
 #[test]
-fn without_the_token_or_with_a_wrong_one_nothing_is_served() {
-    let host = ("host", "127.0.0.1:4000");
-    for (query, pairs) in [
-        (None, vec![host]),
-        (Some("token=wrong"), vec![host]),
-        (None, vec![host, ("cookie", "shepherd-web-4000=wrong")]),
-        (None, vec![host, ("cookie", "shepherd-web-4001=t0k3n")]),
-    ] {
-        let verdict = judge(&keys(), &Method::GET, "/", query, &headers(&pairs));
-        assert!(
-            matches!(verdict, Verdict::Refuse(StatusCode::UNAUTHORIZED, _)),
-            "{query:?} {pairs:?}: {verdict:?}"
-        );
-    }
+fn the_token_in_the_url_is_traded_for_a_session_once_and_leaves_the_url() {
+    let fx = fixture();
+    let query = format!("x=1&token={}", fx.token());
+    let Verdict::SignIn { session, location } =
+        fx.judge(&Method::GET, "/files/a.md", Some(&query), &[])
+    else {
+        panic!("signed in");
+    };
+    assert_eq!(location, "/files/a.md?x=1");
+    let cookie = format!("{COOKIE}={session}");
     assert_eq!(
-        judge(
-            &keys(),
-            &Method::GET,
-            "/",
-            None,
-            &headers(&[host, SIGNED_IN])
+        fx.judge(&Method::GET, "/", Some(&query), &[]),
+        Verdict::Refuse(
+            StatusCode::UNAUTHORIZED,
+            "this link was used already or is from an earlier start of `shepherd web`: each start prints a new one, good for one browser"
         ),
+        "a second browser with the same URL gets nothing"
+    );
+    assert_eq!(
+        fx.judge(
+            &Method::GET,
+            "/files/a.md",
+            Some(&query),
+            &[("cookie", &cookie)]
+        ),
+        Verdict::Strip {
+            location: "/files/a.md?x=1".into()
+        },
+        "the signed-in browser that opens it again is just sent on"
+    );
+    assert_eq!(
+        fx.judge(&Method::GET, "/", None, &[("cookie", &cookie)]),
         Verdict::Pass
     );
 }
 
 #[test]
-fn a_foreign_host_is_refused_even_with_the_token() {
-    for host in ["evil.example:4000", "127.0.0.1:4001", ""] {
-        let verdict = judge(
-            &keys(),
-            &Method::GET,
-            "/",
-            Some("token=t0k3n"),
-            &headers(&[("host", host), SIGNED_IN]),
+fn without_a_session_nothing_is_served() {
+    let fx = fixture();
+    let token = fx.token();
+    for (query, cookie) in [
+        (None, None),
+        (Some("token=wrong".to_owned()), None),
+        (None, Some(format!("{COOKIE}=wrong"))),
+        (None, Some(format!("{COOKIE}={token}"))),
+        (None, Some(format!("shepherd-web-4000={token}"))),
+    ] {
+        let extra: Vec<(&'static str, &str)> =
+            cookie.iter().map(|c| ("cookie", c.as_str())).collect();
+        let verdict = fx.judge(&Method::GET, "/", query.as_deref(), &extra);
+        assert!(
+            matches!(verdict, Verdict::Refuse(StatusCode::UNAUTHORIZED, _)),
+            "{query:?} {cookie:?}: {verdict:?}"
         );
+    }
+    assert_eq!(
+        fx.keys.access.entry_token(),
+        Some(token),
+        "nothing spent it"
+    );
+}
+
+#[test]
+fn only_the_boards_own_name_is_answered_at_any_port() {
+    let mut fx = fixture();
+    let cookie = fx.sign_in();
+    let name = fx.keys.host_name.clone();
+    for host in [name.clone(), format!("{name}:8765"), name.to_uppercase()] {
+        fx.host = host.clone();
+        assert_eq!(
+            fx.judge(&Method::GET, "/", None, &[("cookie", &cookie)]),
+            Verdict::Pass,
+            "{host}"
+        );
+    }
+    for host in [
+        "127.0.0.1:4000",
+        "localhost:4000",
+        "[::1]:4000",
+        "evil.example:4000",
+        "herd-0000000000000000.localhost:4000",
+        &format!("x.{name}:4000"),
+        &format!("{name}:40x0"),
+        "",
+    ] {
+        fx.host = host.to_owned();
+        let verdict = fx.judge(&Method::GET, "/", None, &[("cookie", &cookie)]);
         assert!(
             matches!(verdict, Verdict::Refuse(StatusCode::FORBIDDEN, _)),
-            "{host}"
+            "{host}: {verdict:?}"
         );
     }
 }
 
 #[test]
 fn a_change_needs_this_origin_and_the_csrf_token() {
-    let base = [("host", "localhost:4000"), SIGNED_IN];
+    let fx = fixture();
+    let cookie = fx.sign_in();
+    let origin = format!("http://{}", fx.host);
+    let csrf = fx.keys.csrf.clone();
     let with = |extra: &[(&'static str, &str)]| {
-        let mut pairs = base.to_vec();
+        let mut pairs = vec![("cookie", cookie.as_str())];
         pairs.extend_from_slice(extra);
-        judge(&keys(), &Method::POST, "/act", None, &headers(&pairs))
+        fx.judge(&Method::POST, "/act", None, &pairs)
     };
     assert_eq!(
-        with(&[("origin", "http://localhost:4000"), (CSRF_HEADER, "csrf1")]),
+        with(&[("origin", &origin), (CSRF_HEADER, &csrf)]),
         Verdict::Pass
     );
     for extra in [
-        vec![(CSRF_HEADER, "csrf1")],
-        vec![("origin", "http://evil.example"), (CSRF_HEADER, "csrf1")],
-        vec![("origin", "http://127.0.0.1:4000"), (CSRF_HEADER, "csrf1")],
-        vec![("origin", "http://localhost:4000")],
-        vec![("origin", "http://localhost:4000"), (CSRF_HEADER, "csrf2")],
+        vec![(CSRF_HEADER, csrf.as_str())],
+        vec![("origin", "http://evil.example"), (CSRF_HEADER, &csrf)],
+        vec![("origin", "http://127.0.0.1:4000"), (CSRF_HEADER, &csrf)],
+        vec![("origin", &origin)],
+        vec![("origin", &origin), (CSRF_HEADER, "csrf2")],
     ] {
         assert!(
             matches!(with(&extra), Verdict::Refuse(StatusCode::FORBIDDEN, _)),
             "{extra:?}"
         );
     }
+}
+
+#[test]
+fn a_token_on_a_change_is_not_a_sign_in() {
+    let fx = fixture();
+    let query = format!("token={}", fx.token());
+    let origin = format!("http://{}", fx.host);
+    let csrf = fx.keys.csrf.clone();
+    let verdict = fx.judge(
+        &Method::POST,
+        "/act",
+        Some(&query),
+        &[("origin", &origin), (CSRF_HEADER, &csrf)],
+    );
+    assert!(
+        matches!(verdict, Verdict::Refuse(StatusCode::UNAUTHORIZED, _)),
+        "{verdict:?}"
+    );
 }

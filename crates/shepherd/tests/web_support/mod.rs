@@ -87,12 +87,17 @@ fn free_port() -> u16 {
 /// A running `shepherd web`; stopped when dropped.
 pub struct Web {
     child: Child,
-    /// The URL it printed, with its token.
+    /// The URL it printed, with its one-time token.
     pub url: String,
-    /// `127.0.0.1:PORT`.
+    /// The board's name as the URL gives it: `herd-….localhost:PORT`, what a browser sends as
+    /// its Host.
     pub host: String,
+    /// Where it listens: `127.0.0.1:PORT`, what the raw client connects to.
+    pub addr: String,
     /// The token.
     pub token: String,
+    /// The cookie of the session [`Web::cookie`] traded the token for.
+    session: std::sync::OnceLock<String>,
 }
 
 impl Web {
@@ -123,11 +128,14 @@ impl Web {
             .strip_prefix("http://")
             .unwrap_or_else(|| panic!("not a URL: {url:?}"));
         let (host, query) = rest.split_once("/?token=").unwrap();
+        let port = host.rsplit_once(':').unwrap().1;
         Self {
             child,
             host: host.to_owned(),
+            addr: format!("127.0.0.1:{port}"),
             token: query.to_owned(),
             url,
+            session: std::sync::OnceLock::new(),
         }
     }
 
@@ -136,17 +144,55 @@ impl Web {
         format!("http://{}{path}", self.host)
     }
 
-    /// The cookie that carries the token.
+    /// A signed-in session's `Cookie` header value: the first call trades the URL's one-time
+    /// token for it (so a browser can no longer use that URL).
     pub fn cookie(&self) -> String {
-        let port = self.host.rsplit_once(':').unwrap().1;
-        format!("shepherd-web-{port}={}", self.token)
+        self.session
+            .get_or_init(|| {
+                let signed = http(
+                    &self.addr,
+                    &format!("GET /?token={}", self.token),
+                    &[("Host", &self.host)],
+                    "",
+                );
+                assert_eq!(signed.status, 303, "the token signs in: {signed:?}");
+                set_cookie(&signed).unwrap_or_else(|| panic!("no session cookie: {signed:?}"))
+            })
+            .clone()
     }
+
+    /// A request to this server as its own page would send it: Host, the session's cookie.
+    pub fn get(&self, path: &str) -> Reply {
+        let cookie = self.cookie();
+        http(
+            &self.addr,
+            &format!("GET {path}"),
+            &[("Host", &self.host), ("Cookie", &cookie)],
+            "",
+        )
+    }
+}
+
+/// The `name=value` of the cookie a reply sets, if it sets one.
+pub fn set_cookie(reply: &Reply) -> Option<String> {
+    reply.head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("set-cookie").then(|| {
+            value
+                .trim()
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+    })
 }
 
 impl Web {
     /// Stops the server and gives back what it wrote on stderr (when it was piped).
     pub fn stop(mut self) -> String {
         let _killed = self.child.kill();
+        let _reaped = self.child.wait();
         let mut text = String::new();
         if let Some(mut stderr) = self.child.stderr.take() {
             let _read = stderr.read_to_string(&mut text);
@@ -170,9 +216,9 @@ pub struct Reply {
     pub body: String,
 }
 
-/// Sends one raw HTTP/1.1 request to `host` (`127.0.0.1:PORT`) with these headers and body.
-pub fn http(host: &str, request_line: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut stream = TcpStream::connect(host).unwrap();
+/// Sends one raw HTTP/1.1 request to `addr` (`127.0.0.1:PORT`) with these headers and body.
+pub fn http(addr: &str, request_line: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
