@@ -78,6 +78,11 @@ impl Column {
 }
 
 /// "4 s", "3 min", "2 h 5 min": how long, for a card.
+/// `ms` as an age the page keeps ticking (its script adds the time since the HTML arrived).
+pub(crate) fn age(ms: i64) -> String {
+    format!(r#"<time data-age="{}">{}</time>"#, ms.max(0), elapsed(ms))
+}
+
 pub(crate) fn elapsed(ms: i64) -> String {
     let secs = ms.max(0) / 1000;
     match secs {
@@ -128,7 +133,7 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
         agent = esc(&sheep.agent),
         runtime = esc(sheep.runtime.as_str()),
         place = esc(&place),
-        elapsed = elapsed(now - sheep.since),
+        elapsed = age(now - sheep.since),
     );
     if let Some(task) = &sheep.task {
         let _ = write!(

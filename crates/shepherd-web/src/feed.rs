@@ -29,8 +29,13 @@ pub(crate) async fn follow(target: Target, latest: watch::Sender<Herd>) {
         let herd = match event {
             FeedEvent::View(view) => Herd::View(Arc::from(view)),
             FeedEvent::Unreachable(why) => Herd::Unreachable(why),
+            // A herd whose broker was stopped is not shown as if it were still there (a reply
+            // field on it would start a new broker); the follower waits for one to start.
+            FeedEvent::Stopped => {
+                Herd::Unreachable("it was stopped (`shepherd broker stop`)".to_owned())
+            }
             // A page keeps showing the last view while the follower reconnects.
-            FeedEvent::Connected { .. } | FeedEvent::Lost | FeedEvent::Stopped => continue,
+            FeedEvent::Connected { .. } | FeedEvent::Lost => continue,
         };
         if latest.send(herd).is_err() {
             break;

@@ -1,6 +1,8 @@
-//! A note or `shepherd.md` as a page: the frontmatter as a table, the Markdown rendered so that
-//! nothing in a note can run, the Flow section drawn as a small graph, the orchestration
-//! section folded.
+//! A note or `shepherd.md` as a page that reads as a document: the frontmatter folded into a
+//! one-line summary (agent, status, times, summary) with the whole table behind a toggle, the
+//! Markdown rendered so that nothing in a note can run, the note format's own `<!-- … -->`
+//! markers left out, the Flow section drawn as a small graph, the orchestration section
+//! folded.
 //!
 //! Safe by construction rather than by cleaning afterwards: the only markup on the page is what
 //! pulldown-cmark writes for Markdown constructs (it escapes every text and attribute); raw
@@ -41,33 +43,56 @@ fn safe_url(url: &str) -> bool {
     }
 }
 
-/// Markdown to HTML with nothing in it that could run: raw HTML becomes text, unsafe URLs go.
+/// Whether raw HTML is (part of) a comment: the note format marks its parts with comments
+/// (`<!-- Shepherd orchestration -->`), which a reader need not see. `open` carries a comment
+/// that spans several raw pieces from one to the next.
+fn in_comment(raw: &str, open: &mut bool) -> bool {
+    let text = raw.trim();
+    if *open {
+        *open = !text.contains("-->");
+        return true;
+    }
+    if text.starts_with("<!--") {
+        *open = !text.ends_with("-->");
+        return true;
+    }
+    false
+}
+
+/// Markdown to HTML with nothing in it that could run: raw HTML becomes text (comments are
+/// left out), unsafe URLs go.
 fn markdown(text: &str) -> String {
-    let events = Parser::new_ext(text, options()).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) if !safe_url(&dest_url) => Event::Start(Tag::Link {
-            link_type,
-            dest_url: CowStr::Borrowed(REMOVED_URL),
-            title,
-            id,
-        }),
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) if !safe_url(&dest_url) => Event::Start(Tag::Image {
-            link_type,
-            dest_url: CowStr::Borrowed(REMOVED_URL),
-            title,
-            id,
-        }),
-        other => other,
+    let mut comment = false;
+    let events = Parser::new_ext(text, options()).filter_map(move |event| {
+        Some(match event {
+            Event::Html(raw) | Event::InlineHtml(raw) if in_comment(&raw, &mut comment) => {
+                return None;
+            }
+            Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) if !safe_url(&dest_url) => Event::Start(Tag::Link {
+                link_type,
+                dest_url: CowStr::Borrowed(REMOVED_URL),
+                title,
+                id,
+            }),
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) if !safe_url(&dest_url) => Event::Start(Tag::Image {
+                link_type,
+                dest_url: CowStr::Borrowed(REMOVED_URL),
+                title,
+                id,
+            }),
+            other => other,
+        })
     });
     let mut out = String::new();
     html::push_html(&mut out, events);
@@ -88,28 +113,62 @@ fn split_frontmatter(text: &str) -> (Option<&str>, &str) {
     }
 }
 
-/// The frontmatter as a table; YAML that does not parse is shown as it is.
-fn frontmatter_table(yaml: &str) -> String {
+/// The fields a note's one-line summary shows, in this order, when it has them.
+const SUMMARY_FIELDS: &[&str] = &[
+    "sessionName",
+    "agent",
+    "status",
+    "started",
+    "completed",
+    "finished",
+    "summary",
+];
+
+/// How a frontmatter value reads.
+fn yaml_text(value: &serde_yaml_ng::Value) -> String {
+    match value {
+        serde_yaml_ng::Value::String(s) => s.clone(),
+        other => serde_yaml_ng::to_string(other)
+            .unwrap_or_default()
+            .trim_end()
+            .to_owned(),
+    }
+}
+
+/// The frontmatter folded: a one-line summary of the fields a reader wants first, and the whole
+/// table behind it. YAML that does not parse is shown as it is, folded the same way.
+fn frontmatter(yaml: &str) -> String {
     let Ok(serde_yaml_ng::Value::Mapping(map)) = serde_yaml_ng::from_str(yaml) else {
-        return format!(r#"<pre class="frontmatter">{}</pre>"#, esc(yaml));
+        return format!(
+            r#"<details class="frontmatter"><summary>details</summary><pre>{}</pre></details>"#,
+            esc(yaml)
+        );
     };
-    let mut html = String::from(r#"<table class="frontmatter"><tbody>"#);
+    let mut summary = Vec::new();
+    for field in SUMMARY_FIELDS {
+        if let Some(value) = map.get(*field).map(yaml_text).filter(|v| !v.is_empty()) {
+            summary.push(format!(
+                r#"<span class="field-{field}">{}</span>"#,
+                esc(&value)
+            ));
+        }
+    }
+    if summary.is_empty() {
+        summary.push("details".to_owned());
+    }
+    let mut html = format!(
+        r#"<details class="frontmatter"><summary>{}</summary><table class="frontmatter"><tbody>"#,
+        summary.join(" · ")
+    );
     for (key, value) in &map {
-        let show = |v: &serde_yaml_ng::Value| match v {
-            serde_yaml_ng::Value::String(s) => s.clone(),
-            other => serde_yaml_ng::to_string(other)
-                .unwrap_or_default()
-                .trim_end()
-                .to_owned(),
-        };
         let _ = write!(
             html,
             "<tr><th>{}</th><td>{}</td></tr>",
-            esc(&show(key)),
-            esc(&show(value))
+            esc(&yaml_text(key)),
+            esc(&yaml_text(value))
         );
     }
-    html.push_str("</tbody></table>");
+    html.push_str("</tbody></table></details>");
     html
 }
 
@@ -201,7 +260,8 @@ fn body(text: &str) -> String {
         } else {
             markdown(&text)
         };
-        if heading.to_ascii_lowercase().starts_with("orchestration") {
+        // The note format's heading is "Shepherd orchestration".
+        if heading.to_ascii_lowercase().contains("orchestration") {
             let _ = write!(
                 html,
                 r#"<details class="orchestration"><summary>{}</summary>{inner}</details>"#,
@@ -218,7 +278,7 @@ fn body(text: &str) -> String {
 /// A Markdown file as the HTML of its page.
 pub(crate) fn render(text: &str) -> String {
     let (front, rest) = split_frontmatter(text);
-    let mut html = front.map(frontmatter_table).unwrap_or_default();
+    let mut html = front.map(frontmatter).unwrap_or_default();
     html.push_str(&body(rest));
     html
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use shepherd_core::herd::{MessageReceipt, SheepStatus};
 use shepherd_core::protocol::HerdResult;
 
-use crate::board::{Column, elapsed};
+use crate::board::{Column, age};
 use crate::html::{esc, note_url, path_url};
 
 /// Which part of the site a page belongs to, for the navigation.
@@ -39,7 +39,7 @@ pub(crate) fn shell(
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf-token" content="{csrf}"><title>{title} · shepherd</title>
 <link rel="stylesheet" href="/assets/style.css"><script src="/assets/app.js" defer></script></head>
-<body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <output id="said" role="status"></output></nav>
+<body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <span id="link" role="status"></span> <output id="said" role="status"></output></nav>
 <main id="live"{live}>{body}</main></body></html>
 "#,
         csrf = esc(csrf),
@@ -152,7 +152,7 @@ pub(crate) fn sheep_body(
             "<li>{} · {} · open {}</li>",
             esc(&task.title),
             task.state.as_str(),
-            elapsed(now - task.created_at)
+            age(now - task.created_at)
         );
     }
     for task in view.settled.iter().filter(|t| t.agent_id == sheep.agent_id) {

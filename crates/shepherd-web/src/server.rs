@@ -134,7 +134,7 @@ fn no_view(herd: &Herd) -> String {
     match herd {
         Herd::Connecting => "<p class=\"waiting\">Reaching the herd…</p>".to_owned(),
         Herd::Unreachable(why) => format!(
-            "<p class=\"error\">The broker cannot be reached: {}. Still trying.</p>",
+            "<p class=\"error\" data-herd=\"unreachable\">The broker cannot be reached: {}. Still trying.</p>",
             esc(why)
         ),
         Herd::View(_) => String::new(),

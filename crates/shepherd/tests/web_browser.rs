@@ -80,6 +80,8 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
             .to_owned();
         let question = browser.appears(Locator::Css(&format!("#needs-you {card} .question")), "the question shows under needs you").await;
         assert_eq!(question.text().await.unwrap(), "Which file should I edit?");
+        let title = client.execute("return document.title", vec![]).await.unwrap();
+        assert_eq!(title, "(1) Board · shepherd", "the tab counts the sheep that need you");
         assert!(!overflows(&browser).await, "the board fits 390 px");
         screenshot(&browser, "web-board.png").await;
 
@@ -115,8 +117,15 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
         screenshot(&browser, "web-note.png").await;
         let href = note_link.attr("href").await.unwrap().unwrap();
         note_link.click().await.unwrap();
-        let heading = browser.appears(Locator::Css("article.note table.frontmatter"), "the note renders, its frontmatter as a table").await;
-        assert!(!heading.text().await.unwrap().is_empty());
+        let summary = browser.appears(Locator::Css("article.note details.frontmatter > summary"), "the note renders, its frontmatter folded into a summary").await;
+        let line = summary.text().await.unwrap();
+        assert!(line.contains("asker") && line.contains("completed"), "{line}");
+        let shown = client
+            .execute("return document.querySelector('article.note').innerText", vec![])
+            .await
+            .unwrap();
+        let shown = shown.as_str().unwrap_or_default();
+        assert!(!shown.contains("<!--") && !shown.contains("ordinal"), "the note reads as a document: {shown}");
         let opened = client.current_url().await.unwrap();
         assert!(
             opened.path().ends_with(href.trim_start_matches("./")),
@@ -357,8 +366,52 @@ fn the_boards_cookie_never_reaches_another_local_server() {
     });
 }
 
+/// Waits for the page's connection state (`#link`'s `data-state`) to be `state`.
+async fn link_state(browser: &Browser, state: &str, what: &str) {
+    let css = format!(r#"#link[data-state="{state}"]"#);
+    browser.appears(Locator::Css(&css), what).await;
+}
+
+/// Whether the ages on the page tick by themselves: an age's text is spoiled and comes back
+/// without an update from the server (tried again when one happened to come meanwhile).
+async fn ages_tick(browser: &Browser) -> bool {
+    for _ in 0..3 {
+        let before = browser
+            .client
+            .execute(
+                "const t = document.querySelector('main time[data-age]');
+                 t.textContent = 'spoiled';
+                 return document.body.dataset.updates || '0'",
+                vec![],
+            )
+            .await
+            .unwrap();
+        web_support::eventually("the spoiled age to tick back", async || {
+            browser
+                .client
+                .execute(
+                    "return document.querySelector('main time[data-age]').textContent !== 'spoiled'",
+                    vec![],
+                )
+                .await
+                .unwrap()
+                == true
+        })
+        .await;
+        let after = browser
+            .client
+            .execute("return document.body.dataset.updates || '0'", vec![])
+            .await
+            .unwrap();
+        if before == after {
+            return true;
+        }
+    }
+    false
+}
+
 #[test]
-fn an_open_page_comes_back_live_after_the_server_and_the_broker_restart() {
+fn an_open_page_says_whether_it_is_live_and_comes_back_after_the_server_and_the_broker_restart() {
     if !web_support::required() {
         return;
     }
@@ -379,9 +432,13 @@ fn an_open_page_comes_back_live_after_the_server_and_the_broker_restart() {
         browser
             .appears(Locator::Css(&card(&first)), "the first sheep's card")
             .await;
+        link_state(&browser, "live", "the page says it is live").await;
+        assert!(ages_tick(&browser).await, "ages tick without the server");
 
-        // `shepherd web` stops and starts again: the same name and port, a new token.
+        // `shepherd web` stops: the page says so; it starts again with the same name and port
+        // and a new token, and the page is live again.
         drop(web);
+        link_state(&browser, "reconnecting", "the page says it is reconnecting").await;
         let web = Web::start(&world);
         assert_eq!(
             web.host, host,
@@ -394,9 +451,12 @@ fn an_open_page_comes_back_live_after_the_server_and_the_broker_restart() {
                 "a sheep spawned after the restart shows",
             )
             .await;
+        link_state(&browser, "live", "live again after the restart").await;
 
-        // The broker stops and starts again under the same page.
+        // The broker stops: the page says the broker is gone, with no reply field on a herd
+        // that is not there; it starts again and the page follows it.
         world.json(&["broker", "stop"]);
+        link_state(&browser, "gone", "the page says the broker is gone").await;
         world.json(&["broker", "ensure"]);
         let third = world.spawn("helper", "third");
         browser
@@ -405,6 +465,7 @@ fn an_open_page_comes_back_live_after_the_server_and_the_broker_restart() {
                 "a sheep spawned after the broker's restart shows",
             )
             .await;
+        link_state(&browser, "live", "live again after the broker's restart").await;
         let mark = client
             .execute("return window.shepherdMark || null", vec![])
             .await
@@ -430,7 +491,16 @@ fn an_open_page_comes_back_live_after_the_server_and_the_broker_restart() {
             )
             .await;
         browser.said("message ").await;
+
+        // Signed out from the command line: the open page says its access ended.
         drop(web);
+        let revoked = Web::start_with(
+            &world,
+            &["--revoke-sessions"],
+            std::process::Stdio::inherit(),
+        );
+        link_state(&browser, "ended", "the page says its access ended").await;
+        drop(revoked);
         browser.close().await;
     });
 }

@@ -54,12 +54,38 @@ fn relative_links_are_kept_as_written() {
 }
 
 #[test]
-fn frontmatter_becomes_a_table() {
-    let html = render("---\nstatus: completed\nagent: worker\nfiles:\n  - a.rs\n---\n# Note\n");
-    assert!(html.starts_with(r#"<table class="frontmatter">"#), "{html}");
+fn frontmatter_folds_into_a_summary_with_the_table_behind_it() {
+    let html = render(
+        "---\nartifactSessionVersion: 1\nordinal: 1\nstatus: completed\nagent: worker\nstarted: \"2026-12-06T18:05:48Z\"\nfiles:\n  - a.rs\n---\n# Note\n",
+    );
+    assert!(
+        html.starts_with(r#"<details class="frontmatter"><summary><span class="field-agent">worker</span> · <span class="field-status">completed</span> · <span class="field-started">2026-12-06T18:05:48Z</span></summary><table class="frontmatter">"#),
+        "{html}"
+    );
     assert!(html.contains("<th>status</th><td>completed</td>"), "{html}");
+    assert!(html.contains("<th>ordinal</th><td>1</td>"), "{html}");
     assert!(html.contains("<th>files</th><td>- a.rs</td>"), "{html}");
-    assert!(html.contains("<h1>Note</h1>"), "{html}");
+    assert!(html.contains("</table></details><h1>Note</h1>"), "{html}");
+}
+
+#[test]
+fn the_note_formats_comments_are_left_out_and_other_html_shown_as_text() {
+    let html = render(
+        "# Worker 01\n\n<!-- Agent's note or agent-maintained report follows. -->\n\nText <!-- inline --> here.\n\n<!--\nspans\nlines\n-->\n\n<!-- Shepherd orchestration -->\n## Shepherd orchestration\n\n- **Final status:** completed\n\n<b>bold</b>\n",
+    );
+    assert!(
+        !html.contains("&lt;!--") && !html.contains("<!--"),
+        "{html}"
+    );
+    assert!(!html.contains("spans"), "{html}");
+    assert!(html.contains("<p>Text  here.</p>"), "{html}");
+    assert!(
+        html.contains(
+            r#"<details class="orchestration"><summary>Shepherd orchestration</summary>"#
+        ),
+        "the note format's orchestration section is folded: {html}"
+    );
+    assert!(html.contains("&lt;b&gt;bold&lt;/b&gt;"), "{html}");
 }
 
 #[test]

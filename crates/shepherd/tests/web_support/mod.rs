@@ -75,6 +75,15 @@ pub fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// Waits for the async check `ready` to hold, failing with `what` after [`PAGE_LIMIT`].
+pub async fn eventually(what: &str, mut ready: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + PAGE_LIMIT;
+    while !ready().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A free loopback port (free when this returns).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
