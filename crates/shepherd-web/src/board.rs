@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use shepherd_core::herd::SheepStatus;
+use shepherd_core::herd::{SettledTask, SheepStatus};
 use shepherd_core::protocol::HerdResult;
 use shepherd_core::task::TaskState;
 
@@ -109,7 +109,13 @@ fn usage(sheep: &SheepStatus) -> Option<String> {
 }
 
 /// One sheep's card.
-pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> String {
+pub(crate) fn card(
+    sheep: &SheepStatus,
+    last: Option<&SettledTask>,
+    now: i64,
+    csrf: &str,
+    root: &Path,
+) -> String {
     let mut html = String::new();
     let id = sheep.agent_id.to_string();
     let column = Column::of(sheep);
@@ -162,6 +168,11 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
             );
         }
     }
+    if sheep.task.is_none()
+        && let Some(last) = last
+    {
+        html.push_str(&settled_line(last, root));
+    }
     if let Some(error) = &sheep.error {
         let _ = write!(html, r#"<p class="error">{}</p>"#, esc(error));
     }
@@ -169,6 +180,59 @@ pub(crate) fn card(sheep: &SheepStatus, now: i64, csrf: &str, root: &Path) -> St
         let _ = write!(html, r#"<p class="usage">{usage}</p>"#);
     }
     html.push_str("</article>");
+    html
+}
+
+/// How a settled task ended, in one line: its outcome word and summary, and its note.
+fn settled_line(task: &SettledTask, root: &Path) -> String {
+    let status = task.status.as_str();
+    let mut html = format!(
+        r#"<p class="outcome outcome-{status}"><span class="state state-{status}">{status}</span>"#
+    );
+    if let Some(outcome) = task.outcome.as_deref().filter(|o| !o.is_empty()) {
+        let _ = write!(html, " {}", esc(outcome));
+    }
+    if let Some(url) = task.note.as_deref().and_then(|note| note_url(root, note)) {
+        let _ = write!(html, r#" · <a href="{url}">note</a>"#);
+    }
+    html.push_str("</p>");
+    html
+}
+
+/// The most recent settled task of `sheep`, if the view lists one.
+pub(crate) fn last_settled<'a>(
+    view: &'a HerdResult,
+    sheep: &SheepStatus,
+) -> Option<&'a SettledTask> {
+    view.settled.iter().find(|t| t.agent_id == sheep.agent_id)
+}
+
+/// The settled tasks of sheep no longer in the herd (closed), so their outcome and note stay
+/// one click away.
+fn closed(view: &HerdResult, root: &Path) -> String {
+    let gone: Vec<&SettledTask> = view
+        .settled
+        .iter()
+        .filter(|t| !view.sheep.iter().any(|s| s.agent_id == t.agent_id))
+        .collect();
+    if gone.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        r#"<section id="closed"><h2>closed sheep <span class="count">{}</span></h2><ul>"#,
+        gone.len()
+    );
+    for task in gone {
+        let _ = write!(
+            html,
+            r#"<li data-agent="{id}"><strong>{name}</strong> · {title}{line}</li>"#,
+            id = esc(&task.agent_id.to_string()),
+            name = esc(&task.display_name),
+            title = esc(&task.title),
+            line = settled_line(task, root),
+        );
+    }
+    html.push_str("</ul></section>");
     html
 }
 
@@ -230,7 +294,7 @@ pub(crate) fn board(view: &HerdResult, csrf: &str, root: &Path) -> String {
             .sheep
             .iter()
             .filter(|sheep| Column::of(sheep) == column)
-            .map(|sheep| card(sheep, now, csrf, root))
+            .map(|sheep| card(sheep, last_settled(view, sheep), now, csrf, root))
             .collect();
         let _ = write!(
             html,
@@ -242,6 +306,7 @@ pub(crate) fn board(view: &HerdResult, csrf: &str, root: &Path) -> String {
         );
     }
     html.push_str("</div>");
+    html.push_str(&closed(view, root));
     html
 }
 

@@ -143,7 +143,13 @@ pub(crate) fn sheep_body(
     let mut html = format!(
         r#"<h1>{}</h1>{}"#,
         esc(&sheep.display_name),
-        crate::board::card(sheep, now, csrf, root)
+        crate::board::card(
+            sheep,
+            crate::board::last_settled(view, sheep),
+            now,
+            csrf,
+            root
+        )
     );
     html.push_str("<h2>Tasks</h2><ul class=\"tasks\">");
     if let Some(task) = &sheep.task {

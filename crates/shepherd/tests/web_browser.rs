@@ -92,6 +92,11 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
         browser.click(Locator::Css(&send), "the reply's button").await;
         browser.said("answered").await;
         browser.appears(Locator::Css(&format!("#settled {card}")), "the card moves to settled when the task settles").await;
+        let outcome = browser
+            .appears(Locator::Css(&format!("#settled {card} .outcome")), "the settled card says how its task ended")
+            .await;
+        let outcome = outcome.text().await.unwrap();
+        assert!(outcome.contains("completed") && outcome.contains("edited main.rs"), "{outcome}");
         let watched = world.json(&["watch", &task, "--wait", "30"]);
         assert_eq!(
             watched["settled"][0]["summary"], "edited main.rs",

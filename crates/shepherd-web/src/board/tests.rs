@@ -100,6 +100,7 @@ fn a_question_card_escapes_and_offers_a_reply() {
         json!({"waitingOn": "shepherd", "pendingRequest": "m-1", "question": "<b>Which</b> file?"});
     let html = card(
         &status(sheep("asker", "working", Some(task("waiting", &asks)))),
+        None,
         NOW,
         "tok",
         Path::new("/p"),
@@ -134,4 +135,41 @@ fn the_board_counts_each_column_and_outcome() {
     );
     let settled = html.find(r#"id="settled""#).unwrap();
     assert!(html[settled..].contains(">ccc</a>"), "{html}");
+}
+
+#[test]
+fn a_settled_card_says_how_its_task_ended_and_a_closed_sheeps_task_stays_listed() {
+    let settled = |agent: &str, name: &str, status: &str, outcome: &str| {
+        json!({
+            "taskId": "shepherd-task-1a2b3c4d-00000002", "agentId": agent,
+            "displayName": name, "title": "Fix <it>", "status": status, "returnCode": 0,
+            "outcome": outcome, "startedAt": NOW - 10, "completedAt": NOW,
+            "note": "/p/.shepherd/sessions/0001-s/worker-01.md"
+        })
+    };
+    let view: HerdResult = serde_json::from_value(json!({
+        "now": NOW,
+        "sheep": [sheep("ccc", "done", None)],
+        "settled": [
+            settled("shepherd-agent-1a2b3c4d-00000003", "ccc", "completed", "edited <main>.rs"),
+            settled("shepherd-agent-1a2b3c4d-00000009", "gone", "failed", "the build broke"),
+        ],
+    }))
+    .unwrap();
+    let html = board(&view, "tok", Path::new("/p"));
+    let card = &html[html.find(r#"id="settled""#).unwrap()..html.find(r#"id="closed""#).unwrap()];
+    assert!(
+        card.contains(r#"<p class="outcome outcome-completed"><span class="state state-completed">completed</span> edited &lt;main&gt;.rs · <a href="/files/.shepherd/sessions/0001-s/worker-01.md">note</a></p>"#),
+        "{card}"
+    );
+    let closed = &html[html.find(r#"id="closed""#).unwrap()..];
+    assert!(
+        closed.contains("<strong>gone</strong> · Fix &lt;it&gt;"),
+        "{closed}"
+    );
+    assert!(closed.contains("failed</span> the build broke"), "{closed}");
+    assert!(
+        !closed.contains("<strong>ccc</strong>"),
+        "a sheep still here is on its card: {closed}"
+    );
 }
