@@ -5,7 +5,10 @@
 //    retries), the broker is gone (the server says so in the HTML), or this page's access
 //    ended (the server refused the stream: a revoked session). The tab title counts the sheep
 //    that need the person, and every age (a <time data-age>) ticks on by itself.
-// 3. A form with class "act" is sent with fetch, carrying the page's CSRF token in a header, and
+// 3. With the person's permission (asked by the "Notify me" button), the board shows a browser
+//    notification when a sheep comes under "needs you": once per time it comes, naming it and
+//    its question. No Web Push: the page must be open, in any tab.
+// 4. A form with class "act" is sent with fetch, carrying the page's CSRF token in a header, and
 //    the server's answer (what changed, or why not) is shown in #said. Each form carries a
 //    random "once" value from its first send until one succeeds, so a second send of the same
 //    change (a double click, a retry after a lost answer) is recognised as a repeat.
@@ -49,6 +52,37 @@ function countNeeds() {
   document.title = waiting > 0 ? "(" + waiting + ") " + title : title;
 }
 
+const notify = document.getElementById("notify");
+const canNotify = "Notification" in window;
+if (notify && canNotify && Notification.permission === "default") {
+  notify.hidden = false;
+  notify.addEventListener("click", async () => {
+    await Notification.requestPermission();
+    notify.hidden = Notification.permission === "default";
+  });
+}
+
+// The sheep under "needs you" when last looked at; null before the first look, so what is
+// there when the page opens is not announced (the person is looking at it).
+let needing = null;
+function announce() {
+  const column = document.getElementById("needs-you");
+  if (!column) return;
+  const cards = new Map();
+  for (const card of column.querySelectorAll("article[data-agent]")) cards.set(card.dataset.agent, card);
+  if (needing !== null && canNotify && Notification.permission === "granted") {
+    for (const [agent, card] of cards) {
+      if (needing.has(agent)) continue;
+      const name = card.querySelector("a.name")?.textContent || agent;
+      const question = card.querySelector(".question")?.textContent;
+      const state = card.querySelector("header .state")?.textContent || "";
+      const shown = new Notification(name + " needs you", { body: question || state, tag: "shepherd-" + agent });
+      shown.onclick = () => { window.focus(); shown.close(); };
+    }
+  }
+  needing = new Set(cards.keys());
+}
+
 function typingIn(region) {
   const active = document.activeElement;
   return active && active.tagName === "INPUT" && active.type === "text" && region.contains(active) && active.value !== "";
@@ -70,6 +104,7 @@ for (const region of document.querySelectorAll("[data-live]")) {
     region.dataset.at = String(performance.now());
     tick();
     countNeeds();
+    announce();
     const gone = region.querySelector('[data-herd="unreachable"]');
     if (gone) setLink("gone", "the broker is gone; still trying");
     else setLink("live", "live");
@@ -106,6 +141,7 @@ for (const region of document.querySelectorAll("[data-live]")) {
 }
 
 countNeeds();
+announce();
 setInterval(tick, 1000);
 
 document.addEventListener("submit", async (event) => {

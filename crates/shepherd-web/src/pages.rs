@@ -39,7 +39,7 @@ pub(crate) fn shell(
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf-token" content="{csrf}"><title>{title} · shepherd</title>
 <link rel="stylesheet" href="/assets/style.css"><script src="/assets/app.js" defer></script></head>
-<body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <span id="link" role="status"></span> <output id="said" role="status"></output></nav>
+<body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <span id="link" role="status"></span> <button id="notify" type="button" hidden>Notify me</button> <output id="said" role="status"></output></nav>
 <main id="live"{live}>{body}</main></body></html>
 "#,
         csrf = esc(csrf),

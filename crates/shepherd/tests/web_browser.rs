@@ -69,6 +69,22 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
             .execute("window.shepherdMark = 'same page'; return true", vec![])
             .await
             .unwrap();
+        // Each notification the page shows is counted on its way to Chromium's own.
+        let permission = client
+            .execute(
+                "const Real = window.Notification;
+                 window.shepherdShown = [];
+                 window.Notification = function (title, options) {
+                   window.shepherdShown.push([title, options.body]);
+                   return new Real(title, options);
+                 };
+                 Object.defineProperty(window.Notification, 'permission', { get: () => Real.permission });
+                 return Real.permission",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(permission, "granted", "the browser lets the page notify");
 
         let agent = world.spawn("asker", "");
         let card = format!(r#"article[data-agent="{agent}"]"#);
@@ -107,6 +123,15 @@ fn a_sheep_asks_on_the_board_is_answered_from_the_page_and_its_note_opens() {
             .await
             .unwrap();
         assert_eq!(mark, "same page", "the board was never reloaded");
+        let shown = client
+            .execute("return window.shepherdShown", vec![])
+            .await
+            .unwrap();
+        assert_eq!(
+            shown,
+            serde_json::json!([["asker needs you", "Which file should I edit?"]]),
+            "one notification for the question, naming the sheep and its question"
+        );
 
         // The session's shepherd.md, then the sheep's note through its link there.
         browser.click(Locator::Css(".session a"), "the session's link").await;

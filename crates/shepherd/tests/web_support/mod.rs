@@ -296,6 +296,8 @@ impl Browser {
                     "--disable-breakpad",
                     format!("--window-size={width},{height}"),
                 ],
+                // Notifications allowed, as when the person clicked "Notify me" and said yes.
+                "prefs": { "profile.default_content_setting_values.notifications": 1 },
                 // A window is never narrower than 500 px; the page is laid out at `width` as
                 // a phone would (the test checks the width it got).
                 "mobileEmulation": {
