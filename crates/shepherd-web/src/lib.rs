@@ -7,10 +7,11 @@
 //! only changes a browser can make are the four actions in `actions`, each one parent request.
 //!
 //! The parts: `access` keeps who is signed in across restarts, `once` makes each change happen
-//! once however often it is sent, `feed` follows the herd, `board` works out the columns and cards (pure), `notes`
-//! renders Markdown safely (pure), `files` maps a URL path to a file inside the project and
-//! nowhere else, `guard` is the token, Host, Origin and CSRF check every request passes, `html` escapes and
-//! encodes, `pages` lays out the HTML, `actions` makes the requests, and `server` ties them to routes.
+//! once however often it is sent, `feed` follows the herd, `board` works out the columns and
+//! cards (pure), `notes` renders Markdown safely (pure), `files` maps a URL path to a file
+//! inside the project that is safe to show and nowhere else, `guard` is the Host, session,
+//! Origin and CSRF check every request passes, `html` escapes and encodes, `pages` lays out the
+//! HTML, `actions` makes the requests, and `server` ties them to routes.
 
 #![deny(clippy::print_stdout)]
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
