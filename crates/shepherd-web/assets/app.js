@@ -144,6 +144,9 @@ countNeeds();
 announce();
 setInterval(tick, 1000);
 
+// The board as an installable app: the service worker keeps the shell for when it is away.
+if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => {});
+
 document.addEventListener("submit", async (event) => {
   const form = event.target;
   if (!form.classList.contains("act")) return;

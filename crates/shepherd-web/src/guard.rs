@@ -31,6 +31,18 @@ pub(crate) const COOKIE: &str = "shepherd-board";
 /// event streams; no inline script, no plugins, no framing, no form sent elsewhere.
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
+/// The files the binary carries that hold nothing of the herd's: the browser may fetch them
+/// without a session (an app's icons and manifest are fetched without cookies when it is
+/// installed), though only by the board's own name.
+const PUBLIC: &[&str] = &[
+    "/assets/style.css",
+    "/assets/app.js",
+    "/assets/icon-192.png",
+    "/assets/icon-512.png",
+    "/manifest.webmanifest",
+    "/sw.js",
+];
+
 /// What a request is checked against.
 #[derive(Debug)]
 pub(crate) struct Keys {
@@ -130,6 +142,9 @@ pub(crate) fn judge(
                 "this server does not answer to that Host"
             },
         );
+    }
+    if (method == Method::GET || method == Method::HEAD) && PUBLIC.contains(&path) {
+        return Verdict::Pass;
     }
     let signed_in = || cookie(headers, COOKIE).is_some_and(|c| keys.access.signed_in(c));
     if let (Some(token), rest) = take_token(query.unwrap_or_default())

@@ -38,7 +38,7 @@ pub(crate) fn shell(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf-token" content="{csrf}"><title>{title} · shepherd</title>
-<link rel="stylesheet" href="/assets/style.css"><script src="/assets/app.js" defer></script></head>
+<link rel="stylesheet" href="/assets/style.css"><link rel="manifest" href="/manifest.webmanifest" crossorigin="use-credentials"><link rel="icon" href="/assets/icon-192.png"><link rel="apple-touch-icon" href="/assets/icon-192.png"><meta name="theme-color" content="{theme}"><script src="/assets/app.js" defer></script></head>
 <body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <span id="link" role="status"></span> <button id="notify" type="button" hidden>Notify me</button> <output id="said" role="status"></output></nav>
 <main id="live"{live}>{body}</main></body></html>
 "#,
@@ -46,6 +46,7 @@ pub(crate) fn shell(
         title = esc(title),
         board = current(Section::Board),
         notes = current(Section::Notes),
+        theme = "#1d1d1b",
     )
 }
 

@@ -37,9 +37,15 @@ const FILE_LOOK: Duration = Duration::from_millis(500);
 /// nothing, in a sandbox of its own.
 const IMAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
-/// The stylesheet and script, compiled in.
+/// The stylesheet, script, service worker and icons, compiled in.
 const STYLE: &str = include_str!("../assets/style.css");
 const SCRIPT: &str = include_str!("../assets/app.js");
+const SERVICE_WORKER: &str = include_str!("../assets/sw.js");
+const ICON_192: &[u8] = include_bytes!("../assets/icon-192.png");
+const ICON_512: &[u8] = include_bytes!("../assets/icon-512.png");
+
+/// What makes the board an installable app: its name, where it starts, its icons.
+const MANIFEST: &str = r##"{"name":"shepherd","short_name":"shepherd","description":"The herd's board","start_url":"/","scope":"/","display":"standalone","background_color":"#f7f7f5","theme_color":"#1d1d1b","icons":[{"src":"/assets/icon-192.png","sizes":"192x192","type":"image/png","purpose":"any"},{"src":"/assets/icon-512.png","sizes":"512x512","type":"image/png","purpose":"any"}]}"##;
 
 /// What every handler shares.
 struct Shared {
@@ -104,6 +110,10 @@ impl Server {
             .route("/act", post(act))
             .route("/assets/style.css", get(style))
             .route("/assets/app.js", get(script))
+            .route("/assets/icon-192.png", get(icon_192))
+            .route("/assets/icon-512.png", get(icon_512))
+            .route("/manifest.webmanifest", get(manifest))
+            .route("/sw.js", get(service_worker))
             .fallback(not_found)
             .with_state(self.shared)
             .layer(axum::middleware::from_fn_with_state(keys, guard::guard));
@@ -119,6 +129,30 @@ async fn not_found() -> Response {
 
 async fn style() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}
+
+async fn icon_192() -> Response {
+    ([(header::CONTENT_TYPE, "image/png")], ICON_192).into_response()
+}
+
+async fn icon_512() -> Response {
+    ([(header::CONTENT_TYPE, "image/png")], ICON_512).into_response()
+}
+
+async fn manifest() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/manifest+json")],
+        MANIFEST,
+    )
+        .into_response()
+}
+
+async fn service_worker() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SERVICE_WORKER,
+    )
+        .into_response()
 }
 
 async fn script() -> Response {

@@ -534,3 +534,65 @@ fn an_open_page_says_whether_it_is_live_and_comes_back_after_the_server_and_the_
         browser.close().await;
     });
 }
+
+#[test]
+fn the_board_installs_as_an_app_and_says_so_when_it_cannot_be_reached() {
+    if !web_support::required() {
+        return;
+    }
+    let world = World::new();
+    let web = Web::start(&world);
+    runtime().block_on(async {
+        let browser = Browser::start(390, 844).await;
+        let client = &browser.client;
+        client.goto(&web.url).await.unwrap();
+        browser.appears(Locator::Css("#totals"), "the board").await;
+        let scope = client
+            .execute(
+                "return navigator.serviceWorker.ready.then((r) => r.scope)",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(scope, web.at("/"), "the service worker serves the whole board");
+        let manifest = client
+            .execute(
+                "const link = document.querySelector('link[rel=manifest]');
+                 return fetch(link.href, {credentials: 'omit'}).then((r) => r.json())
+                   .then(async (m) => {
+                     const icons = await Promise.all(m.icons.map((i) => fetch(i.src, {credentials: 'omit'})
+                       .then((r) => [i.sizes, r.status, r.headers.get('content-type')])));
+                     return [m.name, m.start_url, m.display, icons];
+                   })",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            manifest,
+            serde_json::json!([
+                "shepherd",
+                "/",
+                "standalone",
+                [["192x192", 200, "image/png"], ["512x512", 200, "image/png"]]
+            ]),
+            "an installable app's manifest and icons, fetched as an install does (no cookie)"
+        );
+        web_support::eventually("the service worker to control the page", async || {
+            client.refresh().await.unwrap();
+            client
+                .execute("return navigator.serviceWorker.controller !== null", vec![])
+                .await
+                .unwrap()
+                == true
+        })
+        .await;
+        drop(web);
+        client.refresh().await.unwrap();
+        let note = browser
+            .appears(Locator::Css("main .error"), "the page says the board cannot be reached")
+            .await;
+        assert!(note.text().await.unwrap().contains("cannot be reached"));
+        browser.close().await;
+    });
+}

@@ -190,3 +190,24 @@ fn a_token_on_a_change_is_not_a_sign_in() {
         "{verdict:?}"
     );
 }
+
+#[test]
+fn the_shell_is_public_by_the_boards_name_only() {
+    let mut fx = fixture();
+    for path in ["/manifest.webmanifest", "/assets/icon-192.png", "/sw.js"] {
+        assert_eq!(
+            fx.judge(&Method::GET, path, None, &[]),
+            Verdict::Pass,
+            "{path}"
+        );
+    }
+    assert!(matches!(
+        fx.judge(&Method::GET, "/assets/other.png", None, &[]),
+        Verdict::Refuse(StatusCode::UNAUTHORIZED, _)
+    ));
+    fx.host = "127.0.0.1:4000".into();
+    assert!(matches!(
+        fx.judge(&Method::GET, "/manifest.webmanifest", None, &[]),
+        Verdict::Refuse(StatusCode::FORBIDDEN, _)
+    ));
+}
