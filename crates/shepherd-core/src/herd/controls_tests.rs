@@ -173,6 +173,29 @@ fn the_watchdog_nudges_a_silent_sheep_once_then_blocks_its_task() {
     );
 }
 
+/// The sheep's supervisor takes everything in its inbox, as it does on delivery.
+fn take_all(h: &mut Harness, id: &AgentId) {
+    let who = sheep(id);
+    if let Some(seq) = h.herd.pending_items(&who).last().map(|i| i.seq) {
+        h.run(|tx| ack(tx, &who, seq));
+    }
+}
+
+#[test]
+fn taking_the_stall_check_is_not_activity() {
+    let mut h = Harness::new();
+    let a = h.spawn("worker", "quiet");
+    let t = h.delegate_with(&a, "work", |d| d.stall_after_ms = Some(MIN));
+    take_all(&mut h, &a);
+    h.tick(MIN);
+    assert!(h.herd.tasks[&t].stall.unwrap().nudged_at.is_some());
+    // The stall check reaches the silent sheep a little later, and it says nothing.
+    h.tick(MIN / 2);
+    take_all(&mut h, &a);
+    h.tick(MIN / 2);
+    assert_eq!(h.state(&t), TaskState::Blocked);
+}
+
 #[test]
 fn activity_defers_the_watchdog_and_without_it_a_quiet_task_stays_open() {
     let mut h = Harness::new();

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::lines::{first_line, last_line};
-use super::model::{Event, InboxItem, Phase, Sheep};
+use super::model::{Event, InboxItem, Payload, Phase, Sheep};
 use super::{Herd, Tx};
 use crate::ids::{AgentId, MessageId, Participant, TaskId};
 use crate::task::TaskState;
@@ -462,11 +462,17 @@ fn process_state(sheep: &Sheep) -> &'static str {
 
 /// Acknowledges a participant's items up to and including `seq`.
 pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
-    let has = tx
-        .herd()
-        .inboxes
-        .get(who)
-        .is_some_and(|inbox| inbox.items.front().is_some_and(|i| i.seq <= seq));
+    let Some(inbox) = tx.herd().inboxes.get(who) else {
+        return;
+    };
+    let has = inbox.items.front().is_some_and(|i| i.seq <= seq);
+    // Taking Shepherd's own reminders (a stall check, a resume) is not the sheep's activity:
+    // a silent sheep's supervisor acknowledging the stall check must not restart its clock.
+    let more_than_reminders = inbox
+        .items
+        .iter()
+        .take_while(|i| i.seq <= seq)
+        .any(|i| !matches!(&i.payload, Payload::Envelope { envelope } if envelope.kind == crate::envelope::Kind::Reminder));
     if has {
         let at = Some(tx.now());
         tx.emit(Event::Acked {
@@ -474,7 +480,7 @@ pub fn ack(tx: &mut Tx<'_>, who: &Participant, seq: u64) {
             seq,
             at,
         });
-        if let Participant::Sheep(id) = who {
+        if let (Participant::Sheep(id), true) = (who, more_than_reminders) {
             super::steps::touch(tx, id);
         }
     }
