@@ -201,6 +201,27 @@ pub fn with_pi(version: PiVersion, test: &str, body: impl FnOnce(&PiBinary)) {
     }
 }
 
+/// Defines one test, `pi_1`, on the newest pi for each named function `fn name(pi: &PiBinary)`:
+/// for a scenario about Shepherd's own behaviour, where the pi version only carries it. What
+/// differs between the versions (the extension's API, the system prompt, how a run ends, steering,
+/// the TUI, resuming, models, rate-limit errors) runs on both through [`pi_tests!`](crate::pi_tests),
+/// so the two versions are covered pairwise rather than every scenario twice.
+#[macro_export]
+macro_rules! pi_1_tests {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn pi_1() {
+                $crate::pi::with_pi(
+                    $crate::pi::PiVersion::V1,
+                    concat!(module_path!(), "::pi_1"),
+                    super::$name,
+                );
+            }
+        }
+    )+};
+}
+
 /// Defines one test per pi version for each named function `fn name(pi: &PiBinary)`: a module
 /// `name` with tests `pi_0_73` and `pi_1`, each skipped with one printed line when that
 /// version is not installed.

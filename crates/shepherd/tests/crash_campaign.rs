@@ -386,4 +386,4 @@ fn pi_sheep_survives_a_broker_kill(pi: &PiBinary) {
     assert!(note.contains("status: completed"), "{note}");
 }
 
-shepherd_testkit::pi_tests!(pi_sheep_survives_a_broker_kill);
+shepherd_testkit::pi_1_tests!(pi_sheep_survives_a_broker_kill);

@@ -3,7 +3,7 @@
 //! directory ⇒ two distinct note files ⇒ one `shepherd.md` whose Notes list links both, each
 //! exactly once. From the CLI (scripted test sheep, through the broker), through `shepherd mcp`
 //! (a real MCP client, test sheep) and through a real pi parent (pi sheep on the fake model,
-//! both pi versions).
+//! the newest pi).
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -138,4 +138,4 @@ fn through_pi(pi: &PiBinary) {
     }
 }
 
-shepherd_testkit::pi_tests!(through_pi);
+shepherd_testkit::pi_1_tests!(through_pi);

@@ -1,8 +1,10 @@
 //! End to end with the real pi: a parent pi session with our extension runs a herd of pi sheep,
 //! every model scripted on the fake model server, on the headless and the tmux backends.
 //!
-//! Each scenario is one function of the pi version and the backend; `pi_tests!` runs it on
-//! every installed pi (a missing pi skips with one line, or fails with SHEPHERD_REQUIRE_PI=1).
+//! Each scenario is one function of the pi version and the backend. Headless, it runs on both pi
+//! versions (`pi_tests!`: how a run ends differs between them); in tmux, on the newest
+//! (`pi_1_tests!`): the backend and the pi version are independent, so the pairs cover both.
+//! A missing pi skips with one line, or fails with SHEPHERD_REQUIRE_PI=1.
 
 use crate::pi_support;
 
@@ -494,7 +496,8 @@ macro_rules! on_both_backends {
                 $scenario(pi, Backend::Tmux);
             }
 
-            shepherd_testkit::pi_tests!($headless, $tmux);
+            shepherd_testkit::pi_tests!($headless);
+            shepherd_testkit::pi_1_tests!($tmux);
         )+
     };
 }

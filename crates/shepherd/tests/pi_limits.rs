@@ -106,4 +106,4 @@ fn a_still_limited_key_draws_one_refusal_per_reset(pi: &PiBinary) {
     );
 }
 
-shepherd_testkit::pi_tests!(a_still_limited_key_draws_one_refusal_per_reset);
+shepherd_testkit::pi_1_tests!(a_still_limited_key_draws_one_refusal_per_reset);

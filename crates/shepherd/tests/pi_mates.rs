@@ -1,7 +1,7 @@
 //! With the real pi: a pi sheep lists its herd-mates with `shepherd_herd`, messages one by its
 //! display name, and asks `shepherd_status` whether that message was read; the parent's
 //! `shepherd_status` answers the same message id. Every model is scripted on the fake model
-//! server; `pi_tests!` runs this on every installed pi.
+//! server; `pi_1_tests!` runs this on the newest pi.
 
 use crate::pi_support;
 
@@ -109,4 +109,4 @@ fn mates_and_receipts(pi: &PiBinary) {
     assert_eq!(shown["status"]["messageId"], json!(message), "{shown}");
 }
 
-shepherd_testkit::pi_tests!(mates_and_receipts);
+shepherd_testkit::pi_1_tests!(mates_and_receipts);

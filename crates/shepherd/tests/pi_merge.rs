@@ -3,7 +3,7 @@
 //! branch holds the sheep's work; a merge whose check fails is a failed tool call and leaves the
 //! branch where it was. `dryRun` names two branches that would conflict and changes nothing;
 //! `cancel` stops a merge under way (started from the CLI), its check killed and the branch
-//! where it was; a discard answers in the CLI's words. Both pi versions.
+//! where it was; a discard answers in the CLI's words. On the newest pi.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -189,7 +189,7 @@ fn a_dry_run_and_a_cancel_through_the_parents_pi(pi: &PiBinary) {
     assert!(!text.contains("Landing into"), "{text}");
 }
 
-shepherd_testkit::pi_tests!(
+shepherd_testkit::pi_1_tests!(
     a_runs_branch_lands_through_the_parents_pi,
     a_dry_run_and_a_cancel_through_the_parents_pi
 );
