@@ -10,6 +10,7 @@
 
 pub mod agent_def;
 pub mod backend;
+pub mod board;
 pub mod budget;
 pub mod dirs;
 pub mod envelope;

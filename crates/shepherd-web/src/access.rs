@@ -180,7 +180,7 @@ impl Access {
 
     /// The board's host name, without a port.
     pub(crate) fn host_name(&self) -> String {
-        format!("herd-{}.localhost", self.lock_stored().label)
+        shepherd_core::board::host_name(&self.lock_stored().label)
     }
 
     /// The token pages carry in the header of a change.

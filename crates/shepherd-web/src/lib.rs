@@ -91,7 +91,10 @@ pub fn web(
     shepherd_client::paths::ensure_private_dir(&target.paths.state_dir).map_err(state)?;
     let access = std::sync::Arc::new(
         access::Access::open(
-            &target.paths.state_dir.join("web.json"),
+            &target
+                .paths
+                .state_dir
+                .join(shepherd_core::board::ACCESS_FILE),
             args.revoke_sessions,
         )
         .map_err(state)?,

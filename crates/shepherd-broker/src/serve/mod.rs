@@ -16,6 +16,7 @@
 //! starts), and `recovery`, what a restarted broker does with the herd it replayed.
 
 mod effects;
+mod notify;
 mod recovery;
 mod watchdog;
 
@@ -173,6 +174,7 @@ pub async fn start(
         tokio::spawn(timer_loop(broker.clone())),
         tokio::spawn(idle_loop(broker.clone())),
         tokio::spawn(watchdog::watchdog_loop(broker.clone())),
+        tokio::spawn(notify::notify_loop(broker.clone())),
     ];
     tracing::info!("broker ready on {}", paths.socket.display());
     Ok(RunningBroker {

@@ -21,6 +21,7 @@ mod mates;
 pub mod merge;
 mod messaging;
 mod model;
+pub mod needs;
 mod receipts;
 mod resolve;
 mod run;

@@ -71,6 +71,14 @@ pub enum SettingKey {
     MergeStrategy,
     /// `mergeCheckTimeout` (minutes).
     MergeCheckTimeout,
+    /// `notifyDesktop` (user file only).
+    NotifyDesktop,
+    /// `notifyWebhook` (user file only; empty: none).
+    NotifyWebhook,
+    /// `notifyWebhookFormat` (user file only).
+    NotifyWebhookFormat,
+    /// `notifyWords` (user file only).
+    NotifyWords,
 }
 
 /// The shape of a key's values.
@@ -94,11 +102,15 @@ enum ValueKind {
     MinutesOrOff,
     /// A merge strategy.
     Strategy,
+    /// A webhook's `http(s)://` address, or empty (`off`) for none.
+    WebhookUrl,
+    /// A webhook body's shape.
+    WebhookFormat,
 }
 
 impl SettingKey {
     /// Every key, in the order settings are listed.
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 30] = [
         Self::AgentScope,
         Self::IncludeBundledAgents,
         Self::ConfirmProjectAgents,
@@ -125,6 +137,10 @@ impl SettingKey {
         Self::FallbackAfterMinutes,
         Self::MergeStrategy,
         Self::MergeCheckTimeout,
+        Self::NotifyDesktop,
+        Self::NotifyWebhook,
+        Self::NotifyWebhookFormat,
+        Self::NotifyWords,
     ];
 
     /// The key as written in the settings files.
@@ -156,6 +172,10 @@ impl SettingKey {
             Self::FallbackAfterMinutes => "fallbackAfterMinutes",
             Self::MergeStrategy => "mergeStrategy",
             Self::MergeCheckTimeout => "mergeCheckTimeout",
+            Self::NotifyDesktop => "notifyDesktop",
+            Self::NotifyWebhook => "notifyWebhook",
+            Self::NotifyWebhookFormat => "notifyWebhookFormat",
+            Self::NotifyWords => "notifyWords",
         }
     }
 
@@ -169,7 +189,8 @@ impl SettingKey {
 
     /// Whether only the user file may set this key. A project file is repository-controlled:
     /// it must not switch off the approval gate, turn on the legacy tool, lift the recursion
-    /// guard, or let sheep out of the sandbox the user asked for.
+    /// guard, let sheep out of the sandbox the user asked for, or send the herd's news (and the
+    /// sheep's words) to an address of its choosing.
     pub fn is_user_only(self) -> bool {
         matches!(
             self,
@@ -177,6 +198,10 @@ impl SettingKey {
                 | Self::SubagentCompatibility
                 | Self::MaxDepth
                 | Self::Sandbox
+                | Self::NotifyDesktop
+                | Self::NotifyWebhook
+                | Self::NotifyWebhookFormat
+                | Self::NotifyWords
         )
     }
 
@@ -221,6 +246,12 @@ impl SettingKey {
             }
             Self::MergeStrategy => "how shepherd merge lands each branch",
             Self::MergeCheckTimeout => "minutes a merge's check may run",
+            Self::NotifyDesktop => "a desktop notification when the herd needs you",
+            Self::NotifyWebhook => "a webhook posted to when the herd needs you (empty: none)",
+            Self::NotifyWebhookFormat => "the webhook's body: auto, json, slack, discord or ntfy",
+            Self::NotifyWords => {
+                "send what a sheep wrote (its question, its error) in the webhook too"
+            }
         }
     }
 
@@ -236,6 +267,8 @@ impl SettingKey {
             | Self::FallbackAfterMinutes
             | Self::MergeCheckTimeout => ValueKind::Minutes,
             Self::MergeStrategy => ValueKind::Strategy,
+            Self::NotifyWebhook => ValueKind::WebhookUrl,
+            Self::NotifyWebhookFormat => ValueKind::WebhookFormat,
             Self::StallWatchdog => ValueKind::MinutesOrOff,
             Self::DoneNudges | Self::MaxDepth | Self::MaxSheep | Self::MaxConcurrentTurns => {
                 ValueKind::Count { min: 0 }
@@ -250,7 +283,9 @@ impl SettingKey {
             | Self::StayOpen
             | Self::Fieldnotes
             | Self::EmojiSheep
-            | Self::HoldProviderKeys => ValueKind::Bool,
+            | Self::HoldProviderKeys
+            | Self::NotifyDesktop
+            | Self::NotifyWords => ValueKind::Bool,
         }
     }
 
@@ -272,6 +307,10 @@ impl SettingKey {
                 "a number of minutes, fractions allowed, or 0 or off to turn it off"
             }
             ValueKind::Strategy => "merge, squash, rebase or ff-only",
+            ValueKind::WebhookUrl => {
+                "an http:// or https:// address without a user name or password, or off"
+            }
+            ValueKind::WebhookFormat => "auto, json, slack, discord or ntfy",
         }
     }
 
@@ -312,6 +351,12 @@ impl SettingKey {
             ValueKind::Strategy => crate::strategy::Strategy::parse(&lowered)
                 .ok()
                 .map(|strategy| Value::from(strategy.as_str())),
+            ValueKind::WebhookUrl if text.is_empty() || lowered == "off" => Some(Value::from("")),
+            ValueKind::WebhookUrl => {
+                super::webhook::is_webhook_url(text).then(|| Value::from(text))
+            }
+            ValueKind::WebhookFormat => super::webhook::WebhookFormat::parse(&lowered)
+                .map(|format| Value::from(format.as_str())),
         };
         parsed.ok_or_else(|| InvalidSettingValue {
             key: self,
@@ -355,6 +400,14 @@ impl SettingKey {
                 .as_str()
                 .and_then(|text| crate::strategy::Strategy::parse(text).ok())
                 .map(|strategy| Value::from(strategy.as_str())),
+            ValueKind::WebhookUrl => stored
+                .as_str()
+                .filter(|text| text.is_empty() || super::webhook::is_webhook_url(text))
+                .map(Value::from),
+            ValueKind::WebhookFormat => stored
+                .as_str()
+                .and_then(super::webhook::WebhookFormat::parse)
+                .map(|format| Value::from(format.as_str())),
         }
     }
 }

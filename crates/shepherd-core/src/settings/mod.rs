@@ -17,6 +17,7 @@
 
 mod key;
 mod layers;
+mod webhook;
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub use layers::{
     SettingsWarning, UserOnlyKey, activate_project_layer, deactivate_project_layer,
     is_project_layer_active, parse_layer, resolve, set_in_project_layer, set_in_user_layer,
 };
+pub use webhook::{WebhookFormat, is_webhook_url};
 
 /// Every setting with its effective value. Built from [`resolve`]; the defaults are
 /// [`EffectiveSettings::default`].
@@ -91,6 +93,16 @@ pub struct EffectiveSettings {
     pub merge_strategy: crate::strategy::Strategy,
     /// Minutes a merge's check may run before it is stopped and counts as failed (`30`).
     pub merge_check_timeout_minutes: f64,
+    /// Tell the desktop (freedesktop notifications) when the herd needs the person (`false`;
+    /// user file only).
+    pub notify_desktop: bool,
+    /// The webhook posted to when the herd needs the person (none; user file only).
+    pub notify_webhook: Option<String>,
+    /// The shape of the webhook's body (`auto`; user file only).
+    pub notify_webhook_format: WebhookFormat,
+    /// Whether the webhook carries what a sheep wrote, its question or its error (`false`: it
+    /// says who needs the person and why, in Shepherd's words; user file only).
+    pub notify_words: bool,
 }
 
 impl Default for EffectiveSettings {
@@ -122,6 +134,10 @@ impl Default for EffectiveSettings {
             fallback_after_minutes: 15.0,
             merge_strategy: crate::strategy::Strategy::Merge,
             merge_check_timeout_minutes: 30.0,
+            notify_desktop: false,
+            notify_webhook: None,
+            notify_webhook_format: WebhookFormat::Auto,
+            notify_words: false,
         }
     }
 }
@@ -210,6 +226,12 @@ impl EffectiveSettings {
             SettingKey::FallbackAfterMinutes => key::number_value(self.fallback_after_minutes),
             SettingKey::MergeStrategy => Value::from(self.merge_strategy.as_str()),
             SettingKey::MergeCheckTimeout => key::number_value(self.merge_check_timeout_minutes),
+            SettingKey::NotifyDesktop => Value::from(self.notify_desktop),
+            SettingKey::NotifyWebhook => {
+                Value::from(self.notify_webhook.clone().unwrap_or_default())
+            }
+            SettingKey::NotifyWebhookFormat => Value::from(self.notify_webhook_format.as_str()),
+            SettingKey::NotifyWords => Value::from(self.notify_words),
         }
     }
 
@@ -280,6 +302,18 @@ impl EffectiveSettings {
                 }
             }
             SettingKey::MergeCheckTimeout => slot_number(&mut self.merge_check_timeout_minutes),
+            SettingKey::NotifyDesktop => slot_bool(&mut self.notify_desktop),
+            SettingKey::NotifyWebhook => {
+                if let Some(url) = value.as_str() {
+                    self.notify_webhook = Some(url.to_owned()).filter(|url| !url.is_empty());
+                }
+            }
+            SettingKey::NotifyWebhookFormat => {
+                if let Some(format) = WebhookFormat::parse(text) {
+                    self.notify_webhook_format = format;
+                }
+            }
+            SettingKey::NotifyWords => slot_bool(&mut self.notify_words),
         }
     }
 }

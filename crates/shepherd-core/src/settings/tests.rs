@@ -42,7 +42,11 @@ fn defaults_match_the_original_and_ours() {
             "holdProviderKeys": true,
             "fallbackAfterMinutes": 15,
             "mergeStrategy": "merge",
-            "mergeCheckTimeout": 30
+            "mergeCheckTimeout": 30,
+            "notifyDesktop": false,
+            "notifyWebhook": "",
+            "notifyWebhookFormat": "auto",
+            "notifyWords": false
         })
     );
 }
@@ -168,6 +172,45 @@ fn user_only_keys_come_from_the_user_file_even_with_a_project_layer() {
         .collect();
     assert_eq!(messages.len(), 3, "{messages:?}");
     assert!(messages[0].starts_with("confirmProjectAgents is ignored here"));
+}
+
+#[test]
+fn a_project_file_cannot_send_the_herds_news_elsewhere() {
+    let user = doc(json!({"notifyWebhook": "https://hooks.slack.com/services/T/B/x"}));
+    let project = doc(json!({
+        "projectScope": true,
+        "notifyDesktop": true,
+        "notifyWebhook": "https://attacker.example/collect",
+        "notifyWebhookFormat": "json",
+        "notifyWords": true
+    }));
+    let settings = resolve(Some(&user), Some(&project)).settings;
+    assert_eq!(
+        settings.notify_webhook.as_deref(),
+        Some("https://hooks.slack.com/services/T/B/x")
+    );
+    assert!(!settings.notify_desktop);
+    assert!(!settings.notify_words);
+    assert_eq!(settings.notify_webhook_format, WebhookFormat::Auto);
+    let alone = resolve(None, Some(&project)).settings;
+    assert_eq!(alone.notify_webhook, None);
+}
+
+#[test]
+fn a_webhook_is_a_web_address_and_off_clears_it() {
+    let key = SettingKey::NotifyWebhook;
+    assert_eq!(
+        key.parse_input("https://ntfy.sh/herd").unwrap(),
+        json!("https://ntfy.sh/herd")
+    );
+    assert_eq!(key.parse_input("off").unwrap(), json!(""));
+    let err = key.parse_input("ntfy.sh/herd").unwrap_err().to_string();
+    assert!(
+        err.contains("\"ntfy.sh/herd\"") && err.contains("http:// or https://"),
+        "{err}"
+    );
+    let stored = doc(json!({"notifyWebhook": "file:///etc/passwd"}));
+    assert_eq!(resolve(Some(&stored), None).settings.notify_webhook, None);
 }
 
 #[test]

@@ -71,6 +71,22 @@ export const ROWS: Row[] = [
 		choices: ["merge", "squash", "rebase", "ff-only"].map((value) => ({ label: value, value })),
 	},
 	{ key: "mergeCheckTimeout", label: "A merge's check may run for", choices: minutes([5, 10, 30, 60]) },
+	{ key: "notifyDesktop", label: "Desktop notification when the herd needs you", userOnly: true },
+	{
+		key: "notifyWebhook",
+		label: "Webhook when the herd needs you",
+		// An address is typed with `shepherd settings set notifyWebhook <url>`; here it is only cleared.
+		choices: [{ label: "none", value: "off" }],
+		userOnly: true,
+		note: () => "set an address with: shepherd settings set notifyWebhook <url>",
+	},
+	{
+		key: "notifyWebhookFormat",
+		label: "Webhook body",
+		choices: ["auto", "json", "slack", "discord", "ntfy"].map((value) => ({ label: value, value })),
+		userOnly: true,
+	},
+	{ key: "notifyWords", label: "Webhook carries the sheep's words", userOnly: true },
 	{
 		key: "sandbox",
 		label: "Confine sheep (sandbox)",
@@ -91,6 +107,8 @@ export function valueText(row: Row, doc: SettingsDoc): string {
 	if (!row.choices) return value === true ? "on" : "off";
 	if (row.key === "staleWaitThreshold" && typeof value === "number" && value < 1) return "off";
 	if (row.key === "stallWatchdog" && value === 0) return "off";
+	// A webhook's address may hold its secret: the menu names only its host.
+	if (row.key === "notifyWebhook") return typeof value === "string" && value !== "" ? (value.split("/")[2] ?? "set") : "none";
 	const choice = row.choices.find((c) => c.value === String(value));
 	if (choice) return choice.label;
 	const unit = [" min", " s"].find((suffix) => row.choices!.some((c) => c.label.endsWith(suffix)));
