@@ -22,6 +22,9 @@ use crate::state::broker::Broker;
 const COALESCE: Duration = Duration::from_millis(100);
 /// How long after a failed connection to the notification server the next try waits (ms).
 const DESKTOP_RETRY_MS: i64 = 60_000;
+/// The longest a notification server may take to connect or to show one notification: one
+/// that hangs must not hold the herd's later news.
+const DESKTOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The channels the user's settings name now.
 struct Channels {
@@ -54,9 +57,15 @@ struct DesktopLink {
 impl DesktopLink {
     async fn get(&mut self, now: i64) -> Option<&Desktop> {
         if self.desktop.is_none() && now >= self.next_try_ms {
-            match Desktop::connect().await {
-                Ok(desktop) => self.desktop = Some(desktop),
-                Err(err) => {
+            match tokio::time::timeout(DESKTOP_TIMEOUT, Desktop::connect()).await {
+                Ok(Ok(desktop)) => self.desktop = Some(desktop),
+                Err(_) => {
+                    tracing::warn!(
+                        "no desktop notifications: the notification server did not answer"
+                    );
+                    self.next_try_ms = now + DESKTOP_RETRY_MS;
+                }
+                Ok(Err(err)) => {
                     tracing::warn!(%err, "no desktop notifications");
                     self.next_try_ms = now + DESKTOP_RETRY_MS;
                 }
@@ -121,10 +130,18 @@ async fn tell(channels: &Channels, desktop: &mut DesktopLink, notice: &Notice, n
     tracing::info!(key = %notice.key, "telling the person: {}", notice.title);
     if channels.desktop
         && let Some(server) = desktop.get(now).await
-        && let Err(err) = server.send(notice).await
     {
-        tracing::warn!(%err, "a desktop notification failed");
-        desktop.desktop = None;
+        match tokio::time::timeout(DESKTOP_TIMEOUT, server.send(notice)).await {
+            Ok(Ok(_id)) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(%err, "a desktop notification failed");
+                desktop.desktop = None;
+            }
+            Err(_) => {
+                tracing::warn!("a desktop notification timed out");
+                desktop.desktop = None;
+            }
+        }
     }
     if let Some(webhook) = &channels.webhook
         && let Err(err) = webhook.send(notice).await
