@@ -210,14 +210,7 @@ pub fn with_pi(version: PiVersion, test: &str, body: impl FnOnce(&PiBinary)) {
 macro_rules! pi_1_tests {
     ($($name:ident),+ $(,)?) => {$(
         mod $name {
-            #[test]
-            fn pi_1() {
-                $crate::pi::with_pi(
-                    $crate::pi::PiVersion::V1,
-                    concat!(module_path!(), "::pi_1"),
-                    super::$name,
-                );
-            }
+            $crate::pi_test!(pi_1, V1, $name);
         }
     )+};
 }
@@ -234,23 +227,25 @@ macro_rules! pi_1_tests {
 macro_rules! pi_tests {
     ($($name:ident),+ $(,)?) => {$(
         mod $name {
-            #[test]
-            fn pi_0_73() {
-                $crate::pi::with_pi(
-                    $crate::pi::PiVersion::V0_73,
-                    concat!(module_path!(), "::pi_0_73"),
-                    super::$name,
-                );
-            }
-
-            #[test]
-            fn pi_1() {
-                $crate::pi::with_pi(
-                    $crate::pi::PiVersion::V1,
-                    concat!(module_path!(), "::pi_1"),
-                    super::$name,
-                );
-            }
+            $crate::pi_test!(pi_0_73, V0_73, $name);
+            $crate::pi_test!(pi_1, V1, $name);
         }
     )+};
+}
+
+/// One test, `$test`, running `super::$name` on pi `$version` (inside the module
+/// [`pi_tests!`](crate::pi_tests) and [`pi_1_tests!`](crate::pi_1_tests) make).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! pi_test {
+    ($test:ident, $version:ident, $name:ident) => {
+        #[test]
+        fn $test() {
+            $crate::pi::with_pi(
+                $crate::pi::PiVersion::$version,
+                concat!(module_path!(), "::", stringify!($test)),
+                super::$name,
+            );
+        }
+    };
 }

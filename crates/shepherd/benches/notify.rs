@@ -47,13 +47,7 @@ fn main() {
     let mut asked = 0;
     while asked < samples {
         let mut world = World::new();
-        world
-            .extra_env
-            .push(("DBUS_SESSION_BUS_ADDRESS".into(), desktop.bus.clone()));
-        world.settings(&format!(
-            r#"{{"notifyDesktop": true, "notifyWebhook": "{}"}}"#,
-            receiver.url
-        ));
+        notify_support::notify_both(&mut world, &desktop, &receiver);
         world.define_test_sheep("asker", "ask shepherd Which one?; idle", None);
         for _ in 0..PER_HERD.min(samples - asked) {
             let label = format!("q{asked}");

@@ -47,13 +47,7 @@ fn a_question_reaches_the_desktop_and_the_webhook_once_each_across_a_broker_kill
         std::env::var("PATH").unwrap_or_default()
     );
     world.extra_env.push(("PATH".into(), path));
-    world
-        .extra_env
-        .push(("DBUS_SESSION_BUS_ADDRESS".into(), desktop.bus.clone()));
-    world.settings(&format!(
-        r#"{{"notifyDesktop": true, "notifyWebhook": "{}"}}"#,
-        receiver.url
-    ));
+    crate::notify_support::notify_both(&mut world, &desktop, &receiver);
     world.define_test_sheep("asker", &format!("ask shepherd {QUESTION}; idle"), None);
     world.define_test_sheep("quitter", "done blocked no credentials", None);
     world.define_test_sheep("failer", "done failed the tests fail", None);

@@ -130,10 +130,11 @@ fn questions(herd: &Herd, found: &mut Vec<Need>) {
 
 fn tasks(herd: &Herd, now: i64, found: &mut Vec<Need>) {
     for task in herd.tasks.values() {
-        let subject = subject(herd, &task.agent_id);
-        let page = sheep_page(&task.agent_id);
+        // Most tasks need nobody: their sheep's name is only made for those that do.
+        let named = || (subject(herd, &task.agent_id), sheep_page(&task.agent_id));
         match task.state {
             TaskState::Blocked | TaskState::Failed => {
+                let (subject, page) = named();
                 let result = task.result.as_ref();
                 let (kind, word) = if task.state == TaskState::Blocked {
                     (NeedKind::Blocked, "is blocked")
@@ -150,7 +151,10 @@ fn tasks(herd: &Herd, now: i64, found: &mut Vec<Need>) {
                     at: result.map_or(task.created_at, |r| r.completed_at),
                 });
             }
-            TaskState::Running | TaskState::Waiting => {
+            TaskState::Running | TaskState::Waiting
+                if task.stall.is_some_and(|s| s.nudged_at.is_some()) || task.limit.is_some() =>
+            {
+                let (subject, page) = named();
                 if let Some(nudged) = task.stall.and_then(|stall| stall.nudged_at) {
                     found.push(Need {
                         key: format!("stall:{}:{nudged}", task.id),

@@ -192,6 +192,18 @@ impl Drop for Desktop {
     }
 }
 
+/// Points `world` at `desktop`'s bus and sets its user settings to notify the desktop and
+/// `receiver`'s webhook.
+pub fn notify_both(world: &mut crate::herd_support::World, desktop: &Desktop, receiver: &Receiver) {
+    world
+        .extra_env
+        .push(("DBUS_SESSION_BUS_ADDRESS".into(), desktop.bus.clone()));
+    world.settings(&format!(
+        r#"{{"notifyDesktop": true, "notifyWebhook": "{}"}}"#,
+        receiver.url
+    ));
+}
+
 /// An HTTP receiver on loopback that keeps every JSON body posted to `/hook`.
 pub struct Receiver {
     pub url: String,
