@@ -112,6 +112,7 @@ impl MergeArgs {
             prune: self.prune,
             discard: self.discard,
             caller: Some(caller_context()),
+            patch: false,
         }
     }
 }

@@ -80,6 +80,7 @@ impl Parent {
             prune: merge.prune == Some(true),
             discard: merge.discard == Some(true),
             caller: Some(caller_context()),
+            patch: false,
         };
         if merge.dry_run == Some(true) {
             let preview = link

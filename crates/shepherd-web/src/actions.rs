@@ -1,10 +1,14 @@
 //! The only changes a browser can make, each one request to the broker as the herd's parent
-//! (the same authority `shepherd message` and `shepherd close` use), each answered with a line
-//! saying what changed: reply to a question, send a message, close a sheep (only when the
-//! person confirmed it). Reading a sheep's output is here too: it is a request, not a change.
+//! (the same authority `shepherd message`, `shepherd close` and `shepherd merge` use), each
+//! answered with a line saying what changed: reply to a question, send a message, close a
+//! sheep (only when the person confirmed it), land a branch, discard one (confirmed), cancel a
+//! landing (the last three in `landing`). Reading a sheep's output is here too: it is a
+//! request, not a change.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::landing::{self, Landings};
 use serde::Deserialize;
 use shepherd_client::CliError;
 use shepherd_client::connect::{Target, deadline_after, parent};
@@ -20,12 +24,23 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 const READ_LINES: u32 = 200;
 
 /// What a page asks for, as its form sends it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct ActForm {
-    /// `reply`, `message` or `close` (not `action`, which a form's own property would shadow).
+    /// `reply`, `message`, `close`, `land`, `discard` or `cancel` (not `action`, which a form's
+    /// own property would shadow).
     pub(crate) kind: String,
-    /// The sheep.
+    /// The sheep (reply, message, close).
+    #[serde(default)]
     pub(crate) agent: String,
+    /// The branch (land, discard).
+    #[serde(default)]
+    pub(crate) branch: Option<String>,
+    /// The check a landing runs (land; empty: none).
+    #[serde(default)]
+    pub(crate) check: Option<String>,
+    /// The merge (cancel).
+    #[serde(default)]
+    pub(crate) merge: Option<String>,
     /// The reply or message.
     #[serde(default)]
     pub(crate) text: Option<String>,
@@ -43,9 +58,24 @@ pub(crate) struct ActForm {
 /// An action, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
-    Reply { text: String, reply_to: String },
-    Message { text: String },
+    Reply {
+        text: String,
+        reply_to: String,
+    },
+    Message {
+        text: String,
+    },
     Close,
+    Land {
+        branch: String,
+        check: Option<String>,
+    },
+    Discard {
+        branch: String,
+    },
+    Cancel {
+        merge: String,
+    },
 }
 
 impl Action {
@@ -59,6 +89,28 @@ impl Action {
                 .map(str::to_owned)
                 .ok_or_else(|| format!("`{}` needs a non-empty text", form.kind))
         };
+        let named = |value: &Option<String>, what: &str| {
+            value
+                .as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| format!("`{}` needs the {what}", form.kind))
+        };
+        let sheep_named = || {
+            if form.agent.trim().is_empty() {
+                Err(format!("`{}` needs the sheep (agent)", form.kind))
+            } else {
+                Ok(())
+            }
+        };
+        match form.kind.as_str() {
+            "reply" | "message" | "close" => sheep_named()?,
+            "discard" if form.confirm.as_deref() != Some("yes") => {
+                return Err("discarding a branch needs its confirmation ticked".to_owned());
+            }
+            _ => {}
+        }
         match form.kind.as_str() {
             "reply" => Ok(Self::Reply {
                 text: text()?,
@@ -71,20 +123,39 @@ impl Action {
             "message" => Ok(Self::Message { text: text()? }),
             "close" if form.confirm.as_deref() == Some("yes") => Ok(Self::Close),
             "close" => Err("closing a sheep needs its confirmation ticked".to_owned()),
+            "land" => Ok(Self::Land {
+                branch: named(&form.branch, "branch")?,
+                check: form
+                    .check
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned),
+            }),
+            "discard" => Ok(Self::Discard {
+                branch: named(&form.branch, "branch")?,
+            }),
+            "cancel" => Ok(Self::Cancel {
+                merge: named(&form.merge, "merge")?,
+            }),
             other => Err(format!(
-                "unknown action `{other}`; the actions are reply, message and close"
+                "unknown action `{other}`; the actions are reply, message, close, land, discard and cancel"
             )),
         }
     }
 }
 
-/// Does `action` to sheep `agent`; the line saying what changed.
+/// Does `action` (to sheep `agent`, for those that name one); the line saying what changed.
 pub(crate) async fn perform(
     target: &Target,
+    landings: &Arc<Landings>,
     agent: &str,
     action: Action,
 ) -> Result<String, CliError> {
     match action {
+        Action::Land { branch, check } => landing::land(target, landings, &branch, check).await,
+        Action::Discard { branch } => landing::discard(target, landings, &branch).await,
+        Action::Cancel { merge } => landing::cancel(target, landings, &merge).await,
         Action::Reply { text, reply_to } => {
             let result = send_message(target, agent, text, Some(reply_to)).await?;
             Ok(match result.target_task_state {
@@ -191,7 +262,7 @@ mod tests {
             text: text.map(Into::into),
             reply_to: reply_to.map(Into::into),
             confirm: confirm.map(Into::into),
-            once: None,
+            ..ActForm::default()
         }
     }
 
@@ -221,8 +292,64 @@ mod tests {
     fn an_unknown_action_names_the_accepted_ones() {
         let err = Action::from_form(&form("spawn", None, None, None)).unwrap_err();
         assert!(
-            err.contains("`spawn`") && err.contains("reply, message and close"),
+            err.contains("`spawn`")
+                && err.contains("reply, message, close, land, discard and cancel"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn branch_actions_need_their_branch_or_merge_and_a_discard_its_confirmation() {
+        let branch = |kind: &str, branch: Option<&str>, check: Option<&str>, confirm| ActForm {
+            kind: kind.into(),
+            branch: branch.map(Into::into),
+            check: check.map(Into::into),
+            confirm,
+            ..ActForm::default()
+        };
+        assert_eq!(
+            Action::from_form(&branch("land", Some("shepherd/a"), Some("  "), None)),
+            Ok(Action::Land {
+                branch: "shepherd/a".into(),
+                check: None
+            })
+        );
+        assert_eq!(
+            Action::from_form(&branch("land", Some("shepherd/a"), Some(" make "), None)),
+            Ok(Action::Land {
+                branch: "shepherd/a".into(),
+                check: Some("make".into())
+            })
+        );
+        assert!(Action::from_form(&branch("land", None, None, None)).is_err());
+        assert!(Action::from_form(&branch("discard", Some("shepherd/a"), None, None)).is_err());
+        assert_eq!(
+            Action::from_form(&branch(
+                "discard",
+                Some("shepherd/a"),
+                None,
+                Some("yes".into())
+            )),
+            Ok(Action::Discard {
+                branch: "shepherd/a".into()
+            })
+        );
+        let cancel = ActForm {
+            kind: "cancel".into(),
+            merge: Some("merge-3".into()),
+            ..ActForm::default()
+        };
+        assert_eq!(
+            Action::from_form(&cancel),
+            Ok(Action::Cancel {
+                merge: "merge-3".into()
+            })
+        );
+        let nobody = ActForm {
+            kind: "message".into(),
+            text: Some("hi".into()),
+            ..ActForm::default()
+        };
+        assert!(Action::from_form(&nobody).unwrap_err().contains("sheep"));
     }
 }

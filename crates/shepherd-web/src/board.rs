@@ -168,6 +168,13 @@ pub(crate) fn card(
             );
         }
     }
+    if let Some(worktree) = &sheep.worktree {
+        let _ = write!(
+            html,
+            r#"<p class="branch">on <code>{}</code>: reviewed and landed once closed</p>"#,
+            esc(&worktree.branch)
+        );
+    }
     if sheep.task.is_none()
         && let Some(last) = last
     {
@@ -183,8 +190,9 @@ pub(crate) fn card(
     html
 }
 
-/// How a settled task ended, in one line: its outcome word and summary, and its note.
-fn settled_line(task: &SettledTask, root: &Path) -> String {
+/// How a settled task ended, in one line: its outcome word and summary, its note, and the
+/// branch it left to land (or where that landed).
+pub(crate) fn settled_line(task: &SettledTask, root: &Path) -> String {
     let status = task.status.as_str();
     let mut html = format!(
         r#"<p class="outcome outcome-{status}"><span class="state state-{status}">{status}</span>"#
@@ -194,6 +202,17 @@ fn settled_line(task: &SettledTask, root: &Path) -> String {
     }
     if let Some(url) = task.note.as_deref().and_then(|note| note_url(root, note)) {
         let _ = write!(html, r#" · <a href="{url}">note</a>"#);
+    }
+    if let Some(branch) = &task.branch {
+        let said = match &task.landed {
+            Some(landed) => format!("landed into {}", esc(landed)),
+            None => "diff and land".to_owned(),
+        };
+        let _ = write!(
+            html,
+            r#" · <a class="branch" href="/branch/{url}">{said}</a>"#,
+            url = path_url(branch)
+        );
     }
     html.push_str("</p>");
     html

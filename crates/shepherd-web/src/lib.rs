@@ -4,14 +4,15 @@
 //! and follows the herd view the broker pushes (`herd.subscribe`), so it can be stopped and
 //! started at any time. Every page is rendered on the server from that view or from the files
 //! under the project (read-only); live pages receive their new HTML as server-sent events; the
-//! only changes a browser can make are the four actions in `actions`, each one parent request.
+//! only changes a browser can make are the six actions in `actions`, each one parent request.
 //!
 //! The parts: `access` keeps who is signed in across restarts, `once` makes each change happen
 //! once however often it is sent, `feed` follows the herd, `board` works out the columns and
 //! cards (pure), `notes` renders Markdown safely (pure), `files` maps a URL path to a file
 //! inside the project that is safe to show and nowhere else, `guard` is the Host, session,
 //! Origin and CSRF check every request passes, `html` escapes and encodes, `pages` lays out the
-//! HTML, `actions` makes the requests, and `server` ties them to routes.
+//! HTML, `actions` makes the requests (`landing` those of the merge queue, which it follows),
+//! `branch` lays out a branch's page (pure), and `server` ties them to routes.
 
 #![deny(clippy::print_stdout)]
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
@@ -19,10 +20,12 @@
 mod access;
 mod actions;
 mod board;
+mod branch;
 mod feed;
 mod files;
 mod guard;
 mod html;
+mod landing;
 mod notes;
 mod once;
 mod pages;

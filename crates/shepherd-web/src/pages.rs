@@ -9,7 +9,7 @@ use shepherd_core::herd::{MessageReceipt, SheepStatus};
 use shepherd_core::protocol::HerdResult;
 
 use crate::board::{Column, age};
-use crate::html::{esc, note_url, path_url};
+use crate::html::{esc, path_url};
 
 /// Which part of the site a page belongs to, for the navigation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,21 +163,11 @@ pub(crate) fn sheep_body(
         );
     }
     for task in view.settled.iter().filter(|t| t.agent_id == sheep.agent_id) {
-        let note = task
-            .note
-            .as_deref()
-            .and_then(|note| note_url(root, note))
-            .map(|url| format!(r#" · <a href="{url}">note</a>"#))
-            .unwrap_or_default();
         let _ = write!(
             html,
-            "<li>{} · {}{}{note}</li>",
+            "<li>{} {}</li>",
             esc(&task.title),
-            task.status.as_str(),
-            task.outcome
-                .as_deref()
-                .map(|o| format!(" · {}", esc(o)))
-                .unwrap_or_default()
+            crate::board::settled_line(task, root)
         );
     }
     html.push_str("</ul>");

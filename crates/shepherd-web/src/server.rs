@@ -26,9 +26,10 @@ use crate::feed::{self, Herd};
 use crate::files::{self, Kind};
 use crate::guard::{self, Keys};
 use crate::html::{esc, path_url};
+use crate::landing::{self, Landings};
 use crate::once::{Done, Once};
 use crate::pages::{self, Section};
-use crate::{board, notes};
+use crate::{board, branch, notes};
 
 /// How often a file's page looks at its file again (on the server: the browser never polls).
 const FILE_LOOK: Duration = Duration::from_millis(500);
@@ -55,6 +56,8 @@ struct Shared {
     herd: watch::Receiver<Herd>,
     /// The changes done so far, so none is done twice.
     once: Once,
+    /// The landings started from here, followed until they are over.
+    landings: Arc<Landings>,
 }
 
 /// The web server of one herd.
@@ -78,6 +81,7 @@ impl Server {
                 keys,
                 herd,
                 once: Once::default(),
+                landings: Arc::new(Landings::new()),
             }),
             listen,
             feed,
@@ -107,6 +111,8 @@ impl Server {
             .route("/notes", get(notes_page))
             .route("/files/{*path}", get(file_page))
             .route("/events/files/{*path}", get(file_events))
+            .route("/branch/{*name}", get(branch_page))
+            .route("/events/branch/{*name}", get(branch_events))
             .route("/act", post(act))
             .route("/assets/style.css", get(style))
             .route("/assets/app.js", get(script))
@@ -183,14 +189,22 @@ fn board_html(herd: &Herd, csrf: &str, root: &std::path::Path) -> String {
 }
 
 /// An event stream that sends `render`'s HTML at once and again whenever it changes; it looks
-/// again at every pushed view and, with `look`, that often besides.
-fn live<F, Fut>(shared: &Shared, mut render: F, look: Option<Duration>) -> Response
+/// again at every pushed view, at every change `also` tells of, and, with `look`, that often
+/// besides.
+fn live<F, Fut>(
+    shared: &Shared,
+    mut render: F,
+    look: Option<Duration>,
+    also: Option<watch::Receiver<u64>>,
+) -> Response
 where
     F: FnMut(Herd) -> Fut + Send + 'static,
     Fut: Future<Output = String> + Send,
 {
     let (events, stream) = mpsc::channel::<Result<Event, Infallible>>(4);
     let mut herd = shared.herd.clone();
+    // Without `also`, a sender nobody keeps: its receiver never reports a change.
+    let mut also = also.unwrap_or_else(|| watch::channel(0).1);
     tokio::spawn(async move {
         let mut last = None;
         loop {
@@ -205,6 +219,7 @@ where
             }
             tokio::select! {
                 changed = herd.changed() => if changed.is_err() { return },
+                Ok(()) = also.changed() => {}
                 () = events.closed() => return,
                 () = tokio::time::sleep(look.unwrap_or(Duration::from_secs(3600))), if look.is_some() => {}
             }
@@ -234,6 +249,7 @@ async fn board_events(State(shared): Shares) -> Response {
             let html = board_html(&herd, &again.keys.csrf, &again.root);
             async move { html }
         },
+        None,
         None,
     )
 }
@@ -285,6 +301,49 @@ async fn sheep_events(State(shared): Shares, Path(id): Path<String>) -> Response
             }
         },
         None,
+        None,
+    )
+}
+
+/// A branch's page body: the broker's preview of landing it, the landing started here if any.
+async fn branch_html(shared: &Shared, name: &str) -> String {
+    let preview = landing::preview(&shared.target, name).await;
+    let merge = shared.landings.of(name);
+    let check = shared.landings.last_check();
+    branch::branch_body(
+        name,
+        preview.as_ref().map_err(|err| err.message.as_str()),
+        merge.as_ref(),
+        check.as_deref(),
+        &shared.keys.csrf,
+    )
+}
+
+async fn branch_page(State(shared): Shares, Path(name): Path<String>) -> Response {
+    let body = branch_html(&shared, &name).await;
+    let live = format!("/events/branch/{}", path_url(&name));
+    Html(pages::shell(
+        &name,
+        Section::Board,
+        &shared.keys.csrf,
+        Some(&live),
+        &body,
+    ))
+    .into_response()
+}
+
+async fn branch_events(State(shared): Shares, Path(name): Path<String>) -> Response {
+    let again = shared.clone();
+    let also = shared.landings.watch();
+    live(
+        &shared,
+        move |_| {
+            let shared = again.clone();
+            let name = name.clone();
+            async move { branch_html(&shared, &name).await }
+        },
+        None,
+        Some(also),
     )
 }
 
@@ -368,6 +427,7 @@ async fn file_events(State(shared): Shares, Path(path): Path<String>) -> Respons
             async move { html }
         },
         Some(FILE_LOOK),
+        None,
     )
 }
 
@@ -412,11 +472,12 @@ async fn act(State(shared): Shares, Form(form): Form<ActForm>) -> Response {
         return format!("{}'s question was already answered", form.agent).into_response();
     }
     let target = shared.target.clone();
+    let landings = shared.landings.clone();
     let agent = form.agent.clone();
     let done = shared
         .once
         .run(&key, || async move {
-            actions::perform(&target, &agent, action).await
+            actions::perform(&target, &landings, &agent, action).await
         })
         .await;
     match done {

@@ -115,6 +115,7 @@ mod short_ids;
 mod system_prompt;
 mod tmux_backend;
 mod web_browser;
+mod web_browser_land;
 mod web_security;
 
 /// A test file that its crate's `tests/main.rs` does not name is never compiled, so its tests

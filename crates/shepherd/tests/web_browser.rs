@@ -24,7 +24,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Writes the page's screenshot to `$SHEPHERD_WEB_SCREENSHOTS/name` when that is set (how the
 /// pictures in the docs are made).
-async fn screenshot(browser: &Browser, name: &str) {
+pub(crate) async fn screenshot(browser: &Browser, name: &str) {
     if let Some(dir) = std::env::var_os("SHEPHERD_WEB_SCREENSHOTS") {
         let png = browser.client.screenshot().await.unwrap();
         std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();

@@ -124,13 +124,14 @@ pub(crate) async fn preview(
     params: MergeParams,
 ) -> BrokerResult<MergePreview> {
     let plan = plan::plan(broker, &params).await?;
+    let patch = params.patch;
     let landed = broker.store.read(|herd| {
         plan.candidates
             .iter()
             .map(|c| herd.landed_into(&plan.target, &c.branch).cloned())
             .collect::<Vec<_>>()
     });
-    let previewed = tokio::task::spawn_blocking(move || preview::preview(&plan, &landed))
+    let previewed = tokio::task::spawn_blocking(move || preview::preview(&plan, &landed, patch))
         .await
         .map_err(|err| BrokerError::new(ErrorCode::Internal, err.to_string()))?
         .map_err(|err| BrokerError::new(ErrorCode::WorktreeFailed, err.to_string()))?;

@@ -1,9 +1,9 @@
 //! `merge.preview` (`shepherd merge --dry-run`): what a merge would do, found without a
-//! worktree and without moving anything — each branch's commits the target lacks and its
-//! diffstat, and which would conflict: the queue is played out on trees (`git merge-tree
-//! --write-tree`, each branch merged onto the tree the branches before it would leave), and a
-//! branch that conflicts there is tried against the target as it is and against each branch
-//! before it that touches the same files, so the report names the pair.
+//! worktree and without moving anything — each branch's commits the target lacks, its
+//! diffstat (and, when asked, its patch), and which would conflict: the queue is played out on
+//! trees (`git merge-tree --write-tree`, each branch merged onto the tree the branches before
+//! it would leave), and a branch that conflicts there is tried against the target as it is and
+//! against each branch before it that touches the same files, so the report names the pair.
 //!
 //! Playing the queue out writes tree objects into the repository's object store (as any
 //! `git merge-tree` does) and nothing else: no ref, no index, no working tree changes.
@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use shepherd_core::herd::{Landed, MergePlan};
-use shepherd_core::land::preview::{BranchPreview, CommitLine, MergePreview, PairConflict};
+use shepherd_core::land::preview::{
+    BranchPreview, CommitLine, MergePreview, PairConflict, cut_patch,
+};
 
 use super::git;
 use crate::git::{Git, GitError};
@@ -62,10 +64,12 @@ struct Branch {
     files: BTreeSet<String>,
 }
 
-/// Plays the merge out. `landed` is, per branch, how a merge of this target landed it before.
+/// Plays the merge out. `landed` is, per branch, how a merge of this target landed it before;
+/// with `patch`, each branch that would land carries its patch.
 pub(super) fn preview(
     plan: &MergePlan,
     landed: &[Option<Landed>],
+    patch: bool,
 ) -> Result<MergePreview, GitError> {
     let repo = Path::new(&plan.repo);
     let target = match &plan.create_from {
@@ -113,6 +117,12 @@ pub(super) fn preview(
                     .collect();
                 let fork = git::git(repo, &["merge-base", &tip, commit])?;
                 preview.diffstat = git::git(repo, &["diff", "--stat", &fork, commit])?;
+                if patch {
+                    let whole = git::git(repo, &["diff", "--no-color", "-M", &fork, commit])?;
+                    let (cut, was_cut) = cut_patch(whole);
+                    preview.patch = Some(cut);
+                    preview.patch_cut = was_cut;
+                }
                 files = git::git(repo, &["diff", "--name-only", &fork, commit])?
                     .lines()
                     .map(str::to_owned)

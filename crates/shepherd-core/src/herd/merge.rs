@@ -25,6 +25,41 @@ impl super::Herd {
         self.landed.get(&landed_key(target, branch))
     }
 
+    /// The branch `task`'s isolated worktree left to land: its sheep's, once the sheep was
+    /// closed and the worktree released with work in it, else its run step's.
+    pub fn branch_of(&self, task: &super::Task) -> Option<String> {
+        let of_sheep = self
+            .sheep
+            .get(&task.agent_id)
+            .and_then(|sheep| sheep.worktree.as_ref())
+            .and_then(|worktree| worktree.released.as_ref());
+        let task_id = task.id.to_string();
+        let of_run = || {
+            self.runs
+                .values()
+                .filter_map(|run| run.finished.as_ref())
+                .flat_map(|report| &report.results)
+                .find(|result| result.task_id.as_deref() == Some(task_id.as_str()))
+                .and_then(|result| result.worktree.as_ref())
+        };
+        of_sheep
+            .or_else(of_run)
+            .filter(|report| report.needs_integrating())
+            .map(|report| report.branch().to_owned())
+    }
+
+    /// Where a merge last landed `branch`, verified: `<target> at <short commit>`.
+    pub fn landing_of(&self, branch: &str) -> Option<String> {
+        self.landed
+            .values()
+            .filter(|landed| landed.branch == branch)
+            .max_by_key(|landed| landed.at)
+            .map(|landed| {
+                let short = landed.commit.get(..10).unwrap_or(&landed.commit);
+                format!("{} at {short}", landed.target)
+            })
+    }
+
     /// Whether a merge is still under way.
     pub fn has_open_merges(&self) -> bool {
         self.merges.values().any(|m| !m.is_finished())

@@ -221,6 +221,13 @@ pub struct SettledTask {
     /// Its note (absolute), when fieldnotes are on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The branch its isolated worktree left to land (once its sheep was closed or its run
+    /// ended), which `merge.preview` and `merge.submit` take by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Where a merge landed that branch, verified: `<target> at <short commit>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landed: Option<String>,
 }
 
 /// The fieldnotes session the herd's latest note went to.
@@ -363,6 +370,7 @@ impl Herd {
                     .or(result.error.as_deref())
                     .map(first_line)
                     .filter(|line| !line.is_empty());
+                let branch = self.branch_of(task);
                 Some(SettledTask {
                     task_id: task.id.clone(),
                     agent_id: task.agent_id.clone(),
@@ -377,6 +385,8 @@ impl Herd {
                     started_at: task.started_at.unwrap_or(task.created_at),
                     completed_at: result.completed_at,
                     note: task.note.as_ref().map(|n| n.note.clone()),
+                    branch: branch.clone(),
+                    landed: branch.and_then(|branch| self.landing_of(&branch)),
                 })
             })
             .collect();

@@ -74,6 +74,10 @@ pub struct MergeParams {
     /// The caller's terminal, for a resolver or fixer in a pane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerContext>,
+    /// `merge.preview` only: each branch's patch as well (at most
+    /// [`preview::PATCH_LIMIT`] bytes of it), for a page that shows the diff.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub patch: bool,
 }
 
 /// The fixers a failing check gets unless the merge says otherwise.

@@ -63,6 +63,31 @@ pub struct BranchPreview {
     /// The branches before it in the queue it conflicts with.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicts_with: Vec<PairConflict>,
+    /// What it would bring as a patch (`git diff` from where it forked), when the preview was
+    /// asked for it; cut at [`PATCH_LIMIT`] bytes, on a line's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    /// Whether `patch` was cut short.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub patch_cut: bool,
+}
+
+/// The most of a branch's patch a preview carries: enough for any review a page can show, and
+/// a bound on the answer a branch of generated files would otherwise make.
+pub const PATCH_LIMIT: usize = 512 * 1024;
+
+/// `patch` cut to at most [`PATCH_LIMIT`] bytes at a line's end, and whether it was cut.
+pub fn cut_patch(mut patch: String) -> (String, bool) {
+    if patch.len() <= PATCH_LIMIT {
+        return (patch, false);
+    }
+    let mut end = PATCH_LIMIT;
+    while !patch.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = patch[..end].rfind('\n').map_or(end, |newline| newline + 1);
+    patch.truncate(end);
+    (patch, true)
 }
 
 /// A merge as it would go.
@@ -81,4 +106,22 @@ pub struct MergePreview {
     pub check: Option<String>,
     /// Each branch, in order.
     pub branches: Vec<BranchPreview>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_is_cut_at_a_lines_end_within_the_limit() {
+        let short = "+a\n".to_owned();
+        assert_eq!(cut_patch(short.clone()), (short, false));
+        let line = format!("+{}é\n", "x".repeat(97));
+        let long = line.repeat(PATCH_LIMIT / line.len() + 10);
+        let (cut, was_cut) = cut_patch(long);
+        assert!(was_cut);
+        assert!(cut.len() <= PATCH_LIMIT, "{}", cut.len());
+        assert!(cut.ends_with('\n'));
+        assert_eq!(cut.len() % line.len(), 0, "only whole lines are kept");
+    }
 }

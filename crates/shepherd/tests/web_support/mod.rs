@@ -331,9 +331,18 @@ impl Browser {
         }
     }
 
-    /// Clicks the element `locator` finds, once it is there.
+    /// Clicks the element `locator` finds, once it is there. A live region may replace the
+    /// element between finding and clicking it (a push re-rendered it): then the new one is
+    /// found and clicked, until [`PAGE_LIMIT`].
     pub async fn click(&self, locator: Locator<'_>, what: &str) {
-        self.appears(locator, what).await.click().await.unwrap();
+        let deadline = Instant::now() + PAGE_LIMIT;
+        loop {
+            match self.appears(locator, what).await.click().await {
+                Ok(()) => return,
+                Err(err) if err.is_stale_element_reference() && Instant::now() < deadline => {}
+                Err(err) => panic!("clicking {what}: {err}"),
+            }
+        }
     }
 
     /// The page's status line (`#said`, what the last action did), once it starts with `prefix`.

@@ -1886,6 +1886,15 @@ export interface SettledTask {
 	 * Its note (absolute), when fieldnotes are on.
 	 */
 	note?: string | null;
+	/**
+	 * The branch its isolated worktree left to land (once its sheep was closed or its run
+	 * ended), which `merge.preview` and `merge.submit` take by name.
+	 */
+	branch?: string | null;
+	/**
+	 * Where a merge landed that branch, verified: `<target> at <short commit>`.
+	 */
+	landed?: string | null;
 }
 /**
  * The fieldnotes session the herd's latest note went to.
@@ -3189,6 +3198,11 @@ export interface MergeParams {
 	 * The caller's terminal, for a resolver or fixer in a pane.
 	 */
 	caller?: CallerContext | null;
+	/**
+	 * `merge.preview` only: each branch's patch as well (at most
+	 * [`preview::PATCH_LIMIT`] bytes of it), for a page that shows the diff.
+	 */
+	patch?: boolean;
 }
 /**
  * A merge as its followers see it: pushed (`merge` event) whenever it changes, and the answer
@@ -3443,6 +3457,15 @@ export interface BranchPreview {
 	 * The branches before it in the queue it conflicts with.
 	 */
 	conflictsWith?: PairConflict[];
+	/**
+	 * What it would bring as a patch (`git diff` from where it forked), when the preview was
+	 * asked for it; cut at [`PATCH_LIMIT`] bytes, on a line's end.
+	 */
+	patch?: string | null;
+	/**
+	 * Whether `patch` was cut short.
+	 */
+	patchCut?: boolean;
 }
 /**
  * One commit of a branch.
