@@ -2,7 +2,9 @@
 //!
 //! In order: the Host header must be the board's own name, `herd-<label>.localhost` with any
 //! port (a page elsewhere that rebinds its own name to 127.0.0.1 sends its own name, and the
-//! loopback addresses themselves are refused too, so a cookie is never set for them: 403);
+//! loopback addresses themselves are refused too, so a cookie is never set for them: 403), or
+//! the name given with `--serve-name`, which an HTTPS proxy on this machine (a tailnet's
+//! `tailscale serve`) forwards with its Host header kept;
 //! the browser must be signed in, either by the token in the URL (the first visit: it is traded
 //! for a session in a cookie and the browser is sent to the same path without it, so it leaves
 //! the address bar, and the token is spent, so a copy in the history opens nothing) or by that
@@ -50,14 +52,17 @@ pub(crate) struct Keys {
     pub(crate) access: Arc<Access>,
     /// The board's host name, without a port.
     pub(crate) host_name: String,
+    /// The name an HTTPS proxy serves the board at too (`--serve-name`), if any.
+    pub(crate) serve_name: Option<String>,
     /// The token pages put in the header of what they send.
     pub(crate) csrf: String,
 }
 
 impl Keys {
-    pub(crate) fn new(access: Arc<Access>) -> Self {
+    pub(crate) fn new(access: Arc<Access>, serve_name: Option<String>) -> Self {
         Self {
             host_name: access.host_name(),
+            serve_name,
             csrf: access.csrf(),
             access,
         }
@@ -69,8 +74,13 @@ impl Keys {
 pub(crate) enum Verdict {
     /// Let it through.
     Pass,
-    /// The URL's token was traded: set the session's cookie and send the browser to `location`.
-    SignIn { session: String, location: String },
+    /// The URL's token was traded: set the session's cookie (`secure`: only over HTTPS) and
+    /// send the browser to `location`.
+    SignIn {
+        session: String,
+        location: String,
+        secure: bool,
+    },
     /// A signed-in browser came with a spent token: send it to `location`, without the token.
     Strip { location: String },
     /// Refuse it, saying why.
@@ -118,6 +128,27 @@ fn is_our_host(host: &str, name: &str) -> bool {
     bare.eq_ignore_ascii_case(name)
 }
 
+/// `name` as `--serve-name` takes it: a DNS name (letters, digits, `-` and `.`, with a dot),
+/// not an address and not a `.localhost` name, lowercased; or why not.
+pub(crate) fn serve_name(name: &str) -> Result<String, String> {
+    let lower = name.trim().to_ascii_lowercase();
+    let labels_ok = lower.split('.').all(|label| {
+        !label.is_empty()
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    });
+    let address = lower.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if !labels_ok || !lower.contains('.') || address || lower.ends_with(".localhost") {
+        return Err(format!(
+            "--serve-name {name} is not a host name to serve the board at: give the name an HTTPS proxy serves it at, such as machine.tailnet-name.ts.net"
+        ));
+    }
+    Ok(lower)
+}
+
 /// Whether `host` is a loopback address or `localhost`, which the board does not answer to.
 fn is_loopback_name(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
@@ -133,7 +164,17 @@ pub(crate) fn judge(
     headers: &HeaderMap,
 ) -> Verdict {
     let host = header(headers, header::HOST).unwrap_or_default();
-    if !is_our_host(host, &keys.host_name) {
+    // The scheme the browser reached this name by: the board's own name is plain HTTP on
+    // loopback; the served name comes through the proxy's HTTPS.
+    let scheme = if is_our_host(host, &keys.host_name) {
+        "http"
+    } else if keys
+        .serve_name
+        .as_deref()
+        .is_some_and(|name| is_our_host(host, name))
+    {
+        "https"
+    } else {
         return Verdict::Refuse(
             StatusCode::FORBIDDEN,
             if is_loopback_name(host) {
@@ -142,7 +183,7 @@ pub(crate) fn judge(
                 "this server does not answer to that Host"
             },
         );
-    }
+    };
     if (method == Method::GET || method == Method::HEAD) && PUBLIC.contains(&path) {
         return Verdict::Pass;
     }
@@ -156,7 +197,11 @@ pub(crate) fn judge(
             format!("{path}?{rest}")
         };
         return match keys.access.trade(token) {
-            Ok(Trade::Session(session)) => Verdict::SignIn { session, location },
+            Ok(Trade::Session(session)) => Verdict::SignIn {
+                session,
+                location,
+                secure: scheme == "https",
+            },
             Ok(Trade::Refused) if signed_in() => Verdict::Strip { location },
             Ok(Trade::Refused) => Verdict::Refuse(
                 StatusCode::UNAUTHORIZED,
@@ -176,7 +221,7 @@ pub(crate) fn judge(
     }
     if method != Method::GET && method != Method::HEAD {
         let origin = header(headers, header::ORIGIN);
-        if origin != Some(&format!("http://{host}")) {
+        if origin != Some(&format!("{scheme}://{host}")) {
             return Verdict::Refuse(
                 StatusCode::FORBIDDEN,
                 "a change must come from this server's own page",
@@ -229,11 +274,16 @@ pub(crate) async fn guard(State(keys): State<Arc<Keys>>, request: Request, next:
     );
     let mut response = match verdict {
         Verdict::Pass => next.run(request).await,
-        Verdict::SignIn { session, location } => {
+        Verdict::SignIn {
+            session,
+            location,
+            secure,
+        } => {
             let mut response = see_other(&location);
             let cookie = format!(
-                "{COOKIE}={session}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict",
-                SESSION_LIFE.as_secs()
+                "{COOKIE}={session}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{}",
+                SESSION_LIFE.as_secs(),
+                if secure { "; Secure" } else { "" }
             );
             if let Ok(cookie) = HeaderValue::from_str(&cookie) {
                 response.headers_mut().insert(header::SET_COOKIE, cookie);

@@ -50,6 +50,11 @@ pub struct WebArgs {
     /// refuses any other address: reach it from elsewhere through an SSH forward (docs/web.md).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<IpAddr>,
+    /// Also answer to this host name, reached over HTTPS through a proxy on this machine that
+    /// keeps the Host header, as a tailnet's `tailscale serve` does; the URL to open there is
+    /// printed too (docs/web.md).
+    #[arg(long, value_name = "HOST")]
+    pub serve_name: Option<String>,
     /// Forget every browser signed in to this herd's board before serving: each must open the
     /// newly printed URL.
     #[arg(long)]
@@ -64,6 +69,9 @@ pub struct WebArgs {
 pub struct Announcement {
     /// The URL to open, with the one-time token that signs one browser in.
     pub url: String,
+    /// The same at the `--serve-name` (the token is good for one browser, at either).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_url: Option<String>,
     /// The address it listens on (loopback).
     pub listen: SocketAddr,
 }
@@ -84,6 +92,12 @@ pub fn web(
         )
         .with_exit(2));
     }
+    let serve_name = args
+        .serve_name
+        .as_deref()
+        .map(guard::serve_name)
+        .transpose()
+        .map_err(|why| CliError::new(ErrorCode::InvalidArgument, why).with_exit(2))?;
     let target = target(ctx, &args.herd)?;
     let state = |err: std::io::Error| {
         CliError::new(
@@ -108,9 +122,10 @@ pub fn web(
             .local_addr()
             .map_err(|err| CliError::new(ErrorCode::Internal, err.to_string()))?;
         access.remember_port(listen.port()).map_err(state)?;
-        let server = server::Server::new(target, listen, access);
+        let server = server::Server::new(target, listen, access, serve_name);
         announce(&Announcement {
             url: server.entry_url(),
+            served_url: server.served_url(),
             listen,
         });
         server

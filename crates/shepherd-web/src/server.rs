@@ -70,8 +70,13 @@ pub(crate) struct Server {
 impl Server {
     /// A server for `target`'s herd that will listen on `listen`, letting in whom `access`
     /// lets in.
-    pub(crate) fn new(target: Target, listen: SocketAddr, access: Arc<Access>) -> Self {
-        let keys = Arc::new(Keys::new(access));
+    pub(crate) fn new(
+        target: Target,
+        listen: SocketAddr,
+        access: Arc<Access>,
+        serve_name: Option<String>,
+    ) -> Self {
+        let keys = Arc::new(Keys::new(access, serve_name));
         let (feed, herd) = watch::channel(Herd::Connecting);
         let root = target.address.project_root.clone();
         Self {
@@ -97,6 +102,16 @@ impl Server {
             self.listen.port(),
             keys.access.entry_token().unwrap_or_default()
         )
+    }
+
+    /// The URL to open at the `--serve-name`, through its HTTPS proxy, with the same token.
+    pub(crate) fn served_url(&self) -> Option<String> {
+        let keys = &self.shared.keys;
+        let name = keys.serve_name.as_deref()?;
+        Some(format!(
+            "https://{name}/?token={}",
+            keys.access.entry_token().unwrap_or_default()
+        ))
     }
 
     /// Follows the herd and answers requests until the listener fails.

@@ -54,7 +54,10 @@ pub(crate) fn run(command: Command, printer: &Printer) -> Result<ExitCode, CliEr
         Command::Merge(args) => merge::run(&args, &ctx, printer),
         Command::Dash(args) => shepherd_dash::dash(&args, &ctx, printer.is_json()),
         Command::Web(args) => shepherd_web::web(&args, &ctx, |ready| {
-            printer.emit(ready, || ready.url.clone());
+            printer.emit(ready, || match &ready.served_url {
+                Some(served) => format!("{}\n{served}", ready.url),
+                None => ready.url.clone(),
+            });
         }),
         Command::Prune(args) => parent::prune(&args, &ctx, printer),
         Command::Broker(cmd) => broker::run(cmd, &ctx, printer, broker_process::serve),

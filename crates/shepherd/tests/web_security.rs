@@ -4,6 +4,8 @@
 //! CSRF token (403), a path that climbs out of the project, a symlink that leads out of it, a
 //! file that holds secrets by convention or one with another hard link (404); each refusal
 //! changes nothing, and the same request done right works. A change sent twice is done once.
+//! The name a tailnet's HTTPS proxy serves the board at is answered as that proxy forwards it,
+//! and asks for HTTPS all the way.
 
 // Tests set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -471,4 +473,86 @@ fn a_bad_listen_address_names_the_value() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("localhost:80"), "{stderr}");
+}
+
+#[test]
+fn a_served_name_is_answered_as_its_https_proxy_forwards_it_and_asks_for_https() {
+    let world = World::new();
+    world.define_test_sheep("listener", "idle", None);
+    let agent = world.spawn("listener", "");
+    let name = "box.tail1234.ts.net";
+    let web = Web::start_with(&world, &["--serve-name", name], Stdio::inherit());
+    let served = web.served_url.clone().expect("a second URL");
+    assert_eq!(served, format!("https://{name}/?token={}", web.token));
+    // As `tailscale serve` forwards the phone's request: to loopback, its Host kept.
+    let signed = http(
+        &web.addr,
+        &format!("GET /?token={}", web.token),
+        &[("Host", name)],
+        "",
+    );
+    assert_eq!(signed.status, 303, "{signed:?}");
+    assert!(
+        signed
+            .head
+            .lines()
+            .any(|l| l.to_ascii_lowercase().starts_with("set-cookie:") && l.contains("; Secure")),
+        "the session cookie at the served name is for HTTPS only: {signed:?}"
+    );
+    let cookie = set_cookie(&signed).unwrap();
+    let page = http(
+        &web.addr,
+        "GET /notes",
+        &[("Host", name), ("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(page.status, 200, "{page:?}");
+    let start = page.body.find(r#"name="csrf-token" content=""#).unwrap() + 27;
+    let token = page.body[start..].split('"').next().unwrap().to_owned();
+    let send = |origin: &str, once: &str| {
+        http(
+            &web.addr,
+            "POST /act",
+            &[
+                ("Host", name),
+                ("Cookie", &cookie),
+                ("Origin", origin),
+                ("X-CSRF-Token", &token),
+            ],
+            &format!("kind=message&agent={agent}&text=hi&once={once}"),
+        )
+    };
+    let plain = send(&format!("http://{name}"), "a1");
+    assert_eq!(plain.status, 403, "{plain:?}");
+    assert_eq!(
+        messages(&world, &agent),
+        0,
+        "a plain-HTTP origin changes nothing"
+    );
+    let sent = send(&format!("https://{name}"), "a2");
+    assert_eq!(sent.status, 200, "{sent:?}");
+    assert_eq!(messages(&world, &agent), 1);
+    let other = http(
+        &web.addr,
+        "GET /notes",
+        &[("Host", "other.tail1234.ts.net"), ("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(other.status, 403, "no other name is answered: {other:?}");
+}
+
+#[test]
+fn a_served_name_that_is_no_host_name_is_refused_naming_it() {
+    let world = World::new();
+    let out = world
+        .command(&["web", "--serve-name", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--serve-name 127.0.0.1 is not a host name"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }

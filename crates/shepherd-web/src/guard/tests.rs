@@ -10,7 +10,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let access = Arc::new(Access::open(&dir.path().join("web.json"), false).unwrap());
-    let keys = Keys::new(access);
+    let keys = Keys::new(access, Some("box.tail1234.ts.net".into()));
     let host = format!("{}:4000", keys.host_name);
     Fixture {
         _dir: dir,
@@ -53,8 +53,11 @@ impl Fixture {
 fn the_token_in_the_url_is_traded_for_a_session_once_and_leaves_the_url() {
     let fx = fixture();
     let query = format!("x=1&token={}", fx.token());
-    let Verdict::SignIn { session, location } =
-        fx.judge(&Method::GET, "/files/a.md", Some(&query), &[])
+    let Verdict::SignIn {
+        session,
+        location,
+        secure: false,
+    } = fx.judge(&Method::GET, "/files/a.md", Some(&query), &[])
     else {
         panic!("signed in");
     };
@@ -210,4 +213,71 @@ fn the_shell_is_public_by_the_boards_name_only() {
         fx.judge(&Method::GET, "/manifest.webmanifest", None, &[]),
         Verdict::Refuse(StatusCode::FORBIDDEN, _)
     ));
+}
+
+#[test]
+fn the_served_name_is_answered_over_https_only_with_its_own_origin_and_a_secure_cookie() {
+    let mut fx = fixture();
+    fx.host = "box.tail1234.ts.net".into();
+    let query = format!("token={}", fx.token());
+    let Verdict::SignIn {
+        session,
+        secure: true,
+        ..
+    } = fx.judge(&Method::GET, "/", Some(&query), &[])
+    else {
+        panic!("signed in at the served name, with a secure cookie");
+    };
+    let cookie = format!("{COOKIE}={session}");
+    let csrf = fx.keys.csrf.clone();
+    let post = |origin: &str| {
+        fx.judge(
+            &Method::POST,
+            "/act",
+            None,
+            &[
+                ("cookie", &cookie),
+                ("origin", origin),
+                (CSRF_HEADER, &csrf),
+            ],
+        )
+    };
+    assert_eq!(post("https://box.tail1234.ts.net"), Verdict::Pass);
+    assert_eq!(
+        post("http://box.tail1234.ts.net"),
+        Verdict::Refuse(
+            StatusCode::FORBIDDEN,
+            "a change must come from this server's own page"
+        ),
+        "the served name is reached over HTTPS only"
+    );
+    fx.host = "other.tail1234.ts.net".into();
+    assert_eq!(
+        fx.judge(&Method::GET, "/", None, &[("cookie", &cookie)]),
+        Verdict::Refuse(
+            StatusCode::FORBIDDEN,
+            "this server does not answer to that Host"
+        ),
+        "no other name is answered"
+    );
+}
+
+#[test]
+fn a_served_name_must_be_a_host_name_and_not_loopback() {
+    assert_eq!(
+        serve_name("Box.Tail1234.TS.net").as_deref(),
+        Ok("box.tail1234.ts.net")
+    );
+    for bad in [
+        "127.0.0.1",
+        "localhost",
+        "herd-x.localhost",
+        "a..b",
+        "-a.b",
+        "a b.c",
+        "box",
+    ] {
+        let err = serve_name(bad).unwrap_err();
+        assert!(err.starts_with(&format!("--serve-name {bad} ")), "{err}");
+    }
 }

@@ -98,6 +98,8 @@ pub struct Web {
     child: Child,
     /// The URL it printed, with its one-time token.
     pub url: String,
+    /// The URL it printed for its `--serve-name`, when given one.
+    pub served_url: Option<String>,
     /// The board's name as the URL gives it: `herd-….localhost:PORT`, what a browser sends as
     /// its Host.
     pub host: String,
@@ -129,10 +131,15 @@ impl Web {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        lines.read_line(&mut line).unwrap();
         let url = line.trim().to_owned();
+        // With `--serve-name`, a second line: the URL at that name.
+        let served_url = args.contains(&"--serve-name").then(|| {
+            let mut served = String::new();
+            lines.read_line(&mut served).unwrap();
+            served.trim().to_owned()
+        });
         let rest = url
             .strip_prefix("http://")
             .unwrap_or_else(|| panic!("not a URL: {url:?}"));
@@ -144,6 +151,7 @@ impl Web {
             addr: format!("127.0.0.1:{port}"),
             token: query.to_owned(),
             url,
+            served_url,
             session: std::sync::OnceLock::new(),
         }
     }
