@@ -1,6 +1,9 @@
 // shepherd web: the page's only script, served from the binary (no CDN, no inline script).
 // 1. A region with data-live="URL" takes the HTML each "html" server event carries; the server
-//    sends it when the herd (or the file) changes, so nothing here polls or reloads.
+//    sends it when the herd (or the file) changes, so nothing here polls or reloads. After its
+//    first whole board, the board's stream sends "patch" events: only the cards, head and
+//    closed list that changed, put in place here. Each column folds (kept in this browser),
+//    and the filter box shows only the sheep whose card holds what it says.
 // 2. #link says whether the page is live: live, reconnecting (the server is away; the browser
 //    retries), the broker is gone (the server says so in the HTML), or this page's access
 //    ended (the server refused the stream: a revoked session). The tab title counts the sheep
@@ -34,15 +37,59 @@ function elapsed(ms) {
   return Math.floor(secs / 3600) + " h " + Math.floor((secs % 3600) / 60) + " min";
 }
 
+// Each age is written from the broker's clock: the `now` a page was last sent (data-now),
+// carried on by this browser's clock since.
+function clock(region, now) {
+  if (now === undefined) now = region.querySelector("[data-now]")?.dataset.now;
+  if (now !== undefined) region.dataset.offset = String(Number(now) - Date.now());
+}
+
 function tick() {
   for (const region of document.querySelectorAll("[data-live]")) {
-    const since = performance.now() - Number(region.dataset.at || 0);
-    for (const time of region.querySelectorAll("time[data-age]")) {
-      const text = elapsed(Number(time.dataset.age) + since);
+    const now = Date.now() + Number(region.dataset.offset || 0);
+    for (const time of region.querySelectorAll("time[data-since]")) {
+      const text = elapsed(now - Number(time.dataset.since));
       if (time.textContent !== text) time.textContent = text;
     }
   }
 }
+
+// Folded columns, by id, kept in this browser.
+function folded() {
+  try { return new Set(JSON.parse(localStorage.getItem("shepherd-folded") || "[]")); }
+  catch { return new Set(); }
+}
+
+function showFolds() {
+  const ids = folded();
+  for (const column of document.querySelectorAll("section.column")) {
+    const fold = ids.has(column.id);
+    column.toggleAttribute("data-folded", fold);
+    column.querySelector("button.fold")?.setAttribute("aria-expanded", String(!fold));
+  }
+}
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest?.("button.fold");
+  if (!button) return;
+  const id = button.closest("section.column").id;
+  const ids = folded();
+  if (ids.has(id)) ids.delete(id); else ids.add(id);
+  localStorage.setItem("shepherd-folded", JSON.stringify([...ids]));
+  showFolds();
+});
+
+// The filter: a card (or closed sheep's line) shows when its text holds every word typed.
+const filter = document.getElementById("filter");
+function showFiltered() {
+  if (!filter) return;
+  const words = filter.value.toLowerCase().split(/\s+/).filter((w) => w);
+  for (const item of document.querySelectorAll("article.card, #closed li")) {
+    const text = item.textContent.toLowerCase();
+    item.hidden = !words.every((w) => text.includes(w));
+  }
+}
+filter?.addEventListener("input", showFiltered);
 
 // "(2) Board · shepherd" while two sheep wait under "needs you".
 function countNeeds() {
@@ -88,42 +135,85 @@ function typingIn(region) {
   return active && active.tagName === "INPUT" && active.type === "text" && region.contains(active) && active.value !== "";
 }
 
+// A patch from the board's stream, put in place: the cards that left go, the new and changed
+// ones go to their place in their column; the head, the closed list and the counts follow.
+function patchBoard(region, patch) {
+  const board = region.querySelector(".board");
+  if (!board) return;
+  board.dataset.now = String(patch.now);
+  if (patch.head !== undefined) board.querySelector("#head").innerHTML = patch.head;
+  if (patch.runs !== undefined) board.querySelector("#runs-list").innerHTML = patch.runs;
+  if (patch.closed !== undefined) board.querySelector("#closed-sheep").innerHTML = patch.closed;
+  for (const key of patch.drop.concat(patch.set.map((card) => card.key))) {
+    board.querySelector('article.card[data-agent="' + CSS.escape(key) + '"]')?.remove();
+  }
+  for (const card of patch.set.slice().sort((a, b) => a.index - b.index)) {
+    const cards = board.querySelector("#" + card.column + " .cards");
+    const incoming = document.createElement("template");
+    incoming.innerHTML = card.html;
+    cards.insertBefore(incoming.content, cards.children[card.index] || null);
+  }
+  for (const [column, count] of Object.entries(patch.counts)) {
+    const shown = board.querySelector("#" + column + " .count");
+    if (shown) shown.textContent = String(count);
+  }
+}
+
 for (const region of document.querySelectorAll("[data-live]")) {
-  let pending = null;
+  // What arrived while someone was typing, applied in order once they leave the field.
+  let pending = [];
   // What the server last sent, as the browser writes it: the ages ticking in the page do not
   // make an unchanged event look new.
   let shown = region.innerHTML;
-  region.dataset.at = String(performance.now());
-  const apply = (html) => {
-    const incoming = document.createElement("template");
-    incoming.innerHTML = html;
-    if (shown !== incoming.innerHTML) {
-      shown = incoming.innerHTML;
-      region.replaceChildren(incoming.content);
-    }
-    region.dataset.at = String(performance.now());
+  clock(region);
+  const settle = () => {
     tick();
     countNeeds();
     announce();
+    showFolds();
+    showFiltered();
     const gone = region.querySelector('[data-herd="unreachable"]');
     if (gone) setLink("gone", "the broker is gone; still trying");
     else setLink("live", "live");
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   };
-  // Someone typing a reply keeps what they typed: the update waits until they leave the field.
-  region.addEventListener("focusout", () => {
-    if (pending !== null) {
-      const html = pending;
-      pending = null;
-      setTimeout(() => typingIn(region) ? (pending = html) : apply(html), 0);
+  const apply = (kind, data) => {
+    if (kind === "patch") {
+      const patch = JSON.parse(data);
+      patchBoard(region, patch);
+      clock(region, patch.now);
+      shown = region.innerHTML;
+    } else {
+      const incoming = document.createElement("template");
+      incoming.innerHTML = data;
+      if (shown !== incoming.innerHTML) {
+        shown = incoming.innerHTML;
+        region.replaceChildren(incoming.content);
+      }
+      clock(region);
     }
-  });
+    settle();
+  };
+  const flush = () => {
+    if (typingIn(region)) return;
+    const waiting = pending;
+    pending = [];
+    for (const [kind, data] of waiting) apply(kind, data);
+  };
+  const arrive = (kind, data) => {
+    // A whole page makes what waited before it moot.
+    if (kind === "html") pending = [];
+    pending.push([kind, data]);
+    flush();
+  };
+  // Someone typing a reply keeps what they typed: updates wait until they leave the field, or
+  // until what they typed was sent.
+  region.addEventListener("focusout", () => setTimeout(flush, 0));
+  document.addEventListener("shepherd-sent", flush);
   let failures = 0;
   const events = new EventSource(region.dataset.live);
-  events.addEventListener("html", (event) => {
-    if (typingIn(region)) pending = event.data;
-    else apply(event.data);
-  });
+  events.addEventListener("html", (event) => arrive("html", event.data));
+  events.addEventListener("patch", (event) => arrive("patch", event.data));
   events.addEventListener("open", () => {
     failures = 0;
     if (!region.querySelector('[data-herd="unreachable"]')) setLink("live", "live");
@@ -140,8 +230,10 @@ for (const region of document.querySelectorAll("[data-live]")) {
   });
 }
 
+tick();
 countNeeds();
 announce();
+showFolds();
 setInterval(tick, 1000);
 
 // The board as an installable app: the service worker keeps the shell for when it is away.
@@ -179,5 +271,6 @@ document.addEventListener("submit", async (event) => {
     said.className = "failed";
   } finally {
     if (button) button.disabled = false;
+    document.dispatchEvent(new Event("shepherd-sent"));
   }
 });

@@ -77,19 +77,11 @@ impl Column {
     }
 }
 
-/// "4 s", "3 min", "2 h 5 min": how long, for a card.
-/// `ms` as an age the page keeps ticking (its script adds the time since the HTML arrived).
-pub(crate) fn age(ms: i64) -> String {
-    format!(r#"<time data-age="{}">{}</time>"#, ms.max(0), elapsed(ms))
-}
-
-pub(crate) fn elapsed(ms: i64) -> String {
-    let secs = ms.max(0) / 1000;
-    match secs {
-        0..60 => format!("{secs} s"),
-        60..3600 => format!("{} min", secs / 60),
-        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
-    }
+/// How long since `since` (the broker's clock, ms), which the page writes and keeps ticking
+/// from the broker's `now` it was sent (`data-now`): the HTML holds no age of its own, so a
+/// card is sent again only when something about its sheep changed, not each time it ages.
+pub(crate) fn age(since: i64) -> String {
+    format!(r#"<time data-since="{since}"></time>"#)
 }
 
 /// The state word a card shows: a sheep whose task waits on an answer is still `working` as a
@@ -112,7 +104,6 @@ fn usage(sheep: &SheepStatus) -> Option<String> {
 pub(crate) fn card(
     sheep: &SheepStatus,
     last: Option<&SettledTask>,
-    now: i64,
     csrf: &str,
     root: &Path,
 ) -> String {
@@ -139,7 +130,7 @@ pub(crate) fn card(
         agent = esc(&sheep.agent),
         runtime = esc(sheep.runtime.as_str()),
         place = esc(&place),
-        elapsed = age(now - sheep.since),
+        elapsed = age(sheep.since),
     );
     if let Some(task) = &sheep.task {
         let _ = write!(
@@ -255,6 +246,61 @@ fn closed(view: &HerdResult, root: &Path) -> String {
     html
 }
 
+/// The runs under way and the latest that ended, each a card with its steps: each step's
+/// agent, where it is (queued, running, …) or how it ended, and its sheep's page while the
+/// sheep is in the herd.
+fn runs(view: &HerdResult) -> String {
+    if view.runs.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        r#"<section id="runs"><h2>runs <span class="count">{}</span></h2>"#,
+        view.runs.len()
+    );
+    for run in &view.runs {
+        let done = run
+            .steps
+            .iter()
+            .filter(|s| s.phase == shepherd_core::run::StepPhase::Done)
+            .count();
+        let state = match (&run.cancelled, run.finished) {
+            (Some(_), _) => "cancelled",
+            (None, true) => "over",
+            (None, false) => "running",
+        };
+        let _ = write!(
+            html,
+            r#"<article class="run" data-run="{id}" data-state="{state}"><header><strong>{id}</strong> · {mode} · {done} of {total} done</header><ol class="steps">"#,
+            id = esc(&run.run_id),
+            mode = run.mode.as_str(),
+            total = run.steps.len(),
+        );
+        for step in &run.steps {
+            let word = step
+                .status
+                .map_or_else(|| step.phase.as_str(), |status| status.as_str());
+            let in_herd = step.agent_id.as_deref().filter(|id| {
+                view.sheep.iter().any(|s| s.agent_id.to_string() == *id)
+            });
+            let agent = match in_herd {
+                Some(id) => format!(
+                    r#"<a href="/sheep/{}">{}</a>"#,
+                    path_url(id),
+                    esc(&step.agent)
+                ),
+                None => esc(&step.agent),
+            };
+            let _ = write!(
+                html,
+                r#"<li>{agent} <span class="state state-{word}">{word}</span></li>"#
+            );
+        }
+        html.push_str("</ol></article>");
+    }
+    html.push_str("</section>");
+    html
+}
+
 /// The totals line: sheep per state, settled tasks per outcome, tokens and cost.
 fn totals(view: &HerdResult) -> String {
     let mut states: BTreeMap<&str, usize> = BTreeMap::new();
@@ -295,38 +341,81 @@ fn totals(view: &HerdResult) -> String {
     format!(r#"<p id="totals">{}</p>"#, esc(&parts.join(" · ")))
 }
 
-/// The board's live part: the totals and the four columns.
-pub(crate) fn board(view: &HerdResult, csrf: &str, root: &Path) -> String {
-    let now = view.now.unwrap_or_default();
-    let mut html = totals(view);
+/// The board cut into the pieces a change is sent by: the head (totals and the session's link),
+/// each sheep's card in its column, in the herd's order, and the closed sheep's list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Pieces {
+    pub(crate) head: String,
+    /// `(agent id, column, card)`.
+    pub(crate) cards: Vec<(String, Column, String)>,
+    pub(crate) runs: String,
+    pub(crate) closed: String,
+}
+
+/// The board's pieces for `view`.
+pub(crate) fn pieces(view: &HerdResult, csrf: &str, root: &Path) -> Pieces {
+    let mut head = totals(view);
     if let Some(session) = &view.session {
         let _ = write!(
-            html,
+            head,
             r#"<p class="session">Fieldnotes: <a href="/files/{}/shepherd.md">{}</a></p>"#,
             path_url(&session.relative),
             esc(&session.name)
         );
     }
-    html.push_str(r#"<div class="columns">"#);
+    let cards = view
+        .sheep
+        .iter()
+        .map(|sheep| {
+            (
+                sheep.agent_id.to_string(),
+                Column::of(sheep),
+                card(sheep, last_settled(view, sheep), csrf, root),
+            )
+        })
+        .collect();
+    Pieces {
+        head,
+        cards,
+        runs: runs(view),
+        closed: closed(view, root),
+    }
+}
+
+/// The board's live part, whole: the head, the four columns (each folds), the closed sheep;
+/// `now` is the broker's clock the page's ages tick from.
+pub(crate) fn assemble(pieces: &Pieces, now: i64) -> String {
+    let mut html = format!(
+        r#"<div class="board" data-now="{now}"><div id="head">{}</div><div class="columns">"#,
+        pieces.head
+    );
     for column in Column::ALL {
-        let cards: Vec<String> = view
-            .sheep
+        let cards: Vec<&str> = pieces
+            .cards
             .iter()
-            .filter(|sheep| Column::of(sheep) == column)
-            .map(|sheep| card(sheep, last_settled(view, sheep), now, csrf, root))
+            .filter(|(_, c, _)| *c == column)
+            .map(|(_, _, card)| card.as_str())
             .collect();
         let _ = write!(
             html,
-            r#"<section class="column" id="{id}"><h2>{title} <span class="count">{n}</span></h2>{cards}</section>"#,
+            r#"<section class="column" id="{id}"><h2><button type="button" class="fold" aria-expanded="true">{title} <span class="count">{n}</span></button></h2><div class="cards">{cards}</div></section>"#,
             id = column.id(),
             title = column.title(),
             n = cards.len(),
             cards = cards.concat(),
         );
     }
-    html.push_str("</div>");
-    html.push_str(&closed(view, root));
+    let _ = write!(
+        html,
+        r#"</div><div id="runs-list">{}</div><div id="closed-sheep">{}</div></div>"#,
+        pieces.runs, pieces.closed
+    );
     html
+}
+
+/// The board's live part for `view`, whole.
+pub(crate) fn board(view: &HerdResult, csrf: &str, root: &Path) -> String {
+    assemble(&pieces(view, csrf, root), view.now.unwrap_or_default())
 }
 
 #[cfg(test)]

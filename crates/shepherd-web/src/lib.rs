@@ -29,6 +29,7 @@ mod landing;
 mod notes;
 mod once;
 mod pages;
+mod patch;
 mod server;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

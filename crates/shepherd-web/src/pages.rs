@@ -11,6 +11,9 @@ use shepherd_core::protocol::HerdResult;
 use crate::board::{Column, age};
 use crate::html::{esc, path_url};
 
+/// The board's event stream.
+pub(crate) const BOARD_EVENTS: &str = "/events/board";
+
 /// Which part of the site a page belongs to, for the navigation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Section {
@@ -19,6 +22,7 @@ pub(crate) enum Section {
 }
 
 /// A whole page: `live` (when given) is the event stream whose HTML replaces `body`'s live part.
+/// The board's own page carries the filter box, outside the part that is replaced.
 pub(crate) fn shell(
     title: &str,
     section: Section,
@@ -26,6 +30,11 @@ pub(crate) fn shell(
     live: Option<&str>,
     body: &str,
 ) -> String {
+    let tools = if live == Some(BOARD_EVENTS) {
+        r#"<p class="tools"><input id="filter" type="search" placeholder="Filter: a name, an agent, a task's words" aria-label="Filter the sheep" autocomplete="off"></p>"#
+    } else {
+        ""
+    };
     let current = |s: Section| {
         if s == section {
             r#" aria-current="page""#
@@ -40,7 +49,7 @@ pub(crate) fn shell(
 <meta name="csrf-token" content="{csrf}"><title>{title} · shepherd</title>
 <link rel="stylesheet" href="/assets/style.css"><link rel="manifest" href="/manifest.webmanifest" crossorigin="use-credentials"><link rel="icon" href="/assets/icon-192.png"><link rel="apple-touch-icon" href="/assets/icon-192.png"><meta name="theme-color" content="{theme}"><script src="/assets/app.js" defer></script></head>
 <body><nav><a href="/"{board}>Board</a> <a href="/notes"{notes}>Fieldnotes</a> <span id="link" role="status"></span> <button id="notify" type="button" hidden>Notify me</button> <output id="said" role="status"></output></nav>
-<main id="live"{live}>{body}</main></body></html>
+{tools}<main id="live"{live}>{body}</main></body></html>
 "#,
         csrf = esc(csrf),
         title = esc(title),
@@ -142,15 +151,9 @@ pub(crate) fn sheep_body(
         .find(|s| s.agent_id.to_string() == agent_id)?;
     let now = view.now.unwrap_or_default();
     let mut html = format!(
-        r#"<h1>{}</h1>{}"#,
+        r#"<div data-now="{now}"></div><h1>{}</h1>{}"#,
         esc(&sheep.display_name),
-        crate::board::card(
-            sheep,
-            crate::board::last_settled(view, sheep),
-            now,
-            csrf,
-            root
-        )
+        crate::board::card(sheep, crate::board::last_settled(view, sheep), csrf, root)
     );
     html.push_str("<h2>Tasks</h2><ul class=\"tasks\">");
     if let Some(task) = &sheep.task {
@@ -159,7 +162,7 @@ pub(crate) fn sheep_body(
             "<li>{} · {} · open {}</li>",
             esc(&task.title),
             task.state.as_str(),
-            age(now - task.created_at)
+            age(task.created_at)
         );
     }
     for task in view.settled.iter().filter(|t| t.agent_id == sheep.agent_id) {

@@ -29,7 +29,7 @@ use crate::html::{esc, path_url};
 use crate::landing::{self, Landings};
 use crate::once::{Done, Once};
 use crate::pages::{self, Section};
-use crate::{board, branch, notes};
+use crate::{board, branch, notes, patch};
 
 /// How often a file's page looks at its file again (on the server: the browser never polls).
 const FILE_LOOK: Duration = Duration::from_millis(500);
@@ -120,7 +120,7 @@ impl Server {
         let keys = self.shared.keys.clone();
         let app = Router::new()
             .route("/", get(board_page))
-            .route("/events/board", get(board_events))
+            .route(pages::BOARD_EVENTS, get(board_events))
             .route("/sheep/{id}", get(sheep_page))
             .route("/events/sheep/{id}", get(sheep_events))
             .route("/notes", get(notes_page))
@@ -251,22 +251,66 @@ async fn board_page(State(shared): Shares) -> Html<String> {
         "Board",
         Section::Board,
         &shared.keys.csrf,
-        Some("/events/board"),
+        Some(pages::BOARD_EVENTS),
         &body,
     ))
 }
 
+/// The board's stream: the whole board first (or what stands in for it while there is no
+/// herd), then, while there is one, a `patch` event per change carrying only what changed
+/// ([`patch::diff`]).
 async fn board_events(State(shared): Shares) -> Response {
-    let again = shared.clone();
-    live(
-        &shared,
-        move |herd| {
-            let html = board_html(&herd, &again.keys.csrf, &again.root);
-            async move { html }
-        },
-        None,
-        None,
-    )
+    let (events, stream) = mpsc::channel::<Result<Event, Infallible>>(4);
+    let mut herd = shared.herd.clone();
+    tokio::spawn(async move {
+        // What the page holds: the board's pieces, or the HTML shown instead of a board.
+        let mut shown_pieces: Option<board::Pieces> = None;
+        let mut shown_html: Option<String> = None;
+        loop {
+            let current = herd.borrow_and_update().clone();
+            let event = match &current {
+                Herd::View(view) => {
+                    let pieces = board::pieces(view, &shared.keys.csrf, &shared.root);
+                    let now = view.now.unwrap_or_default();
+                    let event = match &shown_pieces {
+                        Some(old) => patch::diff(old, &pieces, now).map(|patch| {
+                            Event::default()
+                                .event("patch")
+                                .data(serde_json::to_string(&patch).unwrap_or_default())
+                        }),
+                        None => Some(
+                            Event::default()
+                                .event("html")
+                                .data(board::assemble(&pieces, now)),
+                        ),
+                    };
+                    shown_pieces = Some(pieces);
+                    shown_html = None;
+                    event
+                }
+                other => {
+                    let html = no_view(other);
+                    shown_pieces = None;
+                    (shown_html.as_ref() != Some(&html)).then(|| {
+                        shown_html = Some(html.clone());
+                        Event::default().event("html").data(html)
+                    })
+                }
+            };
+            if let Some(event) = event
+                && events.send(Ok(event)).await.is_err()
+            {
+                return;
+            }
+            tokio::select! {
+                changed = herd.changed() => if changed.is_err() { return },
+                () = events.closed() => return,
+            }
+        }
+    });
+    Sse::new(ReceiverStream::new(stream))
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 /// A sheep's page body, reading its output from the broker.

@@ -1,8 +1,9 @@
 //! `shepherd web` benchmark (a bench binary, not a timed test): run with
 //! `cargo bench -p shepherd --bench web` (`SHEPHERD_WEB_BENCH_SAMPLES=N` for more or fewer
-//! settlements than 50). Needs Chromium and chromedriver (`scripts/setup` installs them).
+//! settlements than 50, `SHEPHERD_WEB_BENCH_HERD=N` for another herd than 500 sheep). Needs
+//! Chromium and chromedriver (`scripts/setup` installs them).
 //!
-//! Two figures, in a real headless Chromium following a herd of 200 `command` sheep:
+//! The figures, in a real headless Chromium following a herd of 500 `command` sheep:
 //! - the board's first paint: the browser's own first-contentful-paint of the board page
 //!   (navigation start to first paint, 200 cards in the HTML), over ten loads;
 //! - spawn to card: from `shepherd spawn` started (a new CLI process) to the sheep's card in
@@ -11,7 +12,12 @@
 //!   then writes the time), and the board page, never reloaded, gets that sheep's card in its
 //!   *settled* column (a MutationObserver writes the time). Both clocks are this machine's
 //!   wall clock in ms; the sheep's is read just after `done` returns, so the figure is short by
-//!   that return (a millisecond or two). p50 and p99 over the samples.
+//!   that return (a millisecond or two). p50 and p99 over the samples;
+//! - bytes per change: the size of each event the board's stream sends while those sheep
+//!   settle (read off a raw stream of the bench's own), against the whole board it began with;
+//! - question to browser notification: from `shepherd delegate` started to an asking sheep
+//!   (which asks at once) to the page showing its notification (its `Notification` wrapped to
+//!   note the time), with the permission granted.
 
 // Benches set up files and run processes directly; clippy.toml's rules are for the code they test.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -25,9 +31,10 @@ use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
 use herd_support::World;
-use web_support::{Browser, Web, wait_for};
+use web_support::{Browser, EventStream, Web, wait_for};
 
-const HERD_SIZE: usize = 200;
+/// Questions asked for the browser notification's latency.
+const QUESTIONS: usize = 10;
 const LOADS: usize = 10;
 
 /// This machine's wall clock in ms, the clock the page's `Date.now()` reads.
@@ -55,7 +62,12 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(50);
+    let herd_size: usize = std::env::var("SHEPHERD_WEB_BENCH_HERD")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(500);
     let world = World::new();
+    world.define_test_sheep("asker", "ask shepherd Which one?; idle", None);
     world.define("busy", &["sleep".into(), "3600".into()]);
     let stamps = world.dir.path().join("stamps");
     std::fs::create_dir_all(&stamps).unwrap();
@@ -70,14 +82,14 @@ fn main() {
         for worker in 0..8 {
             let world = &world;
             scope.spawn(move || {
-                for i in (worker..HERD_SIZE).step_by(8) {
+                for i in (worker..herd_size).step_by(8) {
                     world.spawn("busy", &format!("b{i}"));
                 }
             });
         }
     });
     eprintln!(
-        "bench web: {HERD_SIZE} sheep spawned in {:.1} s",
+        "bench web: {herd_size} sheep spawned in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 
@@ -90,6 +102,24 @@ fn main() {
         let browser = Browser::start(1280, 900).await;
         let client = &browser.client;
         client.goto(&web.url).await.unwrap();
+        // A stream of the bench's own, with the browser's session, counting what each change
+        // sends.
+        let session = client
+            .get_all_cookies()
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| format!("{}={}", c.name(), c.value()))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let sizes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, usize)>::new()));
+        let mut stream = EventStream::open(&web, &session);
+        let counted = sizes.clone();
+        std::thread::spawn(move || {
+            while let Some((name, data)) = stream.try_next() {
+                counted.lock().unwrap().push((name, data.len()));
+            }
+        });
         let mut paints = Vec::new();
         for _ in 0..LOADS {
             client.refresh().await.unwrap();
@@ -100,7 +130,7 @@ fn main() {
                 )
                 .await
                 .unwrap();
-            assert_eq!(cards, HERD_SIZE, "every sheep has its card");
+            assert_eq!(cards, herd_size, "every sheep has its card");
             let mut paint = serde_json::Value::Null;
             for _ in 0..500 {
                 paint = client
@@ -120,7 +150,7 @@ fn main() {
         paints.sort_by(f64::total_cmp);
         let html = client.source().await.unwrap();
         eprintln!(
-            "bench web: board first paint, {HERD_SIZE} sheep ({} kB of HTML): p50 {:.0} ms, max {:.0} ms over {LOADS} loads ({paints:?})",
+            "bench web: board first paint, {herd_size} sheep ({} kB of HTML): p50 {:.0} ms, max {:.0} ms over {LOADS} loads ({paints:?})",
             html.len() / 1024,
             percentile(&paints, 50.0),
             paints[paints.len() - 1]
@@ -143,6 +173,14 @@ fn main() {
             )
             .await
             .unwrap();
+        let whole = sizes
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "html")
+            .map_or(0, |(_, bytes)| *bytes);
+        let counted_before = sizes.lock().unwrap().len();
         let mut moved = Vec::new();
         let mut shown = Vec::new();
         for i in 0..samples {
@@ -199,11 +237,74 @@ fn main() {
         );
         eprintln!(
             "bench web: settlement to card moved, {}–{} sheep: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms over {samples} settlements",
-            HERD_SIZE + 1,
-            HERD_SIZE + samples,
+            herd_size + 1,
+            herd_size + samples,
             percentile(&moved, 50.0),
             percentile(&moved, 99.0),
             moved[moved.len() - 1]
+        );
+        let mut patches: Vec<f64> = sizes.lock().unwrap()[counted_before..]
+            .iter()
+            .filter(|(name, _)| name == "patch")
+            .map(|(_, bytes)| *bytes as f64)
+            .collect();
+        patches.sort_by(f64::total_cmp);
+        eprintln!(
+            "bench web: bytes per change while sheep spawn and settle: p50 {:.0}, p99 {:.0}, max {:.0} over {} changes; the whole board of {herd_size} sheep: {whole} bytes",
+            percentile(&patches, 50.0),
+            percentile(&patches, 99.0),
+            patches[patches.len() - 1],
+            patches.len()
+        );
+
+        client
+            .execute(
+                "const Real = window.Notification;
+                 window.shownAt = {};
+                 window.Notification = function (title, options) {
+                   window.shownAt[title] = Date.now();
+                   return new Real(title, options);
+                 };
+                 Object.defineProperty(window.Notification, 'permission', { get: () => Real.permission });
+                 return Real.permission",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let mut told = Vec::new();
+        for i in 0..QUESTIONS {
+            let label = format!("q{i}");
+            let agent = world.spawn("asker", &label);
+            client
+                .wait()
+                .at_most(Duration::from_secs(30))
+                .for_element(Locator::Css(&format!(r#"article[data-agent="{agent}"]"#)))
+                .await
+                .unwrap();
+            let asked = wall_ms();
+            world.delegate(&agent, "choose");
+            let mut at = serde_json::Value::Null;
+            for _ in 0..3000 {
+                at = client
+                    .execute(
+                        "const t = Object.keys(window.shownAt).find((t) => t.includes(arguments[0])); return t ? window.shownAt[t] : null",
+                        vec![serde_json::json!(label)],
+                    )
+                    .await
+                    .unwrap();
+                if !at.is_null() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            told.push((at.as_i64().expect("the browser notification") - asked) as f64);
+            world.json(&["close", &agent]);
+        }
+        told.sort_by(f64::total_cmp);
+        eprintln!(
+            "bench web: `shepherd delegate` to an asking sheep to its browser notification: p50 {:.0} ms, p99 {:.0} ms over {QUESTIONS} questions",
+            percentile(&told, 50.0),
+            percentile(&told, 99.0),
         );
         browser.close().await;
     });

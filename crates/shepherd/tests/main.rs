@@ -115,6 +115,7 @@ mod short_ids;
 mod system_prompt;
 mod tmux_backend;
 mod web_browser;
+mod web_browser_board;
 mod web_browser_land;
 mod web_security;
 

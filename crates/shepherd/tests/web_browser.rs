@@ -409,7 +409,7 @@ async fn ages_tick(browser: &Browser) -> bool {
         let before = browser
             .client
             .execute(
-                "const t = document.querySelector('main time[data-age]');
+                "const t = document.querySelector('main time[data-since]');
                  t.textContent = 'spoiled';
                  return document.body.dataset.updates || '0'",
                 vec![],
@@ -420,7 +420,7 @@ async fn ages_tick(browser: &Browser) -> bool {
             browser
                 .client
                 .execute(
-                    "return document.querySelector('main time[data-age]').textContent !== 'spoiled'",
+                    "return document.querySelector('main time[data-since]').textContent !== 'spoiled'",
                     vec![],
                 )
                 .await

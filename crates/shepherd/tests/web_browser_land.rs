@@ -1,7 +1,7 @@
 //! Landing from the page, in a real headless Chromium against real git: an isolated run's
 //! branch is listed under its closed sheep, its page shows the patch, and "Land" lands it
 //! through the merge queue with the person's check; the page follows the merge to its verified
-//! end and the board then says where it landed. A landing whose check hangs is cancelled from
+//! end and the board then says where it landed (and shows the run's card with its step). A landing whose check hangs is cancelled from
 //! the page and the target stays where it was; a branch discarded from the page is gone. All
 //! on one page each, never reloaded.
 
@@ -131,6 +131,17 @@ fn a_branch_is_reviewed_and_landed_from_its_page_and_the_board_says_where() {
         assert!(still_marked(&browser).await, "the page was never reloaded");
 
         client.goto(&web.at("/")).await.unwrap();
+        let run = browser
+            .appears(
+                Locator::Css(r#"#runs article.run[data-state="over"]"#),
+                "the run's card, over",
+            )
+            .await;
+        let run = run.text().await.unwrap();
+        assert!(
+            run.contains("1 of 1 done") && run.contains("committer completed"),
+            "the run's card shows its step: {run}"
+        );
         let said = browser
             .appears(
                 Locator::Css("#closed a.branch"),

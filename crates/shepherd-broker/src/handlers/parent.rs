@@ -331,6 +331,7 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
         now: Some(now),
         settled: herd.settled_view(),
         session: herd.latest_session(),
+        runs: crate::run::lines(herd),
     });
     crate::sheep::printed::overlay(&broker.links, &mut view.sheep);
     crate::sheep::live_usage::overlay(&broker.links, &mut view.sheep);

@@ -272,6 +272,10 @@ pub struct HerdResult {
     /// The fieldnotes session the herd's latest note went to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionLink>,
+    /// The runs under way and the latest that ended (at most
+    /// [`super::run::ENDED_RUNS_LISTED`] of those), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<super::run::RunLine>,
 }
 
 /// `close` result.

@@ -99,6 +99,27 @@ pub struct RunIdParams {
     pub run_id: String,
 }
 
+/// A run as the herd view lists it: its steps and whether it is over, without its report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunLine {
+    /// The run.
+    pub run_id: String,
+    /// `single`, `parallel` or `chain`.
+    pub mode: crate::fieldnotes::status::Mode,
+    /// Each task, in input order.
+    pub steps: Vec<RunStepView>,
+    /// Why it was cancelled, once it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<String>,
+    /// Whether it is over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finished: bool,
+}
+
+/// The runs a herd view lists beyond those under way: the latest that ended.
+pub const ENDED_RUNS_LISTED: usize = 5;
+
 /// A run as its followers see it: pushed (`run` event) whenever it changes, and the answer to
 /// `run.submit` and `run.attach`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -87,28 +87,23 @@ fn columns_follow_the_facts() {
 }
 
 #[test]
-fn elapsed_reads_in_one_or_two_units() {
-    assert_eq!(elapsed(-1), "0 s");
-    assert_eq!(elapsed(59_999), "59 s");
-    assert_eq!(elapsed(65_000), "1 min");
-    assert_eq!(elapsed(3_600_000 + 5 * 60_000), "1 h 5 min");
-}
-
-#[test]
 fn a_question_card_escapes_and_offers_a_reply() {
     let asks =
         json!({"waitingOn": "shepherd", "pendingRequest": "m-1", "question": "<b>Which</b> file?"});
     let html = card(
         &status(sheep("asker", "working", Some(task("waiting", &asks)))),
         None,
-        NOW,
         "tok",
         Path::new("/p"),
     );
     assert!(html.contains("&lt;b&gt;Which&lt;/b&gt; file?"), "{html}");
     assert!(html.contains("Fix the &lt;login&gt; page"), "{html}");
     assert!(html.contains(r#"name="reply_to" value="m-1""#), "{html}");
-    assert!(html.contains("1 min"), "{html}");
+    // Its age is the page's to write and keep ticking, from when its state began.
+    assert!(
+        html.contains(&format!(r#"<time data-since="{}"></time>"#, NOW - 65_000)),
+        "{html}"
+    );
     assert!(
         html.contains(r#"<span class="state state-waiting">waiting</span>"#),
         "{html}"
@@ -171,5 +166,39 @@ fn a_settled_card_says_how_its_task_ended_and_a_closed_sheeps_task_stays_listed(
     assert!(
         !closed.contains("<strong>ccc</strong>"),
         "a sheep still here is on its card: {closed}"
+    );
+}
+
+#[test]
+fn a_runs_card_lists_its_steps_each_where_it_is_or_how_it_ended() {
+    let view: HerdResult = serde_json::from_value(json!({
+        "now": NOW,
+        "sheep": [sheep("a", "working", None)],
+        "runs": [{
+            "runId": "run-1", "mode": "chain",
+            "steps": [
+                {"agent": "scout", "phase": "done", "status": "completed", "agentId": "shepherd-agent-1a2b3c4d-00000009"},
+                {"agent": "<w>", "phase": "running", "agentId": sheep("a", "working", None)["agentId"]},
+                {"agent": "reviewer", "phase": "queued"}
+            ]
+        }],
+    }))
+    .unwrap();
+    let html = board(&view, "tok", Path::new("/p"));
+    assert!(
+        html.contains(r#"<article class="run" data-run="run-1" data-state="running"><header><strong>run-1</strong> · chain · 1 of 3 done</header>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<li>scout <span class="state state-completed">completed</span></li>"#),
+        "a step whose sheep left the herd is named, not linked: {html}"
+    );
+    assert!(
+        html.contains(r#">&lt;w&gt;</a> <span class="state state-running">running</span></li>"#),
+        "a running step links its sheep's page: {html}"
+    );
+    assert!(
+        html.contains(r#"<li>reviewer <span class="state state-queued">queued</span></li>"#),
+        "{html}"
     );
 }

@@ -225,6 +225,58 @@ impl Drop for Web {
     }
 }
 
+/// The board's event stream, read raw over HTTP/1.1: each event's name and data.
+pub struct EventStream {
+    lines: BufReader<TcpStream>,
+}
+
+impl EventStream {
+    /// Opens it with `cookie` (a signed-in session's `Cookie` header value).
+    pub fn open(web: &Web, cookie: &str) -> Self {
+        let mut stream = TcpStream::connect(&web.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /events/board HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nAccept: text/event-stream\r\n\r\n",
+            web.host,
+            cookie
+        )
+        .unwrap();
+        Self {
+            lines: BufReader::new(stream),
+        }
+    }
+
+    /// The next event that is not a keep-alive.
+    pub fn next(&mut self) -> (String, String) {
+        self.try_next().expect("the stream ended")
+    }
+
+    /// The next event that is not a keep-alive, or `None` once the stream ended.
+    pub fn try_next(&mut self) -> Option<(String, String)> {
+        let (mut name, mut data) = (String::new(), String::new());
+        loop {
+            let mut line = String::new();
+            if self.lines.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let line = line.trim_end_matches(['\r', '\n']);
+            if let Some(value) = line.strip_prefix("event:") {
+                name = value.trim().to_owned();
+            } else if let Some(value) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            } else if line.is_empty() && !name.is_empty() {
+                return Some((name, data));
+            }
+        }
+    }
+}
+
 /// A response as raw HTTP/1.1 gives it.
 #[derive(Debug)]
 pub struct Reply {
