@@ -174,6 +174,30 @@ export type Participant = string;
  */
 export type ReceiptState = "queued" | "delivered" | "read" | "discarded";
 /**
+ * How a delegation runs its sheep.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "Mode".
+ */
+export type Mode = "single" | "parallel" | "chain";
+/**
+ * Where a task is.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StepPhase".
+ */
+export type StepPhase = "queued" | "starting" | "running" | "closing" | "done";
+/**
+ * How a task of a run ended: its task's state, or `skipped` (a chain stopped before it).
+ * Journals keep it by its wire spelling; every task state is one, so a record written while a
+ * task was still open reads back too.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "StepStatus".
+ */
+export type StepStatus =
+	"created" | "running" | "waiting" | "completed" | "blocked" | "failed" | "cancelled" | "timed_out" | "skipped";
+/**
  * What became of a worktree, here or on a host.
  *
  * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
@@ -273,30 +297,6 @@ export type NoticeKind =
  * via the `definition` "ReportEvent".
  */
 export type ReportEvent = "ready" | "agent_start" | "answered" | "turn" | "ridden_out" | "run_settled";
-/**
- * How a delegation runs its sheep.
- *
- * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
- * via the `definition` "Mode".
- */
-export type Mode = "single" | "parallel" | "chain";
-/**
- * Where a task is.
- *
- * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
- * via the `definition` "StepPhase".
- */
-export type StepPhase = "queued" | "starting" | "running" | "closing" | "done";
-/**
- * How a task of a run ended: its task's state, or `skipped` (a chain stopped before it).
- * Journals keep it by its wire spelling; every task state is one, so a record written while a
- * task was still open reads back too.
- *
- * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
- * via the `definition` "StepStatus".
- */
-export type StepStatus =
-	"created" | "running" | "waiting" | "completed" | "blocked" | "failed" | "cancelled" | "timed_out" | "skipped";
 /**
  * How a branch lands on its target.
  *
@@ -1838,6 +1838,11 @@ export interface HerdResult {
 	 * The fieldnotes session the herd's latest note went to.
 	 */
 	session?: SessionLink | null;
+	/**
+	 * The runs under way and the latest that ended (at most
+	 * [`super::run::ENDED_RUNS_LISTED`] of those), oldest first.
+	 */
+	runs?: RunLine[];
 }
 /**
  * A settled task, as the herd lists it under its sheep.
@@ -1911,6 +1916,86 @@ export interface SessionLink {
 	 * Its directory relative to the project root.
 	 */
 	relative: string;
+}
+/**
+ * A run as the herd view lists it: its steps and whether it is over, without its report.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunLine".
+ */
+export interface RunLine {
+	/**
+	 * The run.
+	 */
+	runId: string;
+	/**
+	 * `single`, `parallel` or `chain`.
+	 */
+	mode: Mode;
+	/**
+	 * Each task, in input order.
+	 */
+	steps: RunStepView[];
+	/**
+	 * Why it was cancelled, once it was.
+	 */
+	cancelled?: string | null;
+	/**
+	 * Whether it is over.
+	 */
+	finished?: boolean;
+}
+/**
+ * One task of a run as its followers see it.
+ *
+ * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
+ * via the `definition` "RunStepView".
+ */
+export interface RunStepView {
+	/**
+	 * The agent.
+	 */
+	agent: string;
+	/**
+	 * `queued`, `starting`, `running`, `closing` or `done`.
+	 */
+	phase: StepPhase;
+	/**
+	 * Once done: `completed`, `failed`, `blocked`, `timed_out`, `cancelled` or `skipped`.
+	 */
+	status?: StepStatus | null;
+	/**
+	 * Its task, once delegated.
+	 */
+	taskId?: string | null;
+	/**
+	 * Its sheep, once spawned.
+	 */
+	agentId?: string | null;
+	/**
+	 * When it started (ms).
+	 */
+	startedAt?: number | null;
+	/**
+	 * When it finished (ms).
+	 */
+	finishedAt?: number | null;
+	/**
+	 * The provider limit its task waits out, while it does (`rate-limited until …`).
+	 */
+	rateLimit?: LimitView | null;
+	/**
+	 * The fallback its task went on with after a limit, once it did: the fallback's display
+	 * name and its provider, with the account when a `credential:` gave it one (`worker
+	 * (fallback, claude-code, WORK_ANTHROPIC_KEY): fix-login (anthropic, account
+	 * WORK_ANTHROPIC_KEY)`).
+	 */
+	fellBackTo?: string | null;
+	/**
+	 * The host its sheep runs on, when not this machine (its own, the run's or its
+	 * definition's; a definition's once its sheep is spawned).
+	 */
+	host?: string | null;
 }
 /**
  * `close` parameters.
@@ -2911,58 +2996,6 @@ export interface RunView {
 	 * The final report (the `shepherd run --json` document), once finished.
 	 */
 	report?: RunReport | null;
-}
-/**
- * One task of a run as its followers see it.
- *
- * This interface was referenced by `ShepherdProtocol`'s JSON-Schema
- * via the `definition` "RunStepView".
- */
-export interface RunStepView {
-	/**
-	 * The agent.
-	 */
-	agent: string;
-	/**
-	 * `queued`, `starting`, `running`, `closing` or `done`.
-	 */
-	phase: StepPhase;
-	/**
-	 * Once done: `completed`, `failed`, `blocked`, `timed_out`, `cancelled` or `skipped`.
-	 */
-	status?: StepStatus | null;
-	/**
-	 * Its task, once delegated.
-	 */
-	taskId?: string | null;
-	/**
-	 * Its sheep, once spawned.
-	 */
-	agentId?: string | null;
-	/**
-	 * When it started (ms).
-	 */
-	startedAt?: number | null;
-	/**
-	 * When it finished (ms).
-	 */
-	finishedAt?: number | null;
-	/**
-	 * The provider limit its task waits out, while it does (`rate-limited until …`).
-	 */
-	rateLimit?: LimitView | null;
-	/**
-	 * The fallback its task went on with after a limit, once it did: the fallback's display
-	 * name and its provider, with the account when a `credential:` gave it one (`worker
-	 * (fallback, claude-code, WORK_ANTHROPIC_KEY): fix-login (anthropic, account
-	 * WORK_ANTHROPIC_KEY)`).
-	 */
-	fellBackTo?: string | null;
-	/**
-	 * The host its sheep runs on, when not this machine (its own, the run's or its
-	 * definition's; a definition's once its sheep is spawned).
-	 */
-	host?: string | null;
 }
 /**
  * The report of a finished run.
