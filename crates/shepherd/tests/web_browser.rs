@@ -33,7 +33,7 @@ pub(crate) async fn screenshot(browser: &Browser, name: &str) {
 
 /// Whether the page, laid out 390 px wide, is wider than that (it must not be: nothing to
 /// scroll sideways).
-async fn overflows(browser: &Browser) -> bool {
+pub(crate) async fn overflows(browser: &Browser) -> bool {
     let widths = browser
         .client
         .execute(

@@ -179,6 +179,10 @@ fn a_landing_is_cancelled_from_its_page_and_a_branch_discarded_and_the_target_st
         client.goto(&web.url).await.unwrap();
         open_branch(&browser, "a one").await;
         mark(&browser).await;
+        assert!(
+            !super::web_browser::overflows(&browser).await,
+            "the branch's page fits 390 px"
+        );
         let check = browser
             .appears(Locator::Css("form.land input[name=check]"), "the check box")
             .await;
