@@ -279,9 +279,10 @@ fn runs(view: &HerdResult) -> String {
             let word = step
                 .status
                 .map_or_else(|| step.phase.as_str(), |status| status.as_str());
-            let in_herd = step.agent_id.as_deref().filter(|id| {
-                view.sheep.iter().any(|s| s.agent_id.to_string() == *id)
-            });
+            let in_herd = step
+                .agent_id
+                .as_deref()
+                .filter(|id| view.sheep.iter().any(|s| s.agent_id.to_string() == *id));
             let agent = match in_herd {
                 Some(id) => format!(
                     r#"<a href="/sheep/{}">{}</a>"#,

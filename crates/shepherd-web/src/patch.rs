@@ -82,8 +82,7 @@ pub(crate) fn diff(old: &Pieces, new: &Pieces, now: i64) -> Option<Patch> {
     let head = (old.head != new.head).then(|| new.head.clone());
     let runs = (old.runs != new.runs).then(|| new.runs.clone());
     let closed = (old.closed != new.closed).then(|| new.closed.clone());
-    if set.is_empty() && drop.is_empty() && head.is_none() && runs.is_none() && closed.is_none()
-    {
+    if set.is_empty() && drop.is_empty() && head.is_none() && runs.is_none() && closed.is_none() {
         return None;
     }
     Some(Patch {

@@ -8,9 +8,9 @@ use std::time::Duration;
 use shepherd_core::herd::{DelegateInput, Handover, Herd, MessageInput, Resolved, Sheep};
 use shepherd_core::ids::{MessageId, Participant, TaskId, WatcherId};
 use shepherd_core::protocol::{
-    DelegateParams, DelegateResult, HerdResult, MessageParams, MessageResult, ReadParams,
-    ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, StatusParams, StatusResult,
-    WaitParams, WaitResult, WatchParams, WatchResult,
+    DelegateParams, DelegateResult, ENDED_RUNS_LISTED, HerdResult, MessageParams, MessageResult,
+    ReadParams, ReadResult, ResolveKind, ResolveParams, ResolveResult, Role, RunLine, RunStepView,
+    StatusParams, StatusResult, WaitParams, WaitResult, WatchParams, WatchResult,
 };
 
 use crate::error::{BrokerError, BrokerResult};
@@ -331,12 +331,41 @@ pub(crate) fn herd(broker: &Arc<Broker>) -> BrokerResult<HerdResult> {
         now: Some(now),
         settled: herd.settled_view(),
         session: herd.latest_session(),
-        runs: crate::run::lines(herd),
+        runs: run_lines(herd),
     });
     crate::sheep::printed::overlay(&broker.links, &mut view.sheep);
     crate::sheep::live_usage::overlay(&broker.links, &mut view.sheep);
     crate::sheep::remote_sheep::overlay_links(broker, &mut view.sheep);
     Ok(view)
+}
+
+/// The runs a herd view lists: those under way and the latest that ended, oldest first.
+fn run_lines(herd: &Herd) -> Vec<RunLine> {
+    let ended: Vec<&shepherd_core::herd::Run> = herd
+        .runs
+        .values()
+        .filter(|r| r.finished.is_some())
+        .collect();
+    let shown_ended = &ended[ended.len().saturating_sub(ENDED_RUNS_LISTED)..];
+    herd.runs
+        .values()
+        .filter(|run| run.finished.is_none() || shown_ended.iter().any(|r| r.id == run.id))
+        .map(|run| RunLine {
+            run_id: run.id.clone(),
+            mode: run.spec.mode,
+            steps: run
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(index, step)| {
+                    let agent = run.spec.steps.get(index).map_or("", |s| s.agent.as_str());
+                    RunStepView::of(step, agent)
+                })
+                .collect(),
+            cancelled: run.cancelled.clone(),
+            finished: run.finished.is_some(),
+        })
+        .collect()
 }
 
 /// Runs `resolve`: the full id a person's short name stands for.

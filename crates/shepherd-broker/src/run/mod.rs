@@ -22,9 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shepherd_core::herd::Run;
-use shepherd_core::protocol::{
-    ENDED_RUNS_LISTED, RunIdParams, RunLine, RunStepView, RunSubmitParams, RunView, event,
-};
+use shepherd_core::protocol::{RunIdParams, RunStepView, RunSubmitParams, RunView, event};
 
 use self::model::{StepState, StepStatus};
 use crate::error::{BrokerError, BrokerResult};
@@ -210,31 +208,6 @@ pub(crate) fn view(broker: &Arc<Broker>, run_id: &str) -> BrokerResult<RunView> 
         .store
         .read(|herd| herd.runs.get(run_id).map(|run| view_of(run, herd)))
         .ok_or_else(|| unknown_run(run_id))
-}
-
-/// The runs a herd view lists: those under way and the latest that ended, oldest first.
-pub(crate) fn lines(herd: &shepherd_core::herd::Herd) -> Vec<RunLine> {
-    let ended: Vec<&Run> = herd.runs.values().filter(|r| r.finished.is_some()).collect();
-    let shown_ended = &ended[ended.len().saturating_sub(ENDED_RUNS_LISTED)..];
-    herd.runs
-        .values()
-        .filter(|run| run.finished.is_none() || shown_ended.iter().any(|r| r.id == run.id))
-        .map(|run| RunLine {
-            run_id: run.id.clone(),
-            mode: run.spec.mode,
-            steps: run
-                .steps
-                .iter()
-                .enumerate()
-                .map(|(index, step)| {
-                    let agent = run.spec.steps.get(index).map_or("", |s| s.agent.as_str());
-                    RunStepView::of(step, agent)
-                })
-                .collect(),
-            cancelled: run.cancelled.clone(),
-            finished: run.finished.is_some(),
-        })
-        .collect()
 }
 
 /// The run's view, each running task with the provider limit it waits out, if any.
