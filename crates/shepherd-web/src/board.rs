@@ -77,11 +77,48 @@ impl Column {
     }
 }
 
-/// How long since `since` (the broker's clock, ms), which the page writes and keeps ticking
-/// from the broker's `now` it was sent (`data-now`): the HTML holds no age of its own, so a
-/// card is sent again only when something about its sheep changed, not each time it ages.
+/// How long since `since` (the broker's clock, ms), which the page keeps ticking from the
+/// broker's `now` it was sent (`data-now`). A card holds its ages unwritten, so it is sent
+/// again only when something about its sheep changed, not each time it ages; [`fill_ages`]
+/// writes them into what is sent, so the page shows them from its first paint.
 pub(crate) fn age(since: i64) -> String {
     format!(r#"<time data-since="{since}"></time>"#)
+}
+
+/// `html` with each unwritten age ([`age`]) written as it stands at `now`.
+pub(crate) fn fill_ages(html: &str, now: i64) -> String {
+    const OPEN: &str = r#"<time data-since=""#;
+    const CLOSE: &str = r#""></time>"#;
+    let mut out = String::with_capacity(html.len() + html.len() / 16);
+    let mut rest = html;
+    while let Some(start) = rest.find(OPEN) {
+        let after = &rest[start + OPEN.len()..];
+        let Some(end) = after.find('"') else { break };
+        let since = &after[..end];
+        match (since.parse::<i64>(), after[end..].starts_with(CLOSE)) {
+            (Ok(since), true) => {
+                out.push_str(&rest[..start + OPEN.len() + end]);
+                let _ = write!(out, r#"">{}</time>"#, elapsed(now - since));
+                rest = &after[end + CLOSE.len()..];
+            }
+            _ => {
+                out.push_str(&rest[..start + OPEN.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// "4 s", "3 min", "2 h 5 min": how long, in the words the page's script also uses.
+pub(crate) fn elapsed(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
 }
 
 /// The state word a card shows: a sheep whose task waits on an answer is still `working` as a
@@ -411,7 +448,7 @@ pub(crate) fn assemble(pieces: &Pieces, now: i64) -> String {
         r#"</div><div id="runs-list">{}</div><div id="closed-sheep">{}</div></div>"#,
         pieces.runs, pieces.closed
     );
-    html
+    fill_ages(&html, now)
 }
 
 /// The board's live part for `view`, whole.

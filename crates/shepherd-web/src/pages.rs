@@ -181,7 +181,7 @@ pub(crate) fn sheep_body(
         esc(output)
     );
     actions(&mut html, sheep, csrf);
-    Some(html)
+    Some(crate::board::fill_ages(&html, now))
 }
 
 fn messages(html: &mut String, receipts: &[MessageReceipt]) {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::board::{Column, Pieces};
+use crate::board::{Column, Pieces, fill_ages};
 
 /// A card to put in place: replaced when its key is on the page, else added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,7 +66,7 @@ pub(crate) fn diff(old: &Pieces, new: &Pieces, now: i64) -> Option<Patch> {
                 key: key.clone(),
                 column: column.id(),
                 index: *count,
-                html: html.clone(),
+                html: fill_ages(html, now),
             });
         }
         *count += 1;

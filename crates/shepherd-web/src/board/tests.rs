@@ -202,3 +202,29 @@ fn a_runs_card_lists_its_steps_each_where_it_is_or_how_it_ended() {
         "{html}"
     );
 }
+
+#[test]
+fn elapsed_reads_in_one_or_two_units() {
+    assert_eq!(elapsed(-5), "0 s");
+    assert_eq!(elapsed(59_999), "59 s");
+    assert_eq!(elapsed(60_000), "1 min");
+    assert_eq!(elapsed(3_600_000 + 5 * 60_000), "1 h 5 min");
+}
+
+#[test]
+fn ages_are_written_into_what_is_sent_and_nothing_else_changes() {
+    let html = format!(
+        r#"<p>{} and {}</p><time data-since="x"></time>"#,
+        age(NOW - 65_000),
+        age(NOW - 2_000)
+    );
+    assert_eq!(
+        fill_ages(&html, NOW),
+        format!(
+            r#"<p><time data-since="{}">1 min</time> and <time data-since="{}">2 s</time></p><time data-since="x"></time>"#,
+            NOW - 65_000,
+            NOW - 2_000
+        )
+    );
+    assert_eq!(fill_ages("no ages", NOW), "no ages");
+}
