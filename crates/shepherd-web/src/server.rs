@@ -34,6 +34,9 @@ use crate::{board, branch, notes, patch};
 /// How often a file's page looks at its file again (on the server: the browser never polls).
 const FILE_LOOK: Duration = Duration::from_millis(500);
 
+/// The least time between two looks of a branch's page, each a `merge.preview` (git).
+const BRANCH_GAP: Duration = Duration::from_secs(1);
+
 /// An image's own policy: opened by itself (an SVG is a document then) it runs and loads
 /// nothing, in a sandbox of its own.
 const IMAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
@@ -203,21 +206,28 @@ fn board_html(herd: &Herd, csrf: &str, root: &std::path::Path) -> String {
     }
 }
 
-/// An event stream that sends `render`'s HTML at once and again whenever it changes; it looks
-/// again at every pushed view, at every change `also` tells of, and, with `look`, that often
-/// besides.
-fn live<F, Fut>(
-    shared: &Shared,
-    mut render: F,
+/// When a live page looks again, besides at every pushed herd view.
+#[derive(Debug, Default)]
+struct Wakes {
+    /// That often, too.
     look: Option<Duration>,
+    /// At every change this tells of.
     also: Option<watch::Receiver<u64>>,
-) -> Response
+    /// Never sooner than this after it last looked: for a page whose rendering runs git, which
+    /// a busy herd's pushes would otherwise run many times a second.
+    gap: Option<Duration>,
+}
+
+/// An event stream that sends `render`'s HTML at once and again whenever it changes; it looks
+/// again when `wakes` says.
+fn live<F, Fut>(shared: &Shared, mut render: F, wakes: Wakes) -> Response
 where
     F: FnMut(Herd) -> Fut + Send + 'static,
     Fut: Future<Output = String> + Send,
 {
     let (events, stream) = mpsc::channel::<Result<Event, Infallible>>(4);
     let mut herd = shared.herd.clone();
+    let Wakes { look, also, gap } = wakes;
     // Without `also`, a sender nobody keeps: its receiver never reports a change.
     let mut also = also.unwrap_or_else(|| watch::channel(0).1);
     tokio::spawn(async move {
@@ -231,6 +241,12 @@ where
                     return;
                 }
                 last = Some(html);
+            }
+            if let Some(gap) = gap {
+                tokio::select! {
+                    () = tokio::time::sleep(gap) => {}
+                    () = events.closed() => return,
+                }
             }
             tokio::select! {
                 changed = herd.changed() => if changed.is_err() { return },
@@ -359,8 +375,7 @@ async fn sheep_events(State(shared): Shares, Path(id): Path<String>) -> Response
                     .unwrap_or_else(|| "<p>This sheep has left the herd.</p>".to_owned())
             }
         },
-        None,
-        None,
+        Wakes::default(),
     )
 }
 
@@ -401,8 +416,11 @@ async fn branch_events(State(shared): Shares, Path(name): Path<String>) -> Respo
             let name = name.clone();
             async move { branch_html(&shared, &name).await }
         },
-        None,
-        Some(also),
+        Wakes {
+            also: Some(also),
+            gap: Some(BRANCH_GAP),
+            ..Wakes::default()
+        },
     )
 }
 
@@ -485,8 +503,10 @@ async fn file_events(State(shared): Shares, Path(path): Path<String>) -> Respons
                 .unwrap_or_else(|| "<p>This file is gone.</p>".to_owned());
             async move { html }
         },
-        Some(FILE_LOOK),
-        None,
+        Wakes {
+            look: Some(FILE_LOOK),
+            ..Wakes::default()
+        },
     )
 }
 
